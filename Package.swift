@@ -1,0 +1,113 @@
+// swift-tools-version:6.1
+// Vigil: a headless edge node for disaster shelters.
+//
+// Layering (each arrow is "is used by"):
+//   C shims (CLMDB, CBlueZ, CGPIOD, CVigilLinux) -> VigilSystem (errno, syscalls)
+//   -> VigilLog (LMDB event log, group commit) -> VigilEvents (typed events, codec)
+//   -> VigilCore (pure projections) -> VigilRadio / VigilBoard (adapters)
+//   -> VigilNode (the one event loop, runtime) -> vigil (CLI)
+import PackageDescription
+
+let strict: [SwiftSetting] = [
+    .swiftLanguageMode(.v6),
+    .enableUpcomingFeature("ExistentialAny"),
+]
+
+let package = Package(
+    name: "vigil",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "vigil", targets: ["vigil"]),
+        .executable(name: "vigil-bench", targets: ["VigilBench"]),
+        .library(name: "VigilLog", targets: ["VigilLog"]),
+        .library(name: "VigilCore", targets: ["VigilCore"]),
+        .library(name: "VigilNode", targets: ["VigilNode"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-protobuf.git", from: "1.28.0"),
+        .package(url: "https://github.com/jpsim/Yams.git", from: "6.0.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.6.0"),
+    ],
+    targets: [
+        // C shim targets: one per C library, prefixed, nothing but headers and links.
+        .systemLibrary(name: "CLMDB", pkgConfig: "lmdb", providers: [.apt(["liblmdb-dev"])]),
+        .systemLibrary(name: "CBlueZ", pkgConfig: "bluez", providers: [.apt(["libbluetooth-dev"])]),
+        .systemLibrary(name: "CGPIOD", pkgConfig: "libgpiod", providers: [.apt(["libgpiod-dev"])]),
+        .target(name: "CVigilLinux"),
+
+        // errno and syscalls, wrapped once.
+        .target(name: "VigilSystem", dependencies: ["CVigilLinux"], swiftSettings: strict),
+        // The durable, append-only record log over LMDB.
+        .target(
+            name: "VigilLog",
+            dependencies: ["CLMDB", "VigilSystem"],
+            swiftSettings: strict
+        ),
+        // Typed events and their versioned binary encoding.
+        .target(
+            name: "VigilEvents",
+            dependencies: [.product(name: "SwiftProtobuf", package: "swift-protobuf")],
+            exclude: ["README.md"],
+            swiftSettings: strict
+        ),
+        // Pure projections: (State, Event) -> State. No clocks, no I/O.
+        .target(name: "VigilCore", dependencies: ["VigilEvents"], swiftSettings: strict),
+        // Radio adapters (simulated now; BlueZ HCI next).
+        .target(
+            name: "VigilRadio",
+            dependencies: ["VigilEvents", "VigilSystem", "CBlueZ"],
+            swiftSettings: strict
+        ),
+        // Board adapters (simulated now; libgpiod next).
+        .target(
+            name: "VigilBoard",
+            dependencies: ["VigilEvents", "VigilSystem", "CGPIOD"],
+            swiftSettings: strict
+        ),
+        // The node runtime: the one event loop, sources, checkpoints, control socket.
+        .target(
+            name: "VigilNode",
+            dependencies: [
+                "VigilLog", "VigilEvents", "VigilCore", "VigilRadio", "VigilBoard", "VigilSystem",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Yams", package: "Yams"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strict
+        ),
+        .executableTarget(
+            name: "vigil",
+            dependencies: [
+                "VigilNode", "VigilLog", "VigilEvents", "VigilCore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strict
+        ),
+        // Benchmarks live apart from tests; scripts/bench runs this in release mode.
+        .executableTarget(
+            name: "VigilBench",
+            dependencies: ["VigilLog", "VigilEvents", "VigilCore", "VigilNode", "CLMDB", "VigilSystem"],
+            swiftSettings: strict
+        ),
+
+        .testTarget(name: "VigilSystemTests", dependencies: ["VigilSystem"], swiftSettings: strict),
+        .testTarget(name: "VigilLogTests", dependencies: ["VigilLog", "VigilSystem"], swiftSettings: strict),
+        .testTarget(
+            name: "VigilEventsTests",
+            dependencies: ["VigilEvents"],
+            resources: [.copy("Golden")],
+            swiftSettings: strict
+        ),
+        .testTarget(name: "VigilCoreTests", dependencies: ["VigilCore", "VigilEvents"], swiftSettings: strict),
+        .testTarget(
+            name: "VigilNodeTests",
+            dependencies: ["VigilNode", "VigilLog", "VigilCore", "VigilEvents", "VigilRadio", "VigilBoard"],
+            swiftSettings: strict
+        ),
+        .testTarget(name: "VigilCLITests", dependencies: ["VigilSystem"], swiftSettings: strict),
+    ]
+)

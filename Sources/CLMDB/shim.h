@@ -1,0 +1,4 @@
+#ifndef VIGIL_CLMDB_SHIM_H
+#define VIGIL_CLMDB_SHIM_H
+#include <lmdb.h>
+#endif

@@ -1,0 +1,92 @@
+#ifndef VIGIL_CVIGILLINUX_H
+#define VIGIL_CVIGILLINUX_H
+// Linux-only headers that Swift's Glibc module does not export, plus tiny inline helpers
+// for macros and variadic calls Swift cannot import.
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <pthread.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdint.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/timerfd.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/stat.h>
+#include <sys/file.h>
+#include <time.h>
+#include <unistd.h>
+
+static inline int cvigil_set_thread_name(pthread_t thread, const char *name) { return pthread_setname_np(thread, name); }
+
+static inline int cvigil_errno(void) { return errno; }
+static inline void cvigil_set_errno(int value) { errno = value; }
+
+static inline int cvigil_open(const char *path, int flags, mode_t mode) { return open(path, flags, mode); }
+
+// struct epoll_event is packed on x86_64; build and read it here so Swift never sees the layout.
+static inline int cvigil_epoll_ctl(int epfd, int op, int fd, uint32_t events, uint64_t token) {
+    struct epoll_event ev;
+    ev.events = events;
+    ev.data.u64 = token;
+    return epoll_ctl(epfd, op, fd, &ev);
+}
+
+// Waits and copies ready (token, events) pairs into two plain arrays.
+static inline int cvigil_epoll_wait(int epfd, uint64_t *tokens, uint32_t *events, int max, int timeout_ms) {
+    struct epoll_event evs[64];
+    if (max > 64) max = 64;
+    int n = epoll_wait(epfd, evs, max, timeout_ms);
+    for (int i = 0; i < n; i++) { tokens[i] = evs[i].data.u64; events[i] = evs[i].events; }
+    return n;
+}
+
+static inline uint64_t cvigil_monotonic_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static inline uint64_t cvigil_realtime_us(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000000ull + (uint64_t)ts.tv_nsec / 1000ull;
+}
+
+static inline int cvigil_timerfd_arm_ns(int fd, uint64_t ns) {
+    struct itimerspec spec = {0};
+    if (ns == 0) ns = 1; // zero would disarm; fire as soon as possible instead
+    spec.it_value.tv_sec = (time_t)(ns / 1000000000ull);
+    spec.it_value.tv_nsec = (long)(ns % 1000000000ull);
+    return timerfd_settime(fd, 0, &spec, NULL);
+}
+
+static inline int cvigil_timerfd_disarm(int fd) {
+    struct itimerspec spec = {0};
+    return timerfd_settime(fd, 0, &spec, NULL);
+}
+
+static inline int cvigil_unix_address(struct sockaddr_un *addr, const char *path) {
+    size_t n = 0;
+    while (path[n] != 0) n++;
+    if (n >= sizeof(addr->sun_path)) return -1;
+    addr->sun_family = AF_UNIX;
+    for (size_t i = 0; i <= n; i++) addr->sun_path[i] = path[i];
+    return 0;
+}
+
+static inline int cvigil_unix_connect(int fd, const char *path) {
+    struct sockaddr_un addr = {0};
+    if (cvigil_unix_address(&addr, path) != 0) { errno = ENAMETOOLONG; return -1; }
+    return connect(fd, (struct sockaddr *)&addr, sizeof(addr));
+}
+
+static inline int cvigil_unix_bind(int fd, const char *path) {
+    struct sockaddr_un addr = {0};
+    if (cvigil_unix_address(&addr, path) != 0) { errno = ENAMETOOLONG; return -1; }
+    return bind(fd, (struct sockaddr *)&addr, sizeof(addr));
+}
+#endif

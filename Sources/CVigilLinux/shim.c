@@ -1,0 +1,1 @@
+// Intentionally empty: CVigilLinux is header-only; SwiftPM needs one source file.

@@ -1,0 +1,78 @@
+import VigilEvents
+
+/// Alerts by id: raised here or received over the air, with duplicates dropped and
+/// cancellations applied. Expiry is judged against the newest event time seen, never a clock.
+public struct AlertBook: Projection {
+    public struct Entry: Codable, Equatable, Sendable {
+        public var origin: UInt64
+        public var counter: UInt32
+        public var kind: Int
+        public var severity: Int
+        public var raisedHere: Bool
+        public var firstSequence: UInt64
+        public var firstMicroseconds: UInt64
+        public var expiresAtMicroseconds: UInt64
+        public var hops: UInt32
+        public var latitudeE7: Int32?
+        public var longitudeE7: Int32?
+        public var text: String
+        public var cancelled: Bool
+        public var cancelledMicroseconds: UInt64?
+        public var duplicates: UInt64
+
+        public var idText: String { AlertID(origin: origin, counter: counter).text }
+    }
+
+    public private(set) var alerts: [String: Entry] = [:]
+    public private(set) var duplicatesDropped: UInt64 = 0
+    public private(set) var cancellationsForUnknown: UInt64 = 0
+    public private(set) var newestMicroseconds: UInt64 = 0
+
+    public init() {}
+
+    public mutating func apply(_ input: ProjectionInput) {
+        guard case .event(let event) = input else { return }
+        newestMicroseconds = max(newestMicroseconds, event.timeMicroseconds)
+        switch event.body {
+        case .alertRaised(let alert): record(alert, event: event, raisedHere: true)
+        case .alertReceived(let alert): record(alert, event: event, raisedHere: false)
+        case .alertCancelled(let cancel):
+            let key = cancel.id.text
+            if var entry = alerts[key] {
+                if !entry.cancelled {
+                    entry.cancelled = true
+                    entry.cancelledMicroseconds = event.timeMicroseconds
+                    alerts[key] = entry
+                }
+            } else {
+                cancellationsForUnknown += 1
+            }
+        default: break
+        }
+    }
+
+    private mutating func record(_ alert: Alert, event: Event, raisedHere: Bool) {
+        let key = alert.id.text
+        if var existing = alerts[key] {
+            existing.duplicates += 1
+            existing.hops = min(existing.hops, alert.hops)
+            alerts[key] = existing
+            duplicatesDropped += 1
+            return
+        }
+        alerts[key] = Entry(origin: alert.id.origin, counter: alert.id.counter, kind: alert.kind.rawValue,
+                            severity: alert.severity.rawValue, raisedHere: raisedHere,
+                            firstSequence: event.sequence, firstMicroseconds: event.timeMicroseconds,
+                            expiresAtMicroseconds: alert.expiresAtUs, hops: alert.hops,
+                            latitudeE7: alert.hasLocation ? alert.location.latitudeE7 : nil,
+                            longitudeE7: alert.hasLocation ? alert.location.longitudeE7 : nil,
+                            text: alert.text, cancelled: false, cancelledMicroseconds: nil, duplicates: 0)
+    }
+
+    /// Alerts neither cancelled nor expired as of the newest event, oldest first.
+    public var active: [Entry] {
+        alerts.values
+            .filter { !$0.cancelled && ($0.expiresAtMicroseconds == 0 || $0.expiresAtMicroseconds > newestMicroseconds) }
+            .sorted { ($0.firstSequence, $0.idText) < ($1.firstSequence, $1.idText) }
+    }
+}

@@ -1,0 +1,108 @@
+import VigilEvents
+
+/// Every advertiser heard recently, folded from ScanHit events.
+///
+/// Pruning is driven by event time only: whenever an event's time passes `nextPruneAt`, devices
+/// whose last sighting is older than `pruneAfterMicroseconds` are removed. Same log, same list.
+public struct DeviceList: Projection {
+    public struct Device: Codable, Equatable, Sendable {
+        public var address: UInt64
+        public var addressType: Int
+        public var firstSeenMicroseconds: UInt64
+        public var lastSeenMicroseconds: UInt64
+        /// ScanHit events (scan windows) in which it appeared.
+        public var hits: UInt64
+        /// Advertising reports folded into those hits.
+        public var reports: UInt64
+        public var rssiMin: Int32
+        public var rssiMax: Int32
+        public var rssiSum: Int64
+        /// Mean RSSI of the most recent window, in dBm x 100 (integers keep replay exact).
+        public var lastMeanRSSICentiDBm: Int32
+        public var txPower: Int32?
+        public var name: String
+
+        public var meanRSSI: Double { reports == 0 ? 0 : Double(rssiSum) / Double(reports) }
+    }
+
+    public var pruneAfterMicroseconds: UInt64
+    public var pruneIntervalMicroseconds: UInt64
+    public private(set) var devices: [UInt64: Device] = [:]
+    public private(set) var nextPruneAt: UInt64 = 0
+    public private(set) var pruned: UInt64 = 0
+
+    public init(pruneAfterMicroseconds: UInt64 = 300_000_000) {
+        self.pruneAfterMicroseconds = pruneAfterMicroseconds
+        self.pruneIntervalMicroseconds = max(1_000_000, pruneAfterMicroseconds / 10)
+    }
+
+    /// Devices keyed by address with the address type in bits 48...
+    @inline(__always)
+    static func key(_ hit: ScanHit) -> UInt64 { (hit.address & 0xFFFF_FFFF_FFFF) | (UInt64(hit.addressType.rawValue & 0xFF) << 48) }
+
+    public mutating func apply(_ input: ProjectionInput) {
+        guard case .event(let event) = input else { return }
+        if event.timeMicroseconds >= nextPruneAt {
+            prune(now: event.timeMicroseconds)
+        }
+        guard case .scanHit(let hit) = event.body, hit.count > 0 else { return }
+        let first = hit.firstSeenMicroseconds(eventTime: event.timeMicroseconds)
+        let last = hit.lastSeenMicroseconds(eventTime: event.timeMicroseconds)
+        let mean = Int32(clamping: hit.rssiSum * 100 / Int64(hit.count))
+        let key = Self.key(hit)
+        if var d = devices[key] {
+            d.firstSeenMicroseconds = min(d.firstSeenMicroseconds, first)
+            d.lastSeenMicroseconds = max(d.lastSeenMicroseconds, last)
+            d.hits += 1
+            d.reports += UInt64(hit.count)
+            d.rssiMin = min(d.rssiMin, hit.rssiMin)
+            d.rssiMax = max(d.rssiMax, hit.rssiMax)
+            d.rssiSum += hit.rssiSum
+            d.lastMeanRSSICentiDBm = mean
+            if hit.hasTxPower { d.txPower = hit.txPower }
+            if !hit.advertisement.name.isEmpty { d.name = hit.advertisement.name }
+            devices[key] = d
+        } else {
+            devices[key] = Device(address: hit.address, addressType: hit.addressType.rawValue,
+                                  firstSeenMicroseconds: first, lastSeenMicroseconds: last, hits: 1,
+                                  reports: UInt64(hit.count), rssiMin: hit.rssiMin, rssiMax: hit.rssiMax,
+                                  rssiSum: hit.rssiSum, lastMeanRSSICentiDBm: mean,
+                                  txPower: hit.hasTxPower ? hit.txPower : nil, name: hit.advertisement.name)
+        }
+    }
+
+    private mutating func prune(now: UInt64) {
+        nextPruneAt = now + pruneIntervalMicroseconds
+        guard now > pruneAfterMicroseconds else { return }
+        let cutoff = now - pruneAfterMicroseconds
+        let before = devices.count
+        devices = devices.filter { $0.value.lastSeenMicroseconds >= cutoff }
+        pruned += UInt64(before - devices.count)
+    }
+
+    /// Devices sorted by address, for display and stable encoding.
+    public var sorted: [Device] { devices.keys.sorted().compactMap { devices[$0] } }
+
+    // Encoded as a sorted array: dictionary order is not stable across runs.
+    enum CodingKeys: String, CodingKey { case pruneAfterMicroseconds, pruneIntervalMicroseconds, devices, nextPruneAt, pruned }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        pruneAfterMicroseconds = try c.decode(UInt64.self, forKey: .pruneAfterMicroseconds)
+        pruneIntervalMicroseconds = try c.decode(UInt64.self, forKey: .pruneIntervalMicroseconds)
+        nextPruneAt = try c.decode(UInt64.self, forKey: .nextPruneAt)
+        pruned = try c.decode(UInt64.self, forKey: .pruned)
+        let list = try c.decode([Device].self, forKey: .devices)
+        devices = Dictionary(list.map { ((($0.address & 0xFFFF_FFFF_FFFF) | (UInt64($0.addressType & 0xFF) << 48)), $0) },
+                             uniquingKeysWith: { a, _ in a })
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(pruneAfterMicroseconds, forKey: .pruneAfterMicroseconds)
+        try c.encode(pruneIntervalMicroseconds, forKey: .pruneIntervalMicroseconds)
+        try c.encode(nextPruneAt, forKey: .nextPruneAt)
+        try c.encode(pruned, forKey: .pruned)
+        try c.encode(sorted, forKey: .devices)
+    }
+}

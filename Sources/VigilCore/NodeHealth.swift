@@ -1,0 +1,53 @@
+import VigilEvents
+
+/// Counters over the whole log: how many events of each kind, how many could not be read,
+/// node starts and stops, and the radio's last known state.
+public struct NodeHealth: Projection {
+    /// Indexed by EventKind raw value; index 0 collects kinds this build does not know.
+    public var eventsByKind: [UInt64] = Array(repeating: 0, count: 16)
+    public var undecodable: UInt64 = 0
+    public var unknownKinds: UInt64 = 0
+    public var lastUndecodableSequence: UInt64 = 0
+    public var starts: UInt64 = 0
+    public var stops: UInt64 = 0
+    public var nodeID: UInt64 = 0
+    public var lastStartMicroseconds: UInt64 = 0
+    public var radioState: Int = 0
+    public var radioAdapter: String = ""
+    public var firstEventMicroseconds: UInt64 = 0
+    public var lastEventMicroseconds: UInt64 = 0
+    public var buttonEdges: UInt64 = 0
+
+    public init() {}
+
+    public var totalEvents: UInt64 { eventsByKind.reduce(0, +) }
+
+    public mutating func apply(_ input: ProjectionInput) {
+        switch input {
+        case .undecodable(let error):
+            undecodable += 1
+            lastUndecodableSequence = error.sequence
+            if case .unknownKind = error.reason { unknownKinds += 1 }
+        case .event(let event):
+            let k = event.body.kind.rawValue
+            eventsByKind[k < eventsByKind.count ? k : 0] += 1
+            if firstEventMicroseconds == 0 { firstEventMicroseconds = event.timeMicroseconds }
+            lastEventMicroseconds = max(lastEventMicroseconds, event.timeMicroseconds)
+            switch event.body {
+            case .nodeStarted(let started):
+                starts += 1
+                nodeID = started.nodeID
+                lastStartMicroseconds = event.timeMicroseconds
+            case .nodeStopped:
+                stops += 1
+            case .radioStateChanged(let change):
+                radioState = change.state.rawValue
+                radioAdapter = change.adapter
+            case .buttonInput:
+                buttonEdges += 1
+            default:
+                break
+            }
+        }
+    }
+}

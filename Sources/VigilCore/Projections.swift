@@ -1,0 +1,50 @@
+import Foundation
+import VigilEvents
+
+/// Settings the reducers depend on. They are part of the state so a reducer stays a function of
+/// (state, event); a changed setting applies from the moment the node loads it.
+public struct ProjectionSettings: Sendable, Equatable {
+    public var devicePruneAfterMicroseconds: UInt64 = 300_000_000
+    public init() {}
+}
+
+/// All projections of a node, and the last sequence they include.
+public struct Projections: Projection {
+    public var appliedThrough: UInt64 = 0
+    public var health = NodeHealth()
+    public var devices: DeviceList
+    public var alerts = AlertBook()
+    public var checkIns = CheckInBook()
+
+    /// The checkpoint's name in the log.
+    public static let checkpointName = "projections.v1"
+
+    public init(settings: ProjectionSettings = ProjectionSettings()) {
+        devices = DeviceList(pruneAfterMicroseconds: settings.devicePruneAfterMicroseconds)
+    }
+
+    public mutating func apply(_ input: ProjectionInput) {
+        switch input {
+        case .event(let event):
+            appliedThrough = max(appliedThrough, event.sequence)
+        case .undecodable(let error):
+            appliedThrough = max(appliedThrough, error.sequence)
+        }
+        health.apply(input)
+        devices.apply(input)
+        alerts.apply(input)
+        checkIns.apply(input)
+    }
+
+    /// Deterministic encoding (sorted keys, sorted collections): equal states give equal bytes,
+    /// which is what `vigil replay` compares.
+    public func encoded() throws -> [UInt8] {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return Array(try encoder.encode(self))
+    }
+
+    public static func decoded(_ bytes: [UInt8]) throws -> Projections {
+        try JSONDecoder().decode(Projections.self, from: Data(bytes))
+    }
+}

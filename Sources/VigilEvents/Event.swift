@@ -1,0 +1,123 @@
+import SwiftProtobuf
+
+// The payload types are the generated protobuf messages, named here for what they are.
+// The protobuf types are value types (no heap storage), so using them directly as the domain
+// model costs no conversion on the replay path.
+public typealias ScanHit = Vigil_Events_V1_ScanHit
+public typealias AdvertisementSummary = Vigil_Events_V1_AdvertisementSummary
+public typealias Alert = Vigil_Events_V1_Alert
+public typealias AlertID = Vigil_Events_V1_AlertId
+public typealias AlertKind = Vigil_Events_V1_AlertKind
+public typealias AlertSeverity = Vigil_Events_V1_Severity
+public typealias AlertCancelled = Vigil_Events_V1_AlertCancelled
+public typealias Location = Vigil_Events_V1_Location
+public typealias CheckIn = Vigil_Events_V1_CheckIn
+public typealias CheckInSource = Vigil_Events_V1_CheckInSource
+public typealias ButtonInput = Vigil_Events_V1_ButtonInput
+public typealias Edge = Vigil_Events_V1_Edge
+public typealias NodeStarted = Vigil_Events_V1_NodeStarted
+public typealias NodeStopped = Vigil_Events_V1_NodeStopped
+public typealias RadioState = Vigil_Events_V1_RadioState
+public typealias RadioStateChanged = Vigil_Events_V1_RadioStateChanged
+public typealias AddressType = Vigil_Events_V1_AddressType
+public typealias EventKind = Vigil_Events_V1_EventKind
+
+/// What happened. One case per event kind in the catalogue (README "Event catalogue").
+public enum EventBody: Sendable, Equatable {
+    case scanHit(ScanHit)
+    case alertReceived(Alert)
+    case alertRaised(Alert)
+    case alertCancelled(AlertCancelled)
+    case checkIn(CheckIn)
+    case buttonInput(ButtonInput)
+    case nodeStarted(NodeStarted)
+    case nodeStopped(NodeStopped)
+    case radioStateChanged(RadioStateChanged)
+
+    public var kind: EventKind {
+        switch self {
+        case .scanHit: .scanHit
+        case .alertReceived: .alertReceived
+        case .alertRaised: .alertRaised
+        case .alertCancelled: .alertCancelled
+        case .checkIn: .checkIn
+        case .buttonInput: .buttonInput
+        case .nodeStarted: .nodeStarted
+        case .nodeStopped: .nodeStopped
+        case .radioStateChanged: .radioStateChanged
+        }
+    }
+
+    /// Scan data may be shed under overload; nothing else ever is.
+    public var isSheddable: Bool {
+        if case .scanHit = self { return true }
+        return false
+    }
+}
+
+/// An event as stored: its place in the log, when it happened, and what happened.
+public struct Event: Sendable, Equatable {
+    public var sequence: UInt64
+    public var timeMicroseconds: UInt64
+    public var body: EventBody
+
+    public init(sequence: UInt64, timeMicroseconds: UInt64, body: EventBody) {
+        self.sequence = sequence
+        self.timeMicroseconds = timeMicroseconds
+        self.body = body
+    }
+}
+
+extension EventKind {
+    /// Stable lower-case names used by the CLI (`--kind scan-hit`) and JSON output.
+    public var name: String {
+        switch self {
+        case .unspecified: "unspecified"
+        case .scanHit: "scan-hit"
+        case .alertReceived: "alert-received"
+        case .alertRaised: "alert-raised"
+        case .alertCancelled: "alert-cancelled"
+        case .checkIn: "check-in"
+        case .buttonInput: "button-input"
+        case .nodeStarted: "node-started"
+        case .nodeStopped: "node-stopped"
+        case .radioStateChanged: "radio-state-changed"
+        case .UNRECOGNIZED(let n): "kind-\(n)"
+        }
+    }
+
+    public static let known: [EventKind] = [
+        .scanHit, .alertReceived, .alertRaised, .alertCancelled, .checkIn,
+        .buttonInput, .nodeStarted, .nodeStopped, .radioStateChanged,
+    ]
+
+    public init?(name: String) {
+        guard let match = EventKind.known.first(where: { $0.name == name }) else { return nil }
+        self = match
+    }
+}
+
+extension ScanHit {
+    public var meanRSSI: Double { count == 0 ? 0 : Double(rssiSum) / Double(count) }
+    public func firstSeenMicroseconds(eventTime: UInt64) -> UInt64 { eventTime &- firstOffsetUs }
+    public func lastSeenMicroseconds(eventTime: UInt64) -> UInt64 { eventTime &- lastOffsetUs }
+}
+
+extension AlertID {
+    public init(origin: UInt64, counter: UInt32) {
+        self.init()
+        self.origin = origin
+        self.counter = counter
+    }
+    /// "origin:counter" in hex, as printed by the CLI.
+    public var text: String { String(origin, radix: 16) + ":" + String(counter) }
+}
+
+/// Formats a 48-bit device address as AA:BB:CC:DD:EE:FF.
+public func formatAddress(_ address: UInt64) -> String {
+    (0..<6).map { i -> String in
+        let byte = UInt8(truncatingIfNeeded: address >> UInt64((5 - i) * 8))
+        let hex = String(byte, radix: 16, uppercase: true)
+        return hex.count == 1 ? "0" + hex : hex
+    }.joined(separator: ":")
+}

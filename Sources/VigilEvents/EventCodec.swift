@@ -1,0 +1,99 @@
+import SwiftProtobuf
+
+/// Why an event could not be decoded. Iteration reports it with the sequence and goes on.
+public struct EventDecodingError: Error, Sendable, Equatable, CustomStringConvertible {
+    public enum Reason: Sendable, Equatable {
+        /// A kind this build does not know (written by a newer Vigil).
+        case unknownKind(UInt32)
+        /// The payload is not a valid message of its kind.
+        case malformed(kind: UInt32, detail: String)
+        /// The log envelope itself was unreadable.
+        case envelope(String)
+    }
+    public let sequence: UInt64
+    public let reason: Reason
+
+    public init(sequence: UInt64, reason: Reason) {
+        self.sequence = sequence
+        self.reason = reason
+    }
+
+    public var description: String {
+        switch reason {
+        case .unknownKind(let k): "event \(sequence): unknown kind \(k) (written by a newer Vigil?)"
+        case .malformed(let k, let detail): "event \(sequence): malformed \(EventKind(rawValue: Int(k)).map(\.name) ?? "kind \(k)") payload: \(detail)"
+        case .envelope(let detail): "event \(sequence): \(detail)"
+        }
+    }
+}
+
+/// Encodes event bodies to (kind, payload) pairs for the log and back.
+///
+/// The payload is the protobuf message for the kind. Unknown fields from newer schemas are
+/// skipped by the decoder, so old builds keep reading newer logs, and new builds read every
+/// older schema version (proved by the golden files in Tests/VigilEventsTests/Golden).
+public enum EventCodec {
+    public static func encode(_ body: EventBody) -> (kind: UInt32, payload: [UInt8]) {
+        let kind = UInt32(body.kind.rawValue)
+        // Serializing these messages cannot fail: they have no required fields and no Any.
+        let payload: [UInt8]
+        switch body {
+        case .scanHit(let m): payload = serialize(m)
+        case .alertReceived(let m), .alertRaised(let m): payload = serialize(m)
+        case .alertCancelled(let m): payload = serialize(m)
+        case .checkIn(let m): payload = serialize(m)
+        case .buttonInput(let m): payload = serialize(m)
+        case .nodeStarted(let m): payload = serialize(m)
+        case .nodeStopped(let m): payload = serialize(m)
+        case .radioStateChanged(let m): payload = serialize(m)
+        }
+        return (kind, payload)
+    }
+
+    private static func serialize<M: SwiftProtobuf.Message>(_ message: M) -> [UInt8] {
+        (try? message.serializedBytes()) ?? []
+    }
+
+    /// Decodes a payload in place (no copy of the bytes).
+    public static func decode(kind: UInt32, payload: UnsafeRawBufferPointer, sequence: UInt64) throws(EventDecodingError) -> EventBody {
+        guard let eventKind = EventKind(rawValue: Int(kind)), EventKind.known.contains(eventKind) else {
+            throw EventDecodingError(sequence: sequence, reason: .unknownKind(kind))
+        }
+        do {
+            switch eventKind {
+            case .scanHit: return .scanHit(try parse(payload))
+            case .alertReceived: return .alertReceived(try parse(payload))
+            case .alertRaised: return .alertRaised(try parse(payload))
+            case .alertCancelled: return .alertCancelled(try parse(payload))
+            case .checkIn: return .checkIn(try parse(payload))
+            case .buttonInput: return .buttonInput(try parse(payload))
+            case .nodeStarted: return .nodeStarted(try parse(payload))
+            case .nodeStopped: return .nodeStopped(try parse(payload))
+            case .radioStateChanged: return .radioStateChanged(try parse(payload))
+            case .unspecified, .UNRECOGNIZED:
+                throw EventDecodingError(sequence: sequence, reason: .unknownKind(kind))
+            }
+        } catch let error as EventDecodingError {
+            throw error
+        } catch {
+            throw EventDecodingError(sequence: sequence, reason: .malformed(kind: kind, detail: "\(error)"))
+        }
+    }
+
+    @inline(__always)
+    private static func parse<M: SwiftProtobuf.Message>(_ payload: UnsafeRawBufferPointer) throws -> M {
+        // Unknown fields are discarded: projections never need them and keeping them costs an
+        // allocation per event on replay.
+        var options = BinaryDecodingOptions()
+        options.discardUnknownFields = true
+        return try M(serializedBytes: RawSpan(_unsafeBytes: payload), options: options)
+    }
+
+    public static func decode(kind: UInt32, payload: [UInt8], sequence: UInt64) throws(EventDecodingError) -> EventBody {
+        let result: Result<EventBody, EventDecodingError> = payload.withUnsafeBytes { raw in
+            do throws(EventDecodingError) { return .success(try decode(kind: kind, payload: raw, sequence: sequence)) }
+            catch { return .failure(error) }
+        }
+        return try result.get()
+    }
+}

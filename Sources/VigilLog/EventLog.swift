@@ -1,0 +1,257 @@
+import CLMDB
+import Synchronization
+import VigilSystem
+
+/// The append-only, durable event log: the single source of truth of a Vigil node.
+///
+/// One LMDB environment holds three databases: `events` (big-endian u64 sequence → envelope),
+/// `checkpoints` (projection name → sequence + state) and `meta` (format version).
+///
+/// Contract:
+/// - Appends are cheap and never block on the disk: they enqueue for the one writer thread, which
+///   groups everything waiting into one transaction per commit window (group commit).
+/// - An append is acknowledged — its completion called, `onDurable` told, or its `await` resumed —
+///   only after the commit holding it is durable (see `SyncMode`).
+/// - Sequences are assigned in append order when the append is accepted. A refused append
+///   (shed, or log full) leaves a gap; gaps are never filled later.
+/// - Any number of processes may read while one process writes (`openReadOnly`).
+///
+/// Misuse: opening the same directory for writing from two processes (VigilNode prevents it with a
+/// lock file); calling `close()` and then appending (refused with `.closed`).
+public final class EventLog: @unchecked Sendable {
+    public let configuration: LogConfiguration
+    let environment: LMDBEnvironment
+    let events: MDB_dbi
+    let checkpoints: MDB_dbi
+    let meta: MDB_dbi
+    let isReadOnly: Bool
+    /// Held shared by in-process readers, exclusively while the map grows.
+    let mapLock = ReadWriteLock()
+    var writer: LogWriter?
+
+    static let formatVersion: UInt32 = 1
+
+    private init(configuration: LogConfiguration, environment: LMDBEnvironment,
+                 events: MDB_dbi, checkpoints: MDB_dbi, meta: MDB_dbi, readOnly: Bool) {
+        self.configuration = configuration
+        self.environment = environment
+        self.events = events
+        self.checkpoints = checkpoints
+        self.meta = meta
+        self.isReadOnly = readOnly
+    }
+
+    /// Opens (creating if needed) the log for writing and starts its writer thread.
+    /// `onDurable` is called on the writer thread after each durable commit.
+    public static func open(_ configuration: LogConfiguration,
+                            onDurable: (@Sendable (CommitReport) -> Void)? = nil) throws(LogError) -> EventLog {
+        try logErrors { try FileSystem.createDirectory(configuration.directory) }
+        var flags: EnvironmentFlags = [.noTLS]
+        switch configuration.sync {
+        case .full: break
+        case .deferredMeta: flags.insert(.noMetaSync)
+        case .none: flags.insert(.noSync)
+        }
+        let log = try openEnvironment(configuration, flags: flags, readOnly: false)
+        let last = try log.read { try $0.lastSequence() }
+        log.writer = try LogWriter(log: log, nextSequence: last + 1, onDurable: onDurable)
+        return log
+    }
+
+    /// Opens an existing log for reading only, alongside a node that may be writing it.
+    public static func openReadOnly(directory: String) throws(LogError) -> EventLog {
+        guard FileSystem.exists(directory + "/data.mdb") else { throw .missing(directory: directory) }
+        return try openEnvironment(LogConfiguration(directory: directory), flags: [.noTLS, .readOnly], readOnly: true)
+    }
+
+    private static func openEnvironment(_ configuration: LogConfiguration, flags: EnvironmentFlags,
+                                        readOnly: Bool) throws(LogError) -> EventLog {
+        try logErrors {
+            // Read-only opens pass 0 so that the size in the file's meta page is used.
+            let env = try LMDBEnvironment(path: configuration.directory, flags: flags,
+                                          mapSize: readOnly ? 0 : configuration.initialMapSize, maxDatabases: 4)
+            _ = env.readerCheck() // clear reader slots left by crashed processes
+            let txn = try env.begin(readOnly: readOnly)
+            do {
+                let events = try txn.openDatabase("events", create: !readOnly)
+                let checkpoints = try txn.openDatabase("checkpoints", create: !readOnly)
+                let meta = try txn.openDatabase("meta", create: !readOnly)
+                let versionKey = Array("format".utf8)
+                let stored = try versionKey.withUnsafeBytes { try txn.get(meta, key: $0) }
+                if let stored {
+                    guard stored.count == 4 else { throw LogError.incompatible("format marker has \(stored.count) bytes") }
+                    let version = UInt32(bigEndian: stored.loadUnaligned(as: UInt32.self))
+                    guard version == formatVersion else {
+                        throw LogError.incompatible("format \(version); this build reads format \(formatVersion)")
+                    }
+                } else if !readOnly {
+                    let value = withUnsafeBytes(of: formatVersion.bigEndian) { Array($0) }
+                    try versionKey.withUnsafeBytes { k in
+                        try value.withUnsafeBytes { v in try txn.put(meta, key: k, value: v) }
+                    }
+                }
+                if readOnly { txn.abort() } else { try txn.commit() }
+                return EventLog(configuration: configuration, environment: env, events: events,
+                                checkpoints: checkpoints, meta: meta, readOnly: readOnly)
+            } catch let error as LMDBError where error.isNotFound {
+                txn.abort()
+                throw LogError.incompatible("not a Vigil log (its databases are missing)")
+            } catch {
+                if (error as? LMDBError)?.operation != "mdb_txn_commit" { txn.abort() }
+                throw error
+            }
+        }
+    }
+
+    // MARK: Appending
+
+    /// Queues `record`; `completion` (optional) runs on the writer thread once the record is
+    /// durable or refused. Returns the sequence the record will have.
+    /// Throws `.shed` at once when the queue is over its limit and `priority` is `.sheddable`.
+    @discardableResult
+    public func append(_ record: LogRecord, priority: AppendPriority,
+                       completion: (@Sendable (Result<UInt64, LogError>) -> Void)? = nil) throws(LogError) -> UInt64 {
+        guard let writer else { throw .closed }
+        return try writer.enqueue(record, priority: priority, completion: completion)
+    }
+
+    /// Appends and waits until the record is durable; returns its sequence.
+    public func appendDurably(_ record: LogRecord, priority: AppendPriority) async throws(LogError) -> UInt64 {
+        let result: Result<UInt64, LogError> = await withCheckedContinuation { continuation in
+            do {
+                try append(record, priority: priority) { continuation.resume(returning: $0) }
+            } catch {
+                continuation.resume(returning: .failure(LogError(wrapping: error)))
+            }
+        }
+        return try result.get()
+    }
+
+    /// Queues a projection checkpoint. It is written in the first transaction that starts after
+    /// this call, so it can never be durable before the events it includes were (callers only
+    /// checkpoint state built from acknowledged events).
+    public func writeCheckpoint(name: String, throughSequence: UInt64, state: [UInt8]) throws(LogError) {
+        guard let writer else { throw .closed }
+        writer.enqueueCheckpoint(name: name, sequence: throughSequence, state: state)
+    }
+
+    /// Sequences at or below this are durable.
+    public var durableSequence: UInt64 { writer?.statistics.durableSequence ?? 0 }
+
+    public var statistics: LogStatistics { writer?.statistics ?? LogStatistics() }
+
+    /// Writes everything queued, makes it durable, acknowledges it, and stops the writer.
+    /// Appends after this are refused with `.closed`.
+    public func close() {
+        writer?.stop()
+    }
+
+    deinit { writer?.stop() }
+
+    // MARK: Reading
+
+    /// Runs `body` inside one read transaction: a consistent snapshot of the log.
+    /// Never hold the transaction longer than needed: a long reader keeps old pages from reuse.
+    /// Errors thrown by `body` pass through unchanged when they are `LogError`s.
+    public func read<T>(_ body: (LogReadTransaction) throws -> T) throws(LogError) -> T {
+        try logErrors {
+            try mapLock.withReadLock { () throws -> T in
+                let txn = try environment.begin(readOnly: true)
+                defer { txn.abort() }
+                return try body(LogReadTransaction(log: self, txn: txn))
+            }
+        }
+    }
+
+    /// Bytes the map uses (pages up to the high-water mark) and its current size.
+    public func spaceUsage() throws(LogError) -> (usedBytes: Int, mapBytes: Int, pageSize: Int) {
+        try logErrors {
+            let info = try environment.info()
+            let page = try environment.pageSize()
+            return ((Int(info.me_last_pgno) + 1) * page, info.me_mapsize, page)
+        }
+    }
+}
+
+
+/// What the writer reports after each durable commit.
+public struct CommitReport: Sendable {
+    /// Every accepted sequence at or below this is durable, except those in `refused`.
+    public let durableThrough: UInt64
+    /// Sequences refused in this commit (log full); their events were never stored.
+    public let refused: [UInt64]
+}
+
+/// A read-only snapshot of the log; valid only inside `EventLog.read`.
+public struct LogReadTransaction {
+    let log: EventLog
+    let txn: LMDBTransaction
+
+    /// The highest stored sequence, 0 when empty.
+    public func lastSequence() throws(LogError) -> UInt64 { try edge(.last) }
+
+    /// The lowest stored sequence, 0 when empty.
+    public func firstSequence() throws(LogError) -> UInt64 { try edge(.first) }
+
+    private func edge(_ position: LMDBCursor.Position) throws(LogError) -> UInt64 {
+        try logErrors {
+            let cursor = try txn.cursor(log.events)
+            defer { cursor.close() }
+            guard let entry = try cursor.move(position) else { return 0 }
+            return sequence(fromKey: entry.key) ?? 0
+        }
+    }
+
+    /// Visits records from `start` on, in order, until `body` returns false. A value whose
+    /// envelope cannot be read is passed as `.failure` naming its sequence, and iteration goes on.
+    public func forEach(from start: UInt64 = 0,
+                        _ body: (Result<StoredRecordView, CorruptRecord>) throws -> Bool) throws(LogError) {
+        try logErrors {
+            let cursor = try txn.cursor(log.events)
+            defer { cursor.close() }
+            var entry = try withSequenceKey(start) { try cursor.move(.atOrAfter($0)) }
+            while let current = entry {
+                let result: Result<StoredRecordView, CorruptRecord>
+                if let seq = sequence(fromKey: current.key) {
+                    result = StoredRecordView.parse(sequence: seq, value: current.value)
+                } else {
+                    result = .failure(CorruptRecord(sequence: 0, reason: "key of \(current.key.count) bytes"))
+                }
+                guard try body(result) else { return }
+                entry = try cursor.move(.next)
+            }
+        }
+    }
+
+    /// The most recent checkpoint stored under `name`.
+    public func checkpoint(named name: String) throws(LogError) -> (sequence: UInt64, state: [UInt8])? {
+        try logErrors {
+            let key = Array(name.utf8)
+            guard let value = try key.withUnsafeBytes({ try txn.get(log.checkpoints, key: $0) }), value.count >= 8 else {
+                return nil
+            }
+            let seq = UInt64(bigEndian: value.loadUnaligned(as: UInt64.self))
+            return (seq, Array(value[8...]))
+        }
+    }
+
+    /// Page statistics of the events database (what `mdb_stat` prints).
+    public func eventsPageStatistics() throws(LogError) -> PageStatistics {
+        try logErrors {
+            let s = try txn.stat(log.events)
+            return PageStatistics(entries: Int(s.ms_entries), leafPages: Int(s.ms_leaf_pages),
+                                  branchPages: Int(s.ms_branch_pages), overflowPages: Int(s.ms_overflow_pages),
+                                  pageSize: Int(s.ms_psize), depth: Int(s.ms_depth))
+        }
+    }
+}
+
+public struct PageStatistics: Sendable, Codable {
+    public let entries: Int
+    public let leafPages: Int
+    public let branchPages: Int
+    public let overflowPages: Int
+    public let pageSize: Int
+    public let depth: Int
+    public var totalBytes: Int { (leafPages + branchPages + overflowPages) * pageSize }
+}

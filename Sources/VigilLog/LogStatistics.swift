@@ -1,0 +1,23 @@
+/// Counters the writer keeps; read with `EventLog.statistics`.
+public struct LogStatistics: Sendable, Equatable, Codable {
+    public var commits: UInt64 = 0
+    /// Flushes to stable storage that Vigil caused: fdatasync + O_DSYNC meta writes (full mode),
+    /// fdatasync per commit plus idle syncs (deferred-meta mode).
+    public var flushes: UInt64 = 0
+    public var recordsWritten: UInt64 = 0
+    public var valueBytesWritten: UInt64 = 0
+    public var checkpointsWritten: UInt64 = 0
+    /// Sheddable appends refused because the queue was over its limit.
+    public var shed: UInt64 = 0
+    /// Appends refused because the map reached its cap.
+    public var refusedFull: UInt64 = 0
+    public var mapGrowths: UInt64 = 0
+    public var mapSize: Int = 0
+    /// Highest sequence whose commit is durable.
+    public var durableSequence: UInt64 = 0
+    /// Largest batch committed in one transaction.
+    public var largestBatch: Int = 0
+    public var writeErrors: UInt64 = 0
+
+    public init() {}
+}

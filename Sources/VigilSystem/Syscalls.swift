@@ -1,0 +1,184 @@
+internal import CVigilLinux
+#if canImport(Glibc)
+import Glibc
+#endif
+
+// Every raw syscall Vigil makes is in this file: each retries EINTR where that is correct and
+// turns a failure into a typed `SystemError`. Nothing else in the code base reads `errno`.
+
+@inline(__always)
+func check<T: BinaryInteger>(_ operation: String, _ subject: String? = nil, _ body: () -> T) throws(SystemError) -> T {
+    while true {
+        let result = body()
+        if result >= 0 { return result }
+        let e = Errno.current
+        if e == .interrupted { continue }
+        throw SystemError(operation, subject, errno: e)
+    }
+}
+
+/// An owned file descriptor. Not copyable, so it is closed exactly once.
+public struct FileDescriptor: ~Copyable, Sendable {
+    public let rawValue: Int32
+
+    public init(adopting rawValue: Int32) { self.rawValue = rawValue }
+
+    deinit { _ = Glibc.close(rawValue) }
+
+    public static func open(_ path: String, flags: Int32, mode: UInt32 = 0o644) throws(SystemError) -> FileDescriptor {
+        let fd = try check("open", path) { cvigil_open(path, flags | O_CLOEXEC, mode_t(mode)) }
+        return FileDescriptor(adopting: fd)
+    }
+
+    /// Reads up to `count` bytes; returns nil on EAGAIN for non-blocking descriptors.
+    public func read(into buffer: UnsafeMutableRawBufferPointer) throws(SystemError) -> Int? {
+        while true {
+            let n = Glibc.read(rawValue, buffer.baseAddress, buffer.count)
+            if n >= 0 { return n }
+            let e = Errno.current
+            if e == .interrupted { continue }
+            if e == .wouldBlock { return nil }
+            throw SystemError("read", errno: e)
+        }
+    }
+
+    /// Writes all of `bytes`, retrying short writes.
+    public func writeAll(_ bytes: UnsafeRawBufferPointer) throws(SystemError) {
+        var offset = 0
+        while offset < bytes.count {
+            let n = try check("write") { Glibc.write(rawValue, bytes.baseAddress! + offset, bytes.count - offset) }
+            offset += n
+        }
+    }
+
+    public func writeAll(_ bytes: [UInt8]) throws(SystemError) {
+        // withUnsafeBytes rethrows untyped errors, so carry the typed one out by hand.
+        let failure = bytes.withUnsafeBytes { (raw: UnsafeRawBufferPointer) -> SystemError? in
+            do throws(SystemError) {
+                try self.writeAll(raw)
+                return nil
+            } catch {
+                return error
+            }
+        }
+        if let failure { throw failure }
+    }
+
+    public func fsync() throws(SystemError) {
+        _ = try check("fsync") { Glibc.fsync(rawValue) }
+    }
+
+    public func setNonBlocking() throws(SystemError) {
+        let flags = try check("fcntl(F_GETFL)") { fcntl(rawValue, F_GETFL) }
+        _ = try check("fcntl(F_SETFL)") { fcntl(rawValue, F_SETFL, flags | O_NONBLOCK) }
+    }
+}
+
+/// An eventfd: the way other threads wake the event loop.
+public final class EventFD: Sendable {
+    public let fd: Int32
+    public init() throws(SystemError) {
+        fd = try check("eventfd") { eventfd(0, Int32(EFD_NONBLOCK | EFD_CLOEXEC)) }
+    }
+    deinit { _ = Glibc.close(fd) }
+
+    /// Adds one to the counter. Safe from any thread; never blocks (the counter cannot realistically overflow).
+    public func signal() {
+        var one: UInt64 = 1
+        _ = withUnsafeBytes(of: &one) { Glibc.write(fd, $0.baseAddress, 8) }
+    }
+
+    /// Resets the counter; returns how many signals were pending.
+    @discardableResult
+    public func drain() -> UInt64 {
+        var value: UInt64 = 0
+        let n = withUnsafeMutableBytes(of: &value) { Glibc.read(fd, $0.baseAddress, 8) }
+        return n == 8 ? value : 0
+    }
+}
+
+/// A monotonic one-shot timerfd, re-armed by the loop for its next deadline.
+public final class TimerFD: Sendable {
+    public let fd: Int32
+    public init() throws(SystemError) {
+        fd = try check("timerfd_create") { timerfd_create(CLOCK_MONOTONIC, Int32(TFD_NONBLOCK | TFD_CLOEXEC)) }
+    }
+    deinit { _ = Glibc.close(fd) }
+
+    public func arm(afterNanoseconds ns: UInt64) throws(SystemError) {
+        _ = try check("timerfd_settime") { cvigil_timerfd_arm_ns(fd, ns) }
+    }
+    public func disarm() throws(SystemError) {
+        _ = try check("timerfd_settime") { cvigil_timerfd_disarm(fd) }
+    }
+    public func drain() {
+        var value: UInt64 = 0
+        _ = withUnsafeMutableBytes(of: &value) { Glibc.read(fd, $0.baseAddress, 8) }
+    }
+}
+
+/// An epoll instance. Tokens are caller-chosen identifiers handed back with readiness.
+public final class Epoll: Sendable {
+    public let fd: Int32
+    public struct Ready: Sendable { public let token: UInt64; public let events: UInt32 }
+
+    public static let readable = UInt32(EPOLLIN.rawValue)
+    public static let hangup = UInt32(EPOLLHUP.rawValue) | UInt32(EPOLLERR.rawValue)
+
+    public init() throws(SystemError) {
+        fd = try check("epoll_create1") { epoll_create1(Int32(EPOLL_CLOEXEC)) }
+    }
+    deinit { _ = Glibc.close(fd) }
+
+    public func add(_ watched: Int32, token: UInt64, events: UInt32 = Epoll.readable) throws(SystemError) {
+        _ = try check("epoll_ctl(ADD)") { cvigil_epoll_ctl(fd, EPOLL_CTL_ADD, watched, events, token) }
+    }
+    public func remove(_ watched: Int32) throws(SystemError) {
+        _ = try check("epoll_ctl(DEL)") { cvigil_epoll_ctl(fd, EPOLL_CTL_DEL, watched, 0, 0) }
+    }
+
+    /// Blocks until at least one descriptor is ready (or `timeoutMilliseconds`, -1 = forever).
+    public func wait(timeoutMilliseconds: Int32 = -1) throws(SystemError) -> [Ready] {
+        var tokens = [UInt64](repeating: 0, count: 64)
+        var events = [UInt32](repeating: 0, count: 64)
+        let n = try check("epoll_wait") { cvigil_epoll_wait(fd, &tokens, &events, 64, timeoutMilliseconds) }
+        return (0..<Int(n)).map { Ready(token: tokens[$0], events: events[$0]) }
+    }
+}
+
+/// Small, safe wrappers for file-system calls used by the CLI and the node.
+public enum FileSystem {
+    public static func exists(_ path: String) -> Bool { access(path, F_OK) == 0 }
+
+    public static func isDirectory(_ path: String) -> Bool {
+        var st = stat()
+        return stat(path, &st) == 0 && (st.st_mode & S_IFMT) == S_IFDIR
+    }
+
+    /// Creates a directory and its parents (like `mkdir -p`).
+    public static func createDirectory(_ path: String, mode: UInt32 = 0o750) throws(SystemError) {
+        var prefix = path.hasPrefix("/") ? "/" : ""
+        for part in path.split(separator: "/") {
+            prefix += part + "/"
+            if mkdir(prefix, mode_t(mode)) != 0 {
+                let e = Errno.current
+                if e != .exists { throw SystemError("mkdir", prefix, errno: e) }
+            }
+        }
+    }
+
+    public static func remove(_ path: String) { _ = unlink(path) }
+
+    /// Takes an exclusive advisory lock on `path`, or fails with EWOULDBLOCK if another process holds it.
+    public static func lockExclusive(_ path: String) throws(SystemError) -> FileDescriptor {
+        let fd = try FileDescriptor.open(path, flags: O_RDWR | O_CREAT, mode: 0o640)
+        _ = try check("flock", path) { flock(fd.rawValue, LOCK_EX | LOCK_NB) }
+        return fd
+    }
+}
+
+/// Monotonic nanoseconds, for measuring intervals (never for event times).
+public func monotonicNanoseconds() -> UInt64 { cvigil_monotonic_ns() }
+
+/// Wall-clock microseconds since the Unix epoch.
+public func realtimeMicroseconds() -> UInt64 { cvigil_realtime_us() }
