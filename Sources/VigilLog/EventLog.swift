@@ -90,7 +90,9 @@ public final class EventLog: @unchecked Sendable {
                         try value.withUnsafeBytes { v in try txn.put(meta, key: k, value: v) }
                     }
                 }
-                if readOnly { txn.abort() } else { try txn.commit() }
+                // Commit even a read-only transaction: LMDB closes database handles opened in a
+                // transaction that is aborted.
+                try txn.commit()
                 return EventLog(configuration: configuration, environment: env, events: events,
                                 checkpoints: checkpoints, meta: meta, readOnly: readOnly)
             } catch let error as LMDBError where error.isNotFound {

@@ -182,3 +182,70 @@ public func monotonicNanoseconds() -> UInt64 { cvigil_monotonic_ns() }
 
 /// Wall-clock microseconds since the Unix epoch.
 public func realtimeMicroseconds() -> UInt64 { cvigil_realtime_us() }
+
+/// Unix-domain stream sockets: the node's control socket and the CLI's client side.
+public enum UnixSocket {
+    /// Binds and listens at `path` (a stale socket file from a crashed node is replaced).
+    public static func listen(path: String, backlog: Int32 = 8) throws(SystemError) -> FileDescriptor {
+        let raw = try check("socket(AF_UNIX)") { socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0) }
+        let fd = FileDescriptor(adopting: raw)
+        _ = unlink(path)
+        _ = try check("bind", path) { cvigil_unix_bind(raw, path) }
+        _ = try check("listen", path) { Glibc.listen(raw, backlog) }
+        return fd
+    }
+
+    /// Accepts one pending connection; nil when none is waiting.
+    public static func accept(_ listener: borrowing FileDescriptor) throws(SystemError) -> FileDescriptor? {
+        while true {
+            let raw = cvigil_accept(listener.rawValue)
+            if raw >= 0 { return FileDescriptor(adopting: raw) }
+            let e = Errno.current
+            if e == .interrupted { continue }
+            if e == .wouldBlock { return nil }
+            throw SystemError("accept", errno: e)
+        }
+    }
+
+    /// Connects to `path` (blocking), with send/receive timeouts.
+    public static func connect(path: String, timeoutMilliseconds: Int = 3_000) throws(SystemError) -> FileDescriptor {
+        let raw = try check("socket(AF_UNIX)") { socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0) }
+        let fd = FileDescriptor(adopting: raw)
+        var tv = timeval(tv_sec: timeoutMilliseconds / 1_000, tv_usec: (timeoutMilliseconds % 1_000) * 1_000)
+        _ = setsockopt(raw, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+        _ = setsockopt(raw, SOL_SOCKET, SO_SNDTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+        _ = try check("connect", path) { cvigil_unix_connect(raw, path) }
+        return fd
+    }
+}
+
+/// inotify, so `vigil log tail -f` wakes when the log file changes instead of polling.
+public final class FileWatch: Sendable {
+    public let fd: Int32
+    public init(path: String) throws(SystemError) {
+        fd = try check("inotify_init1") { inotify_init1(Int32(IN_CLOEXEC)) }
+        do {
+            _ = try check("inotify_add_watch", path) { inotify_add_watch(fd, path, UInt32(IN_MODIFY | IN_CLOSE_WRITE)) }
+        } catch {
+            _ = Glibc.close(fd)
+            throw error
+        }
+    }
+    deinit { _ = Glibc.close(fd) }
+
+    /// Blocks until the file changes or `timeoutMilliseconds` pass (-1: forever). True on change.
+    public func wait(timeoutMilliseconds: Int32) throws(SystemError) -> Bool {
+        var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        let n = try check("poll") { poll(&p, 1, timeoutMilliseconds) }
+        guard n > 0 else { return false }
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        _ = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+        return true
+    }
+}
+
+/// Random bytes from the kernel (getrandom), for node ids and alert ids.
+public func secureRandomUInt64() -> UInt64 {
+    var generator = SystemRandomNumberGenerator()
+    return generator.next()
+}

@@ -17,6 +17,8 @@
 #include <sys/un.h>
 #include <sys/stat.h>
 #include <sys/file.h>
+#include <sys/inotify.h>
+#include <poll.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -77,6 +79,8 @@ static inline int cvigil_unix_address(struct sockaddr_un *addr, const char *path
     for (size_t i = 0; i <= n; i++) addr->sun_path[i] = path[i];
     return 0;
 }
+
+static inline int cvigil_accept(int fd) { return accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC); }
 
 static inline int cvigil_unix_connect(int fd, const char *path) {
     struct sockaddr_un addr = {0};

@@ -1,0 +1,84 @@
+import Synchronization
+import VigilSystem
+
+/// A board in memory: button presses are scheduled by `press` (from `vigil sim press`) and
+/// delivered through a timerfd at their time; every output change is recorded as a transition.
+public final class SimulatedBoard: BoardAdapter {
+    public struct Transition: Sendable, Equatable, Codable {
+        public var timeMicroseconds: UInt64
+        public var line: OutputLine
+        public var on: Bool
+    }
+
+    public let profile: BoardProfile
+    public var descriptor: Int32 { timer.fd }
+    private let timer: TimerFD
+    /// Edges not yet delivered, sorted by monotonic time.
+    private var scheduled: [ButtonEdge] = []
+    private var levels: [OutputLine: Bool] = [:]
+    /// Recent transitions, oldest first; bounded (older ones are dropped, counted).
+    public private(set) var transitions: [Transition] = []
+    public private(set) var droppedTransitions: UInt64 = 0
+    public let transitionLimit: Int
+
+    public init(profile: BoardProfile = .simulated, transitionLimit: Int = 1_000) throws {
+        self.profile = profile
+        self.transitionLimit = transitionLimit
+        self.timer = try TimerFD()
+    }
+
+    public func start() throws {
+        for line in OutputLine.allCases { levels[line] = false }
+    }
+
+    public func stop() {
+        try? timer.disarm()
+        scheduled.removeAll()
+    }
+
+    /// Schedules a press now and its release after `holdMicroseconds`, with optional contact
+    /// bounce (`bounces` extra short edge pairs of `bounceMicroseconds` right after the press).
+    public func press(holdMicroseconds: UInt64, bounces: Int = 0, bounceMicroseconds: UInt64 = 2_000) throws {
+        let now = monotonicNanoseconds()
+        let line = profile.button.offset
+        var edges = [ButtonEdge(line: line, pressed: true, kernelTimestampNanoseconds: now)]
+        var t = now
+        for _ in 0..<max(0, bounces) {
+            t += bounceMicroseconds * 1_000
+            edges.append(ButtonEdge(line: line, pressed: false, kernelTimestampNanoseconds: t))
+            t += bounceMicroseconds * 1_000
+            edges.append(ButtonEdge(line: line, pressed: true, kernelTimestampNanoseconds: t))
+        }
+        edges.append(ButtonEdge(line: line, pressed: false, kernelTimestampNanoseconds: now + holdMicroseconds * 1_000))
+        scheduled.append(contentsOf: edges)
+        scheduled.sort { $0.kernelTimestampNanoseconds < $1.kernelTimestampNanoseconds }
+        try arm()
+    }
+
+    public func readReady(into edges: inout [ButtonEdge]) throws {
+        timer.drain()
+        let now = monotonicNanoseconds()
+        let due = scheduled.prefix { $0.kernelTimestampNanoseconds <= now }
+        edges.append(contentsOf: due)
+        scheduled.removeFirst(due.count)
+        try arm()
+    }
+
+    private func arm() throws {
+        guard let next = scheduled.first else { return }
+        let now = monotonicNanoseconds()
+        try timer.arm(afterNanoseconds: next.kernelTimestampNanoseconds > now ? next.kernelTimestampNanoseconds - now : 0)
+    }
+
+    public func drive(_ line: OutputLine, on: Bool, timeMicroseconds: UInt64) throws {
+        guard levels[line] != on else { return }
+        levels[line] = on
+        transitions.append(Transition(timeMicroseconds: timeMicroseconds, line: line, on: on))
+        if transitions.count > transitionLimit {
+            transitions.removeFirst(transitions.count - transitionLimit)
+            droppedTransitions += 1
+        }
+    }
+
+    public func level(_ line: OutputLine) -> Bool { levels[line] ?? false }
+}

@@ -1,0 +1,108 @@
+import Foundation
+import VigilSystem
+
+/// Requests a running node answers on `DATA/control.sock`, one line each.
+public enum ControlCommand: Sendable, Equatable {
+    case ping
+    case status
+    /// Press the simulated button for `holdMicroseconds`, with `bounces` extra bounce edge pairs.
+    case press(holdMicroseconds: UInt64, bounces: Int)
+
+    /// Parses "ping", "status", "press HOLD_US [BOUNCES]".
+    public init?(line: String) {
+        let words = line.split(separator: " ").map(String.init)
+        switch words.first {
+        case "ping": self = .ping
+        case "status": self = .status
+        case "press":
+            guard words.count >= 2, let hold = UInt64(words[1]), hold <= 60_000_000 else { return nil }
+            let bounces = words.count >= 3 ? Int(words[2]) ?? 0 : 0
+            self = .press(holdMicroseconds: hold, bounces: min(max(bounces, 0), 50))
+        default: return nil
+        }
+    }
+
+    public var line: String {
+        switch self {
+        case .ping: "ping"
+        case .status: "status"
+        case .press(let hold, let bounces): "press \(hold) \(bounces)"
+        }
+    }
+}
+
+/// The server side, driven by the node's loop: non-blocking accept and reads, bounded
+/// connections and line length, one request and one reply per connection.
+final class ControlServer {
+    private let listener: FileDescriptor
+    private let path: String
+    private unowned let epoll: Epoll
+    private final class Connection {
+        let fd: FileDescriptor
+        var buffer: [UInt8] = []
+        init(_ fd: consuming FileDescriptor) { self.fd = fd }
+    }
+    private var connections: [UInt64: Connection] = [:]
+    private var nextToken: UInt64 = 1_000
+    static let maxConnections = 16
+    static let maxLine = 4_096
+
+    init(path: String, epoll: Epoll, listenerToken: UInt64) throws {
+        self.path = path
+        self.epoll = epoll
+        listener = try UnixSocket.listen(path: path)
+        try epoll.add(listener.rawValue, token: listenerToken)
+    }
+
+    func acceptAll() {
+        while connections.count < Self.maxConnections, let connection = try? UnixSocket.accept(listener) {
+            let token = nextToken
+            nextToken += 1
+            guard (try? epoll.add(connection.rawValue, token: token)) != nil else { continue }
+            connections[token] = Connection(connection)
+        }
+    }
+
+    func handleReadable(token: UInt64, respond: (ControlCommand) -> String) {
+        guard let entry = connections.removeValue(forKey: token) else { return }
+        var chunk = [UInt8](repeating: 0, count: 1_024)
+        let read: Int?? = try? chunk.withUnsafeMutableBytes { try entry.fd.read(into: $0) }
+        guard let n = read ?? 0 else { // EAGAIN: keep waiting
+            connections[token] = entry
+            return
+        }
+        entry.buffer += chunk[0..<n]
+        if let newline = entry.buffer.firstIndex(of: 0x0A) {
+            let line = String(decoding: entry.buffer[..<newline], as: UTF8.self)
+            let reply = ControlCommand(line: line).map(respond) ?? #"{"ok":false,"error":"unknown command"}"#
+            try? entry.fd.writeAll(Array((reply + "\n").utf8))
+        } else if n > 0 && entry.buffer.count < Self.maxLine {
+            connections[token] = entry
+            return
+        }
+        try? epoll.remove(entry.fd.rawValue)
+        // Dropping `entry` closes the descriptor.
+    }
+
+    func close() {
+        for (_, entry) in connections { try? epoll.remove(entry.fd.rawValue) }
+        connections.removeAll()
+        FileSystem.remove(path)
+    }
+}
+
+/// The client side, used by the CLI.
+public enum ControlClient {
+    /// Sends one command to the node using `dataDirectory`; returns its one-line reply.
+    public static func send(_ command: ControlCommand, dataDirectory: String, timeoutMilliseconds: Int = 3_000) throws -> String {
+        let fd = try UnixSocket.connect(path: dataDirectory + "/control.sock", timeoutMilliseconds: timeoutMilliseconds)
+        try fd.writeAll(Array((command.line + "\n").utf8))
+        var reply: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4_096)
+        while !reply.contains(0x0A) {
+            guard let n = try chunk.withUnsafeMutableBytes({ try fd.read(into: $0) }), n > 0 else { break }
+            reply += chunk[0..<n]
+        }
+        return String(decoding: reply, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+}

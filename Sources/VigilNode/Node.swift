@@ -1,0 +1,497 @@
+import Foundation
+import Logging
+import Synchronization
+import VigilBoard
+import VigilCore
+import VigilEvents
+import VigilLog
+import VigilRadio
+import VigilSystem
+
+/// A running Vigil node: one event loop on one thread owns all state.
+///
+/// Sources are file descriptors watched by epoll — the radio (HCI socket or the simulation's
+/// timerfd), the button (line events or the simulation's timerfd), the control socket, the
+/// scheduler's timerfd, and an eventfd through which the log writer reports durable commits.
+/// Nothing sleeps and nothing polls.
+///
+/// Flow of an event: a source produces it → the loop appends it to the log (and keeps it in
+/// `pending`) → the writer commits it durably and reports → the loop applies it to the
+/// projections → outputs are reconciled to the new state. So the projections, the outputs and
+/// every checkpoint only ever reflect durable events.
+public final class Node: @unchecked Sendable {
+    public let configuration: NodeConfiguration
+    public let nodeID: UInt64
+    private let clock: any WallClock
+    private let logger: Logger
+    private let log: EventLog
+    private let lockFile: FileDescriptor
+    public let radio: any RadioAdapter
+    public let board: any BoardAdapter
+    private let epoll: Epoll
+    private let wake: EventFD
+    private var scheduler: Scheduler
+    private var control: ControlServer?
+
+    // Loop-owned state.
+    public private(set) var projections: Projections
+    private var pending = FIFO<Event>()
+    private var scanWindow: ScanWindow
+    private var eventsSinceCheckpoint = 0
+    private var stopping = false
+    private var finished = false
+    private var startedMonotonic: UInt64 = 0
+    public private(set) var counters = NodeCounters()
+    private var radioReports: [RadioOutput] = []
+    private var buttonEdges: [ButtonEdge] = []
+
+    // Crossing threads.
+    /// Filled by the log's writer thread, emptied by the loop.
+    private final class Inbox: Sendable {
+        let reports = Mutex<[CommitReport]>([])
+    }
+    private let inbox = Inbox()
+    private let requests = Mutex<[@Sendable (Node) -> Void]>([])
+    private let stopRequest = Mutex<String?>(nil)
+
+    private enum Token: UInt64 {
+        case wake = 1, timer, radio, board, control
+    }
+
+    /// Opens the data directory (taking its lock), the log, and restores the projections from the
+    /// checkpoint plus the log's tail. Nothing runs until `run()`.
+    public init(configuration: NodeConfiguration, clock: any WallClock = SystemClock(), logger: Logger,
+                radio: (any RadioAdapter)? = nil, board: (any BoardAdapter)? = nil) throws(NodeError) {
+        self.configuration = configuration
+        self.clock = clock
+        self.logger = logger
+        let dir = configuration.dataDirectory
+        do {
+            try FileSystem.createDirectory(dir)
+            lockFile = try FileSystem.lockExclusive(dir + "/node.lock")
+        } catch {
+            if error.errno == .wouldBlock { throw .alreadyRunning(directory: dir) }
+            throw .system(error)
+        }
+        nodeID = try Self.loadNodeID(directory: dir)
+        do {
+            epoll = try Epoll()
+            wake = try EventFD()
+            scheduler = try Scheduler()
+            if let radio {
+                self.radio = radio
+            } else if configuration.radio == "sim" {
+                self.radio = try SimulatedRadio(settings: configuration.simulation, clock: clock)
+            } else {
+                throw NodeError.unsupported("radio adapter \(configuration.radio) needs the BlueZ adapter, which this build does not have yet; use radio.adapter: sim")
+            }
+            if let board {
+                self.board = board
+            } else if configuration.board.chip == "sim" {
+                self.board = try SimulatedBoard(profile: configuration.board)
+            } else {
+                throw NodeError.unsupported("board \(configuration.board.name) (chip \(configuration.board.chip)) needs the libgpiod adapter, which this build does not have yet; use board: sim")
+            }
+        } catch let error as NodeError {
+            throw error
+        } catch let error as SystemError {
+            throw .system(error)
+        } catch {
+            throw .radio("\(error)")
+        }
+        scanWindow = ScanWindow(durationMicroseconds: configuration.scanWindowMicroseconds)
+        let wake = self.wake
+        let inbox = self.inbox
+        do {
+            log = try EventLog.open(configuration.log) { report in
+                inbox.reports.withLock { $0.append(report) }
+                wake.signal()
+            }
+        } catch {
+            throw .log(error)
+        }
+        projections = Projections(settings: configuration.projections)
+        do {
+            if let restored = try Replay.checkpoint(in: log) {
+                projections = restored
+            }
+            projections.devices.pruneAfterMicroseconds = configuration.projections.devicePruneAfterMicroseconds
+            let from = projections.appliedThrough
+            let replayed = try Replay.catchUp(&projections, from: log)
+            logger.info("restored projections", metadata: [
+                "checkpoint": "\(from)", "replayed": "\(replayed)", "applied_through": "\(projections.appliedThrough)",
+            ])
+        } catch {
+            log.close()
+            throw .log(error)
+        }
+    }
+
+    private static func loadNodeID(directory: String) throws(NodeError) -> UInt64 {
+        let path = directory + "/node-id"
+        if let text = try? String(contentsOfFile: path, encoding: .utf8),
+           let id = UInt64(text.trimmingCharacters(in: .whitespacesAndNewlines), radix: 16), id != 0 {
+            return id
+        }
+        let id = secureRandomUInt64() | 1
+        do {
+            try (String(id, radix: 16) + "\n").write(toFile: path, atomically: true, encoding: .utf8)
+        } catch {
+            throw .unsupported("cannot write \(path): \(error.localizedDescription)")
+        }
+        return id
+    }
+
+    // MARK: Thread-safe entry points
+
+    /// Asks the loop to stop: it flushes the scan window, logs NodeStopped, waits until everything
+    /// is durable, writes a checkpoint and returns from `run()`. Safe from any thread or signal
+    /// handler task.
+    public func requestStop(reason: String) {
+        stopRequest.withLock { if $0 == nil { $0 = reason } }
+        wake.signal()
+    }
+
+    /// Runs `work` on the loop thread (tests and the control socket use this to touch loop state).
+    public func onLoop(_ work: @escaping @Sendable (Node) -> Void) {
+        requests.withLock { $0.append(work) }
+        wake.signal()
+    }
+
+    // MARK: The loop
+
+    /// Runs the node on the calling thread until stopped. Throws only if the loop cannot run at
+    /// all; problems with single events are logged and counted.
+    public func run(duration: UInt64? = nil) throws(NodeError) {
+        startedMonotonic = monotonicNanoseconds()
+        do {
+            try epoll.add(wake.fd, token: Token.wake.rawValue)
+            try epoll.add(scheduler.timerFD.fd, token: Token.timer.rawValue)
+            try radio.start()
+            try epoll.add(radio.descriptor, token: Token.radio.rawValue)
+            try board.start()
+            try epoll.add(board.descriptor, token: Token.board.rawValue)
+            let control = try ControlServer(path: configuration.dataDirectory + "/control.sock", epoll: epoll,
+                                            listenerToken: Token.control.rawValue)
+            self.control = control
+            if let duration {
+                try scheduler.schedule(.stopAfterDuration, atMonotonicNanoseconds: startedMonotonic + duration * 1_000)
+            }
+            try scheduler.schedule(.checkpoint, atMonotonicNanoseconds: startedMonotonic + configuration.checkpointIntervalMicroseconds * 1_000)
+        } catch let error as SystemError {
+            shutdownAfterFailure()
+            throw .system(error)
+        } catch {
+            shutdownAfterFailure()
+            throw .radio("\(error)")
+        }
+
+        var started = NodeStarted()
+        started.nodeID = nodeID
+        started.version = VigilVersion.current
+        started.board = board.profile.name
+        started.radio = radio.name
+        append(.nodeStarted(started))
+        var radioOn = RadioStateChanged()
+        radioOn.state = .on
+        radioOn.adapter = radio.name
+        radioOn.reason = "started"
+        append(.radioStateChanged(radioOn))
+        logger.info("node running", metadata: [
+            "node": "\(String(nodeID, radix: 16))", "data": "\(configuration.dataDirectory)",
+            "board": "\(board.profile.name)", "radio": "\(radio.name)",
+        ])
+
+        while !finished {
+            let ready: [Epoll.Ready]
+            do {
+                ready = try epoll.wait()
+            } catch {
+                logger.critical("epoll_wait failed; stopping", metadata: ["error": "\(error)"])
+                beginStop(reason: "internal error: \(error)")
+                continue
+            }
+            for event in ready {
+                handle(token: event.token)
+            }
+            drainInbox()
+            if let reason = stopRequest.withLock({ $0 }), !stopping {
+                beginStop(reason: reason)
+            }
+            if stopping && pending.isEmpty {
+                finish()
+            }
+        }
+    }
+
+    private func handle(token: UInt64) {
+        switch Token(rawValue: token) {
+        case .wake:
+            wake.drain()
+            let work = requests.withLock { r in
+                let taken = r
+                r.removeAll()
+                return taken
+            }
+            for w in work { w(self) }
+        case .timer:
+            handleTimers()
+        case .radio:
+            guard !stopping else { return }
+            radioReports.removeAll(keepingCapacity: true)
+            do {
+                try radio.readReady(into: &radioReports)
+            } catch {
+                counters.radioErrors += 1
+                logger.error("radio read failed", metadata: ["error": "\(error)"])
+            }
+            for output in radioReports { handle(output) }
+        case .board:
+            buttonEdges.removeAll(keepingCapacity: true)
+            do {
+                try board.readReady(into: &buttonEdges)
+            } catch {
+                counters.boardErrors += 1
+                logger.error("button read failed", metadata: ["error": "\(error)"])
+            }
+            for edge in buttonEdges { handle(edge) }
+        case .control:
+            control?.acceptAll()
+        case nil:
+            control?.handleReadable(token: token) { [unowned self] command in self.respond(to: command) }
+        }
+    }
+
+    private func handle(_ output: RadioOutput) {
+        switch output {
+        case .report(let report):
+            counters.reports += 1
+            let wasOpen = scanWindow.openedAt != nil
+            if let hit = scanWindow.add(report) {
+                append(.scanHit(hit), time: report.timeMicroseconds)
+            } else if !wasOpen, let closesAt = scanWindow.closesAt {
+                let now = clock.nowMicroseconds()
+                let delay = closesAt > now ? closesAt - now : 0
+                try? scheduler.schedule(.closeScanWindow, atMonotonicNanoseconds: monotonicNanoseconds() + delay * 1_000)
+            }
+        case .stateChanged(let state, let reason):
+            var change = RadioStateChanged()
+            change.state = state
+            change.adapter = radio.name
+            change.reason = reason
+            append(.radioStateChanged(change))
+        }
+    }
+
+    private func handle(_ edge: ButtonEdge) {
+        var input = ButtonInput()
+        input.line = edge.line
+        input.edge = edge.pressed ? .falling : .rising
+        input.kernelTimestampNs = edge.kernelTimestampNanoseconds
+        append(.buttonInput(input))
+    }
+
+    private func handleTimers() {
+        let due: [Scheduler.Timer]
+        do {
+            due = try scheduler.takeDue(now: monotonicNanoseconds())
+        } catch {
+            logger.error("timer failed", metadata: ["error": "\(error)"])
+            return
+        }
+        for timer in due {
+            switch timer {
+            case .closeScanWindow:
+                closeScanWindow()
+            case .checkpoint:
+                if eventsSinceCheckpoint > 0 { checkpoint() }
+                try? scheduler.schedule(.checkpoint, atMonotonicNanoseconds: monotonicNanoseconds() + configuration.checkpointIntervalMicroseconds * 1_000)
+            case .stopAfterDuration:
+                stopRequest.withLock { if $0 == nil { $0 = "duration elapsed" } }
+            }
+        }
+    }
+
+    /// Closes the open window now: on its timer, or early when the node stops (hits are never
+    /// stamped with a time that has not happened yet).
+    private func closeScanWindow() {
+        let closedAt = clock.nowMicroseconds()
+        for hit in scanWindow.close(at: closedAt) {
+            append(.scanHit(hit), time: closedAt)
+        }
+    }
+
+    // MARK: Appending and durability
+
+    /// Appends an event; it reaches the projections once the writer reports it durable.
+    private func append(_ body: EventBody, time: UInt64? = nil) {
+        let t = time ?? clock.nowMicroseconds()
+        let (kind, payload) = EventCodec.encode(body)
+        do {
+            let seq = try log.append(LogRecord(kind: kind, timeMicroseconds: t, payload: payload),
+                                     priority: body.isSheddable ? .sheddable : .critical)
+            pending.append(Event(sequence: seq, timeMicroseconds: t, body: body))
+            counters.appended += 1
+        } catch .shed {
+            counters.shed += 1
+        } catch {
+            counters.refused += 1
+            logger.critical("event not logged", metadata: ["kind": "\(body.kind.name)", "error": "\(error)"])
+        }
+    }
+
+    private func drainInbox() {
+        let reports = inbox.reports.withLock { r in
+            let taken = r
+            r.removeAll(keepingCapacity: true)
+            return taken
+        }
+        guard !reports.isEmpty else { return }
+        for report in reports {
+            let refused = Set(report.refused)
+            while let first = pending.first, first.sequence <= report.durableThrough {
+                _ = pending.removeFirst()
+                if refused.contains(first.sequence) {
+                    counters.refused += 1
+                    if !first.body.isSheddable {
+                        logger.critical("a critical event was refused by the log", metadata: [
+                            "kind": "\(first.body.kind.name)", "sequence": "\(first.sequence)",
+                        ])
+                    }
+                    continue
+                }
+                projections.apply(.event(first))
+                eventsSinceCheckpoint += 1
+            }
+        }
+        reconcileOutputs()
+        if eventsSinceCheckpoint >= configuration.checkpointEveryEvents { checkpoint() }
+    }
+
+    private func reconcileOutputs() {
+        let desired = OutputPolicy.desired(projections, running: !stopping)
+        let now = clock.nowMicroseconds()
+        for line in OutputLine.allCases {
+            do {
+                try board.drive(line, on: desired[line] ?? false, timeMicroseconds: now)
+            } catch {
+                counters.boardErrors += 1
+                logger.error("cannot drive output", metadata: ["line": "\(line.rawValue)", "error": "\(error)"])
+            }
+        }
+    }
+
+    /// Queues the current state as the checkpoint. It only includes durable events, and the
+    /// writer stores it in a later transaction than any of them.
+    private func checkpoint() {
+        do {
+            try log.writeCheckpoint(name: Projections.checkpointName, throughSequence: projections.appliedThrough,
+                                    state: projections.encoded())
+            eventsSinceCheckpoint = 0
+            counters.checkpoints += 1
+        } catch {
+            logger.error("checkpoint failed", metadata: ["error": "\(error)"])
+        }
+    }
+
+    // MARK: Stopping
+
+    private func beginStop(reason: String) {
+        stopping = true
+        logger.info("stopping", metadata: ["reason": "\(reason)"])
+        radio.stop()
+        try? epoll.remove(radio.descriptor)
+        try? scheduler.cancel(.closeScanWindow)
+        closeScanWindow()
+        var off = RadioStateChanged()
+        off.state = .off
+        off.adapter = radio.name
+        off.reason = "node stopping"
+        append(.radioStateChanged(off))
+        var stopped = NodeStopped()
+        stopped.reason = reason
+        append(.nodeStopped(stopped))
+    }
+
+    private func finish() {
+        checkpoint()
+        log.close()
+        drainInbox() // the close acknowledged whatever was left; nothing should be pending now
+        board.stop()
+        control?.close()
+        finished = true
+        logger.info("node stopped", metadata: [
+            "applied_through": "\(projections.appliedThrough)", "events": "\(projections.health.totalEvents)",
+        ])
+    }
+
+    private func shutdownAfterFailure() {
+        radio.stop()
+        board.stop()
+        control?.close()
+        log.close()
+        finished = true
+    }
+
+    // MARK: Status
+
+    func respond(to command: ControlCommand) -> String {
+        switch command {
+        case .ping:
+            return #"{"ok":true}"#
+        case .status:
+            return (try? String(decoding: JSONEncoder().encode(liveStatus()), as: UTF8.self)) ?? #"{"ok":false}"#
+        case .press(let hold, let bounces):
+            guard let sim = board as? SimulatedBoard else {
+                return #"{"ok":false,"error":"this node's board is not simulated"}"#
+            }
+            do {
+                try sim.press(holdMicroseconds: hold, bounces: bounces)
+                return #"{"ok":true}"#
+            } catch {
+                return #"{"ok":false,"error":"\#(error)"}"#
+            }
+        }
+    }
+
+    public func liveStatus() -> LiveStatus {
+        LiveStatus(nodeID: String(nodeID, radix: 16), uptimeSeconds: Double(monotonicNanoseconds() - startedMonotonic) / 1e9,
+                   board: board.profile.name, radio: radio.name, log: log.statistics, pending: pending.count,
+                   counters: counters, appliedThrough: projections.appliedThrough,
+                   outputs: (board as? SimulatedBoard).map { b in
+                       Dictionary(uniqueKeysWithValues: OutputLine.allCases.map { ($0.rawValue, b.level($0)) })
+                   } ?? [:],
+                   openWindowAdvertisers: scanWindow.pendingAdvertisers)
+    }
+}
+
+/// What the loop counts besides the projections.
+public struct NodeCounters: Sendable, Codable, Equatable {
+    public var reports: UInt64 = 0
+    public var appended: UInt64 = 0
+    /// Scan hits shed because the log writer was over its queue limit.
+    public var shed: UInt64 = 0
+    /// Events the log refused (full at its cap, or a write error).
+    public var refused: UInt64 = 0
+    public var checkpoints: UInt64 = 0
+    public var radioErrors: UInt64 = 0
+    public var boardErrors: UInt64 = 0
+}
+
+/// The live part of `vigil status`, answered by a running node over its control socket.
+public struct LiveStatus: Sendable, Codable {
+    public var nodeID: String
+    public var uptimeSeconds: Double
+    public var board: String
+    public var radio: String
+    public var log: LogStatistics
+    public var pending: Int
+    public var counters: NodeCounters
+    public var appliedThrough: UInt64
+    public var outputs: [String: Bool]
+    public var openWindowAdvertisers: Int
+}
+
+public enum VigilVersion {
+    public static let current = "0.1.0"
+}

@@ -1,0 +1,157 @@
+import Foundation
+import VigilBoard
+import VigilCore
+import VigilLog
+import VigilRadio
+import VigilSystem
+
+/// Everything a node can be told, with the defaults documented in README "Configuration".
+public struct NodeConfiguration: Sendable {
+    public var dataDirectory = "./var"
+    /// Board profile name (looked up in board/) or path to a profile file.
+    public var boardName = "sim"
+    public var board = BoardProfile.simulated
+    /// "sim" for the simulated radio; an adapter name (hci0) once the BlueZ adapter lands.
+    public var radio = "sim"
+    public var scanWindowMicroseconds: UInt64 = 2_000_000
+    public var simulation = RadioSimulationSettings()
+    public var commitWindowMicroseconds: UInt64 = 5_000
+    public var maxBatch = 4_096
+    public var queueLimit = 65_536
+    public var sync = SyncMode.deferredMeta
+    public var initialMapBytes = 64 << 20
+    public var maxMapBytes = 8 << 30
+    public var criticalReserve = 0.05
+    public var projections = ProjectionSettings()
+    public var checkpointEveryEvents = 10_000
+    public var checkpointIntervalMicroseconds: UInt64 = 30_000_000
+    public var logLevel = "info"
+    /// Where the configuration came from, for messages.
+    public var source = "(defaults)"
+
+    public init() {}
+
+    /// The log settings derived from this configuration.
+    public var log: LogConfiguration {
+        var c = LogConfiguration(directory: dataDirectory)
+        c.commitWindowMicroseconds = commitWindowMicroseconds
+        c.maxBatch = maxBatch
+        c.queueLimit = queueLimit
+        c.sync = sync
+        c.initialMapSize = initialMapBytes
+        c.maxMapSize = max(maxMapBytes, initialMapBytes)
+        c.criticalReserve = criticalReserve
+        return c
+    }
+
+    /// Reads a YAML configuration file. Missing keys keep their defaults; unknown keys, wrong
+    /// types and out-of-range values are errors naming the file and line.
+    public static func load(file: String) throws -> NodeConfiguration {
+        guard let data = FileManager.default.contents(atPath: file) else {
+            throw ConfigurationError(file: file, line: nil, message: "cannot read the file (does it exist?)")
+        }
+        guard let text = String(data: data, encoding: .utf8) else {
+            throw ConfigurationError(file: file, line: nil, message: "is not UTF-8 text")
+        }
+        var config = NodeConfiguration()
+        config.source = file
+        guard var root = try ConfigReader.parse(file: file, text: text) else { return config }
+        if let v = try root.string("data") { config.dataDirectory = v }
+        if let v = try root.string("board") { config.boardName = v }
+        if let v = try root.string("log_level") {
+            guard ["trace", "debug", "info", "notice", "warning", "error", "critical"].contains(v) else {
+                throw root.error("log_level must be one of trace, debug, info, notice, warning, error, critical")
+            }
+            config.logLevel = v
+        }
+        if var radio = try root.section("radio") {
+            if let v = try radio.string("adapter") { config.radio = v }
+            if let v = try radio.duration("scan_window") { config.scanWindowMicroseconds = v }
+            try radio.finish()
+        }
+        if var sim = try root.section("simulation") {
+            if let v = try sim.integer("advertisers", in: 0...100_000) { config.simulation.advertisers = v }
+            if let v = try sim.duration("min_interval") { config.simulation.minIntervalMicroseconds = max(20_000, v) }
+            if let v = try sim.duration("max_interval") { config.simulation.maxIntervalMicroseconds = max(20_000, v) }
+            if let v = try sim.integer("rssi_step_db", in: 0...20) { config.simulation.rssiStepDB = v }
+            if let v = try sim.duration("mean_stay") { config.simulation.meanStayMicroseconds = max(1_000_000, v) }
+            if let v = try sim.integer("seed", in: 0...Int.max) { config.simulation.seed = UInt64(v) }
+            try sim.finish()
+        }
+        if var log = try root.section("log") {
+            if let v = try log.duration("commit_window") { config.commitWindowMicroseconds = v }
+            if let v = try log.integer("max_batch", in: 1...1_000_000) { config.maxBatch = v }
+            if let v = try log.integer("queue_limit", in: 16...10_000_000) { config.queueLimit = v }
+            if let v = try log.string("sync") {
+                guard let mode = SyncMode(rawValue: v) else {
+                    throw log.error("log.sync must be full, deferred-meta or none")
+                }
+                config.sync = mode
+            }
+            if let v = try log.size("initial_map") { config.initialMapBytes = v }
+            if let v = try log.size("max_map") { config.maxMapBytes = v }
+            if let v = try log.fraction("critical_reserve") { config.criticalReserve = v }
+            try log.finish()
+        }
+        if var p = try root.section("projections") {
+            if let v = try p.duration("device_prune_after") { config.projections.devicePruneAfterMicroseconds = v }
+            if let v = try p.integer("checkpoint_every", in: 1...100_000_000) { config.checkpointEveryEvents = v }
+            if let v = try p.duration("checkpoint_interval") { config.checkpointIntervalMicroseconds = max(1_000_000, v) }
+            try p.finish()
+        }
+        try root.finish()
+        config.board = try loadBoard(named: config.boardName, relativeTo: (file as NSString).deletingLastPathComponent)
+        return config
+    }
+
+    /// Resolves a board by path or by name in the usual places; `sim` falls back to the built-in
+    /// profile so a node runs anywhere.
+    public static func loadBoard(named name: String, relativeTo base: String = ".") throws -> BoardProfile {
+        let candidates: [String]
+        if name.hasSuffix(".yaml") || name.contains("/") {
+            candidates = [name]
+        } else {
+            candidates = [base + "/board/\(name).yaml", base + "/\(name).yaml", "board/\(name).yaml",
+                          "/etc/vigil/board/\(name).yaml", "/usr/share/vigil/board/\(name).yaml"]
+        }
+        for path in candidates where FileSystem.exists(path) {
+            return try BoardProfileFile.load(file: path)
+        }
+        if name == "sim" { return .simulated }
+        throw ConfigurationError(file: name, line: nil, message: "no such board profile (looked in \(candidates.joined(separator: ", ")))")
+    }
+}
+
+/// Board profile files (board/*.yaml).
+enum BoardProfileFile {
+    static func load(file: String) throws -> BoardProfile {
+        guard let data = FileManager.default.contents(atPath: file), let text = String(data: data, encoding: .utf8) else {
+            throw ConfigurationError(file: file, line: nil, message: "cannot read the board profile")
+        }
+        guard var root = try ConfigReader.parse(file: file, text: text) else {
+            throw ConfigurationError(file: file, line: nil, message: "the board profile is empty")
+        }
+        let name = try root.string("name") ?? (file as NSString).lastPathComponent
+        guard let chip = try root.string("chip") else { throw root.error("chip is required (gpiochip name or label)") }
+        _ = try root.string("description")
+        guard var buttonSection = try root.section("button") else { throw root.error("button is required") }
+        let button = try line(&buttonSection)
+        var outputs: [OutputLine: BoardProfile.Line] = [:]
+        if var section = try root.section("outputs") {
+            for output in OutputLine.allCases {
+                if var l = try section.section(output.rawValue) { outputs[output] = try line(&l) }
+            }
+            try section.finish()
+        }
+        _ = try root.section("checkin_buttons") // reserved for per-resident buttons
+        try root.finish()
+        return BoardProfile(name: name, chip: chip, button: button, outputs: outputs)
+    }
+
+    private static func line(_ reader: inout ConfigReader) throws -> BoardProfile.Line {
+        guard let offset = try reader.integer("line", in: 0...1023) else { throw reader.error("\(reader.path).line is required") }
+        let activeLow = try reader.bool("active_low") ?? false
+        try reader.finish()
+        return BoardProfile.Line(offset: UInt32(offset), activeLow: activeLow)
+    }
+}

@@ -1,0 +1,23 @@
+import VigilLog
+import VigilSystem
+
+/// Why a node could not start or run; each case reads as a message for the person at the box.
+public enum NodeError: Error, Sendable, CustomStringConvertible {
+    case alreadyRunning(directory: String)
+    case log(LogError)
+    case system(SystemError)
+    case radio(String)
+    case board(String)
+    case unsupported(String)
+
+    public var description: String {
+        switch self {
+        case .alreadyRunning(let dir): "another Vigil node is already running with data directory \(dir)"
+        case .log(let e): e.description
+        case .system(let e): e.description
+        case .radio(let why): "radio: \(why)"
+        case .board(let why): "board: \(why)"
+        case .unsupported(let why): why
+        }
+    }
+}

@@ -1,0 +1,103 @@
+import VigilEvents
+
+/// Folds the advertising reports of each advertiser within one window into one ScanHit, so a
+/// phone advertising ten times a second costs one event per window, not twenty.
+///
+/// Time is passed in (report times and `close(at:)`), never read from a clock.
+public struct ScanWindow {
+    struct Accumulator {
+        var addressType: AddressType
+        var rssiMin: Int32
+        var rssiMax: Int32
+        var rssiSum: Int64
+        var count: UInt32
+        var first: UInt64
+        var last: UInt64
+        var txPower: Int8?
+        var connectable: Bool
+        var data: [UInt8]
+    }
+
+    /// Window length; 0 means one ScanHit per report.
+    public let durationMicroseconds: UInt64
+    public private(set) var openedAt: UInt64?
+    private var byAddress: [UInt64: Accumulator] = [:]
+    /// Most advertisers tracked in one window; reports of further ones are shed (counted).
+    public let maxAdvertisers: Int
+    public private(set) var shedReports: UInt64 = 0
+    public private(set) var malformed = AdvertisingDataParser.Counts()
+
+    public init(durationMicroseconds: UInt64, maxAdvertisers: Int = 4_096) {
+        self.durationMicroseconds = durationMicroseconds
+        self.maxAdvertisers = maxAdvertisers
+    }
+
+    /// When the open window must close, if one is open.
+    public var closesAt: UInt64? { openedAt.map { $0 + durationMicroseconds } }
+
+    public var pendingAdvertisers: Int { byAddress.count }
+
+    /// Adds a report. With a zero-length window the ScanHit is returned at once.
+    public mutating func add(_ report: AdvertisingReport) -> ScanHit? {
+        if durationMicroseconds == 0 {
+            let acc = Accumulator(addressType: report.addressType, rssiMin: Int32(report.rssi), rssiMax: Int32(report.rssi),
+                                  rssiSum: Int64(report.rssi), count: 1, first: report.timeMicroseconds,
+                                  last: report.timeMicroseconds, txPower: report.txPower,
+                                  connectable: report.connectable, data: report.data)
+            return hit(address: report.address, acc, eventTime: report.timeMicroseconds)
+        }
+        if openedAt == nil { openedAt = report.timeMicroseconds }
+        let key = report.address | (UInt64(report.addressType.rawValue & 0xFF) << 48)
+        if var acc = byAddress[key] {
+            acc.rssiMin = min(acc.rssiMin, Int32(report.rssi))
+            acc.rssiMax = max(acc.rssiMax, Int32(report.rssi))
+            acc.rssiSum += Int64(report.rssi)
+            acc.count += 1
+            acc.first = min(acc.first, report.timeMicroseconds)
+            acc.last = max(acc.last, report.timeMicroseconds)
+            if let tx = report.txPower { acc.txPower = tx }
+            if !report.data.isEmpty && report.data != acc.data { acc.data = report.data }
+            acc.connectable = acc.connectable || report.connectable
+            byAddress[key] = acc
+        } else {
+            guard byAddress.count < maxAdvertisers else {
+                shedReports += 1
+                return nil
+            }
+            byAddress[key] = Accumulator(addressType: report.addressType, rssiMin: Int32(report.rssi),
+                                         rssiMax: Int32(report.rssi), rssiSum: Int64(report.rssi), count: 1,
+                                         first: report.timeMicroseconds, last: report.timeMicroseconds,
+                                         txPower: report.txPower, connectable: report.connectable, data: report.data)
+        }
+        return nil
+    }
+
+    /// Closes the window at `time`: one ScanHit per advertiser, sorted by address so the log
+    /// order is deterministic. The event time of each hit is `time`.
+    public mutating func close(at time: UInt64) -> [ScanHit] {
+        defer {
+            byAddress.removeAll(keepingCapacity: true)
+            openedAt = nil
+        }
+        return byAddress.keys.sorted().compactMap { key in
+            guard let acc = byAddress[key] else { return nil }
+            return hit(address: key & 0xFFFF_FFFF_FFFF, acc, eventTime: max(time, acc.last))
+        }
+    }
+
+    private mutating func hit(address: UInt64, _ acc: Accumulator, eventTime: UInt64) -> ScanHit {
+        var hit = ScanHit()
+        hit.address = address
+        hit.addressType = acc.addressType
+        hit.rssiMin = acc.rssiMin
+        hit.rssiMax = acc.rssiMax
+        hit.rssiSum = acc.rssiSum
+        hit.count = acc.count
+        hit.firstOffsetUs = eventTime - acc.first
+        hit.lastOffsetUs = eventTime - acc.last
+        let (summary, adTxPower) = AdvertisingDataParser.summarize(acc.data, connectable: acc.connectable, counts: &malformed)
+        if let tx = acc.txPower ?? adTxPower { hit.txPower = Int32(tx) }
+        hit.advertisement = summary
+        return hit
+    }
+}

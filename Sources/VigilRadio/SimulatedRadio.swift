@@ -1,0 +1,136 @@
+import VigilEvents
+import VigilSystem
+
+/// Settings of the simulated radio (config section `sim:`).
+public struct RadioSimulationSettings: Sendable, Equatable {
+    /// Advertisers present at any time.
+    public var advertisers: Int = 40
+    /// Each advertiser picks an interval in this range (BLE allows 20 ms ... 10.24 s).
+    public var minIntervalMicroseconds: UInt64 = 100_000
+    public var maxIntervalMicroseconds: UInt64 = 1_000_000
+    /// RSSI random walk: each report moves by at most this many dB, within [-100, -30].
+    public var rssiStepDB: Int = 2
+    /// Mean stay of an advertiser; when it leaves, a new one (new address) arrives.
+    public var meanStayMicroseconds: UInt64 = 600_000_000
+    public var seed: UInt64 = 0x5EED
+    public init() {}
+}
+
+/// SplitMix64: small, fast, seedable; the simulation is reproducible from its seed.
+struct SplitMix64 {
+    var state: UInt64
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+    mutating func next(in range: ClosedRange<UInt64>) -> UInt64 {
+        range.lowerBound + next() % (range.upperBound - range.lowerBound + 1)
+    }
+    mutating func nextInt(in range: ClosedRange<Int>) -> Int {
+        range.lowerBound + Int(next() % UInt64(range.upperBound - range.lowerBound + 1))
+    }
+}
+
+/// A radio whose advertisers are simulated: they advertise at their own intervals (with BLE's
+/// random advDelay), drift in RSSI, arrive and leave. Driven by a timerfd armed for the next
+/// advertisement, so the event loop wakes exactly when a report is due — no polling.
+public final class SimulatedRadio: RadioAdapter {
+    struct Advertiser {
+        var address: UInt64
+        var addressType: AddressType
+        var interval: UInt64
+        var next: UInt64
+        var leavesAt: UInt64
+        var rssi: Int
+        var txPower: Int8?
+        var connectable: Bool
+        var data: [UInt8]
+    }
+
+    public let name = "sim"
+    public var descriptor: Int32 { timer.fd }
+    private let settings: RadioSimulationSettings
+    private let clock: any WallClock
+    private let timer: TimerFD
+    private var random: SplitMix64
+    private var advertisers: [Advertiser] = []
+    private var running = false
+    public private(set) var reportsGenerated: UInt64 = 0
+
+    public init(settings: RadioSimulationSettings, clock: any WallClock) throws {
+        self.settings = settings
+        self.clock = clock
+        self.timer = try TimerFD()
+        self.random = SplitMix64(state: settings.seed)
+    }
+
+    public func start() throws {
+        let now = clock.nowMicroseconds()
+        advertisers = (0..<max(0, settings.advertisers)).map { _ in makeAdvertiser(now: now) }
+        running = true
+        try arm(now: now)
+    }
+
+    public func stop() {
+        running = false
+        try? timer.disarm()
+    }
+
+    public func readReady(into outputs: inout [RadioOutput]) throws {
+        timer.drain()
+        guard running else { return }
+        let now = clock.nowMicroseconds()
+        for i in advertisers.indices {
+            while advertisers[i].next <= now {
+                if advertisers[i].next >= advertisers[i].leavesAt {
+                    advertisers[i] = makeAdvertiser(now: advertisers[i].next)
+                    continue
+                }
+                outputs.append(.report(report(from: &advertisers[i])))
+                reportsGenerated += 1
+                // advDelay: 0-10 ms of random delay per event (Core spec Vol 6 Part B §4.4.2.2.1).
+                advertisers[i].next += advertisers[i].interval + random.next(in: 0...10_000)
+            }
+        }
+        try arm(now: now)
+    }
+
+    private func arm(now: UInt64) throws {
+        guard let next = advertisers.map(\.next).min() else { return }
+        try timer.arm(afterNanoseconds: next > now ? (next - now) * 1_000 : 0)
+    }
+
+    private func report(from a: inout Advertiser) -> AdvertisingReport {
+        a.rssi = min(-30, max(-100, a.rssi + random.nextInt(in: -settings.rssiStepDB...settings.rssiStepDB)))
+        return AdvertisingReport(address: a.address, addressType: a.addressType, rssi: Int8(a.rssi),
+                                 txPower: a.txPower, connectable: a.connectable, data: a.data,
+                                 timeMicroseconds: a.next)
+    }
+
+    private func makeAdvertiser(now: UInt64) -> Advertiser {
+        let random48 = random.next() & 0xFFFF_FFFF_FFFF
+        let isRandom = random.next() % 4 != 0 // phones mostly use random addresses
+        // Random static/private addresses have their top two bits set by type; keep them valid.
+        let address = isRandom ? (random48 & 0x3FFF_FFFF_FFFF) | 0xC000_0000_0000 : random48
+        let interval = random.next(in: settings.minIntervalMicroseconds...max(settings.minIntervalMicroseconds, settings.maxIntervalMicroseconds))
+        let stay = random.next(in: settings.meanStayMicroseconds / 2...settings.meanStayMicroseconds * 3 / 2)
+        var data: [UInt8] = [0x02, 0x01, 0x06] // flags: LE general discoverable, BR/EDR not supported
+        let flavour = random.next() % 4
+        switch flavour {
+        case 0: data += [0x03, 0x03, 0x6F, 0xFD] // exposure-notification-like service UUID 0xFD6F
+        case 1:
+            let name = Array("Phone-\(String(random48 & 0xFFFF, radix: 16))".utf8)
+            data += [UInt8(name.count + 1), 0x09] + name
+        case 2: data += [0x05, 0xFF, 0x4C, 0x00, 0x10, 0x05] // manufacturer data
+        default: data += [0x03, 0x19, 0x40, 0x02] // appearance: generic watch
+        }
+        let txPower: Int8? = random.next() % 3 == 0 ? Int8(truncatingIfNeeded: random.nextInt(in: -20...4)) : nil
+        return Advertiser(address: address, addressType: isRandom ? .addressRandom : .addressPublic,
+                          interval: interval, next: now + random.next(in: 0...interval), leavesAt: now + stay,
+                          rssi: random.nextInt(in: -95...(-45)), txPower: txPower,
+                          connectable: random.next() % 2 == 0, data: data)
+    }
+}

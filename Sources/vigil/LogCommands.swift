@@ -1,0 +1,161 @@
+import ArgumentParser
+import Foundation
+import VigilEvents
+import VigilLog
+import VigilNode
+import VigilSystem
+
+struct LogCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "log", abstract: "Read the event log.", subcommands: [Tail.self, Stats.self])
+}
+
+struct Tail: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Print the last events (JSON Lines with --json).")
+
+    @OptionGroup var options: DataOptions
+
+    @Flag(name: .short, help: "Keep printing events as they are appended.")
+    var follow = false
+
+    @Option(name: [.customShort("n"), .customLong("count")], help: "How many events to print first.")
+    var count: Int = 20
+
+    @Option(help: "Only events of this kind (\(EventKind.known.map(\.name).joined(separator: ", "))).")
+    var kind: String?
+
+    @Flag(help: "JSON Lines output.")
+    var json = false
+
+    func run() async throws {
+        try await reportingErrors {
+            let dir = try options.load().configuration.dataDirectory
+            var filter: EventKind?
+            if let kind {
+                guard let k = EventKind(name: kind) else {
+                    throw CLIError("unknown kind \(kind); kinds are \(EventKind.known.map(\.name).joined(separator: ", "))", code: 64)
+                }
+                filter = k
+            }
+            guard count >= 0 else { throw CLIError("-n must not be negative", code: 64) }
+            let log = try openForReading(dir)
+            var last = try printInitial(log, filter: filter)
+            guard follow else { return }
+            // Woken by inotify when the node commits; no polling loop.
+            let watch = try FileWatch(path: dir + "/data.mdb")
+            while true {
+                last = try printFrom(log, start: last + 1, filter: filter)
+                _ = try watch.wait(timeoutMilliseconds: -1)
+            }
+        }
+    }
+
+    private func printInitial(_ log: EventLog, filter: EventKind?) throws -> UInt64 {
+        // Without a filter the last N are the last N sequences; with one, keep a ring of N.
+        var ring: [Event] = []
+        var errors: [String] = []
+        var lastSeen: UInt64 = 0
+        try log.read { txn in
+            let lastSeq = try txn.lastSequence()
+            lastSeen = lastSeq
+            let start = filter == nil && lastSeq > UInt64(count) ? lastSeq - UInt64(count) + 1 : 0
+            try txn.forEach(from: start) { result in
+                switch Replay.input(result) {
+                case .event(let e):
+                    if filter == nil || e.body.kind == filter {
+                        ring.append(e)
+                        if ring.count > count { ring.removeFirst() }
+                    }
+                case .undecodable(let error):
+                    if filter == nil { errors.append(error.description) }
+                }
+                return true
+            }
+        }
+        for e in errors { printError(e) }
+        for e in ring { emit(e) }
+        return lastSeen
+    }
+
+    private func printFrom(_ log: EventLog, start: UInt64, filter: EventKind?) throws -> UInt64 {
+        var last = start - 1
+        try log.read { txn in
+            try txn.forEach(from: start) { result in
+                switch Replay.input(result) {
+                case .event(let e):
+                    last = e.sequence
+                    if filter == nil || e.body.kind == filter { emit(e) }
+                case .undecodable(let error):
+                    last = error.sequence
+                    printError(error.description)
+                }
+                return true
+            }
+        }
+        return last
+    }
+
+    private func emit(_ event: Event) {
+        FileOutput.standardOutput.write((json ? EventFormatting.jsonLine(event) : EventFormatting.textLine(event)) + "\n")
+    }
+}
+
+struct Stats: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Counts, sizes and pages of the event log.")
+
+    @OptionGroup var options: DataOptions
+
+    @Flag(help: "One JSON object.")
+    var json = false
+
+    func run() async throws {
+        try await reportingErrors {
+            let dir = try options.load().configuration.dataDirectory
+            let log = try openForReading(dir)
+            var byKind: [String: (count: Int, bytes: Int)] = [:]
+            var unreadable = 0
+            var first: UInt64 = 0, last: UInt64 = 0, firstTime: UInt64 = 0, lastTime: UInt64 = 0
+            let pages = try log.read { txn -> PageStatistics in
+                try txn.forEach(from: 0) { result in
+                    switch result {
+                    case .success(let view):
+                        let name = EventKind(rawValue: Int(view.kind)).map(\.name) ?? "kind-\(view.kind)"
+                        byKind[name, default: (0, 0)].count += 1
+                        byKind[name, default: (0, 0)].bytes += view.payload.count
+                        if first == 0 { first = view.sequence; firstTime = view.timeMicroseconds }
+                        last = view.sequence
+                        lastTime = view.timeMicroseconds
+                    case .failure:
+                        unreadable += 1
+                    }
+                    return true
+                }
+                return try txn.eventsPageStatistics()
+            }
+            let space = try log.spaceUsage()
+            if json {
+                var kinds: [String: [String: Int]] = [:]
+                for (k, v) in byKind { kinds[k] = ["count": v.count, "payload_bytes": v.bytes] }
+                let object: [String: Any] = [
+                    "first_sequence": first, "last_sequence": last, "entries": pages.entries, "unreadable": unreadable,
+                    "kinds": kinds, "leaf_pages": pages.leafPages, "branch_pages": pages.branchPages,
+                    "overflow_pages": pages.overflowPages, "page_size": pages.pageSize, "depth": pages.depth,
+                    "bytes_per_event": pages.entries == 0 ? 0 : Double(pages.totalBytes) / Double(pages.entries),
+                    "used_bytes": space.usedBytes, "map_bytes": space.mapBytes,
+                ]
+                let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
+                FileOutput.standardOutput.write(String(decoding: data, as: UTF8.self) + "\n")
+                return
+            }
+            var out = "events \(first)...\(last): \(pages.entries) stored, \(unreadable) unreadable\n"
+            if firstTime > 0 { out += "from \(EventFormatting.time(firstTime)) to \(EventFormatting.time(lastTime))\n" }
+            for (k, v) in byKind.sorted(by: { $0.value.count > $1.value.count }) {
+                out += "  \(k): \(v.count) events, \(v.bytes) payload bytes (\(v.count == 0 ? 0 : v.bytes / v.count) each)\n"
+            }
+            let perEvent = pages.entries == 0 ? 0 : Double(pages.totalBytes) / Double(pages.entries)
+            out += "pages: \(pages.leafPages) leaf, \(pages.branchPages) branch, \(pages.overflowPages) overflow of \(pages.pageSize) B; depth \(pages.depth); \(String(format: "%.1f", perEvent)) B per event on disk\n"
+            out += "file: \(space.usedBytes >> 10) KiB used, map \(space.mapBytes >> 20) MiB\n"
+            FileOutput.standardOutput.write(out)
+        }
+    }
+}

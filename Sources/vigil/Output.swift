@@ -1,0 +1,74 @@
+import Foundation
+import SwiftProtobuf
+import VigilEvents
+
+/// Unbuffered writes to stdout/stderr (a follower of `log tail -f` must see each line at once).
+struct FileOutput {
+    let fd: Int32
+    static let standardOutput = FileOutput(fd: 1)
+    static let standardError = FileOutput(fd: 2)
+
+    func write(_ text: String) {
+        var bytes = Array(text.utf8)
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes.withUnsafeMutableBytes { Foundation.write(fd, $0.baseAddress! + offset, $0.count - offset) }
+            if n <= 0 { return }
+            offset += n
+        }
+    }
+}
+
+enum EventFormatting {
+    static let iso = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
+
+    static func time(_ microseconds: UInt64) -> String {
+        Date(timeIntervalSince1970: Double(microseconds) / 1e6).formatted(iso)
+    }
+
+    /// One JSON Lines record: sequence, time, kind, and the payload as protobuf JSON.
+    static func jsonLine(_ event: Event) -> String {
+        var options = JSONEncodingOptions()
+        options.preserveProtoFieldNames = true
+        let payload: String
+        var extra = ""
+        do {
+            switch event.body {
+            case .scanHit(let m):
+                payload = try m.jsonString(options: options)
+                extra = #","address":"\#(formatAddress(m.address))""#
+            case .alertReceived(let m), .alertRaised(let m):
+                payload = try m.jsonString(options: options)
+                extra = #","alert":"\#(m.id.text)""#
+            case .alertCancelled(let m): payload = try m.jsonString(options: options)
+            case .checkIn(let m): payload = try m.jsonString(options: options)
+            case .buttonInput(let m): payload = try m.jsonString(options: options)
+            case .nodeStarted(let m): payload = try m.jsonString(options: options)
+            case .nodeStopped(let m): payload = try m.jsonString(options: options)
+            case .radioStateChanged(let m): payload = try m.jsonString(options: options)
+            }
+        } catch {
+            return #"{"seq":\#(event.sequence),"error":"cannot format payload"}"#
+        }
+        return #"{"seq":\#(event.sequence),"time_us":\#(event.timeMicroseconds),"time":"\#(time(event.timeMicroseconds))","kind":"\#(event.body.kind.name)"\#(extra),"payload":\#(payload)}"#
+    }
+
+    /// One human line: sequence, time, kind, and a short summary.
+    static func textLine(_ event: Event) -> String {
+        let summary: String
+        switch event.body {
+        case .scanHit(let h):
+            let name = h.advertisement.name.isEmpty ? "" : " \"\(h.advertisement.name)\""
+            summary = "\(formatAddress(h.address)) rssi \(h.rssiMin)..\(h.rssiMax) mean \(String(format: "%.1f", h.meanRSSI)) x\(h.count)\(name)"
+        case .alertReceived(let a), .alertRaised(let a):
+            summary = "\(a.id.text) \(a.kind) severity \(a.severity) hops \(a.hops)"
+        case .alertCancelled(let c): summary = "\(c.id.text) \(c.reason)"
+        case .checkIn(let c): summary = "\(c.resident) via \(c.source)" + (c.hasValue ? " value \(c.value)" : "")
+        case .buttonInput(let b): summary = "line \(b.line) \(b.edge) at \(b.kernelTimestampNs) ns"
+        case .nodeStarted(let s): summary = "node \(String(s.nodeID, radix: 16)) v\(s.version) board \(s.board) radio \(s.radio)"
+        case .nodeStopped(let s): summary = s.reason
+        case .radioStateChanged(let r): summary = "\(r.adapter) \(r.state) (\(r.reason))"
+        }
+        return "\(event.sequence)\t\(time(event.timeMicroseconds))\t\(event.body.kind.name)\t\(summary)"
+    }
+}

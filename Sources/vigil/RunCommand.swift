@@ -1,0 +1,52 @@
+import ArgumentParser
+import Logging
+import ServiceLifecycle
+import VigilNode
+
+struct Run: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Run a node (the simulated board and radio unless the configuration names real ones).")
+
+    @OptionGroup var options: DataOptions
+
+    @Option(help: "Stop after this long (e.g. 10s, 5m); default: run until SIGINT/SIGTERM.")
+    var duration: String?
+
+    @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
+    var logLevel: String?
+
+    func run() async throws {
+        try await reportingErrors {
+            let configuration = try options.load().configuration
+            let durationMicroseconds = try duration.map { text -> UInt64 in
+                guard let us = HumanDuration.parseMicroseconds(text), us > 0 else {
+                    throw CLIError("--duration must be a duration such as 10s or 5m, not \(text)", code: 64)
+                }
+                return us
+            }
+            let level = Logger.Level(rawValue: logLevel ?? configuration.logLevel) ?? .info
+            LoggingSystem.bootstrap { label in
+                var handler = StreamLogHandler.standardError(label: label)
+                handler.logLevel = level
+                return handler
+            }
+            let logger = Logger(label: "vigil")
+            let node: Node
+            do {
+                node = try Node(configuration: configuration, logger: logger)
+            } catch {
+                throw CLIError("\(error)")
+            }
+            let service = NodeService(node: node, duration: durationMicroseconds, logger: logger)
+            let group = ServiceGroup(
+                configuration: .init(services: [.init(service: service, successTerminationBehavior: .gracefullyShutdownGroup)],
+                                     gracefulShutdownSignals: [.sigterm, .sigint],
+                                     logger: logger))
+            do {
+                try await group.run()
+            } catch let error as NodeError {
+                throw CLIError("\(error)")
+            }
+        }
+    }
+}

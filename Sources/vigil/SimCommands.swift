@@ -1,0 +1,47 @@
+import ArgumentParser
+import Foundation
+import VigilNode
+
+struct Sim: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Drive the simulated board of a running node.", subcommands: [Press.self])
+}
+
+struct Press: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Press the simulated button: sos (long) or ack (short).")
+
+    enum Gesture: String, ExpressibleByArgument, CaseIterable { case sos, ack }
+
+    @Argument(help: "sos (held 2.5 s unless --hold) or ack (a short press).")
+    var gesture: Gesture
+
+    @Option(help: "How long to hold, e.g. 2.5s or 300ms.")
+    var hold: String?
+
+    @Option(help: "Extra contact-bounce edge pairs after the press.")
+    var bounces: Int = 0
+
+    @OptionGroup var options: DataOptions
+
+    func run() async throws {
+        try await reportingErrors {
+            let dir = try options.load().configuration.dataDirectory
+            let defaultHold: UInt64 = gesture == .sos ? 2_500_000 : 200_000
+            var holdMicroseconds = defaultHold
+            if let hold {
+                guard let us = HumanDuration.parseMicroseconds(hold), us > 0, us <= 60_000_000 else {
+                    throw CLIError("--hold must be a duration up to 60s, such as 2.5s", code: 64)
+                }
+                holdMicroseconds = us
+            }
+            let reply: String
+            do {
+                reply = try ControlClient.send(.press(holdMicroseconds: holdMicroseconds, bounces: bounces), dataDirectory: dir)
+            } catch {
+                throw CLIError("no node is running with data directory \(dir) (cannot reach \(dir)/control.sock: \(error))")
+            }
+            guard reply.contains(#""ok":true"#) else { throw CLIError("the node refused: \(reply)") }
+            FileOutput.standardOutput.write("pressed \(gesture.rawValue) for \(HumanDuration.format(microseconds: holdMicroseconds))\n")
+        }
+    }
+}

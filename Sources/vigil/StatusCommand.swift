@@ -1,0 +1,84 @@
+import ArgumentParser
+import Foundation
+import VigilCore
+import VigilEvents
+import VigilLog
+import VigilNode
+
+struct Status: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Show a node's state from its log (works while the node runs).")
+
+    @OptionGroup var options: DataOptions
+
+    @Flag(help: "Print one JSON object instead of text.")
+    var json = false
+
+    func run() async throws {
+        try await reportingErrors {
+            let configuration = try options.load().configuration
+            let dir = configuration.dataDirectory
+            let log = try openForReading(dir)
+            let state = try Replay.currentState(log, settings: configuration.projections)
+            let space = try log.spaceUsage()
+            var live: LiveStatus?
+            if let reply = try? ControlClient.send(.status, dataDirectory: dir, timeoutMilliseconds: 1_000) {
+                live = try? JSONDecoder().decode(LiveStatus.self, from: Data(reply.utf8))
+            }
+            if json {
+                let report = StatusReport(state: state, usedBytes: space.usedBytes, mapBytes: space.mapBytes, live: live)
+                let encoder = JSONEncoder()
+                encoder.outputFormatting = [.sortedKeys]
+                FileOutput.standardOutput.write(String(decoding: try encoder.encode(report), as: UTF8.self) + "\n")
+            } else {
+                FileOutput.standardOutput.write(text(state, space: space, live: live, dir: dir))
+            }
+        }
+    }
+
+    private func text(_ s: Projections, space: (usedBytes: Int, mapBytes: Int, pageSize: Int), live: LiveStatus?, dir: String) -> String {
+        var out = ""
+        let running = live.map { "running for \(Int($0.uptimeSeconds)) s" } ?? "not running"
+        out += "node \(String(s.health.nodeID, radix: 16)) at \(dir): \(running)\n"
+        out += "log: \(s.appliedThrough) events, \(space.usedBytes >> 10) KiB used of a \(space.mapBytes >> 20) MiB map"
+        if s.health.undecodable > 0 { out += ", \(s.health.undecodable) unreadable (last at \(s.health.lastUndecodableSequence))" }
+        out += "\n"
+        let kinds = EventKind.known.map { "\($0.name) \(s.health.eventsByKind[$0.rawValue])" }
+        out += "events: " + kinds.joined(separator: ", ") + "\n"
+        if s.health.lastEventMicroseconds > 0 { out += "last event: \(EventFormatting.time(s.health.lastEventMicroseconds))\n" }
+        out += "radio: \(RadioState(rawValue: s.health.radioState).map { "\($0)" } ?? "unknown") \(s.health.radioAdapter)\n"
+        out += "devices: \(s.devices.devices.count) (pruned \(s.devices.pruned))\n"
+        for d in s.devices.sorted.sorted(by: { $0.lastSeenMicroseconds > $1.lastSeenMicroseconds }).prefix(5) {
+            out += "  \(formatAddress(d.address)) seen \(d.hits)x, mean rssi \(String(format: "%.1f", d.meanRSSI)) dBm\(d.name.isEmpty ? "" : " \"\(d.name)\"")\n"
+        }
+        let active = s.alerts.active
+        out += "alerts: \(active.count) active of \(s.alerts.alerts.count) (duplicates dropped \(s.alerts.duplicatesDropped))\n"
+        for a in active { out += "  \(a.idText) \(AlertKind(rawValue: a.kind).map { "\($0)" } ?? "?") \(a.raisedHere ? "raised here" : "received, \(a.hops) hops")\n" }
+        out += "check-ins: \(s.checkIns.residents.count) residents\n"
+        for (name, c) in s.checkIns.residents.sorted(by: { $0.key < $1.key }) {
+            out += "  \(name): last \(EventFormatting.time(c.microseconds)) (\(c.total) total)\n"
+        }
+        if let live {
+            out += "live: durable through \(live.log.durableSequence), \(live.log.commits) commits, \(live.log.flushes) flushes, pending \(live.pending), shed \(live.counters.shed), refused \(live.counters.refused)\n"
+            let lit = live.outputs.filter(\.value).keys.sorted()
+            out += "outputs: \(lit.isEmpty ? "all off" : lit.joined(separator: ", ") + " on")\n"
+        }
+        return out
+    }
+}
+
+struct StatusReport: Encodable {
+    var state: Projections
+    var usedBytes: Int
+    var mapBytes: Int
+    var live: LiveStatus?
+}
+
+/// Opens a node's log read-only, with messages for the usual mistakes.
+func openForReading(_ dir: String) throws -> EventLog {
+    do {
+        return try EventLog.openReadOnly(directory: dir)
+    } catch {
+        throw CLIError(error.description)
+    }
+}
