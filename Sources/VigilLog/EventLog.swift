@@ -20,21 +20,23 @@ import VigilSystem
 /// lock file); calling `close()` and then appending (refused with `.closed`).
 public final class EventLog: @unchecked Sendable {
     public let configuration: LogConfiguration
-    let environment: LMDBEnvironment
+    /// Kept alive while any EventLog of this process uses the directory.
+    let shared: OpenEnvironment
+    var environment: LMDBEnvironment { shared.environment }
     let events: MDB_dbi
     let checkpoints: MDB_dbi
     let meta: MDB_dbi
     let isReadOnly: Bool
-    /// Held shared by in-process readers, exclusively while the map grows.
-    let mapLock = ReadWriteLock()
-    var writer: LogWriter?
+    var mapLock: ReadWriteLock { shared.mapLock }
+    /// Set once in `open`, before the log is shared; never reassigned.
+    private(set) var writer: LogWriter?
 
     static let formatVersion: UInt32 = 1
 
-    private init(configuration: LogConfiguration, environment: LMDBEnvironment,
+    private init(configuration: LogConfiguration, environment: OpenEnvironment,
                  events: MDB_dbi, checkpoints: MDB_dbi, meta: MDB_dbi, readOnly: Bool) {
         self.configuration = configuration
-        self.environment = environment
+        self.shared = environment
         self.events = events
         self.checkpoints = checkpoints
         self.meta = meta
@@ -53,8 +55,21 @@ public final class EventLog: @unchecked Sendable {
         case .none: flags.insert(.noSync)
         }
         let log = try openEnvironment(configuration, flags: flags, readOnly: false)
-        let last = try log.read { try $0.lastSequence() }
-        log.writer = try LogWriter(log: log, nextSequence: last + 1, onDurable: onDurable)
+        let claimed = log.shared.hasWriter.withLock { taken in
+            if taken { return false }
+            taken = true
+            return true
+        }
+        guard claimed else {
+            throw .incompatible("\(configuration.directory) already has a writer in this process")
+        }
+        do {
+            let last = try log.read { try $0.lastSequence() }
+            log.writer = try LogWriter(log: log, nextSequence: last + 1, onDurable: onDurable)
+        } catch {
+            log.shared.hasWriter.withLock { $0 = false }
+            throw error
+        }
         return log
     }
 
@@ -67,41 +82,48 @@ public final class EventLog: @unchecked Sendable {
     private static func openEnvironment(_ configuration: LogConfiguration, flags: EnvironmentFlags,
                                         readOnly: Bool) throws(LogError) -> EventLog {
         try logErrors {
-            // Read-only opens pass 0 so that the size in the file's meta page is used.
-            let env = try LMDBEnvironment(path: configuration.directory, flags: flags,
-                                          mapSize: readOnly ? 0 : configuration.initialMapSize, maxDatabases: 4)
-            _ = env.readerCheck() // clear reader slots left by crashed processes
-            let txn = try env.begin(readOnly: readOnly)
-            do {
-                let events = try txn.openDatabase("events", create: !readOnly)
-                let checkpoints = try txn.openDatabase("checkpoints", create: !readOnly)
-                let meta = try txn.openDatabase("meta", create: !readOnly)
-                let versionKey = Array("format".utf8)
-                let stored = try versionKey.withUnsafeBytes { try txn.get(meta, key: $0) }
-                if let stored {
-                    guard stored.count == 4 else { throw LogError.incompatible("format marker has \(stored.count) bytes") }
-                    let version = UInt32(bigEndian: stored.loadUnaligned(as: UInt32.self))
-                    guard version == formatVersion else {
-                        throw LogError.incompatible("format \(version); this build reads format \(formatVersion)")
-                    }
-                } else if !readOnly {
-                    let value = withUnsafeBytes(of: formatVersion.bigEndian) { Array($0) }
-                    try versionKey.withUnsafeBytes { k in
-                        try value.withUnsafeBytes { v in try txn.put(meta, key: k, value: v) }
-                    }
+            let opened = try EnvironmentRegistry.shared.open(configuration, flags: flags, readOnly: readOnly)
+            return EventLog(configuration: configuration, environment: opened, events: opened.events,
+                            checkpoints: opened.checkpoints, meta: opened.meta, readOnly: readOnly)
+        }
+    }
+
+    /// Opens the environment and its databases, checking or writing the format marker.
+    static func openDatabases(_ configuration: LogConfiguration, flags: EnvironmentFlags,
+                              readOnly: Bool) throws -> OpenEnvironment {
+        // Read-only opens pass 0 so that the size in the file's meta page is used.
+        let env = try LMDBEnvironment(path: configuration.directory, flags: flags,
+                                      mapSize: readOnly ? 0 : configuration.initialMapSize, maxDatabases: 4)
+        _ = env.readerCheck() // clear reader slots left by crashed processes
+        let txn = try env.begin(readOnly: readOnly)
+        do {
+            let events = try txn.openDatabase("events", create: !readOnly)
+            let checkpoints = try txn.openDatabase("checkpoints", create: !readOnly)
+            let meta = try txn.openDatabase("meta", create: !readOnly)
+            let versionKey = Array("format".utf8)
+            let stored = try versionKey.withUnsafeBytes { try txn.get(meta, key: $0) }
+            if let stored {
+                guard stored.count == 4 else { throw LogError.incompatible("format marker has \(stored.count) bytes") }
+                let version = UInt32(bigEndian: stored.loadUnaligned(as: UInt32.self))
+                guard version == formatVersion else {
+                    throw LogError.incompatible("format \(version); this build reads format \(formatVersion)")
                 }
-                // Commit even a read-only transaction: LMDB closes database handles opened in a
-                // transaction that is aborted.
-                try txn.commit()
-                return EventLog(configuration: configuration, environment: env, events: events,
-                                checkpoints: checkpoints, meta: meta, readOnly: readOnly)
-            } catch let error as LMDBError where error.isNotFound {
-                txn.abort()
-                throw LogError.incompatible("not a Vigil log (its databases are missing)")
-            } catch {
-                if (error as? LMDBError)?.operation != "mdb_txn_commit" { txn.abort() }
-                throw error
+            } else if !readOnly {
+                let value = withUnsafeBytes(of: formatVersion.bigEndian) { Array($0) }
+                try versionKey.withUnsafeBytes { k in
+                    try value.withUnsafeBytes { v in try txn.put(meta, key: k, value: v) }
+                }
             }
+            // Commit even a read-only transaction: LMDB closes database handles opened in a
+            // transaction that is aborted.
+            try txn.commit()
+            return OpenEnvironment(environment: env, events: events, checkpoints: checkpoints, meta: meta, readOnly: readOnly)
+        } catch let error as LMDBError where error.isNotFound {
+            txn.abort()
+            throw LogError.incompatible("not a Vigil log (its databases are missing)")
+        } catch {
+            if (error as? LMDBError)?.operation != "mdb_txn_commit" { txn.abort() }
+            throw error
         }
     }
 
@@ -145,10 +167,12 @@ public final class EventLog: @unchecked Sendable {
     /// Writes everything queued, makes it durable, acknowledges it, and stops the writer.
     /// Appends after this are refused with `.closed`.
     public func close() {
-        writer?.stop()
+        // The writer stays (its statistics remain readable); stopping it is idempotent.
+        guard let writer, writer.stop() else { return }
+        shared.hasWriter.withLock { $0 = false }
     }
 
-    deinit { writer?.stop() }
+    deinit { close() }
 
     // MARK: Reading
 

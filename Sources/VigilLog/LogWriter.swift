@@ -85,7 +85,9 @@ final class LogWriter: @unchecked Sendable {
         }
     }
 
-    func stop() {
+    /// Drains, syncs and joins the writer thread. Returns true for the call that stopped it.
+    @discardableResult
+    func stop() -> Bool {
         let alreadyStopped = lock.withLock { () -> Bool in
             if stopped { return true }
             stopped = true
@@ -94,6 +96,7 @@ final class LogWriter: @unchecked Sendable {
             return false
         }
         if !alreadyStopped { thread?.join() }
+        return !alreadyStopped
     }
 
     // MARK: The writer loop

@@ -4,7 +4,7 @@ import Glibc
 
 /// Guards the memory map: in-process read transactions hold it shared; growing the map
 /// (mdb_env_set_mapsize, which needs no transaction open in this process) holds it exclusively.
-final class ReadWriteLock: @unchecked Sendable {
+final class ReadWriteLock: @unchecked Sendable { // pthread_rwlock_t is thread-safe by contract
     private let lock = UnsafeMutablePointer<pthread_rwlock_t>.allocate(capacity: 1)
     init() { pthread_rwlock_init(lock, nil) }
     deinit {

@@ -419,6 +419,8 @@ public final class Node: @unchecked Sendable {
         drainInbox() // the close acknowledged whatever was left; nothing should be pending now
         board.stop()
         control?.close()
+        // The directory is free for the next node as soon as this one is done with it.
+        lockFile.unlock()
         finished = true
         logger.info("node stopped", metadata: [
             "applied_through": "\(projections.appliedThrough)", "events": "\(projections.health.totalEvents)",
@@ -430,6 +432,7 @@ public final class Node: @unchecked Sendable {
         board.stop()
         control?.close()
         log.close()
+        lockFile.unlock()
         finished = true
     }
 

@@ -68,6 +68,11 @@ public struct FileDescriptor: ~Copyable, Sendable {
         _ = try check("fsync") { Glibc.fsync(rawValue) }
     }
 
+    /// Releases an advisory lock taken with `FileSystem.lockExclusive`.
+    public func unlock() {
+        _ = flock(rawValue, LOCK_UN)
+    }
+
     public func setNonBlocking() throws(SystemError) {
         let flags = try check("fcntl(F_GETFL)") { fcntl(rawValue, F_GETFL) }
         _ = try check("fcntl(F_SETFL)") { fcntl(rawValue, F_SETFL, flags | O_NONBLOCK) }
@@ -168,6 +173,13 @@ public enum FileSystem {
     }
 
     public static func remove(_ path: String) { _ = unlink(path) }
+
+    /// The absolute path with symlinks resolved; the path itself when it cannot be resolved.
+    public static func canonicalPath(_ path: String) -> String {
+        guard let resolved = realpath(path, nil) else { return path }
+        defer { free(resolved) }
+        return String(cString: resolved)
+    }
 
     /// Takes an exclusive advisory lock on `path`, or fails with EWOULDBLOCK if another process holds it.
     public static func lockExclusive(_ path: String) throws(SystemError) -> FileDescriptor {

@@ -1,0 +1,67 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Runs the built `vigil` binary the way a person would.
+enum CLI {
+    /// scripts/test exports VIGIL_BINARY; otherwise use the debug build next to the sources.
+    static var binary: String {
+        if let path = ProcessInfo.processInfo.environment["VIGIL_BINARY"] { return path }
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        return root.appendingPathComponent(".build/debug/vigil").path
+    }
+
+    struct Result {
+        var status: Int32
+        var stdout: String
+        var stderr: String
+        var lines: [String] { stdout.split(separator: "\n").map(String.init) }
+    }
+
+    @discardableResult
+    static func run(_ arguments: [String]) throws -> Result {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: binary)
+        process.arguments = arguments
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        let stdout = out.fileHandleForReading.readDataToEndOfFile()
+        let stderr = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return Result(status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
+                      stderr: String(decoding: stderr, as: UTF8.self))
+    }
+
+    /// Starts a long-running command; the caller stops it.
+    static func start(_ arguments: [String]) throws -> (Process, Pipe) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: binary)
+        process.arguments = arguments
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        return (process, out)
+    }
+}
+
+final class TemporaryDirectory {
+    let path: String
+    init(_ name: String = #function) {
+        path = "/tmp/vigil-cli-tests-\(name.filter { $0.isLetter })-\(UInt32.random(in: 0...UInt32.max))"
+    }
+    deinit { try? FileManager.default.removeItem(atPath: path) }
+}
+
+/// Waits (in a test, never in Sources) until `condition` holds or `seconds` pass.
+func eventually(seconds: Double, _ condition: () -> Bool) -> Bool {
+    let deadline = Date().addingTimeInterval(seconds)
+    while Date() < deadline {
+        if condition() { return true }
+        usleep(20_000)
+    }
+    return condition()
+}

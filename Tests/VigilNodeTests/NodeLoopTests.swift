@@ -1,0 +1,122 @@
+import Foundation
+import Synchronization
+import Testing
+import VigilBoard
+import VigilCore
+import VigilEvents
+import VigilLog
+@testable import VigilNode
+
+@Suite struct NodeLoopTests {
+    @Test func simulatedRadioFillsTheLogAndDeviceListThroughTheRealLoop() async throws {
+        let dir = TemporaryDirectory()
+        let node = try Node(configuration: testConfiguration(dir, advertisers: 12), logger: quietLogger)
+        try await run(node, forMicroseconds: 1_500_000)
+
+        let state = node.projections
+        #expect(state.health.starts == 1)
+        #expect(state.health.stops == 1)
+        let hits = state.health.eventsByKind[EventKind.scanHit.rawValue]
+        #expect(hits >= 12, "every advertiser is heard at least once in 1.5 s")
+        #expect(state.devices.devices.count == 12)
+        // Windows fold reports: more reports than ScanHit events.
+        #expect(node.counters.reports > hits)
+        #expect(node.counters.shed == 0 && node.counters.refused == 0)
+
+        // The log holds the same: started first, stopped last, scan hits with real aggregates.
+        let log = try EventLog.openReadOnly(directory: dir.path)
+        var kinds: [EventKind] = []
+        var multiReportHits = 0
+        try log.read { txn in
+            try txn.forEach(from: 0) { result in
+                guard case .event(let e) = Replay.input(result) else {
+                    Issue.record("undecodable event")
+                    return false
+                }
+                kinds.append(e.body.kind)
+                if case .scanHit(let h) = e.body {
+                    #expect(h.rssiMin <= h.rssiMax)
+                    #expect(Int64(h.rssiMin) * Int64(h.count) <= h.rssiSum && h.rssiSum <= Int64(h.rssiMax) * Int64(h.count))
+                    #expect(h.firstOffsetUs >= h.lastOffsetUs)
+                    if h.count > 1 { multiReportHits += 1 }
+                }
+                return true
+            }
+        }
+        #expect(kinds.first == .nodeStarted)
+        #expect(kinds.last == .nodeStopped)
+        #expect(multiReportHits > 0)
+        #expect(UInt64(kinds.count) == state.appliedThrough)
+    }
+
+    @Test func outputsFollowStateAndAreReleasedOnStop() async throws {
+        let dir = TemporaryDirectory()
+        let board = try SimulatedBoard()
+        let node = try Node(configuration: testConfiguration(dir, advertisers: 2), logger: quietLogger, board: board)
+        try await run(node, forMicroseconds: 300_000)
+        // Green came on once the radio-on event was durable, and went off at stop.
+        let green = board.transitions.filter { $0.line == .green }.map(\.on)
+        #expect(green == [true, false])
+        #expect(board.transitions.filter { $0.line == .red }.isEmpty, "no SOS, no red")
+        #expect(!board.level(.green))
+    }
+
+    @Test func simulatedButtonEdgesAreLoggedWithKernelTimestamps() async throws {
+        let dir = TemporaryDirectory()
+        let board = try SimulatedBoard()
+        let node = try Node(configuration: testConfiguration(dir, advertisers: 1), logger: quietLogger, board: board)
+        node.onLoop { n in try? (n.board as? SimulatedBoard)?.press(holdMicroseconds: 200_000, bounces: 2) }
+        try await run(node, forMicroseconds: 600_000)
+
+        let log = try EventLog.openReadOnly(directory: dir.path)
+        var edges: [ButtonInput] = []
+        try log.read { txn in
+            try txn.forEach(from: 0) { result in
+                if case .event(let e) = Replay.input(result), case .buttonInput(let b) = e.body { edges.append(b) }
+                return true
+            }
+        }
+        // Press, two bounce pairs, release: six edges in kernel-time order, alternating.
+        #expect(edges.count == 6)
+        #expect(edges.map(\.edge) == [.falling, .rising, .falling, .rising, .falling, .rising])
+        #expect(zip(edges, edges.dropFirst()).allSatisfy { $0.kernelTimestampNs < $1.kernelTimestampNs })
+        let held = (edges.last?.kernelTimestampNs ?? 0) - (edges.first?.kernelTimestampNs ?? 0)
+        #expect(held >= 200_000_000)
+        #expect(node.projections.health.buttonEdges == 6)
+    }
+
+    @Test func aSecondNodeOnTheSameDataDirectoryIsRefused() throws {
+        let dir = TemporaryDirectory()
+        let first = try Node(configuration: testConfiguration(dir), logger: quietLogger)
+        #expect {
+            _ = try Node(configuration: testConfiguration(dir), logger: quietLogger)
+        } throws: { error in
+            guard let e = error as? NodeError, case .alreadyRunning = e else { return false }
+            return true
+        }
+        _ = first
+    }
+
+    @Test func restartResumesFromTheCheckpointAndMatchesAFullReplay() async throws {
+        let dir = TemporaryDirectory()
+        let config = testConfiguration(dir, advertisers: 6)
+        do {
+            let node = try Node(configuration: config, logger: quietLogger)
+            try await run(node, forMicroseconds: 500_000)
+        }
+        let log = try EventLog.openReadOnly(directory: dir.path)
+        let checkpoint = try #require(try log.read { try $0.checkpoint(named: Projections.checkpointName) })
+        let last = try log.read { try $0.lastSequence() }
+        #expect(checkpoint.sequence == last, "the final checkpoint covers everything, NodeStopped included")
+
+        let second = try Node(configuration: config, logger: quietLogger)
+        #expect(second.projections.appliedThrough == last, "restored without replaying from 0")
+        #expect(second.projections.health.stops == 1)
+        try await run(second, forMicroseconds: 300_000)
+        #expect(second.projections.health.starts == 2)
+
+        let report = try Replay.verify(try EventLog.openReadOnly(directory: dir.path), settings: config.projections)
+        #expect(report.matches)
+        #expect(report.replayedEvents == Int(second.projections.appliedThrough))
+    }
+}
