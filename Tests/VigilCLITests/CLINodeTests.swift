@@ -57,4 +57,29 @@ import Testing
         #expect(last.stdout.contains(#""reason":"signal""#))
         #expect(try CLI.run(["replay", "--data", dir.path]).status == 0)
     }
+
+    @Test func tailFollowPrintsEventsAsANodeCommitsThem() throws {
+        let dir = TemporaryDirectory()
+        // A log must exist before it can be followed.
+        #expect(try CLI.run(["run", "--data", dir.path, "--duration", "300ms"]).status == 0)
+        let (follower, out) = try CLI.start(["log", "tail", "-f", "-n", "0", "--json", "--data", dir.path])
+        defer { if follower.isRunning { kill(follower.processIdentifier, SIGKILL) } }
+
+        #expect(try CLI.run(["run", "--data", dir.path, "--duration", "500ms"]).status == 0)
+        let reader = out.fileHandleForReading
+        var text = ""
+        #expect(eventually(seconds: 10) {
+            text += String(decoding: reader.availableData, as: UTF8.self)
+            return text.contains(#""kind":"node-stopped""#)
+        })
+        kill(follower.processIdentifier, SIGTERM)
+        follower.waitUntilExit()
+        let kinds = text.split(separator: "\n").compactMap { line -> String? in
+            (try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])?["kind"] as? String
+        }
+        // Only the second run's events: -n 0 printed nothing of the first.
+        #expect(kinds.first == "node-started")
+        #expect(kinds.filter { $0 == "node-started" }.count == 1)
+        #expect(kinds.last == "node-stopped")
+    }
 }
