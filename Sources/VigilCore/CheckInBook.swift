@@ -19,6 +19,9 @@ public struct CheckInBook: Projection {
         let total = (residents[checkIn.resident]?.total ?? 0) + 1
         residents[checkIn.resident] = Latest(sequence: event.sequence, microseconds: event.timeMicroseconds,
                                              source: checkIn.source.rawValue,
-                                             value: checkIn.hasValue ? checkIn.value : nil, total: total)
+                                             // NaN or infinity would make the state unencodable
+                                             // (JSON) and unequal to itself; keep finite values only.
+                                             value: checkIn.hasValue && checkIn.value.isFinite ? checkIn.value : nil,
+                                             total: total)
     }
 }

@@ -48,16 +48,19 @@ public struct DeviceList: Projection {
         guard case .scanHit(let hit) = event.body, hit.count > 0 else { return }
         let first = hit.firstSeenMicroseconds(eventTime: event.timeMicroseconds)
         let last = hit.lastSeenMicroseconds(eventTime: event.timeMicroseconds)
-        let mean = Int32(clamping: hit.rssiSum * 100 / Int64(hit.count))
+        // Saturating arithmetic: a hostile or corrupt but decodable record must never trap, or
+        // every replay of the log would crash on it.
+        let scaled = hit.rssiSum.multipliedReportingOverflow(by: 100)
+        let mean = scaled.overflow ? (hit.rssiSum < 0 ? Int32.min : Int32.max) : Int32(clamping: scaled.partialValue / Int64(hit.count))
         let key = Self.key(hit)
         if var d = devices[key] {
             d.firstSeenMicroseconds = min(d.firstSeenMicroseconds, first)
             d.lastSeenMicroseconds = max(d.lastSeenMicroseconds, last)
             d.hits += 1
-            d.reports += UInt64(hit.count)
+            d.reports &+= UInt64(hit.count)
             d.rssiMin = min(d.rssiMin, hit.rssiMin)
             d.rssiMax = max(d.rssiMax, hit.rssiMax)
-            d.rssiSum += hit.rssiSum
+            d.rssiSum = saturatingAdd(d.rssiSum, hit.rssiSum)
             d.lastMeanRSSICentiDBm = mean
             if hit.hasTxPower { d.txPower = hit.txPower }
             if !hit.advertisement.name.isEmpty { d.name = hit.advertisement.name }
@@ -72,7 +75,8 @@ public struct DeviceList: Projection {
     }
 
     private mutating func prune(now: UInt64) {
-        nextPruneAt = now + pruneIntervalMicroseconds
+        let next = now.addingReportingOverflow(pruneIntervalMicroseconds)
+        nextPruneAt = next.overflow ? .max : next.partialValue
         guard now > pruneAfterMicroseconds else { return }
         let cutoff = now - pruneAfterMicroseconds
         let before = devices.count
@@ -80,7 +84,12 @@ public struct DeviceList: Projection {
         pruned += UInt64(before - devices.count)
     }
 
-    /// Devices sorted by address, for display and stable encoding.
+    private func saturatingAdd(_ a: Int64, _ b: Int64) -> Int64 {
+        let (sum, overflow) = a.addingReportingOverflow(b)
+        return overflow ? (b < 0 ? .min : .max) : sum
+    }
+
+    /// Devices sorted by (address type, address), for display and stable encoding.
     public var sorted: [Device] { devices.keys.sorted().compactMap { devices[$0] } }
 
     // Encoded as a sorted array: dictionary order is not stable across runs.

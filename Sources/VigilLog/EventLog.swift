@@ -12,8 +12,8 @@ import VigilSystem
 ///   groups everything waiting into one transaction per commit window (group commit).
 /// - An append is acknowledged — its completion called, `onDurable` told, or its `await` resumed —
 ///   only after the commit holding it is durable (see `SyncMode`).
-/// - Sequences are assigned in append order when the append is accepted. A refused append
-///   (shed, or log full) leaves a gap; gaps are never filled later.
+/// - Sequences are assigned in append order when the append is accepted. A shed append gets no
+///   sequence; an accepted append later refused at the map's cap leaves a gap that is never filled.
 /// - Any number of processes may read while one process writes (`openReadOnly`).
 ///
 /// Misuse: opening the same directory for writing from two processes (VigilNode prevents it with a
@@ -156,7 +156,7 @@ public final class EventLog: @unchecked Sendable {
     /// checkpoint state built from acknowledged events).
     public func writeCheckpoint(name: String, throughSequence: UInt64, state: [UInt8]) throws(LogError) {
         guard let writer else { throw .closed }
-        writer.enqueueCheckpoint(name: name, sequence: throughSequence, state: state)
+        try writer.enqueueCheckpoint(name: name, sequence: throughSequence, state: state)
     }
 
     /// Sequences at or below this are durable.

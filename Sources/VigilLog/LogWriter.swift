@@ -77,12 +77,14 @@ final class LogWriter: @unchecked Sendable {
         }
     }
 
-    func enqueueCheckpoint(name: String, sequence: UInt64, state: [UInt8]) {
-        lock.withLock {
-            guard !stopping else { return }
+    func enqueueCheckpoint(name: String, sequence: UInt64, state: [UInt8]) throws(LogError) {
+        let accepted = lock.withLock { () -> Bool in
+            guard !stopping else { return false }
             queue.append(.checkpoint(name: name, sequence: sequence, state: state))
             lock.signal()
+            return true
         }
+        if !accepted { throw .closed }
     }
 
     /// Drains, syncs and joins the writer thread. Returns true for the call that stopped it.

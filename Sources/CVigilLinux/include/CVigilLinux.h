@@ -2,9 +2,6 @@
 #define VIGIL_CVIGILLINUX_H
 // Linux-only headers that Swift's Glibc module does not export, plus tiny inline helpers
 // for macros and variadic calls Swift cannot import.
-#ifndef _GNU_SOURCE
-#define _GNU_SOURCE
-#endif
 #include <errno.h>
 #include <pthread.h>
 #include <fcntl.h>
@@ -22,7 +19,9 @@
 #include <time.h>
 #include <unistd.h>
 
-static inline int cvigil_set_thread_name(pthread_t thread, const char *name) { return pthread_setname_np(thread, name); }
+// Defined in shim.c, which needs _GNU_SOURCE; defining it here would change how glibc's headers
+// look to Swift (fd_set) and clash with the Glibc module.
+int cvigil_set_thread_name(pthread_t thread, const char *name);
 
 static inline int cvigil_errno(void) { return errno; }
 static inline void cvigil_set_errno(int value) { errno = value; }
@@ -80,7 +79,7 @@ static inline int cvigil_unix_address(struct sockaddr_un *addr, const char *path
     return 0;
 }
 
-static inline int cvigil_accept(int fd) { return accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC); }
+int cvigil_accept(int fd);
 
 static inline int cvigil_unix_connect(int fd, const char *path) {
     struct sockaddr_un addr = {0};

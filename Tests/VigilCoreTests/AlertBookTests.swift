@@ -1,0 +1,103 @@
+import Testing
+import VigilCore
+import VigilEvents
+
+@Suite("AlertBook")
+struct AlertBookTests {
+    @Test func duplicatesAreDroppedAndCounted() throws {
+        var stream = EventStream()
+        stream.add(.alertRaised(alert(origin: 0xB1A5, counter: 1, kind: .fire, hops: 0, location: (10, -20), text: "Kitchen")), at: 10)
+        stream.add(.alertReceived(alert(origin: 0xB1A5, counter: 1, kind: .fire, hops: 3, text: "relayed copy")), at: 11)
+        stream.add(.alertReceived(alert(origin: 0xB1A5, counter: 1, kind: .fire, hops: 1)), at: 12)
+        stream.add(.alertReceived(alert(origin: 0xC0, counter: 1, kind: .flood, hops: 2)), at: 13)
+        let book = AlertBook().applying(all: stream.inputs)
+
+        #expect(book.alerts.count == 2)
+        #expect(book.duplicatesDropped == 2)
+        let first = try #require(book.alerts["b1a5:1"])
+        #expect(first.duplicates == 2)
+        #expect(first.raisedHere)
+        #expect(first.firstSequence == 1)
+        #expect(first.firstMicroseconds == micros(10))
+        #expect(first.text == "Kitchen") // the first copy wins
+        #expect(first.kind == AlertKind.fire.rawValue)
+        #expect(first.latitudeE7 == 10)
+        #expect(first.longitudeE7 == -20)
+        #expect(first.hops == 0)
+        let relayed = try #require(book.alerts["c0:1"])
+        #expect(!relayed.raisedHere)
+        #expect(relayed.duplicates == 0)
+        #expect(relayed.latitudeE7 == nil)
+        #expect(relayed.hops == 2)
+        #expect(book.active.map(\.idText) == ["b1a5:1", "c0:1"])
+    }
+
+    @Test func duplicatesKeepTheFewestHops() throws {
+        var stream = EventStream()
+        stream.add(.alertReceived(alert(origin: 9, counter: 4, hops: 5)), at: 1)
+        stream.add(.alertReceived(alert(origin: 9, counter: 4, hops: 2)), at: 2)
+        stream.add(.alertReceived(alert(origin: 9, counter: 4, hops: 3)), at: 3)
+        let book = AlertBook().applying(all: stream.inputs)
+        #expect(book.alerts["9:4"]?.hops == 2)
+    }
+
+    @Test func cancellationMarksTheAlertCancelled() throws {
+        var stream = EventStream()
+        stream.add(.alertRaised(alert(origin: 1, counter: 1)), at: 10)
+        stream.add(.alertRaised(alert(origin: 1, counter: 2)), at: 11)
+        stream.add(cancellation(origin: 1, counter: 1), at: 20)
+        stream.add(cancellation(origin: 1, counter: 1), at: 30) // again: first time stays
+        let book = AlertBook().applying(all: stream.inputs)
+        let cancelled = try #require(book.alerts["1:1"])
+        #expect(cancelled.cancelled)
+        #expect(cancelled.cancelledMicroseconds == micros(20))
+        #expect(book.alerts["1:2"]?.cancelled == false)
+        #expect(book.active.map(\.idText) == ["1:2"])
+        #expect(book.cancellationsForUnknown == 0)
+    }
+
+    @Test func cancellationOfAnUnknownAlertIsCounted() {
+        var stream = EventStream()
+        stream.add(.alertRaised(alert(origin: 1, counter: 1)), at: 10)
+        stream.add(cancellation(origin: 1, counter: 99), at: 11)
+        stream.add(cancellation(origin: 2, counter: 1), at: 12)
+        let book = AlertBook().applying(all: stream.inputs)
+        #expect(book.cancellationsForUnknown == 2)
+        #expect(book.alerts.count == 1)
+        #expect(book.active.count == 1)
+    }
+
+    @Test func expiryIsJudgedAgainstTheNewestEventTime() {
+        var stream = EventStream()
+        stream.add(.alertRaised(alert(origin: 1, counter: 1, expiresAt: 100)), at: 10)
+        stream.add(.alertRaised(alert(origin: 1, counter: 2, expiresAt: 0)), at: 11) // never expires
+        var book = AlertBook().applying(all: stream.inputs)
+        // Event times are seconds after 1970, so a wall clock would expire it at once.
+        #expect(book.active.count == 2)
+
+        var more = EventStream()
+        more.nextSequence = 3
+        more.add(button(), at: 99.5)
+        more.add(button(), at: 100) // not before expiry any more
+        more.add(button(), at: 50)  // an older time does not bring it back
+        book.apply(more.inputs[0])
+        #expect(book.active.map(\.idText) == ["1:1", "1:2"])
+        book.apply(more.inputs[1])
+        #expect(book.active.map(\.idText) == ["1:2"])
+        book.apply(more.inputs[2])
+        #expect(book.active.map(\.idText) == ["1:2"])
+        #expect(book.newestMicroseconds == micros(100))
+        // Expired alerts are still on record.
+        #expect(book.alerts.count == 2)
+    }
+
+    @Test func activeAlertsAreOldestFirst() {
+        var stream = EventStream()
+        stream.add(.alertReceived(alert(origin: 0xFF, counter: 1)), at: 1)
+        stream.add(.alertRaised(alert(origin: 0x01, counter: 9)), at: 2)
+        stream.add(.alertReceived(alert(origin: 0x80, counter: 3)), at: 3)
+        let book = AlertBook().applying(all: stream.inputs)
+        #expect(book.active.map(\.idText) == ["ff:1", "1:9", "80:3"])
+        #expect(book.active.map(\.firstSequence) == [1, 2, 3])
+    }
+}

@@ -1,0 +1,212 @@
+import Foundation
+import SwiftProtobuf
+import VigilEvents
+
+/// Event bodies shared by the codec, golden-file and size tests.
+enum Fixtures {
+    static let nodeID: UInt64 = 0x0000_B1A5_0000_0001
+    static let start: UInt64 = 1_767_225_600_000_000 // 2026-01-01T00:00:00Z in µs
+
+    /// A ScanHit as the radio adapter writes one for a phone: random address, four reports
+    /// between -60 and -70 dBm over 1.5 s, flags and one 16-bit service UUID.
+    static var typicalScanHit: ScanHit {
+        var hit = ScanHit()
+        hit.address = 0xD4_3A_2C_91_7E_05
+        hit.addressType = .addressRandom
+        hit.count = 4
+        hit.rssiMin = -70
+        hit.rssiMax = -60
+        hit.rssiSum = -70 + -66 + -63 + -60
+        hit.firstOffsetUs = 1_500_000
+        hit.lastOffsetUs = 120_000
+        hit.advertisement.flags = 0x1A
+        hit.advertisement.serviceUuids16 = [0xFE9F]
+        return hit
+    }
+
+    /// One body per kind with every field set, optional ones included.
+    static var fullyPopulated: [EventBody] {
+        var hit = typicalScanHit
+        hit.txPower = -12
+        hit.advertisement.name = "Tag ü 42"
+        hit.advertisement.serviceUuids16 = [0x180D, 0xFE9F, 0xFFFF]
+        hit.advertisement.companyID = 0x004C + 1
+        hit.advertisement.appearance = 0x0341
+        hit.advertisement.connectable = true
+        hit.advertisement.serviceDataUuids16 = [0xFEAA, 0x1809]
+
+        var raised = Alert()
+        raised.id = AlertID(origin: nodeID, counter: 7)
+        raised.kind = .medical
+        raised.severity = .critical
+        raised.location.latitudeE7 = -338_688_970
+        raised.location.longitudeE7 = 1_512_092_950
+        raised.expiresAtUs = start + 3_600_000_000
+        raised.hops = 0
+        raised.heardFrom = 0
+        raised.text = "Room 12: resident fell, conscious"
+
+        var received = raised
+        received.id = AlertID(origin: 0xFFFF_FFFF_FFFF_FFFF, counter: UInt32.max)
+        received.kind = .flood
+        received.severity = .warning
+        received.hops = 3
+        received.heardFrom = 0x0000_B1A5_0000_0009
+        received.text = "Water rising on Bridge St\nAvoid the underpass"
+
+        var cancelled = AlertCancelled()
+        cancelled.id = AlertID(origin: nodeID, counter: 7)
+        cancelled.by = nodeID
+        cancelled.reason = "resolved by staff"
+
+        var checkIn = CheckIn()
+        checkIn.resident = "R-0042"
+        checkIn.source = .checkInHeartRate
+        checkIn.value = 72.5
+
+        var button = ButtonInput()
+        button.line = 17
+        button.edge = .falling
+        button.kernelTimestampNs = 987_654_321_012
+
+        var started = NodeStarted()
+        started.nodeID = nodeID
+        started.version = "0.1.0"
+        started.board = "rpi4"
+        started.radio = "hci0"
+
+        var stopped = NodeStopped()
+        stopped.reason = "SIGTERM"
+
+        var radio = RadioStateChanged()
+        radio.state = .off
+        radio.adapter = "hci0"
+        radio.reason = "rfkill"
+
+        return [
+            .scanHit(hit), .alertReceived(received), .alertRaised(raised), .alertCancelled(cancelled),
+            .checkIn(checkIn), .buttonInput(button), .nodeStarted(started), .nodeStopped(stopped),
+            .radioStateChanged(radio),
+        ]
+    }
+
+    /// The v1 golden event stream: every kind at least once, optional fields present and absent,
+    /// zero-valued optionals that are present, and empty messages.
+    static var goldenEvents: [(timeMicroseconds: UInt64, body: EventBody)] {
+        var bodies: [EventBody] = []
+        var started = NodeStarted()
+        started.nodeID = nodeID
+        started.version = "0.1.0"
+        started.board = "simulated"
+        started.radio = "simulated"
+        bodies.append(.nodeStarted(started))
+
+        var radioOn = RadioStateChanged()
+        radioOn.state = .on
+        radioOn.adapter = "hci0"
+        bodies.append(.radioStateChanged(radioOn))
+
+        bodies.append(.scanHit(typicalScanHit)) // no tx power, no name
+        var named = typicalScanHit
+        named.address = 0x00_1A_7D_DA_71_13
+        named.addressType = .addressPublic
+        named.txPower = 0 // present, and zero
+        named.advertisement.name = "HR Strap"
+        named.advertisement.connectable = true
+        named.advertisement.companyID = 0x0059 + 1
+        bodies.append(.scanHit(named))
+        var bare = ScanHit() // no advertisement at all
+        bare.address = 1
+        bare.count = 1
+        bare.rssiMin = -99
+        bare.rssiMax = -99
+        bare.rssiSum = -99
+        bodies.append(.scanHit(bare))
+
+        var withLocation = Alert()
+        withLocation.id = AlertID(origin: nodeID, counter: 1)
+        withLocation.kind = .sos
+        withLocation.severity = .critical
+        withLocation.location.latitudeE7 = 0 // present, and zero
+        withLocation.location.longitudeE7 = -1
+        withLocation.text = "SOS"
+        bodies.append(.alertRaised(withLocation))
+
+        var relayed = Alert() // no location, no expiry
+        relayed.id = AlertID(origin: 0xAB, counter: 2)
+        relayed.kind = .roadHazard
+        relayed.severity = .info
+        relayed.hops = 2
+        relayed.heardFrom = 0xCD
+        relayed.text = "Tree down on Route 9"
+        bodies.append(.alertReceived(relayed))
+
+        var cancel = AlertCancelled()
+        cancel.id = AlertID(origin: nodeID, counter: 1)
+        cancel.by = nodeID
+        bodies.append(.alertCancelled(cancel)) // no reason
+
+        var heart = CheckIn()
+        heart.resident = "R-0042"
+        heart.source = .checkInHeartRate
+        heart.value = 64.25
+        bodies.append(.checkIn(heart))
+        var plain = CheckIn() // no value
+        plain.resident = "R-0007"
+        plain.source = .checkInButton
+        bodies.append(.checkIn(plain))
+
+        var press = ButtonInput()
+        press.line = 4
+        press.edge = .rising
+        press.kernelTimestampNs = 5_000_000_123
+        bodies.append(.buttonInput(press))
+
+        bodies.append(.nodeStopped(NodeStopped())) // empty payload
+
+        var stopped = NodeStopped()
+        stopped.reason = "shutdown"
+        bodies.append(.nodeStopped(stopped))
+
+        return bodies.enumerated().map { (start + UInt64($0.offset) * 250_000, $0.element) }
+    }
+}
+
+// MARK: - Bodies as protobuf messages (for JSON)
+
+extension EventBody {
+    /// The payload message, for swift-protobuf's JSON.
+    var message: any SwiftProtobuf.Message {
+        switch self {
+        case .scanHit(let m): m
+        case .alertReceived(let m), .alertRaised(let m): m
+        case .alertCancelled(let m): m
+        case .checkIn(let m): m
+        case .buttonInput(let m): m
+        case .nodeStarted(let m): m
+        case .nodeStopped(let m): m
+        case .radioStateChanged(let m): m
+        }
+    }
+
+    /// Parses a payload written by swift-protobuf's JSON encoder as the message of `kind`.
+    init(kind: EventKind, payloadJSON json: String) throws {
+        switch kind {
+        case .scanHit: self = .scanHit(try ScanHit(jsonString: json))
+        case .alertReceived: self = .alertReceived(try Alert(jsonString: json))
+        case .alertRaised: self = .alertRaised(try Alert(jsonString: json))
+        case .alertCancelled: self = .alertCancelled(try AlertCancelled(jsonString: json))
+        case .checkIn: self = .checkIn(try CheckIn(jsonString: json))
+        case .buttonInput: self = .buttonInput(try ButtonInput(jsonString: json))
+        case .nodeStarted: self = .nodeStarted(try NodeStarted(jsonString: json))
+        case .nodeStopped: self = .nodeStopped(try NodeStopped(jsonString: json))
+        case .radioStateChanged: self = .radioStateChanged(try RadioStateChanged(jsonString: json))
+        case .unspecified, .UNRECOGNIZED: throw GoldenFormatError("no payload type for kind \(kind.name)")
+        }
+    }
+}
+
+struct GoldenFormatError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
