@@ -65,7 +65,8 @@ public final class EventLog: @unchecked Sendable {
         }
         do {
             let last = try log.read { try $0.lastSequence() }
-            log.writer = try LogWriter(log: log, nextSequence: last + 1, onDurable: onDurable)
+            log.writer = try LogWriter(environment: log.shared, configuration: configuration,
+                                       nextSequence: last + 1, onDurable: onDurable)
         } catch {
             log.shared.hasWriter.withLock { $0 = false }
             throw error

@@ -132,6 +132,19 @@ struct LMDBTransaction {
         fill(UnsafeMutableRawBufferPointer(start: v.mv_data, count: size))
     }
 
+    /// Appends `value` under the big-endian key of `sequence` (MDB_APPEND: keys must ascend).
+    /// The hot path of the writer: no closures, no allocation.
+    @inline(__always)
+    func append(_ dbi: MDB_dbi, sequence: UInt64, value: UnsafeRawBufferPointer) throws {
+        var key = sequence.bigEndian
+        let rc = withUnsafeMutableBytes(of: &key) { k -> Int32 in
+            var kv = MDB_val(mv_size: 8, mv_data: k.baseAddress)
+            var v = MDB_val(mv_size: value.count, mv_data: UnsafeMutableRawPointer(mutating: value.baseAddress))
+            return mdb_put(handle, dbi, &kv, &v, UInt32(MDB_APPEND))
+        }
+        try lmdb("mdb_put", rc)
+    }
+
     func put(_ dbi: MDB_dbi, key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, append: Bool = false) throws {
         var k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
         var v = MDB_val(mv_size: value.count, mv_data: UnsafeMutableRawPointer(mutating: value.baseAddress))

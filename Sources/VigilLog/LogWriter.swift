@@ -3,30 +3,66 @@ import Synchronization
 import VigilSystem
 
 /// The one thread that writes the log. LMDB allows one write transaction at a time and binds it to
-/// its thread; owning that thread lets the writer batch every waiting append into one commit.
+/// its thread; owning that thread lets the writer put every waiting append into one commit.
+///
+/// Appends are copied, envelope and payload, into one contiguous buffer while the queue lock is
+/// held; the writer swaps the whole buffer out and feeds it to `mdb_put` in one pass. No per-event
+/// object crosses threads, so the writer spends its time in LMDB rather than in reference counting.
 final class LogWriter: @unchecked Sendable {
     typealias Completion = @Sendable (Result<UInt64, LogError>) -> Void
 
-    enum Pending {
-        case record(sequence: UInt64, record: LogRecord, priority: AppendPriority, completion: Completion?)
-        case checkpoint(name: String, sequence: UInt64, state: [UInt8])
+    /// Where one record's stored value sits in a batch's buffer.
+    struct Slot {
+        var sequence: UInt64
+        var offset: Int
+        var length: Int
+        var sheddable: Bool
     }
 
-    /// A committed batch whose acknowledgement waits for durability.
+    struct Checkpoint {
+        var name: String
+        var sequence: UInt64
+        var state: [UInt8]
+    }
+
+    /// Everything appended since the writer last took work.
+    struct Batch {
+        var bytes: [UInt8] = []
+        var slots: [Slot] = []
+        /// Sorted by sequence (appends are), so each commit takes a contiguous run.
+        var completions: [(UInt64, Completion)] = []
+        var checkpoints: [Checkpoint] = []
+
+        var isEmpty: Bool { slots.isEmpty && checkpoints.isEmpty }
+
+        mutating func clear() {
+            bytes.removeAll(keepingCapacity: true)
+            slots.removeAll(keepingCapacity: true)
+            completions.removeAll(keepingCapacity: true)
+            checkpoints.removeAll(keepingCapacity: true)
+        }
+    }
+
+    /// A committed run of records whose acknowledgement waits for durability.
     struct Committed {
         var durableThrough: UInt64
         var refused: [UInt64]
-        var completions: [(UInt64, Completion)]
+        var completions: ArraySlice<(UInt64, Completion)>
         var hasRecords: Bool
     }
 
-    private unowned let log: EventLog
+    struct WriteOutcome {
+        var batch: Committed
+        var error: LogError?
+    }
+
+    /// Strong: the writer drains its queue even while its EventLog is being deinitialised.
+    private let environment: OpenEnvironment
     private let config: LogConfiguration
     private let onDurable: (@Sendable (CommitReport) -> Void)?
     private let lock = ConditionLock()
     // Guarded by `lock`:
-    private var queue: [Pending] = []
-    private var queuedRecords = 0
+    private var incoming = Batch()
     private var nextSequence: UInt64
     private var stopping = false
     private var stopped = false
@@ -35,17 +71,19 @@ final class LogWriter: @unchecked Sendable {
     private var thread: OSThread?
 
     // Writer-thread only:
+    private var spare = Batch()
     private var lastCommitStart: UInt64 = 0
     private var awaitingMetaSync: Committed?
 
-    init(log: EventLog, nextSequence: UInt64, onDurable: (@Sendable (CommitReport) -> Void)?) throws(LogError) {
-        self.log = log
-        self.config = log.configuration
+    init(environment: OpenEnvironment, configuration: LogConfiguration, nextSequence: UInt64,
+         onDurable: (@Sendable (CommitReport) -> Void)?) throws(LogError) {
+        self.environment = environment
+        self.config = configuration
         self.nextSequence = nextSequence
         self.onDurable = onDurable
         var initial = LogStatistics()
         initial.durableSequence = nextSequence - 1
-        initial.mapSize = (try? log.environment.info().me_mapsize) ?? config.initialMapSize
+        initial.mapSize = (try? environment.environment.info().me_mapsize) ?? configuration.initialMapSize
         self.stats = Mutex(initial)
         do {
             thread = try OSThread(name: "vigil-log") { [self] in self.run() }
@@ -59,13 +97,16 @@ final class LogWriter: @unchecked Sendable {
     func enqueue(_ record: LogRecord, priority: AppendPriority, completion: Completion?) throws(LogError) -> UInt64 {
         let outcome: Result<UInt64, LogError> = lock.withLock {
             if stopping { return .failure(.closed) }
-            if priority == .sheddable && queuedRecords >= config.queueLimit {
+            if priority == .sheddable && incoming.slots.count >= config.queueLimit {
                 return .failure(.shed)
             }
             let seq = nextSequence
             nextSequence += 1
-            queue.append(.record(sequence: seq, record: record, priority: priority, completion: completion))
-            queuedRecords += 1
+            let offset = incoming.bytes.count
+            record.encode(appendingTo: &incoming.bytes)
+            incoming.slots.append(Slot(sequence: seq, offset: offset, length: incoming.bytes.count - offset,
+                                       sheddable: priority == .sheddable))
+            if let completion { incoming.completions.append((seq, completion)) }
             lock.signal()
             return .success(seq)
         }
@@ -80,7 +121,7 @@ final class LogWriter: @unchecked Sendable {
     func enqueueCheckpoint(name: String, sequence: UInt64, state: [UInt8]) throws(LogError) {
         let accepted = lock.withLock { () -> Bool in
             guard !stopping else { return false }
-            queue.append(.checkpoint(name: name, sequence: sequence, state: state))
+            incoming.checkpoints.append(Checkpoint(name: name, sequence: sequence, state: state))
             lock.signal()
             return true
         }
@@ -97,7 +138,10 @@ final class LogWriter: @unchecked Sendable {
             lock.signal()
             return false
         }
-        if !alreadyStopped { thread?.join() }
+        if !alreadyStopped {
+            thread?.join()
+            thread = nil // the thread's closure holds the writer: break the cycle
+        }
         return !alreadyStopped
     }
 
@@ -105,174 +149,152 @@ final class LogWriter: @unchecked Sendable {
 
     private func run() {
         while true {
-            guard let batch = nextBatch() else { break }
+            guard var batch = take() else { break }
             if batch.isEmpty {
                 // Idle with a commit whose meta page is not yet durable: flush it now.
                 syncAndAcknowledgeAwaiting()
                 continue
             }
-            let started = monotonicNanoseconds()
-            lastCommitStart = started
-            let committed = write(batch)
-            switch config.sync {
-            case .full, .none:
-                acknowledge(committed)
-            case .deferredMeta:
-                if committed.error == nil {
-                    // This commit's fdatasync also flushed the previous commit's meta page.
-                    if let previous = awaitingMetaSync { acknowledge(WriteOutcome(batch: previous, error: nil)) }
-                    awaitingMetaSync = committed.batch
-                } else {
-                    // Acknowledge in order: settle the earlier commit before reporting this failure.
-                    syncAndAcknowledgeAwaiting()
-                    acknowledge(committed)
+            // One transaction per `maxBatch` records; checkpoints ride with the last one, after
+            // every event they could include.
+            var start = 0
+            var completionIndex = 0
+            repeat {
+                let end = min(start + config.maxBatch, batch.slots.count)
+                let isLast = end == batch.slots.count
+                lastCommitStart = monotonicNanoseconds()
+                let lastSequence = end > start ? batch.slots[end - 1].sequence : 0
+                let completionStart = completionIndex
+                while completionIndex < batch.completions.count && batch.completions[completionIndex].0 <= lastSequence {
+                    completionIndex += 1
                 }
-            }
+                let outcome = write(batch, slots: start..<end,
+                                    completions: batch.completions[completionStart..<completionIndex],
+                                    checkpoints: isLast ? batch.checkpoints : [])
+                settle(outcome)
+                start = end
+            } while start < batch.slots.count
+            batch.clear()
+            spare = batch
         }
         syncAndAcknowledgeAwaiting()
     }
 
-    /// Waits for work and returns the next batch; an empty batch means "idle, flush pending";
+    /// Acknowledges according to the sync mode.
+    private func settle(_ outcome: WriteOutcome) {
+        switch config.sync {
+        case .full, .none:
+            acknowledge(outcome)
+        case .deferredMeta:
+            if outcome.error == nil {
+                // This commit's fdatasync also flushed the previous commit's meta page.
+                if let previous = awaitingMetaSync { acknowledge(WriteOutcome(batch: previous, error: nil)) }
+                awaitingMetaSync = outcome.batch
+            } else {
+                // Acknowledge in order: settle the earlier commit before reporting this failure.
+                syncAndAcknowledgeAwaiting()
+                acknowledge(outcome)
+            }
+        }
+    }
+
+    /// Waits for work and takes all of it; an empty batch means "idle, flush pending";
     /// nil means "stopped and drained".
-    private func nextBatch() -> [Pending]? {
-        lock.withLock { () -> [Pending]? in
-            while queue.isEmpty {
+    private func take() -> Batch? {
+        lock.withLock { () -> Batch? in
+            while incoming.isEmpty {
                 if stopping { return nil }
-                if awaitingMetaSync != nil { return [] }
+                if awaitingMetaSync != nil { return Batch() }
                 lock.wait()
             }
             // Group commit: commits start at most once per window; appends arriving meanwhile join.
-            let window = config.commitWindowMicroseconds * 1_000
-            let deadline = lastCommitStart &+ window
-            while queuedRecords < config.maxBatch && !stopping && monotonicNanoseconds() < deadline {
+            let deadline = lastCommitStart &+ config.commitWindowMicroseconds * 1_000
+            while incoming.slots.count < config.maxBatch && !stopping && monotonicNanoseconds() < deadline {
                 lock.wait(untilMonotonicNanoseconds: deadline)
             }
-            var batch: [Pending]
-            if queuedRecords <= config.maxBatch {
-                batch = []
-                swap(&batch, &queue)
-                queuedRecords = 0
-            } else {
-                var taken = 0
-                var cut = 0
-                while cut < queue.count && taken < config.maxBatch {
-                    if case .record = queue[cut] { taken += 1 }
-                    cut += 1
-                }
-                batch = Array(queue[..<cut])
-                queue.removeFirst(cut)
-                queuedRecords -= taken
-            }
-            return batch
+            var taken = spare
+            swap(&taken, &incoming)
+            spare = Batch()
+            return taken
         }
     }
 
-    struct WriteOutcome {
-        var batch: Committed
-        var error: LogError?
-    }
-
-    /// Writes a batch in one transaction, growing the map on MDB_MAP_FULL and refusing what does
-    /// not fit at the cap (sheddable first). Never throws: failures go to the completions.
-    private func write(_ batch: [Pending]) -> WriteOutcome {
-        var refusedSequences = Set<UInt64>()
-        var completions: [(UInt64, Completion)] = []
-        var maxSequence: UInt64 = 0
-        var hasRecords = false
-        for item in batch {
-            if case .record(let seq, _, _, let completion) = item {
-                hasRecords = true
-                maxSequence = max(maxSequence, seq)
-                if let completion { completions.append((seq, completion)) }
-            }
-        }
+    /// Writes a run of records in one transaction, growing the map on MDB_MAP_FULL and refusing
+    /// what does not fit at the cap (sheddable first). Never throws: failures go to the completions.
+    private func write(_ batch: Batch, slots range: Range<Int>, completions: ArraySlice<(UInt64, Completion)>,
+                       checkpoints: [Checkpoint]) -> WriteOutcome {
+        var refused = Set<UInt64>()
+        let slots = batch.slots[range]
         // Near the cap, keep the reserve for critical events.
         if nearCap() {
-            for item in batch {
-                if case .record(let seq, _, .sheddable, _) = item { refusedSequences.insert(seq) }
-            }
+            for slot in slots where slot.sheddable { refused.insert(slot.sequence) }
         }
-
         var failure: LogError?
         attempts: while true {
             do {
-                try commit(batch, skipping: refusedSequences)
+                try commit(batch.bytes, slots: slots, skipping: refused, checkpoints: checkpoints)
                 break attempts
-            } catch let error where error.isMapFull {
+            } catch let error as LMDBError where error.isMapFull {
                 if growMap() { continue attempts }
                 // At the cap: refuse sheddable records first, then everything.
-                let sheddable = batch.compactMap { item -> UInt64? in
-                    if case .record(let seq, _, .sheddable, _) = item, !refusedSequences.contains(seq) { return seq }
-                    return nil
-                }
+                let sheddable = slots.filter { $0.sheddable && !refused.contains($0.sequence) }.map(\.sequence)
                 if !sheddable.isEmpty {
-                    refusedSequences.formUnion(sheddable)
+                    refused.formUnion(sheddable)
                     continue attempts
                 }
-                for item in batch { if case .record(let seq, _, _, _) = item { refusedSequences.insert(seq) } }
+                refused.formUnion(slots.map(\.sequence))
                 failure = .full(capBytes: config.maxMapSize)
                 break attempts
             } catch {
-                failure = .lmdb(error)
+                failure = LogError(wrapping: error)
                 stats.withLock { $0.writeErrors += 1 }
-                for item in batch { if case .record(let seq, _, _, _) = item { refusedSequences.insert(seq) } }
+                refused.formUnion(slots.map(\.sequence))
                 break attempts
             }
         }
-        let refusedCount = UInt64(refusedSequences.count)
         let refusedForSpace: Bool
         switch failure {
         case nil, .full?: refusedForSpace = true
         default: refusedForSpace = false
         }
+        let refusedCount = UInt64(refused.count)
         stats.withLock { s in
             s.commits += failure == nil ? 1 : 0
             s.refusedFull += refusedForSpace ? refusedCount : 0
-            s.largestBatch = max(s.largestBatch, batch.count)
+            s.largestBatch = max(s.largestBatch, slots.count)
             switch config.sync {
             case .full: s.flushes += failure == nil ? 2 : 0
             case .deferredMeta: s.flushes += failure == nil ? 1 : 0
             case .none: break
             }
         }
-        let committed = Committed(durableThrough: maxSequence, refused: refusedSequences.sorted(),
-                                  completions: completions, hasRecords: hasRecords)
+        let committed = Committed(durableThrough: slots.last?.sequence ?? 0, refused: refused.sorted(),
+                                  completions: completions, hasRecords: !slots.isEmpty)
         return WriteOutcome(batch: committed, error: failure)
     }
 
-    private func commit(_ batch: [Pending], skipping refused: Set<UInt64>) throws(LMDBError) {
-        do {
-            try commitUntyped(batch, skipping: refused)
-        } catch let error as LMDBError {
-            throw error
-        } catch {
-            throw LMDBError(code: -1, operation: "commit: \(error)")
-        }
-    }
-
-    private func commitUntyped(_ batch: [Pending], skipping refused: Set<UInt64>) throws {
-        let txn = try log.environment.begin(readOnly: false)
+    private func commit(_ bytes: [UInt8], slots: ArraySlice<Slot>, skipping refused: Set<UInt64>,
+                        checkpoints: [Checkpoint]) throws {
+        let txn = try environment.environment.begin(readOnly: false)
         var records: UInt64 = 0
-        var bytes: UInt64 = 0
-        var checkpoints: UInt64 = 0
+        var valueBytes: UInt64 = 0
         do {
-            for item in batch {
-                switch item {
-                case .record(let seq, let record, _, _):
-                    if refused.contains(seq) { continue }
-                    let size = record.encodedSize
-                    try withSequenceKey(seq) { key in
-                        try txn.reserve(log.events, key: key, size: size, append: true) { record.encode(into: $0) }
-                    }
+            let events = environment.events
+            try bytes.withUnsafeBytes { raw in
+                let checkRefused = !refused.isEmpty
+                for slot in slots {
+                    if checkRefused && refused.contains(slot.sequence) { continue }
+                    try txn.append(events, sequence: slot.sequence,
+                                   value: UnsafeRawBufferPointer(rebasing: raw[slot.offset..<(slot.offset + slot.length)]))
                     records += 1
-                    bytes += UInt64(size)
-                case .checkpoint(let name, let seq, let state):
-                    let value = withUnsafeBytes(of: seq.bigEndian) { Array($0) } + state
-                    let key = Array(name.utf8)
-                    try key.withUnsafeBytes { k in
-                        try value.withUnsafeBytes { v in try txn.put(log.checkpoints, key: k, value: v) }
-                    }
-                    checkpoints += 1
+                    valueBytes += UInt64(slot.length)
+                }
+            }
+            for checkpoint in checkpoints {
+                let value = withUnsafeBytes(of: checkpoint.sequence.bigEndian) { Array($0) } + checkpoint.state
+                let key = Array(checkpoint.name.utf8)
+                try key.withUnsafeBytes { k in
+                    try value.withUnsafeBytes { v in try txn.put(environment.checkpoints, key: k, value: v) }
                 }
             }
             try txn.commit()
@@ -283,26 +305,26 @@ final class LogWriter: @unchecked Sendable {
         }
         stats.withLock { s in
             s.recordsWritten += records
-            s.valueBytesWritten += bytes
-            s.checkpointsWritten += checkpoints
+            s.valueBytesWritten += valueBytes
+            s.checkpointsWritten += UInt64(checkpoints.count)
         }
     }
 
     private func nearCap() -> Bool {
-        guard let info = try? log.environment.info(), let page = try? log.environment.pageSize() else { return false }
-        guard info.me_mapsize >= config.maxMapSize else { return false }
+        guard let info = try? environment.environment.info(), info.me_mapsize >= config.maxMapSize,
+              let page = try? environment.environment.pageSize() else { return false }
         let used = (Int(info.me_last_pgno) + 1) * page
         return Double(used) > Double(config.maxMapSize) * (1 - config.criticalReserve)
     }
 
     /// Grows the map by the growth factor, up to the cap. Returns false when already at the cap.
     private func growMap() -> Bool {
-        guard let info = try? log.environment.info() else { return false }
+        guard let info = try? environment.environment.info() else { return false }
         let current = info.me_mapsize
         guard current < config.maxMapSize else { return false }
         let target = min(config.maxMapSize, max(current + (1 << 20), Int(Double(current) * config.growthFactor)))
-        let grown: Bool = log.mapLock.withWriteLock {
-            (try? log.environment.setMapSize(target)) != nil
+        let grown: Bool = environment.mapLock.withWriteLock {
+            (try? environment.environment.setMapSize(target)) != nil
         }
         if grown {
             stats.withLock { s in
@@ -317,7 +339,7 @@ final class LogWriter: @unchecked Sendable {
         guard let pending = awaitingMetaSync else { return }
         awaitingMetaSync = nil
         do {
-            try log.environment.sync(force: true)
+            try environment.environment.sync(force: true)
             stats.withLock { $0.flushes += 1 }
             acknowledge(WriteOutcome(batch: pending, error: nil))
         } catch {
@@ -330,8 +352,8 @@ final class LogWriter: @unchecked Sendable {
         }
     }
 
-    /// Calls completions and `onDurable` for a batch that is durable (error == nil; `refused`
-    /// lists what was turned away at the cap) or that failed as a whole (error != nil).
+    /// Calls completions and `onDurable` for a run that is durable (error == nil; `refused` lists
+    /// what was turned away at the cap) or that failed as a whole (error != nil).
     private func acknowledge(_ outcome: WriteOutcome) {
         let batch = outcome.batch
         let refused = Set(batch.refused)

@@ -54,14 +54,16 @@ public struct LogRecord: Sendable, Equatable {
         self.payload = payload
     }
 
-    var encodedSize: Int { Varint.size(UInt64(kind)) + Varint.size(timeMicroseconds) + payload.count }
-
-    func encode(into buffer: UnsafeMutableRawBufferPointer) {
-        var offset = Varint.write(UInt64(kind), into: buffer, at: 0)
-        offset = Varint.write(timeMicroseconds, into: buffer, at: offset)
-        payload.withUnsafeBytes { src in
-            if !src.isEmpty { UnsafeMutableRawBufferPointer(rebasing: buffer[offset...]).copyMemory(from: src) }
+    /// Appends the stored value (envelope, then payload) to `bytes`.
+    func encode(appendingTo bytes: inout [UInt8]) {
+        // The envelope is at most 5 + 10 bytes; build it on the stack.
+        var header: (UInt64, UInt64) = (0, 0)
+        let length = withUnsafeMutableBytes(of: &header) { buffer in
+            let offset = Varint.write(UInt64(kind), into: buffer, at: 0)
+            return Varint.write(timeMicroseconds, into: buffer, at: offset)
         }
+        withUnsafeBytes(of: header) { bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: $0[..<length])) }
+        bytes.append(contentsOf: payload)
     }
 }
 
