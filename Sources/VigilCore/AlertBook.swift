@@ -32,7 +32,17 @@ public struct AlertBook: Projection {
 
     public mutating func apply(_ input: ProjectionInput) {
         guard case .event(let event) = input else { return }
-        newestMicroseconds = max(newestMicroseconds, event.timeMicroseconds)
+        observe(time: event.timeMicroseconds)
+        apply(alertEvent: event)
+    }
+
+    /// Every event's time moves "now" for expiry.
+    @inline(__always)
+    mutating func observe(time: UInt64) {
+        if time > newestMicroseconds { newestMicroseconds = time }
+    }
+
+    mutating func apply(alertEvent event: Event) {
         switch event.body {
         case .alertRaised(let alert): record(alert, event: event, raisedHere: true)
         case .alertReceived(let alert): record(alert, event: event, raisedHere: false)

@@ -42,29 +42,29 @@ public struct DeviceList: Projection {
 
     public mutating func apply(_ input: ProjectionInput) {
         guard case .event(let event) = input else { return }
-        if event.timeMicroseconds >= nextPruneAt {
-            prune(now: event.timeMicroseconds)
-        }
-        guard case .scanHit(let hit) = event.body, hit.count > 0 else { return }
-        let first = hit.firstSeenMicroseconds(eventTime: event.timeMicroseconds)
-        let last = hit.lastSeenMicroseconds(eventTime: event.timeMicroseconds)
+        observe(time: event.timeMicroseconds)
+        if case .scanHit(let hit) = event.body { fold(hit, time: event.timeMicroseconds) }
+    }
+
+    /// Every event's time drives pruning (time is data, never a clock).
+    @inline(__always)
+    mutating func observe(time: UInt64) {
+        if time >= nextPruneAt { prune(now: time) }
+    }
+
+    /// Folds one ScanHit whose event time is `time`.
+    mutating func fold(_ hit: ScanHit, time: UInt64) {
+        guard hit.count > 0 else { return }
+        let first = hit.firstSeenMicroseconds(eventTime: time)
+        let last = hit.lastSeenMicroseconds(eventTime: time)
         // Saturating arithmetic: a hostile or corrupt but decodable record must never trap, or
         // every replay of the log would crash on it.
         let scaled = hit.rssiSum.multipliedReportingOverflow(by: 100)
         let mean = scaled.overflow ? (hit.rssiSum < 0 ? Int32.min : Int32.max) : Int32(clamping: scaled.partialValue / Int64(hit.count))
         let key = Self.key(hit)
-        if var d = devices[key] {
-            d.firstSeenMicroseconds = min(d.firstSeenMicroseconds, first)
-            d.lastSeenMicroseconds = max(d.lastSeenMicroseconds, last)
-            d.hits += 1
-            d.reports &+= UInt64(hit.count)
-            d.rssiMin = min(d.rssiMin, hit.rssiMin)
-            d.rssiMax = max(d.rssiMax, hit.rssiMax)
-            d.rssiSum = saturatingAdd(d.rssiSum, hit.rssiSum)
-            d.lastMeanRSSICentiDBm = mean
-            if hit.hasTxPower { d.txPower = hit.txPower }
-            if !hit.advertisement.name.isEmpty { d.name = hit.advertisement.name }
-            devices[key] = d
+        if let index = devices.index(forKey: key) {
+            // Mutate in place: no copy of the device out of the table and no second hash.
+            Self.update(&devices.values[index], with: hit, first: first, last: last, mean: mean)
         } else {
             devices[key] = Device(address: hit.address, addressType: hit.addressType.rawValue,
                                   firstSeenMicroseconds: first, lastSeenMicroseconds: last, hits: 1,
@@ -72,6 +72,21 @@ public struct DeviceList: Projection {
                                   rssiSum: hit.rssiSum, lastMeanRSSICentiDBm: mean,
                                   txPower: hit.hasTxPower ? hit.txPower : nil, name: hit.advertisement.name)
         }
+    }
+
+    @inline(__always)
+    private static func update(_ d: inout Device, with hit: ScanHit, first: UInt64, last: UInt64, mean: Int32) {
+        d.firstSeenMicroseconds = min(d.firstSeenMicroseconds, first)
+        d.lastSeenMicroseconds = max(d.lastSeenMicroseconds, last)
+        d.hits += 1
+        d.reports &+= UInt64(hit.count)
+        d.rssiMin = min(d.rssiMin, hit.rssiMin)
+        d.rssiMax = max(d.rssiMax, hit.rssiMax)
+        let (sum, overflow) = d.rssiSum.addingReportingOverflow(hit.rssiSum)
+        d.rssiSum = overflow ? (hit.rssiSum < 0 ? .min : .max) : sum
+        d.lastMeanRSSICentiDBm = mean
+        if hit.hasTxPower { d.txPower = hit.txPower }
+        if !hit.advertisement.name.isEmpty && d.name != hit.advertisement.name { d.name = hit.advertisement.name }
     }
 
     private mutating func prune(now: UInt64) {
@@ -82,11 +97,6 @@ public struct DeviceList: Projection {
         let before = devices.count
         devices = devices.filter { $0.value.lastSeenMicroseconds >= cutoff }
         pruned += UInt64(before - devices.count)
-    }
-
-    private func saturatingAdd(_ a: Int64, _ b: Int64) -> Int64 {
-        let (sum, overflow) = a.addingReportingOverflow(b)
-        return overflow ? (b < 0 ? .min : .max) : sum
     }
 
     /// Devices sorted by (address type, address), for display and stable encoding.

@@ -29,25 +29,29 @@ public struct NodeHealth: Projection {
             lastUndecodableSequence = error.sequence
             if case .unknownKind = error.reason { unknownKinds += 1 }
         case .event(let event):
-            let k = event.body.kind.rawValue
-            eventsByKind[k < eventsByKind.count ? k : 0] += 1
-            if firstEventMicroseconds == 0 { firstEventMicroseconds = event.timeMicroseconds }
-            lastEventMicroseconds = max(lastEventMicroseconds, event.timeMicroseconds)
-            switch event.body {
-            case .nodeStarted(let started):
-                starts += 1
-                nodeID = started.nodeID
-                lastStartMicroseconds = event.timeMicroseconds
-            case .nodeStopped:
-                stops += 1
-            case .radioStateChanged(let change):
-                radioState = change.state.rawValue
-                radioAdapter = change.adapter
-            case .buttonInput:
-                buttonEdges += 1
-            default:
-                break
-            }
+            record(event)
+        }
+    }
+
+    mutating func record(_ event: Event) {
+        let k = event.body.kind.rawValue
+        eventsByKind[k < eventsByKind.count ? k : 0] += 1
+        if firstEventMicroseconds == 0 { firstEventMicroseconds = event.timeMicroseconds }
+        lastEventMicroseconds = max(lastEventMicroseconds, event.timeMicroseconds)
+        switch event.body {
+        case .nodeStarted(let started):
+            starts += 1
+            nodeID = started.nodeID
+            lastStartMicroseconds = event.timeMicroseconds
+        case .nodeStopped:
+            stops += 1
+        case .radioStateChanged(let change):
+            radioState = change.state.rawValue
+            radioAdapter = change.adapter
+        case .buttonInput:
+            buttonEdges += 1
+        default:
+            break
         }
     }
 }

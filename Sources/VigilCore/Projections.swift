@@ -23,17 +23,30 @@ public struct Projections: Projection {
         devices = DeviceList(pruneAfterMicroseconds: settings.devicePruneAfterMicroseconds)
     }
 
+    /// Same result as applying `input` to each projection in turn; dispatches on the event once
+    /// so the replay hot path does not copy every event into all four projections.
     public mutating func apply(_ input: ProjectionInput) {
         switch input {
-        case .event(let event):
-            appliedThrough = max(appliedThrough, event.sequence)
         case .undecodable(let error):
             appliedThrough = max(appliedThrough, error.sequence)
+            health.apply(input)
+        case .event(let event):
+            apply(event)
         }
-        health.apply(input)
-        devices.apply(input)
-        alerts.apply(input)
-        checkIns.apply(input)
+    }
+
+    public mutating func apply(_ event: Event) {
+        appliedThrough = max(appliedThrough, event.sequence)
+        health.record(event)
+        let time = event.timeMicroseconds
+        devices.observe(time: time)
+        alerts.observe(time: time)
+        switch event.body {
+        case .scanHit(let hit): devices.fold(hit, time: time)
+        case .alertRaised, .alertReceived, .alertCancelled: alerts.apply(alertEvent: event)
+        case .checkIn: checkIns.apply(.event(event))
+        default: break
+        }
     }
 
     /// Deterministic encoding (sorted keys, sorted collections): equal states give equal bytes,

@@ -61,7 +61,10 @@ public enum EventCodec {
         }
         do {
             switch eventKind {
-            case .scanHit: return .scanHit(try parse(payload))
+            case .scanHit:
+                // The hot kind: a fast path that defers to swift-protobuf on anything unusual.
+                if let hit = ScanHitWireDecoder.decode(payload) { return .scanHit(hit) }
+                return .scanHit(try parse(payload))
             case .alertReceived: return .alertReceived(try parse(payload))
             case .alertRaised: return .alertRaised(try parse(payload))
             case .alertCancelled: return .alertCancelled(try parse(payload))

@@ -62,6 +62,7 @@ import Testing
         let dir = TemporaryDirectory()
         // A log must exist before it can be followed.
         #expect(try CLI.run(["run", "--data", dir.path, "--duration", "300ms"]).status == 0)
+        let firstRunLast = try #require(Int(try CLI.run(["log", "tail", "--data", dir.path, "-n", "1"]).stdout.split(separator: "\t").first ?? ""))
         let (follower, out) = try CLI.start(["log", "tail", "-f", "-n", "0", "--json", "--data", dir.path])
         defer { if follower.isRunning { kill(follower.processIdentifier, SIGKILL) } }
 
@@ -74,12 +75,15 @@ import Testing
         })
         kill(follower.processIdentifier, SIGTERM)
         follower.waitUntilExit()
-        let kinds = text.split(separator: "\n").compactMap { line -> String? in
-            (try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])?["kind"] as? String
+        let records = text.split(separator: "\n").compactMap { line in
+            try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
         }
-        // Only the second run's events: -n 0 printed nothing of the first.
-        #expect(kinds.first == "node-started")
-        #expect(kinds.filter { $0 == "node-started" }.count == 1)
-        #expect(kinds.last == "node-stopped")
+        let sequences = records.compactMap { $0["seq"] as? Int }
+        // -n 0 prints nothing of the first run; -f then prints every later event once, in order
+        // (the follower may start after the second node's first commits: "from now" is a race).
+        #expect(!sequences.isEmpty)
+        #expect(sequences.allSatisfy { $0 > firstRunLast })
+        #expect(sequences == Array((sequences.first ?? 0)...(sequences.last ?? 0)))
+        #expect(records.last?["kind"] as? String == "node-stopped")
     }
 }
