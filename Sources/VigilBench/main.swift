@@ -1,1 +1,43 @@
-print("bench")
+#if canImport(Glibc)
+import Glibc
+#endif
+
+// vigil-bench: one JSON line per metric on stdout, progress on stderr. See scripts/bench.
+
+func runBenchmarks(_ options: Options) throws {
+    let plan = Plan(options)
+    let reporter = Reporter(selected: options.only)
+    let started = monotonicSeconds()
+    progress("\(options.quick ? "quick" : "full") mode, \(plan.runs) runs; load average \(loadAverage())")
+    if reporter.wants("append_durable_eps") || reporter.wants("append_ack_p99_ms") {
+        try AppendBench(plan: plan, options: options, reporter: reporter).run()
+    }
+    if reporter.wants("replay_eps") || reporter.wants("replay_decode_eps") {
+        try ReplayBench(plan: plan, reporter: reporter).run()
+    }
+    if reporter.wants("scanhit_bytes") {
+        try SizeBench(plan: plan, reporter: reporter).run()
+    }
+    progress("done in \(Int(monotonicSeconds() - started)) s; load average \(loadAverage())")
+}
+
+func monotonicSeconds() -> Double {
+    var ts = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+}
+
+/// Other work on the machine skews every number here; say how busy it was.
+func loadAverage() -> String {
+    var loads = [Double](repeating: 0, count: 3)
+    guard getloadavg(&loads, 3) == 3 else { return "unknown" }
+    return loads.map { String(($0 * 100).rounded() / 100) }.joined(separator: " ")
+}
+
+do {
+    guard let options = try Options.parse(Array(CommandLine.arguments.dropFirst())) else { exit(0) }
+    try runBenchmarks(options)
+} catch {
+    writeAll("vigil-bench: \(error)\n", to: STDERR_FILENO)
+    exit(1)
+}
