@@ -1,4 +1,5 @@
 import VigilEvents
+import VigilSystem
 
 /// A node's log as replay sees it: ~90% ScanHits over ~2,000 devices, plus check-ins, button
 /// edges, alerts heard over the air (with relayed duplicates), alerts raised here, cancellations,

@@ -19,29 +19,35 @@ public struct NodeService: Service {
     public func run() async throws {
         let node = self.node
         let duration = self.duration
-        let result: Result<Void, NodeError> = await withGracefulShutdownHandler {
-            await withTaskCancellationHandler {
-                await withCheckedContinuation { (continuation: CheckedContinuation<Result<Void, NodeError>, Never>) in
-                    do throws(SystemError) {
-                        // The loop owns a thread of its own: it blocks in epoll_wait, which must not
-                        // happen on the cooperative pool.
-                        _ = try OSThread(name: "vigil-loop") {
-                            do throws(NodeError) {
-                                try node.run(duration: duration)
-                                continuation.resume(returning: .success(()))
-                            } catch {
-                                continuation.resume(returning: .failure(error))
-                            }
-                        }
-                    } catch {
-                        continuation.resume(returning: .failure(.system(error)))
-                    }
-                }
+        try await withGracefulShutdownHandler {
+            try await withTaskCancellationHandler {
+                try await node.runOnOwnThread(duration: duration)
             } onCancel: {
                 node.requestStop(reason: "cancelled")
             }
         } onGracefulShutdown: {
             node.requestStop(reason: "signal")
+        }
+    }
+}
+
+extension Node {
+    /// Runs the loop on a thread of its own — it blocks in epoll_wait, which must never happen on
+    /// Swift's cooperative pool — and returns once the node has stopped.
+    public func runOnOwnThread(duration: UInt64?) async throws(NodeError) {
+        let result: Result<Void, NodeError> = await withCheckedContinuation { continuation in
+            do throws(SystemError) {
+                _ = try OSThread(name: "vigil-loop") {
+                    do throws(NodeError) {
+                        try self.run(duration: duration)
+                        continuation.resume(returning: .success(()))
+                    } catch {
+                        continuation.resume(returning: .failure(error))
+                    }
+                }
+            } catch {
+                continuation.resume(returning: .failure(.system(error)))
+            }
         }
         try result.get()
     }

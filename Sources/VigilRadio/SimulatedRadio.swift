@@ -16,24 +16,6 @@ public struct RadioSimulationSettings: Sendable, Equatable {
     public init() {}
 }
 
-/// SplitMix64: small, fast, seedable; the simulation is reproducible from its seed.
-struct SplitMix64 {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-    mutating func next(in range: ClosedRange<UInt64>) -> UInt64 {
-        range.lowerBound + next() % (range.upperBound - range.lowerBound + 1)
-    }
-    mutating func nextInt(in range: ClosedRange<Int>) -> Int {
-        range.lowerBound + Int(next() % UInt64(range.upperBound - range.lowerBound + 1))
-    }
-}
-
 /// A radio whose advertisers are simulated: they advertise at their own intervals (with BLE's
 /// random advDelay), drift in RSSI, arrive and leave. Driven by a timerfd armed for the next
 /// advertisement, so the event loop wakes exactly when a report is due — no polling.
@@ -64,7 +46,7 @@ public final class SimulatedRadio: RadioAdapter {
         self.settings = settings
         self.clock = clock
         self.timer = try TimerFD()
-        self.random = SplitMix64(state: settings.seed)
+        self.random = SplitMix64(seed: settings.seed)
     }
 
     public func start() throws {
@@ -92,7 +74,7 @@ public final class SimulatedRadio: RadioAdapter {
                 outputs.append(.report(report(from: &advertisers[i])))
                 reportsGenerated += 1
                 // advDelay: 0-10 ms of random delay per event (Core spec Vol 6 Part B §4.4.2.2.1).
-                advertisers[i].next += advertisers[i].interval + random.next(in: 0...10_000)
+                advertisers[i].next += advertisers[i].interval + UInt64.random(in: 0...10_000, using: &random)
             }
         }
         try arm(now: now)
@@ -104,7 +86,7 @@ public final class SimulatedRadio: RadioAdapter {
     }
 
     private func report(from a: inout Advertiser) -> AdvertisingReport {
-        a.rssi = min(-30, max(-100, a.rssi + random.nextInt(in: -settings.rssiStepDB...settings.rssiStepDB)))
+        a.rssi = min(-30, max(-100, a.rssi + Int.random(in: -settings.rssiStepDB...settings.rssiStepDB, using: &random)))
         return AdvertisingReport(address: a.address, addressType: a.addressType, rssi: Int8(a.rssi),
                                  txPower: a.txPower, connectable: a.connectable, data: a.data,
                                  timeMicroseconds: a.next)
@@ -115,8 +97,8 @@ public final class SimulatedRadio: RadioAdapter {
         let isRandom = random.next() % 4 != 0 // phones mostly use random addresses
         // Random static/private addresses have their top two bits set by type; keep them valid.
         let address = isRandom ? (random48 & 0x3FFF_FFFF_FFFF) | 0xC000_0000_0000 : random48
-        let interval = random.next(in: settings.minIntervalMicroseconds...max(settings.minIntervalMicroseconds, settings.maxIntervalMicroseconds))
-        let stay = random.next(in: settings.meanStayMicroseconds / 2...settings.meanStayMicroseconds * 3 / 2)
+        let interval = UInt64.random(in: settings.minIntervalMicroseconds...max(settings.minIntervalMicroseconds, settings.maxIntervalMicroseconds), using: &random)
+        let stay = UInt64.random(in: settings.meanStayMicroseconds / 2...settings.meanStayMicroseconds * 3 / 2, using: &random)
         var data: [UInt8] = [0x02, 0x01, 0x06] // flags: LE general discoverable, BR/EDR not supported
         let flavour = random.next() % 4
         switch flavour {
@@ -127,10 +109,10 @@ public final class SimulatedRadio: RadioAdapter {
         case 2: data += [0x05, 0xFF, 0x4C, 0x00, 0x10, 0x05] // manufacturer data
         default: data += [0x03, 0x19, 0x40, 0x02] // appearance: generic watch
         }
-        let txPower: Int8? = random.next() % 3 == 0 ? Int8(truncatingIfNeeded: random.nextInt(in: -20...4)) : nil
+        let txPower: Int8? = random.next() % 3 == 0 ? Int8.random(in: -20...4, using: &random) : nil
         return Advertiser(address: address, addressType: isRandom ? .addressRandom : .addressPublic,
-                          interval: interval, next: now + random.next(in: 0...interval), leavesAt: now + stay,
-                          rssi: random.nextInt(in: -95...(-45)), txPower: txPower,
+                          interval: interval, next: now + UInt64.random(in: 0...interval, using: &random), leavesAt: now + stay,
+                          rssi: Int.random(in: -95...(-45), using: &random), txPower: txPower,
                           connectable: random.next() % 2 == 0, data: data)
     }
 }

@@ -28,21 +28,6 @@ func testConfiguration(_ dir: TemporaryDirectory, advertisers: Int = 12) -> Node
     return c
 }
 
-/// Runs the node's loop on a thread of its own (it blocks in epoll_wait) and waits for it.
 func run(_ node: Node, forMicroseconds duration: UInt64?) async throws {
-    let result: Result<Void, NodeError> = await withCheckedContinuation { continuation in
-        do throws(SystemError) {
-            _ = try OSThread(name: "test-loop") {
-                do throws(NodeError) {
-                    try node.run(duration: duration)
-                    continuation.resume(returning: .success(()))
-                } catch {
-                    continuation.resume(returning: .failure(error))
-                }
-            }
-        } catch {
-            continuation.resume(returning: .failure(.system(error)))
-        }
-    }
-    try result.get()
+    try await node.runOnOwnThread(duration: duration)
 }
