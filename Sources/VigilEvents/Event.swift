@@ -21,6 +21,16 @@ public typealias RadioState = Vigil_Events_V1_RadioState
 public typealias RadioStateChanged = Vigil_Events_V1_RadioStateChanged
 public typealias AddressType = Vigil_Events_V1_AddressType
 public typealias EventKind = Vigil_Events_V1_EventKind
+public typealias Resident = Vigil_Events_V1_Resident
+public typealias ResidentRemoved = Vigil_Events_V1_ResidentRemoved
+public typealias Contact = Vigil_Events_V1_Contact
+public typealias Pause = Vigil_Events_V1_Pause
+public typealias DailyWindow = Vigil_Events_V1_DailyWindow
+public typealias CheckInMode = Vigil_Events_V1_CheckInMode
+public typealias LadderStep = Vigil_Events_V1_LadderStep
+public typealias DeadlineReached = Vigil_Events_V1_DeadlineReached
+public typealias AlarmAcknowledged = Vigil_Events_V1_AlarmAcknowledged
+public typealias OutboxAttempt = Vigil_Events_V1_OutboxAttempt
 
 /// What happened. One case per event kind in the catalogue (README "Event catalogue").
 public enum EventBody: Sendable, Equatable {
@@ -33,6 +43,12 @@ public enum EventBody: Sendable, Equatable {
     case nodeStarted(NodeStarted)
     case nodeStopped(NodeStopped)
     case radioStateChanged(RadioStateChanged)
+    case residentEnrolled(Resident)
+    case residentUpdated(Resident)
+    case residentRemoved(ResidentRemoved)
+    case deadlineReached(DeadlineReached)
+    case alarmAcknowledged(AlarmAcknowledged)
+    case outboxAttempt(OutboxAttempt)
 
     public var kind: EventKind {
         switch self {
@@ -45,6 +61,12 @@ public enum EventBody: Sendable, Equatable {
         case .nodeStarted: .nodeStarted
         case .nodeStopped: .nodeStopped
         case .radioStateChanged: .radioStateChanged
+        case .residentEnrolled: .residentEnrolled
+        case .residentUpdated: .residentUpdated
+        case .residentRemoved: .residentRemoved
+        case .deadlineReached: .deadlineReached
+        case .alarmAcknowledged: .alarmAcknowledged
+        case .outboxAttempt: .outboxAttempt
         }
     }
 
@@ -82,6 +104,12 @@ extension EventKind {
         case .nodeStarted: "node-started"
         case .nodeStopped: "node-stopped"
         case .radioStateChanged: "radio-state-changed"
+        case .residentEnrolled: "resident-enrolled"
+        case .residentUpdated: "resident-updated"
+        case .residentRemoved: "resident-removed"
+        case .deadlineReached: "deadline-reached"
+        case .alarmAcknowledged: "alarm-acknowledged"
+        case .outboxAttempt: "outbox-attempt"
         case .UNRECOGNIZED(let n): "kind-\(n)"
         }
     }
@@ -89,6 +117,7 @@ extension EventKind {
     public static let known: [EventKind] = [
         .scanHit, .alertReceived, .alertRaised, .alertCancelled, .checkIn,
         .buttonInput, .nodeStarted, .nodeStopped, .radioStateChanged,
+        .residentEnrolled, .residentUpdated, .residentRemoved, .deadlineReached, .alarmAcknowledged, .outboxAttempt,
     ]
 
     public init?(name: String) {

@@ -46,6 +46,11 @@ public enum EventCodec {
         case .nodeStarted(let m): payload = serialize(m)
         case .nodeStopped(let m): payload = serialize(m)
         case .radioStateChanged(let m): payload = serialize(m)
+        case .residentEnrolled(let m), .residentUpdated(let m): payload = serialize(m)
+        case .residentRemoved(let m): payload = serialize(m)
+        case .deadlineReached(let m): payload = serialize(m)
+        case .alarmAcknowledged(let m): payload = serialize(m)
+        case .outboxAttempt(let m): payload = serialize(m)
         }
         return (kind, payload)
     }
@@ -73,6 +78,12 @@ public enum EventCodec {
             case .nodeStarted: return .nodeStarted(try parse(payload))
             case .nodeStopped: return .nodeStopped(try parse(payload))
             case .radioStateChanged: return .radioStateChanged(try parse(payload))
+            case .residentEnrolled: return .residentEnrolled(try parse(payload))
+            case .residentUpdated: return .residentUpdated(try parse(payload))
+            case .residentRemoved: return .residentRemoved(try parse(payload))
+            case .deadlineReached: return .deadlineReached(try parse(payload))
+            case .alarmAcknowledged: return .alarmAcknowledged(try parse(payload))
+            case .outboxAttempt: return .outboxAttempt(try parse(payload))
             case .unspecified, .UNRECOGNIZED:
                 throw EventDecodingError(sequence: sequence, reason: .unknownKind(kind))
             }

@@ -46,6 +46,11 @@ enum EventFormatting {
             case .nodeStarted(let m): payload = try m.jsonString(options: options)
             case .nodeStopped(let m): payload = try m.jsonString(options: options)
             case .radioStateChanged(let m): payload = try m.jsonString(options: options)
+            case .residentEnrolled(let m), .residentUpdated(let m): payload = try m.jsonString(options: options)
+            case .residentRemoved(let m): payload = try m.jsonString(options: options)
+            case .deadlineReached(let m): payload = try m.jsonString(options: options)
+            case .alarmAcknowledged(let m): payload = try m.jsonString(options: options)
+            case .outboxAttempt(let m): payload = try m.jsonString(options: options)
             }
         } catch {
             return #"{"seq":\#(event.sequence),"error":"cannot format payload"}"#
@@ -68,6 +73,12 @@ enum EventFormatting {
         case .nodeStarted(let s): summary = "node \(String(s.nodeID, radix: 16)) v\(s.version) board \(s.board) radio \(s.radio)"
         case .nodeStopped(let s): summary = s.reason
         case .radioStateChanged(let r): summary = "\(r.adapter) \(r.state) (\(r.reason))"
+        case .residentEnrolled(let r), .residentUpdated(let r):
+            summary = "\(r.id) \(r.name.isEmpty ? "" : "(\(r.name)) ")mode \(r.mode) every \(r.intervalUs / 1_000_000) s, \(r.contacts.count) contacts"
+        case .residentRemoved(let r): summary = r.id
+        case .deadlineReached(let d): summary = "\(d.resident) ladder \(d.ladder) \(d.step) (due \(time(d.dueUs)))"
+        case .alarmAcknowledged(let a): summary = "by \(a.by)"
+        case .outboxAttempt(let o): summary = "\(o.entry) attempt \(o.attempt) via \(o.notifier): \(o.delivered ? "delivered" : "failed: \(o.error)")"
         }
         return "\(event.sequence)\t\(time(event.timeMicroseconds))\t\(event.body.kind.name)\t\(summary)"
     }

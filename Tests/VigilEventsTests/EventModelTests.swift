@@ -6,7 +6,9 @@ struct EventModelTests {
     @Test func kindNamesAreStableAndParseBack() {
         let names = EventKind.known.map(\.name)
         #expect(names == ["scan-hit", "alert-received", "alert-raised", "alert-cancelled", "check-in",
-                          "button-input", "node-started", "node-stopped", "radio-state-changed"])
+                          "button-input", "node-started", "node-stopped", "radio-state-changed",
+                          "resident-enrolled", "resident-updated", "resident-removed", "deadline-reached",
+                          "alarm-acknowledged", "outbox-attempt"])
         for kind in EventKind.known { #expect(EventKind(name: kind.name) == kind) }
         #expect(EventKind(name: "unspecified") == nil)
         #expect(EventKind(name: "kind-200") == nil)

@@ -63,6 +63,7 @@ enum Fixtures {
         checkIn.resident = "R-0042"
         checkIn.source = .checkInHeartRate
         checkIn.value = 72.5
+        checkIn.heartRateFlags = 0b0000_0110 // contact supported and detected
 
         var button = ButtonInput()
         button.line = 17
@@ -87,7 +88,72 @@ enum Fixtures {
             .scanHit(hit), .alertReceived(received), .alertRaised(raised), .alertCancelled(cancelled),
             .checkIn(checkIn), .buttonInput(button), .nodeStarted(started), .nodeStopped(stopped),
             .radioStateChanged(radio),
+        ] + schema2Bodies
+    }
+
+    /// One body of each kind added in schema 2, every field set.
+    static var schema2Bodies: [EventBody] {
+        var resident = Resident()
+        resident.id = "R-0042"
+        resident.name = "Ana Pérez"
+        resident.mode = .time
+        resident.intervalUs = 4 * 3_600_000_000
+        resident.confirmUs = 20 * 60_000_000
+        resident.textToAlarmUs = 5 * 60_000_000
+        resident.alarmToNotifyUs = 5 * 60_000_000
+        var contact = Contact()
+        contact.name = "Luis"
+        contact.address = "+34 600 000 000"
+        resident.contacts = [contact]
+        var pause = Pause()
+        pause.startUs = start
+        pause.endUs = start + 3_600_000_000
+        resident.pauses = [pause]
+        resident.night.startMinute = 22 * 60
+        resident.night.endMinute = 7 * 60
+        resident.night.utcOffsetMinutes = 60
+        resident.bleTag = 0xC0_11_22_33_44_55
+
+        var updated = resident
+        updated.mode = .pulse
+        updated.intervalUs = 30 * 60_000_000
+
+        var removed = ResidentRemoved()
+        removed.id = "R-0042"
+
+        var deadline = DeadlineReached()
+        deadline.resident = "R-0042"
+        deadline.ladder = 3
+        deadline.step = .text
+        deadline.dueUs = start + 1_200_000_000
+
+        var ack = AlarmAcknowledged()
+        ack.by = "button"
+
+        var attempt = OutboxAttempt()
+        attempt.entry = "R-0042/3/text"
+        attempt.attempt = 2
+        attempt.delivered = false
+        attempt.notifier = "command"
+        attempt.error = "exit status 1: modem busy"
+
+        return [
+            .residentEnrolled(resident), .residentUpdated(updated), .residentRemoved(removed),
+            .deadlineReached(deadline), .alarmAcknowledged(ack), .outboxAttempt(attempt),
         ]
+    }
+
+    /// The v2 golden stream: all of v1, a heart-rate check-in with its contact flags, and every
+    /// kind schema 2 added.
+    static var goldenEventsV2: [(timeMicroseconds: UInt64, body: EventBody)] {
+        var checkIn = CheckIn()
+        checkIn.resident = "R-7"
+        checkIn.source = .checkInHeartRate
+        checkIn.value = 64
+        checkIn.heartRateFlags = 0b100 // contact supported, not detected
+        let added: [EventBody] = [.checkIn(checkIn)] + schema2Bodies
+        let base = goldenEvents.last?.timeMicroseconds ?? start
+        return goldenEvents + added.enumerated().map { (base + UInt64($0.offset + 1) * 250_000, $0.element) }
     }
 
     /// The v1 golden event stream: every kind at least once, optional fields present and absent,
@@ -186,6 +252,11 @@ extension EventBody {
         case .nodeStarted(let m): m
         case .nodeStopped(let m): m
         case .radioStateChanged(let m): m
+        case .residentEnrolled(let m), .residentUpdated(let m): m
+        case .residentRemoved(let m): m
+        case .deadlineReached(let m): m
+        case .alarmAcknowledged(let m): m
+        case .outboxAttempt(let m): m
         }
     }
 
@@ -201,6 +272,12 @@ extension EventBody {
         case .nodeStarted: self = .nodeStarted(try NodeStarted(jsonString: json))
         case .nodeStopped: self = .nodeStopped(try NodeStopped(jsonString: json))
         case .radioStateChanged: self = .radioStateChanged(try RadioStateChanged(jsonString: json))
+        case .residentEnrolled: self = .residentEnrolled(try Resident(jsonString: json))
+        case .residentUpdated: self = .residentUpdated(try Resident(jsonString: json))
+        case .residentRemoved: self = .residentRemoved(try ResidentRemoved(jsonString: json))
+        case .deadlineReached: self = .deadlineReached(try DeadlineReached(jsonString: json))
+        case .alarmAcknowledged: self = .alarmAcknowledged(try AlarmAcknowledged(jsonString: json))
+        case .outboxAttempt: self = .outboxAttempt(try OutboxAttempt(jsonString: json))
         case .unspecified, .UNRECOGNIZED: throw GoldenFormatError("no payload type for kind \(kind.name)")
         }
     }

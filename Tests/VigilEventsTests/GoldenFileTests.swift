@@ -2,17 +2,23 @@ import Foundation
 import Testing
 import VigilEvents
 
-/// The committed golden files prove that this build still reads what schema v1 wrote.
-/// Regenerate (only when deliberately adding a schema version) with
-/// `VIGIL_WRITE_GOLDEN=1 swift test --filter GoldenFileTests`.
+/// The committed golden files prove that this build still reads what every schema version wrote.
+/// A new version's files are written (once, when the schema grows) with
+/// `VIGIL_WRITE_GOLDEN=v2 swift test --filter GoldenFileTests`; older versions are never rewritten.
 @Suite("Golden files")
 struct GoldenFileTests {
-    static let version = "v1"
+    /// Every schema version, oldest first, with the events its files hold.
+    static let versions: [(name: String, events: [(timeMicroseconds: UInt64, body: EventBody)], kinds: [EventKind])] = [
+        ("v1", Fixtures.goldenEvents, Array(EventKind.known.prefix(9))),
+        ("v2", Fixtures.goldenEventsV2, EventKind.known),
+    ]
 
-    @Test func goldenFilesAreRewrittenOnlyWhenAsked() throws {
-        let generated = try GoldenFormat.generate()
-        if ProcessInfo.processInfo.environment["VIGIL_WRITE_GOLDEN"] == "1" {
-            let directory = GoldenFormat.sourceDirectory().appendingPathComponent(Self.version)
+    @Test(arguments: versions.map(\.name))
+    func goldenFilesAreRewrittenOnlyWhenAsked(version: String) throws {
+        let events = try #require(Self.versions.first { $0.name == version }).events
+        let generated = try GoldenFormat.generate(events)
+        if ProcessInfo.processInfo.environment["VIGIL_WRITE_GOLDEN"] == version {
+            let directory = GoldenFormat.sourceDirectory().appendingPathComponent(version)
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             try Data(generated.bin).write(to: directory.appendingPathComponent("events.bin"))
             try Data(generated.jsonl.utf8).write(to: directory.appendingPathComponent("events.jsonl"))
@@ -21,21 +27,23 @@ struct GoldenFileTests {
         } else {
             // Not writing: the committed files must be what the current encoder writes for the
             // same events, so the wire format has not drifted.
-            let directory = try GoldenFormat.bundledDirectory().appendingPathComponent(Self.version)
+            let directory = try GoldenFormat.bundledDirectory().appendingPathComponent(version)
             let committed = try [UInt8](Data(contentsOf: directory.appendingPathComponent("events.bin")))
-            #expect(committed == generated.bin, "the encoder no longer writes the v1 golden bytes")
+            #expect(committed == generated.bin, "the encoder no longer writes the \(version) golden bytes")
         }
     }
 
-    @Test func committedGoldenEventsDecodeToTheirExpectedBodies() throws {
-        let directory = try GoldenFormat.bundledDirectory().appendingPathComponent(Self.version)
+    @Test(arguments: versions.map(\.name))
+    func committedGoldenEventsDecodeToTheirExpectedBodies(version: String) throws {
+        let kinds = try #require(Self.versions.first { $0.name == version }).kinds
+        let directory = try GoldenFormat.bundledDirectory().appendingPathComponent(version)
         let bin = try [UInt8](Data(contentsOf: directory.appendingPathComponent("events.bin")))
         let jsonl = try String(contentsOf: directory.appendingPathComponent("events.jsonl"), encoding: .utf8)
         let records = try GoldenFormat.decode(bin)
         let expected = try jsonl.split(separator: "\n").map { try GoldenFormat.parseLine(String($0)) }
 
         try #require(records.count == expected.count)
-        #expect(records.count >= EventKind.known.count)
+        #expect(records.count >= kinds.count)
         for (index, (record, want)) in zip(records, expected).enumerated() {
             let body = try EventCodec.decode(kind: record.kind, payload: record.payload, sequence: UInt64(index + 1))
             #expect(record.kind == UInt32(want.kind.rawValue), "record \(index)")
@@ -45,7 +53,7 @@ struct GoldenFileTests {
 
         // The files cover what they claim to cover.
         let bodies = expected.map(\.body)
-        #expect(Set(bodies.map(\.kind.rawValue)) == Set(EventKind.known.map(\.rawValue)))
+        #expect(Set(bodies.map(\.kind.rawValue)) == Set(kinds.map(\.rawValue)))
         let hits = bodies.compactMap { if case .scanHit(let h) = $0 { h } else { nil } }
         #expect(hits.contains { $0.hasTxPower } && hits.contains { !$0.hasTxPower })
         #expect(hits.contains { $0.hasTxPower && $0.txPower == 0 })

@@ -104,11 +104,11 @@ enum GoldenFormat {
         return url
     }
 
-    /// The bytes and lines the current code produces for `Fixtures.goldenEvents`.
-    static func generate() throws -> (bin: [UInt8], jsonl: String) {
+    /// The bytes and lines the current code produces for a version's golden events.
+    static func generate(_ events: [(timeMicroseconds: UInt64, body: EventBody)]) throws -> (bin: [UInt8], jsonl: String) {
         var records: [Record] = []
         var lines: [String] = []
-        for (time, body) in Fixtures.goldenEvents {
+        for (time, body) in events {
             let (kind, payload) = EventCodec.encode(body)
             records.append(Record(kind: kind, timeMicroseconds: time, payload: payload))
             lines.append(try jsonLine(timeMicroseconds: time, body: body))

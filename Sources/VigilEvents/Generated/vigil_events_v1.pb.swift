@@ -45,6 +45,14 @@ public nonisolated enum Vigil_Events_V1_EventKind: SwiftProtobuf.Enum, Swift.Cas
   case nodeStarted // = 7
   case nodeStopped // = 8
   case radioStateChanged // = 9
+
+  /// Added in schema version 2 (the escalation ladder, the button, the outbox).
+  case residentEnrolled // = 10
+  case residentUpdated // = 11
+  case residentRemoved // = 12
+  case deadlineReached // = 13
+  case alarmAcknowledged // = 14
+  case outboxAttempt // = 15
   case UNRECOGNIZED(Int)
 
   public init() {
@@ -63,6 +71,12 @@ public nonisolated enum Vigil_Events_V1_EventKind: SwiftProtobuf.Enum, Swift.Cas
     case 7: self = .nodeStarted
     case 8: self = .nodeStopped
     case 9: self = .radioStateChanged
+    case 10: self = .residentEnrolled
+    case 11: self = .residentUpdated
+    case 12: self = .residentRemoved
+    case 13: self = .deadlineReached
+    case 14: self = .alarmAcknowledged
+    case 15: self = .outboxAttempt
     default: self = .UNRECOGNIZED(rawValue)
     }
   }
@@ -79,6 +93,12 @@ public nonisolated enum Vigil_Events_V1_EventKind: SwiftProtobuf.Enum, Swift.Cas
     case .nodeStarted: return 7
     case .nodeStopped: return 8
     case .radioStateChanged: return 9
+    case .residentEnrolled: return 10
+    case .residentUpdated: return 11
+    case .residentRemoved: return 12
+    case .deadlineReached: return 13
+    case .alarmAcknowledged: return 14
+    case .outboxAttempt: return 15
     case .UNRECOGNIZED(let i): return i
     }
   }
@@ -95,6 +115,12 @@ public nonisolated enum Vigil_Events_V1_EventKind: SwiftProtobuf.Enum, Swift.Cas
     .nodeStarted,
     .nodeStopped,
     .radioStateChanged,
+    .residentEnrolled,
+    .residentUpdated,
+    .residentRemoved,
+    .deadlineReached,
+    .alarmAcknowledged,
+    .outboxAttempt,
   ]
 
 }
@@ -363,6 +389,102 @@ public nonisolated enum Vigil_Events_V1_RadioState: SwiftProtobuf.Enum, Swift.Ca
 
 }
 
+public nonisolated enum Vigil_Events_V1_CheckInMode: SwiftProtobuf.Enum, Swift.CaseIterable {
+  public typealias RawValue = Int
+  case off // = 0
+
+  /// prompt "are you OK?" every interval
+  case time // = 1
+
+  /// emergency one interval ahead, postponed by positive data
+  case pulse // = 2
+  case UNRECOGNIZED(Int)
+
+  public init() {
+    self = .off
+  }
+
+  public init?(rawValue: Int) {
+    switch rawValue {
+    case 0: self = .off
+    case 1: self = .time
+    case 2: self = .pulse
+    default: self = .UNRECOGNIZED(rawValue)
+    }
+  }
+
+  public var rawValue: Int {
+    switch self {
+    case .off: return 0
+    case .time: return 1
+    case .pulse: return 2
+    case .UNRECOGNIZED(let i): return i
+    }
+  }
+
+  // The compiler won't synthesize support with the UNRECOGNIZED case.
+  public static let allCases: [Vigil_Events_V1_CheckInMode] = [
+    .off,
+    .time,
+    .pulse,
+  ]
+
+}
+
+public nonisolated enum Vigil_Events_V1_LadderStep: SwiftProtobuf.Enum, Swift.CaseIterable {
+  public typealias RawValue = Int
+  case none // = 0
+
+  /// "are you OK?"
+  case prompt // = 1
+
+  /// text to contacts
+  case text // = 2
+
+  /// loud alarm
+  case alarm // = 3
+
+  /// contacts told the emergency was triggered
+  case notify // = 4
+  case UNRECOGNIZED(Int)
+
+  public init() {
+    self = .none
+  }
+
+  public init?(rawValue: Int) {
+    switch rawValue {
+    case 0: self = .none
+    case 1: self = .prompt
+    case 2: self = .text
+    case 3: self = .alarm
+    case 4: self = .notify
+    default: self = .UNRECOGNIZED(rawValue)
+    }
+  }
+
+  public var rawValue: Int {
+    switch self {
+    case .none: return 0
+    case .prompt: return 1
+    case .text: return 2
+    case .alarm: return 3
+    case .notify: return 4
+    case .UNRECOGNIZED(let i): return i
+    }
+  }
+
+  // The compiler won't synthesize support with the UNRECOGNIZED case.
+  public static let allCases: [Vigil_Events_V1_LadderStep] = [
+    .none,
+    .prompt,
+    .text,
+    .alarm,
+    .notify,
+  ]
+
+}
+
 /// What the advertiser said about itself, condensed to what projections and people need.
 public nonisolated struct Vigil_Events_V1_AdvertisementSummary: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
@@ -571,11 +693,23 @@ public nonisolated struct Vigil_Events_V1_CheckIn: Sendable {
   /// Clears the value of `value`. Subsequent reads from it will return its default value.
   public mutating func clearValue() {self._value = nil}
 
+  /// Schema 2: the Heart Rate Measurement (0x2A37) flags byte, when the datum came from one.
+  /// Bit 1 = sensor contact detected, bit 2 = sensor contact supported.
+  public var heartRateFlags: UInt32 {
+    get {_heartRateFlags ?? 0}
+    set {_heartRateFlags = newValue}
+  }
+  /// Returns true if `heartRateFlags` has been explicitly set.
+  public var hasHeartRateFlags: Bool {self._heartRateFlags != nil}
+  /// Clears the value of `heartRateFlags`. Subsequent reads from it will return its default value.
+  public mutating func clearHeartRateFlags() {self._heartRateFlags = nil}
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
 
   fileprivate var _value: Double? = nil
+  fileprivate var _heartRateFlags: UInt32? = nil
 }
 
 public nonisolated struct Vigil_Events_V1_ButtonInput: Sendable {
@@ -642,12 +776,175 @@ public nonisolated struct Vigil_Events_V1_RadioStateChanged: Sendable {
   public init() {}
 }
 
+public nonisolated struct Vigil_Events_V1_Contact: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var name: String = String()
+
+  /// phone number or other address the notifier understands
+  public var address: String = String()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// An absolute pause (e.g. a resident away for the afternoon).
+public nonisolated struct Vigil_Events_V1_Pause: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var startUs: UInt64 = 0
+
+  public var endUs: UInt64 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// A daily window in the resident's local time.
+public nonisolated struct Vigil_Events_V1_DailyWindow: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// minutes after local midnight
+  public var startMinute: UInt32 = 0
+
+  /// may be < start_minute (crosses midnight)
+  public var endMinute: UInt32 = 0
+
+  public var utcOffsetMinutes: Int32 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// ResidentEnrolled and ResidentUpdated carry the whole resident (an update replaces it).
+public nonisolated struct Vigil_Events_V1_Resident: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var id: String = String()
+
+  public var name: String = String()
+
+  public var mode: Vigil_Events_V1_CheckInMode = .off
+
+  public var intervalUs: UInt64 = 0
+
+  /// prompt -> text to contacts (0 = default 20 min)
+  public var confirmUs: UInt64 = 0
+
+  /// text -> loud alarm (0 = default 5 min)
+  public var textToAlarmUs: UInt64 = 0
+
+  /// alarm -> contacts told (0 = default 5 min)
+  public var alarmToNotifyUs: UInt64 = 0
+
+  public var contacts: [Vigil_Events_V1_Contact] = []
+
+  public var pauses: [Vigil_Events_V1_Pause] = []
+
+  public var night: Vigil_Events_V1_DailyWindow {
+    get {_night ?? Vigil_Events_V1_DailyWindow()}
+    set {_night = newValue}
+  }
+  /// Returns true if `night` has been explicitly set.
+  public var hasNight: Bool {self._night != nil}
+  /// Clears the value of `night`. Subsequent reads from it will return its default value.
+  public mutating func clearNight() {self._night = nil}
+
+  /// address of the resident's BLE tag (0 = none)
+  public var bleTag: UInt64 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _night: Vigil_Events_V1_DailyWindow? = nil
+}
+
+public nonisolated struct Vigil_Events_V1_ResidentRemoved: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var id: String = String()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// Appended by the scheduler when a timer of the escalation ladder fires. Replay applies it like
+/// any event, so time enters the pure core only as data.
+public nonisolated struct Vigil_Events_V1_DeadlineReached: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var resident: String = String()
+
+  /// the ladder instance it belongs to
+  public var ladder: UInt32 = 0
+
+  public var step: Vigil_Events_V1_LadderStep = .none
+
+  /// when it was due (may be earlier than the event time)
+  public var dueUs: UInt64 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+public nonisolated struct Vigil_Events_V1_AlarmAcknowledged: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// "button", "cli"
+  public var by: String = String()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// One delivery attempt of an outbox entry.
+public nonisolated struct Vigil_Events_V1_OutboxAttempt: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var entry: String = String()
+
+  public var attempt: UInt32 = 0
+
+  public var delivered: Bool = false
+
+  public var notifier: String = String()
+
+  public var error: String = String()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
 // MARK: - Code below here is support for the SwiftProtobuf runtime.
 
 fileprivate nonisolated let _protobuf_package = "vigil.events.v1"
 
 nonisolated extension Vigil_Events_V1_EventKind: SwiftProtobuf._ProtoNameProviding {
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0EVENT_KIND_UNSPECIFIED\0\u{1}SCAN_HIT\0\u{1}ALERT_RECEIVED\0\u{1}ALERT_RAISED\0\u{1}ALERT_CANCELLED\0\u{1}CHECK_IN\0\u{1}BUTTON_INPUT\0\u{1}NODE_STARTED\0\u{1}NODE_STOPPED\0\u{1}RADIO_STATE_CHANGED\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0EVENT_KIND_UNSPECIFIED\0\u{1}SCAN_HIT\0\u{1}ALERT_RECEIVED\0\u{1}ALERT_RAISED\0\u{1}ALERT_CANCELLED\0\u{1}CHECK_IN\0\u{1}BUTTON_INPUT\0\u{1}NODE_STARTED\0\u{1}NODE_STOPPED\0\u{1}RADIO_STATE_CHANGED\0\u{1}RESIDENT_ENROLLED\0\u{1}RESIDENT_UPDATED\0\u{1}RESIDENT_REMOVED\0\u{1}DEADLINE_REACHED\0\u{1}ALARM_ACKNOWLEDGED\0\u{1}OUTBOX_ATTEMPT\0")
 }
 
 nonisolated extension Vigil_Events_V1_AddressType: SwiftProtobuf._ProtoNameProviding {
@@ -672,6 +969,14 @@ nonisolated extension Vigil_Events_V1_Edge: SwiftProtobuf._ProtoNameProviding {
 
 nonisolated extension Vigil_Events_V1_RadioState: SwiftProtobuf._ProtoNameProviding {
   public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0RADIO_STATE_UNKNOWN\0\u{1}RADIO_STATE_ON\0\u{1}RADIO_STATE_OFF\0")
+}
+
+nonisolated extension Vigil_Events_V1_CheckInMode: SwiftProtobuf._ProtoNameProviding {
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0CHECK_IN_MODE_OFF\0\u{1}CHECK_IN_MODE_TIME\0\u{1}CHECK_IN_MODE_PULSE\0")
+}
+
+nonisolated extension Vigil_Events_V1_LadderStep: SwiftProtobuf._ProtoNameProviding {
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0LADDER_STEP_NONE\0\u{1}LADDER_STEP_PROMPT\0\u{1}LADDER_STEP_TEXT\0\u{1}LADDER_STEP_ALARM\0\u{1}LADDER_STEP_NOTIFY\0")
 }
 
 nonisolated extension Vigil_Events_V1_AdvertisementSummary: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -998,7 +1303,7 @@ nonisolated extension Vigil_Events_V1_AlertCancelled: SwiftProtobuf.Message, Swi
 
 nonisolated extension Vigil_Events_V1_CheckIn: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".CheckIn"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}resident\0\u{1}source\0\u{1}value\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}resident\0\u{1}source\0\u{1}value\0\u{3}heart_rate_flags\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1009,6 +1314,7 @@ nonisolated extension Vigil_Events_V1_CheckIn: SwiftProtobuf.Message, SwiftProto
       case 1: try { try decoder.decodeSingularStringField(value: &self.resident) }()
       case 2: try { try decoder.decodeSingularEnumField(value: &self.source) }()
       case 3: try { try decoder.decodeSingularDoubleField(value: &self._value) }()
+      case 4: try { try decoder.decodeSingularUInt32Field(value: &self._heartRateFlags) }()
       default: break
       }
     }
@@ -1028,6 +1334,9 @@ nonisolated extension Vigil_Events_V1_CheckIn: SwiftProtobuf.Message, SwiftProto
     try { if let v = self._value {
       try visitor.visitSingularDoubleField(value: v, fieldNumber: 3)
     } }()
+    try { if let v = self._heartRateFlags {
+      try visitor.visitSingularUInt32Field(value: v, fieldNumber: 4)
+    } }()
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -1035,6 +1344,7 @@ nonisolated extension Vigil_Events_V1_CheckIn: SwiftProtobuf.Message, SwiftProto
     if lhs.resident != rhs.resident {return false}
     if lhs.source != rhs.source {return false}
     if lhs._value != rhs._value {return false}
+    if lhs._heartRateFlags != rhs._heartRateFlags {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -1190,6 +1500,355 @@ nonisolated extension Vigil_Events_V1_RadioStateChanged: SwiftProtobuf.Message, 
     if lhs.state != rhs.state {return false}
     if lhs.adapter != rhs.adapter {return false}
     if lhs.reason != rhs.reason {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Vigil_Events_V1_Contact: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".Contact"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}name\0\u{1}address\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.name) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.address) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.name.isEmpty {
+      try visitor.visitSingularStringField(value: self.name, fieldNumber: 1)
+    }
+    if !self.address.isEmpty {
+      try visitor.visitSingularStringField(value: self.address, fieldNumber: 2)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Vigil_Events_V1_Contact, rhs: Vigil_Events_V1_Contact) -> Bool {
+    if lhs.name != rhs.name {return false}
+    if lhs.address != rhs.address {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Vigil_Events_V1_Pause: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".Pause"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}start_us\0\u{3}end_us\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt64Field(value: &self.startUs) }()
+      case 2: try { try decoder.decodeSingularUInt64Field(value: &self.endUs) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.startUs != 0 {
+      try visitor.visitSingularUInt64Field(value: self.startUs, fieldNumber: 1)
+    }
+    if self.endUs != 0 {
+      try visitor.visitSingularUInt64Field(value: self.endUs, fieldNumber: 2)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Vigil_Events_V1_Pause, rhs: Vigil_Events_V1_Pause) -> Bool {
+    if lhs.startUs != rhs.startUs {return false}
+    if lhs.endUs != rhs.endUs {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Vigil_Events_V1_DailyWindow: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".DailyWindow"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}start_minute\0\u{3}end_minute\0\u{3}utc_offset_minutes\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt32Field(value: &self.startMinute) }()
+      case 2: try { try decoder.decodeSingularUInt32Field(value: &self.endMinute) }()
+      case 3: try { try decoder.decodeSingularSInt32Field(value: &self.utcOffsetMinutes) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.startMinute != 0 {
+      try visitor.visitSingularUInt32Field(value: self.startMinute, fieldNumber: 1)
+    }
+    if self.endMinute != 0 {
+      try visitor.visitSingularUInt32Field(value: self.endMinute, fieldNumber: 2)
+    }
+    if self.utcOffsetMinutes != 0 {
+      try visitor.visitSingularSInt32Field(value: self.utcOffsetMinutes, fieldNumber: 3)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Vigil_Events_V1_DailyWindow, rhs: Vigil_Events_V1_DailyWindow) -> Bool {
+    if lhs.startMinute != rhs.startMinute {return false}
+    if lhs.endMinute != rhs.endMinute {return false}
+    if lhs.utcOffsetMinutes != rhs.utcOffsetMinutes {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Vigil_Events_V1_Resident: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".Resident"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}id\0\u{1}name\0\u{1}mode\0\u{3}interval_us\0\u{3}confirm_us\0\u{3}text_to_alarm_us\0\u{3}alarm_to_notify_us\0\u{1}contacts\0\u{1}pauses\0\u{1}night\0\u{3}ble_tag\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.id) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.name) }()
+      case 3: try { try decoder.decodeSingularEnumField(value: &self.mode) }()
+      case 4: try { try decoder.decodeSingularUInt64Field(value: &self.intervalUs) }()
+      case 5: try { try decoder.decodeSingularUInt64Field(value: &self.confirmUs) }()
+      case 6: try { try decoder.decodeSingularUInt64Field(value: &self.textToAlarmUs) }()
+      case 7: try { try decoder.decodeSingularUInt64Field(value: &self.alarmToNotifyUs) }()
+      case 8: try { try decoder.decodeRepeatedMessageField(value: &self.contacts) }()
+      case 9: try { try decoder.decodeRepeatedMessageField(value: &self.pauses) }()
+      case 10: try { try decoder.decodeSingularMessageField(value: &self._night) }()
+      case 11: try { try decoder.decodeSingularUInt64Field(value: &self.bleTag) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    if !self.id.isEmpty {
+      try visitor.visitSingularStringField(value: self.id, fieldNumber: 1)
+    }
+    if !self.name.isEmpty {
+      try visitor.visitSingularStringField(value: self.name, fieldNumber: 2)
+    }
+    if self.mode != .off {
+      try visitor.visitSingularEnumField(value: self.mode, fieldNumber: 3)
+    }
+    if self.intervalUs != 0 {
+      try visitor.visitSingularUInt64Field(value: self.intervalUs, fieldNumber: 4)
+    }
+    if self.confirmUs != 0 {
+      try visitor.visitSingularUInt64Field(value: self.confirmUs, fieldNumber: 5)
+    }
+    if self.textToAlarmUs != 0 {
+      try visitor.visitSingularUInt64Field(value: self.textToAlarmUs, fieldNumber: 6)
+    }
+    if self.alarmToNotifyUs != 0 {
+      try visitor.visitSingularUInt64Field(value: self.alarmToNotifyUs, fieldNumber: 7)
+    }
+    if !self.contacts.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.contacts, fieldNumber: 8)
+    }
+    if !self.pauses.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.pauses, fieldNumber: 9)
+    }
+    try { if let v = self._night {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 10)
+    } }()
+    if self.bleTag != 0 {
+      try visitor.visitSingularUInt64Field(value: self.bleTag, fieldNumber: 11)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Vigil_Events_V1_Resident, rhs: Vigil_Events_V1_Resident) -> Bool {
+    if lhs.id != rhs.id {return false}
+    if lhs.name != rhs.name {return false}
+    if lhs.mode != rhs.mode {return false}
+    if lhs.intervalUs != rhs.intervalUs {return false}
+    if lhs.confirmUs != rhs.confirmUs {return false}
+    if lhs.textToAlarmUs != rhs.textToAlarmUs {return false}
+    if lhs.alarmToNotifyUs != rhs.alarmToNotifyUs {return false}
+    if lhs.contacts != rhs.contacts {return false}
+    if lhs.pauses != rhs.pauses {return false}
+    if lhs._night != rhs._night {return false}
+    if lhs.bleTag != rhs.bleTag {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Vigil_Events_V1_ResidentRemoved: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ResidentRemoved"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}id\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.id) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.id.isEmpty {
+      try visitor.visitSingularStringField(value: self.id, fieldNumber: 1)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Vigil_Events_V1_ResidentRemoved, rhs: Vigil_Events_V1_ResidentRemoved) -> Bool {
+    if lhs.id != rhs.id {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Vigil_Events_V1_DeadlineReached: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".DeadlineReached"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}resident\0\u{1}ladder\0\u{1}step\0\u{3}due_us\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.resident) }()
+      case 2: try { try decoder.decodeSingularUInt32Field(value: &self.ladder) }()
+      case 3: try { try decoder.decodeSingularEnumField(value: &self.step) }()
+      case 4: try { try decoder.decodeSingularUInt64Field(value: &self.dueUs) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.resident.isEmpty {
+      try visitor.visitSingularStringField(value: self.resident, fieldNumber: 1)
+    }
+    if self.ladder != 0 {
+      try visitor.visitSingularUInt32Field(value: self.ladder, fieldNumber: 2)
+    }
+    if self.step != .none {
+      try visitor.visitSingularEnumField(value: self.step, fieldNumber: 3)
+    }
+    if self.dueUs != 0 {
+      try visitor.visitSingularUInt64Field(value: self.dueUs, fieldNumber: 4)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Vigil_Events_V1_DeadlineReached, rhs: Vigil_Events_V1_DeadlineReached) -> Bool {
+    if lhs.resident != rhs.resident {return false}
+    if lhs.ladder != rhs.ladder {return false}
+    if lhs.step != rhs.step {return false}
+    if lhs.dueUs != rhs.dueUs {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Vigil_Events_V1_AlarmAcknowledged: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".AlarmAcknowledged"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}by\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.by) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.by.isEmpty {
+      try visitor.visitSingularStringField(value: self.by, fieldNumber: 1)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Vigil_Events_V1_AlarmAcknowledged, rhs: Vigil_Events_V1_AlarmAcknowledged) -> Bool {
+    if lhs.by != rhs.by {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Vigil_Events_V1_OutboxAttempt: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".OutboxAttempt"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}entry\0\u{1}attempt\0\u{1}delivered\0\u{1}notifier\0\u{1}error\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.entry) }()
+      case 2: try { try decoder.decodeSingularUInt32Field(value: &self.attempt) }()
+      case 3: try { try decoder.decodeSingularBoolField(value: &self.delivered) }()
+      case 4: try { try decoder.decodeSingularStringField(value: &self.notifier) }()
+      case 5: try { try decoder.decodeSingularStringField(value: &self.error) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.entry.isEmpty {
+      try visitor.visitSingularStringField(value: self.entry, fieldNumber: 1)
+    }
+    if self.attempt != 0 {
+      try visitor.visitSingularUInt32Field(value: self.attempt, fieldNumber: 2)
+    }
+    if self.delivered != false {
+      try visitor.visitSingularBoolField(value: self.delivered, fieldNumber: 3)
+    }
+    if !self.notifier.isEmpty {
+      try visitor.visitSingularStringField(value: self.notifier, fieldNumber: 4)
+    }
+    if !self.error.isEmpty {
+      try visitor.visitSingularStringField(value: self.error, fieldNumber: 5)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Vigil_Events_V1_OutboxAttempt, rhs: Vigil_Events_V1_OutboxAttempt) -> Bool {
+    if lhs.entry != rhs.entry {return false}
+    if lhs.attempt != rhs.attempt {return false}
+    if lhs.delivered != rhs.delivered {return false}
+    if lhs.notifier != rhs.notifier {return false}
+    if lhs.error != rhs.error {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
