@@ -63,7 +63,7 @@ let package = Package(
         // Board adapters (simulated now; libgpiod next).
         .target(
             name: "VigilBoard",
-            dependencies: ["VigilEvents", "VigilSystem", "CGPIOD"],
+            dependencies: ["VigilCore", "VigilEvents", "VigilSystem", "CGPIOD"],
             swiftSettings: strict
         ),
         // The node runtime: the one event loop, sources, checkpoints, control socket.

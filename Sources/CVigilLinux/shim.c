@@ -3,8 +3,33 @@
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <sys/socket.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <unistd.h>
 #include "CVigilLinux.h"
+
+extern char **environ;
 
 int cvigil_set_thread_name(pthread_t thread, const char *name) { return pthread_setname_np(thread, name); }
 
+int cvigil_pipe2(int fds[2], int flags) { return pipe2(fds, flags); }
+
 int cvigil_accept(int fd) { return accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC); }
+
+int cvigil_spawn(pid_t *pid, const char *path, char *const argv[], int stdin_fd, int stderr_fd) {
+    posix_spawn_file_actions_t actions;
+    int rc = posix_spawn_file_actions_init(&actions);
+    if (rc != 0) return rc;
+    posix_spawn_file_actions_adddup2(&actions, stdin_fd, 0);
+    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_adddup2(&actions, stderr_fd, 2);
+    posix_spawnattr_t attr;
+    posix_spawnattr_init(&attr);
+    // A fresh process group, so a timeout can kill the program and anything it started.
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+    posix_spawnattr_setpgroup(&attr, 0);
+    rc = posix_spawn(pid, path, &actions, &attr, argv, environ);
+    posix_spawnattr_destroy(&attr);
+    posix_spawn_file_actions_destroy(&actions);
+    return rc;
+}

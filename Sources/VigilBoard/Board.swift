@@ -1,9 +1,5 @@
+@_exported import enum VigilCore.OutputLine
 import VigilEvents
-
-/// The outputs every Vigil board has.
-public enum OutputLine: String, Sendable, CaseIterable, Codable {
-    case red, amber, green, blue, buzzer
-}
 
 /// A button edge as the kernel reports it (libgpiod line event) or the simulation makes it.
 public struct ButtonEdge: Sendable, Equatable {

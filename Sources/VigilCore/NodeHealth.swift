@@ -14,6 +14,7 @@ public struct NodeHealth: Projection {
     public var lastStartMicroseconds: UInt64 = 0
     public var radioState: Int = 0
     public var radioAdapter: String = ""
+    public var radioStateSequence: UInt64 = 0
     public var firstEventMicroseconds: UInt64 = 0
     public var lastEventMicroseconds: UInt64 = 0
     public var buttonEdges: UInt64 = 0
@@ -48,6 +49,7 @@ public struct NodeHealth: Projection {
         case .radioStateChanged(let change):
             radioState = change.state.rawValue
             radioAdapter = change.adapter
+            radioStateSequence = event.sequence
         case .buttonInput:
             buttonEdges += 1
         default:

@@ -15,9 +15,12 @@ public struct Projections: Projection {
     public var devices: DeviceList
     public var alerts = AlertBook()
     public var checkIns = CheckInBook()
+    public var escalations = EscalationBook()
+    public var outbox = Outbox()
+    public var alarms = AlarmState()
 
     /// The checkpoint's name in the log.
-    public static let checkpointName = "projections.v1"
+    public static let checkpointName = "projections.v2"
 
     public init(settings: ProjectionSettings = ProjectionSettings()) {
         devices = DeviceList(pruneAfterMicroseconds: settings.devicePruneAfterMicroseconds)
@@ -42,11 +45,57 @@ public struct Projections: Projection {
         devices.observe(time: time)
         alerts.observe(time: time)
         switch event.body {
-        case .scanHit(let hit): devices.fold(hit, time: time)
-        case .alertRaised, .alertReceived, .alertCancelled: alerts.apply(alertEvent: event)
-        case .checkIn: checkIns.apply(.event(event))
-        default: break
+        case .scanHit(let hit):
+            devices.fold(hit, time: time)
+            if escalations.hasTags { addMessages(escalations.apply(event), event) }
+        case .alertRaised(let alert):
+            alerts.apply(alertEvent: event)
+            if alert.kind == .sos {
+                outbox.add(id: "sos/\(alert.id.text)/raised", channel: .broadcast, recipients: [],
+                           text: "SOS \(alert.id.text)", event: event)
+            }
+            settleAlarms()
+        case .alertCancelled(let cancel):
+            let ours = alerts.alerts[cancel.id.text]?.raisedHere == true
+            alerts.apply(alertEvent: event)
+            if ours {
+                outbox.add(id: "sos/\(cancel.id.text)/cancelled", channel: .broadcast, recipients: [],
+                           text: "SOS \(cancel.id.text) cancelled", event: event)
+            }
+            settleAlarms()
+        case .alertReceived:
+            alerts.apply(alertEvent: event)
+        case .checkIn:
+            checkIns.apply(.event(event))
+            addMessages(escalations.apply(event), event)
+            settleAlarms()
+        case .residentEnrolled, .residentUpdated, .residentRemoved, .deadlineReached:
+            addMessages(escalations.apply(event), event)
+            settleAlarms()
+        case .buttonInput:
+            alarms.apply(.event(event))
+        case .alarmAcknowledged:
+            alarms.acknowledge(sounding: OutputPolicy.soundingAlarms(self), event: event)
+        case .outboxAttempt:
+            outbox.apply(.event(event))
+        default:
+            break
         }
+    }
+
+    private mutating func addMessages(_ messages: [EscalationBook.Message], _ event: Event) {
+        for m in messages {
+            outbox.add(id: m.id, channel: m.audience == .resident ? .resident : .contacts, recipients: m.recipients,
+                       text: m.text, event: event)
+        }
+    }
+
+    /// Silenced alarms that are over are forgotten, so a new alarm for the same cause sounds.
+    private mutating func settleAlarms() {
+        guard !alarms.silenced.isEmpty else { return }
+        let ladder = escalations.alarming.map(AlarmKey.ladder)
+        let sos = alerts.active.filter { $0.raisedHere }.map(AlarmKey.sos)
+        alarms.keepOnly(Set(ladder + sos))
     }
 
     /// Deterministic encoding (sorted keys, sorted collections): equal states give equal bytes,

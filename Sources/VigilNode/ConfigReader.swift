@@ -76,6 +76,15 @@ struct ConfigReader {
         return s
     }
 
+    mutating func strings(_ key: String) throws -> [String]? {
+        guard let v = value(key) else { return nil }
+        guard let items = v.sequence else { throw error("\(name(key)) must be a list of strings", at: v) }
+        return try items.map { item in
+            guard let s = item.scalar?.string else { throw error("\(name(key)) must be a list of strings", at: item) }
+            return s
+        }
+    }
+
     mutating func integer(_ key: String, in range: ClosedRange<Int>) throws -> Int? {
         guard let v = value(key) else { return nil }
         guard let s = v.scalar?.string, let n = Int(s.replacingOccurrences(of: "_", with: "")) else {

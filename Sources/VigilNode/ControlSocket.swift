@@ -7,13 +7,20 @@ public enum ControlCommand: Sendable, Equatable {
     case status
     /// Press the simulated button for `holdMicroseconds`, with `bounces` extra bounce edge pairs.
     case press(holdMicroseconds: UInt64, bounces: Int)
+    /// Append an event (residents, check-ins, acknowledgements from the CLI); the reply comes
+    /// once it is durable.
+    case append(kind: UInt32, payload: [UInt8])
 
-    /// Parses "ping", "status", "press HOLD_US [BOUNCES]".
+    /// Parses "ping", "status", "press HOLD_US [BOUNCES]", "append KIND BASE64".
     public init?(line: String) {
         let words = line.split(separator: " ").map(String.init)
         switch words.first {
         case "ping": self = .ping
         case "status": self = .status
+        case "append":
+            guard words.count == 3, let kind = UInt32(words[1]) else { return nil }
+            guard let data = Data(base64Encoded: words[2]), data.count <= 65_536 else { return nil }
+            self = .append(kind: kind, payload: Array(data))
         case "press":
             guard words.count >= 2, let hold = UInt64(words[1]), hold <= 60_000_000 else { return nil }
             let bounces = words.count >= 3 ? Int(words[2]) ?? 0 : 0
@@ -27,8 +34,15 @@ public enum ControlCommand: Sendable, Equatable {
         case .ping: "ping"
         case .status: "status"
         case .press(let hold, let bounces): "press \(hold) \(bounces)"
+        case .append(let kind, let payload): "append \(kind) \(Data(payload).base64EncodedString())"
         }
     }
+}
+
+/// A reply now, or once the event with this sequence is durable (or refused).
+enum ControlReply {
+    case now(String)
+    case whenDurable(UInt64)
 }
 
 /// The server side, driven by the node's loop: non-blocking accept and reads, bounded
@@ -43,6 +57,8 @@ final class ControlServer {
         init(_ fd: consuming FileDescriptor) { self.fd = fd }
     }
     private var connections: [UInt64: Connection] = [:]
+    /// Connections waiting for their appended event to become durable, by sequence.
+    private var awaiting: [(sequence: UInt64, connection: Connection)] = []
     private var nextToken: UInt64 = 1_000
     static let maxConnections = 16
     static let maxLine = 4_096
@@ -63,7 +79,7 @@ final class ControlServer {
         }
     }
 
-    func handleReadable(token: UInt64, respond: (ControlCommand) -> String) {
+    func handleReadable(token: UInt64, respond: (ControlCommand) -> ControlReply) {
         guard let entry = connections.removeValue(forKey: token) else { return }
         var chunk = [UInt8](repeating: 0, count: 1_024)
         let read: Int?? = try? chunk.withUnsafeMutableBytes { try entry.fd.read(into: $0) }
@@ -74,8 +90,14 @@ final class ControlServer {
         entry.buffer += chunk[0..<n]
         if let newline = entry.buffer.firstIndex(of: 0x0A) {
             let line = String(decoding: entry.buffer[..<newline], as: UTF8.self)
-            let reply = ControlCommand(line: line).map(respond) ?? #"{"ok":false,"error":"unknown command"}"#
-            try? entry.fd.writeAll(Array((reply + "\n").utf8))
+            switch ControlCommand(line: line).map(respond) ?? .now(#"{"ok":false,"error":"unknown command"}"#) {
+            case .now(let reply):
+                try? entry.fd.writeAll(Array((reply + "\n").utf8))
+            case .whenDurable(let sequence):
+                try? epoll.remove(entry.fd.rawValue)
+                awaiting.append((sequence, entry))
+                return
+            }
         } else if n > 0 && entry.buffer.count < Self.maxLine {
             connections[token] = entry
             return
@@ -84,9 +106,23 @@ final class ControlServer {
         // Dropping `entry` closes the descriptor.
     }
 
+    /// Answers the connections whose events are now durable (or were refused).
+    func settle(durableThrough: UInt64, refused: Set<UInt64>) {
+        guard !awaiting.isEmpty else { return }
+        awaiting.removeAll { waiting in
+            guard waiting.sequence <= durableThrough else { return false }
+            let reply = refused.contains(waiting.sequence)
+                ? #"{"ok":false,"error":"the log refused the event"}"#
+                : #"{"ok":true,"seq":\#(waiting.sequence)}"#
+            try? waiting.connection.fd.writeAll(Array((reply + "\n").utf8))
+            return true
+        }
+    }
+
     func close() {
         for (_, entry) in connections { try? epoll.remove(entry.fd.rawValue) }
         connections.removeAll()
+        awaiting.removeAll()
         FileSystem.remove(path)
     }
 }

@@ -9,6 +9,9 @@ struct FIFO<Element> {
 
     mutating func append(_ element: Element) { storage.append(element) }
 
+    /// The queued elements, oldest first.
+    var elements: ArraySlice<Element> { storage[head...] }
+
     mutating func removeFirst() -> Element? {
         guard !isEmpty else { return nil }
         let element = storage[head]

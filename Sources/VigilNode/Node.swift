@@ -44,6 +44,13 @@ public final class Node: @unchecked Sendable {
     public private(set) var counters = NodeCounters()
     private var radioReports: [RadioOutput] = []
     private var buttonEdges: [ButtonEdge] = []
+    private var gestures: ButtonGestureDecoder
+    private var patterns = PatternDriver()
+    /// The last deadline appended and not yet applied (so it is appended once).
+    private var appendedDeadline: EscalationBook.Deadline?
+    /// Outbox entries with an attempt appended but not yet applied.
+    private var attemptsInFlight: Set<String> = []
+    private var delivery: DeliveryAttempt?
 
     // Crossing threads.
     /// Filled by the log's writer thread, emptied by the loop.
@@ -55,7 +62,7 @@ public final class Node: @unchecked Sendable {
     private let stopRequest = Mutex<String?>(nil)
 
     private enum Token: UInt64 {
-        case wake = 1, timer, radio, board, control
+        case wake = 1, timer, radio, board, control, child
     }
 
     /// Opens the data directory (taking its lock), the log, and restores the projections from the
@@ -90,16 +97,19 @@ public final class Node: @unchecked Sendable {
             } else if configuration.board.chip == "sim" {
                 self.board = try SimulatedBoard(profile: configuration.board)
             } else {
-                throw NodeError.unsupported("board \(configuration.board.name) (chip \(configuration.board.chip)) needs the libgpiod adapter, which this build does not have yet; use board: sim")
+                self.board = try GPIOBoard(profile: configuration.board)
             }
         } catch let error as NodeError {
             throw error
         } catch let error as SystemError {
             throw .system(error)
+        } catch let error as BoardError {
+            throw .board(error.description)
         } catch {
             throw .radio("\(error)")
         }
         scanWindow = ScanWindow(durationMicroseconds: configuration.scanWindowMicroseconds)
+        gestures = ButtonGestureDecoder(settings: configuration.gestures)
         let wake = self.wake
         let inbox = self.inbox
         do {
@@ -116,6 +126,8 @@ public final class Node: @unchecked Sendable {
                 projections = restored
             }
             projections.devices.pruneAfterMicroseconds = configuration.projections.devicePruneAfterMicroseconds
+            projections.outbox.retryBaseMicroseconds = configuration.notifier.retryBaseMicroseconds
+            projections.outbox.retryMaxMicroseconds = configuration.notifier.retryMaxMicroseconds
             let from = projections.appliedThrough
             let replayed = try Replay.catchUp(&projections, from: log)
             logger.info("restored projections", metadata: [
@@ -197,6 +209,10 @@ public final class Node: @unchecked Sendable {
         radioOn.adapter = radio.name
         radioOn.reason = "started"
         append(.radioStateChanged(radioOn))
+        // Outputs and timers come back from the restored state; overdue deadlines fire now.
+        reconcileOutputs()
+        scheduleLadder()
+        scheduleOutbox()
         logger.info("node running", metadata: [
             "node": "\(String(nodeID, radix: 16))", "data": "\(configuration.dataDirectory)",
             "board": "\(board.profile.name)", "radio": "\(radio.name)",
@@ -257,6 +273,8 @@ public final class Node: @unchecked Sendable {
             for edge in buttonEdges { handle(edge) }
         case .control:
             control?.acceptAll()
+        case .child:
+            finishDelivery(timedOut: false)
         case nil:
             control?.handleReadable(token: token) { [unowned self] command in self.respond(to: command) }
         }
@@ -289,6 +307,188 @@ public final class Node: @unchecked Sendable {
         input.edge = edge.pressed ? .falling : .rising
         input.kernelTimestampNs = edge.kernelTimestampNanoseconds
         append(.buttonInput(input))
+        guard edge.line == board.profile.button.offset else { return }
+        perform(gestures.edge(pressed: edge.pressed, atNanoseconds: edge.kernelTimestampNanoseconds))
+    }
+
+    /// Acts on gestures: a long press raises this box's SOS, or cancels it if one is active; a
+    /// short press silences sounding alarms. Every action is an event: the outputs follow once
+    /// it is durable, so an SOS is in the log before any LED changes.
+    private func perform(_ decoded: [ButtonGestureDecoder.Gesture]) {
+        for gesture in decoded {
+            switch gesture {
+            case .longPress:
+                if let active = ownActiveSOS() {
+                    var cancel = AlertCancelled()
+                    cancel.id = active
+                    cancel.by = nodeID
+                    cancel.reason = "cancelled with a long press at the box"
+                    append(.alertCancelled(cancel))
+                    logger.notice("SOS cancelled", metadata: ["alert": "\(active.text)"])
+                } else {
+                    let now = clock.nowMicroseconds()
+                    var sos = Alert()
+                    sos.id = AlertID(origin: nodeID, counter: nextAlertCounter())
+                    sos.kind = .sos
+                    sos.severity = .critical
+                    sos.expiresAtUs = configuration.sosExpiryMicroseconds == 0 ? 0 : now + configuration.sosExpiryMicroseconds
+                    sos.text = "SOS button pressed at the shelter box"
+                    append(.alertRaised(sos), time: now)
+                    logger.notice("SOS raised", metadata: ["alert": "\(sos.id.text)"])
+                }
+            case .shortPress:
+                if !OutputPolicy.soundingAlarms(projections).isEmpty {
+                    var ack = AlarmAcknowledged()
+                    ack.by = "button"
+                    append(.alarmAcknowledged(ack))
+                }
+            case .pressed, .released:
+                break
+            }
+        }
+        scheduleGestureTick()
+    }
+
+    private func scheduleGestureTick() {
+        if let next = gestures.nextTick {
+            try? scheduler.schedule(.gesture, atMonotonicNanoseconds: next)
+        } else {
+            try? scheduler.cancel(.gesture)
+        }
+    }
+
+    /// This box's newest active SOS, counting events not yet durable.
+    private func ownActiveSOS() -> AlertID? {
+        var active: [String: AlertID] = [:]
+        for a in projections.alerts.active where a.raisedHere && a.kind == AlertKind.sos.rawValue {
+            active[a.idText] = AlertID(origin: a.origin, counter: a.counter)
+        }
+        for e in pending.elements {
+            switch e.body {
+            case .alertRaised(let a) where a.kind == .sos: active[a.id.text] = a.id
+            case .alertCancelled(let c): active[c.id.text] = nil
+            default: break
+            }
+        }
+        return active.values.max { $0.counter < $1.counter }
+    }
+
+    /// Alert ids are (node, counter); the counter continues from the log, so ids never repeat.
+    private func nextAlertCounter() -> UInt32 {
+        var highest: UInt32 = 0
+        for a in projections.alerts.alerts.values where a.origin == nodeID { highest = max(highest, a.counter) }
+        for e in pending.elements {
+            if case .alertRaised(let a) = e.body, a.id.origin == nodeID { highest = max(highest, a.id.counter) }
+        }
+        return highest &+ 1
+    }
+
+    // MARK: The escalation ladder and the outbox
+
+    /// Appends the earliest ladder deadline once it is due, or arms the timer for it. After a
+    /// restart overdue deadlines come one after the other, each computed from the state the
+    /// previous one produced: none skipped, none repeated.
+    private func scheduleLadder() {
+        guard !stopping, let deadline = projections.escalations.earliestDeadline else {
+            try? scheduler.cancel(.ladderDeadline)
+            return
+        }
+        if deadline == appendedDeadline { return } // appended, waiting to become durable
+        let now = clock.nowMicroseconds()
+        if deadline.dueMicroseconds <= now {
+            var reached = DeadlineReached()
+            reached.resident = deadline.resident
+            reached.ladder = deadline.ladder
+            reached.step = deadline.step
+            reached.dueUs = deadline.dueMicroseconds
+            append(.deadlineReached(reached), time: now)
+            appendedDeadline = deadline
+            try? scheduler.cancel(.ladderDeadline)
+        } else {
+            try? scheduler.schedule(.ladderDeadline, atMonotonicNanoseconds: realDeadline(deadline.dueMicroseconds, now: now))
+        }
+    }
+
+    /// The monotonic time at which the node clock reaches `due` (the clock may run faster).
+    private func realDeadline(_ due: UInt64, now: UInt64) -> UInt64 {
+        let realMicroseconds = Double(due - now) / clock.rate
+        return monotonicNanoseconds() &+ UInt64(min(realMicroseconds * 1_000, 1e17))
+    }
+
+    /// Starts the next due delivery, or arms the timer for it. One delivery runs at a time.
+    private func scheduleOutbox() {
+        guard !stopping, delivery == nil else { return }
+        let now = clock.nowMicroseconds()
+        var earliest: UInt64?
+        for entry in projections.outbox.pending where entry.channel != .broadcast && !attemptsInFlight.contains(entry.id) {
+            let due = projections.outbox.nextAttemptMicroseconds(entry)
+            if due <= now {
+                deliver(entry)
+                return
+            }
+            earliest = earliest.map { min($0, due) } ?? due
+        }
+        // Broadcast entries wait for the radio's transmitter (the radio issue).
+        if let earliest {
+            try? scheduler.schedule(.outboxAttempt, atMonotonicNanoseconds: realDeadline(earliest, now: now))
+        } else {
+            try? scheduler.cancel(.outboxAttempt)
+        }
+    }
+
+    private func deliver(_ entry: Outbox.Entry) {
+        let attempt = entry.attempts + 1
+        logger.notice("outbox message", metadata: [
+            "entry": "\(entry.id)", "to": "\(entry.recipients.joined(separator: ", "))", "text": "\(entry.text)",
+            "attempt": "\(attempt)",
+        ])
+        guard let command = configuration.notifier.command else {
+            recordAttempt(entry: entry.id, attempt: attempt, delivered: true, notifier: "log", error: "")
+            return
+        }
+        do {
+            let child = try ChildProcess(path: command, arguments: configuration.notifier.arguments,
+                                         input: OutboxMessage.json(entry, attempt: attempt, nodeID: nodeID))
+            try epoll.add(child.exitDescriptor, token: Token.child.rawValue)
+            delivery = DeliveryAttempt(entry: entry.id, attempt: attempt, child: child, started: monotonicNanoseconds())
+            try scheduler.schedule(.commandTimeout, atMonotonicNanoseconds: monotonicNanoseconds() + configuration.notifier.timeoutMicroseconds * 1_000)
+        } catch {
+            recordAttempt(entry: entry.id, attempt: attempt, delivered: false, notifier: "command", error: "\(error)")
+        }
+    }
+
+    /// The command notifier's program exited (or timed out and was killed).
+    private func finishDelivery(timedOut: Bool) {
+        guard let running = delivery else { return }
+        if timedOut { running.child.kill() }
+        guard let status = running.child.reap() else { return } // the pidfd fires once it exits
+        try? epoll.remove(running.child.exitDescriptor)
+        try? scheduler.cancel(.commandTimeout)
+        delivery = nil
+        let stderr = running.child.standardError()
+        let error: String
+        if timedOut {
+            error = "timed out after \(HumanDuration.format(microseconds: configuration.notifier.timeoutMicroseconds))"
+        } else if status != 0 {
+            error = "exit status \(status)" + (stderr.isEmpty ? "" : ": \(stderr)")
+        } else {
+            error = ""
+        }
+        if !error.isEmpty {
+            logger.warning("delivery failed", metadata: ["entry": "\(running.entry)", "error": "\(error)"])
+        }
+        recordAttempt(entry: running.entry, attempt: running.attempt, delivered: error.isEmpty, notifier: "command", error: error)
+    }
+
+    private func recordAttempt(entry: String, attempt: UInt32, delivered: Bool, notifier: String, error: String) {
+        var a = OutboxAttempt()
+        a.entry = entry
+        a.attempt = attempt
+        a.delivered = delivered
+        a.notifier = notifier
+        a.error = String(error.prefix(500))
+        attemptsInFlight.insert(entry)
+        append(.outboxAttempt(a))
     }
 
     private func handleTimers() {
@@ -308,6 +508,16 @@ public final class Node: @unchecked Sendable {
                 try? scheduler.schedule(.checkpoint, atMonotonicNanoseconds: monotonicNanoseconds() + configuration.checkpointIntervalMicroseconds * 1_000)
             case .stopAfterDuration:
                 stopRequest.withLock { if $0 == nil { $0 = "duration elapsed" } }
+            case .ladderDeadline:
+                scheduleLadder()
+            case .outboxAttempt:
+                scheduleOutbox()
+            case .commandTimeout:
+                finishDelivery(timedOut: true)
+            case .gesture:
+                perform(gestures.tick(atNanoseconds: monotonicNanoseconds()))
+            case .pattern:
+                driveOutputs()
             }
         }
     }
@@ -324,7 +534,8 @@ public final class Node: @unchecked Sendable {
     // MARK: Appending and durability
 
     /// Appends an event; it reaches the projections once the writer reports it durable.
-    private func append(_ body: EventBody, time: UInt64? = nil) {
+    @discardableResult
+    private func append(_ body: EventBody, time: UInt64? = nil) -> UInt64? {
         let t = time ?? clock.nowMicroseconds()
         let (kind, payload) = EventCodec.encode(body)
         do {
@@ -332,12 +543,14 @@ public final class Node: @unchecked Sendable {
                                      priority: body.isSheddable ? .sheddable : .critical)
             pending.append(Event(sequence: seq, timeMicroseconds: t, body: body))
             counters.appended += 1
+            return seq
         } catch .shed {
             counters.shed += 1
         } catch {
             counters.refused += 1
             logger.critical("event not logged", metadata: ["kind": "\(body.kind.name)", "error": "\(error)"])
         }
+        return nil
     }
 
     private func drainInbox() {
@@ -353,6 +566,8 @@ public final class Node: @unchecked Sendable {
                 _ = pending.removeFirst()
                 if refused.contains(first.sequence) {
                     counters.refused += 1
+                    if case .deadlineReached = first.body { appendedDeadline = nil }
+                    if case .outboxAttempt(let a) = first.body { attemptsInFlight.remove(a.entry) }
                     if !first.body.isSheddable {
                         logger.critical("a critical event was refused by the log", metadata: [
                             "kind": "\(first.body.kind.name)", "sequence": "\(first.sequence)",
@@ -362,22 +577,42 @@ public final class Node: @unchecked Sendable {
                 }
                 projections.apply(.event(first))
                 eventsSinceCheckpoint += 1
+                switch first.body {
+                case .deadlineReached: appendedDeadline = nil
+                case .outboxAttempt(let a): attemptsInFlight.remove(a.entry)
+                default: break
+                }
             }
+            control?.settle(durableThrough: report.durableThrough, refused: refused)
         }
         reconcileOutputs()
+        scheduleLadder()
+        scheduleOutbox()
         if eventsSinceCheckpoint >= configuration.checkpointEveryEvents { checkpoint() }
     }
 
+    /// Derives the desired patterns from the projections and drives the board to match.
     private func reconcileOutputs() {
-        let desired = OutputPolicy.desired(projections, running: !stopping)
-        let now = clock.nowMicroseconds()
+        patterns.update(OutputPolicy.decide(projections, running: !stopping), nowNanoseconds: monotonicNanoseconds())
+        driveOutputs()
+    }
+
+    /// Sets every line to its pattern's level now and arms the timer for the next change.
+    private func driveOutputs() {
+        let now = monotonicNanoseconds()
+        let time = clock.nowMicroseconds()
         for line in OutputLine.allCases {
             do {
-                try board.drive(line, on: desired[line] ?? false, timeMicroseconds: now)
+                try board.drive(line, on: patterns.level(line, nowNanoseconds: now), timeMicroseconds: time)
             } catch {
                 counters.boardErrors += 1
                 logger.error("cannot drive output", metadata: ["line": "\(line.rawValue)", "error": "\(error)"])
             }
+        }
+        if let next = patterns.nextChange(afterNanoseconds: now) {
+            try? scheduler.schedule(.pattern, atMonotonicNanoseconds: next)
+        } else {
+            try? scheduler.cancel(.pattern)
         }
     }
 
@@ -398,6 +633,12 @@ public final class Node: @unchecked Sendable {
 
     private func beginStop(reason: String) {
         stopping = true
+        if let running = delivery {
+            // An interrupted attempt is not recorded; the entry stays pending and is retried.
+            running.child.kill()
+            try? epoll.remove(running.child.exitDescriptor)
+            delivery = nil
+        }
         logger.info("stopping", metadata: ["reason": "\(reason)"])
         radio.stop()
         try? epoll.remove(radio.descriptor)
@@ -438,21 +679,38 @@ public final class Node: @unchecked Sendable {
 
     // MARK: Status
 
-    func respond(to command: ControlCommand) -> String {
+    /// Kinds the CLI may append through the control socket.
+    static let appendableKinds: Set<EventKind> = [
+        .residentEnrolled, .residentUpdated, .residentRemoved, .checkIn, .alarmAcknowledged,
+    ]
+
+    func respond(to command: ControlCommand) -> ControlReply {
         switch command {
         case .ping:
-            return #"{"ok":true}"#
+            return .now(#"{"ok":true}"#)
         case .status:
-            return (try? String(decoding: JSONEncoder().encode(liveStatus()), as: UTF8.self)) ?? #"{"ok":false}"#
+            return .now((try? String(decoding: JSONEncoder().encode(liveStatus()), as: UTF8.self)) ?? #"{"ok":false}"#)
         case .press(let hold, let bounces):
             guard let sim = board as? SimulatedBoard else {
-                return #"{"ok":false,"error":"this node's board is not simulated"}"#
+                return .now(#"{"ok":false,"error":"this node's board is not simulated"}"#)
             }
             do {
                 try sim.press(holdMicroseconds: hold, bounces: bounces)
-                return #"{"ok":true}"#
+                return .now(#"{"ok":true}"#)
             } catch {
-                return #"{"ok":false,"error":"\#(error)"}"#
+                return .now(#"{"ok":false,"error":"\#(error)"}"#)
+            }
+        case .append(let kind, let payload):
+            guard let k = EventKind(rawValue: Int(kind)), Self.appendableKinds.contains(k) else {
+                return .now(#"{"ok":false,"error":"that kind cannot be appended from outside"}"#)
+            }
+            guard !stopping else { return .now(#"{"ok":false,"error":"the node is stopping"}"#) }
+            do {
+                let body = try EventCodec.decode(kind: kind, payload: payload, sequence: 0)
+                guard let seq = append(body) else { return .now(#"{"ok":false,"error":"the log refused the event"}"#) }
+                return .whenDurable(seq)
+            } catch {
+                return .now(#"{"ok":false,"error":"malformed event"}"#)
             }
         }
     }

@@ -26,6 +26,11 @@ public struct NodeConfiguration: Sendable {
     public var checkpointEveryEvents = 10_000
     public var checkpointIntervalMicroseconds: UInt64 = 30_000_000
     public var logLevel = "info"
+    /// Button gestures: debounce and the long press that raises (or cancels) an SOS.
+    public var gestures = ButtonGestureDecoder.Settings()
+    /// How long an SOS raised at the box stays active unless cancelled (0 = until cancelled).
+    public var sosExpiryMicroseconds: UInt64 = 3_600_000_000
+    public var notifier = NotifierConfiguration()
     /// Where the configuration came from, for messages.
     public var source = "(defaults)"
 
@@ -92,6 +97,23 @@ public struct NodeConfiguration: Sendable {
             if let v = try log.size("max_map") { config.maxMapBytes = v }
             if let v = try log.fraction("critical_reserve") { config.criticalReserve = v }
             try log.finish()
+        }
+        if var alarms = try root.section("alarms") {
+            if let v = try alarms.duration("debounce") { config.gestures.debounceNanoseconds = v * 1_000 }
+            if let v = try alarms.duration("long_press") { config.gestures.longPressNanoseconds = max(100_000, v) * 1_000 }
+            if let v = try alarms.duration("sos_expiry") { config.sosExpiryMicroseconds = v }
+            try alarms.finish()
+        }
+        if var notify = try root.section("notify") {
+            if let v = try notify.string("command") {
+                guard v.hasPrefix("/") else { throw notify.error("notify.command must be an absolute path") }
+                config.notifier.command = v
+            }
+            if let v = try notify.strings("arguments") { config.notifier.arguments = v }
+            if let v = try notify.duration("timeout") { config.notifier.timeoutMicroseconds = max(100_000, v) }
+            if let v = try notify.duration("retry_base") { config.notifier.retryBaseMicroseconds = max(1_000_000, v) }
+            if let v = try notify.duration("retry_max") { config.notifier.retryMaxMicroseconds = max(1_000_000, v) }
+            try notify.finish()
         }
         if var p = try root.section("projections") {
             if let v = try p.duration("device_prune_after") { config.projections.devicePruneAfterMicroseconds = v }

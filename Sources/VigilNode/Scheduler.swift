@@ -6,6 +6,11 @@ struct Scheduler {
         case closeScanWindow
         case checkpoint
         case stopAfterDuration
+        case ladderDeadline
+        case outboxAttempt
+        case commandTimeout
+        case gesture
+        case pattern
     }
 
     private(set) var deadlines: [Timer: UInt64] = [:]

@@ -68,7 +68,7 @@ public struct FileDescriptor: ~Copyable, Sendable {
         _ = try check("fsync") { Glibc.fsync(rawValue) }
     }
 
-    /// Releases an advisory lock taken with `FileSystem.lockExclusive`.
+    /// Releases an advisory lock taken with `FileSystem.lockExclusive` (closing it also does).
     public func unlock() {
         _ = flock(rawValue, LOCK_UN)
     }
@@ -181,6 +181,13 @@ public enum FileSystem {
         return String(cString: resolved)
     }
 
+    /// Runs `body` holding the exclusive lock on `path`; fails with EWOULDBLOCK if another holds it.
+    public static func withExclusiveLock<T>(_ path: String, _ body: () throws -> T) throws -> T {
+        let fd = try lockExclusive(path)
+        defer { fd.unlock() }
+        return try body()
+    }
+
     /// Takes an exclusive advisory lock on `path`, or fails with EWOULDBLOCK if another process holds it.
     public static func lockExclusive(_ path: String) throws(SystemError) -> FileDescriptor {
         let fd = try FileDescriptor.open(path, flags: O_RDWR | O_CREAT, mode: 0o640)
@@ -260,4 +267,91 @@ public final class FileWatch: Sendable {
 public func secureRandomUInt64() -> UInt64 {
     var generator = SystemRandomNumberGenerator()
     return generator.next()
+}
+
+/// A child process whose exit the event loop learns from a pidfd (readable on exit): no SIGCHLD
+/// handler, no thread blocked in waitpid.
+public final class ChildProcess: @unchecked Sendable {
+    public let pid: Int32
+    /// Readable when the process has exited.
+    public let exitDescriptor: Int32
+    /// The read end of the child's stderr (non-blocking), for error messages.
+    public let stderrDescriptor: Int32
+    private var reaped = false
+
+    /// Starts `path` with `arguments`, writing `input` to its stdin (then closing it).
+    /// `input` must fit in a pipe buffer (64 KiB); outbox messages are far smaller.
+    public init(path: String, arguments: [String], input: [UInt8]) throws(SystemError) {
+        var stdinPipe: [Int32] = [0, 0]
+        var stderrPipe: [Int32] = [0, 0]
+        _ = try check("pipe2") { cvigil_pipe2(&stdinPipe, O_CLOEXEC) }
+        do throws(SystemError) {
+            _ = try check("pipe2") { cvigil_pipe2(&stderrPipe, O_CLOEXEC | O_NONBLOCK) }
+        } catch {
+            _ = Glibc.close(stdinPipe[0]); _ = Glibc.close(stdinPipe[1])
+            throw error
+        }
+        defer {
+            _ = Glibc.close(stdinPipe[0])
+            _ = Glibc.close(stderrPipe[1])
+        }
+        guard input.count <= 65_536 else {
+            _ = Glibc.close(stdinPipe[1]); _ = Glibc.close(stderrPipe[0])
+            throw SystemError("spawn", path, errno: Errno(rawValue: E2BIG))
+        }
+        var child: pid_t = 0
+        let argv = ([path] + arguments).map { strdup($0) } + [nil]
+        defer { for a in argv { free(a) } }
+        let rc = argv.withUnsafeBufferPointer { cvigil_spawn(&child, path, $0.baseAddress, stdinPipe[0], stderrPipe[1]) }
+        guard rc == 0 else {
+            _ = Glibc.close(stdinPipe[1]); _ = Glibc.close(stderrPipe[0])
+            throw SystemError("spawn", path, errno: Errno(rawValue: rc))
+        }
+        pid = child
+        stderrDescriptor = stderrPipe[0]
+        let writer = FileDescriptor(adopting: stdinPipe[1])
+        try? writer.writeAll(input) // a program that ignores stdin may close it early: not an error
+        let fd = cvigil_pidfd_open(child)
+        if fd < 0 {
+            let e = Errno.current
+            _ = Glibc.kill(child, SIGKILL)
+            _ = waitpid(child, nil, 0)
+            _ = Glibc.close(stderrPipe[0])
+            throw SystemError("pidfd_open", path, errno: e)
+        }
+        exitDescriptor = fd
+    }
+
+    deinit {
+        if !reaped {
+            _ = Glibc.kill(-pid, SIGKILL)
+            _ = waitpid(pid, nil, 0)
+        }
+        _ = Glibc.close(exitDescriptor)
+        _ = Glibc.close(stderrDescriptor)
+    }
+
+    /// Kills the program and everything in its process group (for timeouts).
+    public func kill() { _ = Glibc.kill(-pid, SIGKILL) }
+
+    /// Reaps the child once `exitDescriptor` is readable. Returns the exit status (or 128 + the
+    /// signal that killed it), or nil if it has not exited yet.
+    public func reap() -> Int32? {
+        var status: Int32 = 0
+        let r = waitpid(pid, &status, WNOHANG)
+        guard r == pid else { return nil }
+        reaped = true
+        let signal = status & 0x7F
+        return signal == 0 ? (status >> 8) & 0xFF : 128 + signal
+    }
+
+    /// What the program wrote to stderr (up to `limit` bytes), read without blocking.
+    public func standardError(limit: Int = 2_048) -> String {
+        var buffer = [UInt8](repeating: 0, count: limit)
+        let n = buffer.withUnsafeMutableBytes { Glibc.read(stderrDescriptor, $0.baseAddress, $0.count) }
+        guard n > 0 else { return "" }
+        var text = String(decoding: buffer[..<n], as: UTF8.self)
+        while let last = text.last, last.isWhitespace { text.removeLast() }
+        return text
+    }
 }

@@ -2,6 +2,7 @@ import ArgumentParser
 import Logging
 import ServiceLifecycle
 import VigilNode
+import VigilSystem
 
 struct Run: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -15,9 +16,26 @@ struct Run: AsyncParsableCommand {
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel: String?
 
+    @Option(help: "Board profile name or file (overrides the configuration), e.g. sim, rpi4, board/vm.yaml.")
+    var board: String?
+
+    @Option(help: "Run the node's clock this many times faster than real time (demonstrations: 60 shows a 30-minute ladder in 30 s).")
+    var timeScale: Double?
+
     func run() async throws {
         try await reportingErrors {
-            let configuration = try options.load().configuration
+            var configuration = try options.load().configuration
+            if let board {
+                do {
+                    configuration.board = try NodeConfiguration.loadBoard(named: board)
+                    configuration.boardName = board
+                } catch {
+                    throw CLIError("\(error)", code: 78)
+                }
+            }
+            if let timeScale {
+                guard timeScale >= 1, timeScale <= 10_000 else { throw CLIError("--time-scale must be between 1 and 10000", code: 64) }
+            }
             let durationMicroseconds = try duration.map { text -> UInt64 in
                 guard let us = HumanDuration.parseMicroseconds(text), us > 0 else {
                     throw CLIError("--duration must be a duration such as 10s or 5m, not \(text)", code: 64)
@@ -33,7 +51,8 @@ struct Run: AsyncParsableCommand {
             let logger = Logger(label: "vigil")
             let node: Node
             do {
-                node = try Node(configuration: configuration, logger: logger)
+                let clock: any WallClock = timeScale.map { ScaledClock(rate: $0) } ?? SystemClock()
+                node = try Node(configuration: configuration, clock: clock, logger: logger)
             } catch {
                 throw CLIError("\(error)")
             }

@@ -5,7 +5,8 @@ struct Vigil: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "vigil",
         abstract: "A headless edge node for disaster shelters: BLE scanning, an LMDB event log, alarms.",
-        subcommands: [Run.self, Status.self, LogCommand.self, ReplayCommand.self, Sim.self, Debug.self]
+        subcommands: [Run.self, Status.self, LogCommand.self, ReplayCommand.self, Why.self, ResidentCommand.self,
+                      CheckInCommand.self, AcknowledgeCommand.self, Sim.self, Debug.self]
     )
 }
 

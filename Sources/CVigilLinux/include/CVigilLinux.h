@@ -17,6 +17,9 @@
 #include <sys/inotify.h>
 #include <poll.h>
 #include <time.h>
+#include <spawn.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 // Defined in shim.c, which needs _GNU_SOURCE; defining it here would change how glibc's headers
@@ -80,6 +83,16 @@ static inline int cvigil_unix_address(struct sockaddr_un *addr, const char *path
 }
 
 int cvigil_accept(int fd);
+
+// pipe2(2) needs _GNU_SOURCE; see shim.c.
+int cvigil_pipe2(int fds[2], int flags);
+
+// pidfd_open(2): a descriptor that becomes readable when the process exits (Linux 5.3+).
+static inline int cvigil_pidfd_open(pid_t pid) { return (int)syscall(SYS_pidfd_open, pid, 0); }
+
+// Spawns `path` with `argv` (NULL-terminated), stdin from `stdin_fd`, stdout to /dev/null and
+// stderr to `stderr_fd`; other descriptors are close-on-exec. Returns 0 or an errno.
+int cvigil_spawn(pid_t *pid, const char *path, char *const argv[], int stdin_fd, int stderr_fd);
 
 static inline int cvigil_unix_connect(int fd, const char *path) {
     struct sockaddr_un addr = {0};

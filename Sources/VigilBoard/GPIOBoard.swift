@@ -1,0 +1,179 @@
+import VigilSystem
+
+/// A real board: the button and outputs of a board profile on a GPIO chip, through libgpiod v1.
+///
+/// Every line is requested in `init`, so a wrong chip, a busy line or a missing permission stops
+/// the node before it starts, with a message naming chip and line. The lines are held until
+/// `stop()` (or deinit): the kernel then gives them to no one else, and `gpioinfo` shows them
+/// as used by "vigil".
+///
+/// Button: requested for both edges; `descriptor` is its line-event fd, made non-blocking, which
+/// the node's epoll loop watches. `readReady` drains the kernel FIFO without ever blocking.
+///
+/// Edge semantics (libgpiod 1.6 on the v1 character-device ABI, checked on Linux 6.1 in the VM
+/// by Tests/vm/gpio-backend.sh): for a both-edges request the kernel does not report the pin's
+/// transition; when it handles the interrupt it reads the line's *logical* level (active-low
+/// applied, as requested with GPIOD_LINE_REQUEST_FLAG_ACTIVE_LOW) and reports RISING if it is 1,
+/// FALLING if 0. So on an active-low button wired to ground, pressing (the pin falls to 0 V)
+/// arrives as RISING, releasing as FALLING; `pressed` is simply `rising`, whatever the wiring.
+/// Because the level is sampled when the interrupt is handled, two events of a fast bounce can
+/// carry the same type; their timestamps still increase. Debouncing is the node's job; this
+/// backend reports every edge the kernel reports.
+///
+/// Outputs: requested as outputs at logical 0 ("off", so an active-low LED's pin is driven
+/// high), and driven by logical level: the kernel inverts for active-low lines. `drive` makes
+/// no syscall when the line already has the requested level. Outputs missing from the profile
+/// are not driven.
+public final class GPIOBoard: BoardAdapter {
+    /// The consumer name the kernel shows for every line Vigil holds.
+    public static let consumer = "vigil"
+
+    public let profile: BoardProfile
+    /// The chip as the kernel names it ("gpiochip0") and labels it ("pinctrl-bcm2711").
+    public let chipName: String
+    public let chipLabel: String
+    /// The button's line-event descriptor; -1 after `stop()`.
+    public private(set) var descriptor: Int32 = -1
+
+    private var chip: GPIOChip?
+    private var button: GPIOLine?
+    private var outputs: [OutputLine: GPIOLine] = [:]
+    private var levels: [OutputLine: Bool] = [:]
+    private var pending: [GPIOLineEvent] = []
+
+    public init(profile: BoardProfile) throws(BoardError) {
+        self.profile = profile
+        let chipID = profile.chip
+        try Self.checkDistinctLines(profile)
+
+        let chip: GPIOChip
+        do {
+            chip = try GPIOChip.open(chipID)
+        } catch {
+            if error.isPermission { throw BoardError.permissionDenied(chip: chipID) }
+            if error.isMissing { throw BoardError.chipNotFound(chip: chipID, available: GPIOChip.inventory()) }
+            throw BoardError.system(chip: chipID, line: nil, operation: error.operation, errno: error.errno)
+        }
+        self.chip = chip
+        chipName = chip.name
+        chipLabel = chip.label
+
+        do throws(BoardError) {
+            for (role, line) in Self.roles(profile) where line.offset >= chip.lineCount {
+                throw BoardError.lineOutOfRange(chip: chipID, line: line.offset, role: role, lineCount: chip.lineCount)
+            }
+            let buttonLine = try take(profile.button, role: "button", from: chip) { (line) throws(GPIODError) in
+                try line.requestBothEdges(consumer: Self.consumer, activeLow: profile.button.activeLow)
+            }
+            button = buttonLine
+            let fd = try gpio(profile.button.offset) { () throws(GPIODError) in try buttonLine.eventDescriptor() }
+            try gpio(profile.button.offset) { () throws(GPIODError) in try GPIOEvents.setNonBlocking(fd) }
+            descriptor = fd
+            for output in OutputLine.allCases {
+                guard let spec = profile.outputs[output] else { continue }
+                outputs[output] = try take(spec, role: output.rawValue, from: chip) { (line) throws(GPIODError) in
+                    try line.requestOutput(consumer: Self.consumer, activeLow: spec.activeLow, initial: false)
+                }
+                levels[output] = false
+            }
+        } catch {
+            release()
+            throw error
+        }
+    }
+
+    deinit { release() }
+
+    /// Nothing to do: the lines were requested in `init` and outputs start off.
+    public func start() throws {}
+
+    /// Appends every pending edge, in kernel order, never blocking: reads until the kernel FIFO
+    /// is empty (a short read means it was).
+    public func readReady(into edges: inout [ButtonEdge]) throws {
+        guard descriptor >= 0 else { return }
+        let line = profile.button.offset
+        while true {
+            pending.removeAll(keepingCapacity: true)
+            let n = try gpio(line) { () throws(GPIODError) in try GPIOEvents.read(descriptor, into: &pending) }
+            for event in pending {
+                edges.append(ButtonEdge(line: line, pressed: event.rising,
+                                        kernelTimestampNanoseconds: event.timestampNanoseconds))
+            }
+            if n < GPIOEvents.batch { return }
+        }
+    }
+
+    /// Whether the button is pressed now (logical level 1), e.g. held down while the node starts.
+    public func buttonPressed() throws(BoardError) -> Bool {
+        guard let button else { return false }
+        return try gpio(profile.button.offset) { () throws(GPIODError) in try button.value() }
+    }
+
+    public func drive(_ line: OutputLine, on: Bool, timeMicroseconds: UInt64) throws {
+        guard let output = outputs[line], levels[line] != on else { return }
+        try gpio(output.offset) { () throws(GPIODError) in try output.setValue(on) }
+        levels[line] = on
+    }
+
+    /// The level last driven on an output; nil if the profile has no such output (or after stop).
+    public func level(_ line: OutputLine) -> Bool? { levels[line] }
+
+    /// Turns every output off, releases every line and closes the chip. Idempotent.
+    public func stop() {
+        release()
+    }
+
+    private func release() {
+        // Off first: on a Raspberry Pi a released output keeps driving its last level.
+        for (line, output) in outputs where levels[line] != false {
+            try? output.setValue(false)
+        }
+        for output in outputs.values { output.release() }
+        outputs.removeAll()
+        levels.removeAll()
+        button?.release()
+        button = nil
+        descriptor = -1
+        chip?.close()
+        chip = nil
+    }
+
+    /// Gets a line and requests it, turning EBUSY into a message naming who holds it.
+    private func take(_ spec: BoardProfile.Line, role: String, from chip: GPIOChip,
+                      _ request: (GPIOLine) throws(GPIODError) -> Void) throws(BoardError) -> GPIOLine {
+        let line = try gpio(spec.offset) { () throws(GPIODError) in try chip.line(spec.offset) }
+        do throws(GPIODError) {
+            try request(line)
+        } catch {
+            if error.isBusy {
+                throw BoardError.lineBusy(chip: profile.chip, line: spec.offset, role: role, consumer: line.currentConsumer())
+            }
+            if error.isPermission { throw BoardError.permissionDenied(chip: profile.chip) }
+            throw BoardError.system(chip: profile.chip, line: spec.offset, operation: error.operation, errno: error.errno)
+        }
+        return line
+    }
+
+    /// Runs a libgpiod call on `line`, turning its failure into a BoardError naming chip and line.
+    private func gpio<T>(_ line: UInt32, _ body: () throws(GPIODError) -> T) throws(BoardError) -> T {
+        do {
+            return try body()
+        } catch {
+            throw BoardError.system(chip: profile.chip, line: line, operation: error.operation, errno: error.errno)
+        }
+    }
+
+    private static func roles(_ profile: BoardProfile) -> [(String, BoardProfile.Line)] {
+        [("button", profile.button)] + OutputLine.allCases.compactMap { o in profile.outputs[o].map { (o.rawValue, $0) } }
+    }
+
+    private static func checkDistinctLines(_ profile: BoardProfile) throws(BoardError) {
+        var seen: [UInt32: String] = [:]
+        for (role, line) in roles(profile) {
+            if let other = seen[line.offset] {
+                throw BoardError.duplicateLine(chip: profile.chip, line: line.offset, roles: [other, role])
+            }
+            seen[line.offset] = role
+        }
+    }
+}

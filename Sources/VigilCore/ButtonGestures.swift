@@ -1,0 +1,75 @@
+/// Turns raw button edges (kernel timestamps, bounces and all) into gestures.
+///
+/// Debounce is leading-edge: the first edge is taken at once (no added latency), edges in the
+/// following `debounce` window are bounce and only update the raw level, and when the window
+/// ends a raw level that differs from the taken one is taken then. A press held for
+/// `longPress` fires `.longPress` while still held (so SOS does not wait for the release);
+/// a release before that is a `.shortPress`.
+///
+/// Pure: time comes in with the edges and with `tick(at:)`, which the loop calls at `nextTick`.
+public struct ButtonGestureDecoder: Sendable {
+    public struct Settings: Sendable, Equatable {
+        public var debounceNanoseconds: UInt64 = 30_000_000
+        public var longPressNanoseconds: UInt64 = 2_000_000_000
+        public init() {}
+    }
+
+    public enum Gesture: Equatable, Sendable {
+        case pressed(atNanoseconds: UInt64)
+        case longPress(atNanoseconds: UInt64)
+        case shortPress(heldNanoseconds: UInt64)
+        /// Released after a long press.
+        case released(heldNanoseconds: UInt64)
+    }
+
+    public let settings: Settings
+    public private(set) var pressed = false
+    private var rawPressed = false
+    private var pressedAt: UInt64 = 0
+    private var lockoutUntil: UInt64 = 0
+    private var longFired = false
+
+    public init(settings: Settings = Settings()) { self.settings = settings }
+
+    public mutating func edge(pressed level: Bool, atNanoseconds t: UInt64) -> [Gesture] {
+        rawPressed = level
+        guard t >= lockoutUntil, level != pressed else { return [] }
+        return take(level, at: t)
+    }
+
+    public mutating func tick(atNanoseconds t: UInt64) -> [Gesture] {
+        var out: [Gesture] = []
+        if t >= lockoutUntil && rawPressed != pressed {
+            out += take(rawPressed, at: max(t, lockoutUntil))
+        }
+        if pressed && !longFired && t >= pressedAt &+ settings.longPressNanoseconds {
+            longFired = true
+            out.append(.longPress(atNanoseconds: t))
+        }
+        return out
+    }
+
+    /// When the decoder needs `tick`: the end of a debounce window with a pending change, or the
+    /// long-press threshold of a press in progress.
+    public var nextTick: UInt64? {
+        var next: UInt64?
+        if rawPressed != pressed { next = lockoutUntil }
+        if pressed && !longFired {
+            let threshold = pressedAt &+ settings.longPressNanoseconds
+            next = next.map { min($0, threshold) } ?? threshold
+        }
+        return next
+    }
+
+    private mutating func take(_ level: Bool, at t: UInt64) -> [Gesture] {
+        pressed = level
+        lockoutUntil = t &+ settings.debounceNanoseconds
+        if level {
+            pressedAt = t
+            longFired = false
+            return [.pressed(atNanoseconds: t)]
+        }
+        let held = t &- pressedAt
+        return [longFired ? .released(heldNanoseconds: held) : .shortPress(heldNanoseconds: held)]
+    }
+}

@@ -1,0 +1,323 @@
+import VigilEvents
+
+/// Residents who must check in, and where each stands on the "are you OK?" ladder:
+/// prompt → (confirm, default 20 min) → text to contacts → (5 min) → loud alarm → (5 min) →
+/// contacts told the emergency was triggered.
+///
+/// Pure: the ladder moves only on events. The node's scheduler reads `nextDeadline(for:)`, and
+/// when that time comes it appends a DeadlineReached; applying it advances the ladder. So replay
+/// rebuilds the same ladder without re-sending a text or re-sounding an alarm, and a node that
+/// restarts mid-ladder appends the overdue deadlines one by one — none skipped, none repeated.
+public struct EscalationBook: Projection {
+    public static let defaultConfirmMicroseconds: UInt64 = 20 * 60_000_000
+    public static let defaultTextToAlarmMicroseconds: UInt64 = 5 * 60_000_000
+    public static let defaultAlarmToNotifyMicroseconds: UInt64 = 5 * 60_000_000
+    /// Heart rates outside this range are implausible readings, not signs of life.
+    public static let plausibleHeartRate: ClosedRange<Double> = 25...250
+
+    public struct Window: Codable, Equatable, Sendable {
+        public var start: UInt64
+        public var end: UInt64
+    }
+
+    public struct Night: Codable, Equatable, Sendable {
+        public var startMinute: UInt32
+        public var endMinute: UInt32
+        public var utcOffsetMinutes: Int32
+    }
+
+    public struct ContactEntry: Codable, Equatable, Sendable {
+        public var name: String
+        public var address: String
+    }
+
+    public struct ResidentState: Codable, Equatable, Sendable {
+        public var id: String
+        public var name: String
+        public var mode: Int
+        public var intervalMicroseconds: UInt64
+        public var confirmMicroseconds: UInt64
+        public var textToAlarmMicroseconds: UInt64
+        public var alarmToNotifyMicroseconds: UInt64
+        public var contacts: [ContactEntry]
+        public var pauses: [Window]
+        public var night: Night?
+        public var bleTag: UInt64
+        /// The time the next prompt (time mode) or emergency (pulse mode) counts from: enrolment,
+        /// the last "I'm OK", or the last positive datum.
+        public var anchorMicroseconds: UInt64
+        /// Ladder instances started so far; the current one when `step` > 0.
+        public var ladder: UInt32
+        /// LadderStep raw value: 0 = idle, 1 = prompted, 2 = contacts texted, 3 = alarm, 4 = triggered.
+        public var step: Int
+        /// When the current step was due (the ladder runs on due times, not on when events arrived).
+        public var stepDueMicroseconds: UInt64
+        /// The event that moved the resident to the current step (for `vigil why`).
+        public var stepSequence: UInt64
+        public var lastPositiveMicroseconds: UInt64
+        public var lastPositiveSequence: UInt64
+        public var triggered: UInt64
+
+        public var checkInMode: CheckInMode { CheckInMode(rawValue: mode) ?? .off }
+        public var ladderStep: LadderStep { LadderStep(rawValue: step) ?? .none }
+        /// Prompted, texted or alarming: an "I'm OK" still stops it.
+        public var isEscalating: Bool { (1...3).contains(step) }
+    }
+
+    /// The deadline the scheduler must turn into a DeadlineReached when it comes.
+    public struct Deadline: Equatable, Sendable {
+        public var resident: String
+        public var ladder: UInt32
+        public var step: LadderStep
+        public var dueMicroseconds: UInt64
+    }
+
+    /// A message the ladder wants delivered (it becomes an outbox entry).
+    public struct Message: Equatable, Sendable {
+        public enum Audience: String, Codable, Sendable { case resident, contacts }
+        public var id: String
+        public var audience: Audience
+        public var recipients: [String]
+        public var text: String
+    }
+
+    public private(set) var residents: [String: ResidentState] = [:]
+    /// Resident by BLE tag address, for presence as a positive datum.
+    private var tagOwners: [UInt64: String] = [:]
+    public var hasTags: Bool { !tagOwners.isEmpty }
+    public private(set) var staleDeadlines: UInt64 = 0
+    public private(set) var implausibleData: UInt64 = 0
+
+    public init() {}
+
+    // MARK: Reducer
+
+    public mutating func apply(_ input: ProjectionInput) {
+        guard case .event(let event) = input else { return }
+        _ = apply(event)
+    }
+
+    /// Applies an event and returns the messages it caused (the outbox keeps them).
+    public mutating func apply(_ event: Event) -> [Message] {
+        switch event.body {
+        case .residentEnrolled(let r), .residentUpdated(let r):
+            enrol(r, event: event)
+            return []
+        case .residentRemoved(let r):
+            residents[r.id] = nil
+            rebuildTags()
+            return []
+        case .checkIn(let c):
+            guard residents[c.resident] != nil else { return [] }
+            guard Self.isPositive(c) else {
+                implausibleData += 1
+                return []
+            }
+            return positive(resident: c.resident, event: event)
+        case .scanHit(let hit):
+            guard !tagOwners.isEmpty, hit.count > 0, let owner = tagOwners[hit.address & 0xFFFF_FFFF_FFFF] else { return [] }
+            return positive(resident: owner, event: event)
+        case .deadlineReached(let d):
+            return reach(d, event: event)
+        default:
+            return []
+        }
+    }
+
+    /// A check-in is a sign of life unless it is a heart-rate datum that is implausible or whose
+    /// sensor says it has no skin contact (0x2A37 flags: bit 2 = contact supported, bit 1 = detected).
+    public static func isPositive(_ c: CheckIn) -> Bool {
+        guard c.source == .checkInHeartRate else { return true }
+        guard c.hasValue, plausibleHeartRate.contains(c.value) else { return false }
+        guard c.hasHeartRateFlags else { return true }
+        let supported = c.heartRateFlags & 0b100 != 0
+        let detected = c.heartRateFlags & 0b010 != 0
+        return !supported || detected
+    }
+
+    private mutating func enrol(_ r: Resident, event: Event) {
+        let previous = residents[r.id]
+        var state = ResidentState(
+            id: r.id, name: r.name, mode: r.mode.rawValue,
+            intervalMicroseconds: max(r.intervalUs, 60_000_000),
+            confirmMicroseconds: r.confirmUs == 0 ? Self.defaultConfirmMicroseconds : r.confirmUs,
+            textToAlarmMicroseconds: r.textToAlarmUs == 0 ? Self.defaultTextToAlarmMicroseconds : r.textToAlarmUs,
+            alarmToNotifyMicroseconds: r.alarmToNotifyUs == 0 ? Self.defaultAlarmToNotifyMicroseconds : r.alarmToNotifyUs,
+            contacts: r.contacts.map { ContactEntry(name: $0.name, address: $0.address) },
+            pauses: r.pauses.filter { $0.endUs > $0.startUs }.map { Window(start: $0.startUs, end: $0.endUs) },
+            night: r.hasNight ? Night(startMinute: r.night.startMinute % 1_440, endMinute: r.night.endMinute % 1_440,
+                                      utcOffsetMinutes: r.night.utcOffsetMinutes) : nil,
+            bleTag: r.bleTag & 0xFFFF_FFFF_FFFF,
+            anchorMicroseconds: event.timeMicroseconds, ladder: 0, step: 0, stepDueMicroseconds: 0,
+            stepSequence: event.sequence, lastPositiveMicroseconds: 0, lastPositiveSequence: 0, triggered: 0)
+        if let previous {
+            // An update changes the settings, not the history: a running ladder keeps running.
+            state.anchorMicroseconds = previous.anchorMicroseconds
+            state.ladder = previous.ladder
+            state.step = previous.step
+            state.stepDueMicroseconds = previous.stepDueMicroseconds
+            state.stepSequence = previous.stepSequence
+            state.lastPositiveMicroseconds = previous.lastPositiveMicroseconds
+            state.lastPositiveSequence = previous.lastPositiveSequence
+            state.triggered = previous.triggered
+        }
+        residents[r.id] = state
+        rebuildTags()
+    }
+
+    private mutating func rebuildTags() {
+        tagOwners = [:]
+        for (id, r) in residents where r.bleTag != 0 { tagOwners[r.bleTag] = id }
+    }
+
+    /// A sign of life: stops a running ladder, resets a triggered one, postpones the next one.
+    private mutating func positive(resident id: String, event: Event) -> [Message] {
+        guard var r = residents[id] else { return [] }
+        var messages: [Message] = []
+        let who = r.name.isEmpty ? r.id : r.name
+        if r.step >= 2 {
+            // Contacts were told something was wrong; tell them it is not.
+            messages.append(Message(id: "\(r.id)/\(r.ladder)/ok", audience: .contacts,
+                                    recipients: r.contacts.map(\.address),
+                                    text: "\(who) has checked in and is OK."))
+        }
+        r.step = 0
+        r.anchorMicroseconds = event.timeMicroseconds
+        r.stepSequence = event.sequence
+        r.lastPositiveMicroseconds = event.timeMicroseconds
+        r.lastPositiveSequence = event.sequence
+        residents[id] = r
+        return messages
+    }
+
+    private mutating func reach(_ d: DeadlineReached, event: Event) -> [Message] {
+        guard var r = residents[d.resident], let expected = nextDeadline(for: r),
+              expected.ladder == d.ladder, expected.step == d.step, expected.dueMicroseconds == d.dueUs else {
+            // Computed from a state that has since changed (an "I'm OK", an update): harmless.
+            staleDeadlines += 1
+            return []
+        }
+        let who = r.name.isEmpty ? r.id : r.name
+        let contacts = r.contacts.map(\.address)
+        var messages: [Message] = []
+        switch d.step {
+        case .prompt:
+            r.ladder = d.ladder
+            r.step = LadderStep.prompt.rawValue
+            messages.append(Message(id: "\(r.id)/\(r.ladder)/prompt", audience: .resident, recipients: [r.id],
+                                    text: "Are you OK, \(who)? Press the button or check in."))
+        case .text:
+            r.step = LadderStep.text.rawValue
+            messages.append(Message(id: "\(r.id)/\(r.ladder)/text", audience: .contacts, recipients: contacts,
+                                    text: "\(who) has not answered \"are you OK?\" at the shelter. Please check on them."))
+        case .alarm:
+            r.step = LadderStep.alarm.rawValue
+        case .notify:
+            r.step = LadderStep.notify.rawValue
+            r.triggered += 1
+            messages.append(Message(id: "\(r.id)/\(r.ladder)/notify", audience: .contacts, recipients: contacts,
+                                    text: "EMERGENCY for \(who): no answer after the alarm. Emergency triggered."))
+        default:
+            staleDeadlines += 1
+            return []
+        }
+        r.stepDueMicroseconds = d.dueUs
+        r.stepSequence = event.sequence
+        residents[d.resident] = r
+        return messages
+    }
+
+    // MARK: Deadlines
+
+    /// The resident's next deadline, pushed out of pauses and the night window; nil when idle
+    /// checks are off or the emergency has been triggered.
+    public func nextDeadline(for r: ResidentState) -> Deadline? {
+        guard r.checkInMode != .off else { return nil }
+        let step: LadderStep
+        let base: UInt64
+        switch r.ladderStep {
+        case .none:
+            step = .prompt
+            base = r.anchorMicroseconds &+ r.intervalMicroseconds
+        case .prompt:
+            step = .text
+            base = r.stepDueMicroseconds &+ r.confirmMicroseconds
+        case .text:
+            step = .alarm
+            base = r.stepDueMicroseconds &+ r.textToAlarmMicroseconds
+        case .alarm:
+            step = .notify
+            base = r.stepDueMicroseconds &+ r.alarmToNotifyMicroseconds
+        default:
+            return nil
+        }
+        return Deadline(resident: r.id, ladder: step == .prompt ? r.ladder &+ 1 : r.ladder, step: step,
+                        dueMicroseconds: Self.outsideQuietTime(base, r))
+    }
+
+    /// The earliest deadline over all residents (ties broken by resident id, for determinism).
+    public var earliestDeadline: Deadline? {
+        residents.values.compactMap { nextDeadline(for: $0) }
+            .min { ($0.dueMicroseconds, $0.resident) < ($1.dueMicroseconds, $1.resident) }
+    }
+
+    /// Moves `time` to the end of any pause or night window it falls in (repeatedly, as windows
+    /// can touch). No prompt and no escalation step happens inside them.
+    static func outsideQuietTime(_ time: UInt64, _ r: ResidentState) -> UInt64 {
+        var t = time
+        for _ in 0..<16 {
+            var moved = false
+            for p in r.pauses where t >= p.start && t < p.end {
+                t = p.end
+                moved = true
+            }
+            if let night = r.night, let end = nightEnd(containing: t, night) {
+                t = end
+                moved = true
+            }
+            if !moved { break }
+        }
+        return t
+    }
+
+    /// When the night window containing `time` ends, or nil if `time` is not in it.
+    static func nightEnd(containing time: UInt64, _ n: Night) -> UInt64? {
+        guard n.startMinute != n.endMinute else { return nil }
+        let minuteUs: Int64 = 60_000_000
+        let local = Int64(bitPattern: time) + Int64(n.utcOffsetMinutes) * minuteUs
+        let dayUs = 1_440 * minuteUs
+        let minuteOfDay = (local % dayUs + dayUs) % dayUs / minuteUs
+        let start = Int64(n.startMinute), end = Int64(n.endMinute)
+        let inside = start < end ? (minuteOfDay >= start && minuteOfDay < end) : (minuteOfDay >= start || minuteOfDay < end)
+        guard inside else { return nil }
+        // Minutes from now until the window's end, wrapping past midnight.
+        let untilEnd = ((end - minuteOfDay) % 1_440 + 1_440) % 1_440
+        let startOfMinute = local - (local % minuteUs + minuteUs) % minuteUs
+        let endLocal = startOfMinute + untilEnd * minuteUs
+        return UInt64(clamping: endLocal - Int64(n.utcOffsetMinutes) * minuteUs)
+    }
+
+    /// Residents whose loud alarm sounds (alarm step or triggered).
+    public var alarming: [ResidentState] { residents.values.filter { $0.step >= 3 }.sorted { $0.id < $1.id } }
+    /// Residents being asked "are you OK?" (prompted or contacts texted).
+    public var prompting: [ResidentState] { residents.values.filter { (1...2).contains($0.step) }.sorted { $0.id < $1.id } }
+
+    // tagOwners is derived from residents: not encoded.
+    enum CodingKeys: String, CodingKey { case residents, staleDeadlines, implausibleData }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        let list = try c.decode([ResidentState].self, forKey: .residents)
+        residents = Dictionary(list.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
+        staleDeadlines = try c.decode(UInt64.self, forKey: .staleDeadlines)
+        implausibleData = try c.decode(UInt64.self, forKey: .implausibleData)
+        rebuildTags()
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(residents.values.sorted { $0.id < $1.id }, forKey: .residents)
+        try c.encode(staleDeadlines, forKey: .staleDeadlines)
+        try c.encode(implausibleData, forKey: .implausibleData)
+    }
+}

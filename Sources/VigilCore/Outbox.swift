@@ -1,0 +1,119 @@
+import VigilEvents
+
+/// Messages that must reach someone: created by the ladder and by SOS, delivered by notifiers,
+/// and settled only by an OutboxAttempt event that says "delivered". Because entries and
+/// attempts are both in the log, an entry survives restarts and is never delivered again once
+/// delivered; an attempt interrupted by a crash is simply retried.
+public struct Outbox: Projection {
+    public enum Channel: String, Codable, Sendable {
+        /// To the resident (the "are you OK?" prompt).
+        case resident
+        /// To a resident's contacts.
+        case contacts
+        /// Over the air to other boxes and phones (SOS); sent by the radio.
+        case broadcast
+    }
+
+    public struct Entry: Codable, Equatable, Sendable {
+        public var id: String
+        public var channel: Channel
+        public var recipients: [String]
+        public var text: String
+        public var createdMicroseconds: UInt64
+        public var createdSequence: UInt64
+        public var attempts: UInt32
+        public var lastAttemptMicroseconds: UInt64
+        public var lastError: String
+        public var delivered: Bool
+        public var deliveredSequence: UInt64
+    }
+
+    public var retryBaseMicroseconds: UInt64 = 5_000_000
+    public var retryMaxMicroseconds: UInt64 = 600_000_000
+    /// Delivered entries kept for `vigil status`/`why`; older ones are forgotten.
+    public var keepDelivered = 200
+
+    public private(set) var entries: [String: Entry] = [:]
+    public private(set) var deliveredTotal: UInt64 = 0
+    public private(set) var failedAttempts: UInt64 = 0
+
+    public init() {}
+
+    public mutating func apply(_ input: ProjectionInput) {
+        guard case .event(let event) = input, case .outboxAttempt(let attempt) = event.body else { return }
+        record(attempt, event: event)
+    }
+
+    /// Adds an entry (an id already present is left alone: the same step never sends twice).
+    public mutating func add(id: String, channel: Channel, recipients: [String], text: String, event: Event) {
+        guard entries[id] == nil else { return }
+        entries[id] = Entry(id: id, channel: channel, recipients: recipients, text: text,
+                            createdMicroseconds: event.timeMicroseconds, createdSequence: event.sequence,
+                            attempts: 0, lastAttemptMicroseconds: 0, lastError: "", delivered: false,
+                            deliveredSequence: 0)
+    }
+
+    mutating func record(_ attempt: OutboxAttempt, event: Event) {
+        guard var entry = entries[attempt.entry], !entry.delivered else { return }
+        entry.attempts = max(entry.attempts, attempt.attempt)
+        entry.lastAttemptMicroseconds = event.timeMicroseconds
+        if attempt.delivered {
+            entry.delivered = true
+            entry.deliveredSequence = event.sequence
+            entry.lastError = ""
+            deliveredTotal += 1
+        } else {
+            entry.lastError = attempt.error
+            failedAttempts += 1
+        }
+        entries[attempt.entry] = entry
+        if attempt.delivered { forgetOldDelivered() }
+    }
+
+    private mutating func forgetOldDelivered() {
+        let delivered = entries.values.filter(\.delivered)
+        guard delivered.count > keepDelivered else { return }
+        for old in delivered.sorted(by: { $0.deliveredSequence < $1.deliveredSequence }).prefix(delivered.count - keepDelivered) {
+            entries[old.id] = nil
+        }
+    }
+
+    /// Undelivered entries, oldest first.
+    public var pending: [Entry] {
+        entries.values.filter { !$0.delivered }.sorted { ($0.createdSequence, $0.id) < ($1.createdSequence, $1.id) }
+    }
+
+    /// When the next attempt of `entry` is due: at once for a new entry, then with exponential
+    /// backoff after each failure (5 s, 10 s, 20 s ... up to 10 min).
+    public func nextAttemptMicroseconds(_ entry: Entry) -> UInt64 {
+        guard entry.attempts > 0 else { return entry.createdMicroseconds }
+        let shift = UInt64(min(entry.attempts - 1, 20))
+        let backoff = min(retryMaxMicroseconds, retryBaseMicroseconds << shift)
+        return entry.lastAttemptMicroseconds &+ backoff
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case retryBaseMicroseconds, retryMaxMicroseconds, keepDelivered, entries, deliveredTotal, failedAttempts
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        retryBaseMicroseconds = try c.decode(UInt64.self, forKey: .retryBaseMicroseconds)
+        retryMaxMicroseconds = try c.decode(UInt64.self, forKey: .retryMaxMicroseconds)
+        keepDelivered = try c.decode(Int.self, forKey: .keepDelivered)
+        let list = try c.decode([Entry].self, forKey: .entries)
+        entries = Dictionary(list.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
+        deliveredTotal = try c.decode(UInt64.self, forKey: .deliveredTotal)
+        failedAttempts = try c.decode(UInt64.self, forKey: .failedAttempts)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(retryBaseMicroseconds, forKey: .retryBaseMicroseconds)
+        try c.encode(retryMaxMicroseconds, forKey: .retryMaxMicroseconds)
+        try c.encode(keepDelivered, forKey: .keepDelivered)
+        try c.encode(entries.values.sorted { $0.id < $1.id }, forKey: .entries)
+        try c.encode(deliveredTotal, forKey: .deliveredTotal)
+        try c.encode(failedAttempts, forKey: .failedAttempts)
+    }
+}

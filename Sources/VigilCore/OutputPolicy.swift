@@ -1,0 +1,158 @@
+import VigilEvents
+
+/// The outputs every Vigil board has.
+public enum OutputLine: String, Sendable, CaseIterable, Codable {
+    case red, amber, green, blue, buzzer
+}
+
+/// How a line should behave. Patterns are periodic, so a driver can realise them with one timer
+/// and they need no state beyond when they began.
+public enum OutputPattern: Equatable, Sendable, Codable, CustomStringConvertible {
+    case off
+    case on
+    /// On for `onMilliseconds` at the start of every `periodMilliseconds`.
+    case blink(periodMilliseconds: UInt32, onMilliseconds: UInt32)
+
+    /// The level `elapsed` milliseconds after the pattern began.
+    public func level(atMilliseconds elapsed: UInt64) -> Bool {
+        switch self {
+        case .off: false
+        case .on: true
+        case .blink(let period, let on): elapsed % UInt64(max(period, 1)) < UInt64(on)
+        }
+    }
+
+    /// When (in milliseconds since the pattern began) the level next changes after `elapsed`.
+    public func nextChange(afterMilliseconds elapsed: UInt64) -> UInt64? {
+        guard case .blink(let period, let on) = self, period > 0, on > 0, on < period else { return nil }
+        let p = UInt64(period), phase = elapsed % p, cycle = elapsed - phase
+        return phase < UInt64(on) ? cycle + UInt64(on) : cycle + p
+    }
+
+    public var description: String {
+        switch self {
+        case .off: "off"
+        case .on: "on"
+        case .blink(let period, let on): "blinking \(on) ms every \(period) ms"
+        }
+    }
+}
+
+/// Why a line is driven: words for people and the sequences of the events behind it.
+public struct OutputReason: Equatable, Sendable, Codable {
+    public var text: String
+    public var sequences: [UInt64]
+
+    public init(text: String, sequences: [UInt64]) {
+        self.text = text
+        self.sequences = sequences
+    }
+}
+
+public struct OutputDecision: Equatable, Sendable, Codable {
+    public var pattern: OutputPattern
+    public var reasons: [OutputReason]
+
+    public init(pattern: OutputPattern, reasons: [OutputReason]) {
+        self.pattern = pattern
+        self.reasons = reasons
+    }
+
+    static let off = OutputDecision(pattern: .off, reasons: [])
+}
+
+/// Outputs are a pure function of projection state; the node drives the board to match after
+/// every change, so a restart restores them from state and a replay drives nothing.
+///
+/// Priorities, per line (first match wins):
+/// - red: an SOS raised here is active (on) › a resident's loud alarm (fast blink)
+/// - amber: the button is held (fast blink, feedback before SOS) › "are you OK?" (slow blink)
+///   › the radio is not on (on)
+/// - green: running with the radio on
+/// - blue: an alert received from another box is active
+/// - buzzer: a loud alarm not silenced › an SOS here not silenced › "are you OK?" chirp
+public enum OutputPolicy {
+    public static let alarmBlink = OutputPattern.blink(periodMilliseconds: 500, onMilliseconds: 250)
+    public static let heldBlink = OutputPattern.blink(periodMilliseconds: 200, onMilliseconds: 100)
+    public static let promptBlink = OutputPattern.blink(periodMilliseconds: 1_000, onMilliseconds: 500)
+    public static let loudAlarm = OutputPattern.blink(periodMilliseconds: 1_000, onMilliseconds: 600)
+    public static let sosTone = OutputPattern.blink(periodMilliseconds: 2_000, onMilliseconds: 300)
+    /// A short chirp once a minute while someone is asked "are you OK?".
+    public static let chirp = OutputPattern.blink(periodMilliseconds: 60_000, onMilliseconds: 150)
+
+    public static func decide(_ s: Projections, running: Bool) -> [OutputLine: OutputDecision] {
+        var out = Dictionary(uniqueKeysWithValues: OutputLine.allCases.map { ($0, OutputDecision.off) })
+        guard running else { return out }
+        let active = s.alerts.active
+        let sosHere = active.filter { $0.raisedHere && $0.kind == AlertKind.sos.rawValue }
+        let received = active.filter { !$0.raisedHere }
+        let alarming = s.escalations.alarming
+        let prompting = s.escalations.prompting
+        let radioOn = s.health.radioState == RadioState.on.rawValue
+
+        let sosReasons = sosHere.map { OutputReason(text: "SOS \($0.idText) raised here", sequences: [$0.firstSequence]) }
+        let alarmReasons = alarming.map {
+            OutputReason(text: "\($0.ladderStep == .notify ? "emergency triggered" : "loud alarm") for \(label($0))",
+                         sequences: [$0.stepSequence])
+        }
+        let promptReasons = prompting.map {
+            OutputReason(text: "asking \(label($0)) \"are you OK?\"\($0.ladderStep == .text ? " (contacts texted)" : "")",
+                         sequences: [$0.stepSequence])
+        }
+
+        if !sosHere.isEmpty {
+            out[.red] = OutputDecision(pattern: .on, reasons: sosReasons)
+        } else if !alarming.isEmpty {
+            out[.red] = OutputDecision(pattern: alarmBlink, reasons: alarmReasons)
+        }
+
+        if s.alarms.buttonHeld {
+            out[.amber] = OutputDecision(pattern: heldBlink, reasons: [
+                OutputReason(text: "button held (SOS after a long press)", sequences: [s.alarms.buttonEdgeSequence]),
+            ])
+        } else if !prompting.isEmpty {
+            out[.amber] = OutputDecision(pattern: promptBlink, reasons: promptReasons)
+        } else if !radioOn {
+            out[.amber] = OutputDecision(pattern: .on, reasons: [
+                OutputReason(text: "radio is \(RadioState(rawValue: s.health.radioState).map { "\($0)" } ?? "unknown")",
+                             sequences: s.health.radioStateSequence == 0 ? [] : [s.health.radioStateSequence]),
+            ])
+        }
+
+        if radioOn {
+            out[.green] = OutputDecision(pattern: .on, reasons: [
+                OutputReason(text: "running, radio \(s.health.radioAdapter) on", sequences: [s.health.radioStateSequence]),
+            ])
+        }
+
+        if !received.isEmpty {
+            out[.blue] = OutputDecision(pattern: .on, reasons: received.map {
+                OutputReason(text: "alert \($0.idText) received (\($0.hops) hops)", sequences: [$0.firstSequence])
+            })
+        }
+
+        let loud = alarming.filter { !s.alarms.silenced.contains(AlarmKey.ladder($0)) }
+        let sosLoud = sosHere.filter { !s.alarms.silenced.contains(AlarmKey.sos($0)) }
+        if !loud.isEmpty {
+            out[.buzzer] = OutputDecision(pattern: loudAlarm, reasons: loud.map {
+                OutputReason(text: "loud alarm for \(label($0))", sequences: [$0.stepSequence])
+            })
+        } else if !sosLoud.isEmpty {
+            out[.buzzer] = OutputDecision(pattern: sosTone, reasons: sosLoud.map {
+                OutputReason(text: "SOS \($0.idText) raised here (a short press silences)", sequences: [$0.firstSequence])
+            })
+        } else if !prompting.isEmpty {
+            out[.buzzer] = OutputDecision(pattern: chirp, reasons: promptReasons)
+        }
+        return out
+    }
+
+    /// Alarms whose buzzer sounds now and that an acknowledgement would silence.
+    public static func soundingAlarms(_ s: Projections) -> [String] {
+        let ladder = s.escalations.alarming.map(AlarmKey.ladder)
+        let sos = s.alerts.active.filter { $0.raisedHere && $0.kind == AlertKind.sos.rawValue }.map(AlarmKey.sos)
+        return (ladder + sos).filter { !s.alarms.silenced.contains($0) }
+    }
+
+    private static func label(_ r: EscalationBook.ResidentState) -> String { r.name.isEmpty ? r.id : "\(r.name) (\(r.id))" }
+}
