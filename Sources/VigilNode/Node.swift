@@ -460,14 +460,17 @@ public final class Node: @unchecked Sendable {
     /// The command notifier's program exited (or timed out and was killed).
     private func finishDelivery(timedOut: Bool) {
         guard let running = delivery else { return }
-        if timedOut { running.child.kill() }
+        if timedOut {
+            running.timedOut = true
+            running.child.kill()
+        }
         guard let status = running.child.reap() else { return } // the pidfd fires once it exits
         try? epoll.remove(running.child.exitDescriptor)
         try? scheduler.cancel(.commandTimeout)
         delivery = nil
         let stderr = running.child.standardError()
         let error: String
-        if timedOut {
+        if running.timedOut {
             error = "timed out after \(HumanDuration.format(microseconds: configuration.notifier.timeoutMicroseconds))"
         } else if status != 0 {
             error = "exit status \(status)" + (stderr.isEmpty ? "" : ": \(stderr)")

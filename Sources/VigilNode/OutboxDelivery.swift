@@ -21,6 +21,8 @@ final class DeliveryAttempt {
     let attempt: UInt32
     let child: ChildProcess
     let started: UInt64
+    /// Set when the timeout killed it: its exit is then reported as a timeout.
+    var timedOut = false
 
     init(entry: String, attempt: UInt32, child: ChildProcess, started: UInt64) {
         self.entry = entry

@@ -13,22 +13,26 @@ extension WallClock {
     public var rate: Double { 1 }
 }
 
-/// A clock that runs `rate` times faster than real time from when it was made, for
-/// demonstrations (`vigil run --time-scale 60` shows a 30-minute ladder in 30 seconds).
+/// A clock that runs `rate` times faster than real time, for demonstrations
+/// (`vigil run --time-scale 60` shows a 30-minute ladder in 30 seconds).
+///
+/// Time counts from `origin`: now = origin + (real now − origin) × rate. With the same origin
+/// (the CLI keeps it in the data directory), simulated time is continuous across restarts and
+/// downtime passes at the same rate, so a deadline missed while the node was down is overdue
+/// when it comes back, exactly as in real time.
 public struct ScaledClock: WallClock {
     public let rate: Double
-    private let startWall: UInt64
-    private let startMonotonic: UInt64
+    public let originMicroseconds: UInt64
 
-    public init(rate: Double, startMicroseconds: UInt64 = realtimeMicroseconds()) {
+    public init(rate: Double, originMicroseconds: UInt64 = realtimeMicroseconds()) {
         self.rate = max(rate, 0.001)
-        startWall = startMicroseconds
-        startMonotonic = monotonicNanoseconds()
+        self.originMicroseconds = originMicroseconds
     }
 
     public func nowMicroseconds() -> UInt64 {
-        let elapsed = Double(monotonicNanoseconds() &- startMonotonic) / 1_000
-        return startWall &+ UInt64(elapsed * rate)
+        let real = realtimeMicroseconds()
+        guard real > originMicroseconds else { return real }
+        return originMicroseconds &+ UInt64(Double(real - originMicroseconds) * rate)
     }
 }
 

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import Logging
 import ServiceLifecycle
 import VigilNode
@@ -51,7 +52,9 @@ struct Run: AsyncParsableCommand {
             let logger = Logger(label: "vigil")
             let node: Node
             do {
-                let clock: any WallClock = timeScale.map { ScaledClock(rate: $0) } ?? SystemClock()
+                let clock: any WallClock = try timeScale.map {
+                    ScaledClock(rate: $0, originMicroseconds: try simulationOrigin(configuration.dataDirectory))
+                } ?? SystemClock()
                 node = try Node(configuration: configuration, clock: clock, logger: logger)
             } catch {
                 throw CLIError("\(error)")
@@ -68,4 +71,22 @@ struct Run: AsyncParsableCommand {
             }
         }
     }
+}
+
+/// The origin of sped-up time for this data directory, kept so that simulated time goes on
+/// where it left off (see ScaledClock).
+func simulationOrigin(_ dir: String) throws -> UInt64 {
+    let path = dir + "/sim-clock-origin"
+    if let text = try? String(contentsOfFile: path, encoding: .utf8),
+       let origin = UInt64(text.trimmingCharacters(in: .whitespacesAndNewlines)) {
+        return origin
+    }
+    let origin = realtimeMicroseconds()
+    do {
+        try FileSystem.createDirectory(dir)
+        try "\(origin)\n".write(toFile: path, atomically: true, encoding: .utf8)
+    } catch {
+        throw CLIError("cannot keep the simulated clock's origin in \(path): \(error)")
+    }
+    return origin
 }

@@ -1,0 +1,181 @@
+import Foundation
+import Testing
+import VigilBoard
+import VigilCore
+import VigilEvents
+import VigilLog
+import VigilSystem
+@testable import VigilNode
+
+/// Reads every decodable event of a data directory.
+func storedEvents(_ dir: TemporaryDirectory) throws -> [Event] {
+    let log = try EventLog.openReadOnly(directory: dir.path)
+    var events: [Event] = []
+    try log.read { txn in
+        try txn.forEach(from: 0) { result in
+            if case .event(let e) = Replay.input(result) { events.append(e) }
+            return true
+        }
+    }
+    return events
+}
+
+@Suite(.serialized) struct AlarmTests {
+    func fastGestures(_ c: inout NodeConfiguration) {
+        c.gestures.longPressNanoseconds = 300_000_000
+        c.gestures.debounceNanoseconds = 30_000_000
+    }
+
+    @Test func aLongPressRaisesAnSOSThatIsDurableBeforeTheRedLEDComesOn() async throws {
+        let dir = TemporaryDirectory()
+        var config = testConfiguration(dir, advertisers: 1)
+        fastGestures(&config)
+        let board = try SimulatedBoard()
+        let node = try Node(configuration: config, logger: quietLogger, board: board)
+        // A short press (nothing happens: no alarm sounds), a long press with bounce, then a
+        // second long press that cancels the SOS.
+        node.onLoop { n in try? (n.board as? SimulatedBoard)?.press(holdMicroseconds: 100_000) }
+        let second = Task {
+            try await Task.sleep(for: .milliseconds(300))
+            node.onLoop { n in try? (n.board as? SimulatedBoard)?.press(holdMicroseconds: 500_000, bounces: 3) }
+            try await Task.sleep(for: .milliseconds(900))
+            node.onLoop { n in try? (n.board as? SimulatedBoard)?.press(holdMicroseconds: 500_000) }
+        }
+        try await run(node, forMicroseconds: 2_500_000)
+        try await second.value
+
+        let events = try storedEvents(dir)
+        let raised = events.compactMap { e -> (Event, Alert)? in if case .alertRaised(let a) = e.body { (e, a) } else { nil } }
+        let cancelled = events.compactMap { e -> (Event, AlertCancelled)? in if case .alertCancelled(let c) = e.body { (e, c) } else { nil } }
+        try #require(raised.count == 1, "one SOS, despite the bounces and the short press")
+        #expect(events.filter { if case .buttonInput = $0.body { true } else { false } }.count == 2 + 8 + 2,
+                "every edge is logged, bounces included")
+        #expect(raised[0].1.kind == .sos)
+        #expect(raised[0].1.id.origin == node.nodeID)
+        #expect(cancelled.count == 1)
+        #expect(cancelled.first?.1.id == raised[0].1.id)
+        #expect(events.filter { if case .alarmAcknowledged = $0.body { true } else { false } }.isEmpty)
+
+        // Red went on after the SOS event's time (it was durable first) and off after the cancel.
+        let red = board.transitions.filter { $0.line == .red }
+        #expect(red.map(\.on) == [true, false])
+        #expect(red[0].timeMicroseconds >= raised[0].0.timeMicroseconds)
+        #expect(red[1].timeMicroseconds >= (cancelled.first?.0.timeMicroseconds ?? .max))
+        // Amber blinked while the button was held, before the SOS.
+        let amberOn = board.transitions.filter { $0.line == .amber && $0.on }
+        #expect(amberOn.first.map { $0.timeMicroseconds <= raised[0].0.timeMicroseconds } == true)
+        // The SOS is waiting in the outbox for the radio to broadcast it.
+        #expect(node.projections.outbox.pending.contains { $0.channel == .broadcast })
+    }
+
+    @Test func aShortPressSilencesASoundingSOSButNotItsLight() async throws {
+        let dir = TemporaryDirectory()
+        var config = testConfiguration(dir, advertisers: 1)
+        fastGestures(&config)
+        let board = try SimulatedBoard()
+        let node = try Node(configuration: config, logger: quietLogger, board: board)
+        node.onLoop { n in try? (n.board as? SimulatedBoard)?.press(holdMicroseconds: 400_000) }
+        let ack = Task {
+            try await Task.sleep(for: .milliseconds(900))
+            node.onLoop { n in try? (n.board as? SimulatedBoard)?.press(holdMicroseconds: 80_000) }
+        }
+        try await run(node, forMicroseconds: 1_600_000)
+        try await ack.value
+        let events = try storedEvents(dir)
+        #expect(events.contains { if case .alarmAcknowledged = $0.body { true } else { false } })
+        #expect(node.projections.alarms.silenced.count == 1)
+        let buzzer = board.transitions.filter { $0.line == .buzzer }
+        #expect(buzzer.first?.on == true, "the SOS tone sounded")
+        #expect(buzzer.last?.on == false)
+        // Red stayed on until the node stopped.
+        #expect(board.transitions.filter { $0.line == .red }.map(\.on) == [true, false])
+    }
+
+    @Test func theLadderRunsOnAFastClockAndEveryStepIsLoggedOnce() async throws {
+        let dir = TemporaryDirectory()
+        var config = testConfiguration(dir, advertisers: 1)
+        config.notifier.retryBaseMicroseconds = 1_000_000
+        try enrol(dir, config: config, interval: 60_000_000, step: 10_000_000)
+        // 200x: the 60 s interval and three 10 s steps pass in about 0.45 s.
+        let node = try Node(configuration: config, clock: ScaledClock(rate: 200), logger: quietLogger)
+        try await run(node, forMicroseconds: 1_200_000)
+
+        let events = try storedEvents(dir)
+        let steps = events.compactMap { e -> LadderStep? in if case .deadlineReached(let d) = e.body { d.step } else { nil } }
+        #expect(steps == [.prompt, .text, .alarm, .notify])
+        let delivered = events.compactMap { e -> String? in
+            if case .outboxAttempt(let a) = e.body, a.delivered { a.entry } else { nil }
+        }
+        #expect(delivered == ["room-1/1/prompt", "room-1/1/text", "room-1/1/notify"])
+        #expect(node.projections.escalations.residents["room-1"]?.ladderStep == .notify)
+    }
+
+    @Test func aFailingNotifierIsRetriedWithBackoffUntilItSucceeds() async throws {
+        let dir = TemporaryDirectory()
+        try FileManager.default.createDirectory(atPath: dir.path, withIntermediateDirectories: true)
+        // Fails twice (a modem that is busy), then accepts; it records what it was given.
+        let script = dir.path + "/notify.sh"
+        try """
+        #!/bin/sh
+        n=$(cat "\(dir.path)/count" 2>/dev/null || echo 0); n=$((n+1)); echo $n > "\(dir.path)/count"
+        cat >> "\(dir.path)/received"
+        [ $n -ge 3 ] || { echo "modem busy" >&2; exit 1; }
+        """.write(toFile: script, atomically: true, encoding: .utf8)
+        chmod(script, 0o755)
+        var config = testConfiguration(dir, advertisers: 1)
+        config.notifier.command = script
+        config.notifier.retryBaseMicroseconds = 1_000_000
+        try enrol(dir, config: config, interval: 60_000_000, step: 3_600_000_000)
+        let node = try Node(configuration: config, clock: ScaledClock(rate: 200), logger: quietLogger)
+        try await run(node, forMicroseconds: 1_500_000)
+
+        let attempts = try storedEvents(dir).compactMap { e -> OutboxAttempt? in if case .outboxAttempt(let a) = e.body { a } else { nil } }
+        #expect(attempts.map(\.attempt) == [1, 2, 3])
+        #expect(attempts.map(\.delivered) == [false, false, true])
+        #expect(attempts.first?.error.contains("modem busy") == true)
+        #expect(attempts.allSatisfy { $0.notifier == "command" && $0.entry == "room-1/1/prompt" })
+        let received = try String(contentsOfFile: dir.path + "/received", encoding: .utf8)
+        let lines = received.split(separator: "\n")
+        #expect(lines.count == 3)
+        let message = try #require(try JSONSerialization.jsonObject(with: Data(lines[0].utf8)) as? [String: Any])
+        #expect(message["id"] as? String == "room-1/1/prompt")
+        #expect((message["text"] as? String)?.contains("Are you OK") == true)
+    }
+
+    @Test func aNotifierThatHangsIsKilledAtItsTimeout() async throws {
+        let dir = TemporaryDirectory()
+        try FileManager.default.createDirectory(atPath: dir.path, withIntermediateDirectories: true)
+        let script = dir.path + "/hang.sh"
+        try "#!/bin/sh\nexec sleep 30\n".write(toFile: script, atomically: true, encoding: .utf8)
+        chmod(script, 0o755)
+        var config = testConfiguration(dir, advertisers: 1)
+        config.notifier.command = script
+        config.notifier.timeoutMicroseconds = 200_000
+        config.notifier.retryBaseMicroseconds = 60_000_000
+        try enrol(dir, config: config, interval: 60_000_000, step: 3_600_000_000)
+        let node = try Node(configuration: config, clock: ScaledClock(rate: 200), logger: quietLogger)
+        try await run(node, forMicroseconds: 1_000_000)
+        let attempts = try storedEvents(dir).compactMap { e -> OutboxAttempt? in if case .outboxAttempt(let a) = e.body { a } else { nil } }
+        #expect(attempts.first?.delivered == false)
+        #expect(attempts.first?.error.contains("timed out") == true)
+    }
+
+    /// Enrols room-1 directly in the log (no node running).
+    func enrol(_ dir: TemporaryDirectory, config: NodeConfiguration, interval: UInt64, step: UInt64) throws {
+        let log = try EventLog.open(config.log)
+        var r = Resident()
+        r.id = "room-1"
+        r.mode = .time
+        r.intervalUs = interval
+        r.confirmUs = step
+        r.textToAlarmUs = step
+        r.alarmToNotifyUs = step
+        var c = Contact()
+        c.name = "Luis"
+        c.address = "+34600000000"
+        r.contacts = [c]
+        let (kind, payload) = EventCodec.encode(.residentEnrolled(r))
+        try log.append(LogRecord(kind: kind, timeMicroseconds: realtimeMicroseconds(), payload: payload), priority: .critical)
+        log.close()
+    }
+}
