@@ -36,10 +36,12 @@ public final class SimulatedBoard: BoardAdapter {
         scheduled.removeAll()
     }
 
-    /// Schedules a press now and its release after `holdMicroseconds`, with optional contact
-    /// bounce (`bounces` extra short edge pairs of `bounceMicroseconds` right after the press).
-    public func press(holdMicroseconds: UInt64, bounces: Int = 0, bounceMicroseconds: UInt64 = 2_000) throws {
-        let now = monotonicNanoseconds()
+    /// Schedules a press `afterMicroseconds` from now and its release `holdMicroseconds` later,
+    /// with optional contact bounce (`bounces` extra short edge pairs of `bounceMicroseconds`
+    /// right after the press).
+    public func press(holdMicroseconds: UInt64, bounces: Int = 0, bounceMicroseconds: UInt64 = 2_000,
+                      afterMicroseconds: UInt64 = 0) throws {
+        let now = monotonicNanoseconds() + afterMicroseconds * 1_000
         let line = profile.button.offset
         var edges = [ButtonEdge(line: line, pressed: true, kernelTimestampNanoseconds: now)]
         var t = now

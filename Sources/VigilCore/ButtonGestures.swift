@@ -32,21 +32,33 @@ public struct ButtonGestureDecoder: Sendable {
     public init(settings: Settings = Settings()) { self.settings = settings }
 
     public mutating func edge(pressed level: Bool, atNanoseconds t: UInt64) -> [Gesture] {
+        // Whatever fell due before this edge happened first, even if the loop was too busy to
+        // tick: a release stamped after the threshold ends a long press, not a short one.
+        var out = advance(to: t)
         rawPressed = level
-        guard t >= lockoutUntil, level != pressed else { return [] }
-        return take(level, at: t)
+        if t >= lockoutUntil && level != pressed { out += take(level, at: t) }
+        return out
     }
 
     public mutating func tick(atNanoseconds t: UInt64) -> [Gesture] {
+        advance(to: t)
+    }
+
+    /// Applies, in time order, the debounce decisions and the long-press threshold due by `t`.
+    private mutating func advance(to t: UInt64) -> [Gesture] {
         var out: [Gesture] = []
-        if t >= lockoutUntil && rawPressed != pressed {
-            out += take(rawPressed, at: max(t, lockoutUntil))
+        while true {
+            let settle: UInt64? = rawPressed != pressed ? lockoutUntil : nil
+            let long: UInt64? = pressed && !longFired ? pressedAt &+ settings.longPressNanoseconds : nil
+            if let at = settle, at <= t, long.map({ at <= $0 }) ?? true {
+                out += take(rawPressed, at: at)
+            } else if let at = long, at <= t {
+                longFired = true
+                out.append(.longPress(atNanoseconds: at))
+            } else {
+                return out
+            }
         }
-        if pressed && !longFired && t >= pressedAt &+ settings.longPressNanoseconds {
-            longFired = true
-            out.append(.longPress(atNanoseconds: t))
-        }
-        return out
     }
 
     /// When the decoder needs `tick`: the end of a debounce window with a pending change, or the

@@ -34,15 +34,14 @@ func storedEvents(_ dir: TemporaryDirectory) throws -> [Event] {
         let node = try Node(configuration: config, logger: quietLogger, board: board)
         // A short press (nothing happens: no alarm sounds), a long press with bounce, then a
         // second long press that cancels the SOS.
-        node.onLoop { n in try? (n.board as? SimulatedBoard)?.press(holdMicroseconds: 100_000) }
-        let second = Task {
-            try await Task.sleep(for: .milliseconds(300))
-            node.onLoop { n in try? (n.board as? SimulatedBoard)?.press(holdMicroseconds: 500_000, bounces: 3) }
-            try await Task.sleep(for: .milliseconds(900))
-            node.onLoop { n in try? (n.board as? SimulatedBoard)?.press(holdMicroseconds: 500_000) }
+        // All presses are queued up front; the board delivers each edge at its time.
+        node.onLoop { n in
+            let sim = n.board as? SimulatedBoard
+            try? sim?.press(holdMicroseconds: 100_000)
+            try? sim?.press(holdMicroseconds: 500_000, bounces: 3, afterMicroseconds: 300_000)
+            try? sim?.press(holdMicroseconds: 500_000, afterMicroseconds: 1_200_000)
         }
         try await run(node, forMicroseconds: 2_500_000)
-        try await second.value
 
         let events = try storedEvents(dir)
         let raised = events.compactMap { e -> (Event, Alert)? in if case .alertRaised(let a) = e.body { (e, a) } else { nil } }
@@ -74,13 +73,12 @@ func storedEvents(_ dir: TemporaryDirectory) throws -> [Event] {
         fastGestures(&config)
         let board = try SimulatedBoard()
         let node = try Node(configuration: config, logger: quietLogger, board: board)
-        node.onLoop { n in try? (n.board as? SimulatedBoard)?.press(holdMicroseconds: 400_000) }
-        let ack = Task {
-            try await Task.sleep(for: .milliseconds(900))
-            node.onLoop { n in try? (n.board as? SimulatedBoard)?.press(holdMicroseconds: 80_000) }
+        node.onLoop { n in
+            let sim = n.board as? SimulatedBoard
+            try? sim?.press(holdMicroseconds: 400_000)
+            try? sim?.press(holdMicroseconds: 80_000, afterMicroseconds: 900_000)
         }
         try await run(node, forMicroseconds: 1_600_000)
-        try await ack.value
         let events = try storedEvents(dir)
         #expect(events.contains { if case .alarmAcknowledged = $0.body { true } else { false } })
         #expect(node.projections.alarms.silenced.count == 1)
