@@ -23,7 +23,7 @@ public enum BoardError: Error, Sendable, Equatable, CustomStringConvertible {
         switch self {
         case .chipNotFound(let chip, let available):
             let seen = available.isEmpty
-                ? ", and this machine has no GPIO chip at all (is its GPIO driver loaded?)"
+                ? ", and no GPIO chip could be listed (none present, or none this user may open)"
                 : "; this machine has \(available.joined(separator: ", "))"
             return "no GPIO chip named or labelled \(chip)\(seen); run gpiodetect and set chip: in the board profile to a name or label it prints"
         case .permissionDenied(let chip):

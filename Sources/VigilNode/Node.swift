@@ -51,6 +51,11 @@ public final class Node: @unchecked Sendable {
     /// Outbox entries with an attempt appended but not yet applied.
     private var attemptsInFlight: Set<String> = []
     private var delivery: DeliveryAttempt?
+    /// Consecutive read failures of a source; past a few, its descriptor leaves the epoll set so a
+    /// dead device (a USB GPIO chip unplugged) cannot make a level-triggered loop spin.
+    private var boardFailures = 0
+    private var radioFailures = 0
+    private static let failuresBeforeDropping = 3
 
     // Crossing threads.
     /// Filled by the log's writer thread, emptied by the loop.
@@ -228,6 +233,10 @@ public final class Node: @unchecked Sendable {
                 continue
             }
             for event in ready {
+                if event.events & Epoll.hangup != 0, event.token == Token.board.rawValue || event.token == Token.radio.rawValue {
+                    sourceFailed(token: event.token, error: "the device hung up")
+                    continue
+                }
                 handle(token: event.token)
             }
             drainInbox()
@@ -257,18 +266,24 @@ public final class Node: @unchecked Sendable {
             radioReports.removeAll(keepingCapacity: true)
             do {
                 try radio.readReady(into: &radioReports)
+                radioFailures = 0
             } catch {
                 counters.radioErrors += 1
+                radioFailures += 1
                 logger.error("radio read failed", metadata: ["error": "\(error)"])
+                if radioFailures >= Self.failuresBeforeDropping { sourceFailed(token: token, error: "\(error)") }
             }
             for output in radioReports { handle(output) }
         case .board:
             buttonEdges.removeAll(keepingCapacity: true)
             do {
                 try board.readReady(into: &buttonEdges)
+                boardFailures = 0
             } catch {
                 counters.boardErrors += 1
+                boardFailures += 1
                 logger.error("button read failed", metadata: ["error": "\(error)"])
+                if boardFailures >= Self.failuresBeforeDropping { sourceFailed(token: token, error: "\(error)") }
             }
             for edge in buttonEdges { handle(edge) }
         case .control:
@@ -277,6 +292,24 @@ public final class Node: @unchecked Sendable {
             finishDelivery(timedOut: false)
         case nil:
             control?.handleReadable(token: token) { [unowned self] command in self.respond(to: command) }
+        }
+    }
+
+    /// Stops watching a source that keeps failing or hung up. The node keeps running (alarms,
+    /// the ladder and the log do not need it) and says so loudly; recovery is the radio and
+    /// board adapters' job.
+    private func sourceFailed(token: UInt64, error: String) {
+        if token == Token.board.rawValue {
+            try? epoll.remove(board.descriptor)
+            logger.critical("the button no longer reports; it is ignored until the node restarts", metadata: ["error": "\(error)"])
+        } else {
+            try? epoll.remove(radio.descriptor)
+            var change = RadioStateChanged()
+            change.state = .unknown
+            change.adapter = radio.name
+            change.reason = "the radio stopped reporting: \(error)"
+            append(.radioStateChanged(change))
+            logger.critical("the radio no longer reports", metadata: ["error": "\(error)"])
         }
     }
 

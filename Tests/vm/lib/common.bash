@@ -1,0 +1,75 @@
+# Shared helpers for Tests/vm/*.sh. Sourced, never run: scripts/vm-test runs only Tests/vm/*.sh.
+#
+# Environment (set by scripts/vm-test, passed into the VM by scripts/radio-vm):
+#   VIGIL       absolute path of the vigil binary under test
+#   VIGIL_REPO  the repository root (board/vm.yaml lives there)
+#   GPIO_SIM    the gpio-sim chip's simulator attributes (scripts/radio-vm -g)
+#   TMPDIR      a tmpfs inside the VM (LMDB cannot map files over 9p)
+set -u
+
+: "${VIGIL:?VIGIL must name the vigil binary}"
+: "${VIGIL_REPO:?VIGIL_REPO must name the repository root}"
+: "${GPIO_SIM:?GPIO_SIM is unset: run inside scripts/radio-vm -g 8}"
+BOARD="$VIGIL_REPO/board/vm.yaml"
+SCRATCH=$(mktemp -d)
+FAILED=0
+CHECKS=0
+BACKGROUND=()
+
+cleanup() {
+  local pid
+  for pid in "${BACKGROUND[@]}"; do kill "$pid" 2>/dev/null; done
+  rm -rf "$SCRATCH"
+}
+trap cleanup EXIT
+
+ok() { CHECKS=$((CHECKS + 1)); echo "  ok   $*"; }
+bad() { CHECKS=$((CHECKS + 1)); FAILED=$((FAILED + 1)); echo "  FAIL $*"; }
+# check "description" COMMAND...: ok if COMMAND succeeds.
+check() { local what=$1; shift; if "$@"; then ok "$what"; else bad "$what"; fi; }
+# Ends the test: exit 1 if any check failed.
+finish() {
+  echo "$CHECKS checks, $FAILED failed"
+  [ "$FAILED" -eq 0 ]
+  exit $?
+}
+
+# The simulated wiring. Line 0 is the button (active low): pull-down = pressed.
+pull() { echo "$2" > "$GPIO_SIM/sim_gpio$1/pull"; }
+press() { pull 0 pull-down; }
+release() { pull 0 pull-up; }
+level() { cat "$GPIO_SIM/sim_gpio$1/value"; }
+
+now_ns() { local t=${EPOCHREALTIME/./}; echo $((10#$t * 1000)); }   # realtime, µs precision
+uptime_ns() { local u; read -r u _ < /proc/uptime; echo $(( 10#${u/./} * 10000000 )); } # centiseconds
+
+# wait_ms MILLISECONDS COMMAND...: retries COMMAND every 50 ms until it succeeds or time is up.
+wait_ms() {
+  local deadline=$(( $(now_ns) + $1 * 1000000 )); shift
+  while :; do
+    "$@" && return 0
+    [ "$(now_ns)" -lt "$deadline" ] || return 1
+    sleep 0.05
+  done
+}
+
+has_line() { grep -q -- "$2" "$1" 2>/dev/null; }
+
+# A board profile file: profile NAME CHIP BUTTON_LINE [key: value lines for outputs...]
+profile() {
+  local file="$SCRATCH/$1.yaml"
+  { echo "name: $1"; echo "chip: $2"; echo "button: {line: $3, active_low: true}"
+    shift 3
+    if [ $# -gt 0 ]; then echo "outputs:"; for o in "$@"; do echo "  $o"; done; fi
+  } > "$file"
+  chmod 644 "$file"
+  echo "$file"
+}
+
+# JSON field of one flat JSON line (numbers, booleans, strings without escapes).
+field() {
+  local line=$1 key=$2
+  if [[ "$line" =~ \"$key\":\"([^\"]*)\" ]]; then echo "${BASH_REMATCH[1]}"
+  elif [[ "$line" =~ \"$key\":([^,}]*) ]]; then echo "${BASH_REMATCH[1]}"
+  else return 1; fi
+}
