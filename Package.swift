@@ -90,7 +90,10 @@ let package = Package(
         // Benchmarks live apart from tests; scripts/bench runs this in release mode.
         .executableTarget(
             name: "VigilBench",
-            dependencies: ["VigilLog", "VigilEvents", "VigilCore", "VigilNode", "CLMDB", "VigilSystem"],
+            dependencies: [
+                "VigilLog", "VigilEvents", "VigilCore", "VigilNode", "VigilBoard", "CLMDB", "VigilSystem",
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: strict
         ),
 

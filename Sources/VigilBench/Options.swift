@@ -4,7 +4,8 @@ import VigilLog
 /// append benchmark, e.g. to count one configuration's syscalls under strace or to profile Vigil
 /// without its baseline; --runs applies to every benchmark.
 struct Options {
-    static let metrics = ["append_durable_eps", "append_ack_p99_ms", "replay_eps", "replay_decode_eps", "scanhit_bytes"]
+    static let metrics = ["append_durable_eps", "append_ack_p99_ms", "replay_eps", "replay_decode_eps", "scanhit_bytes",
+                          "sos_latency_p99_ms"]
 
     var quick = false
     var only: Set<String>?

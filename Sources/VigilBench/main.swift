@@ -18,6 +18,9 @@ func runBenchmarks(_ options: Options) throws {
     if reporter.wants("scanhit_bytes") {
         try SizeBench(plan: plan, reporter: reporter).run()
     }
+    if reporter.wants(SOSLatencyBench.metric) {
+        try SOSLatencyBench(plan: plan, options: options, reporter: reporter).run()
+    }
     progress("done in \(Int(monotonicSeconds() - started)) s; load average \(loadAverage())")
 }
 

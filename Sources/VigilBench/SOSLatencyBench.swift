@@ -1,0 +1,332 @@
+import Logging
+import VigilBoard
+import VigilCore
+import VigilEvents
+import VigilLog
+import VigilNode
+import VigilSystem
+
+/// sos_latency_p99_ms: a simulated button press on a real, running node → the SOS event durable
+/// and applied → the red LED driven on.
+///
+/// Latency of one press = the monotonic time at which the board is first asked to drive red on
+/// after the press, minus the moment the press crossed the long-press threshold (the press edge's
+/// kernel-style timestamp + `longPressNanoseconds`), i.e. from the edge that makes it an SOS.
+/// It covers the gesture timer firing, the AlertRaised append, the group commit and its flushes
+/// (deferred-meta: data fdatasync + the meta sync that acknowledges it), the writer's report
+/// through the eventfd, applying the event and reconciling the outputs.
+///
+/// Each cycle raises an SOS with a long press (measured), then cancels it with a second long press
+/// and waits for red off. Every press starts `gap` after the previous release was delivered (more
+/// than the debounce), so the decoder takes each press edge at its own timestamp.
+/// The presses are split over `runs` fresh nodes (fresh data directories), each with one
+/// unmeasured warm-up cycle; p50/p99/max are over all measured presses pooled.
+struct SOSLatencyBench {
+    static let metric = "sos_latency_p99_ms"
+    static let longPressNanoseconds: UInt64 = 20_000_000
+    static let debounceNanoseconds: UInt64 = 5_000_000
+    static let holdMicroseconds: UInt64 = 30_000
+    static let gapMicroseconds: UInt64 = 10_000
+    /// Background radio traffic: a few simulated advertisers at the default 0.1–1 s intervals.
+    static let advertisers = 8
+    static let warmupCycles = 1
+    static let waitTimeoutNanoseconds: UInt64 = 5_000_000_000
+
+    let plan: Plan
+    let options: Options
+    let reporter: Reporter
+
+    var presses: Int { options.quick ? 200 : 1_000 }
+
+    struct RunResult {
+        var latencies: [UInt64]
+        var flushes: UInt64
+        var commits: UInt64
+        var sos: Int
+    }
+
+    func run() throws {
+        let total = presses
+        let runs = max(1, min(plan.runs, total))
+        var results: [RunResult] = []
+        for run in 0..<runs {
+            let count = total / runs + (run < total % runs ? 1 : 0)
+            let result = try withTemporaryDirectory("sos") { directory in
+                try measure(directory: directory, presses: count)
+            }
+            results.append(result)
+            let sorted = result.latencies.sorted()
+            progress("sos run \(run + 1)/\(runs): \(count) presses, p50 \(milliseconds(percentile(sorted, 50) ?? 0)) ms, "
+                     + "p99 \(milliseconds(percentile(sorted, 99) ?? 0)) ms, max \(milliseconds(sorted.last ?? 0)) ms, "
+                     + "\(result.flushes) flushes")
+        }
+        let pooled = results.flatMap(\.latencies).sorted()
+        guard pooled.count == total, let p99 = percentile(pooled, 99) else {
+            throw BenchError("sos: measured \(pooled.count) presses, expected \(total)")
+        }
+        let runP99 = results.compactMap { percentile($0.latencies.sorted(), 99) }.map(milliseconds)
+        let sos = results.map(\.sos).reduce(0, +)
+        let flushes = results.map(\.flushes).reduce(0, +)
+        let commits = results.map(\.commits).reduce(0, +)
+        reporter.emit(MetricLine(metric: Self.metric, value: milliseconds(p99), unit: "ms", context: [
+            ("p50", .optional(percentile(pooled, 50).map(milliseconds))),
+            ("p90", .optional(percentile(pooled, 90).map(milliseconds))),
+            ("min", .optional(pooled.first.map(milliseconds))),
+            ("max", .optional(pooled.last.map(milliseconds))),
+            ("count", .int(pooled.count)),
+            ("runs", .int(runs)),
+            ("warmup_cycles_per_run", .int(Self.warmupCycles)),
+            ("p99_run_median", .optional(median(runP99))),
+            ("p99_run_max", .optional(runP99.max())),
+            ("latency", .string("red_on_monotonic - (press_edge_ts + long_press)")),
+            ("long_press_ms", .double(milliseconds(Self.longPressNanoseconds))),
+            ("debounce_ms", .double(milliseconds(Self.debounceNanoseconds))),
+            ("hold_ms", .double(Double(Self.holdMicroseconds) / 1_000)),
+            ("sync", .string(SyncMode.deferredMeta.rawValue)),
+            ("commit_window_ms", .double(Double(NodeConfiguration().commitWindowMicroseconds) / 1_000)),
+            ("advertisers", .int(Self.advertisers)),
+            // Over the measured cycles: each is a raise and a cancel (4 button edges, 2 alert events).
+            ("flushes_per_sos", .double(sos == 0 ? 0 : Double(flushes) / Double(sos))),
+            ("commits_per_sos", .double(sos == 0 ? 0 : Double(commits) / Double(sos))),
+            ("flushes_scope", .string("raise+cancel cycle: 4 button edges, AlertRaised, AlertCancelled, background scan hits")),
+            ("target", .int(50)),
+        ]))
+    }
+
+    /// One fresh node in `directory`: a warm-up cycle, then `presses` measured cycles.
+    private func measure(directory: String, presses: Int) throws -> RunResult {
+        var configuration = NodeConfiguration()
+        configuration.dataDirectory = directory
+        configuration.sync = .deferredMeta
+        configuration.radio = "sim"
+        configuration.simulation.advertisers = Self.advertisers
+        configuration.gestures.longPressNanoseconds = Self.longPressNanoseconds
+        configuration.gestures.debounceNanoseconds = Self.debounceNanoseconds
+
+        let probe = SOSProbe()
+        let board = try ProbedBoard(inner: SimulatedBoard(profile: configuration.board), probe: probe)
+        let node: Node
+        do {
+            node = try Node(configuration: configuration, logger: benchNodeLogger(), board: board)
+        } catch {
+            throw BenchError("sos: cannot open a node in \(directory): \(error)")
+        }
+        let thread = try OSThread(name: "vigil-bench-sos") {
+            do throws(NodeError) {
+                try node.run()
+                probe.finished(error: nil)
+            } catch {
+                probe.finished(error: "\(error)")
+            }
+        }
+        var stopped = false
+        defer {
+            // On an error path: the node must be gone before the directory is removed.
+            if !stopped {
+                node.requestStop(reason: "benchmark failed")
+                _ = probe.wait(timeoutNanoseconds: Self.waitTimeoutNanoseconds) { $0.finished }
+                thread.join()
+            }
+        }
+
+        var latencies: [UInt64] = []
+        latencies.reserveCapacity(presses)
+        var statsBefore = LogStatistics()
+        for cycle in 0..<(Self.warmupCycles + presses) {
+            let measured = cycle >= Self.warmupCycles
+            if cycle == Self.warmupCycles {
+                statsBefore = try logStatistics(node, probe)
+            }
+            // Raise: press, then wait for red on and the release (so the next press is clean).
+            let before = probe.snapshot()
+            pressOnLoop(node, probe)
+            let raised = try waitFor(probe, "red on after press \(cycle)") {
+                $0.redOn.count > before.redOn.count && $0.pressEdges.count > before.pressEdges.count
+                    && $0.releases > before.releases
+            }
+            guard raised.pressEdges.count == before.pressEdges.count + 1, raised.redOn.count == before.redOn.count + 1,
+                  let pressedAt = raised.pressEdges.last, let redOnAt = raised.redOn.last else {
+                throw BenchError("sos: cycle \(cycle) saw \(raised.pressEdges.count - before.pressEdges.count) presses "
+                                 + "and \(raised.redOn.count - before.redOn.count) red-on transitions, expected 1 and 1")
+            }
+            let threshold = pressedAt + Self.longPressNanoseconds
+            guard redOnAt >= threshold else {
+                throw BenchError("sos: red came on \(threshold - redOnAt) ns before the press became long (cycle \(cycle))")
+            }
+            if measured { latencies.append(redOnAt - threshold) }
+
+            // Cancel: a second long press; red goes off once the cancellation is durable.
+            pressOnLoop(node, probe)
+            _ = try waitFor(probe, "red off after cancel press \(cycle)") {
+                $0.redOff > raised.redOff && $0.releases > raised.releases
+            }
+        }
+        let statsAfter = try logStatistics(node, probe)
+
+        node.requestStop(reason: "benchmark done")
+        let final = try waitFor(probe, "node stop") { $0.finished }
+        thread.join()
+        stopped = true
+        if let error = final.error { throw BenchError("sos: the node failed: \(error)") }
+
+        // The node is stopped: its state can be read from this thread now.
+        let cycles = Self.warmupCycles + presses
+        let own = node.projections.alerts.alerts.values.filter { $0.raisedHere && $0.kind == AlertKind.sos.rawValue }
+        guard own.count == cycles, own.allSatisfy(\.cancelled) else {
+            throw BenchError("sos: the log holds \(own.count) SOS raised here (\(own.filter(\.cancelled).count) cancelled), "
+                             + "expected \(cycles), all cancelled")
+        }
+        guard node.counters.refused == 0, node.counters.boardErrors == 0 else {
+            throw BenchError("sos: \(node.counters.refused) events refused, \(node.counters.boardErrors) board errors")
+        }
+        return RunResult(latencies: latencies, flushes: statsAfter.flushes - statsBefore.flushes,
+                         commits: statsAfter.commits - statsBefore.commits, sos: presses)
+    }
+
+    /// Queues one press on the loop thread, starting `gap` from now.
+    private func pressOnLoop(_ node: Node, _ probe: SOSProbe) {
+        node.onLoop { n in
+            guard let board = n.board as? ProbedBoard else {
+                probe.fail("the node's board is not the probed board")
+                return
+            }
+            do {
+                try board.inner.press(holdMicroseconds: Self.holdMicroseconds, afterMicroseconds: Self.gapMicroseconds)
+            } catch {
+                probe.fail("press failed: \(error)")
+            }
+        }
+    }
+
+    /// The log's statistics, read on the loop thread (`liveStatus` reads loop-owned state).
+    private func logStatistics(_ node: Node, _ probe: SOSProbe) throws -> LogStatistics {
+        let before = probe.snapshot().statistics.count
+        node.onLoop { n in probe.record(statistics: n.liveStatus().log) }
+        let state = try waitFor(probe, "log statistics") { $0.statistics.count > before }
+        guard let statistics = state.statistics.last else { throw BenchError("sos: no log statistics") }
+        return statistics
+    }
+
+    /// Waits (on a condition, no polling) until `condition` holds; throws on timeout, on a
+    /// failure reported from the loop, or if the node stopped on its own.
+    private func waitFor(_ probe: SOSProbe, _ what: String,
+                       _ condition: @escaping (SOSProbe.State) -> Bool) throws -> SOSProbe.State {
+        guard let state = probe.wait(timeoutNanoseconds: Self.waitTimeoutNanoseconds, until: {
+            condition($0) || $0.failure != nil || $0.finished
+        }) else {
+            throw BenchError("sos: timed out after \(Self.waitTimeoutNanoseconds / 1_000_000_000) s waiting for \(what)")
+        }
+        if let failure = state.failure { throw BenchError("sos: \(failure)") }
+        if !condition(state) {
+            throw BenchError("sos: the node stopped while waiting for \(what)" + (state.error.map { ": \($0)" } ?? ""))
+        }
+        return state
+    }
+}
+
+/// Node diagnostics go to stderr (stdout carries only metric lines); warnings and worse only.
+private func benchNodeLogger() -> Logger {
+    Logger(label: "vigil-bench.node") { label in
+        var handler = StreamLogHandler.standardError(label: label)
+        handler.logLevel = .warning
+        return handler
+    }
+}
+
+/// What the probed board saw, shared between the loop thread and the benchmark thread.
+final class SOSProbe: @unchecked Sendable {
+    struct State {
+        /// Monotonic ns at each red off → on transition.
+        var redOn: [UInt64] = []
+        var redOff = 0
+        /// Timestamps of the delivered press edges of the button line.
+        var pressEdges: [UInt64] = []
+        var releases = 0
+        var statistics: [LogStatistics] = []
+        var failure: String?
+        var finished = false
+        var error: String?
+    }
+
+    private let lock = ConditionLock()
+    private var state = State() // guarded by `lock`
+
+    init() {
+        state.redOn.reserveCapacity(1_100)
+        state.pressEdges.reserveCapacity(2_200)
+    }
+
+    private func update(_ change: (inout State) -> Void) {
+        lock.withLock {
+            change(&state)
+            lock.broadcast()
+        }
+    }
+
+    func red(on: Bool, atNanoseconds t: UInt64) {
+        update { on ? $0.redOn.append(t) : ($0.redOff += 1) }
+    }
+
+    func edge(pressed: Bool, atNanoseconds t: UInt64) {
+        update { pressed ? $0.pressEdges.append(t) : ($0.releases += 1) }
+    }
+
+    func record(statistics: LogStatistics) { update { $0.statistics.append(statistics) } }
+    func fail(_ message: String) { update { if $0.failure == nil { $0.failure = message } } }
+
+    func finished(error: String?) {
+        update {
+            $0.finished = true
+            $0.error = error
+        }
+    }
+
+    func snapshot() -> State { lock.withLock { state } }
+
+    /// The state once `condition` holds; nil when `timeoutNanoseconds` pass first.
+    func wait(timeoutNanoseconds: UInt64, until condition: (State) -> Bool) -> State? {
+        let deadline = monotonicNanoseconds() + timeoutNanoseconds
+        return lock.withLock {
+            while !condition(state) {
+                if monotonicNanoseconds() >= deadline { return nil }
+                lock.wait(untilMonotonicNanoseconds: deadline)
+            }
+            return state
+        }
+    }
+}
+
+/// The simulated board, by delegation, reporting to the probe the button edges it delivers and
+/// the moment red is first driven on (and off) after each change. Called on the loop thread only.
+final class ProbedBoard: BoardAdapter {
+    let inner: SimulatedBoard
+    private let probe: SOSProbe
+    private var red = false
+
+    init(inner: SimulatedBoard, probe: SOSProbe) {
+        self.inner = inner
+        self.probe = probe
+    }
+
+    var profile: BoardProfile { inner.profile }
+    var descriptor: Int32 { inner.descriptor }
+
+    func start() throws { try inner.start() }
+
+    func readReady(into edges: inout [ButtonEdge]) throws {
+        let from = edges.count
+        try inner.readReady(into: &edges)
+        for edge in edges[from...] where edge.line == inner.profile.button.offset {
+            probe.edge(pressed: edge.pressed, atNanoseconds: edge.kernelTimestampNanoseconds)
+        }
+    }
+
+    func drive(_ line: OutputLine, on: Bool, timeMicroseconds: UInt64) throws {
+        try inner.drive(line, on: on, timeMicroseconds: timeMicroseconds)
+        guard line == .red, on != red else { return }
+        red = on
+        probe.red(on: on, atNanoseconds: monotonicNanoseconds())
+    }
+
+    func stop() { inner.stop() }
+}
