@@ -11,6 +11,9 @@ public struct ButtonGestureDecoder: Sendable {
     public struct Settings: Sendable, Equatable {
         public var debounceNanoseconds: UInt64 = 30_000_000
         public var longPressNanoseconds: UInt64 = 2_000_000_000
+        /// A shorter press is a glitch (electrical noise, a brush of the hand), not a short
+        /// press: noise must never silence the alarm of a resident who cannot answer.
+        public var minimumPressNanoseconds: UInt64 = 50_000_000
         public init() {}
     }
 
@@ -20,6 +23,8 @@ public struct ButtonGestureDecoder: Sendable {
         case shortPress(heldNanoseconds: UInt64)
         /// Released after a long press.
         case released(heldNanoseconds: UInt64)
+        /// Released too soon to be a press at all.
+        case glitch(heldNanoseconds: UInt64)
     }
 
     public let settings: Settings
@@ -82,6 +87,7 @@ public struct ButtonGestureDecoder: Sendable {
             return [.pressed(atNanoseconds: t)]
         }
         let held = t &- pressedAt
-        return [longFired ? .released(heldNanoseconds: held) : .shortPress(heldNanoseconds: held)]
+        if longFired { return [.released(heldNanoseconds: held)] }
+        return [held < settings.minimumPressNanoseconds ? .glitch(heldNanoseconds: held) : .shortPress(heldNanoseconds: held)]
     }
 }

@@ -82,8 +82,12 @@ public struct EscalationBook: Projection {
     }
 
     public private(set) var residents: [String: ResidentState] = [:]
-    /// Resident by BLE tag address, for presence as a positive datum.
-    private var tagOwners: [UInt64: String] = [:]
+    /// Residents by BLE tag address (sorted ids: a shared tag credits every owner, in the same
+    /// order on every replay), for presence as a positive datum.
+    private var tagOwners: [UInt64: [String]] = [:]
+    /// The last ladder number of residents who were removed: a resident enrolled again under the
+    /// same id continues the numbering, so its messages never reuse an old outbox id.
+    public private(set) var retiredLadders: [String: UInt32] = [:]
     public var hasTags: Bool { !tagOwners.isEmpty }
     public private(set) var staleDeadlines: UInt64 = 0
     public private(set) var implausibleData: UInt64 = 0
@@ -104,7 +108,7 @@ public struct EscalationBook: Projection {
             enrol(r, event: event)
             return []
         case .residentRemoved(let r):
-            residents[r.id] = nil
+            if let removed = residents.removeValue(forKey: r.id) { retiredLadders[r.id] = removed.ladder }
             rebuildTags()
             return []
         case .checkIn(let c):
@@ -115,8 +119,8 @@ public struct EscalationBook: Projection {
             }
             return positive(resident: c.resident, event: event)
         case .scanHit(let hit):
-            guard !tagOwners.isEmpty, hit.count > 0, let owner = tagOwners[hit.address & 0xFFFF_FFFF_FFFF] else { return [] }
-            return positive(resident: owner, event: event)
+            guard !tagOwners.isEmpty, hit.count > 0, let owners = tagOwners[hit.address & 0xFFFF_FFFF_FFFF] else { return [] }
+            return owners.flatMap { positive(resident: $0, event: event) }
         case .deadlineReached(let d):
             return reach(d, event: event)
         default:
@@ -148,15 +152,22 @@ public struct EscalationBook: Projection {
             night: r.hasNight ? Night(startMinute: r.night.startMinute % 1_440, endMinute: r.night.endMinute % 1_440,
                                       utcOffsetMinutes: r.night.utcOffsetMinutes) : nil,
             bleTag: r.bleTag & 0xFFFF_FFFF_FFFF,
-            anchorMicroseconds: event.timeMicroseconds, ladder: 0, step: 0, stepDueMicroseconds: 0,
+            anchorMicroseconds: event.timeMicroseconds, ladder: retiredLadders[r.id] ?? 0, step: 0, stepDueMicroseconds: 0,
             stepSequence: event.sequence, lastPositiveMicroseconds: 0, lastPositiveSequence: 0, triggered: 0)
-        if let previous {
+        if let previous, previous.checkInMode != .off, state.checkInMode != .off {
             // An update changes the settings, not the history: a running ladder keeps running.
             state.anchorMicroseconds = previous.anchorMicroseconds
             state.ladder = previous.ladder
             state.step = previous.step
             state.stepDueMicroseconds = previous.stepDueMicroseconds
             state.stepSequence = previous.stepSequence
+            state.lastPositiveMicroseconds = previous.lastPositiveMicroseconds
+            state.lastPositiveSequence = previous.lastPositiveSequence
+            state.triggered = previous.triggered
+        } else if let previous {
+            // Turned off: any running ladder ends. Turned back on: checks start from now, not from
+            // an old anchor that would make every step overdue at once.
+            state.ladder = previous.ladder
             state.lastPositiveMicroseconds = previous.lastPositiveMicroseconds
             state.lastPositiveSequence = previous.lastPositiveSequence
             state.triggered = previous.triggered
@@ -167,7 +178,8 @@ public struct EscalationBook: Projection {
 
     private mutating func rebuildTags() {
         tagOwners = [:]
-        for (id, r) in residents where r.bleTag != 0 { tagOwners[r.bleTag] = id }
+        for (id, r) in residents where r.bleTag != 0 { tagOwners[r.bleTag, default: []].append(id) }
+        for tag in tagOwners.keys { tagOwners[tag]?.sort() }
     }
 
     /// A sign of life: stops a running ladder, resets a triggered one, postpones the next one.
@@ -303,12 +315,13 @@ public struct EscalationBook: Projection {
     public var prompting: [ResidentState] { residents.values.filter { (1...2).contains($0.step) }.sorted { $0.id < $1.id } }
 
     // tagOwners is derived from residents: not encoded.
-    enum CodingKeys: String, CodingKey { case residents, staleDeadlines, implausibleData }
+    enum CodingKeys: String, CodingKey { case residents, retiredLadders, staleDeadlines, implausibleData }
 
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         let list = try c.decode([ResidentState].self, forKey: .residents)
         residents = Dictionary(list.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
+        retiredLadders = try c.decode([String: UInt32].self, forKey: .retiredLadders)
         staleDeadlines = try c.decode(UInt64.self, forKey: .staleDeadlines)
         implausibleData = try c.decode(UInt64.self, forKey: .implausibleData)
         rebuildTags()
@@ -317,6 +330,7 @@ public struct EscalationBook: Projection {
     public func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
         try c.encode(residents.values.sorted { $0.id < $1.id }, forKey: .residents)
+        try c.encode(retiredLadders, forKey: .retiredLadders) // String keys: sorted by the encoder
         try c.encode(staleDeadlines, forKey: .staleDeadlines)
         try c.encode(implausibleData, forKey: .implausibleData)
     }

@@ -375,7 +375,7 @@ public final class Node: @unchecked Sendable {
                     ack.by = "button"
                     append(.alarmAcknowledged(ack))
                 }
-            case .pressed, .released:
+            case .pressed, .released, .glitch:
                 break
             }
         }

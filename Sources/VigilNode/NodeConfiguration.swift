@@ -101,6 +101,7 @@ public struct NodeConfiguration: Sendable {
         if var alarms = try root.section("alarms") {
             if let v = try alarms.duration("debounce") { config.gestures.debounceNanoseconds = v * 1_000 }
             if let v = try alarms.duration("long_press") { config.gestures.longPressNanoseconds = max(100_000, v) * 1_000 }
+            if let v = try alarms.duration("minimum_press") { config.gestures.minimumPressNanoseconds = v * 1_000 }
             if let v = try alarms.duration("sos_expiry") { config.sosExpiryMicroseconds = v }
             try alarms.finish()
         }

@@ -1,0 +1,44 @@
+import Testing
+import VigilCore
+import VigilEvents
+
+private let minute = LadderHarness.minute
+private let hour = LadderHarness.hour
+
+/// Turning checks off and on, and tags shared between residents.
+@Suite struct ModeChangeTests {
+    @Test func turningChecksOffEndsARunningLadder() {
+        var h = LadderHarness()
+        let t0 = h.now
+        _ = h.append(LadderEvents.enrolled(LadderEvents.resident("r1")))
+        _ = h.run(until: t0 + 4 * hour + 26 * minute)
+        #expect(h.step("r1") == .alarm)
+        _ = h.append(LadderEvents.updated(LadderEvents.resident("r1", mode: .off)))
+        #expect(h.step("r1") == LadderStep.none)
+        #expect(h.nextDeadline("r1") == nil)
+        #expect(OutputPolicy.decide(h.state, running: true)[.buzzer]?.pattern == .off)
+    }
+
+    @Test func turningChecksBackOnStartsFromNowNotFromAnOldAnchor() {
+        var h = LadderHarness()
+        let t0 = h.now
+        _ = h.append(LadderEvents.enrolled(LadderEvents.resident("r1", mode: .off)))
+        _ = h.run(until: t0 + 2 * LadderHarness.day)
+        let on = h.at(t0 + 2 * LadderHarness.day, LadderEvents.updated(LadderEvents.resident("r1")))
+        // Without the reset, prompt, text, alarm and notify would all be overdue at once.
+        #expect(h.plainDeadline("r1") == PlainDeadline("r1", ladder: 1, step: .prompt, due: on.timeMicroseconds + 4 * hour))
+        #expect(h.run(until: on.timeMicroseconds + hour).isEmpty)
+    }
+
+    @Test func aSharedTagCreditsEveryOwnerTheSameWayOnEveryReplay() throws {
+        var h = LadderHarness()
+        let t0 = h.now
+        let tag: UInt64 = 0xC0_00_00_00_00_07
+        _ = h.append(LadderEvents.enrolled(LadderEvents.resident("b", mode: .pulse, interval: hour, tag: tag)))
+        _ = h.append(LadderEvents.enrolled(LadderEvents.resident("a", mode: .pulse, interval: hour, tag: tag)))
+        let seen = h.at(t0 + 30 * minute, LadderEvents.tagSeen(tag))
+        #expect(h.resident("a")?.lastPositiveSequence == seen.sequence)
+        #expect(h.resident("b")?.lastPositiveSequence == seen.sequence)
+        #expect(try h.state.encoded() == h.replayed().encoded())
+    }
+}
