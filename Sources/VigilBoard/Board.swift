@@ -31,12 +31,21 @@ public struct BoardProfile: Sendable, Equatable {
     public var chip: String
     public var button: Line
     public var outputs: [OutputLine: Line]
+    /// Per-resident check-in buttons: resident id → line. A press is that resident's "I'm OK".
+    public var checkInButtons: [String: Line]
 
-    public init(name: String, chip: String, button: Line, outputs: [OutputLine: Line]) {
+    public init(name: String, chip: String, button: Line, outputs: [OutputLine: Line],
+                checkInButtons: [String: Line] = [:]) {
         self.name = name
         self.chip = chip
         self.button = button
         self.outputs = outputs
+        self.checkInButtons = checkInButtons
+    }
+
+    /// The resident whose check-in button is on `line`, if any.
+    public func checkInResident(line: UInt32) -> String? {
+        checkInButtons.first { $0.value.offset == line }?.key
     }
 
     /// The simulated board's profile, used when board/sim.yaml is not at hand.
@@ -46,10 +55,10 @@ public struct BoardProfile: Sendable, Equatable {
                   .blue: Line(offset: 4), .buzzer: Line(offset: 5)])
 }
 
-/// The interface every board implements: the simulated board now, libgpiod next.
+/// The interface every board implements: the simulated board and libgpiod.
 ///
-/// Contract: the loop watches `descriptor` (the button's line-event fd, or the simulation's
-/// timerfd) and calls `readReady` only when it is readable. `drive` is idempotent: driving a line
+/// Contract: the loop watches `descriptor` (an epoll fd over every input line's event fd, or the
+/// simulation's timerfd) and calls `readReady` only when it is readable. `drive` is idempotent: driving a line
 /// to the level it already has changes nothing.
 public protocol BoardAdapter: AnyObject {
     var profile: BoardProfile { get }

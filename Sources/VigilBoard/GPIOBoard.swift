@@ -32,11 +32,15 @@ public final class GPIOBoard: BoardAdapter {
     /// The chip as the kernel names it ("gpiochip0") and labels it ("pinctrl-bcm2711").
     public let chipName: String
     public let chipLabel: String
-    /// The button's line-event descriptor; -1 after `stop()`.
-    public private(set) var descriptor: Int32 = -1
+    /// An epoll descriptor over the line-event fds of every input (the SOS button and the
+    /// check-in buttons): readable when any of them has an edge. -1 after `stop()`.
+    public var descriptor: Int32 { inputs == nil ? -1 : (events?.fd ?? -1) }
 
     private var chip: GPIOChip?
     private var button: GPIOLine?
+    /// Input lines by offset, with their event fds.
+    private var inputs: [UInt32: (line: GPIOLine, fd: Int32)]? = [:]
+    private var events: Epoll?
     private var outputs: [OutputLine: GPIOLine] = [:]
     private var levels: [OutputLine: Bool] = [:]
     private var pending: [GPIOLineEvent] = []
@@ -62,13 +66,15 @@ public final class GPIOBoard: BoardAdapter {
             for (role, line) in Self.roles(profile) where line.offset >= chip.lineCount {
                 throw BoardError.lineOutOfRange(chip: chipID, line: line.offset, role: role, lineCount: chip.lineCount)
             }
-            let buttonLine = try take(profile.button, role: "button", from: chip) { (line) throws(GPIODError) in
-                try line.requestBothEdges(consumer: Self.consumer, activeLow: profile.button.activeLow)
+            let epoll: Epoll
+            do { epoll = try Epoll() } catch {
+                throw BoardError.system(chip: chipID, line: nil, operation: error.operation, errno: error.errno)
             }
-            button = buttonLine
-            let fd = try gpio(profile.button.offset) { () throws(GPIODError) in try buttonLine.eventDescriptor() }
-            try gpio(profile.button.offset) { () throws(GPIODError) in try GPIOEvents.setNonBlocking(fd) }
-            descriptor = fd
+            events = epoll
+            button = try input(profile.button, role: "button", chip: chip, epoll: epoll)
+            for (resident, spec) in profile.checkInButtons.sorted(by: { $0.key < $1.key }) {
+                _ = try input(spec, role: "check-in button for \(resident)", chip: chip, epoll: epoll)
+            }
             for output in OutputLine.allCases {
                 guard let spec = profile.outputs[output] else { continue }
                 outputs[output] = try take(spec, role: output.rawValue, from: chip) { (line) throws(GPIODError) in
@@ -87,20 +93,46 @@ public final class GPIOBoard: BoardAdapter {
     /// Nothing to do: the lines were requested in `init` and outputs start off.
     public func start() throws {}
 
-    /// Appends every pending edge, in kernel order, never blocking: reads until the kernel FIFO
-    /// is empty (a short read means it was).
-    public func readReady(into edges: inout [ButtonEdge]) throws {
-        guard descriptor >= 0 else { return }
-        let line = profile.button.offset
-        while true {
-            pending.removeAll(keepingCapacity: true)
-            let n = try gpio(line) { () throws(GPIODError) in try GPIOEvents.read(descriptor, into: &pending) }
-            for event in pending {
-                edges.append(ButtonEdge(line: line, pressed: event.rising,
-                                        kernelTimestampNanoseconds: event.timestampNanoseconds))
-            }
-            if n < GPIOEvents.batch { return }
+    /// Requests an input line for both edges and adds its event fd to the inner epoll set.
+    private func input(_ spec: BoardProfile.Line, role: String, chip: GPIOChip, epoll: Epoll) throws(BoardError) -> GPIOLine {
+        let line = try take(spec, role: role, from: chip) { (line) throws(GPIODError) in
+            try line.requestBothEdges(consumer: Self.consumer, activeLow: spec.activeLow)
         }
+        let fd = try gpio(spec.offset) { () throws(GPIODError) in try line.eventDescriptor() }
+        try gpio(spec.offset) { () throws(GPIODError) in try GPIOEvents.setNonBlocking(fd) }
+        inputs?[spec.offset] = (line, fd)
+        do {
+            try epoll.add(fd, token: UInt64(spec.offset))
+        } catch {
+            throw BoardError.system(chip: profile.chip, line: spec.offset, operation: error.operation, errno: error.errno)
+        }
+        return line
+    }
+
+    /// Appends every pending edge of every ready input, never blocking: for each line the inner
+    /// epoll reports, reads until its kernel FIFO is empty (a short read means it was). Edges
+    /// of different lines are ordered by their kernel timestamps.
+    public func readReady(into edges: inout [ButtonEdge]) throws {
+        guard let events, let inputs else { return }
+        let ready: [Epoll.Ready]
+        do { ready = try events.wait(timeoutMilliseconds: 0) } catch {
+            throw BoardError.system(chip: profile.chip, line: nil, operation: error.operation, errno: error.errno)
+        }
+        let first = edges.count
+        for r in ready {
+            let offset = UInt32(truncatingIfNeeded: r.token)
+            guard let fd = inputs[offset]?.fd else { continue }
+            while true {
+                pending.removeAll(keepingCapacity: true)
+                let n = try gpio(offset) { () throws(GPIODError) in try GPIOEvents.read(fd, into: &pending) }
+                for event in pending {
+                    edges.append(ButtonEdge(line: offset, pressed: event.rising,
+                                            kernelTimestampNanoseconds: event.timestampNanoseconds))
+                }
+                if n < GPIOEvents.batch { break }
+            }
+        }
+        if ready.count > 1 { edges[first...].sort { $0.kernelTimestampNanoseconds < $1.kernelTimestampNanoseconds } }
     }
 
     /// Whether the button is pressed now (logical level 1), e.g. held down while the node starts.
@@ -131,9 +163,10 @@ public final class GPIOBoard: BoardAdapter {
         for output in outputs.values { output.release() }
         outputs.removeAll()
         levels.removeAll()
-        button?.release()
+        for input in (inputs ?? [:]).values { input.line.release() }
+        inputs = nil
         button = nil
-        descriptor = -1
+        events = nil
         chip?.close()
         chip = nil
     }
@@ -165,6 +198,7 @@ public final class GPIOBoard: BoardAdapter {
 
     private static func roles(_ profile: BoardProfile) -> [(String, BoardProfile.Line)] {
         [("button", profile.button)] + OutputLine.allCases.compactMap { o in profile.outputs[o].map { (o.rawValue, $0) } }
+            + profile.checkInButtons.sorted { $0.key < $1.key }.map { ("check-in button for \($0.key)", $0.value) }
     }
 
     private static func checkDistinctLines(_ profile: BoardProfile) throws(BoardError) {

@@ -40,9 +40,9 @@ public final class SimulatedBoard: BoardAdapter {
     /// with optional contact bounce (`bounces` extra short edge pairs of `bounceMicroseconds`
     /// right after the press).
     public func press(holdMicroseconds: UInt64, bounces: Int = 0, bounceMicroseconds: UInt64 = 2_000,
-                      afterMicroseconds: UInt64 = 0) throws {
+                      afterMicroseconds: UInt64 = 0, line pressedLine: UInt32? = nil) throws {
         let now = monotonicNanoseconds() + afterMicroseconds * 1_000
-        let line = profile.button.offset
+        let line = pressedLine ?? profile.button.offset
         var edges = [ButtonEdge(line: line, pressed: true, kernelTimestampNanoseconds: now)]
         var t = now
         for _ in 0..<max(0, bounces) {

@@ -14,7 +14,8 @@ public struct AlarmState: Projection {
     public init() {}
 
     public mutating func apply(_ input: ProjectionInput) {
-        guard case .event(let event) = input, case .buttonInput(let b) = event.body else { return }
+        // Only the SOS button (role empty) gives "held" feedback; check-in buttons do not.
+        guard case .event(let event) = input, case .buttonInput(let b) = event.body, b.role.isEmpty else { return }
         buttonHeld = b.edge == .falling
         buttonEdgeSequence = event.sequence
         buttonEdgeMicroseconds = event.timeMicroseconds

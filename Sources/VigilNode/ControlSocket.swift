@@ -6,7 +6,8 @@ public enum ControlCommand: Sendable, Equatable {
     case ping
     case status
     /// Press the simulated button for `holdMicroseconds`, with `bounces` extra bounce edge pairs.
-    case press(holdMicroseconds: UInt64, bounces: Int)
+    /// With a resident, their check-in button instead of the SOS button.
+    case press(holdMicroseconds: UInt64, bounces: Int, resident: String? = nil)
     /// Append an event (residents, check-ins, acknowledgements from the CLI); the reply comes
     /// once it is durable.
     case append(kind: UInt32, payload: [UInt8])
@@ -24,7 +25,8 @@ public enum ControlCommand: Sendable, Equatable {
         case "press":
             guard words.count >= 2, let hold = UInt64(words[1]), hold <= 60_000_000 else { return nil }
             let bounces = words.count >= 3 ? Int(words[2]) ?? 0 : 0
-            self = .press(holdMicroseconds: hold, bounces: min(max(bounces, 0), 50))
+            let resident = words.count >= 4 ? words[3] : nil
+            self = .press(holdMicroseconds: hold, bounces: min(max(bounces, 0), 50), resident: resident)
         default: return nil
         }
     }
@@ -33,7 +35,7 @@ public enum ControlCommand: Sendable, Equatable {
         switch self {
         case .ping: "ping"
         case .status: "status"
-        case .press(let hold, let bounces): "press \(hold) \(bounces)"
+        case .press(let hold, let bounces, let resident): "press \(hold) \(bounces)" + (resident.map { " " + $0 } ?? "")
         case .append(let kind, let payload): "append \(kind) \(Data(payload).base64EncodedString())"
         }
     }

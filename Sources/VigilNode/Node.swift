@@ -45,6 +45,8 @@ public final class Node: @unchecked Sendable {
     private var radioReports: [RadioOutput] = []
     private var buttonEdges: [ButtonEdge] = []
     private var gestures: ButtonGestureDecoder
+    /// One decoder per resident check-in button, by line.
+    private var checkInGestures: [UInt32: ButtonGestureDecoder] = [:]
     private var patterns = PatternDriver()
     /// The last deadline appended and not yet applied (so it is appended once).
     private var appendedDeadline: EscalationBook.Deadline?
@@ -115,6 +117,9 @@ public final class Node: @unchecked Sendable {
         }
         scanWindow = ScanWindow(durationMicroseconds: configuration.scanWindowMicroseconds)
         gestures = ButtonGestureDecoder(settings: configuration.gestures)
+        for line in configuration.board.checkInButtons.values {
+            checkInGestures[line.offset] = ButtonGestureDecoder(settings: configuration.gestures)
+        }
         let wake = self.wake
         let inbox = self.inbox
         do {
@@ -339,9 +344,35 @@ public final class Node: @unchecked Sendable {
         input.line = edge.line
         input.edge = edge.pressed ? .falling : .rising
         input.kernelTimestampNs = edge.kernelTimestampNanoseconds
-        append(.buttonInput(input))
-        guard edge.line == board.profile.button.offset else { return }
-        perform(gestures.edge(pressed: edge.pressed, atNanoseconds: edge.kernelTimestampNanoseconds))
+        if edge.line == board.profile.button.offset {
+            append(.buttonInput(input))
+            perform(gestures.edge(pressed: edge.pressed, atNanoseconds: edge.kernelTimestampNanoseconds))
+        } else if let resident = board.profile.checkInResident(line: edge.line), var decoder = checkInGestures[edge.line] {
+            input.role = "checkin:" + resident
+            append(.buttonInput(input))
+            let decoded = decoder.edge(pressed: edge.pressed, atNanoseconds: edge.kernelTimestampNanoseconds)
+            checkInGestures[edge.line] = decoder
+            checkIn(resident, decoded)
+        } else {
+            input.role = "unassigned"
+            append(.buttonInput(input))
+        }
+    }
+
+    /// A press of a resident's own button (short or long; not a glitch) is their "I'm OK".
+    private func checkIn(_ resident: String, _ decoded: [ButtonGestureDecoder.Gesture]) {
+        for gesture in decoded {
+            switch gesture {
+            case .shortPress, .longPress:
+                var c = CheckIn()
+                c.resident = resident
+                c.source = .checkInButton
+                append(.checkIn(c))
+            case .pressed, .released, .glitch:
+                break
+            }
+        }
+        scheduleGestureTick()
     }
 
     /// Acts on gestures: a long press raises this box's SOS, or cancels it if one is active; a
@@ -383,7 +414,8 @@ public final class Node: @unchecked Sendable {
     }
 
     private func scheduleGestureTick() {
-        if let next = gestures.nextTick {
+        let next = ([gestures.nextTick] + checkInGestures.values.map(\.nextTick)).compactMap { $0 }.min()
+        if let next {
             try? scheduler.schedule(.gesture, atMonotonicNanoseconds: next)
         } else {
             try? scheduler.cancel(.gesture)
@@ -551,7 +583,13 @@ public final class Node: @unchecked Sendable {
             case .commandTimeout:
                 finishDelivery(timedOut: true)
             case .gesture:
-                perform(gestures.tick(atNanoseconds: monotonicNanoseconds()))
+                let now = monotonicNanoseconds()
+                for (line, var decoder) in checkInGestures {
+                    let decoded = decoder.tick(atNanoseconds: now)
+                    checkInGestures[line] = decoder
+                    if let resident = board.profile.checkInResident(line: line) { checkIn(resident, decoded) }
+                }
+                perform(gestures.tick(atNanoseconds: now))
             case .pattern:
                 driveOutputs()
             }
@@ -726,12 +764,19 @@ public final class Node: @unchecked Sendable {
             return .now(#"{"ok":true}"#)
         case .status:
             return .now((try? String(decoding: JSONEncoder().encode(liveStatus()), as: UTF8.self)) ?? #"{"ok":false}"#)
-        case .press(let hold, let bounces):
+        case .press(let hold, let bounces, let resident):
             guard let sim = board as? SimulatedBoard else {
                 return .now(#"{"ok":false,"error":"this node's board is not simulated"}"#)
             }
+            var line: UInt32?
+            if let resident {
+                guard let l = board.profile.checkInButtons[resident]?.offset else {
+                    return .now(#"{"ok":false,"error":"the board has no check-in button for that resident"}"#)
+                }
+                line = l
+            }
             do {
-                try sim.press(holdMicroseconds: hold, bounces: bounces)
+                try sim.press(holdMicroseconds: hold, bounces: bounces, line: line)
                 return .now(#"{"ok":true}"#)
             } catch {
                 return .now(#"{"ok":false,"error":"\#(error)"}"#)

@@ -166,9 +166,16 @@ enum BoardProfileFile {
             }
             try section.finish()
         }
-        _ = try root.section("checkin_buttons") // reserved for per-resident buttons
+        var checkIns: [String: BoardProfile.Line] = [:]
+        if let section = try root.section("checkin_buttons"), let mapping = section.node.mapping {
+            var reader = section
+            for key in mapping.keys.compactMap({ $0.scalar?.string }) {
+                if var l = try reader.section(key) { checkIns[key] = try line(&l) }
+            }
+            try reader.finish()
+        }
         try root.finish()
-        return BoardProfile(name: name, chip: chip, button: button, outputs: outputs)
+        return BoardProfile(name: name, chip: chip, button: button, outputs: outputs, checkInButtons: checkIns)
     }
 
     private static func line(_ reader: inout ConfigReader) throws -> BoardProfile.Line {

@@ -10,10 +10,13 @@ struct Sim: AsyncParsableCommand {
 struct Press: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Press the simulated button: sos (long) or ack (short).")
 
-    enum Gesture: String, ExpressibleByArgument, CaseIterable { case sos, ack }
+    enum Gesture: String, ExpressibleByArgument, CaseIterable { case sos, ack, checkin }
 
-    @Argument(help: "sos (held 2.5 s unless --hold) or ack (a short press).")
+    @Argument(help: "sos (held 2.5 s unless --hold), ack (a short press), or checkin (a resident's own button).")
     var gesture: Gesture
+
+    @Option(help: "With checkin: the resident whose check-in button to press.")
+    var resident: String?
 
     @Option(help: "How long to hold, e.g. 2.5s or 300ms.")
     var hold: String?
@@ -27,6 +30,7 @@ struct Press: AsyncParsableCommand {
         try await reportingErrors {
             let dir = try options.load().configuration.dataDirectory
             let defaultHold: UInt64 = gesture == .sos ? 2_500_000 : 200_000
+            if gesture == .checkin && resident == nil { throw CLIError("checkin needs --resident ID", code: 64) }
             var holdMicroseconds = defaultHold
             if let hold {
                 guard let us = HumanDuration.parseMicroseconds(hold), us > 0, us <= 60_000_000 else {
@@ -36,7 +40,8 @@ struct Press: AsyncParsableCommand {
             }
             let reply: String
             do {
-                reply = try ControlClient.send(.press(holdMicroseconds: holdMicroseconds, bounces: bounces), dataDirectory: dir)
+                reply = try ControlClient.send(.press(holdMicroseconds: holdMicroseconds, bounces: bounces,
+                                                      resident: gesture == .checkin ? resident : nil), dataDirectory: dir)
             } catch {
                 throw CLIError("no node is running with data directory \(dir) (cannot reach \(dir)/control.sock: \(error))")
             }

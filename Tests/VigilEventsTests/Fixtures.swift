@@ -151,7 +151,12 @@ enum Fixtures {
         checkIn.source = .checkInHeartRate
         checkIn.value = 64
         checkIn.heartRateFlags = 0b100 // contact supported, not detected
-        let added: [EventBody] = [.checkIn(checkIn)] + schema2Bodies
+        var button = ButtonInput()
+        button.line = 6
+        button.edge = .falling
+        button.kernelTimestampNs = 123_456_789
+        button.role = "checkin:R-7"
+        let added: [EventBody] = [.checkIn(checkIn), .buttonInput(button)] + schema2Bodies
         let base = goldenEvents.last?.timeMicroseconds ?? start
         return goldenEvents + added.enumerated().map { (base + UInt64($0.offset + 1) * 250_000, $0.element) }
     }

@@ -725,6 +725,10 @@ public nonisolated struct Vigil_Events_V1_ButtonInput: Sendable {
   /// from the line event (CLOCK_MONOTONIC)
   public var kernelTimestampNs: UInt64 = 0
 
+  /// Schema 2: what the button is for: empty = the SOS button; "checkin:ID" = resident ID's
+  /// check-in button.
+  public var role: String = String()
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -1352,7 +1356,7 @@ nonisolated extension Vigil_Events_V1_CheckIn: SwiftProtobuf.Message, SwiftProto
 
 nonisolated extension Vigil_Events_V1_ButtonInput: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".ButtonInput"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}line\0\u{1}edge\0\u{3}kernel_timestamp_ns\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}line\0\u{1}edge\0\u{3}kernel_timestamp_ns\0\u{1}role\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1363,6 +1367,7 @@ nonisolated extension Vigil_Events_V1_ButtonInput: SwiftProtobuf.Message, SwiftP
       case 1: try { try decoder.decodeSingularUInt32Field(value: &self.line) }()
       case 2: try { try decoder.decodeSingularEnumField(value: &self.edge) }()
       case 3: try { try decoder.decodeSingularUInt64Field(value: &self.kernelTimestampNs) }()
+      case 4: try { try decoder.decodeSingularStringField(value: &self.role) }()
       default: break
       }
     }
@@ -1378,6 +1383,9 @@ nonisolated extension Vigil_Events_V1_ButtonInput: SwiftProtobuf.Message, SwiftP
     if self.kernelTimestampNs != 0 {
       try visitor.visitSingularUInt64Field(value: self.kernelTimestampNs, fieldNumber: 3)
     }
+    if !self.role.isEmpty {
+      try visitor.visitSingularStringField(value: self.role, fieldNumber: 4)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -1385,6 +1393,7 @@ nonisolated extension Vigil_Events_V1_ButtonInput: SwiftProtobuf.Message, SwiftP
     if lhs.line != rhs.line {return false}
     if lhs.edge != rhs.edge {return false}
     if lhs.kernelTimestampNs != rhs.kernelTimestampNs {return false}
+    if lhs.role != rhs.role {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
