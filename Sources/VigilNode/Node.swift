@@ -476,7 +476,7 @@ public final class Node: @unchecked Sendable {
 
     /// The monotonic time at which the node clock reaches `due` (the clock may run faster).
     private func realDeadline(_ due: UInt64, now: UInt64) -> UInt64 {
-        let realMicroseconds = Double(due - now) / clock.rate
+        let realMicroseconds = Double(due > now ? due - now : 0) / clock.rate
         return monotonicNanoseconds() &+ UInt64(min(realMicroseconds * 1_000, 1e17))
     }
 

@@ -103,6 +103,17 @@ struct ResidentOptions: ParsableArguments {
     }
 }
 
+/// The node's current projections, read from its log (checkpoint + tail).
+func currentState(_ dir: String) throws -> Projections {
+    try Replay.currentState(try openForReading(dir), settings: ProjectionSettings())
+}
+
+/// The resident `id` as the log knows it, or a clear error.
+func existingResident(_ id: String, _ dir: String) throws -> EscalationBook.ResidentState {
+    guard let r = try currentState(dir).escalations.residents[id] else { throw CLIError("no resident \(id)") }
+    return r
+}
+
 func parseAddress(_ text: String) -> UInt64? {
     let bytes = text.split(separator: ":").compactMap { UInt8($0, radix: 16) }
     guard bytes.count == 6 else { return nil }
@@ -119,8 +130,7 @@ struct AddResident: AsyncParsableCommand {
         try await reportingErrors {
             let dir = try options.load().configuration.dataDirectory
             guard !id.isEmpty, !id.contains(" "), id.count <= 64 else { throw CLIError("a resident id is 1-64 characters without spaces", code: 64) }
-            if let existing = try? Replay.currentState(try openForReading(dir), settings: ProjectionSettings()),
-               existing.escalations.residents[id] != nil {
+            if let existing = try? currentState(dir), existing.escalations.residents[id] != nil {
                 throw CLIError("resident \(id) exists; use `vigil resident set \(id)`")
             }
             var r = Resident()
@@ -143,9 +153,7 @@ struct SetResident: AsyncParsableCommand {
     func run() async throws {
         try await reportingErrors {
             let dir = try options.load().configuration.dataDirectory
-            let state = try Replay.currentState(try openForReading(dir), settings: ProjectionSettings())
-            guard let current = state.escalations.residents[id] else { throw CLIError("no resident \(id)") }
-            var r = Resident(current)
+            var r = Resident(try existingResident(id, dir))
             try settings.apply(to: &r)
             let seq = try EventWriter.append(.residentUpdated(r), dataDirectory: dir)
             FileOutput.standardOutput.write("updated \(id) (event \(seq))\n")
@@ -161,8 +169,7 @@ struct RemoveResident: AsyncParsableCommand {
     func run() async throws {
         try await reportingErrors {
             let dir = try options.load().configuration.dataDirectory
-            let state = try Replay.currentState(try openForReading(dir), settings: ProjectionSettings())
-            guard state.escalations.residents[id] != nil else { throw CLIError("no resident \(id)") }
+            _ = try existingResident(id, dir)
             var removed = ResidentRemoved()
             removed.id = id
             let seq = try EventWriter.append(.residentRemoved(removed), dataDirectory: dir)
@@ -179,7 +186,7 @@ struct ListResidents: AsyncParsableCommand {
     func run() async throws {
         try await reportingErrors {
             let dir = try options.load().configuration.dataDirectory
-            let state = try Replay.currentState(try openForReading(dir), settings: ProjectionSettings())
+            let state = try currentState(dir)
             let residents = state.escalations.residents.values.sorted { $0.id < $1.id }
             if json {
                 let encoder = JSONEncoder()
