@@ -32,6 +32,8 @@ public final class GPIOBoard: BoardAdapter {
     /// The chip as the kernel names it ("gpiochip0") and labels it ("pinctrl-bcm2711").
     public let chipName: String
     public let chipLabel: String
+    /// Edges the kernel dropped and the board made up from the line's level.
+    public private(set) var droppedEdges: UInt64 = 0
     /// An epoll descriptor over the line-event fds of every input (the SOS button and the
     /// check-in buttons): readable when any of them has an edge. -1 after `stop()`.
     public var descriptor: Int32 { inputs == nil ? -1 : (events?.fd ?? -1) }
@@ -41,6 +43,8 @@ public final class GPIOBoard: BoardAdapter {
     /// Input lines by offset, with their event fds.
     private var inputs: [UInt32: (line: GPIOLine, fd: Int32)]? = [:]
     private var events: Epoll?
+    /// The logical level each input last reported (by edge), to notice edges the kernel dropped.
+    private var reportedLevel: [UInt32: Bool] = [:]
     private var outputs: [OutputLine: GPIOLine] = [:]
     private var levels: [OutputLine: Bool] = [:]
     private var pending: [GPIOLineEvent] = []
@@ -101,6 +105,7 @@ public final class GPIOBoard: BoardAdapter {
         let fd = try gpio(spec.offset) { () throws(GPIODError) in try line.eventDescriptor() }
         try gpio(spec.offset) { () throws(GPIODError) in try GPIOEvents.setNonBlocking(fd) }
         inputs?[spec.offset] = (line, fd)
+        reportedLevel[spec.offset] = (try? line.value()) ?? false
         do {
             try epoll.add(fd, token: UInt64(spec.offset))
         } catch {
@@ -128,8 +133,18 @@ public final class GPIOBoard: BoardAdapter {
                 for event in pending {
                     edges.append(ButtonEdge(line: offset, pressed: event.rising,
                                             kernelTimestampNanoseconds: event.timestampNanoseconds))
+                    reportedLevel[offset] = event.rising
                 }
                 if n < GPIOEvents.batch { break }
+            }
+            // The kernel's event FIFO holds 16 edges and drops the newest when full (a bounce
+            // burst during a stall). If the line's level now disagrees with the last edge we
+            // reported, an edge was lost: report it now, so a dropped release can never leave
+            // the button "held" and fire a false SOS (or cancel a real one).
+            if let line = inputs[offset]?.line, let level = try? line.value(), level != reportedLevel[offset] {
+                edges.append(ButtonEdge(line: offset, pressed: level, kernelTimestampNanoseconds: monotonicNanoseconds()))
+                reportedLevel[offset] = level
+                droppedEdges += 1
             }
         }
         if ready.count > 1 { edges[first...].sort { $0.kernelTimestampNanoseconds < $1.kernelTimestampNanoseconds } }

@@ -26,6 +26,9 @@ public struct AlertBook: Projection {
     public private(set) var alerts: [String: Entry] = [:]
     public private(set) var duplicatesDropped: UInt64 = 0
     public private(set) var cancellationsForUnknown: UInt64 = 0
+    /// The time of the latest event applied: "now" for expiry. Not the highest time ever seen:
+    /// after the wall clock is stepped back (an RTC-less Pi corrected by NTP), a maximum would
+    /// make every new SOS born expired; the latest time can only make an alert last longer.
     public private(set) var newestMicroseconds: UInt64 = 0
 
     public init() {}
@@ -39,7 +42,7 @@ public struct AlertBook: Projection {
     /// Every event's time moves "now" for expiry.
     @inline(__always)
     mutating func observe(time: UInt64) {
-        if time > newestMicroseconds { newestMicroseconds = time }
+        newestMicroseconds = time
     }
 
     mutating func apply(alertEvent event: Event) {

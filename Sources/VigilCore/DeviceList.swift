@@ -36,6 +36,12 @@ public struct DeviceList: Projection {
         self.pruneIntervalMicroseconds = max(1_000_000, pruneAfterMicroseconds / 10)
     }
 
+    /// Changes the pruning horizon (and the interval derived from it, as `init` does).
+    public mutating func setPruneAfter(_ microseconds: UInt64) {
+        pruneAfterMicroseconds = microseconds
+        pruneIntervalMicroseconds = max(1_000_000, microseconds / 10)
+    }
+
     /// Devices keyed by address with the address type in bits 48...
     @inline(__always)
     static func key(_ hit: ScanHit) -> UInt64 { (hit.address & 0xFFFF_FFFF_FFFF) | (UInt64(hit.addressType.rawValue & 0xFF) << 48) }

@@ -12,6 +12,10 @@ public struct EscalationBook: Projection {
     public static let defaultConfirmMicroseconds: UInt64 = 20 * 60_000_000
     public static let defaultTextToAlarmMicroseconds: UInt64 = 5 * 60_000_000
     public static let defaultAlarmToNotifyMicroseconds: UInt64 = 5 * 60_000_000
+    /// Bounds on a resident's durations: beyond them a setting is a mistake, and sums of times
+    /// could overflow. Values are clamped into them.
+    public static let intervalBounds: ClosedRange<UInt64> = 60_000_000...366 * 86_400_000_000
+    public static let stepBounds: ClosedRange<UInt64> = 1_000_000...7 * 86_400_000_000
     /// Heart rates outside this range are implausible readings, not signs of life.
     public static let plausibleHeartRate: ClosedRange<Double> = 25...250
 
@@ -143,10 +147,10 @@ public struct EscalationBook: Projection {
         let previous = residents[r.id]
         var state = ResidentState(
             id: r.id, name: r.name, mode: r.mode.rawValue,
-            intervalMicroseconds: max(r.intervalUs, 60_000_000),
-            confirmMicroseconds: r.confirmUs == 0 ? Self.defaultConfirmMicroseconds : r.confirmUs,
-            textToAlarmMicroseconds: r.textToAlarmUs == 0 ? Self.defaultTextToAlarmMicroseconds : r.textToAlarmUs,
-            alarmToNotifyMicroseconds: r.alarmToNotifyUs == 0 ? Self.defaultAlarmToNotifyMicroseconds : r.alarmToNotifyUs,
+            intervalMicroseconds: Self.clamp(r.intervalUs, Self.intervalBounds),
+            confirmMicroseconds: r.confirmUs == 0 ? Self.defaultConfirmMicroseconds : Self.clamp(r.confirmUs, Self.stepBounds),
+            textToAlarmMicroseconds: r.textToAlarmUs == 0 ? Self.defaultTextToAlarmMicroseconds : Self.clamp(r.textToAlarmUs, Self.stepBounds),
+            alarmToNotifyMicroseconds: r.alarmToNotifyUs == 0 ? Self.defaultAlarmToNotifyMicroseconds : Self.clamp(r.alarmToNotifyUs, Self.stepBounds),
             contacts: r.contacts.map { ContactEntry(name: $0.name, address: $0.address) },
             pauses: r.pauses.filter { $0.endUs > $0.startUs }.map { Window(start: $0.startUs, end: $0.endUs) },
             night: r.hasNight ? Night(startMinute: r.night.startMinute % 1_440, endMinute: r.night.endMinute % 1_440,
@@ -174,6 +178,10 @@ public struct EscalationBook: Projection {
         }
         residents[r.id] = state
         rebuildTags()
+    }
+
+    private static func clamp(_ v: UInt64, _ bounds: ClosedRange<UInt64>) -> UInt64 {
+        min(max(v, bounds.lowerBound), bounds.upperBound)
     }
 
     private mutating func rebuildTags() {
@@ -294,7 +302,9 @@ public struct EscalationBook: Projection {
 
     /// When the night window containing `time` ends, or nil if `time` is not in it.
     static func nightEnd(containing time: UInt64, _ n: Night) -> UInt64? {
-        guard n.startMinute != n.endMinute else { return nil }
+        // Times beyond year ~292,000 cannot come from a clock; refusing them keeps the Int64
+        // arithmetic below from overflowing on a hostile or corrupt record.
+        guard n.startMinute != n.endMinute, time < UInt64(Int64.max / 2) else { return nil }
         let minuteUs: Int64 = 60_000_000
         let local = Int64(bitPattern: time) + Int64(n.utcOffsetMinutes) * minuteUs
         let dayUs = 1_440 * minuteUs

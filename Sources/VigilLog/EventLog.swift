@@ -165,6 +165,10 @@ public final class EventLog: @unchecked Sendable {
 
     public var statistics: LogStatistics { writer?.statistics ?? LogStatistics() }
 
+    /// The write or flush error that made the log refuse everything, if one happened. The owner
+    /// should stop and restart from what is on disk.
+    public var failure: LogError? { writer?.failed }
+
     /// Writes everything queued, makes it durable, acknowledges it, and stops the writer.
     /// Appends after this are refused with `.closed`.
     public func close() {

@@ -45,6 +45,7 @@ final class LogWriter: @unchecked Sendable {
 
     /// A committed run of records whose acknowledgement waits for durability.
     struct Committed {
+        var firstSequence: UInt64
         var durableThrough: UInt64
         var refused: [UInt64]
         var completions: ArraySlice<(UInt64, Completion)>
@@ -54,7 +55,15 @@ final class LogWriter: @unchecked Sendable {
     struct WriteOutcome {
         var batch: Committed
         var error: LogError?
+        /// Whether the commit wrote pages, and so flushed the file (an empty LMDB commit does not).
+        var flushed = true
     }
+
+    /// Set after a write or flush error: nothing written afterwards can be trusted to be durable
+    /// (a failed fsync may have dropped pages that a later fsync reports as clean), so the log
+    /// refuses everything from then on and the node must restart from what is on disk.
+    private let failure = Mutex<LogError?>(nil)
+    var failed: LogError? { failure.withLock { $0 } }
 
     /// Strong: the writer drains its queue even while its EventLog is being deinitialised.
     private let environment: OpenEnvironment
@@ -95,6 +104,7 @@ final class LogWriter: @unchecked Sendable {
     var statistics: LogStatistics { stats.withLock { $0 } }
 
     func enqueue(_ record: LogRecord, priority: AppendPriority, completion: Completion?) throws(LogError) -> UInt64 {
+        if let failed { throw failed }
         let outcome: Result<UInt64, LogError> = lock.withLock {
             if stopping { return .failure(.closed) }
             if priority == .sheddable && incoming.slots.count >= config.queueLimit {
@@ -186,7 +196,12 @@ final class LogWriter: @unchecked Sendable {
         case .full, .none:
             acknowledge(outcome)
         case .deferredMeta:
-            if outcome.error == nil {
+            if outcome.error == nil && !outcome.flushed {
+                // Nothing was written (everything refused at the cap): no fdatasync happened, so
+                // the previous commit's meta page is not durable yet. Flush it explicitly first.
+                syncAndAcknowledgeAwaiting()
+                acknowledge(outcome)
+            } else if outcome.error == nil {
                 // This commit's fdatasync also flushed the previous commit's meta page.
                 if let previous = awaitingMetaSync { acknowledge(WriteOutcome(batch: previous, error: nil)) }
                 awaitingMetaSync = outcome.batch
@@ -230,9 +245,10 @@ final class LogWriter: @unchecked Sendable {
             for slot in slots where slot.sheddable { refused.insert(slot.sequence) }
         }
         var failure: LogError?
+        var flushed = true
         attempts: while true {
             do {
-                try commit(batch.bytes, slots: slots, skipping: refused, checkpoints: checkpoints)
+                flushed = try commit(batch.bytes, slots: slots, skipping: refused, checkpoints: checkpoints)
                 break attempts
             } catch let error as LMDBError where error.isMapFull {
                 if growMap() { continue attempts }
@@ -248,6 +264,7 @@ final class LogWriter: @unchecked Sendable {
             } catch {
                 failure = LogError(wrapping: error)
                 stats.withLock { $0.writeErrors += 1 }
+                self.failure.withLock { $0 = $0 ?? LogError(wrapping: error) }
                 refused.formUnion(slots.map(\.sequence))
                 break attempts
             }
@@ -263,18 +280,20 @@ final class LogWriter: @unchecked Sendable {
             s.refusedFull += refusedForSpace ? refusedCount : 0
             s.largestBatch = max(s.largestBatch, slots.count)
             switch config.sync {
-            case .full: s.flushes += failure == nil ? 2 : 0
-            case .deferredMeta: s.flushes += failure == nil ? 1 : 0
+            case .full: s.flushes += failure == nil && flushed ? 2 : 0
+            case .deferredMeta: s.flushes += failure == nil && flushed ? 1 : 0
             case .none: break
             }
         }
-        let committed = Committed(durableThrough: slots.last?.sequence ?? 0, refused: refused.sorted(),
-                                  completions: completions, hasRecords: !slots.isEmpty)
-        return WriteOutcome(batch: committed, error: failure)
+        let committed = Committed(firstSequence: slots.first?.sequence ?? 0, durableThrough: slots.last?.sequence ?? 0,
+                                  refused: refused.sorted(), completions: completions, hasRecords: !slots.isEmpty)
+        return WriteOutcome(batch: committed, error: failure, flushed: flushed)
     }
 
+    /// Commits the run; returns whether anything was written (an empty commit flushes nothing).
     private func commit(_ bytes: [UInt8], slots: ArraySlice<Slot>, skipping refused: Set<UInt64>,
-                        checkpoints: [Checkpoint]) throws {
+                        checkpoints: [Checkpoint]) throws -> Bool {
+        if checkpoints.isEmpty && slots.allSatisfy({ refused.contains($0.sequence) }) { return false }
         let txn = try environment.environment.begin(readOnly: false)
         var records: UInt64 = 0
         var valueBytes: UInt64 = 0
@@ -308,6 +327,7 @@ final class LogWriter: @unchecked Sendable {
             s.valueBytesWritten += valueBytes
             s.checkpointsWritten += UInt64(checkpoints.count)
         }
+        return true
     }
 
     private func nearCap() -> Bool {
@@ -346,8 +366,9 @@ final class LogWriter: @unchecked Sendable {
             // The commit happened but its durability is unknown: report it as failed rather
             // than claim what we cannot prove.
             stats.withLock { $0.writeErrors += 1 }
+            failure.withLock { $0 = $0 ?? LogError(wrapping: error) }
             var failed = pending
-            failed.refused = failed.completions.map(\.0)
+            failed.refused = pending.hasRecords ? Array(pending.firstSequence...pending.durableThrough) : []
             acknowledge(WriteOutcome(batch: failed, error: LogError(wrapping: error)))
         }
     }

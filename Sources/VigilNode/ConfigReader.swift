@@ -150,15 +150,23 @@ struct ConfigReader {
 
 /// Human durations.
 public enum HumanDuration {
+    /// About 100 years: a longer duration is a typo, and would overflow time arithmetic.
+    public static let maximumMicroseconds: Double = 3.2e15
+
     public static func parseMicroseconds(_ text: String) -> UInt64? {
         let s = text.trimmingCharacters(in: .whitespaces)
+        guard let us = parse(s), us <= maximumMicroseconds else { return nil }
+        return UInt64(us)
+    }
+
+    private static func parse(_ s: String) -> Double? {
         let units: [(String, Double)] = [("us", 1), ("ms", 1_000), ("s", 1_000_000), ("m", 60_000_000), ("h", 3_600_000_000)]
         for (unit, factor) in units where s.hasSuffix(unit) {
             let number = s.dropLast(unit.count)
             // "ms" also ends in "s" and "m"; make sure the rest is a plain number.
-            if let value = Double(number), value >= 0, value.isFinite { return UInt64(value * factor) }
+            if let value = Double(number), value >= 0, value.isFinite { return value * factor }
         }
-        if let seconds = Double(s), seconds >= 0, seconds.isFinite { return UInt64(seconds * 1_000_000) }
+        if let seconds = Double(s), seconds >= 0, seconds.isFinite { return seconds * 1_000_000 }
         return nil
     }
 

@@ -56,8 +56,11 @@ final class ControlServer {
     private final class Connection {
         let fd: FileDescriptor
         var buffer: [UInt8] = []
+        let acceptedAt = monotonicNanoseconds()
         init(_ fd: consuming FileDescriptor) { self.fd = fd }
     }
+    /// A connection that has not sent its line by then is dropped (it holds one of few slots).
+    static let idleNanoseconds: UInt64 = 10_000_000_000
     private var connections: [UInt64: Connection] = [:]
     /// Connections waiting for their appended event to become durable, by sequence.
     private var awaiting: [(sequence: UInt64, connection: Connection)] = []
@@ -72,12 +75,25 @@ final class ControlServer {
         try epoll.add(listener.rawValue, token: listenerToken)
     }
 
+    /// Accepts every waiting connection. The listener is level-triggered, so leaving one
+    /// unaccepted would spin the loop: when every slot is taken, idle connections are dropped
+    /// first, and a connection that still finds no slot is accepted and closed at once.
     func acceptAll() {
-        while connections.count < Self.maxConnections, let connection = try? UnixSocket.accept(listener) {
+        while let connection = try? UnixSocket.accept(listener) {
+            if connections.count >= Self.maxConnections { dropIdle() }
+            guard connections.count < Self.maxConnections else { continue } // closed on scope exit
             let token = nextToken
             nextToken += 1
             guard (try? epoll.add(connection.rawValue, token: token)) != nil else { continue }
             connections[token] = Connection(connection)
+        }
+    }
+
+    private func dropIdle() {
+        let now = monotonicNanoseconds()
+        for (token, c) in connections where now &- c.acceptedAt > Self.idleNanoseconds {
+            try? epoll.remove(c.fd.rawValue)
+            connections[token] = nil
         }
     }
 
@@ -94,7 +110,7 @@ final class ControlServer {
             let line = String(decoding: entry.buffer[..<newline], as: UTF8.self)
             switch ControlCommand(line: line).map(respond) ?? .now(#"{"ok":false,"error":"unknown command"}"#) {
             case .now(let reply):
-                try? entry.fd.writeAll(Array((reply + "\n").utf8))
+                try? entry.fd.sendAll(Array((reply + "\n").utf8))
             case .whenDurable(let sequence):
                 try? epoll.remove(entry.fd.rawValue)
                 awaiting.append((sequence, entry))
@@ -116,7 +132,7 @@ final class ControlServer {
             let reply = refused.contains(waiting.sequence)
                 ? #"{"ok":false,"error":"the log refused the event"}"#
                 : #"{"ok":true,"seq":\#(waiting.sequence)}"#
-            try? waiting.connection.fd.writeAll(Array((reply + "\n").utf8))
+            try? waiting.connection.fd.sendAll(Array((reply + "\n").utf8))
             return true
         }
     }

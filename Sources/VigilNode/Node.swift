@@ -55,6 +55,9 @@ public final class Node: @unchecked Sendable {
     private var delivery: DeliveryAttempt?
     /// Consecutive read failures of a source; past a few, its descriptor leaves the epoll set so a
     /// dead device (a USB GPIO chip unplugged) cannot make a level-triggered loop spin.
+    /// Set when the node cannot go on safely (the log failed, the button died); `run` then
+    /// stops and throws it, so the process exits non-zero and systemd restarts it from disk.
+    private var fatal: NodeError?
     private var boardFailures = 0
     private var radioFailures = 0
     private static let failuresBeforeDropping = 3
@@ -79,6 +82,7 @@ public final class Node: @unchecked Sendable {
         self.configuration = configuration
         self.clock = clock
         self.logger = logger
+        ignoreBrokenPipes()
         let dir = configuration.dataDirectory
         do {
             try FileSystem.createDirectory(dir)
@@ -135,7 +139,7 @@ public final class Node: @unchecked Sendable {
             if let restored = try Replay.checkpoint(in: log) {
                 projections = restored
             }
-            projections.devices.pruneAfterMicroseconds = configuration.projections.devicePruneAfterMicroseconds
+            projections.devices.setPruneAfter(configuration.projections.devicePruneAfterMicroseconds)
             projections.outbox.retryBaseMicroseconds = configuration.notifier.retryBaseMicroseconds
             projections.outbox.retryMaxMicroseconds = configuration.notifier.retryMaxMicroseconds
             let from = projections.appliedThrough
@@ -193,9 +197,16 @@ public final class Node: @unchecked Sendable {
             try epoll.add(radio.descriptor, token: Token.radio.rawValue)
             try board.start()
             try epoll.add(board.descriptor, token: Token.board.rawValue)
-            let control = try ControlServer(path: configuration.dataDirectory + "/control.sock", epoll: epoll,
+            // The control socket is a convenience (CLI status, writes, the simulated button): if it
+            // cannot be made (a data path longer than a socket address allows), the node runs
+            // without it rather than not at all.
+            do {
+                control = try ControlServer(path: configuration.dataDirectory + "/control.sock", epoll: epoll,
                                             listenerToken: Token.control.rawValue)
-            self.control = control
+            } catch {
+                logger.warning("no control socket: the CLI cannot reach this node (it still reads its log)",
+                               metadata: ["error": "\(error)"])
+            }
             if let duration {
                 try scheduler.schedule(.stopAfterDuration, atMonotonicNanoseconds: startedMonotonic + duration * 1_000)
             }
@@ -219,6 +230,10 @@ public final class Node: @unchecked Sendable {
         radioOn.adapter = radio.name
         radioOn.reason = "started"
         append(.radioStateChanged(radioOn))
+        if configuration.notifier.command == nil,
+           projections.escalations.residents.values.contains(where: { !$0.contacts.isEmpty }) {
+            logger.warning("no notify.command is configured: messages to contacts are only written to this log")
+        }
         // Outputs and timers come back from the restored state; overdue deadlines fire now.
         reconcileOutputs()
         scheduleLadder()
@@ -252,6 +267,7 @@ public final class Node: @unchecked Sendable {
                 finish()
             }
         }
+        if let fatal { throw fatal }
     }
 
     private func handle(token: UInt64) {
@@ -306,7 +322,11 @@ public final class Node: @unchecked Sendable {
     private func sourceFailed(token: UInt64, error: String) {
         if token == Token.board.rawValue {
             try? epoll.remove(board.descriptor)
-            logger.critical("the button no longer reports; it is ignored until the node restarts", metadata: ["error": "\(error)"])
+            // A box whose SOS button is dead must not look healthy: stop, exit non-zero, and let
+            // the service manager restart it (which requests the lines again).
+            logger.critical("the button no longer reports; stopping so the node is restarted", metadata: ["error": "\(error)"])
+            fatal = fatal ?? .board("the button stopped reporting: \(error)")
+            stopRequest.withLock { if $0 == nil { $0 = "the button stopped reporting" } }
         } else {
             try? epoll.remove(radio.descriptor)
             var change = RadioStateChanged()
@@ -395,7 +415,7 @@ public final class Node: @unchecked Sendable {
                     sos.id = AlertID(origin: nodeID, counter: nextAlertCounter())
                     sos.kind = .sos
                     sos.severity = .critical
-                    sos.expiresAtUs = configuration.sosExpiryMicroseconds == 0 ? 0 : now + configuration.sosExpiryMicroseconds
+                    sos.expiresAtUs = configuration.sosExpiryMicroseconds == 0 ? 0 : now.addingReportingOverflow(configuration.sosExpiryMicroseconds).partialValue
                     sos.text = "SOS button pressed at the shelter box"
                     append(.alertRaised(sos), time: now)
                     logger.notice("SOS raised", metadata: ["alert": "\(sos.id.text)"])
@@ -640,7 +660,7 @@ public final class Node: @unchecked Sendable {
                 _ = pending.removeFirst()
                 if refused.contains(first.sequence) {
                     counters.refused += 1
-                    if case .deadlineReached = first.body { appendedDeadline = nil }
+                    if case .deadlineReached = first.body { appendedDeadline = nil } // refused: try again
                     if case .outboxAttempt(let a) = first.body { attemptsInFlight.remove(a.entry) }
                     if !first.body.isSheddable {
                         logger.critical("a critical event was refused by the log", metadata: [
@@ -652,12 +672,18 @@ public final class Node: @unchecked Sendable {
                 projections.apply(.event(first))
                 eventsSinceCheckpoint += 1
                 switch first.body {
-                case .deadlineReached: appendedDeadline = nil
+                case .deadlineReached(let d) where appendedDeadline.map({ $0.resident == d.resident && $0.ladder == d.ladder && $0.step == d.step && $0.dueMicroseconds == d.dueUs }) == true:
+                    appendedDeadline = nil
                 case .outboxAttempt(let a): attemptsInFlight.remove(a.entry)
                 default: break
                 }
             }
             control?.settle(durableThrough: report.durableThrough, refused: refused)
+        }
+        if let failure = log.failure, fatal == nil {
+            logger.critical("the event log failed; stopping so the node restarts from what is on disk", metadata: ["error": "\(failure)"])
+            fatal = .log(failure)
+            stopRequest.withLock { if $0 == nil { $0 = "the event log failed" } }
         }
         reconcileOutputs()
         scheduleLadder()

@@ -69,7 +69,13 @@ extension Replay {
             let checkpoint = stored.flatMap { try? Projections.decoded($0.state) }
             var fresh = Projections(settings: settings)
             // Use the settings the node used, so a difference means a reducer bug, not a setting.
-            if let checkpoint { fresh.devices.pruneAfterMicroseconds = checkpoint.devices.pruneAfterMicroseconds }
+            if let checkpoint {
+                fresh.devices.pruneAfterMicroseconds = checkpoint.devices.pruneAfterMicroseconds
+                fresh.devices.pruneIntervalMicroseconds = checkpoint.devices.pruneIntervalMicroseconds
+                fresh.outbox.retryBaseMicroseconds = checkpoint.outbox.retryBaseMicroseconds
+                fresh.outbox.retryMaxMicroseconds = checkpoint.outbox.retryMaxMicroseconds
+                fresh.outbox.keepDelivered = checkpoint.outbox.keepDelivered
+            }
             let started = monotonicNanoseconds()
             var replayed = 0
             try txn.forEach(from: 0) { result in

@@ -66,6 +66,9 @@ public final class SimulatedRadio: RadioAdapter {
         guard running else { return }
         let now = clock.nowMicroseconds()
         for i in advertisers.indices {
+            // After a clock jump (or a stalled loop) do not generate everything that was missed:
+            // an advertiser nobody listened to is simply heard again from now on.
+            if now > advertisers[i].next &+ 2_000_000 { advertisers[i].next = now }
             while advertisers[i].next <= now {
                 if advertisers[i].next >= advertisers[i].leavesAt {
                     advertisers[i] = makeAdvertiser(now: advertisers[i].next)

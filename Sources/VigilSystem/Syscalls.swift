@@ -51,6 +51,19 @@ public struct FileDescriptor: ~Copyable, Sendable {
         }
     }
 
+    /// Sends all of `bytes` on a socket without blocking and without SIGPIPE; a peer that went
+    /// away is an error for this connection only.
+    public func sendAll(_ bytes: [UInt8]) throws(SystemError) {
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes.withUnsafeBytes { cvigil_send(rawValue, $0.baseAddress! + offset, $0.count - offset) }
+            if n > 0 { offset += n; continue }
+            let e = Errno.current
+            if e == .interrupted { continue }
+            throw SystemError("send", errno: e)
+        }
+    }
+
     public func writeAll(_ bytes: [UInt8]) throws(SystemError) {
         // withUnsafeBytes rethrows untyped errors, so carry the typed one out by hand.
         let failure = bytes.withUnsafeBytes { (raw: UnsafeRawBufferPointer) -> SystemError? in
@@ -196,6 +209,10 @@ public enum FileSystem {
     }
 }
 
+/// Makes writes to a closed pipe or socket fail with EPIPE instead of killing the process.
+/// Called once at start by the node and the CLI.
+public func ignoreBrokenPipes() { cvigil_ignore_sigpipe() }
+
 /// Monotonic nanoseconds, for measuring intervals (never for event times).
 public func monotonicNanoseconds() -> UInt64 { cvigil_monotonic_ns() }
 
@@ -286,7 +303,14 @@ public final class ChildProcess: @unchecked Sendable {
         var stderrPipe: [Int32] = [0, 0]
         _ = try check("pipe2") { cvigil_pipe2(&stdinPipe, O_CLOEXEC) }
         do throws(SystemError) {
-            _ = try check("pipe2") { cvigil_pipe2(&stderrPipe, O_CLOEXEC | O_NONBLOCK) }
+            // Only our read end is non-blocking: the child's stderr must block as usual, or a
+            // chatty program could fail mid-message and be retried (sending twice).
+            _ = try check("pipe2") { cvigil_pipe2(&stderrPipe, O_CLOEXEC) }
+            let flags = try check("fcntl(F_GETFL)") { fcntl(stderrPipe[0], F_GETFL) }
+            _ = try check("fcntl(F_SETFL)") { fcntl(stderrPipe[0], F_SETFL, flags | O_NONBLOCK) }
+            // Our write end of stdin must never block the loop: the message fits in the pipe.
+            let inFlags = try check("fcntl(F_GETFL)") { fcntl(stdinPipe[1], F_GETFL) }
+            _ = try check("fcntl(F_SETFL)") { fcntl(stdinPipe[1], F_SETFL, inFlags | O_NONBLOCK) }
         } catch {
             _ = Glibc.close(stdinPipe[0]); _ = Glibc.close(stdinPipe[1])
             throw error

@@ -1,7 +1,13 @@
 import ArgumentParser
+import VigilSystem
 
 @main
 struct Vigil: AsyncParsableCommand {
+    static func main() async {
+        ignoreBrokenPipes() // `vigil log tail | head` must end quietly, not with SIGPIPE
+        await Self.main(nil)
+    }
+
     static let configuration = CommandConfiguration(
         commandName: "vigil",
         abstract: "A headless edge node for disaster shelters: BLE scanning, an LMDB event log, alarms.",

@@ -42,3 +42,19 @@ private let hour = LadderHarness.hour
         #expect(try h.state.encoded() == h.replayed().encoded())
     }
 }
+
+@Suite struct ResidentBoundsTests {
+    @Test func absurdDurationsAreClampedSoNoDeadlineOverflows() throws {
+        var h = LadderHarness()
+        var r = LadderEvents.resident("r1", interval: UInt64.max - 1_000, confirm: UInt64.max / 2,
+                                      night: (22 * 60, 7 * 60, 840))
+        r.textToAlarmUs = 1
+        _ = h.append(LadderEvents.enrolled(r))
+        let s = try #require(h.resident("r1"))
+        #expect(s.intervalMicroseconds == EscalationBook.intervalBounds.upperBound)
+        #expect(s.confirmMicroseconds == EscalationBook.stepBounds.upperBound)
+        #expect(s.textToAlarmMicroseconds == EscalationBook.stepBounds.lowerBound)
+        let due = try #require(h.nextDeadline("r1")).dueMicroseconds
+        #expect(due > h.now && due < h.now + 400 * 86_400_000_000)
+    }
+}

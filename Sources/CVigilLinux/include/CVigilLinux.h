@@ -27,6 +27,10 @@
 int cvigil_set_thread_name(pthread_t thread, const char *name);
 
 static inline int cvigil_errno(void) { return errno; }
+
+// A peer that closed its end must be an EPIPE error, never a SIGPIPE that kills the node.
+static inline void cvigil_ignore_sigpipe(void) { signal(SIGPIPE, SIG_IGN); }
+static inline ssize_t cvigil_send(int fd, const void *buffer, size_t length) { return send(fd, buffer, length, MSG_NOSIGNAL); }
 static inline void cvigil_set_errno(int value) { errno = value; }
 
 static inline int cvigil_open(const char *path, int flags, mode_t mode) { return open(path, flags, mode); }
