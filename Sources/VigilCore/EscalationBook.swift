@@ -132,6 +132,12 @@ public struct EscalationBook: Projection {
         }
     }
 
+    /// A check-in someone made (not a sensor reading, not a tag being heard).
+    static func isExplicit(_ event: Event) -> Bool {
+        guard case .checkIn(let c) = event.body else { return false }
+        return c.source != .checkInHeartRate && c.source != .checkInBleTag
+    }
+
     /// A check-in is a sign of life unless it is a heart-rate datum that is implausible or whose
     /// sensor says it has no skin contact (0x2A37 flags: bit 2 = contact supported, bit 1 = detected).
     public static func isPositive(_ c: CheckIn) -> Bool {
@@ -191,8 +197,17 @@ public struct EscalationBook: Projection {
     }
 
     /// A sign of life: stops a running ladder, resets a triggered one, postpones the next one.
+    /// In time mode only an explicit check-in (button, CLI, hub) counts: the resident must answer
+    /// "are you OK?" themselves, and a tag in range or a heart-rate reading says nothing about an
+    /// unconscious resident wearing it. Such data are still recorded. Pulse mode counts them all.
     private mutating func positive(resident id: String, event: Event) -> [Message] {
         guard var r = residents[id] else { return [] }
+        if r.checkInMode != .pulse && !Self.isExplicit(event) {
+            r.lastPositiveMicroseconds = event.timeMicroseconds
+            r.lastPositiveSequence = event.sequence
+            residents[id] = r
+            return []
+        }
         var messages: [Message] = []
         let who = r.name.isEmpty ? r.id : r.name
         if r.step >= 2 {

@@ -58,3 +58,24 @@ private let hour = LadderHarness.hour
         #expect(due > h.now && due < h.now + 400 * 86_400_000_000)
     }
 }
+
+@Suite struct TimeModeTests {
+    @Test func inTimeModeOnlyAnExplicitCheckInAnswersButPassiveDataAreRecorded() throws {
+        var h = LadderHarness()
+        let t0 = h.now
+        let tag: UInt64 = 0xC0_00_00_00_00_09
+        _ = h.append(LadderEvents.enrolled(LadderEvents.resident("r1", mode: .time, tag: tag)))
+        _ = h.run(until: t0 + 4 * hour + 1 * minute)
+        #expect(h.step("r1") == .prompt)
+        // The resident's tag is in range and a heart-rate reading comes in: recorded, not an answer.
+        let seen = h.at(t0 + 4 * hour + 2 * minute, LadderEvents.tagSeen(tag))
+        _ = h.append(LadderEvents.heartRate("r1", bpm: 70, flags: 0b110))
+        #expect(h.step("r1") == .prompt)
+        #expect(h.resident("r1")?.lastPositiveSequence ?? 0 > seen.sequence - 1)
+        _ = h.run(until: t0 + 4 * hour + 21 * minute)
+        #expect(h.step("r1") == .text, "passive data do not stop a time-mode ladder")
+        // An explicit check-in does.
+        _ = h.append(checkIn("r1"))
+        #expect(h.step("r1") == LadderStep.none)
+    }
+}
