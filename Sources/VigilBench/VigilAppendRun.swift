@@ -106,6 +106,9 @@ func runVigilAppend(directory: String, configuration: LogConfiguration, count: I
                              producerCPUNanoseconds: producerCPUUsed)
 }
 
+/// The paced load generator's clock: it offers events at a fixed rate (the "paced" latency runs),
+/// so it waits until each send time on an absolute deadline. This is a benchmark's producer, not
+/// one of the node's event sources, which are all descriptors in its epoll loop.
 private func sleep(untilMonotonicNanoseconds deadline: UInt64) {
     guard monotonicNanoseconds() < deadline else { return }
     var ts = timespec(tv_sec: Int(deadline / 1_000_000_000), tv_nsec: Int(deadline % 1_000_000_000))
