@@ -65,6 +65,11 @@ final class LogWriter: @unchecked Sendable {
     private let failure = Mutex<LogError?>(nil)
     var failed: LogError? { failure.withLock { $0 } }
 
+    private func markFailed(_ error: LogError) {
+        failure.withLock { $0 = $0 ?? error }
+        lock.withLock { refusingAll = refusingAll ?? error }
+    }
+
     /// Strong: the writer drains its queue even while its EventLog is being deinitialised.
     private let environment: OpenEnvironment
     private let config: LogConfiguration
@@ -75,6 +80,8 @@ final class LogWriter: @unchecked Sendable {
     private var nextSequence: UInt64
     private var stopping = false
     private var stopped = false
+    /// `failure`, mirrored under the queue lock so appends check it without a second lock.
+    private var refusingAll: LogError?
 
     private let stats: Mutex<LogStatistics>
     private var thread: OSThread?
@@ -104,9 +111,9 @@ final class LogWriter: @unchecked Sendable {
     var statistics: LogStatistics { stats.withLock { $0 } }
 
     func enqueue(_ record: LogRecord, priority: AppendPriority, completion: Completion?) throws(LogError) -> UInt64 {
-        if let failed { throw failed }
         let outcome: Result<UInt64, LogError> = lock.withLock {
             if stopping { return .failure(.closed) }
+            if let refusingAll { return .failure(refusingAll) }
             if priority == .sheddable && incoming.slots.count >= config.queueLimit {
                 return .failure(.shed)
             }
@@ -264,7 +271,7 @@ final class LogWriter: @unchecked Sendable {
             } catch {
                 failure = LogError(wrapping: error)
                 stats.withLock { $0.writeErrors += 1 }
-                self.failure.withLock { $0 = $0 ?? LogError(wrapping: error) }
+                markFailed(LogError(wrapping: error))
                 refused.formUnion(slots.map(\.sequence))
                 break attempts
             }
@@ -293,7 +300,10 @@ final class LogWriter: @unchecked Sendable {
     /// Commits the run; returns whether anything was written (an empty commit flushes nothing).
     private func commit(_ bytes: [UInt8], slots: ArraySlice<Slot>, skipping refused: Set<UInt64>,
                         checkpoints: [Checkpoint]) throws -> Bool {
-        if checkpoints.isEmpty && slots.allSatisfy({ refused.contains($0.sequence) }) { return false }
+        // Nothing to write only when every record was refused (rare: the map is at its cap).
+        if checkpoints.isEmpty && refused.count >= slots.count && slots.allSatisfy({ refused.contains($0.sequence) }) {
+            return false
+        }
         let txn = try environment.environment.begin(readOnly: false)
         var records: UInt64 = 0
         var valueBytes: UInt64 = 0
@@ -366,7 +376,7 @@ final class LogWriter: @unchecked Sendable {
             // The commit happened but its durability is unknown: report it as failed rather
             // than claim what we cannot prove.
             stats.withLock { $0.writeErrors += 1 }
-            failure.withLock { $0 = $0 ?? LogError(wrapping: error) }
+            markFailed(LogError(wrapping: error))
             var failed = pending
             failed.refused = pending.hasRecords ? Array(pending.firstSequence...pending.durableThrough) : []
             acknowledge(WriteOutcome(batch: failed, error: LogError(wrapping: error)))
