@@ -535,7 +535,7 @@ public final class Node: @unchecked Sendable {
             let child = try ChildProcess(path: command, arguments: configuration.notifier.arguments,
                                          input: OutboxMessage.json(entry, attempt: attempt, nodeID: nodeID))
             try epoll.add(child.exitDescriptor, token: Token.child.rawValue)
-            delivery = DeliveryAttempt(entry: entry.id, attempt: attempt, child: child, started: monotonicNanoseconds())
+            delivery = DeliveryAttempt(entry: entry.id, attempt: attempt, child: child)
             try scheduler.schedule(.commandTimeout, atMonotonicNanoseconds: monotonicNanoseconds() + configuration.notifier.timeoutMicroseconds * 1_000)
         } catch {
             recordAttempt(entry: entry.id, attempt: attempt, delivered: false, notifier: "command", error: "\(error)")

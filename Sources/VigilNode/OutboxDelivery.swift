@@ -20,15 +20,13 @@ final class DeliveryAttempt {
     let entry: String
     let attempt: UInt32
     let child: ChildProcess
-    let started: UInt64
     /// Set when the timeout killed it: its exit is then reported as a timeout.
     var timedOut = false
 
-    init(entry: String, attempt: UInt32, child: ChildProcess, started: UInt64) {
+    init(entry: String, attempt: UInt32, child: ChildProcess) {
         self.entry = entry
         self.attempt = attempt
         self.child = child
-        self.started = started
     }
 }
 

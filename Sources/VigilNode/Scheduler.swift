@@ -28,8 +28,6 @@ struct Scheduler {
         try rearm()
     }
 
-    func isScheduled(_ timer: Timer) -> Bool { deadlines[timer] != nil }
-
     /// Removes and returns the timers that are due, earliest first.
     mutating func takeDue(now: UInt64) throws -> [Timer] {
         timerFD.drain()
