@@ -1,0 +1,109 @@
+import Testing
+import VigilEvents
+@testable import VigilRadio
+
+/// Recorded HCI byte sequences (as btmon shows them), well-formed and broken.
+@Suite struct HCIEventParserTests {
+    // LE Advertising Report, one ADV_IND from public 11:22:33:44:55:66, flags + name "Tag", RSSI -60.
+    static let legacy: [UInt8] = [0x04, 0x3E, 0x14, 0x02, 0x01,
+                                  0x00, 0x00, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11,
+                                  0x08, 0x02, 0x01, 0x06, 0x04, 0x09, 0x54, 0x61, 0x67,
+                                  0xC4]
+
+    @Test func aLegacyReportBecomesAnAdvertisingReport() throws {
+        var parser = HCIEventParser()
+        let event = parser.parse(Self.legacy, timeMicroseconds: 42)
+        guard case .advertisingReports(let reports) = event else { Issue.record("\(String(describing: event))"); return }
+        let r = try #require(reports.first)
+        #expect(reports.count == 1)
+        #expect(r.address == 0x11_22_33_44_55_66)
+        #expect(formatAddress(r.address) == "11:22:33:44:55:66")
+        #expect(r.addressType == .addressPublic)
+        #expect(r.rssi == -60)
+        #expect(r.connectable)
+        #expect(r.data == [0x02, 0x01, 0x06, 0x04, 0x09, 0x54, 0x61, 0x67])
+        #expect(r.timeMicroseconds == 42)
+        var counts = AdvertisingDataParser.Counts()
+        #expect(AdvertisingDataParser.summarize(r.data, connectable: true, counts: &counts).0.name == "Tag")
+    }
+
+    @Test func twoReportsInOnePacketAreBothKept() {
+        var body: [UInt8] = [0x02, 0x02]
+        body += [0x03, 0x01, 1, 2, 3, 4, 5, 0xC6, 0x00, 0xB0]          // NONCONN, random, no data, -80
+        body += [0x00, 0x00, 6, 5, 4, 3, 2, 1, 0x03, 0x02, 0x01, 0x06, 0xD0] // ADV_IND with flags, -48
+        var parser = HCIEventParser()
+        guard case .advertisingReports(let reports) = parser.parse([0x04, 0x3E, UInt8(body.count)] + body, timeMicroseconds: 1) else {
+            Issue.record("not reports"); return
+        }
+        #expect(reports.map(\.rssi) == [-80, -48])
+        #expect(reports.map(\.addressType) == [.addressRandom, .addressPublic])
+        #expect(reports.map(\.connectable) == [false, true])
+        #expect(reports[0].address == 0xC6_05_04_03_02_01)
+    }
+
+    @Test func anExtendedReportCarriesTxPowerUnlessUnavailable() throws {
+        func report(tx: UInt8) -> [UInt8] {
+            [0x13, 0x00,              // event type: connectable, scannable, legacy PDU
+             0x01,                    // random address
+             0xAA, 0xBB, 0xCC, 0xDD, 0xEE, 0xC0,
+             0x01, 0x00, 0xFF,        // primary PHY 1M, no secondary, no SID
+             tx, 0xBA,                // TX power, RSSI -70
+             0x00, 0x00, 0x00, 0, 0, 0, 0, 0, 0, // periodic interval, direct address
+             0x03, 0x02, 0x01, 0x06]
+        }
+        let body: [UInt8] = [0x0D, 0x02] + report(tx: 0xF8) + report(tx: 0x7F)
+        var parser = HCIEventParser()
+        guard case .advertisingReports(let reports) = parser.parse([0x04, 0x3E, UInt8(body.count)] + body, timeMicroseconds: 7) else {
+            Issue.record("not reports"); return
+        }
+        #expect(reports.count == 2)
+        #expect(reports[0].txPower == -8)
+        #expect(reports[1].txPower == nil)
+        #expect(reports[0].address == 0xC0_EE_DD_CC_BB_AA)
+        #expect(reports[0].rssi == -70)
+        #expect(reports[0].connectable)
+        #expect(parser.counts.extendedReports == 2)
+    }
+
+    @Test func commandCompletionCarriesCreditsOpcodeAndStatus() {
+        var parser = HCIEventParser()
+        // Command Complete for LE Set Scan Enable (0x200C), 1 credit, status success.
+        #expect(parser.parse([0x04, 0x0E, 0x04, 0x01, 0x0C, 0x20, 0x00], timeMicroseconds: 0)
+            == .commandComplete(opcode: 0x200C, credits: 1, parameters: [0x00]))
+        // Command Status for LE Create Connection (0x200D): status "command disallowed".
+        #expect(parser.parse([0x04, 0x0F, 0x04, 0x0C, 0x01, 0x0D, 0x20], timeMicroseconds: 0)
+            == .commandStatus(opcode: 0x200D, credits: 1, status: 0x0C))
+        #expect(parser.parse([0x04, 0x10, 0x01, 0x2A], timeMicroseconds: 0) == .hardwareError(code: 0x2A))
+        #expect(parser.parse([0x04, 0x05, 0x04, 0, 0, 0, 0], timeMicroseconds: 0) == .other(code: 0x05))
+    }
+
+    @Test func truncatedAndMalformedPacketsAreCountedNeverTrapped() {
+        var parser = HCIEventParser()
+        #expect(parser.parse([], timeMicroseconds: 0) == nil)                  // nothing: not an event
+        #expect(parser.parse([0x02, 0x01, 0x20], timeMicroseconds: 0) == nil) // ACL data, not an event
+        #expect(parser.parse([0x04, 0x3E], timeMicroseconds: 0) == nil)
+        #expect(parser.parse(Array(Self.legacy.dropLast(4)), timeMicroseconds: 0) == nil) // shorter than its length
+        #expect(parser.counts.notEvents == 2)
+        #expect(parser.counts.truncatedPackets == 2)
+        // A report whose data length runs past the packet: skipped and counted.
+        var lying = Self.legacy
+        lying[13] = 0x40
+        #expect(parser.parse(lying, timeMicroseconds: 0) == .advertisingReports([]))
+        #expect(parser.counts.malformedReports == 1)
+        // More reports announced than present: the present one is kept.
+        var more = Self.legacy
+        more[4] = 3
+        guard case .advertisingReports(let kept) = parser.parse(more, timeMicroseconds: 0) else { Issue.record("no reports"); return }
+        #expect(kept.count == 1)
+        // Random bytes never trap.
+        var rng = SystemRandomNumberGenerator()
+        for _ in 0..<20_000 {
+            let n = Int.random(in: 0...64, using: &rng)
+            var bytes = (0..<n).map { _ in UInt8.random(in: 0...255, using: &rng) }
+            if !bytes.isEmpty && Bool.random(using: &rng) { bytes[0] = 0x04 }
+            if bytes.count > 3 && Bool.random(using: &rng) { bytes[1] = 0x3E; bytes[3] = [0x02, 0x0D].randomElement(using: &rng)! }
+            _ = parser.parse(bytes, timeMicroseconds: 0)
+        }
+        #expect(parser.counts.packets > 20_000)
+    }
+}
