@@ -25,6 +25,8 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.5.0"),
+        // HMAC-SHA256 for the alert frames' tags and the rotating presence id (and, next, GAEN).
+        .package(url: "https://github.com/apple/swift-crypto.git", "3.12.0"..<"5.0.0"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-protobuf.git", from: "1.28.0"),
         .package(url: "https://github.com/jpsim/Yams.git", from: "6.0.0"),
@@ -54,10 +56,13 @@ let package = Package(
         ),
         // Pure projections: (State, Event) -> State. No clocks, no I/O.
         .target(name: "VigilCore", dependencies: ["VigilEvents"], swiftSettings: strict),
-        // Radio adapters (simulated now; BlueZ HCI next).
+        // Radio adapters: the simulation and BlueZ's HCI socket; the over-the-air frames.
         .target(
             name: "VigilRadio",
-            dependencies: ["VigilEvents", "VigilSystem", "CBlueZ"],
+            dependencies: [
+                "VigilEvents", "VigilSystem", "CBlueZ",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
             swiftSettings: strict
         ),
         // Board adapters (simulated now; libgpiod next).
@@ -80,7 +85,7 @@ let package = Package(
         .executableTarget(
             name: "vigil",
             dependencies: [
-                "VigilNode", "VigilLog", "VigilEvents", "VigilCore",
+                "VigilNode", "VigilLog", "VigilEvents", "VigilCore", "VigilRadio",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
