@@ -187,6 +187,11 @@ public enum FileSystem {
 
     public static func remove(_ path: String) { _ = unlink(path) }
 
+    /// Renames atomically (replacing `to`); used for rotating capture files.
+    public static func rename(_ from: String, to: String) throws(SystemError) {
+        _ = try check("rename", "\(from) -> \(to)") { Glibc.rename(from, to) }
+    }
+
     /// The absolute path with symlinks resolved; the path itself when it cannot be resolved.
     public static func canonicalPath(_ path: String) -> String {
         guard let resolved = realpath(path, nil) else { return path }
