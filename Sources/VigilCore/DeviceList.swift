@@ -22,7 +22,13 @@ public struct DeviceList: Projection {
         public var txPower: Int32?
         public var name: String
 
-        public var meanRSSI: Double { reports == 0 ? 0 : Double(rssiSum) / Double(reports) }
+        /// Reports without an RSSI (not in min/max/sum); nil in checkpoints from before schema 3.
+        public var rssiUnavailable: UInt64?
+
+        public var meanRSSI: Double {
+            let measured = reports &- (rssiUnavailable ?? 0)
+            return measured == 0 || measured > reports ? 0 : Double(rssiSum) / Double(measured)
+        }
     }
 
     public var pruneAfterMicroseconds: UInt64
@@ -65,8 +71,9 @@ public struct DeviceList: Projection {
         let last = hit.lastSeenMicroseconds(eventTime: time)
         // Saturating arithmetic: a hostile or corrupt but decodable record must never trap, or
         // every replay of the log would crash on it.
+        let measured = hit.count > hit.rssiUnavailable ? hit.count - hit.rssiUnavailable : 0
         let scaled = hit.rssiSum.multipliedReportingOverflow(by: 100)
-        let mean = scaled.overflow ? (hit.rssiSum < 0 ? Int32.min : Int32.max) : Int32(clamping: scaled.partialValue / Int64(hit.count))
+        let mean = measured == 0 ? 0 : scaled.overflow ? (hit.rssiSum < 0 ? Int32.min : Int32.max) : Int32(clamping: scaled.partialValue / Int64(measured))
         let key = Self.key(hit)
         if let index = devices.index(forKey: key) {
             // Mutate in place: no copy of the device out of the table and no second hash.
@@ -76,7 +83,8 @@ public struct DeviceList: Projection {
                                   firstSeenMicroseconds: first, lastSeenMicroseconds: last, hits: 1,
                                   reports: UInt64(hit.count), rssiMin: hit.rssiMin, rssiMax: hit.rssiMax,
                                   rssiSum: hit.rssiSum, lastMeanRSSICentiDBm: mean,
-                                  txPower: hit.hasTxPower ? hit.txPower : nil, name: hit.advertisement.name)
+                                  txPower: hit.hasTxPower ? hit.txPower : nil, name: hit.advertisement.name,
+                                  rssiUnavailable: hit.rssiUnavailable == 0 ? nil : UInt64(hit.rssiUnavailable))
         }
     }
 
@@ -86,11 +94,16 @@ public struct DeviceList: Projection {
         d.lastSeenMicroseconds = max(d.lastSeenMicroseconds, last)
         d.hits += 1
         d.reports &+= UInt64(hit.count)
-        d.rssiMin = min(d.rssiMin, hit.rssiMin)
-        d.rssiMax = max(d.rssiMax, hit.rssiMax)
-        let (sum, overflow) = d.rssiSum.addingReportingOverflow(hit.rssiSum)
-        d.rssiSum = overflow ? (hit.rssiSum < 0 ? .min : .max) : sum
-        d.lastMeanRSSICentiDBm = mean
+        if hit.rssiUnavailable > 0 { d.rssiUnavailable = (d.rssiUnavailable ?? 0) &+ UInt64(hit.rssiUnavailable) }
+        if hit.count > hit.rssiUnavailable {
+            // A device first seen without RSSI has min/max 0 from no measurement: replace them.
+            let hadMeasurement = d.reports &- UInt64(hit.count) > (d.rssiUnavailable ?? 0) &- UInt64(hit.rssiUnavailable)
+            d.rssiMin = hadMeasurement ? min(d.rssiMin, hit.rssiMin) : hit.rssiMin
+            d.rssiMax = hadMeasurement ? max(d.rssiMax, hit.rssiMax) : hit.rssiMax
+            let (sum, overflow) = d.rssiSum.addingReportingOverflow(hit.rssiSum)
+            d.rssiSum = overflow ? (hit.rssiSum < 0 ? .min : .max) : sum
+            d.lastMeanRSSICentiDBm = mean
+        }
         if hit.hasTxPower { d.txPower = hit.txPower }
         if !hit.advertisement.name.isEmpty && d.name != hit.advertisement.name { d.name = hit.advertisement.name }
     }

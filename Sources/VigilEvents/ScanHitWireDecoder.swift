@@ -25,6 +25,7 @@ enum ScanHitWireDecoder {
             case (7, 0): guard let v = reader.varint() else { return nil }; hit.firstOffsetUs = v
             case (8, 0): guard let v = reader.varint() else { return nil }; hit.lastOffsetUs = v
             case (9, 0): guard let v = reader.varint() else { return nil }; hit.txPower = zigzag32(v)
+            case (11, 0): guard let v = reader.varint() else { return nil }; hit.rssiUnavailable = UInt32(truncatingIfNeeded: v)
             case (10, 2):
                 // A repeated submessage field merges; leave that rare case to swift-protobuf.
                 guard !sawAdvertisement, let body = reader.lengthDelimited(),

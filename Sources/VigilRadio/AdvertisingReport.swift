@@ -2,6 +2,9 @@ import VigilEvents
 
 /// One advertising report as a controller delivers it (legacy or extended), already timestamped.
 public struct AdvertisingReport: Sendable, Equatable {
+    /// The controller's "RSSI not available" (127): the report counts, its distance does not.
+    public static let rssiUnavailable: Int8 = 127
+
     public var address: UInt64
     public var addressType: AddressType
     public var rssi: Int8
@@ -28,9 +31,13 @@ public struct AdvertisingReport: Sendable, Equatable {
 public enum RadioOutput: Sendable, Equatable {
     case report(AdvertisingReport)
     case stateChanged(RadioState, reason: String)
+    /// This payload is now on the air (the controller confirmed advertising it).
+    case onAir([UInt8])
+    /// The btsnoop capture failed (disk full) and was switched off; the radio goes on.
+    case captureFailed(reason: String)
 }
 
-/// The interface every radio implements: the simulated radio now, BlueZ's HCI socket next.
+/// The interface every radio implements: the simulation and BlueZ's HCI socket.
 ///
 /// Contract: the loop watches `descriptor` with epoll and calls `readReady` only when it is
 /// readable; `readReady` never blocks. `start` and `stop` are called on the loop thread.
@@ -42,4 +49,9 @@ public protocol RadioAdapter: AnyObject {
     func start() throws
     func readReady(into outputs: inout [RadioOutput]) throws
     func stop()
+    /// What to advertise from now on. Idempotent: the same plan again changes nothing on the air.
+    func advertise(_ plan: AdvertisingPlan)
+    /// True when the adapter reports RadioStateChanged itself (the BlueZ radio, once scanning
+    /// really runs); false when the node should log it on at start (the simulation).
+    var reportsState: Bool { get }
 }

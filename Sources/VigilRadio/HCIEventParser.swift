@@ -84,7 +84,6 @@ public struct HCIEventParser: Sendable {
             let data = Array(body[(i + 9)..<(i + 9 + length)])
             let rssi = Int8(bitPattern: body[i + 9 + length])
             i += 10 + length
-            guard rssi != 127 else { continue } // "RSSI not available": no distance information
             counts.legacyReports += 1
             // ADV_IND and ADV_DIRECT_IND are connectable; SCAN_RSP repeats the advertiser's.
             reports.append(AdvertisingReport(address: address, addressType: Self.addressType(addressType), rssi: rssi,
@@ -110,7 +109,6 @@ public struct HCIEventParser: Sendable {
             guard i + 24 + length <= body.count else { counts.malformedReports += 1; break }
             let data = Array(body[(i + 24)..<(i + 24 + length)])
             i += 24 + length
-            guard rssi != 127 else { continue }
             counts.extendedReports += 1
             reports.append(AdvertisingReport(address: address, addressType: Self.addressType(addressType), rssi: rssi,
                                              txPower: txPower == 127 ? nil : txPower,

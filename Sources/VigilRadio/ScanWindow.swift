@@ -11,11 +11,27 @@ public struct ScanWindow {
         var rssiMax: Int32
         var rssiSum: Int64
         var count: UInt32
+        var rssiUnavailable: UInt32
         var first: UInt64
         var last: UInt64
         var txPower: Int8?
         var connectable: Bool
         var data: [UInt8]
+
+        init(_ report: AdvertisingReport) {
+            let measured = report.rssi != AdvertisingReport.rssiUnavailable
+            addressType = report.addressType
+            rssiMin = measured ? Int32(report.rssi) : 0
+            rssiMax = rssiMin
+            rssiSum = Int64(rssiMin)
+            count = 1
+            rssiUnavailable = measured ? 0 : 1
+            first = report.timeMicroseconds
+            last = report.timeMicroseconds
+            txPower = report.txPower
+            connectable = report.connectable
+            data = report.data
+        }
     }
 
     /// Window length; 0 means one ScanHit per report.
@@ -40,18 +56,21 @@ public struct ScanWindow {
     /// Adds a report. With a zero-length window the ScanHit is returned at once.
     public mutating func add(_ report: AdvertisingReport) -> ScanHit? {
         if durationMicroseconds == 0 {
-            let acc = Accumulator(addressType: report.addressType, rssiMin: Int32(report.rssi), rssiMax: Int32(report.rssi),
-                                  rssiSum: Int64(report.rssi), count: 1, first: report.timeMicroseconds,
-                                  last: report.timeMicroseconds, txPower: report.txPower,
-                                  connectable: report.connectable, data: report.data)
+            let acc = Accumulator(report)
             return hit(address: report.address, acc, eventTime: report.timeMicroseconds)
         }
         if openedAt == nil { openedAt = report.timeMicroseconds }
         let key = report.address | (UInt64(report.addressType.rawValue & 0xFF) << 48)
         if var acc = byAddress[key] {
-            acc.rssiMin = min(acc.rssiMin, Int32(report.rssi))
-            acc.rssiMax = max(acc.rssiMax, Int32(report.rssi))
-            acc.rssiSum += Int64(report.rssi)
+            if report.rssi == AdvertisingReport.rssiUnavailable {
+                acc.rssiUnavailable += 1
+            } else if acc.count == acc.rssiUnavailable {
+                (acc.rssiMin, acc.rssiMax, acc.rssiSum) = (Int32(report.rssi), Int32(report.rssi), Int64(report.rssi))
+            } else {
+                acc.rssiMin = min(acc.rssiMin, Int32(report.rssi))
+                acc.rssiMax = max(acc.rssiMax, Int32(report.rssi))
+                acc.rssiSum += Int64(report.rssi)
+            }
             acc.count += 1
             acc.first = min(acc.first, report.timeMicroseconds)
             acc.last = max(acc.last, report.timeMicroseconds)
@@ -64,10 +83,7 @@ public struct ScanWindow {
                 shedReports += 1
                 return nil
             }
-            byAddress[key] = Accumulator(addressType: report.addressType, rssiMin: Int32(report.rssi),
-                                         rssiMax: Int32(report.rssi), rssiSum: Int64(report.rssi), count: 1,
-                                         first: report.timeMicroseconds, last: report.timeMicroseconds,
-                                         txPower: report.txPower, connectable: report.connectable, data: report.data)
+            byAddress[key] = Accumulator(report)
         }
         return nil
     }
@@ -93,6 +109,7 @@ public struct ScanWindow {
         hit.rssiMax = acc.rssiMax
         hit.rssiSum = acc.rssiSum
         hit.count = acc.count
+        hit.rssiUnavailable = acc.rssiUnavailable
         hit.firstOffsetUs = eventTime - acc.first
         hit.lastOffsetUs = eventTime - acc.last
         let (summary, adTxPower) = AdvertisingDataParser.summarize(acc.data, connectable: acc.connectable, counts: &malformed)

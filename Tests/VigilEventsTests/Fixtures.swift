@@ -161,6 +161,28 @@ enum Fixtures {
         return goldenEvents + added.enumerated().map { (base + UInt64($0.offset + 1) * 250_000, $0.element) }
     }
 
+    /// The v3 golden stream: all of v2, a ScanHit with reports that had no RSSI, and a cancel
+    /// heard over the air (the fields schema 3 added).
+    static var goldenEventsV3: [(timeMicroseconds: UInt64, body: EventBody)] {
+        var noRSSI = typicalScanHit
+        noRSSI.address = 0x12_34_56_78_9A_BC
+        noRSSI.count = 3
+        noRSSI.rssiUnavailable = 2
+        noRSSI.rssiMin = -70
+        noRSSI.rssiMax = -70
+        noRSSI.rssiSum = -70
+        var cancel = AlertCancelled()
+        cancel.id = AlertID(origin: 0x1234_5678, counter: 9)
+        cancel.reason = "cancel heard over the air"
+        cancel.hops = 2
+        cancel.heardFrom = 0x0A_0B_0C_0D_0E_0F
+        cancel.expiresAtUs = 1_800_000_000_000_000
+        cancel.severity = .critical
+        let added: [EventBody] = [.scanHit(noRSSI), .alertCancelled(cancel)]
+        let base = goldenEventsV2.last?.timeMicroseconds ?? start
+        return goldenEventsV2 + added.enumerated().map { (base + UInt64($0.offset + 1) * 250_000, $0.element) }
+    }
+
     /// The v1 golden event stream: every kind at least once, optional fields present and absent,
     /// zero-valued optionals that are present, and empty messages.
     static var goldenEvents: [(timeMicroseconds: UInt64, body: EventBody)] {

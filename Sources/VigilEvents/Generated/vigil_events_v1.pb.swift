@@ -516,58 +516,88 @@ public nonisolated struct Vigil_Events_V1_AdvertisementSummary: Sendable {
 }
 
 /// All reports of one advertiser within one scan window.
-public nonisolated struct Vigil_Events_V1_ScanHit: Sendable {
+public nonisolated struct Vigil_Events_V1_ScanHit: @unchecked Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
   /// 48-bit device address, big-endian as printed
-  public var address: UInt64 = 0
+  public var address: UInt64 {
+    get {_storage._address}
+    set {_uniqueStorage()._address = newValue}
+  }
 
-  public var addressType: Vigil_Events_V1_AddressType = .addressPublic
+  public var addressType: Vigil_Events_V1_AddressType {
+    get {_storage._addressType}
+    set {_uniqueStorage()._addressType = newValue}
+  }
 
   /// dBm
-  public var rssiMin: Int32 = 0
+  public var rssiMin: Int32 {
+    get {_storage._rssiMin}
+    set {_uniqueStorage()._rssiMin = newValue}
+  }
 
-  public var rssiMax: Int32 = 0
+  public var rssiMax: Int32 {
+    get {_storage._rssiMax}
+    set {_uniqueStorage()._rssiMax = newValue}
+  }
 
   /// mean = rssi_sum / count
-  public var rssiSum: Int64 = 0
+  public var rssiSum: Int64 {
+    get {_storage._rssiSum}
+    set {_uniqueStorage()._rssiSum = newValue}
+  }
 
   /// reports folded into this hit
-  public var count: UInt32 = 0
+  public var count: UInt32 {
+    get {_storage._count}
+    set {_uniqueStorage()._count = newValue}
+  }
 
   /// event time minus first report time
-  public var firstOffsetUs: UInt64 = 0
+  public var firstOffsetUs: UInt64 {
+    get {_storage._firstOffsetUs}
+    set {_uniqueStorage()._firstOffsetUs = newValue}
+  }
 
   /// event time minus last report time
-  public var lastOffsetUs: UInt64 = 0
+  public var lastOffsetUs: UInt64 {
+    get {_storage._lastOffsetUs}
+    set {_uniqueStorage()._lastOffsetUs = newValue}
+  }
 
   /// dBm, when advertised
   public var txPower: Int32 {
-    get {_txPower ?? 0}
-    set {_txPower = newValue}
+    get {_storage._txPower ?? 0}
+    set {_uniqueStorage()._txPower = newValue}
   }
   /// Returns true if `txPower` has been explicitly set.
-  public var hasTxPower: Bool {self._txPower != nil}
+  public var hasTxPower: Bool {_storage._txPower != nil}
   /// Clears the value of `txPower`. Subsequent reads from it will return its default value.
-  public mutating func clearTxPower() {self._txPower = nil}
+  public mutating func clearTxPower() {_uniqueStorage()._txPower = nil}
 
   public var advertisement: Vigil_Events_V1_AdvertisementSummary {
-    get {_advertisement ?? Vigil_Events_V1_AdvertisementSummary()}
-    set {_advertisement = newValue}
+    get {_storage._advertisement ?? Vigil_Events_V1_AdvertisementSummary()}
+    set {_uniqueStorage()._advertisement = newValue}
   }
   /// Returns true if `advertisement` has been explicitly set.
-  public var hasAdvertisement: Bool {self._advertisement != nil}
+  public var hasAdvertisement: Bool {_storage._advertisement != nil}
   /// Clears the value of `advertisement`. Subsequent reads from it will return its default value.
-  public mutating func clearAdvertisement() {self._advertisement = nil}
+  public mutating func clearAdvertisement() {_uniqueStorage()._advertisement = nil}
+
+  /// Schema 3: reports whose controller gave no RSSI (127, "not available"); they count in `count`
+  /// but not in rssi_min/max/sum, so mean = rssi_sum / (count - rssi_unavailable).
+  public var rssiUnavailable: UInt32 {
+    get {_storage._rssiUnavailable}
+    set {_uniqueStorage()._rssiUnavailable = newValue}
+  }
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
 
-  fileprivate var _txPower: Int32? = nil
-  fileprivate var _advertisement: Vigil_Events_V1_AdvertisementSummary? = nil
+  fileprivate var _storage = _StorageClass.defaultInstance
 }
 
 public nonisolated struct Vigil_Events_V1_AlertId: Sendable {
@@ -666,6 +696,18 @@ public nonisolated struct Vigil_Events_V1_AlertCancelled: Sendable {
   public var by: UInt64 = 0
 
   public var reason: String = String()
+
+  /// Schema 3 (alerts over the air): a cancel heard from another box carries what its frame did,
+  /// so this box can relay it even when it never heard the alert itself.
+  public var hops: UInt32 = 0
+
+  /// address of the box it was heard from (0 = here)
+  public var heardFrom: UInt64 = 0
+
+  /// the cancelled alert's expiry
+  public var expiresAtUs: UInt64 = 0
+
+  public var severity: Vigil_Events_V1_Severity = .unspecified
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -1045,78 +1087,139 @@ nonisolated extension Vigil_Events_V1_AdvertisementSummary: SwiftProtobuf.Messag
 
 nonisolated extension Vigil_Events_V1_ScanHit: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".ScanHit"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}address\0\u{3}address_type\0\u{3}rssi_min\0\u{3}rssi_max\0\u{3}rssi_sum\0\u{1}count\0\u{3}first_offset_us\0\u{3}last_offset_us\0\u{3}tx_power\0\u{1}advertisement\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}address\0\u{3}address_type\0\u{3}rssi_min\0\u{3}rssi_max\0\u{3}rssi_sum\0\u{1}count\0\u{3}first_offset_us\0\u{3}last_offset_us\0\u{3}tx_power\0\u{1}advertisement\0\u{3}rssi_unavailable\0")
+
+  fileprivate class _StorageClass {
+    var _address: UInt64 = 0
+    var _addressType: Vigil_Events_V1_AddressType = .addressPublic
+    var _rssiMin: Int32 = 0
+    var _rssiMax: Int32 = 0
+    var _rssiSum: Int64 = 0
+    var _count: UInt32 = 0
+    var _firstOffsetUs: UInt64 = 0
+    var _lastOffsetUs: UInt64 = 0
+    var _txPower: Int32? = nil
+    var _advertisement: Vigil_Events_V1_AdvertisementSummary? = nil
+    var _rssiUnavailable: UInt32 = 0
+
+      // This property is used as the initial default value for new instances of the type.
+      // The type itself is protecting the reference to its storage via CoW semantics.
+      // This will force a copy to be made of this reference when the first mutation occurs;
+      // hence, it is safe to mark this as `nonisolated(unsafe)`.
+      static nonisolated(unsafe) let defaultInstance = _StorageClass()
+
+    private init() {}
+
+    init(copying source: _StorageClass) {
+      _address = source._address
+      _addressType = source._addressType
+      _rssiMin = source._rssiMin
+      _rssiMax = source._rssiMax
+      _rssiSum = source._rssiSum
+      _count = source._count
+      _firstOffsetUs = source._firstOffsetUs
+      _lastOffsetUs = source._lastOffsetUs
+      _txPower = source._txPower
+      _advertisement = source._advertisement
+      _rssiUnavailable = source._rssiUnavailable
+    }
+  }
+
+  fileprivate mutating func _uniqueStorage() -> _StorageClass {
+    if !isKnownUniquelyReferenced(&_storage) {
+      _storage = _StorageClass(copying: _storage)
+    }
+    return _storage
+  }
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
-    while let fieldNumber = try decoder.nextFieldNumber() {
-      // The use of inline closures is to circumvent an issue where the compiler
-      // allocates stack space for every case branch when no optimizations are
-      // enabled. https://github.com/apple/swift-protobuf/issues/1034
-      switch fieldNumber {
-      case 1: try { try decoder.decodeSingularUInt64Field(value: &self.address) }()
-      case 2: try { try decoder.decodeSingularEnumField(value: &self.addressType) }()
-      case 3: try { try decoder.decodeSingularSInt32Field(value: &self.rssiMin) }()
-      case 4: try { try decoder.decodeSingularSInt32Field(value: &self.rssiMax) }()
-      case 5: try { try decoder.decodeSingularSInt64Field(value: &self.rssiSum) }()
-      case 6: try { try decoder.decodeSingularUInt32Field(value: &self.count) }()
-      case 7: try { try decoder.decodeSingularUInt64Field(value: &self.firstOffsetUs) }()
-      case 8: try { try decoder.decodeSingularUInt64Field(value: &self.lastOffsetUs) }()
-      case 9: try { try decoder.decodeSingularSInt32Field(value: &self._txPower) }()
-      case 10: try { try decoder.decodeSingularMessageField(value: &self._advertisement) }()
-      default: break
+    _ = _uniqueStorage()
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      while let fieldNumber = try decoder.nextFieldNumber() {
+        // The use of inline closures is to circumvent an issue where the compiler
+        // allocates stack space for every case branch when no optimizations are
+        // enabled. https://github.com/apple/swift-protobuf/issues/1034
+        switch fieldNumber {
+        case 1: try { try decoder.decodeSingularUInt64Field(value: &_storage._address) }()
+        case 2: try { try decoder.decodeSingularEnumField(value: &_storage._addressType) }()
+        case 3: try { try decoder.decodeSingularSInt32Field(value: &_storage._rssiMin) }()
+        case 4: try { try decoder.decodeSingularSInt32Field(value: &_storage._rssiMax) }()
+        case 5: try { try decoder.decodeSingularSInt64Field(value: &_storage._rssiSum) }()
+        case 6: try { try decoder.decodeSingularUInt32Field(value: &_storage._count) }()
+        case 7: try { try decoder.decodeSingularUInt64Field(value: &_storage._firstOffsetUs) }()
+        case 8: try { try decoder.decodeSingularUInt64Field(value: &_storage._lastOffsetUs) }()
+        case 9: try { try decoder.decodeSingularSInt32Field(value: &_storage._txPower) }()
+        case 10: try { try decoder.decodeSingularMessageField(value: &_storage._advertisement) }()
+        case 11: try { try decoder.decodeSingularUInt32Field(value: &_storage._rssiUnavailable) }()
+        default: break
+        }
       }
     }
   }
 
   public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
-    // The use of inline closures is to circumvent an issue where the compiler
-    // allocates stack space for every if/case branch local when no optimizations
-    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
-    // https://github.com/apple/swift-protobuf/issues/1182
-    if self.address != 0 {
-      try visitor.visitSingularUInt64Field(value: self.address, fieldNumber: 1)
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every if/case branch local when no optimizations
+      // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+      // https://github.com/apple/swift-protobuf/issues/1182
+      if _storage._address != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._address, fieldNumber: 1)
+      }
+      if _storage._addressType != .addressPublic {
+        try visitor.visitSingularEnumField(value: _storage._addressType, fieldNumber: 2)
+      }
+      if _storage._rssiMin != 0 {
+        try visitor.visitSingularSInt32Field(value: _storage._rssiMin, fieldNumber: 3)
+      }
+      if _storage._rssiMax != 0 {
+        try visitor.visitSingularSInt32Field(value: _storage._rssiMax, fieldNumber: 4)
+      }
+      if _storage._rssiSum != 0 {
+        try visitor.visitSingularSInt64Field(value: _storage._rssiSum, fieldNumber: 5)
+      }
+      if _storage._count != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._count, fieldNumber: 6)
+      }
+      if _storage._firstOffsetUs != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._firstOffsetUs, fieldNumber: 7)
+      }
+      if _storage._lastOffsetUs != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._lastOffsetUs, fieldNumber: 8)
+      }
+      try { if let v = _storage._txPower {
+        try visitor.visitSingularSInt32Field(value: v, fieldNumber: 9)
+      } }()
+      try { if let v = _storage._advertisement {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 10)
+      } }()
+      if _storage._rssiUnavailable != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._rssiUnavailable, fieldNumber: 11)
+      }
     }
-    if self.addressType != .addressPublic {
-      try visitor.visitSingularEnumField(value: self.addressType, fieldNumber: 2)
-    }
-    if self.rssiMin != 0 {
-      try visitor.visitSingularSInt32Field(value: self.rssiMin, fieldNumber: 3)
-    }
-    if self.rssiMax != 0 {
-      try visitor.visitSingularSInt32Field(value: self.rssiMax, fieldNumber: 4)
-    }
-    if self.rssiSum != 0 {
-      try visitor.visitSingularSInt64Field(value: self.rssiSum, fieldNumber: 5)
-    }
-    if self.count != 0 {
-      try visitor.visitSingularUInt32Field(value: self.count, fieldNumber: 6)
-    }
-    if self.firstOffsetUs != 0 {
-      try visitor.visitSingularUInt64Field(value: self.firstOffsetUs, fieldNumber: 7)
-    }
-    if self.lastOffsetUs != 0 {
-      try visitor.visitSingularUInt64Field(value: self.lastOffsetUs, fieldNumber: 8)
-    }
-    try { if let v = self._txPower {
-      try visitor.visitSingularSInt32Field(value: v, fieldNumber: 9)
-    } }()
-    try { if let v = self._advertisement {
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 10)
-    } }()
     try unknownFields.traverse(visitor: &visitor)
   }
 
   public static func ==(lhs: Vigil_Events_V1_ScanHit, rhs: Vigil_Events_V1_ScanHit) -> Bool {
-    if lhs.address != rhs.address {return false}
-    if lhs.addressType != rhs.addressType {return false}
-    if lhs.rssiMin != rhs.rssiMin {return false}
-    if lhs.rssiMax != rhs.rssiMax {return false}
-    if lhs.rssiSum != rhs.rssiSum {return false}
-    if lhs.count != rhs.count {return false}
-    if lhs.firstOffsetUs != rhs.firstOffsetUs {return false}
-    if lhs.lastOffsetUs != rhs.lastOffsetUs {return false}
-    if lhs._txPower != rhs._txPower {return false}
-    if lhs._advertisement != rhs._advertisement {return false}
+    if lhs._storage !== rhs._storage {
+      let storagesAreEqual: Bool = withExtendedLifetime((lhs._storage, rhs._storage)) { (_args: (_StorageClass, _StorageClass)) in
+        let _storage = _args.0
+        let rhs_storage = _args.1
+        if _storage._address != rhs_storage._address {return false}
+        if _storage._addressType != rhs_storage._addressType {return false}
+        if _storage._rssiMin != rhs_storage._rssiMin {return false}
+        if _storage._rssiMax != rhs_storage._rssiMax {return false}
+        if _storage._rssiSum != rhs_storage._rssiSum {return false}
+        if _storage._count != rhs_storage._count {return false}
+        if _storage._firstOffsetUs != rhs_storage._firstOffsetUs {return false}
+        if _storage._lastOffsetUs != rhs_storage._lastOffsetUs {return false}
+        if _storage._txPower != rhs_storage._txPower {return false}
+        if _storage._advertisement != rhs_storage._advertisement {return false}
+        if _storage._rssiUnavailable != rhs_storage._rssiUnavailable {return false}
+        return true
+      }
+      if !storagesAreEqual {return false}
+    }
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -1263,7 +1366,7 @@ nonisolated extension Vigil_Events_V1_Alert: SwiftProtobuf.Message, SwiftProtobu
 
 nonisolated extension Vigil_Events_V1_AlertCancelled: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".AlertCancelled"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}id\0\u{1}by\0\u{1}reason\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}id\0\u{1}by\0\u{1}reason\0\u{1}hops\0\u{3}heard_from\0\u{3}expires_at_us\0\u{1}severity\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1274,6 +1377,10 @@ nonisolated extension Vigil_Events_V1_AlertCancelled: SwiftProtobuf.Message, Swi
       case 1: try { try decoder.decodeSingularMessageField(value: &self._id) }()
       case 2: try { try decoder.decodeSingularUInt64Field(value: &self.by) }()
       case 3: try { try decoder.decodeSingularStringField(value: &self.reason) }()
+      case 4: try { try decoder.decodeSingularUInt32Field(value: &self.hops) }()
+      case 5: try { try decoder.decodeSingularUInt64Field(value: &self.heardFrom) }()
+      case 6: try { try decoder.decodeSingularUInt64Field(value: &self.expiresAtUs) }()
+      case 7: try { try decoder.decodeSingularEnumField(value: &self.severity) }()
       default: break
       }
     }
@@ -1293,6 +1400,18 @@ nonisolated extension Vigil_Events_V1_AlertCancelled: SwiftProtobuf.Message, Swi
     if !self.reason.isEmpty {
       try visitor.visitSingularStringField(value: self.reason, fieldNumber: 3)
     }
+    if self.hops != 0 {
+      try visitor.visitSingularUInt32Field(value: self.hops, fieldNumber: 4)
+    }
+    if self.heardFrom != 0 {
+      try visitor.visitSingularUInt64Field(value: self.heardFrom, fieldNumber: 5)
+    }
+    if self.expiresAtUs != 0 {
+      try visitor.visitSingularUInt64Field(value: self.expiresAtUs, fieldNumber: 6)
+    }
+    if self.severity != .unspecified {
+      try visitor.visitSingularEnumField(value: self.severity, fieldNumber: 7)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -1300,6 +1419,10 @@ nonisolated extension Vigil_Events_V1_AlertCancelled: SwiftProtobuf.Message, Swi
     if lhs._id != rhs._id {return false}
     if lhs.by != rhs.by {return false}
     if lhs.reason != rhs.reason {return false}
+    if lhs.hops != rhs.hops {return false}
+    if lhs.heardFrom != rhs.heardFrom {return false}
+    if lhs.expiresAtUs != rhs.expiresAtUs {return false}
+    if lhs.severity != rhs.severity {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
