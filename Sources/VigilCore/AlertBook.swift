@@ -19,6 +19,14 @@ public struct AlertBook: Projection {
         public var cancelled: Bool
         public var cancelledMicroseconds: UInt64?
         public var duplicates: UInt64
+        /// Relays so far of the cancel (0 = cancelled here); nil while not cancelled.
+        public var cancelHops: UInt32?
+        /// The cancel was made at this box (a long press, the CLI), not heard over the air.
+        public var cancelledHere: Bool?
+        /// Known only from a cancel heard over the air: the alert itself was never heard. Kept so
+        /// the alert, if it arrives late, is recognised as already cancelled, and so the cancel
+        /// can be relayed.
+        public var tombstone: Bool?
 
         public var idText: String { AlertID(origin: origin, counter: counter).text }
     }
@@ -55,10 +63,18 @@ public struct AlertBook: Projection {
                 if !entry.cancelled {
                     entry.cancelled = true
                     entry.cancelledMicroseconds = event.timeMicroseconds
+                    entry.cancelHops = cancel.hops
+                    entry.cancelledHere = cancel.heardFrom == 0
                     alerts[key] = entry
                 }
             } else {
                 cancellationsForUnknown += 1
+                alerts[key] = Entry(origin: cancel.id.origin, counter: cancel.id.counter, kind: 0,
+                                    severity: cancel.severity.rawValue, raisedHere: false, firstSequence: event.sequence,
+                                    firstMicroseconds: event.timeMicroseconds, expiresAtMicroseconds: cancel.expiresAtUs,
+                                    hops: cancel.hops, latitudeE7: nil, longitudeE7: nil, text: "", cancelled: true,
+                                    cancelledMicroseconds: event.timeMicroseconds, duplicates: 0, cancelHops: cancel.hops,
+                                    cancelledHere: cancel.heardFrom == 0, tombstone: true)
             }
         default: break
         }
@@ -79,7 +95,8 @@ public struct AlertBook: Projection {
                             expiresAtMicroseconds: alert.expiresAtUs, hops: alert.hops,
                             latitudeE7: alert.hasLocation ? alert.location.latitudeE7 : nil,
                             longitudeE7: alert.hasLocation ? alert.location.longitudeE7 : nil,
-                            text: alert.text, cancelled: false, cancelledMicroseconds: nil, duplicates: 0)
+                            text: alert.text, cancelled: false, cancelledMicroseconds: nil, duplicates: 0,
+                            cancelHops: nil, cancelledHere: nil, tombstone: nil)
     }
 
     /// Alerts neither cancelled nor expired as of the newest event, oldest first.

@@ -56,15 +56,26 @@ struct AlertBookTests {
         #expect(book.cancellationsForUnknown == 0)
     }
 
-    @Test func cancellationOfAnUnknownAlertIsCounted() {
+    @Test func cancellationOfAnUnknownAlertIsCountedAndRemembered() {
         var stream = EventStream()
         stream.add(.alertRaised(alert(origin: 1, counter: 1)), at: 10)
         stream.add(cancellation(origin: 1, counter: 99), at: 11)
         stream.add(cancellation(origin: 2, counter: 1), at: 12)
         let book = AlertBook().applying(all: stream.inputs)
         #expect(book.cancellationsForUnknown == 2)
-        #expect(book.alerts.count == 1)
-        #expect(book.active.count == 1)
+        // The unknown ones are kept as cancelled tombstones, never active.
+        #expect(book.alerts.count == 3)
+        #expect(book.alerts["1:99"]?.tombstone == true && book.alerts["1:99"]?.cancelled == true)
+        #expect(book.active.map(\.idText) == ["1:1"])
+    }
+
+    @Test func anAlertArrivingAfterItsCancelStaysCancelled() {
+        var stream = EventStream()
+        stream.add(cancellation(origin: 2, counter: 5), at: 10)
+        stream.add(.alertReceived(alert(origin: 2, counter: 5)), at: 11)
+        let book = AlertBook().applying(all: stream.inputs)
+        #expect(book.active.isEmpty)
+        #expect(book.alerts["2:5"]?.cancelled == true)
     }
 
     @Test func expiryIsJudgedAgainstTheLatestEventTime() {
