@@ -1,6 +1,82 @@
 #ifndef VIGIL_CBLUEZ_SHIM_H
 #define VIGIL_CBLUEZ_SHIM_H
+#include <errno.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <bluetooth/bluetooth.h>
 #include <bluetooth/hci.h>
 #include <bluetooth/hci_lib.h>
+
+// Helpers Swift cannot express directly (socket address structs, ioctls with variadic
+// arguments, libbluetooth's inline filter macros). Each returns -1 with errno set on failure,
+// like the calls it wraps; the Swift side (VigilRadio/HCISocket.swift) turns that into a typed
+// error in one place. Prefix: cvigil_hci_.
+
+/// An HCI socket bound to `device` on `channel` (HCI_CHANNEL_RAW or HCI_CHANNEL_USER), or,
+/// with device HCI_DEV_NONE, an unbound raw socket that hears the stack's device notifications.
+static inline int cvigil_hci_open(uint16_t device, uint16_t channel) {
+    int fd = socket(AF_BLUETOOTH, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, BTPROTO_HCI);
+    if (fd < 0) return -1;
+    struct sockaddr_hci address;
+    memset(&address, 0, sizeof(address));
+    address.hci_family = AF_BLUETOOTH;
+    address.hci_dev = device;
+    address.hci_channel = channel;
+    if (bind(fd, (struct sockaddr *)&address, sizeof(address)) < 0) {
+        int saved = errno;
+        close(fd);
+        errno = saved;
+        return -1;
+    }
+    return fd;
+}
+
+/// On a raw-channel socket: deliver every event packet (the kernel filters by default).
+static inline int cvigil_hci_filter_all_events(int fd) {
+    struct hci_filter filter;
+    hci_filter_clear(&filter);
+    hci_filter_set_ptype(HCI_EVENT_PKT, &filter);
+    hci_filter_all_events(&filter);
+    return setsockopt(fd, SOL_HCI, HCI_FILTER, &filter, sizeof(filter));
+}
+
+/// On an unbound raw socket: deliver only the stack-internal device notifications.
+static inline int cvigil_hci_filter_stack_events(int fd) {
+    struct hci_filter filter;
+    hci_filter_clear(&filter);
+    hci_filter_set_ptype(HCI_EVENT_PKT, &filter);
+    hci_filter_set_event(EVT_STACK_INTERNAL, &filter);
+    return setsockopt(fd, SOL_HCI, HCI_FILTER, &filter, sizeof(filter));
+}
+
+/// One adapter's id, name, address (as bytes, least significant first) and flags.
+static inline int cvigil_hci_device_info(int fd, uint16_t device, char name[8], uint8_t address[6], uint32_t *flags) {
+    struct hci_dev_info info;
+    memset(&info, 0, sizeof(info));
+    info.dev_id = device;
+    if (ioctl(fd, HCIGETDEVINFO, (void *)&info) < 0) return -1;
+    memcpy(name, info.name, 8);
+    memcpy(address, info.bdaddr.b, 6);
+    *flags = info.flags;
+    return 0;
+}
+
+/// The ids of the registered adapters (at most `max`); returns how many.
+static inline int cvigil_hci_device_ids(int fd, uint16_t *ids, int max) {
+    struct { uint16_t count; struct hci_dev_req requests[HCI_MAX_DEV]; } list;
+    memset(&list, 0, sizeof(list));
+    list.count = HCI_MAX_DEV;
+    if (ioctl(fd, HCIGETDEVLIST, (void *)&list) < 0) return -1;
+    int n = list.count < max ? list.count : max;
+    for (int i = 0; i < n; i++) ids[i] = list.requests[i].dev_id;
+    return n;
+}
+
+static inline int cvigil_hci_power(int fd, uint16_t device, int up) {
+    return ioctl(fd, up ? HCIDEVUP : HCIDEVDOWN, (unsigned long)device);
+}
+
+static inline int cvigil_hci_is_up(uint32_t flags) { return hci_test_bit(HCI_UP, &flags) ? 1 : 0; }
 #endif

@@ -41,6 +41,8 @@ public final class SimulatedRadio: RadioAdapter {
     private var advertisers: [Advertiser] = []
     private var running = false
     public private(set) var reportsGenerated: UInt64 = 0
+    /// What the node asked to advertise (the simulation has no air; tests and `status` read it).
+    public private(set) var advertising = AdvertisingPlan.off
 
     public init(settings: RadioSimulationSettings, clock: any WallClock) throws {
         self.settings = settings
@@ -55,6 +57,10 @@ public final class SimulatedRadio: RadioAdapter {
         running = true
         try arm(now: now)
     }
+
+    public func advertise(_ plan: AdvertisingPlan) { advertising = plan }
+
+    public var reportsState: Bool { false }
 
     public func stop() {
         running = false
