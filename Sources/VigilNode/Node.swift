@@ -37,6 +37,9 @@ public final class Node: @unchecked Sendable {
     public private(set) var projections: Projections
     private var pending = FIFO<Event>()
     private var scanWindow: ScanWindow
+    private var air: AirLink
+    /// The alert frames in the last plan given to the radio (for `status`).
+    private var airFrames: [(broadcast: AlertAirtime.Broadcast, payload: [UInt8])] = []
     private var eventsSinceCheckpoint = 0
     private var stopping = false
     private var finished = false
@@ -101,7 +104,10 @@ public final class Node: @unchecked Sendable {
             } else if configuration.radio == "sim" {
                 self.radio = try SimulatedRadio(settings: configuration.simulation, clock: clock)
             } else {
-                throw NodeError.unsupported("radio adapter \(configuration.radio) needs the BlueZ adapter, which this build does not have yet; use radio.adapter: sim")
+                var hci = configuration.hci
+                hci.adapter = configuration.radio
+                if let path = hci.snoopPath, !path.hasPrefix("/") { hci.snoopPath = dir + "/" + path }
+                self.radio = try HCIRadio(settings: hci, clock: clock)
             }
             if let board {
                 self.board = board
@@ -120,6 +126,23 @@ public final class Node: @unchecked Sendable {
             throw .radio("\(error)")
         }
         scanWindow = ScanWindow(durationMicroseconds: configuration.scanWindowMicroseconds)
+        do {
+            let keyPath = configuration.airAlerts.keyFile.hasPrefix("/") ? configuration.airAlerts.keyFile
+                : dir + "/" + configuration.airAlerts.keyFile
+            let key = try NodeSecrets.shelterKey(path: keyPath).map { bytes throws in try AlertFrameKey(shelterKey: bytes) }
+            if key == nil {
+                logger.warning("no shelter key: this box neither sends nor accepts alerts over the air (make one with `vigil radio keygen` and copy it to every box)",
+                               metadata: ["expected": "\(keyPath)"])
+            }
+            let presence = configuration.presence.enabled
+                ? try PresenceIdentity(nodeSecret: NodeSecrets.nodeSecret(directory: dir), rotationSeconds: configuration.presence.rotationSeconds)
+                : nil
+            air = AirLink(key: key, settings: configuration.airAlerts, presence: presence, nodeID: nodeID)
+        } catch let error as NodeError {
+            throw error
+        } catch {
+            throw .radio("\(error)")
+        }
         gestures = ButtonGestureDecoder(settings: configuration.gestures)
         for line in configuration.board.checkInButtons.values {
             checkInGestures[line.offset] = ButtonGestureDecoder(settings: configuration.gestures)
@@ -155,11 +178,15 @@ public final class Node: @unchecked Sendable {
 
     private static func loadNodeID(directory: String) throws(NodeError) -> UInt64 {
         let path = directory + "/node-id"
+        var id = (secureRandomUInt64() & 0xFFFF_FFFF) | 1
         if let text = try? String(contentsOfFile: path, encoding: .utf8),
-           let id = UInt64(text.trimmingCharacters(in: .whitespacesAndNewlines), radix: 16), id != 0 {
-            return id
+           let stored = UInt64(text.trimmingCharacters(in: .whitespacesAndNewlines), radix: 16), stored != 0 {
+            // 32 bits: the id travels in every alert frame (README "Alert frames"). A node made
+            // before alerts went on the air has a 64-bit id: it is folded to 32 bits once, and
+            // its alert counter starts again under the new id (so no alert id repeats).
+            guard stored > 0xFFFF_FFFF else { return stored }
+            id = (stored ^ (stored >> 32)) & 0xFFFF_FFFF | 1
         }
-        let id = secureRandomUInt64() | 1
         do {
             try (String(id, radix: 16) + "\n").write(toFile: path, atomically: true, encoding: .utf8)
         } catch {
@@ -225,17 +252,20 @@ public final class Node: @unchecked Sendable {
         started.board = board.profile.name
         started.radio = radio.name
         append(.nodeStarted(started))
-        var radioOn = RadioStateChanged()
-        radioOn.state = .on
-        radioOn.adapter = radio.name
-        radioOn.reason = "started"
-        append(.radioStateChanged(radioOn))
+        if !radio.reportsState {
+            var radioOn = RadioStateChanged()
+            radioOn.state = .on
+            radioOn.adapter = radio.name
+            radioOn.reason = "started"
+            append(.radioStateChanged(radioOn))
+        }
         if configuration.notifier.command == nil,
            projections.escalations.residents.values.contains(where: { !$0.contacts.isEmpty }) {
             logger.warning("no notify.command is configured: messages to contacts are only written to this log")
         }
         // Outputs and timers come back from the restored state; overdue deadlines fire now.
         reconcileOutputs()
+        reconcileAirtime()
         scheduleLadder()
         scheduleOutbox()
         logger.info("node running", metadata: [
@@ -342,6 +372,9 @@ public final class Node: @unchecked Sendable {
         switch output {
         case .report(let report):
             counters.reports += 1
+            if let frame = air.inspect(report, now: clock.nowMicroseconds()) {
+                heard(frame, from: report)
+            }
             let wasOpen = scanWindow.openedAt != nil
             if let hit = scanWindow.add(report) {
                 append(.scanHit(hit), time: report.timeMicroseconds)
@@ -356,6 +389,77 @@ public final class Node: @unchecked Sendable {
             change.adapter = radio.name
             change.reason = reason
             append(.radioStateChanged(change))
+            if state == .on { logger.notice("radio on", metadata: ["reason": "\(reason)"]) } else {
+                logger.warning("radio \(state)", metadata: ["reason": "\(reason)"])
+            }
+        case .onAir(let payload):
+            settleBroadcast(payload)
+        case .captureFailed(let reason):
+            logger.error("the HCI capture failed and is off; the radio goes on", metadata: ["error": "\(reason)"])
+        }
+    }
+
+    /// A verified frame from another box: new alerts and cancels go to the log (never shed);
+    /// one already known only counts as a relay heard, for suppression.
+    private func heard(_ frame: AlertFrame, from report: AdvertisingReport) {
+        let id = frame.id
+        let isCancel = frame.type == .cancel
+        var known = projections.alerts.alerts[id.text].map { isCancel ? $0.cancelled : true } ?? false
+        if !known {
+            for e in pending.elements {
+                switch e.body {
+                case .alertReceived(let a) where !isCancel && a.id == id: known = true
+                case .alertRaised(let a) where !isCancel && a.id == id: known = true
+                case .alertCancelled(let c) where isCancel && c.id == id: known = true
+                default: break
+                }
+                if known { break }
+            }
+        }
+        if known {
+            air.countDuplicate()
+            air.heardRelay(frame, now: report.timeMicroseconds)
+            return
+        }
+        air.countAccepted()
+        switch frame.meaning(heardFrom: report.address) {
+        case .alert(var alert):
+            alert.text = "heard over the air from \(formatAddress(report.address))"
+            append(.alertReceived(alert), time: report.timeMicroseconds)
+            logger.notice("alert received", metadata: ["alert": "\(id.text)", "kind": "\(alert.kind)", "hops": "\(alert.hops)"])
+        case .cancelled(var cancel):
+            cancel.hops = UInt32(frame.hops)
+            cancel.heardFrom = report.address
+            cancel.expiresAtUs = UInt64(frame.expirySeconds) * 1_000_000
+            cancel.severity = frame.severity
+            cancel.reason = "cancel heard over the air from \(formatAddress(report.address))"
+            append(.alertCancelled(cancel), time: report.timeMicroseconds)
+            logger.notice("alert cancelled over the air", metadata: ["alert": "\(id.text)"])
+        case .acknowledged:
+            break
+        }
+    }
+
+    /// The radio confirmed a payload on the air: an SOS (or its cancel) raised here has left the
+    /// box, which settles its broadcast outbox entry (so the log says when it went out).
+    private func settleBroadcast(_ payload: [UInt8]) {
+        for (b, p) in airFrames where p == payload && b.hops == 0 && b.kind == AlertKind.sos.rawValue {
+            let entry = "sos/\(b.idText)/\(b.isCancel ? "cancelled" : "raised")"
+            guard let e = projections.outbox.entries[entry], !e.delivered, !attemptsInFlight.contains(entry) else { continue }
+            recordAttempt(entry: entry, attempt: e.attempts + 1, delivered: true, notifier: "radio", error: "")
+        }
+    }
+
+    /// Gives the radio what to advertise now and arms the timer for the next change.
+    private func reconcileAirtime() {
+        guard !stopping else { return }
+        let now = clock.nowMicroseconds()
+        air.prune(projections.alerts, now: now)
+        let (plan, frames) = air.plan(projections, nowMicroseconds: now, nodeID: nodeID)
+        airFrames = frames
+        radio.advertise(plan)
+        if let next = air.nextChange(projections, nowMicroseconds: now, nodeID: nodeID) {
+            try? scheduler.schedule(.airtime, atMonotonicNanoseconds: realDeadline(next, now: now))
         }
     }
 
@@ -612,6 +716,8 @@ public final class Node: @unchecked Sendable {
                 perform(gestures.tick(atNanoseconds: now))
             case .pattern:
                 driveOutputs()
+            case .airtime:
+                reconcileAirtime()
             }
         }
     }
@@ -686,6 +792,7 @@ public final class Node: @unchecked Sendable {
             stopRequest.withLock { if $0 == nil { $0 = "the event log failed" } }
         }
         reconcileOutputs()
+        reconcileAirtime()
         scheduleLadder()
         scheduleOutbox()
         if eventsSinceCheckpoint >= configuration.checkpointEveryEvents { checkpoint() }
@@ -829,7 +936,9 @@ public final class Node: @unchecked Sendable {
                    outputs: (board as? SimulatedBoard).map { b in
                        Dictionary(uniqueKeysWithValues: OutputLine.allCases.map { ($0.rawValue, b.level($0)) })
                    } ?? [:],
-                   openWindowAdvertisers: scanWindow.pendingAdvertisers)
+                   openWindowAdvertisers: scanWindow.pendingAdvertisers, air: air.counters,
+                   onAir: airFrames.map { "\($0.broadcast.isCancel ? "cancel " : "")\($0.broadcast.idText) hops \($0.broadcast.hops)" },
+                   hci: (radio as? HCIRadio)?.counters)
     }
 }
 
@@ -858,6 +967,10 @@ public struct LiveStatus: Sendable, Codable {
     public var appliedThrough: UInt64
     public var outputs: [String: Bool]
     public var openWindowAdvertisers: Int
+    public var air: AirCounters
+    /// Alert frames being advertised ("cancel " prefix for cancels).
+    public var onAir: [String]
+    public var hci: HCIRadioCounters?
 }
 
 public enum VigilVersion {

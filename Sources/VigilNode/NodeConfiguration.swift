@@ -11,8 +11,14 @@ public struct NodeConfiguration: Sendable {
     /// Board profile name (looked up in board/) or path to a profile file.
     public var boardName = "sim"
     public var board = BoardProfile.simulated
-    /// "sim" for the simulated radio; an adapter name (hci0) once the BlueZ adapter lands.
+    /// "sim" for the simulated radio; a BlueZ adapter by name (hci0) or address.
     public var radio = "sim"
+    /// The BlueZ radio's settings (its `adapter` is `radio`).
+    public var hci = HCIRadioSettings()
+    /// Alerts over the air: the shelter's shared key, the frame's UUID, relaying.
+    public var airAlerts = AirAlertSettings()
+    /// The box's own advertised identity, rotated with its random address.
+    public var presence = PresenceSettings()
     public var scanWindowMicroseconds: UInt64 = 2_000_000
     public var simulation = RadioSimulationSettings()
     public var commitWindowMicroseconds: UInt64 = 5_000
@@ -70,8 +76,53 @@ public struct NodeConfiguration: Sendable {
             config.logLevel = v
         }
         if var radio = try root.section("radio") {
-            if let v = try radio.string("adapter") { config.radio = v }
+            if let v = try radio.string("adapter") {
+                guard v == "sim" || parseAddress(v) != nil || (v.hasPrefix("hci") && Int(v.dropFirst(3)) != nil) else {
+                    throw radio.error("radio.adapter must be sim, an adapter name (hci0) or an address (AA:BB:CC:DD:EE:FF)")
+                }
+                config.radio = v
+            }
+            if let v = try radio.string("channel") {
+                guard let channel = HCIChannel(rawValue: v) else { throw radio.error("radio.channel must be raw or user") }
+                config.hci.channel = channel
+            }
             if let v = try radio.duration("scan_window") { config.scanWindowMicroseconds = v }
+            if var scan = try radio.section("scan") {
+                if let v = try scan.bool("active") { config.hci.activeScan = v }
+                if let v = try scan.duration("interval") { config.hci.scanIntervalMicroseconds = min(max(v, 2_500), 10_240_000) }
+                if let v = try scan.duration("window") { config.hci.scanWindowMicroseconds = min(max(v, 2_500), 10_240_000) }
+                try scan.finish()
+            }
+            if let v = try radio.bool("extended") { config.hci.extended = v }
+            if let v = try radio.bool("manage_power") { config.hci.managePower = v }
+            if let v = try radio.duration("command_timeout") { config.hci.commandTimeoutMicroseconds = max(100_000, v) }
+            if let v = try radio.duration("retry_max") { config.hci.backoffMaxMicroseconds = max(config.hci.backoffMinMicroseconds, v) }
+            if var advertise = try radio.section("advertise") {
+                if let v = try advertise.duration("interval") { config.hci.advertisingIntervalMicroseconds = min(max(v, 100_000), 10_240_000) }
+                if let v = try advertise.duration("rotation_slot") { config.hci.rotationSlotMicroseconds = max(100_000, v) }
+                if let v = try advertise.bool("presence") { config.presence.enabled = v }
+                if let v = try advertise.duration("presence_rotation") {
+                    guard v >= 60_000_000, v <= 86_400_000_000 else { throw advertise.error("radio.advertise.presence_rotation must be between 1m and 24h") }
+                    config.presence.rotationSeconds = UInt32(v / 1_000_000)
+                }
+                try advertise.finish()
+            }
+            if var alerts = try radio.section("alerts") {
+                if let v = try alerts.string("key_file") { config.airAlerts.keyFile = v }
+                if let v = try alerts.integer("uuid", in: 1...0xFFFF) { config.airAlerts.serviceUUID = UInt16(v) }
+                if let v = try alerts.integer("hop_limit", in: 0...7) { config.airAlerts.airtime.hopLimit = UInt32(v) }
+                if let v = try alerts.duration("relay_delay_min") { config.airAlerts.airtime.relayDelayMinMicroseconds = v }
+                if let v = try alerts.duration("relay_delay_max") { config.airAlerts.airtime.relayDelayMaxMicroseconds = v }
+                if let v = try alerts.duration("cancel_linger") { config.airAlerts.airtime.cancelLingerMicroseconds = v }
+                if let v = try alerts.duration("max_lifetime") { config.airAlerts.maxLifetimeMicroseconds = max(60_000_000, v) }
+                try alerts.finish()
+            }
+            if var snoop = try radio.section("capture") {
+                if let v = try snoop.string("path") { config.hci.snoopPath = v }
+                if let v = try snoop.size("max_file") { config.hci.snoopMaxFileBytes = max(64 << 10, v) }
+                if let v = try snoop.integer("keep", in: 0...100) { config.hci.snoopKeepFiles = v }
+                try snoop.finish()
+            }
             try radio.finish()
         }
         if var sim = try root.section("simulation") {
@@ -143,6 +194,27 @@ public struct NodeConfiguration: Sendable {
         if name == "sim" { return .simulated }
         throw ConfigurationError(file: name, line: nil, message: "no such board profile (looked in \(candidates.joined(separator: ", ")))")
     }
+}
+
+/// Alerts over the air (config `radio.alerts`).
+public struct AirAlertSettings: Sendable, Equatable {
+    /// The shelter's shared key: 64 hex digits (32 bytes), the same on every box of the shelter.
+    /// Relative paths are inside the data directory. Without it the box neither sends nor
+    /// accepts alerts over the air (and says so at start).
+    public var keyFile = "shelter.key"
+    public var serviceUUID: UInt16 = AlertFrame.defaultServiceUUID
+    public var airtime = AlertAirtime.Settings()
+    /// Frames whose expiry is further ahead than this are refused (a forged far-future expiry
+    /// would otherwise never age out of the dedupe set).
+    public var maxLifetimeMicroseconds: UInt64 = 86_400_000_000
+    public init() {}
+}
+
+/// The box's rotating presence advertisement (config `radio.advertise`).
+public struct PresenceSettings: Sendable, Equatable {
+    public var enabled = true
+    public var rotationSeconds: UInt32 = PresenceIdentity.defaultRotationSeconds
+    public init() {}
 }
 
 /// Board profile files (board/*.yaml).

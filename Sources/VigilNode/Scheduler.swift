@@ -11,6 +11,7 @@ struct Scheduler {
         case commandTimeout
         case gesture
         case pattern
+        case airtime
     }
 
     private(set) var deadlines: [Timer: UInt64] = [:]

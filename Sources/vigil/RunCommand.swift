@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import ServiceLifecycle
 import VigilNode
+import VigilRadio
 import VigilSystem
 
 struct Run: AsyncParsableCommand {
@@ -20,6 +21,15 @@ struct Run: AsyncParsableCommand {
     @Option(help: "Board profile name or file (overrides the configuration), e.g. sim, rpi4, board/vm.yaml.")
     var board: String?
 
+    @Option(help: "Radio: sim, a BlueZ adapter (hci0) or its address (overrides the configuration).")
+    var radio: String?
+
+    @Option(help: "HCI channel for a BlueZ adapter: raw (shares it with bluetoothd) or user (exclusive).")
+    var channel: String?
+
+    @Option(help: "Write every HCI packet to this btsnoop file (rotated; Wireshark and tshark open it).")
+    var capture: String?
+
     @Option(help: "Run the node's clock this many times faster than real time (demonstrations: 60 shows a 30-minute ladder in 30 s).")
     var timeScale: Double?
 
@@ -34,6 +44,17 @@ struct Run: AsyncParsableCommand {
                     throw CLIError("\(error)", code: 78)
                 }
             }
+            if let radio {
+                guard radio == "sim" || parseAdapterSelector(radio) else {
+                    throw CLIError("--radio must be sim, an adapter name (hci0) or an address (AA:BB:CC:DD:EE:FF)", code: 64)
+                }
+                configuration.radio = radio
+            }
+            if let channel {
+                guard let c = HCIChannel(rawValue: channel) else { throw CLIError("--channel must be raw or user", code: 64) }
+                configuration.hci.channel = c
+            }
+            if let capture { configuration.hci.snoopPath = capture }
             if let timeScale {
                 guard timeScale >= 1, timeScale <= 10_000 else { throw CLIError("--time-scale must be between 1 and 10000", code: 64) }
             }
@@ -89,4 +110,9 @@ func simulationOrigin(_ dir: String) throws -> UInt64 {
         throw CLIError("cannot keep the simulated clock's origin in \(path): \(error)")
     }
     return origin
+}
+
+/// "hci0" or "AA:BB:CC:DD:EE:FF".
+func parseAdapterSelector(_ text: String) -> Bool {
+    parseAddress(text) != nil || (text.hasPrefix("hci") && Int(text.dropFirst(3)) != nil)
 }

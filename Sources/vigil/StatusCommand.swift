@@ -62,6 +62,12 @@ struct Status: AsyncParsableCommand {
             out += "live: durable through \(live.log.durableSequence), \(live.log.commits) commits, \(live.log.flushes) flushes, pending \(live.pending), shed \(live.counters.shed), refused \(live.counters.refused)\n"
             let lit = live.outputs.filter(\.value).keys.sorted()
             out += "outputs: \(lit.isEmpty ? "all off" : lit.joined(separator: ", ") + " on")\n"
+            let a = live.air
+            out += "air: \(a.accepted) alerts accepted, \(a.duplicates) duplicates, \(a.forged) forged, \(a.stale) stale, \(a.malformed) malformed, \(a.presence) presence adverts\n"
+            out += "on the air: \(live.onAir.isEmpty ? "presence only" : live.onAir.joined(separator: "; "))\n"
+            if let h = live.hci {
+                out += "hci: \(h.packetsIn) packets in, \(h.packetsOut) out, \(h.reports) reports, \(h.recoveries) recoveries, \(h.commandTimeouts) command timeouts, \(h.hardwareErrors) hardware errors\n"
+            }
         }
         return out
     }
