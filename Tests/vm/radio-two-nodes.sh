@@ -1,0 +1,146 @@
+#!/usr/bin/env bash
+# Two Vigil nodes on BlueZ's emulated controllers (btvirt): A on hci0, B on hci1, both on the raw
+# HCI channel with the same shelter key, A capturing every HCI packet to a btsnoop file.
+#  1. both report the radio on; B's log holds ScanHits of A's presence advert (service data 0xFCF1)
+#  2. an SOS raised at A (long press) reaches B as an AlertReceived with A's id, 0 hops
+#  3. A's cancel (a second long press) reaches B as an AlertCancelled that clears it
+#  4. a frame with a wrong tag (sent by hand from hci2) is counted as forged and never logged
+#  5. `hciconfig hci1 reset` is recovered: B logs the radio off, then on, and hears A again
+#  6. B restarted on the user channel (exclusive) hears A's next SOS
+#  7. A's btsnoop capture opens in tshark with every packet dissected, and `vigil radio replay`
+#     of B's capture finds A's SOS frame
+. "$(dirname "$0")/lib/common.bash"
+
+command -v hciconfig >/dev/null || { echo "SKIPPED: no hciconfig in the VM"; exit 77; }
+[ -e /sys/class/bluetooth/hci2 ] || { bad "this test needs three controllers (scripts/radio-vm -n 3)"; finish; }
+
+"$VIGIL" radio keygen --out "$SCRATCH/shelter.key" >/dev/null || { bad "keygen failed"; finish; }
+config() { # config NAME ADAPTER CHANNEL
+  cat > "$SCRATCH/$1.yaml" <<YAML
+data: $SCRATCH/$1
+board: sim
+radio:
+  adapter: $2
+  channel: $3
+  scan_window: 1s
+  retry_max: 2s
+  advertise:
+    rotation_slot: 300ms
+  alerts:
+    key_file: $SCRATCH/shelter.key
+    relay_delay_min: 100ms
+    relay_delay_max: 300ms
+  capture:
+    path: $SCRATCH/$1.btsnoop
+simulation:
+  advertisers: 0
+alarms:
+  long_press: 1s
+YAML
+}
+config a hci0 raw
+config b hci1 raw
+
+events() { "$VIGIL" log tail --json -n 100000 --kind "$2" --data "$SCRATCH/$1" 2>/dev/null; }
+has_event() { events "$1" "$2" | grep -q -- "${3:-.}"; }
+count() { events "$1" "$2" | grep -c -- "${3:-.}" || true; }
+start() { # start NAME [extra args]
+  local name=$1; shift
+  "$VIGIL" run --config "$SCRATCH/$name.yaml" "$@" >> "$SCRATCH/$name.log" 2>&1 &
+  eval "PID_$name=$!"
+  BACKGROUND+=("$!")
+}
+stop() { local pid; eval "pid=\$PID_$1"; kill -TERM "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; }
+show_log() { echo "     --- $1's output:"; tail -n 30 "$SCRATCH/$1.log" | sed 's/^/     | /'; }
+radio_on() { has_event "$1" radio-state-changed 'RADIO_STATE_ON'; }
+
+start a
+start b
+if wait_ms 60000 radio_on a && wait_ms 60000 radio_on b; then
+  ok "A and B report the radio on: $(events b radio-state-changed | tail -n 1 | grep -o '"reason":"[^"]*"')"
+else
+  bad "the radios did not come on"; show_log a; show_log b; finish
+fi
+A_ID=$(tr -d '\n' < "$SCRATCH/a/node-id")
+
+echo "1. B logs ScanHits of A's presence advert"
+# 64753 = 0xFCF1, Vigil's service data UUID.
+if wait_ms 20000 has_event b scan-hit '64753'; then ok "B logged a ScanHit carrying A's service data"; else bad "no ScanHit of A in B's log"; show_log b; fi
+
+echo "2. an SOS at A reaches B"
+"$VIGIL" sim press sos --data "$SCRATCH/a" >/dev/null
+if wait_ms 10000 has_event a alert-raised; then ok "A raised its SOS"; else bad "A raised no SOS"; show_log a; fi
+SOS=$(events a alert-raised | tail -n 1 | grep -o '"counter":[0-9]*' | head -n 1 | cut -d: -f2)
+if wait_ms 15000 has_event b alert-received "\"origin\":\"$((16#$A_ID))\""; then
+  ok "B logged AlertReceived for A's SOS ($(events b alert-received | tail -n 1 | grep -o '"hops":[0-9]*' || echo 'hops 0'))"
+else
+  bad "B did not receive A's SOS (A is $A_ID)"; events b alert-received | sed 's/^/     | /'; show_log b
+fi
+if wait_ms 5000 has_event a outbox-attempt '"notifier":"radio"'; then ok "A's broadcast outbox entry was settled by the radio"; else bad "A's SOS broadcast entry not settled"; fi
+
+echo "3. A's cancel clears it on B"
+"$VIGIL" sim press sos --data "$SCRATCH/a" >/dev/null
+if wait_ms 10000 has_event a alert-cancelled; then ok "A cancelled its SOS"; else bad "A did not cancel"; fi
+if wait_ms 15000 has_event b alert-cancelled "\"origin\":\"$((16#$A_ID))\""; then
+  ok "B logged AlertCancelled for A's SOS"
+else
+  bad "B did not hear the cancel"; show_log b
+fi
+status_b() { "$VIGIL" status --json --data "$SCRATCH/b" 2>/dev/null; }
+
+echo "4. a frame with a wrong tag is rejected"
+forged_before=$(status_b | grep -o '"forged":[0-9]*' | cut -d: -f2)
+exp=$(printf '%08x' $(( $(date +%s) + 3600 )))
+# Service data 0xFCF1: version 1 | SOS, critical, origin deadbeef, counter 1, expiry, 7-byte tag (wrong).
+frame="11 c0 de ad be ef 00 00 01 ${exp:0:2} ${exp:2:2} ${exp:4:2} ${exp:6:2} 01 02 03 04 05 06 07"
+hcitool -i hci2 cmd 0x08 0x0006 a0 00 a0 00 03 00 00 00 00 00 00 00 00 07 00 >/dev/null
+hcitool -i hci2 cmd 0x08 0x0008 18 17 16 f1 fc $frame 00 00 00 00 00 00 00 >/dev/null
+for i in 1 2 3; do
+  hcitool -i hci2 cmd 0x08 0x000a 01 >/dev/null; sleep 0.3; hcitool -i hci2 cmd 0x08 0x000a 00 >/dev/null
+done
+forged_count() { local n; n=$(status_b | grep -o '"forged":[0-9]*' | cut -d: -f2); [ "${n:-0}" -gt "${forged_before:-0}" ]; }
+if wait_ms 10000 forged_count; then ok "B counted the forged frame ($(status_b | grep -o '"forged":[0-9]*'))"; else bad "B did not count a forgery"; status_b | sed 's/^/     | /'; fi
+if has_event b alert-received '"origin":"3735928559"'; then bad "the forged alert was logged"; else ok "the forged alert is not in B's log"; fi
+
+echo "5. hciconfig hci1 reset is recovered"
+off_before=$(count b radio-state-changed 'RADIO_STATE_OFF')
+on_before=$(count b radio-state-changed 'RADIO_STATE_ON')
+hciconfig hci1 reset 2>/dev/null || true
+recovered() { [ "$(count b radio-state-changed 'RADIO_STATE_ON')" -gt "$on_before" ]; }
+if wait_ms 20000 recovered; then
+  ok "B logged the radio off ($(( $(count b radio-state-changed 'RADIO_STATE_OFF') - off_before )) times) and on again"
+else
+  bad "B did not recover after the reset"; events b radio-state-changed | tail -n 4 | sed 's/^/     | /'; show_log b
+fi
+received_before=$(count b alert-received)
+"$VIGIL" sim press sos --data "$SCRATCH/a" >/dev/null
+more_received() { [ "$(count b alert-received)" -gt "$received_before" ]; }
+if wait_ms 15000 more_received; then ok "after the reset B hears A's next SOS"; else bad "B hears nothing after the reset"; show_log b; fi
+"$VIGIL" sim press sos --data "$SCRATCH/a" >/dev/null # cancel it again
+
+echo "6. B on the user channel"
+stop b
+config b hci1 user
+received_before=$(count b alert-received)
+on_before=$(count b radio-state-changed 'RADIO_STATE_ON')
+start b
+if wait_ms 30000 recovered; then ok "B runs on the user channel: $(events b radio-state-changed | tail -n 1 | grep -o '"reason":"[^"]*"')"; else bad "B did not start on the user channel"; show_log b; fi
+"$VIGIL" sim press sos --data "$SCRATCH/a" >/dev/null
+if wait_ms 15000 more_received; then ok "B (user channel) hears A's SOS"
+else bad "B (user channel) hears nothing"; show_log b; show_log a; "$VIGIL" status --data "$SCRATCH/b" | tail -n 5 | sed 's/^/     | /'; fi
+stop b
+stop a
+check "A stopped cleanly" true
+
+echo "7. captures"
+if command -v tshark >/dev/null; then
+  frames=$(tshark -r "$SCRATCH/a.btsnoop" 2>/dev/null | grep -c . || true)
+  problems=$(tshark -r "$SCRATCH/a.btsnoop" -V 2>/dev/null | grep -ciE 'malformed|\[expert info' || true)
+  if [ "${frames:-0}" -gt 10 ] && [ "${problems:-1}" -eq 0 ]; then ok "tshark dissects A's capture: $frames packets, no malformed or expert items"
+  else bad "tshark: $frames packets, $problems problems"; tshark -r "$SCRATCH/a.btsnoop" -V 2>&1 | grep -iE -B20 'malformed|\[expert info' | head -n 40 | sed 's/^/     | /'; fi
+else
+  bad "tshark is not installed (scripts/setup installs it)"
+fi
+replay=$("$VIGIL" radio replay "$SCRATCH/b.btsnoop" --key-file "$SCRATCH/shelter.key" 2>&1)
+if echo "$replay" | grep -q "sos $A_ID:"; then ok "vigil radio replay of B's capture finds A's SOS frame"; else bad "replay did not find A's SOS"; echo "$replay" | sed 's/^/     | /'; fi
+finish
