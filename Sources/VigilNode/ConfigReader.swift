@@ -87,7 +87,10 @@ struct ConfigReader {
 
     mutating func integer(_ key: String, in range: ClosedRange<Int>) throws -> Int? {
         guard let v = value(key) else { return nil }
-        guard let s = v.scalar?.string, let n = Int(s.replacingOccurrences(of: "_", with: "")) else {
+        // Decimal, or hexadecimal with 0x (UUIDs and ids read better in hex).
+        let text = v.scalar?.string.replacingOccurrences(of: "_", with: "")
+        let parsed = text.flatMap { t in t.lowercased().hasPrefix("0x") ? Int(t.dropFirst(2), radix: 16) : Int(t) }
+        guard let n = parsed else {
             throw error("\(name(key)) must be a whole number", at: v)
         }
         guard range.contains(n) else { throw error("\(name(key)) must be between \(range.lowerBound) and \(range.upperBound), not \(n)", at: v) }

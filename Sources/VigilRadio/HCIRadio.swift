@@ -446,8 +446,16 @@ public final class HCIRadio: RadioAdapter {
         let ours = adapter?.id == device
         switch event {
         case 2 where ours:
-            counters.recoveries += 1
-            fail("adapter \(adapter?.name ?? name) vanished", state: .off)
+            // The stack says DOWN before UNREG: the radio may already be off, for a reason that
+            // turned out to be less than the truth. Say what happened.
+            let reason = "adapter \(adapter?.name ?? name) vanished"
+            if phase == .waiting {
+                pendingOutputs.append(.stateChanged(.off, reason: reason))
+                reportedState = .off
+            } else {
+                counters.recoveries += 1
+                fail(reason, state: .off)
+            }
             adapter = nil
         case 4 where ours && settings.channel == .raw:
             counters.recoveries += 1

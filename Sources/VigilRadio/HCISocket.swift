@@ -33,7 +33,7 @@ public struct HCIError: Error, Sendable, CustomStringConvertible, Equatable {
     public var noBluetooth: Bool { errno.rawValue == EAFNOSUPPORT }
 
     public var description: String {
-        var text = "\(operation) \(adapter): \(errno)"
+        var text = adapter == "-" ? "\(operation): \(errno)" : "\(operation) \(adapter): \(errno)"
         if noBluetooth { text += " — this kernel has no Bluetooth (AF_BLUETOOTH)" }
         if errno.rawValue == EPERM || errno == .accessDenied {
             text += " — needs CAP_NET_RAW and CAP_NET_ADMIN (see board/vigil.service)"
