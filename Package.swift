@@ -111,7 +111,7 @@ let package = Package(
             swiftSettings: strict
         ),
         .testTarget(name: "VigilCoreTests", dependencies: ["VigilCore", "VigilEvents"], swiftSettings: strict),
-        .testTarget(name: "VigilRadioTests", dependencies: ["VigilRadio", "VigilEvents"], swiftSettings: strict),
+        .testTarget(name: "VigilRadioTests", dependencies: ["VigilRadio", "VigilEvents", "VigilSystem"], swiftSettings: strict),
         .testTarget(
             name: "VigilNodeTests",
             dependencies: ["VigilNode", "VigilLog", "VigilCore", "VigilEvents", "VigilRadio", "VigilBoard"],

@@ -99,7 +99,8 @@ public final class HCIRadio: RadioAdapter {
     private var adapter: HCIAdapterInfo?
     private var queue: HCICommandQueue
     private var phase = Phase.stopped
-    private var reportedState: RadioState = .unknown
+    /// The state last reported to the node (nil: nothing yet), so a retry loop logs once.
+    private var reportedState: RadioState?
     private var backoff: UInt64
     private var retryAt: UInt64?
     private var snoop: BTSnoopWriter?

@@ -1,5 +1,6 @@
 import Testing
 @testable import VigilRadio
+import VigilSystem
 
 @Suite("HCI commands")
 struct HCICommandTests {
@@ -121,5 +122,36 @@ struct HCICommandQueueTests {
         _ = q.next(now: 0)
         #expect(q.failAll().map(\.tag) == [1, 2, 3])
         #expect(q.isIdle && q.credits == 1)
+    }
+}
+
+@Suite("HCI radio without a socket")
+struct HCIRadioPacketTests {
+    struct FixedClock: WallClock {
+        func nowMicroseconds() -> UInt64 { 1_700_000_000_000_000 }
+        var rate: Double { 1 }
+    }
+
+    @Test func aHardwareErrorReportsTheRadioUnknownWithItsCode() throws {
+        let radio = try HCIRadio(settings: HCIRadioSettings(), clock: FixedClock())
+        radio.process([0x04, 0x10, 0x01, 0x2A])
+        var outputs: [RadioOutput] = []
+        try radio.readReady(into: &outputs)
+        #expect(outputs.contains { if case .stateChanged(.unknown, let why) = $0 { why.contains("hardware error 0x2a") } else { false } })
+        #expect(radio.counters.hardwareErrors == 1)
+    }
+
+    @Test func advertisingReportsBecomeOutputsWithTheClocksTime() throws {
+        let radio = try HCIRadio(settings: HCIRadioSettings(), clock: FixedClock())
+        // One legacy report: ADV_NONCONN_IND, random address 12:34:56:78:9A:BC, 3 bytes of data, RSSI 127.
+        radio.process([0x04, 0x3E, 0x0F, 0x02, 0x01, 0x03, 0x01, 0xBC, 0x9A, 0x78, 0x56, 0x34, 0x12, 0x03, 0x02, 0x01, 0x06, 0x7F])
+        radio.process([0x04, 0x3E, 0x05, 0x02, 0x01]) // truncated: counted, nothing out
+        var outputs: [RadioOutput] = []
+        try radio.readReady(into: &outputs)
+        let reports = outputs.compactMap { if case .report(let r) = $0 { r } else { nil } }
+        #expect(reports.count == 1)
+        #expect(reports.first?.address == 0x12_34_56_78_9A_BC && reports.first?.rssi == AdvertisingReport.rssiUnavailable)
+        #expect(reports.first?.timeMicroseconds == 1_700_000_000_000_000)
+        #expect(radio.counters.packetsIn == 2)
     }
 }
