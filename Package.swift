@@ -65,6 +65,17 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // Exposure contacts (GAEN): key schedule, key export files, matching. Pure.
+        .target(
+            name: "VigilExposure",
+            dependencies: [
+                "VigilEvents",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+            ],
+            swiftSettings: strict
+        ),
         // Board adapters (simulated now; libgpiod next).
         .target(
             name: "VigilBoard",
@@ -111,6 +122,7 @@ let package = Package(
             swiftSettings: strict
         ),
         .testTarget(name: "VigilCoreTests", dependencies: ["VigilCore", "VigilEvents"], swiftSettings: strict),
+        .testTarget(name: "VigilExposureTests", dependencies: ["VigilExposure"], swiftSettings: strict),
         .testTarget(name: "VigilRadioTests", dependencies: ["VigilRadio", "VigilEvents", "VigilSystem"], swiftSettings: strict),
         .testTarget(
             name: "VigilNodeTests",
