@@ -31,6 +31,9 @@ public typealias LadderStep = Vigil_Events_V1_LadderStep
 public typealias DeadlineReached = Vigil_Events_V1_DeadlineReached
 public typealias AlarmAcknowledged = Vigil_Events_V1_AlarmAcknowledged
 public typealias OutboxAttempt = Vigil_Events_V1_OutboxAttempt
+public typealias ExposureDetected = Vigil_Events_V1_ExposureDetected
+public typealias ContactRetention = Vigil_Events_V1_ContactRetention
+public typealias ExposureKeysPublished = Vigil_Events_V1_ExposureKeysPublished
 
 /// What happened. One case per event kind in the catalogue (README "Event catalogue").
 public enum EventBody: Sendable, Equatable {
@@ -49,6 +52,9 @@ public enum EventBody: Sendable, Equatable {
     case deadlineReached(DeadlineReached)
     case alarmAcknowledged(AlarmAcknowledged)
     case outboxAttempt(OutboxAttempt)
+    case exposureDetected(ExposureDetected)
+    case contactRetention(ContactRetention)
+    case exposureKeysPublished(ExposureKeysPublished)
 
     public var kind: EventKind {
         switch self {
@@ -67,6 +73,9 @@ public enum EventBody: Sendable, Equatable {
         case .deadlineReached: .deadlineReached
         case .alarmAcknowledged: .alarmAcknowledged
         case .outboxAttempt: .outboxAttempt
+        case .exposureDetected: .exposureDetected
+        case .contactRetention: .contactRetention
+        case .exposureKeysPublished: .exposureKeysPublished
         }
     }
 
@@ -110,6 +119,9 @@ extension EventKind {
         case .deadlineReached: "deadline-reached"
         case .alarmAcknowledged: "alarm-acknowledged"
         case .outboxAttempt: "outbox-attempt"
+        case .exposureDetected: "exposure-detected"
+        case .contactRetention: "contact-retention"
+        case .exposureKeysPublished: "exposure-keys-published"
         case .UNRECOGNIZED(let n): "kind-\(n)"
         }
     }
@@ -118,6 +130,7 @@ extension EventKind {
         .scanHit, .alertReceived, .alertRaised, .alertCancelled, .checkIn,
         .buttonInput, .nodeStarted, .nodeStopped, .radioStateChanged,
         .residentEnrolled, .residentUpdated, .residentRemoved, .deadlineReached, .alarmAcknowledged, .outboxAttempt,
+        .exposureDetected, .contactRetention, .exposureKeysPublished,
     ]
 
     public init?(name: String) {

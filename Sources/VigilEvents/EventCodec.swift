@@ -51,6 +51,9 @@ public enum EventCodec {
         case .deadlineReached(let m): payload = serialize(m)
         case .alarmAcknowledged(let m): payload = serialize(m)
         case .outboxAttempt(let m): payload = serialize(m)
+        case .exposureDetected(let m): payload = serialize(m)
+        case .contactRetention(let m): payload = serialize(m)
+        case .exposureKeysPublished(let m): payload = serialize(m)
         }
         return (kind, payload)
     }
@@ -84,6 +87,9 @@ public enum EventCodec {
             case .deadlineReached: return .deadlineReached(try parse(payload))
             case .alarmAcknowledged: return .alarmAcknowledged(try parse(payload))
             case .outboxAttempt: return .outboxAttempt(try parse(payload))
+            case .exposureDetected: return .exposureDetected(try parse(payload))
+            case .contactRetention: return .contactRetention(try parse(payload))
+            case .exposureKeysPublished: return .exposureKeysPublished(try parse(payload))
             case .unspecified, .UNRECOGNIZED:
                 throw EventDecodingError(sequence: sequence, reason: .unknownKind(kind))
             }

@@ -1,3 +1,5 @@
+import Foundation
+
 /// A decoder for the ScanHit wire format, for the replay hot path only.
 ///
 /// Why it exists: ScanHits are about 90 % of a log, and swift-protobuf's generic decoder spends
@@ -56,6 +58,9 @@ enum ScanHitWireDecoder {
             case (6, 0): guard let v = reader.varint() else { return nil }; summary.connectable = v != 0
             case (7, 0): guard let v = reader.varint() else { return nil }; summary.serviceDataUuids16.append(UInt32(truncatingIfNeeded: v))
             case (7, 2): guard let body = reader.lengthDelimited(), appendPacked(body, to: &summary.serviceDataUuids16) else { return nil }
+            case (8, 2): guard let body = reader.lengthDelimited() else { return nil }; summary.gaenRpi = Data(body)
+            case (9, 2): guard let body = reader.lengthDelimited() else { return nil }; summary.gaenAem = Data(body)
+            case (10, 2): guard let body = reader.lengthDelimited() else { return nil }; summary.vigilPresence = Data(body)
             default:
                 return nil
             }

@@ -51,6 +51,9 @@ enum EventFormatting {
             case .deadlineReached(let m): payload = try m.jsonString(options: options)
             case .alarmAcknowledged(let m): payload = try m.jsonString(options: options)
             case .outboxAttempt(let m): payload = try m.jsonString(options: options)
+            case .exposureDetected(let m): payload = try m.jsonString(options: options)
+            case .contactRetention(let m): payload = try m.jsonString(options: options)
+            case .exposureKeysPublished(let m): payload = try m.jsonString(options: options)
             }
         } catch {
             return #"{"seq":\#(event.sequence),"error":"cannot format payload"}"#
@@ -79,6 +82,10 @@ enum EventFormatting {
         case .deadlineReached(let d): summary = "\(d.resident) ladder \(d.ladder) \(d.step) (due \(time(d.dueUs)))"
         case .alarmAcknowledged(let a): summary = "by \(a.by)"
         case .outboxAttempt(let o): summary = "\(o.entry) attempt \(o.attempt) via \(o.notifier): \(o.delivered ? "delivered" : "failed: \(o.error)")"
+        case .exposureDetected(let x):
+            summary = "\(x.highRisk ? "HIGH " : "")exposure \(time(x.firstSeenUs))–\(time(x.lastSeenUs)), score \(Double(x.weightedMinutesMilli) / 1_000) weighted min (\(x.source))"
+        case .contactRetention(let r): summary = "contact data before \(time(r.cutoffUs)) deleted: \(r.removedEvents) events"
+        case .exposureKeysPublished(let p): summary = "\(p.keys) own keys published to \(p.path)"
         }
         return "\(event.sequence)\t\(time(event.timeMicroseconds))\t\(event.body.kind.name)\t\(summary)"
     }

@@ -8,7 +8,8 @@ struct EventModelTests {
         #expect(names == ["scan-hit", "alert-received", "alert-raised", "alert-cancelled", "check-in",
                           "button-input", "node-started", "node-stopped", "radio-state-changed",
                           "resident-enrolled", "resident-updated", "resident-removed", "deadline-reached",
-                          "alarm-acknowledged", "outbox-attempt"])
+                          "alarm-acknowledged", "outbox-attempt", "exposure-detected", "contact-retention",
+                          "exposure-keys-published"])
         for kind in EventKind.known { #expect(EventKind(name: kind.name) == kind) }
         #expect(EventKind(name: "unspecified") == nil)
         #expect(EventKind(name: "kind-200") == nil)

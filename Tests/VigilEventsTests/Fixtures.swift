@@ -27,6 +27,10 @@ enum Fixtures {
     /// One body per kind with every field set, optional ones included.
     static var fullyPopulated: [EventBody] {
         var hit = typicalScanHit
+        hit.rssiUnavailable = 1
+        hit.advertisement.gaenRpi = Data((0..<16).map { UInt8($0) })
+        hit.advertisement.gaenAem = Data([1, 2, 3, 4])
+        hit.advertisement.vigilPresence = Data((16..<32).map { UInt8($0) })
         hit.txPower = -12
         hit.advertisement.name = "Tag ü 42"
         hit.advertisement.serviceUuids16 = [0x180D, 0xFE9F, 0xFFFF]
@@ -88,10 +92,15 @@ enum Fixtures {
             .scanHit(hit), .alertReceived(received), .alertRaised(raised), .alertCancelled(cancelled),
             .checkIn(checkIn), .buttonInput(button), .nodeStarted(started), .nodeStopped(stopped),
             .radioStateChanged(radio),
-        ] + schema2Bodies
+        ] + schema2Bodies + schema4Bodies
     }
 
     /// One body of each kind added in schema 2, every field set.
+    /// The kinds schema 4 added, every field set (from the v4 golden stream).
+    static var schema4Bodies: [EventBody] {
+        goldenEventsV4.suffix(3).map(\.body)
+    }
+
     static var schema2Bodies: [EventBody] {
         var resident = Resident()
         resident.id = "R-0042"
@@ -181,6 +190,49 @@ enum Fixtures {
         let added: [EventBody] = [.scanHit(noRSSI), .alertCancelled(cancel)]
         let base = goldenEventsV2.last?.timeMicroseconds ?? start
         return goldenEventsV2 + added.enumerated().map { (base + UInt64($0.offset + 1) * 250_000, $0.element) }
+    }
+
+    /// The v4 golden stream: all of v3, a ScanHit carrying a GAEN identifier and a Vigil presence
+    /// identifier, and the exposure kinds schema 4 added.
+    static var goldenEventsV4: [(timeMicroseconds: UInt64, body: EventBody)] {
+        var contact = typicalScanHit
+        contact.address = 0x0F_1E_2D_3C_4B_5A
+        contact.advertisement.serviceDataUuids16 = [0xFD6F]
+        contact.advertisement.gaenRpi = Data((0..<16).map { UInt8($0) })
+        contact.advertisement.gaenAem = Data([0x40, 0xF3, 0x00, 0x00])
+        var peer = typicalScanHit
+        peer.address = 0x1F_1E_2D_3C_4B_5A
+        peer.advertisement.vigilPresence = Data((16..<32).map { UInt8($0) })
+        var exposure = ExposureDetected()
+        exposure.identifier = Data((0..<16).map { UInt8($0) })
+        exposure.diagnosisKey = Data((100..<116).map { UInt8($0) })
+        exposure.rollingStart = 2_655_936
+        exposure.rollingPeriod = 144
+        exposure.transmissionRiskLevel = 4
+        exposure.reportType = 1
+        exposure.firstSeenUs = 1_593_561_600_000_000
+        exposure.lastSeenUs = 1_593_562_800_000_000
+        exposure.secondsByBucket = [600, 300, 0, 0]
+        exposure.txPower = -12
+        exposure.minAttenuation = 51
+        exposure.weightedMinutesMilli = 13_000
+        exposure.highRisk = false
+        exposure.source = "export.bin"
+        exposure.scanInstances = 240
+        var retention = ContactRetention()
+        retention.cutoffUs = 1_592_352_000_000_000
+        retention.removedEvents = 1_234
+        retention.firstRemovedSequence = 1
+        retention.lastRemovedSequence = 1_300
+        var published = ExposureKeysPublished()
+        published.keys = 14
+        published.firstInterval = 2_654_064
+        published.lastInterval = 2_655_936
+        published.path = "/var/lib/vigil/export"
+        let added: [EventBody] = [.scanHit(contact), .scanHit(peer), .exposureDetected(exposure),
+                                  .contactRetention(retention), .exposureKeysPublished(published)]
+        let base = goldenEventsV3.last?.timeMicroseconds ?? start
+        return goldenEventsV3 + added.enumerated().map { (base + UInt64($0.offset + 1) * 250_000, $0.element) }
     }
 
     /// The v1 golden event stream: every kind at least once, optional fields present and absent,
@@ -284,6 +336,9 @@ extension EventBody {
         case .deadlineReached(let m): m
         case .alarmAcknowledged(let m): m
         case .outboxAttempt(let m): m
+        case .exposureDetected(let m): m
+        case .contactRetention(let m): m
+        case .exposureKeysPublished(let m): m
         }
     }
 
@@ -305,6 +360,9 @@ extension EventBody {
         case .deadlineReached: self = .deadlineReached(try DeadlineReached(jsonString: json))
         case .alarmAcknowledged: self = .alarmAcknowledged(try AlarmAcknowledged(jsonString: json))
         case .outboxAttempt: self = .outboxAttempt(try OutboxAttempt(jsonString: json))
+        case .exposureDetected: self = .exposureDetected(try ExposureDetected(jsonString: json))
+        case .contactRetention: self = .contactRetention(try ContactRetention(jsonString: json))
+        case .exposureKeysPublished: self = .exposureKeysPublished(try ExposureKeysPublished(jsonString: json))
         case .unspecified, .UNRECOGNIZED: throw GoldenFormatError("no payload type for kind \(kind.name)")
         }
     }

@@ -21,6 +21,11 @@
 ///   - removed fields are `reserved`.
 /// Regenerate Swift code with scripts/gen-proto; the generated file is committed.
 
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 import SwiftProtobuf
 
 // If the compiler emits an error on this type, it is because this file
@@ -53,6 +58,11 @@ public nonisolated enum Vigil_Events_V1_EventKind: SwiftProtobuf.Enum, Swift.Cas
   case deadlineReached // = 13
   case alarmAcknowledged // = 14
   case outboxAttempt // = 15
+
+  /// Added in schema version 4 (exposure contacts).
+  case exposureDetected // = 16
+  case contactRetention // = 17
+  case exposureKeysPublished // = 18
   case UNRECOGNIZED(Int)
 
   public init() {
@@ -77,6 +87,9 @@ public nonisolated enum Vigil_Events_V1_EventKind: SwiftProtobuf.Enum, Swift.Cas
     case 13: self = .deadlineReached
     case 14: self = .alarmAcknowledged
     case 15: self = .outboxAttempt
+    case 16: self = .exposureDetected
+    case 17: self = .contactRetention
+    case 18: self = .exposureKeysPublished
     default: self = .UNRECOGNIZED(rawValue)
     }
   }
@@ -99,6 +112,9 @@ public nonisolated enum Vigil_Events_V1_EventKind: SwiftProtobuf.Enum, Swift.Cas
     case .deadlineReached: return 13
     case .alarmAcknowledged: return 14
     case .outboxAttempt: return 15
+    case .exposureDetected: return 16
+    case .contactRetention: return 17
+    case .exposureKeysPublished: return 18
     case .UNRECOGNIZED(let i): return i
     }
   }
@@ -121,6 +137,9 @@ public nonisolated enum Vigil_Events_V1_EventKind: SwiftProtobuf.Enum, Swift.Cas
     .deadlineReached,
     .alarmAcknowledged,
     .outboxAttempt,
+    .exposureDetected,
+    .contactRetention,
+    .exposureKeysPublished,
   ]
 
 }
@@ -509,6 +528,15 @@ public nonisolated struct Vigil_Events_V1_AdvertisementSummary: Sendable {
 
   /// UUIDs of 16-bit service data elements
   public var serviceDataUuids16: [UInt32] = []
+
+  /// Schema 4 (exposure contacts): the contact identifiers an advert carried.
+  public var gaenRpi: Data = Data()
+
+  /// ... and its Associated Encrypted Metadata (4 bytes)
+  public var gaenAem: Data = Data()
+
+  /// a Vigil box's rotating presence identifier (16 bytes)
+  public var vigilPresence: Data = Data()
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
@@ -985,12 +1013,101 @@ public nonisolated struct Vigil_Events_V1_OutboxAttempt: Sendable {
   public init() {}
 }
 
+/// One exposure window of a stored identifier that a published diagnosis key matched.
+public nonisolated struct Vigil_Events_V1_ExposureDetected: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// the matched Rolling Proximity Identifier (16 bytes)
+  public var identifier: Data = Data()
+
+  /// the Temporary Exposure Key that produced it (published)
+  public var diagnosisKey: Data = Data()
+
+  /// the key's first interval (10-minute units)
+  public var rollingStart: UInt32 = 0
+
+  public var rollingPeriod: UInt32 = 0
+
+  public var transmissionRiskLevel: UInt32 = 0
+
+  public var reportType: UInt32 = 0
+
+  /// the window: first and last sighting
+  public var firstSeenUs: UInt64 = 0
+
+  public var lastSeenUs: UInt64 = 0
+
+  /// seconds per attenuation bucket (thresholds in the settings)
+  public var secondsByBucket: [UInt32] = []
+
+  /// dBm, from the decrypted metadata
+  public var txPower: Int32 = 0
+
+  /// dB
+  public var minAttenuation: Int32 = 0
+
+  /// the window's risk score: weighted minutes x 1000
+  public var weightedMinutesMilli: UInt32 = 0
+
+  public var highRisk: Bool = false
+
+  /// the export file the key came from
+  public var source: String = String()
+
+  public var scanInstances: UInt32 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// Contact data older than a cutoff was deleted from the log (privacy: 14 days by default).
+public nonisolated struct Vigil_Events_V1_ContactRetention: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var cutoffUs: UInt64 = 0
+
+  public var removedEvents: UInt64 = 0
+
+  public var firstRemovedSequence: UInt64 = 0
+
+  public var lastRemovedSequence: UInt64 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// The box's own Temporary Exposure Keys were written to an export file (the shelter was declared
+/// exposed). The keys themselves are not in the log.
+public nonisolated struct Vigil_Events_V1_ExposureKeysPublished: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var keys: UInt32 = 0
+
+  public var firstInterval: UInt32 = 0
+
+  public var lastInterval: UInt32 = 0
+
+  public var path: String = String()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
 // MARK: - Code below here is support for the SwiftProtobuf runtime.
 
 fileprivate nonisolated let _protobuf_package = "vigil.events.v1"
 
 nonisolated extension Vigil_Events_V1_EventKind: SwiftProtobuf._ProtoNameProviding {
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0EVENT_KIND_UNSPECIFIED\0\u{1}SCAN_HIT\0\u{1}ALERT_RECEIVED\0\u{1}ALERT_RAISED\0\u{1}ALERT_CANCELLED\0\u{1}CHECK_IN\0\u{1}BUTTON_INPUT\0\u{1}NODE_STARTED\0\u{1}NODE_STOPPED\0\u{1}RADIO_STATE_CHANGED\0\u{1}RESIDENT_ENROLLED\0\u{1}RESIDENT_UPDATED\0\u{1}RESIDENT_REMOVED\0\u{1}DEADLINE_REACHED\0\u{1}ALARM_ACKNOWLEDGED\0\u{1}OUTBOX_ATTEMPT\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0EVENT_KIND_UNSPECIFIED\0\u{1}SCAN_HIT\0\u{1}ALERT_RECEIVED\0\u{1}ALERT_RAISED\0\u{1}ALERT_CANCELLED\0\u{1}CHECK_IN\0\u{1}BUTTON_INPUT\0\u{1}NODE_STARTED\0\u{1}NODE_STOPPED\0\u{1}RADIO_STATE_CHANGED\0\u{1}RESIDENT_ENROLLED\0\u{1}RESIDENT_UPDATED\0\u{1}RESIDENT_REMOVED\0\u{1}DEADLINE_REACHED\0\u{1}ALARM_ACKNOWLEDGED\0\u{1}OUTBOX_ATTEMPT\0\u{1}EXPOSURE_DETECTED\0\u{1}CONTACT_RETENTION\0\u{1}EXPOSURE_KEYS_PUBLISHED\0")
 }
 
 nonisolated extension Vigil_Events_V1_AddressType: SwiftProtobuf._ProtoNameProviding {
@@ -1027,7 +1144,7 @@ nonisolated extension Vigil_Events_V1_LadderStep: SwiftProtobuf._ProtoNameProvid
 
 nonisolated extension Vigil_Events_V1_AdvertisementSummary: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".AdvertisementSummary"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}flags\0\u{1}name\0\u{3}service_uuids16\0\u{3}company_id\0\u{1}appearance\0\u{1}connectable\0\u{3}service_data_uuids16\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}flags\0\u{1}name\0\u{3}service_uuids16\0\u{3}company_id\0\u{1}appearance\0\u{1}connectable\0\u{3}service_data_uuids16\0\u{3}gaen_rpi\0\u{3}gaen_aem\0\u{3}vigil_presence\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1042,6 +1159,9 @@ nonisolated extension Vigil_Events_V1_AdvertisementSummary: SwiftProtobuf.Messag
       case 5: try { try decoder.decodeSingularUInt32Field(value: &self.appearance) }()
       case 6: try { try decoder.decodeSingularBoolField(value: &self.connectable) }()
       case 7: try { try decoder.decodeRepeatedUInt32Field(value: &self.serviceDataUuids16) }()
+      case 8: try { try decoder.decodeSingularBytesField(value: &self.gaenRpi) }()
+      case 9: try { try decoder.decodeSingularBytesField(value: &self.gaenAem) }()
+      case 10: try { try decoder.decodeSingularBytesField(value: &self.vigilPresence) }()
       default: break
       }
     }
@@ -1069,6 +1189,15 @@ nonisolated extension Vigil_Events_V1_AdvertisementSummary: SwiftProtobuf.Messag
     if !self.serviceDataUuids16.isEmpty {
       try visitor.visitPackedUInt32Field(value: self.serviceDataUuids16, fieldNumber: 7)
     }
+    if !self.gaenRpi.isEmpty {
+      try visitor.visitSingularBytesField(value: self.gaenRpi, fieldNumber: 8)
+    }
+    if !self.gaenAem.isEmpty {
+      try visitor.visitSingularBytesField(value: self.gaenAem, fieldNumber: 9)
+    }
+    if !self.vigilPresence.isEmpty {
+      try visitor.visitSingularBytesField(value: self.vigilPresence, fieldNumber: 10)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -1080,6 +1209,9 @@ nonisolated extension Vigil_Events_V1_AdvertisementSummary: SwiftProtobuf.Messag
     if lhs.appearance != rhs.appearance {return false}
     if lhs.connectable != rhs.connectable {return false}
     if lhs.serviceDataUuids16 != rhs.serviceDataUuids16 {return false}
+    if lhs.gaenRpi != rhs.gaenRpi {return false}
+    if lhs.gaenAem != rhs.gaenAem {return false}
+    if lhs.vigilPresence != rhs.vigilPresence {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -1981,6 +2113,196 @@ nonisolated extension Vigil_Events_V1_OutboxAttempt: SwiftProtobuf.Message, Swif
     if lhs.delivered != rhs.delivered {return false}
     if lhs.notifier != rhs.notifier {return false}
     if lhs.error != rhs.error {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Vigil_Events_V1_ExposureDetected: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ExposureDetected"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}identifier\0\u{3}diagnosis_key\0\u{3}rolling_start\0\u{3}rolling_period\0\u{3}transmission_risk_level\0\u{3}report_type\0\u{3}first_seen_us\0\u{3}last_seen_us\0\u{3}seconds_by_bucket\0\u{3}tx_power\0\u{3}min_attenuation\0\u{3}weighted_minutes_milli\0\u{3}high_risk\0\u{1}source\0\u{3}scan_instances\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularBytesField(value: &self.identifier) }()
+      case 2: try { try decoder.decodeSingularBytesField(value: &self.diagnosisKey) }()
+      case 3: try { try decoder.decodeSingularUInt32Field(value: &self.rollingStart) }()
+      case 4: try { try decoder.decodeSingularUInt32Field(value: &self.rollingPeriod) }()
+      case 5: try { try decoder.decodeSingularUInt32Field(value: &self.transmissionRiskLevel) }()
+      case 6: try { try decoder.decodeSingularUInt32Field(value: &self.reportType) }()
+      case 7: try { try decoder.decodeSingularUInt64Field(value: &self.firstSeenUs) }()
+      case 8: try { try decoder.decodeSingularUInt64Field(value: &self.lastSeenUs) }()
+      case 9: try { try decoder.decodeRepeatedUInt32Field(value: &self.secondsByBucket) }()
+      case 10: try { try decoder.decodeSingularSInt32Field(value: &self.txPower) }()
+      case 11: try { try decoder.decodeSingularSInt32Field(value: &self.minAttenuation) }()
+      case 12: try { try decoder.decodeSingularUInt32Field(value: &self.weightedMinutesMilli) }()
+      case 13: try { try decoder.decodeSingularBoolField(value: &self.highRisk) }()
+      case 14: try { try decoder.decodeSingularStringField(value: &self.source) }()
+      case 15: try { try decoder.decodeSingularUInt32Field(value: &self.scanInstances) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.identifier.isEmpty {
+      try visitor.visitSingularBytesField(value: self.identifier, fieldNumber: 1)
+    }
+    if !self.diagnosisKey.isEmpty {
+      try visitor.visitSingularBytesField(value: self.diagnosisKey, fieldNumber: 2)
+    }
+    if self.rollingStart != 0 {
+      try visitor.visitSingularUInt32Field(value: self.rollingStart, fieldNumber: 3)
+    }
+    if self.rollingPeriod != 0 {
+      try visitor.visitSingularUInt32Field(value: self.rollingPeriod, fieldNumber: 4)
+    }
+    if self.transmissionRiskLevel != 0 {
+      try visitor.visitSingularUInt32Field(value: self.transmissionRiskLevel, fieldNumber: 5)
+    }
+    if self.reportType != 0 {
+      try visitor.visitSingularUInt32Field(value: self.reportType, fieldNumber: 6)
+    }
+    if self.firstSeenUs != 0 {
+      try visitor.visitSingularUInt64Field(value: self.firstSeenUs, fieldNumber: 7)
+    }
+    if self.lastSeenUs != 0 {
+      try visitor.visitSingularUInt64Field(value: self.lastSeenUs, fieldNumber: 8)
+    }
+    if !self.secondsByBucket.isEmpty {
+      try visitor.visitPackedUInt32Field(value: self.secondsByBucket, fieldNumber: 9)
+    }
+    if self.txPower != 0 {
+      try visitor.visitSingularSInt32Field(value: self.txPower, fieldNumber: 10)
+    }
+    if self.minAttenuation != 0 {
+      try visitor.visitSingularSInt32Field(value: self.minAttenuation, fieldNumber: 11)
+    }
+    if self.weightedMinutesMilli != 0 {
+      try visitor.visitSingularUInt32Field(value: self.weightedMinutesMilli, fieldNumber: 12)
+    }
+    if self.highRisk != false {
+      try visitor.visitSingularBoolField(value: self.highRisk, fieldNumber: 13)
+    }
+    if !self.source.isEmpty {
+      try visitor.visitSingularStringField(value: self.source, fieldNumber: 14)
+    }
+    if self.scanInstances != 0 {
+      try visitor.visitSingularUInt32Field(value: self.scanInstances, fieldNumber: 15)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Vigil_Events_V1_ExposureDetected, rhs: Vigil_Events_V1_ExposureDetected) -> Bool {
+    if lhs.identifier != rhs.identifier {return false}
+    if lhs.diagnosisKey != rhs.diagnosisKey {return false}
+    if lhs.rollingStart != rhs.rollingStart {return false}
+    if lhs.rollingPeriod != rhs.rollingPeriod {return false}
+    if lhs.transmissionRiskLevel != rhs.transmissionRiskLevel {return false}
+    if lhs.reportType != rhs.reportType {return false}
+    if lhs.firstSeenUs != rhs.firstSeenUs {return false}
+    if lhs.lastSeenUs != rhs.lastSeenUs {return false}
+    if lhs.secondsByBucket != rhs.secondsByBucket {return false}
+    if lhs.txPower != rhs.txPower {return false}
+    if lhs.minAttenuation != rhs.minAttenuation {return false}
+    if lhs.weightedMinutesMilli != rhs.weightedMinutesMilli {return false}
+    if lhs.highRisk != rhs.highRisk {return false}
+    if lhs.source != rhs.source {return false}
+    if lhs.scanInstances != rhs.scanInstances {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Vigil_Events_V1_ContactRetention: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ContactRetention"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}cutoff_us\0\u{3}removed_events\0\u{3}first_removed_sequence\0\u{3}last_removed_sequence\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt64Field(value: &self.cutoffUs) }()
+      case 2: try { try decoder.decodeSingularUInt64Field(value: &self.removedEvents) }()
+      case 3: try { try decoder.decodeSingularUInt64Field(value: &self.firstRemovedSequence) }()
+      case 4: try { try decoder.decodeSingularUInt64Field(value: &self.lastRemovedSequence) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.cutoffUs != 0 {
+      try visitor.visitSingularUInt64Field(value: self.cutoffUs, fieldNumber: 1)
+    }
+    if self.removedEvents != 0 {
+      try visitor.visitSingularUInt64Field(value: self.removedEvents, fieldNumber: 2)
+    }
+    if self.firstRemovedSequence != 0 {
+      try visitor.visitSingularUInt64Field(value: self.firstRemovedSequence, fieldNumber: 3)
+    }
+    if self.lastRemovedSequence != 0 {
+      try visitor.visitSingularUInt64Field(value: self.lastRemovedSequence, fieldNumber: 4)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Vigil_Events_V1_ContactRetention, rhs: Vigil_Events_V1_ContactRetention) -> Bool {
+    if lhs.cutoffUs != rhs.cutoffUs {return false}
+    if lhs.removedEvents != rhs.removedEvents {return false}
+    if lhs.firstRemovedSequence != rhs.firstRemovedSequence {return false}
+    if lhs.lastRemovedSequence != rhs.lastRemovedSequence {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Vigil_Events_V1_ExposureKeysPublished: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ExposureKeysPublished"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}keys\0\u{3}first_interval\0\u{3}last_interval\0\u{1}path\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt32Field(value: &self.keys) }()
+      case 2: try { try decoder.decodeSingularUInt32Field(value: &self.firstInterval) }()
+      case 3: try { try decoder.decodeSingularUInt32Field(value: &self.lastInterval) }()
+      case 4: try { try decoder.decodeSingularStringField(value: &self.path) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.keys != 0 {
+      try visitor.visitSingularUInt32Field(value: self.keys, fieldNumber: 1)
+    }
+    if self.firstInterval != 0 {
+      try visitor.visitSingularUInt32Field(value: self.firstInterval, fieldNumber: 2)
+    }
+    if self.lastInterval != 0 {
+      try visitor.visitSingularUInt32Field(value: self.lastInterval, fieldNumber: 3)
+    }
+    if !self.path.isEmpty {
+      try visitor.visitSingularStringField(value: self.path, fieldNumber: 4)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Vigil_Events_V1_ExposureKeysPublished, rhs: Vigil_Events_V1_ExposureKeysPublished) -> Bool {
+    if lhs.keys != rhs.keys {return false}
+    if lhs.firstInterval != rhs.firstInterval {return false}
+    if lhs.lastInterval != rhs.lastInterval {return false}
+    if lhs.path != rhs.path {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
