@@ -29,18 +29,18 @@ public struct AirCounters: Sendable, Codable, Equatable {
 
 /// The node's side of alerts over the air: taking frames out of advertising reports, and
 /// deciding what to advertise. Owned by the loop; no I/O of its own.
-struct AirLink {
+package struct AirLink {
     let key: AlertFrameKey?
     let settings: AirAlertSettings
     let presence: PresenceIdentity?
     /// This box's id over the air (32 bits; see README "Alert frames").
     let origin: UInt32
-    private(set) var counters = AirCounters()
+    package private(set) var counters = AirCounters()
     /// The first relay by another box heard for each alert (and cancel), for suppression.
     private(set) var heard: [String: AlertAirtime.RelayHeard] = [:]
     private static let heardLimit = 4_096
 
-    init(key: AlertFrameKey?, settings: AirAlertSettings, presence: PresenceIdentity?, nodeID: UInt64) {
+    package init(key: AlertFrameKey?, settings: AirAlertSettings, presence: PresenceIdentity?, nodeID: UInt64) {
         self.key = key
         self.settings = settings
         self.presence = presence
@@ -48,7 +48,7 @@ struct AirLink {
     }
 
     /// A verified frame from another box, or nil (not Vigil's, refused, or our own).
-    mutating func inspect(_ report: AdvertisingReport, now: UInt64) -> AlertFrame? {
+    package mutating func inspect(_ report: AdvertisingReport, now: UInt64) -> AlertFrame? {
         guard let frameBytes = AdvertisingPayload.serviceData(uuid: settings.serviceUUID, in: report.data) else { return nil }
         guard let first = frameBytes.first else {
             counters.malformed += 1
