@@ -74,9 +74,17 @@ static inline int cvigil_hci_device_ids(int fd, uint16_t *ids, int max) {
     return n;
 }
 
-static inline int cvigil_hci_power(int fd, uint16_t device, int up) {
-    return ioctl(fd, up ? HCIDEVUP : HCIDEVDOWN, (unsigned long)device);
-}
-
 static inline int cvigil_hci_is_up(uint32_t flags) { return hci_test_bit(HCI_UP, &flags) ? 1 : 0; }
+
+/// The kernel's management channel (what bluetoothd uses), non-blocking.
+static inline int cvigil_mgmt_open(void) { return cvigil_hci_open(HCI_DEV_NONE, HCI_CHANNEL_CONTROL); }
+
+/// Management "Set Powered" (opcode 0x0005) for adapter `index`: the kernel powers the adapter up
+/// or down in the background and answers on the socket; the stack's UP/DOWN notification says
+/// when it is done. Unlike the HCIDEVUP ioctl, nothing waits for the controller.
+static inline int cvigil_mgmt_set_powered(int fd, uint16_t index, int on) {
+    uint8_t packet[7] = { 0x05, 0x00, (uint8_t)(index & 0xff), (uint8_t)(index >> 8), 0x01, 0x00, (uint8_t)(on ? 1 : 0) };
+    ssize_t n = write(fd, packet, sizeof(packet));
+    return n == (ssize_t)sizeof(packet) ? 0 : -1;
+}
 #endif

@@ -130,6 +130,9 @@ public final class Node: @unchecked Sendable {
             let keyPath = configuration.airAlerts.keyFile.hasPrefix("/") ? configuration.airAlerts.keyFile
                 : dir + "/" + configuration.airAlerts.keyFile
             let key = try NodeSecrets.shelterKey(path: keyPath).map { bytes throws in try AlertFrameKey(shelterKey: bytes) }
+            if key != nil, NodeSecrets.readableByOthers(keyPath) {
+                logger.warning("the shelter key is readable by other users; chmod 600 it", metadata: ["path": "\(keyPath)"])
+            }
             if key == nil {
                 logger.warning("no shelter key: this box neither sends nor accepts alerts over the air (make one with `vigil radio keygen` and copy it to every box)",
                                metadata: ["expected": "\(keyPath)"])
@@ -394,8 +397,8 @@ public final class Node: @unchecked Sendable {
             }
         case .onAir(let payload):
             settleBroadcast(payload)
-        case .captureFailed(let reason):
-            logger.error("the HCI capture failed and is off; the radio goes on", metadata: ["error": "\(reason)"])
+        case .problem(let what):
+            logger.warning("radio: \(what)")
         }
     }
 
@@ -419,6 +422,7 @@ public final class Node: @unchecked Sendable {
         if known {
             air.countDuplicate()
             air.heardRelay(frame, now: report.timeMicroseconds)
+            renewIfLater(frame, from: report)
             return
         }
         air.countAccepted()
@@ -448,6 +452,22 @@ public final class Node: @unchecked Sendable {
             guard let e = projections.outbox.entries[entry], !e.delivered, !attemptsInFlight.contains(entry) else { continue }
             recordAttempt(entry: entry, attempt: e.attempts + 1, delivered: true, notifier: "radio", error: "")
         }
+    }
+
+    /// An alert whose origin keeps renewing its on-air expiry (it has no fixed end) stays alive
+    /// here too: a frame expiring 30 min or more beyond what this box knows is logged again, and the
+    /// alert book takes the later expiry.
+    private func renewIfLater(_ frame: AlertFrame, from report: AdvertisingReport) {
+        guard frame.type != .cancel, let entry = projections.alerts.alerts[frame.id.text], !entry.cancelled, !entry.raisedHere,
+              entry.expiresAtMicroseconds != 0 else { return }
+        let offered = UInt64(frame.expirySeconds) * 1_000_000
+        guard offered >= entry.expiresAtMicroseconds &+ 1_800_000_000 else { return }
+        let pendingRenewal = pending.elements.contains {
+            if case .alertReceived(let a) = $0.body { a.id == frame.id } else { false }
+        }
+        guard !pendingRenewal, case .alert(var alert) = frame.meaning(heardFrom: report.address) else { return }
+        alert.text = "renewed over the air by \(formatAddress(report.address))"
+        append(.alertReceived(alert), time: report.timeMicroseconds)
     }
 
     /// Gives the radio what to advertise now and arms the timer for the next change.

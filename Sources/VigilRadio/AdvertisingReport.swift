@@ -33,8 +33,9 @@ public enum RadioOutput: Sendable, Equatable {
     case stateChanged(RadioState, reason: String)
     /// This payload is now on the air (the controller confirmed advertising it).
     case onAir([UInt8])
-    /// The btsnoop capture failed (disk full) and was switched off; the radio goes on.
-    case captureFailed(reason: String)
+    /// Something the node should log as a warning: the capture failed and was switched off, the
+    /// controller refuses to advertise, notifications were lost. The radio goes on.
+    case problem(String)
 }
 
 /// The interface every radio implements: the simulation and BlueZ's HCI socket.

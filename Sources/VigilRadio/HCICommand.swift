@@ -55,6 +55,12 @@ public struct HCICommand: Sendable, Equatable, CustomStringConvertible {
         HCICommand(opcode: Opcode.setEventMask, name: "Set Event Mask", parameters: le(mask, bytes: 8))
     }
 
+    /// After someone else reset a controller Vigil shares with the kernel: every event the
+    /// kernel and bluetoothd use (BlueZ's own mask, which includes LE Meta).
+    public static let fullEventMask: UInt64 = 0x3DBF_F807_FFFB_FFFF
+    /// ... and every LE event defined up to Bluetooth 5.2 (bits 0–19).
+    public static let fullLEEventMask: UInt64 = 0x000F_FFFF
+
     /// LE events: the defaults (bits 0–4, with Advertising Report = bit 1) and Extended
     /// Advertising Report (bit 12).
     public static let leEventMask: UInt64 = 0x1F | 1 << 12

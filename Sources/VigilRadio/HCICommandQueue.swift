@@ -93,6 +93,13 @@ public struct HCICommandQueue: Sendable {
         return pending
     }
 
+    /// Drops the commands not yet sent (a sequence that cannot go on); the one in flight, if any,
+    /// still waits for its completion, and the credits stay as the controller gave them.
+    public mutating func discardQueued() {
+        waiting.removeAll()
+        waitingHead = 0
+    }
+
     /// Ends every command (the socket closed); returns them so each can be reported.
     public mutating func failAll() -> [Pending] {
         var all = inFlight.map { [$0] } ?? []

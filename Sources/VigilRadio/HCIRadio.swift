@@ -12,9 +12,9 @@ public struct HCIRadioSettings: Sendable, Equatable {
     /// Scan interval and window: window = interval means the receiver listens all the time.
     public var scanIntervalMicroseconds: UInt64 = 100_000
     public var scanWindowMicroseconds: UInt64 = 100_000
-    /// Use the extended scanning and advertising commands when the controller has them. Only on
-    /// the user channel: on the raw channel the kernel may send legacy commands of its own, and a
-    /// controller refuses a mix of the two.
+    /// Use the extended scanning and advertising commands when the controller has them (LE
+    /// feature bit 12), as the kernel does: once a controller has seen an extended advertising
+    /// command it may refuse legacy ones, so on the raw channel Vigil follows the kernel's choice.
     public var extended = true
     /// How often each advertisement goes out.
     public var advertisingIntervalMicroseconds: UInt64 = 100_000
@@ -22,11 +22,14 @@ public struct HCIRadioSettings: Sendable, Equatable {
     public var rotationSlotMicroseconds: UInt64 = 500_000
     /// A command not answered in this time means the controller has failed.
     public var commandTimeoutMicroseconds: UInt64 = 2_000_000
-    /// Recovery retries: the delay doubles from min to max while the adapter stays unusable.
+    /// Recovery retries: the delay doubles from min to max while the adapter stays unusable, and
+    /// goes back to min only once the radio has run this long without failing (a controller that
+    /// fails right after setup must not be restarted four times a second).
     public var backoffMinMicroseconds: UInt64 = 250_000
     public var backoffMaxMicroseconds: UInt64 = 30_000_000
-    /// Power the adapter up when it is down (raw channel), or down before taking it (user
-    /// channel). Off leaves the adapter's power to the operator.
+    public var stableAfterMicroseconds: UInt64 = 60_000_000
+    /// Ask the kernel (management channel, asynchronous) to power the adapter up when it is down
+    /// (raw channel), or down before taking it (user channel). Off leaves power to the operator.
     public var managePower = true
     /// Packets handled per wake-up; more wait for the next turn of the loop, so a flood of
     /// reports cannot starve the button or the log's acknowledgements.
@@ -68,6 +71,10 @@ public struct HCIRadioCounters: Sendable, Codable, Equatable {
     /// packets the parser could not use.
     public var malformedPackets: UInt64 = 0
     public var snoopErrors: UInt64 = 0
+    /// Advertising commands the controller refused (scanning goes on; advertising retries).
+    public var advertisingRefusals: UInt64 = 0
+    /// Scanning/advertising commands someone else sent on the raw channel (the kernel, bluetoothd).
+    public var foreignChanges: UInt64 = 0
     public init() {}
 }
 
@@ -92,10 +99,11 @@ public final class HCIRadio: RadioAdapter {
 
     private let settings: HCIRadioSettings
     private let clock: any WallClock
+    private let transport: any HCITransport
     private let epoll: Epoll
     private let timer: TimerFD
-    private var notifications: HCISocketHandle?
-    private var socket: HCISocketHandle?
+    private var notifications: Int32?
+    private var socket: Int32?
     private var adapter: HCIAdapterInfo?
     private var queue: HCICommandQueue
     private var phase = Phase.stopped
@@ -103,6 +111,7 @@ public final class HCIRadio: RadioAdapter {
     private var reportedState: RadioState?
     private var backoff: UInt64
     private var retryAt: UInt64?
+    private var runningSince: UInt64?
     private var snoop: BTSnoopWriter?
 
     // Advertising: what the node wants, and what the controller has.
@@ -110,6 +119,14 @@ public final class HCIRadio: RadioAdapter {
     private var onAir = OnAir()
     private var rotation = 0
     private var rotateAt: UInt64?
+    /// After the controller refused an advertising command: no advertising until then.
+    private var advertisingBlockedUntil: UInt64?
+    private var advertisingBackoff: UInt64
+    /// Someone else changed scanning or advertising (raw channel): re-assert at this time.
+    private var reassertAt: UInt64?
+    private var lastReassert: UInt64 = 0
+    private static let reassertDelay: UInt64 = 1_000_000
+    private static let reassertMinimumGap: UInt64 = 5_000_000
 
     /// One HCI packet at most: 1 type byte, 2 header bytes, 255 parameter bytes for an event;
     /// ACL data (not used, but delivered on the user channel) can be larger.
@@ -136,20 +153,33 @@ public final class HCIRadio: RadioAdapter {
     /// Steps, carried as command tags so a completion says what it finished.
     private enum Step: UInt32 {
         case reset = 1, eventMask, leEventMask, readAddress, leFeatures
-        case scanDisable, scanParameters, scanEnable
+        case scanDisable, scanAddress, scanParameters, scanEnable
         case advertiseDisable, advertiseAddress, advertiseParameters, advertiseData, advertiseEnable
     }
 
     private enum Token: UInt64 { case socket = 1, notifications, timer }
 
-    public init(settings: HCIRadioSettings, clock: any WallClock) throws {
+    /// LE commands whose completion, when someone else sent them, means scanning or advertising
+    /// may no longer be what Vigil set.
+    private static let scanAndAdvertisingOpcodes: Set<UInt16> = [
+        HCICommand.Opcode.leSetScanEnable, HCICommand.Opcode.leSetScanParameters,
+        HCICommand.Opcode.leSetAdvertiseEnable, HCICommand.Opcode.leSetAdvertisingData,
+        HCICommand.Opcode.leSetAdvertisingParameters, HCICommand.Opcode.leSetRandomAddress,
+        HCICommand.Opcode.leSetExtendedScanEnable, HCICommand.Opcode.leSetExtendedScanParameters,
+        HCICommand.Opcode.leSetExtendedAdvertisingEnable, HCICommand.Opcode.leSetExtendedAdvertisingData,
+        HCICommand.Opcode.leSetExtendedAdvertisingParameters, HCICommand.Opcode.leSetAdvertisingSetRandomAddress,
+    ]
+
+    public init(settings: HCIRadioSettings, clock: any WallClock, transport: any HCITransport = BlueZTransport()) throws {
         self.settings = settings
         self.clock = clock
+        self.transport = transport
         self.name = settings.adapter
         epoll = try Epoll()
         timer = try TimerFD()
         queue = HCICommandQueue(timeoutMicroseconds: settings.commandTimeoutMicroseconds)
         backoff = settings.backoffMinMicroseconds
+        advertisingBackoff = settings.backoffMinMicroseconds
         try epoll.add(timer.fd, token: Token.timer.rawValue)
     }
 
@@ -167,14 +197,14 @@ public final class HCIRadio: RadioAdapter {
             snoop = try BTSnoopWriter(path: path, maxFileBytes: settings.snoopMaxFileBytes, keepFiles: settings.snoopKeepFiles)
         }
         do {
-            let n = try HCI.openNotifications()
-            try epoll.add(n.fd, token: Token.notifications.rawValue)
-            notifications = n
+            if let n = try transport.openNotifications() {
+                try epoll.add(n, token: Token.notifications.rawValue)
+                notifications = n
+            }
         } catch let error as HCIError where error.noBluetooth {
             throw error
         } catch {
-            // Without notifications, recovery still happens, at the back-off's pace.
-            pendingOutputs.append(.captureFailed(reason: "no adapter notifications: \(error)"))
+            pendingOutputs.append(.problem("no adapter notifications (recovery waits for the back-off): \(error)"))
         }
         phase = .waiting
         connect()
@@ -186,18 +216,18 @@ public final class HCIRadio: RadioAdapter {
     public var reportsState: Bool { true }
 
     public func stop() {
-        if socket != nil, phase == .running || phase == .settingUp, let fd = socket?.fd, let adapter {
+        if let fd = socket, phase == .running || phase == .settingUp, let adapter {
             // Leave the air quiet: nothing advertises for a box that is off. Best effort, no wait.
             for command in [advertiseDisableCommand(), scanDisableCommand()] {
-                if (try? HCI.write(fd, adapter: adapter.name, packet: command.packet)) != nil {
+                if (try? transport.write(fd, adapter: adapter.name, packet: command.packet)) != nil {
                     record(command.packet, sent: true)
                 }
             }
         }
         closeSocket()
         if let n = notifications {
-            try? epoll.remove(n.fd)
-            n.close()
+            try? epoll.remove(n)
+            transport.close(n)
             notifications = nil
         }
         try? snoop?.close()
@@ -212,15 +242,18 @@ public final class HCIRadio: RadioAdapter {
             switch Token(rawValue: event.token) {
             case .socket: readSocket(events: event.events)
             case .notifications: readNotifications()
-            case .timer: timer.drain(); handleDeadlines()
+            case .timer: timer.drain()
             case nil: break
             }
         }
+        // Deadlines are checked on every wake-up, not only the timer's: a notification may just
+        // have made a retry due now.
+        handleDeadlines()
         pump()
         do { try snoop?.flush() } catch { snoopFailed(error) }
-        try rearm()
         outputs.append(contentsOf: pendingOutputs)
         pendingOutputs.removeAll(keepingCapacity: true)
+        try rearm()
     }
 
     public func advertise(_ newPlan: AdvertisingPlan) {
@@ -228,49 +261,58 @@ public final class HCIRadio: RadioAdapter {
         let addressChanged = newPlan.address != plan.address
         plan = newPlan
         if addressChanged || rotation >= plan.payloads.count { rotation = 0 }
+        if plan.payloads.count <= 1 { rotateAt = nil }
         guard phase == .running else { return }
-        reconcileAdvertising()
         pump()
+        // Anything `pump` produced (a failed write) reaches the node at once: rearm sees it.
         try? rearm()
     }
 
     // MARK: Opening and recovery
 
+    private var now: UInt64 { monotonicNanoseconds() / 1_000 }
+
     private func connect() {
         retryAt = nil
         let found: HCIAdapterInfo?
         do {
-            found = try HCI.find(settings.adapter)
+            found = try transport.find(settings.adapter)
         } catch {
             fail("cannot list adapters: \(error)", state: .unknown)
             return
         }
-        guard var info = found else {
+        guard let info = found else {
             fail("adapter \(settings.adapter) not found", state: .off)
             return
         }
-        do {
-            switch settings.channel {
-            case .raw where !info.isUp:
-                guard settings.managePower else {
-                    fail("adapter \(info.name) is powered down", state: .off)
-                    return
-                }
-                try HCI.setPower(info, up: true)
-                info = HCIAdapterInfo(id: info.id, name: info.name, address: info.address, isUp: true)
-            case .user where info.isUp:
-                guard settings.managePower else {
-                    fail("adapter \(info.name) is up; the user channel needs it down", state: .off)
-                    return
-                }
-                try HCI.setPower(info, up: false)
-            default:
-                break
+        adapter = info
+        let wantUp = settings.channel == .raw
+        if info.isUp != wantUp {
+            guard settings.managePower else {
+                fail(wantUp ? "adapter \(info.name) is powered down" : "adapter \(info.name) is up; the user channel needs it down",
+                     state: .off)
+                return
             }
-            let s = try HCI.open(info, channel: settings.channel)
-            try epoll.add(s.fd, token: Token.socket.rawValue)
-            socket = s
-            adapter = info
+            do {
+                try transport.requestPower(info, up: wantUp)
+            } catch {
+                fail("\(error)", state: .off)
+                return
+            }
+            // The UP/DOWN notification retries at once; the back-off is the fallback.
+            fail(wantUp ? "adapter \(info.name) is powered down (power-up requested)"
+                        : "adapter \(info.name) is up (power-down requested for the user channel)", state: .off)
+            return
+        }
+        do {
+            let fd = try transport.open(info, channel: settings.channel)
+            do {
+                try epoll.add(fd, token: Token.socket.rawValue)
+            } catch {
+                transport.close(fd)
+                throw HCIError(operation: "watch the socket of", adapter: info.name, errno: error.errno)
+            }
+            socket = fd
         } catch {
             fail("\(error)", state: .off)
             return
@@ -282,23 +324,27 @@ public final class HCIRadio: RadioAdapter {
     }
 
     private func enqueueSetup() {
-        if settings.channel == .user { queue.enqueue(.reset, tag: Step.reset.rawValue) }
-        // A reset (ours, or someone's `hciconfig reset`) leaves LE events masked: set them always.
-        queue.enqueue(.setEventMask(), tag: Step.eventMask.rawValue)
-        queue.enqueue(.leSetEventMask(), tag: Step.leEventMask.rawValue)
+        if settings.channel == .user {
+            // Vigil owns the controller: reset it and unmask the LE events a reset leaves masked.
+            // On the raw channel the kernel has set the masks (with bits bluetoothd needs).
+            queue.enqueue(.reset, tag: Step.reset.rawValue)
+            queue.enqueue(.setEventMask(), tag: Step.eventMask.rawValue)
+            queue.enqueue(.leSetEventMask(), tag: Step.leEventMask.rawValue)
+        }
         queue.enqueue(.readBDAddress, tag: Step.readAddress.rawValue)
         queue.enqueue(.leReadLocalFeatures, tag: Step.leFeatures.rawValue)
         // Scanning commands follow once the features say which set to use.
     }
 
-    /// Scanning, after the features said which command set to use. Advertising and scanning are
-    /// off first (a controller refuses a new random address while either runs), the random
-    /// address is set, then scanning starts; advertising follows once it runs.
+    /// Scanning, after the features said which command set to use (and again to re-assert it).
+    /// Advertising and scanning are off first (a controller refuses a new random address while
+    /// either runs), the random address is set, then scanning starts; advertising follows.
     private func enqueueScanning() {
         queue.enqueue(advertiseDisableCommand(), tag: Step.advertiseDisable.rawValue)
         queue.enqueue(scanDisableCommand(), tag: Step.scanDisable.rawValue)
+        onAir = OnAir()
         if !plan.isOff, !usingExtendedCommands {
-            queue.enqueue(.leSetRandomAddress(plan.address), tag: Step.advertiseAddress.rawValue)
+            queue.enqueue(.leSetRandomAddress(plan.address), tag: Step.scanAddress.rawValue)
             onAir.address = plan.address
         }
         queue.enqueue(scanParametersCommand(), tag: Step.scanParameters.rawValue)
@@ -323,11 +369,16 @@ public final class HCIRadio: RadioAdapter {
         UInt16(min(max(microseconds * 10 / 6_250, 4), 0x4000))
     }
 
-    /// Something went wrong: report the radio `state` (once), close the socket, retry later.
+    /// Something went wrong: report the radio `state` (when it changes, or when it was running),
+    /// close the socket, retry after the back-off.
     private func fail(_ reason: String, state: RadioState) {
-        let now = monotonicNanoseconds() / 1_000
+        let wasRunning = phase == .running
+        if let since = runningSince, now &- since >= settings.stableAfterMicroseconds {
+            backoff = settings.backoffMinMicroseconds // it had been fine for a while: a fresh failure
+        }
+        runningSince = nil
         closeSocket()
-        if reportedState != state || phase == .running || phase == .settingUp {
+        if reportedState != state || wasRunning {
             pendingOutputs.append(.stateChanged(state, reason: reason))
             reportedState = state
         }
@@ -339,24 +390,25 @@ public final class HCIRadio: RadioAdapter {
     private func closeSocket() {
         // Whatever was queued or in flight ends here; a retry sets up again from the start.
         _ = queue.failAll()
-        if let s = socket {
-            try? epoll.remove(s.fd)
-            s.close()
+        if let fd = socket {
+            try? epoll.remove(fd)
+            transport.close(fd)
         }
         socket = nil
         onAir = OnAir()
         rotateAt = nil
+        reassertAt = nil
     }
 
     // MARK: Reading
 
     private func readSocket(events: UInt32) {
-        guard let s = socket, let adapter else { return }
+        guard let fd = socket, let adapter else { return }
         var handled = 0
         while handled < settings.readBudget, socket != nil {
             let n: Int?
             do {
-                n = try HCI.read(s.fd, adapter: adapter.name, into: buffer)
+                n = try transport.read(fd, adapter: adapter.name, into: buffer)
             } catch {
                 counters.recoveries += 1
                 fail(error.adapterVanished ? "adapter \(adapter.name) vanished (\(error.errno))" : "\(error)",
@@ -380,7 +432,7 @@ public final class HCIRadio: RadioAdapter {
         }
     }
 
-    /// Handles one packet from the controller. Also the entry point of `vigil radio replay`.
+    /// Handles one packet from the controller.
     func process(_ packet: [UInt8]) {
         counters.packetsIn += 1
         let time = clock.nowMicroseconds()
@@ -396,21 +448,14 @@ public final class HCIRadio: RadioAdapter {
             if let done = queue.complete(opcode: opcode, credits: credits, parameters: parameters),
                case .complete(let pending, let p) = done {
                 finished(pending, status: p.first ?? 0xFF, parameters: p)
-            } else if opcode == HCICommand.Opcode.reset, phase == .running || phase == .settingUp {
-                // Someone else reset the controller (`hciconfig reset`, the kernel after a
-                // hardware error): scanning and advertising are gone. Set up again on this socket.
-                counters.controllerResets += 1
-                pendingOutputs.append(.stateChanged(.off, reason: "controller \(name) was reset"))
-                reportedState = .off
-                _ = queue.failAll()
-                onAir = OnAir()
-                rotateAt = nil
-                phase = .settingUp
-                enqueueSetup()
+            } else {
+                foreignCompletion(opcode)
             }
         case .commandStatus(let opcode, let credits, let status):
             if let done = queue.status(opcode: opcode, credits: credits, status: status), case .status(let pending, let s) = done {
                 finished(pending, status: s, parameters: [s])
+            } else {
+                foreignCompletion(opcode)
             }
         case .hardwareError(let code):
             counters.hardwareErrors += 1
@@ -421,21 +466,50 @@ public final class HCIRadio: RadioAdapter {
         }
     }
 
+    /// A completion of a command Vigil did not send (raw channel: the kernel's, bluetoothd's).
+    private func foreignCompletion(_ opcode: UInt16) {
+        guard phase == .running || phase == .settingUp else { return }
+        if opcode == HCICommand.Opcode.reset {
+            // Someone reset the controller (the HCIDEVRESET ioctl, a tool): scanning, advertising
+            // and the LE event mask are gone. Set up again on this socket, restoring the masks
+            // with every bit the kernel and bluetoothd use.
+            counters.controllerResets += 1
+            pendingOutputs.append(.stateChanged(.off, reason: "controller \(name) was reset"))
+            reportedState = .off
+            _ = queue.failAll()
+            onAir = OnAir()
+            rotateAt = nil
+            reassertAt = nil
+            phase = .settingUp
+            queue.enqueue(.setEventMask(HCICommand.fullEventMask), tag: Step.eventMask.rawValue)
+            queue.enqueue(.leSetEventMask(HCICommand.fullLEEventMask), tag: Step.leEventMask.rawValue)
+            enqueueSetup()
+        } else if Self.scanAndAdvertisingOpcodes.contains(opcode), phase == .running {
+            // Scanning or advertising may no longer be what Vigil set: re-assert both soon, at most
+            // every few seconds, so two owners cannot make the controller flap.
+            counters.foreignChanges += 1
+            if reassertAt == nil {
+                reassertAt = max(now + Self.reassertDelay, lastReassert + Self.reassertMinimumGap)
+            }
+        }
+    }
+
     /// Stack notifications: evt_stack_internal { u16 type = EVT_SI_DEVICE (1); u16 event; u16 dev }.
     private func readNotifications() {
         guard let n = notifications else { return }
         while true {
             let count: Int?
             do {
-                count = try HCI.read(n.fd, adapter: "-", into: buffer)
+                count = try transport.read(n, adapter: "-", into: buffer)
             } catch {
-                // Losing the notifications only slows recovery down to the back-off; say so once.
-                try? epoll.remove(n.fd)
+                try? epoll.remove(n)
+                transport.close(n)
                 notifications = nil
+                pendingOutputs.append(.problem("adapter notifications lost (recovery waits for the back-off): \(error)"))
                 return
             }
-            guard let c = count, c >= 9 else { return }
-            guard buffer[0] == 0x04, buffer[1] == 0xFD, buffer[3] == 0x01, buffer[4] == 0x00 else { continue }
+            guard let c = count else { return }
+            guard c >= 9, buffer[0] == 0x04, buffer[1] == 0xFD, buffer[3] == 0x01, buffer[4] == 0x00 else { continue }
             let event = UInt16(buffer[5]) | UInt16(buffer[6]) << 8
             let device = UInt16(buffer[7]) | UInt16(buffer[8]) << 8
             adapterNotification(event: event, device: device)
@@ -458,14 +532,14 @@ public final class HCIRadio: RadioAdapter {
                 fail(reason, state: .off)
             }
             adapter = nil
-        case 4 where ours && settings.channel == .raw:
+        case 4 where ours && settings.channel == .raw && phase != .waiting:
             counters.recoveries += 1
             fail("adapter \(adapter?.name ?? name) was powered down", state: .off)
-        case 1, 3:
-            // An adapter appeared or powered up: if it may be ours, try now, not at the back-off.
-            if phase == .waiting {
-                backoff = settings.backoffMinMicroseconds
-                retryAt = monotonicNanoseconds() / 1_000
+        case 1, 3, 4:
+            // An adapter appeared or changed power: if it may be ours, try now, not at the back-off.
+            // (DOWN matters to the user channel, which waits for it.)
+            if phase == .waiting, event != 4 || settings.channel == .user {
+                retryAt = now
             }
         default:
             break
@@ -480,6 +554,9 @@ public final class HCIRadio: RadioAdapter {
             switch step {
             case .scanDisable, .advertiseDisable:
                 return // "already disabled" is fine
+            case .advertiseAddress, .advertiseParameters, .advertiseData, .advertiseEnable:
+                advertisingRefused(pending.command, status: status)
+                return
             default:
                 counters.commandsFailed += 1
                 counters.recoveries += 1
@@ -491,24 +568,43 @@ public final class HCIRadio: RadioAdapter {
         case .readAddress where parameters.count >= 7:
             controllerAddress = parameters[1...6].reversed().reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
         case .leFeatures:
-            // LE feature bit 12: LE Extended Advertising.
+            // LE feature bit 12: LE Extended Advertising. The kernel uses the extended commands
+            // then, and a controller may refuse legacy ones after it has seen them.
             let supported = parameters.count >= 3 && parameters[2] & 0x10 != 0
-            usingExtendedCommands = supported && settings.extended && settings.channel == .user
+            usingExtendedCommands = supported && settings.extended
             enqueueScanning()
         case .scanEnable:
+            if phase != .running { runningSince = now }
             phase = .running
-            backoff = settings.backoffMinMicroseconds
             if reportedState != .on {
                 let how = usingExtendedCommands ? "extended" : "legacy"
                 pendingOutputs.append(.stateChanged(.on, reason: "scanning on \(name) (\(settings.channel.rawValue) channel, \(how) commands)"))
                 reportedState = .on
             }
-            reconcileAdvertising()
         case .advertiseEnable:
+            advertisingBackoff = settings.backoffMinMicroseconds
             if let payload = onAir.payload { pendingOutputs.append(.onAir(payload)) }
         default:
             break
         }
+    }
+
+    /// The controller refused an advertising command (one that cannot scan and advertise at
+    /// once; the kernel's own advertising on the raw channel). Scanning goes on and the radio stays
+    /// on; advertising is retried on its own back-off, and the node is told once per streak.
+    private func advertisingRefused(_ command: HCICommand, status: UInt8) {
+        counters.advertisingRefusals += 1
+        if advertisingBackoff == settings.backoffMinMicroseconds {
+            pendingOutputs.append(.problem("the controller refused \(command) (status 0x\(String(status, radix: 16))): not advertising; retrying"))
+        }
+        advertisingBlockedUntil = now + advertisingBackoff
+        advertisingBackoff = min(advertisingBackoff * 2, settings.backoffMaxMicroseconds)
+        // The rest of the sequence is moot, and what is on the air is unknown: set it all again.
+        queue.discardQueued()
+        onAir = OnAir()
+        rotateAt = nil
+        // Legacy: the random address (controller-wide) is set with scanning stopped, so a retry
+        // goes through the whole sequence, scanning included.
     }
 
     private func scanDisableCommand() -> HCICommand {
@@ -522,11 +618,15 @@ public final class HCIRadio: RadioAdapter {
     /// Queues the commands that take the controller from what it advertises to the plan. Called
     /// when idle; idempotent (nothing is sent when the air already matches).
     ///
-    /// A new payload goes out by switching advertising off and on around the data: the new frame
+    /// A new payload goes out by switching advertising off and on around the new data: the new frame
     /// is on the air at once, and controllers that report only on enable (BlueZ's emulator) still
     /// deliver every frame.
     private func reconcileAdvertising() {
         guard phase == .running, queue.isIdle else { return }
+        if let until = advertisingBlockedUntil {
+            guard now >= until else { return }
+            advertisingBlockedUntil = nil
+        }
         if plan.isOff {
             if onAir.enabled { queue.enqueue(advertiseDisableCommand(), tag: Step.advertiseDisable.rawValue) }
             onAir.enabled = false
@@ -564,7 +664,6 @@ public final class HCIRadio: RadioAdapter {
                           tag: Step.advertiseEnable.rawValue)
             onAir.enabled = true
         }
-        let now = monotonicNanoseconds() / 1_000
         rotateAt = plan.payloads.count > 1 ? (rotateAt ?? now + settings.rotationSlotMicroseconds) : nil
     }
 
@@ -578,24 +677,23 @@ public final class HCIRadio: RadioAdapter {
 
     /// Writes queued commands while credits allow.
     private func pump() {
-        guard let s = socket, let adapter else { return }
+        guard let fd = socket, let adapter else { return }
         if phase == .running { reconcileAdvertising() }
-        let now = monotonicNanoseconds() / 1_000
         while let pending = queue.next(now: now) {
             do {
-                try HCI.write(s.fd, adapter: adapter.name, packet: pending.command.packet)
+                try transport.write(fd, adapter: adapter.name, packet: pending.command.packet)
                 counters.packetsOut += 1
                 record(pending.command.packet, sent: true)
             } catch {
                 counters.recoveries += 1
-                fail(error.adapterDown ? "adapter \(adapter.name) is down" : "\(error)", state: error.adapterVanished || error.adapterDown ? .off : .unknown)
+                fail(error.adapterDown ? "adapter \(adapter.name) is down" : "\(error)",
+                     state: error.adapterVanished || error.adapterDown ? .off : .unknown)
                 return
             }
         }
     }
 
     private func handleDeadlines() {
-        let now = monotonicNanoseconds() / 1_000
         if let expired = queue.expired(now: now) {
             counters.commandTimeouts += 1
             counters.recoveries += 1
@@ -604,22 +702,36 @@ public final class HCIRadio: RadioAdapter {
         if let at = retryAt, at <= now, phase == .waiting {
             connect()
         }
-        if let at = rotateAt, at <= now, phase == .running, plan.payloads.count > 1 {
-            rotation = (rotation + 1) % plan.payloads.count
-            rotateAt = now + settings.rotationSlotMicroseconds
-            reconcileAdvertising()
+        if let at = reassertAt, at <= now {
+            reassertAt = nil
+            if phase == .running, queue.isIdle {
+                lastReassert = now
+                enqueueScanning() // scanning again; advertising follows (the air state was reset)
+            } else if phase == .running {
+                reassertAt = now + Self.reassertDelay
+            }
         }
-        if phase == .running { reconcileAdvertising() }
+        if let at = rotateAt, at <= now {
+            if phase != .running || plan.payloads.count <= 1 {
+                rotateAt = nil
+            } else if queue.isIdle {
+                rotation = (rotation + 1) % plan.payloads.count
+                rotateAt = now + settings.rotationSlotMicroseconds
+            } else {
+                rotateAt = now + settings.rotationSlotMicroseconds / 4 // a command is in flight: soon
+            }
+        }
     }
 
     private func rearm() throws {
-        let deadlines = [queue.nextDeadline, retryAt, rotateAt].compactMap { $0 }
+        var deadlines = [queue.nextDeadline, retryAt, rotateAt, reassertAt, advertisingBlockedUntil].compactMap { $0 }
+        if !pendingOutputs.isEmpty { deadlines.append(0) } // something for the node: wake it now
         guard let next = deadlines.min() else {
             try timer.disarm()
             return
         }
-        let now = monotonicNanoseconds() / 1_000
-        try timer.arm(afterNanoseconds: next > now ? (next - now) * 1_000 : 1)
+        let t = now
+        try timer.arm(afterNanoseconds: next > t ? (next - t) * 1_000 : 1)
     }
 
     // MARK: Capture
@@ -638,6 +750,6 @@ public final class HCIRadio: RadioAdapter {
         counters.snoopErrors += 1
         try? snoop?.close()
         snoop = nil
-        pendingOutputs.append(.captureFailed(reason: "\(error)"))
+        pendingOutputs.append(.problem("the HCI capture failed and is off: \(error)"))
     }
 }

@@ -89,6 +89,12 @@ final class HCISocketHandle {
         _ = Glibc.close(fd)
     }
 
+    /// Hands the descriptor to the caller, who closes it from now on.
+    func release() -> Int32 {
+        isOpen = false
+        return fd
+    }
+
     deinit { close() }
 }
 
@@ -151,17 +157,18 @@ enum HCI {
         return socket
     }
 
-    /// Powers an adapter up or down (HCIDEVUP / HCIDEVDOWN). Up on an adapter already up is not
-    /// an error.
-    static func setPower(_ adapter: HCIAdapterInfo, up: Bool) throws(HCIError) {
-        let fd = try hci("socket", adapter.name, { cvigil_hci_open(UInt16(HCI_DEV_NONE), UInt16(HCI_CHANNEL_RAW)) })
-        defer { close(fd) }
-        let result = cvigil_hci_power(fd, adapter.id, up ? 1 : 0)
-        if result < 0 {
-            let e = Errno.current
-            if up && e.rawValue == EALREADY { return }
-            throw HCIError(operation: up ? "power up" : "power down", adapter: adapter.name, errno: e)
-        }
+    /// Opens the management channel (non-blocking), for power requests.
+    static func openManagement() throws(HCIError) -> HCISocketHandle {
+        HCISocketHandle(fd: try hci("open the management channel", "-", { cvigil_mgmt_open() }))
+    }
+
+    /// Asks the kernel to power an adapter up or down and returns at once (the HCIDEVUP ioctl
+    /// would block the event loop for the whole controller initialisation). The stack's UP/DOWN
+    /// notification says when it is done; the answer on the management socket is drained later.
+    static func requestPower(_ adapter: HCIAdapterInfo, up: Bool, management fd: Int32) throws(HCIError) {
+        _ = try hci(up ? "request power-up of" : "request power-down of", adapter.name, {
+            cvigil_mgmt_set_powered(fd, adapter.id, up ? 1 : 0)
+        })
     }
 
     /// Reads one packet; nil when none is waiting. A packet never spans reads on an HCI socket.

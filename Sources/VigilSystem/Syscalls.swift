@@ -187,6 +187,22 @@ public enum FileSystem {
 
     public static func remove(_ path: String) { _ = unlink(path) }
 
+    /// Creates `path` with `contents` and `mode`, failing if it exists (EEXIST: never overwrites),
+    /// and makes it durable. The file is never readable by others, not even for a moment: the
+    /// mode is set by open itself. For secrets (keys) that must not be lost or leaked.
+    public static func createExclusive(_ path: String, contents: [UInt8], mode: UInt32 = 0o600) throws(SystemError) {
+        let fd = try FileDescriptor.open(path, flags: O_WRONLY | O_CREAT | O_EXCL, mode: mode)
+        try fd.writeAll(contents)
+        try fd.fsync()
+    }
+
+    /// The file's permission bits, or nil if it cannot be examined.
+    public static func permissions(_ path: String) -> UInt32? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        return UInt32(info.st_mode) & 0o777
+    }
+
     /// Renames atomically (replacing `to`); used for rotating capture files.
     public static func rename(_ from: String, to: String) throws(SystemError) {
         _ = try check("rename", "\(from) -> \(to)") { Glibc.rename(from, to) }
@@ -226,6 +242,15 @@ public func realtimeMicroseconds() -> UInt64 { cvigil_realtime_us() }
 
 /// Unix-domain stream sockets: the node's control socket and the CLI's client side.
 public enum UnixSocket {
+    /// A connected pair of non-blocking packet sockets (SOCK_SEQPACKET): each write is read whole,
+    /// as on an HCI socket. Returned as raw descriptors the caller closes.
+    public static func packetPair() throws(SystemError) -> (Int32, Int32) {
+        var fds: [Int32] = [-1, -1]
+        let flags = Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
+        _ = try check("socketpair(AF_UNIX)") { fds.withUnsafeMutableBufferPointer { socketpair(AF_UNIX, flags, 0, $0.baseAddress) } }
+        return (fds[0], fds[1])
+    }
+
     /// Binds and listens at `path` (a stale socket file from a crashed node is replaced).
     public static func listen(path: String, backlog: Int32 = 8) throws(SystemError) -> FileDescriptor {
         let raw = try check("socket(AF_UNIX)") { socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0) }

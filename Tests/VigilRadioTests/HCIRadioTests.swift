@@ -1,0 +1,332 @@
+import Foundation
+import Testing
+@testable import VigilRadio
+import VigilEvents
+import VigilSystem
+
+/// The kernel side of the radio for tests: "sockets" are packet socket pairs, and the test plays
+/// the controller on the other end with HCI bytes. Nothing here stands in for Bluetooth in the
+/// product: the VM tests run the same radio on the kernel's HCI sockets.
+final class ScriptedTransport: HCITransport {
+    var adapters: [HCIAdapterInfo]
+    /// The controller's end of the socket opened last, and of the notification socket.
+    var controller: Int32 = -1
+    var notifier: Int32 = -1
+    var opened: [HCIChannel] = []
+    var powerRequests: [Bool] = []
+
+    init(adapters: [HCIAdapterInfo]) { self.adapters = adapters }
+
+    func find(_ selector: String) throws(HCIError) -> HCIAdapterInfo? { adapters.first { $0.name == selector } }
+
+    func open(_ adapter: HCIAdapterInfo, channel: HCIChannel) throws(HCIError) -> Int32 {
+        do {
+            let (radio, other) = try UnixSocket.packetPair()
+            if controller >= 0 { _ = Glibc.close(controller) }
+            controller = other
+            opened.append(channel)
+            return radio
+        } catch {
+            throw HCIError(operation: "socketpair", adapter: adapter.name, errno: error.errno)
+        }
+    }
+
+    func openNotifications() throws(HCIError) -> Int32? {
+        do {
+            let (radio, other) = try UnixSocket.packetPair()
+            notifier = other
+            return radio
+        } catch {
+            throw HCIError(operation: "socketpair", adapter: "-", errno: error.errno)
+        }
+    }
+
+    func requestPower(_ adapter: HCIAdapterInfo, up: Bool) throws(HCIError) { powerRequests.append(up) }
+
+    func read(_ fd: Int32, adapter: String, into buffer: UnsafeMutableRawBufferPointer) throws(HCIError) -> Int? {
+        let n = Glibc.read(fd, buffer.baseAddress, buffer.count)
+        if n >= 0 { return n }
+        let e = Errno.current
+        if e == .wouldBlock { return nil }
+        throw HCIError(operation: "read", adapter: adapter, errno: e)
+    }
+
+    func write(_ fd: Int32, adapter: String, packet: [UInt8]) throws(HCIError) {
+        let n = packet.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+        if n < 0 { throw HCIError(operation: "write", adapter: adapter, errno: Errno.current) }
+    }
+
+    func close(_ fd: Int32) { _ = Glibc.close(fd) }
+
+    // MARK: The controller's side
+
+    /// Commands the radio wrote since the last call, as (opcode, parameters).
+    func commands() -> [(opcode: UInt16, parameters: [UInt8])] {
+        var out: [(UInt16, [UInt8])] = []
+        var buffer = [UInt8](repeating: 0, count: 512)
+        while controller >= 0 {
+            let n = buffer.withUnsafeMutableBytes { Glibc.read(controller, $0.baseAddress, $0.count) }
+            guard n >= 4, buffer[0] == 0x01 else { break }
+            out.append((UInt16(buffer[1]) | UInt16(buffer[2]) << 8, Array(buffer[4..<n])))
+        }
+        return out
+    }
+
+    func send(_ packet: [UInt8]) {
+        _ = packet.withUnsafeBytes { Glibc.write(controller, $0.baseAddress, $0.count) }
+    }
+
+    func complete(_ opcode: UInt16, status: UInt8 = 0, _ parameters: [UInt8] = []) {
+        let body: [UInt8] = [0x01, UInt8(opcode & 0xFF), UInt8(opcode >> 8), status] + parameters
+        send([0x04, 0x0E, UInt8(body.count)] + body)
+    }
+
+    func notify(event: UInt16, device: UInt16) {
+        let packet: [UInt8] = [0x04, 0xFD, 0x06, 0x01, 0x00, UInt8(event), 0x00, UInt8(device), 0x00]
+        _ = packet.withUnsafeBytes { Glibc.write(notifier, $0.baseAddress, $0.count) }
+    }
+}
+
+@Suite("HCI radio state machine")
+struct HCIRadioTests {
+    struct Clock: WallClock {
+        func nowMicroseconds() -> UInt64 { realtimeMicroseconds() }
+        var rate: Double { 1 }
+    }
+
+    static let hci0 = HCIAdapterInfo(id: 0, name: "hci0", address: 0x00_1A_7D_DA_71_13, isUp: true)
+    static let presence: [UInt8] = [0x03, 0x16, 0xF1, 0xFC]
+    static let alert: [UInt8] = [0x04, 0x16, 0xF1, 0xFC, 0x11]
+
+    var settings: HCIRadioSettings {
+        var s = HCIRadioSettings()
+        s.adapter = "hci0"
+        s.commandTimeoutMicroseconds = 100_000
+        s.backoffMinMicroseconds = 20_000
+        s.backoffMaxMicroseconds = 80_000
+        s.rotationSlotMicroseconds = 40_000
+        return s
+    }
+
+    /// Plays the controller: answers every command with success (or with `refuse[opcode]`), and
+    /// the features / BD_ADDR reads with `features` and an address, until the radio goes quiet.
+    /// Returns every command written and every output, in order.
+    @discardableResult
+    func drive(_ radio: HCIRadio, _ t: ScriptedTransport, features: UInt8 = 0x00, refuse: [UInt16: UInt8] = [:],
+               silent: Set<UInt16> = [], rounds: Int = 40, outputs: inout [RadioOutput]) throws -> [UInt16] {
+        var opcodes: [UInt16] = []
+        for _ in 0..<rounds {
+            try radio.readReady(into: &outputs)
+            let written = t.commands()
+            if written.isEmpty { break }
+            for c in written {
+                opcodes.append(c.opcode)
+                if silent.contains(c.opcode) { continue }
+                switch c.opcode {
+                case HCICommand.Opcode.leReadLocalFeatures: t.complete(c.opcode, [0x00, features, 0, 0, 0, 0, 0, 0]) // bits 8–15 in byte 1
+                case HCICommand.Opcode.readBDAddress: t.complete(c.opcode, [0x13, 0x71, 0xDA, 0x7D, 0x1A, 0x00])
+                default: t.complete(c.opcode, status: refuse[c.opcode] ?? 0)
+                }
+            }
+        }
+        return opcodes
+    }
+
+    func wait(_ ms: Int) { usleep(UInt32(ms * 1_000)) }
+
+    func states(_ outputs: [RadioOutput]) -> [RadioState] {
+        outputs.compactMap { if case .stateChanged(let s, _) = $0 { s } else { nil } }
+    }
+
+    @Test func theRawChannelReadsFeaturesSetsTheAddressWithScanningOffThenScansAndAdvertises() throws {
+        let t = ScriptedTransport(adapters: [Self.hci0])
+        let radio = try HCIRadio(settings: settings, clock: Clock(), transport: t)
+        radio.advertise(AdvertisingPlan(address: 0x3A_BB_CC_DD_EE_01, payloads: [Self.presence]))
+        try radio.start()
+        var outputs: [RadioOutput] = []
+        let sent = try drive(radio, t, outputs: &outputs)
+        typealias O = HCICommand.Opcode
+        // No event masks on the raw channel: the kernel's stay.
+        #expect(sent == [O.readBDAddress, O.leReadLocalFeatures, O.leSetAdvertiseEnable, O.leSetScanEnable, O.leSetRandomAddress,
+                         O.leSetScanParameters, O.leSetScanEnable,
+                         O.leSetAdvertisingParameters, O.leSetAdvertisingData, O.leSetAdvertiseEnable])
+        #expect(t.opened == [.raw])
+        #expect(states(outputs) == [.on])
+        #expect(outputs.contains(.onAir(Self.presence)))
+        #expect(radio.controllerAddress == 0x00_1A_7D_DA_71_13)
+        #expect(!radio.usingExtendedCommands)
+    }
+
+    @Test func theUserChannelResetsAndUnmasksLEEventsFirst() throws {
+        var s = settings
+        s.channel = .user
+        let down = HCIAdapterInfo(id: 0, name: "hci0", address: 1, isUp: false)
+        let t = ScriptedTransport(adapters: [down])
+        let radio = try HCIRadio(settings: s, clock: Clock(), transport: t)
+        try radio.start()
+        var outputs: [RadioOutput] = []
+        let sent = try drive(radio, t, outputs: &outputs)
+        #expect(Array(sent.prefix(5)) == [HCICommand.Opcode.reset, HCICommand.Opcode.setEventMask, HCICommand.Opcode.leSetEventMask,
+                                          HCICommand.Opcode.readBDAddress, HCICommand.Opcode.leReadLocalFeatures])
+        #expect(t.opened == [.user])
+        #expect(states(outputs) == [.on])
+    }
+
+    @Test func aControllerWithExtendedAdvertisingGetsOnlyExtendedCommands() throws {
+        let t = ScriptedTransport(adapters: [Self.hci0])
+        let radio = try HCIRadio(settings: settings, clock: Clock(), transport: t)
+        radio.advertise(AdvertisingPlan(address: 0x3A_BB_CC_DD_EE_01, payloads: [Self.presence]))
+        try radio.start()
+        var outputs: [RadioOutput] = []
+        let sent = try drive(radio, t, features: 0x10, outputs: &outputs) // LE feature bit 12 (byte 1, bit 4)
+        typealias O = HCICommand.Opcode
+        let legacy: Set<UInt16> = [O.leSetScanEnable, O.leSetScanParameters, O.leSetAdvertiseEnable, O.leSetAdvertisingData,
+                                   O.leSetAdvertisingParameters, O.leSetRandomAddress]
+        #expect(radio.usingExtendedCommands)
+        #expect(sent.allSatisfy { !legacy.contains($0) }, "no legacy LE command after the controller showed extended advertising")
+        #expect(sent.contains(O.leSetExtendedScanEnable) && sent.contains(O.leSetAdvertisingSetRandomAddress)
+            && sent.contains(O.leSetExtendedAdvertisingData) && sent.contains(O.leSetExtendedAdvertisingEnable))
+        #expect(states(outputs) == [.on])
+    }
+
+    @Test func aRefusedAdvertisingCommandKeepsTheRadioOnAndRetriesAdvertisingLater() throws {
+        let t = ScriptedTransport(adapters: [Self.hci0])
+        let radio = try HCIRadio(settings: settings, clock: Clock(), transport: t)
+        radio.advertise(AdvertisingPlan(address: 0x3A_BB_CC_DD_EE_01, payloads: [Self.presence]))
+        try radio.start()
+        var outputs: [RadioOutput] = []
+        try drive(radio, t, refuse: [HCICommand.Opcode.leSetAdvertisingParameters: 0x0C], outputs: &outputs)
+        #expect(states(outputs) == [.on], "scanning goes on; the radio is not restarted")
+        #expect(outputs.contains { if case .problem(let p) = $0 { p.contains("refused") } else { false } })
+        #expect(radio.counters.advertisingRefusals == 1 && t.opened.count == 1)
+        // After the advertising back-off it tries again, and this time the controller agrees.
+        wait(40)
+        let again = try drive(radio, t, outputs: &outputs)
+        #expect(again.contains(HCICommand.Opcode.leSetAdvertiseEnable))
+        #expect(outputs.contains(.onAir(Self.presence)))
+    }
+
+    @Test func aFailingSetupIsRetriedWithGrowingBackOffAndReportedOnce() throws {
+        let t = ScriptedTransport(adapters: [Self.hci0])
+        let radio = try HCIRadio(settings: settings, clock: Clock(), transport: t)
+        try radio.start()
+        var outputs: [RadioOutput] = []
+        for _ in 0..<4 {
+            try drive(radio, t, refuse: [HCICommand.Opcode.leSetScanParameters: 0x12], outputs: &outputs)
+            wait(100)
+        }
+        #expect(t.opened.count >= 3, "retried")
+        #expect(t.opened.count <= 5, "with back-off, not in a tight loop")
+        #expect(states(outputs) == [.unknown], "one report for a failure that repeats")
+    }
+
+    @Test func anUnansweredCommandTimesOutAndTheRadioStartsAgain() throws {
+        let t = ScriptedTransport(adapters: [Self.hci0])
+        let radio = try HCIRadio(settings: settings, clock: Clock(), transport: t)
+        try radio.start()
+        var outputs: [RadioOutput] = []
+        try drive(radio, t, silent: [HCICommand.Opcode.leReadLocalFeatures], outputs: &outputs)
+        wait(130)
+        try drive(radio, t, outputs: &outputs)
+        wait(40)
+        try drive(radio, t, outputs: &outputs)
+        #expect(radio.counters.commandTimeouts == 1)
+        #expect(outputs.contains { if case .stateChanged(.unknown, let why) = $0 { why.contains("did not answer") } else { false } })
+        #expect(states(outputs).last == .on && t.opened.count == 2)
+    }
+
+    @Test func aResetBySomeoneElseRestoresTheFullMasksAndScansAgain() throws {
+        let t = ScriptedTransport(adapters: [Self.hci0])
+        let radio = try HCIRadio(settings: settings, clock: Clock(), transport: t)
+        try radio.start()
+        var outputs: [RadioOutput] = []
+        try drive(radio, t, outputs: &outputs)
+        t.complete(HCICommand.Opcode.reset) // `hciconfig reset` through the ioctl: the kernel's Reset
+        let commands = t.commands()
+        #expect(commands.isEmpty)
+        var sent: [UInt16] = []
+        try radio.readReady(into: &outputs)
+        for c in t.commands() {
+            sent.append(c.opcode)
+            if c.opcode == HCICommand.Opcode.setEventMask {
+                #expect(c.parameters == HCICommand.le(HCICommand.fullEventMask, bytes: 8), "every bit the kernel uses")
+            }
+            t.complete(c.opcode)
+        }
+        sent += try drive(radio, t, outputs: &outputs)
+        #expect(sent.first == HCICommand.Opcode.setEventMask)
+        #expect(sent.contains(HCICommand.Opcode.leSetScanEnable))
+        #expect(states(outputs) == [.on, .off, .on])
+        #expect(radio.counters.controllerResets == 1)
+    }
+
+    @Test func scanningChangedBySomeoneElseIsReassertedOnce() throws {
+        let t = ScriptedTransport(adapters: [Self.hci0])
+        let radio = try HCIRadio(settings: settings, clock: Clock(), transport: t)
+        try radio.start()
+        var outputs: [RadioOutput] = []
+        try drive(radio, t, outputs: &outputs)
+        t.complete(HCICommand.Opcode.leSetScanEnable) // the kernel turned scanning off (or on)
+        t.complete(HCICommand.Opcode.leSetScanEnable)
+        try radio.readReady(into: &outputs)
+        #expect(t.commands().isEmpty, "not at once")
+        wait(1_100)
+        let sent = try drive(radio, t, outputs: &outputs)
+        #expect(sent.filter { $0 == HCICommand.Opcode.leSetScanEnable }.count == 2, "scan off, then on")
+        #expect(radio.counters.foreignChanges == 2)
+        #expect(states(outputs) == [.on])
+    }
+
+    @Test func severalPayloadsTakeTurnsEachAroundAnEnable() throws {
+        let t = ScriptedTransport(adapters: [Self.hci0])
+        let radio = try HCIRadio(settings: settings, clock: Clock(), transport: t)
+        radio.advertise(AdvertisingPlan(address: 0x3A_BB_CC_DD_EE_01, payloads: [Self.presence, Self.alert]))
+        try radio.start()
+        var outputs: [RadioOutput] = []
+        try drive(radio, t, outputs: &outputs)
+        for _ in 0..<4 {
+            wait(50)
+            try drive(radio, t, outputs: &outputs)
+        }
+        let onAir = outputs.compactMap { if case .onAir(let p) = $0 { p } else { nil } }
+        #expect(onAir.count >= 3)
+        #expect(zip(onAir, onAir.dropFirst()).allSatisfy { $0 != $1 }, "alternating")
+        // Back to one payload: the rotation stops (no timer left spinning).
+        radio.advertise(AdvertisingPlan(address: 0x3A_BB_CC_DD_EE_01, payloads: [Self.presence]))
+        try drive(radio, t, outputs: &outputs)
+        wait(100)
+        #expect(try drive(radio, t, outputs: &outputs).isEmpty)
+    }
+
+    @Test func aPoweredDownAdapterIsPoweredUpWithoutWaitingAndOpenedWhenItComesUp() throws {
+        let down = HCIAdapterInfo(id: 0, name: "hci0", address: 1, isUp: false)
+        let t = ScriptedTransport(adapters: [down])
+        let radio = try HCIRadio(settings: settings, clock: Clock(), transport: t)
+        try radio.start()
+        var outputs: [RadioOutput] = []
+        try radio.readReady(into: &outputs)
+        #expect(t.powerRequests == [true])
+        #expect(t.opened.isEmpty)
+        #expect(outputs.contains { if case .stateChanged(.off, let why) = $0 { why.contains("power-up requested") } else { false } })
+        t.adapters = [Self.hci0]
+        t.notify(event: 3, device: 0) // UP
+        try drive(radio, t, outputs: &outputs)
+        #expect(t.opened == [.raw])
+        #expect(states(outputs) == [.off, .on])
+    }
+
+    @Test func aSocketClosedUnderTheRadioIsRecoveredWhenTheAdapterIsBack() throws {
+        let t = ScriptedTransport(adapters: [Self.hci0])
+        let radio = try HCIRadio(settings: settings, clock: Clock(), transport: t)
+        try radio.start()
+        var outputs: [RadioOutput] = []
+        try drive(radio, t, outputs: &outputs)
+        _ = Glibc.close(t.controller) // the adapter went away
+        t.controller = -1
+        try radio.readReady(into: &outputs)
+        #expect(states(outputs) == [.on, .off])
+        wait(30)
+        try drive(radio, t, outputs: &outputs)
+        #expect(states(outputs) == [.on, .off, .on])
+    }
+}
