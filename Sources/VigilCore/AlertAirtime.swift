@@ -54,9 +54,10 @@ public enum AlertAirtime {
     public static func heardKey(_ idText: String, cancel: Bool) -> String { cancel ? idText + "/cancel" : idText }
 
     /// The frames to advertise at `now`, critical first, then by id.
-    /// `heard` holds, by `heardKey`, the first relay by another box (see `RelayHeard`).
+    /// `heard` holds, by `heardKey`, the relays by other boxes: for each hop count, the first one
+    /// heard (see `RelayHeard`).
     public static func broadcasts(_ book: AlertBook, now: UInt64, node: UInt64, settings: Settings,
-                                  heard: [String: RelayHeard] = [:]) -> [Broadcast] {
+                                  heard: [String: [RelayHeard]] = [:]) -> [Broadcast] {
         var result: [Broadcast] = []
         for entry in book.alerts.values {
             guard entry.expiresAtMicroseconds == 0 || entry.expiresAtMicroseconds > now else { continue }
@@ -131,8 +132,10 @@ public enum AlertAirtime {
         return settings.relayDelayMinMicroseconds + hash % (span + 1)
     }
 
-    private static func suppressed(_ heard: RelayHeard?, hops: UInt32, cancel: Bool, before start: UInt64) -> Bool {
+    /// Another box already covers our ring: before our delay ran out, it was heard relaying at
+    /// the hop count we would send, or further out.
+    private static func suppressed(_ heard: [RelayHeard]?, hops: UInt32, cancel: Bool, before start: UInt64) -> Bool {
         guard let heard else { return false }
-        return heard.isCancel == cancel && heard.hops >= hops && heard.timeMicroseconds < start
+        return heard.contains { $0.isCancel == cancel && $0.hops >= hops && $0.timeMicroseconds < start }
     }
 }

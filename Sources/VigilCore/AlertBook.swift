@@ -85,6 +85,11 @@ public struct AlertBook: Projection {
         if var existing = alerts[key] {
             existing.duplicates += 1
             existing.hops = min(existing.hops, alert.hops)
+            // A renewal: an alert without a fixed end goes on the air with a rolling expiry, and a
+            // box hearing a later one keeps the alert alive (a cancelled one stays cancelled).
+            if !existing.cancelled, existing.expiresAtMicroseconds != 0, alert.expiresAtUs > existing.expiresAtMicroseconds {
+                existing.expiresAtMicroseconds = alert.expiresAtUs
+            }
             alerts[key] = existing
             duplicatesDropped += 1
             return

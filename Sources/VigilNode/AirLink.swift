@@ -37,7 +37,7 @@ package struct AirLink {
     let origin: UInt32
     package private(set) var counters = AirCounters()
     /// The first relay by another box heard for each alert (and cancel), for suppression.
-    private(set) var heard: [String: AlertAirtime.RelayHeard] = [:]
+    private(set) var heard: [String: [AlertAirtime.RelayHeard]] = [:]
     private static let heardLimit = 4_096
 
     package init(key: AlertFrameKey?, settings: AirAlertSettings, presence: PresenceIdentity?, nodeID: UInt64) {
@@ -93,10 +93,13 @@ package struct AirLink {
     mutating func heardRelay(_ frame: AlertFrame, now: UInt64) {
         guard frame.hops > 0 else { return }
         let key = AlertAirtime.heardKey(frame.id.text, cancel: frame.type == .cancel)
-        if heard[key] == nil {
-            if heard.count >= Self.heardLimit { heard.removeAll() } // bounded; losing it only costs airtime
-            heard[key] = AlertAirtime.RelayHeard(hops: UInt32(frame.hops), timeMicroseconds: now, isCancel: frame.type == .cancel)
-        }
+        var relays = heard[key] ?? []
+        // The first relay heard at each hop count (at most 8): enough to know whether a ring was
+        // covered before a given time.
+        guard !relays.contains(where: { $0.hops == UInt32(frame.hops) }) else { return }
+        if heard[key] == nil, heard.count >= Self.heardLimit { heard.removeAll() } // bounded; losing it only costs airtime
+        relays.append(AlertAirtime.RelayHeard(hops: UInt32(frame.hops), timeMicroseconds: now, isCancel: frame.type == .cancel))
+        heard[key] = relays
     }
 
     mutating func countAccepted() { counters.accepted += 1 }
@@ -140,12 +143,16 @@ package struct AirLink {
         return (AdvertisingPlan(address: address, payloads: payloads), sent)
     }
 
-    /// When the plan changes next without a new event: a presence rotation or an airtime change.
+    /// When the plan changes next without a new event: a presence rotation, an airtime change,
+    /// or the hourly renewal of the on-air expiry of an alert that has none.
     func nextChange(_ projections: Projections, nowMicroseconds now: UInt64, nodeID: UInt64) -> UInt64? {
         var next = key == nil ? nil : AlertAirtime.nextChange(projections.alerts, now: now, node: nodeID, settings: settings.airtime)
         let period = UInt64(presence?.rotationSeconds ?? PresenceIdentity.defaultRotationSeconds) * 1_000_000
         let rotation = (now / period + 1) * period
         next = min(next ?? rotation, rotation)
+        if key != nil, projections.alerts.active.contains(where: { $0.expiresAtMicroseconds == 0 }) {
+            next = min(next ?? .max, (now / 3_600_000_000 + 1) * 3_600_000_000)
+        }
         return next
     }
 
@@ -187,14 +194,23 @@ package struct AirLink {
 /// The secrets a node keeps in its data directory.
 enum NodeSecrets {
     /// 32 random bytes that seed this box's rotating presence identity; made on first start.
+    /// A secret that exists but cannot be read is an error, never silently replaced (the box's
+    /// identity would change under it).
     static func nodeSecret(directory: String) throws -> [UInt8] {
         let path = directory + "/node-secret"
-        if let text = try? String(contentsOfFile: path, encoding: .utf8), let bytes = hexBytes(text), bytes.count == 32 {
+        if FileSystem.exists(path) {
+            guard let text = try? String(contentsOfFile: path, encoding: .utf8), let bytes = hexBytes(text), bytes.count == 32 else {
+                throw NodeError.unsupported("\(path) is not a node secret (64 hex digits); move it away to make a new one")
+            }
             return bytes
         }
         var bytes: [UInt8] = []
         for _ in 0..<4 { withUnsafeBytes(of: secureRandomUInt64()) { bytes += $0 } }
-        try writePrivate(hex(bytes) + "\n", to: path)
+        do {
+            try FileSystem.createExclusive(path, contents: Array((hex(bytes) + "\n").utf8))
+        } catch {
+            throw NodeError.system(error)
+        }
         return bytes
     }
 
@@ -211,9 +227,9 @@ enum NodeSecrets {
         return bytes
     }
 
-    static func writePrivate(_ text: String, to path: String) throws {
-        let created = FileManager.default.createFile(atPath: path, contents: Data(text.utf8), attributes: [.posixPermissions: 0o600])
-        if !created { throw NodeError.unsupported("cannot write \(path)") }
+    /// Whether a key file can be read by others than its owner (worth a warning at start).
+    static func readableByOthers(_ path: String) -> Bool {
+        (FileSystem.permissions(path) ?? 0) & 0o077 != 0
     }
 
     static func hexBytes(_ text: String) -> [UInt8]? {

@@ -43,14 +43,38 @@ struct AlertAirtimeTests {
     @Test func aRelayHeardBeforeOurDelaySuppressesOurs() {
         let b = book { $0.add(.alertReceived(alert(origin: 7, counter: 1, expiresAt: 1_000, hops: 0)), at: 10) }
         let key = AlertAirtime.heardKey("7:1", cancel: false)
-        let early = [key: AlertAirtime.RelayHeard(hops: 1, timeMicroseconds: micros(10.4), isCancel: false)]
+        let early = [key: [AlertAirtime.RelayHeard(hops: 1, timeMicroseconds: micros(10.4), isCancel: false)]]
         #expect(AlertAirtime.broadcasts(b, now: micros(12), node: me, settings: settings, heard: early).isEmpty)
         // Heard only after we started relaying: we keep going.
-        let late = [key: AlertAirtime.RelayHeard(hops: 1, timeMicroseconds: micros(11.5), isCancel: false)]
+        let late = [key: [AlertAirtime.RelayHeard(hops: 1, timeMicroseconds: micros(11.5), isCancel: false)]]
         #expect(AlertAirtime.broadcasts(b, now: micros(12), node: me, settings: settings, heard: late).count == 1)
         // A relay closer to the origin than ours would be does not cover our ring.
-        let closer = [key: AlertAirtime.RelayHeard(hops: 0, timeMicroseconds: micros(10.4), isCancel: false)]
+        let closer = [key: [AlertAirtime.RelayHeard(hops: 0, timeMicroseconds: micros(10.4), isCancel: false)]]
         #expect(AlertAirtime.broadcasts(b, now: micros(12), node: me, settings: settings, heard: closer).count == 1)
+    }
+
+    @Test func aFurtherRingHeardAfterACloserOneStillSuppresses() {
+        // Heard first at hop 1 (our relay would be hop 2); then another hop-1 relay, then a hop-2
+        // relay before our delay ran out: the hop-2 one covers our ring.
+        let b = book { $0.add(.alertReceived(alert(origin: 7, counter: 1, expiresAt: 1_000, hops: 1)), at: 10) }
+        let key = AlertAirtime.heardKey("7:1", cancel: false)
+        let heard = [key: [AlertAirtime.RelayHeard(hops: 1, timeMicroseconds: micros(10.2), isCancel: false),
+                           AlertAirtime.RelayHeard(hops: 2, timeMicroseconds: micros(10.6), isCancel: false)]]
+        #expect(AlertAirtime.broadcasts(b, now: micros(12), node: me, settings: settings, heard: heard).isEmpty)
+    }
+
+    @Test func aRenewalExtendsAnAlertButNotACancelledOne() {
+        let renewed = book {
+            $0.add(.alertReceived(alert(origin: 7, counter: 1, expiresAt: 100)), at: 10)
+            $0.add(.alertReceived(alert(origin: 7, counter: 1, expiresAt: 5_000)), at: 50)
+        }
+        #expect(AlertAirtime.broadcasts(renewed, now: micros(200), node: me, settings: settings).count == 1)
+        let cancelled = book {
+            $0.add(.alertReceived(alert(origin: 7, counter: 2, expiresAt: 100)), at: 10)
+            $0.add(cancellation(origin: 7, counter: 2), at: 20)
+            $0.add(.alertReceived(alert(origin: 7, counter: 2, expiresAt: 5_000)), at: 50)
+        }
+        #expect(cancelled.alerts["7:2"]?.expiresAtMicroseconds == micros(100))
     }
 
     @Test func expiredAlertsLeaveTheAir() {
