@@ -15,6 +15,8 @@ public struct CaptureReplay {
         public var extendedReports = 0
         public var commandCompletions = 0
         public var malformedPackets = 0
+        /// Packets that are not events (ACL data on a user-channel capture): not parsed, not errors.
+        public var otherPackets = 0
         public var malformedReports = 0
         public var malformedAdvertisingData = 0
         public var advertisers = 0
@@ -30,11 +32,12 @@ public struct CaptureReplay {
     /// One report, for `--reports`.
     public typealias ReportHandler = (AdvertisingReport) -> Void
 
-    public static func run(records: [BTSnoopRecord], leftoverBytes: Int = 0, windowMicroseconds: UInt64,
+    /// `next` yields the capture's records in order (nil at the end), so a capture of any size is
+    /// streamed, never held in memory.
+    public static func run(next: () throws -> BTSnoopRecord?, windowMicroseconds: UInt64,
                            shelterKey: [UInt8]?, uuid: UInt16 = AlertFrame.defaultServiceUUID,
                            onReport: ReportHandler? = nil) throws -> Summary {
         var summary = Summary()
-        summary.leftoverBytes = leftoverBytes
         var parser = HCIEventParser()
         var window = ScanWindow(durationMicroseconds: windowMicroseconds)
         var settings = AirAlertSettings()
@@ -45,7 +48,7 @@ public struct CaptureReplay {
                           presence: nil, nodeID: 0)
         var seenAlerts = Set<String>()
         var advertisers = Set<UInt64>()
-        for record in records {
+        while let record = try next() {
             summary.records += 1
             if summary.firstMicroseconds == 0 { summary.firstMicroseconds = record.timeMicroseconds }
             summary.lastMicroseconds = record.timeMicroseconds
@@ -79,7 +82,8 @@ public struct CaptureReplay {
         summary.scanHits += window.close(at: summary.lastMicroseconds).count
         summary.legacyReports = parser.counts.legacyReports
         summary.extendedReports = parser.counts.extendedReports
-        summary.malformedPackets = parser.counts.truncatedPackets + parser.counts.notEvents
+        summary.malformedPackets = parser.counts.truncatedPackets
+        summary.otherPackets = parser.counts.notEvents
         summary.malformedReports = parser.counts.malformedReports
         summary.malformedAdvertisingData = window.malformed.total
         summary.advertisers = advertisers.count

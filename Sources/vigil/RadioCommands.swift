@@ -57,10 +57,9 @@ struct RadioReplay: AsyncParsableCommand {
             guard let windowMicroseconds = HumanDuration.parseMicroseconds(window) else {
                 throw CLIError("--window must be a duration such as 2s or 0", code: 64)
             }
-            let read: (records: [BTSnoopRecord], leftoverBytes: Int)
+            let reader: BTSnoopReader
             do {
-                let reader = try BTSnoopReader(path: file)
-                read = (try reader.readAll(), reader.leftoverBytes)
+                reader = try BTSnoopReader(path: file)
             } catch {
                 throw CLIError("\(error)", code: 65)
             }
@@ -72,13 +71,14 @@ struct RadioReplay: AsyncParsableCommand {
                 key = bytes
             }
             let out = FileOutput.standardOutput
-            let summary = try CaptureReplay.run(records: read.records, leftoverBytes: read.leftoverBytes,
-                                                windowMicroseconds: windowMicroseconds, shelterKey: key) { report in
+            var summary = try CaptureReplay.run(next: { try reader.next() }, windowMicroseconds: windowMicroseconds,
+                                                shelterKey: key) { report in
                 guard reports else { return }
                 let data = report.data.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
                 let rssi = report.rssi == AdvertisingReport.rssiUnavailable ? "n/a" : "\(report.rssi)"
                 out.write("\(report.timeMicroseconds) \(formatAddress(report.address)) rssi \(rssi) \(data)\n")
             }
+            summary.leftoverBytes = reader.leftoverBytes
             if json {
                 let encoder = JSONEncoder()
                 encoder.outputFormatting = [.sortedKeys]
@@ -88,7 +88,8 @@ struct RadioReplay: AsyncParsableCommand {
             var text = "\(summary.records) records (\(summary.sent) sent, \(summary.events) events)"
             text += ", \(summary.reports) advertising reports (\(summary.legacyReports) legacy, \(summary.extendedReports) extended)"
             text += " from \(summary.advertisers) advertisers → \(summary.scanHits) scan hits\n"
-            text += "malformed: \(summary.malformedPackets) packets, \(summary.malformedReports) reports, \(summary.malformedAdvertisingData) AD structures\n"
+            text += "malformed: \(summary.malformedPackets) packets, \(summary.malformedReports) reports, \(summary.malformedAdvertisingData) AD structures"
+            text += summary.otherPackets > 0 ? "; \(summary.otherPackets) data packets skipped\n" : "\n"
             let a = summary.air
             text += "vigil frames: \(a.presence) presence, \(a.accepted + a.duplicates) alert, \(a.forged) forged, \(a.stale) stale, \(a.malformed) malformed, \(a.unverifiable) unverifiable (no key)\n"
             for frame in summary.alertFrames { text += "  \(frame)\n" }
@@ -110,12 +111,14 @@ struct RadioKeygen: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingErrors {
-            guard !FileSystem.exists(out) else { throw CLIError("\(out) exists; a shelter key is never overwritten", code: 73) }
             var bytes: [UInt8] = []
             for _ in 0..<4 { withUnsafeBytes(of: secureRandomUInt64()) { bytes += $0 } }
             let text = bytes.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined() + "\n"
-            guard FileManager.default.createFile(atPath: out, contents: Data(text.utf8), attributes: [.posixPermissions: 0o600]) else {
-                throw CLIError("cannot write \(out)", code: 73)
+            do throws(SystemError) {
+                try FileSystem.createExclusive(out, contents: Array(text.utf8))
+            } catch {
+                throw CLIError(error.errno == .exists ? "\(out) exists; a shelter key is never overwritten" : "cannot write the key: \(error)",
+                               code: 73)
             }
             FileOutput.standardOutput.write("wrote a new shelter key to \(out)\n")
         }
