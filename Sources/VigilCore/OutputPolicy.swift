@@ -1,3 +1,4 @@
+import Foundation
 import VigilEvents
 
 /// The outputs every Vigil board has.
@@ -69,7 +70,8 @@ public struct OutputDecision: Equatable, Sendable, Codable {
 /// - amber: the button is held (fast blink, feedback before SOS) › "are you OK?" (slow blink)
 ///   › the radio is not on (on)
 /// - green: running with the radio on
-/// - blue: an alert received from another box is active
+/// - blue: an alert received from another box is active (on) › a high-risk exposure was found
+///   (slow blink, until retention removes it)
 /// - buzzer: a loud alarm not silenced › an SOS here not silenced › "are you OK?" chirp
 public enum OutputPolicy {
     public static let alarmBlink = OutputPattern.blink(periodMilliseconds: 500, onMilliseconds: 250)
@@ -128,6 +130,11 @@ public enum OutputPolicy {
         if !received.isEmpty {
             out[.blue] = OutputDecision(pattern: .on, reasons: received.map {
                 OutputReason(text: "alert \($0.idText) received (\($0.hops) hops)", sequences: [$0.firstSequence])
+            })
+        } else if !s.exposures.highRisk.isEmpty {
+            out[.blue] = OutputDecision(pattern: promptBlink, reasons: s.exposures.highRisk.map {
+                OutputReason(text: "high-risk exposure (\(String(format: "%.1f", $0.weightedMinutes)) weighted minutes, from \($0.source))",
+                             sequences: [$0.sequence])
             })
         }
 

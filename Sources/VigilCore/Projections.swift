@@ -18,9 +18,11 @@ public struct Projections: Projection {
     public var escalations = EscalationBook()
     public var outbox = Outbox()
     public var alarms = AlarmState()
+    public var exposures = ExposureBook()
 
     /// The checkpoint's name in the log.
-    public static let checkpointName = "projections.v2"
+    /// v3: schema 4 added the exposure book (an older checkpoint is ignored: the log is replayed).
+    public static let checkpointName = "projections.v3"
 
     public init(settings: ProjectionSettings = ProjectionSettings()) {
         devices = DeviceList(pruneAfterMicroseconds: settings.devicePruneAfterMicroseconds)
@@ -78,6 +80,8 @@ public struct Projections: Projection {
             alarms.acknowledge(sounding: OutputPolicy.soundingAlarms(self), event: event)
         case .outboxAttempt:
             outbox.apply(.event(event))
+        case .exposureDetected, .contactRetention, .exposureKeysPublished:
+            exposures.apply(.event(event))
         default:
             break
         }

@@ -125,7 +125,8 @@ public final class Node: @unchecked Sendable {
         } catch {
             throw .radio("\(error)")
         }
-        scanWindow = ScanWindow(durationMicroseconds: configuration.scanWindowMicroseconds)
+        scanWindow = ScanWindow(durationMicroseconds: configuration.scanWindowMicroseconds,
+                                vigilUUID: configuration.airAlerts.serviceUUID)
         do {
             let keyPath = configuration.airAlerts.keyFile.hasPrefix("/") ? configuration.airAlerts.keyFile
                 : dir + "/" + configuration.airAlerts.keyFile

@@ -1,3 +1,4 @@
+import Foundation
 import VigilEvents
 
 /// Parses AD structures (Bluetooth Core Vol 3 Part C §11: length, type, data...) into a summary.
@@ -13,7 +14,14 @@ public struct AdvertisingDataParser {
         public var total: Int { truncated + badLength }
     }
 
-    public static func summarize(_ data: [UInt8], connectable: Bool, counts: inout Counts) -> (AdvertisementSummary, txPower: Int8?) {
+    /// GAEN's service UUID: the service data is the Rolling Proximity Identifier (16 bytes) and
+    /// the Associated Encrypted Metadata (4 bytes).
+    public static let exposureNotificationUUID: UInt32 = 0xFD6F
+
+    /// `vigilUUID`: the service data UUID of Vigil's frames; a presence frame under it (version 1,
+    /// type 0, 16-byte identifier) is kept as a contact identifier.
+    public static func summarize(_ data: [UInt8], connectable: Bool, vigilUUID: UInt16 = 0xFCF1,
+                                 counts: inout Counts) -> (AdvertisementSummary, txPower: Int8?) {
         var summary = AdvertisementSummary()
         summary.connectable = connectable
         var txPower: Int8?
@@ -50,7 +58,15 @@ public struct AdvertisingDataParser {
             case 0x16: // Service data, 16-bit UUID
                 if body.count < 2 { counts.badLength += 1; break }
                 let j = body.startIndex
-                summary.serviceDataUuids16.append(UInt32(body[j]) | UInt32(body[j + 1]) << 8)
+                let uuid = UInt32(body[j]) | UInt32(body[j + 1]) << 8
+                summary.serviceDataUuids16.append(uuid)
+                if uuid == exposureNotificationUUID {
+                    guard body.count == 22 else { counts.badLength += 1; break }
+                    summary.gaenRpi = Data(body[(j + 2)..<(j + 18)])
+                    summary.gaenAem = Data(body[(j + 18)..<(j + 22)])
+                } else if uuid == UInt32(vigilUUID), body.count == 19, body[j + 2] == 0x10 {
+                    summary.vigilPresence = Data(body[(j + 3)..<(j + 19)])
+                }
             case 0x19: // Appearance
                 if body.count != 2 { counts.badLength += 1; break }
                 let j = body.startIndex

@@ -43,9 +43,13 @@ public struct ScanWindow {
     public private(set) var shedReports: UInt64 = 0
     public private(set) var malformed = AdvertisingDataParser.Counts()
 
-    public init(durationMicroseconds: UInt64, maxAdvertisers: Int = 4_096) {
+    /// The service data UUID of Vigil's frames (presence identifiers are kept as contacts).
+    public let vigilUUID: UInt16
+
+    public init(durationMicroseconds: UInt64, maxAdvertisers: Int = 4_096, vigilUUID: UInt16 = 0xFCF1) {
         self.durationMicroseconds = durationMicroseconds
         self.maxAdvertisers = maxAdvertisers
+        self.vigilUUID = vigilUUID
     }
 
     /// When the open window must close, if one is open.
@@ -112,7 +116,7 @@ public struct ScanWindow {
         hit.rssiUnavailable = acc.rssiUnavailable
         hit.firstOffsetUs = eventTime - acc.first
         hit.lastOffsetUs = eventTime - acc.last
-        let (summary, adTxPower) = AdvertisingDataParser.summarize(acc.data, connectable: acc.connectable, counts: &malformed)
+        let (summary, adTxPower) = AdvertisingDataParser.summarize(acc.data, connectable: acc.connectable, vigilUUID: vigilUUID, counts: &malformed)
         if let tx = acc.txPower ?? adTxPower { hit.txPower = Int32(tx) }
         hit.advertisement = summary
         return hit

@@ -1,0 +1,254 @@
+import Foundation
+import VigilEvents
+
+/// Contact observations, from the ScanHit events that carried a contact identifier: a phone's
+/// GAEN Rolling Proximity Identifier, another Vigil box's presence identifier, or a configured
+/// tag's address. Per identifier, its scan instances; from them, exposure windows, minutes per
+/// attenuation bucket and a risk score, modelled on GAEN's ExposureWindow and the Corona-Warn-App
+/// v2 risk parameters.
+///
+/// Pure: a function of the events applied. It is built on demand (by `vigil exposure`) from the
+/// log's last `retention` of contact data, not kept in the node's checkpoint: a shelter's two
+/// weeks of identifiers would make every checkpoint large.
+public struct ExposureContacts: Sendable {
+    public enum IdentifierKind: Int, Codable, Sendable {
+        case gaen = 1
+        case vigilPeer = 2
+        case tag = 3
+    }
+
+    public struct Settings: Codable, Equatable, Sendable {
+        /// An exposure window lasts at most this long (GAEN: 30 min).
+        public var maxWindowMicroseconds: UInt64 = 1_800_000_000
+        /// A gap longer than this ends an encounter (and its window).
+        public var gapMicroseconds: UInt64 = 600_000_000
+        /// Attenuation bucket thresholds in dB (ascending): below the first is the closest bucket.
+        /// Defaults: the Corona-Warn-App v2 ranges 0–63, 63–73, 73–79, and ≥ 79.
+        public var bucketThresholdsDB: [Int32] = [63, 73, 79]
+        /// Weight of a minute in each bucket (one more than the thresholds). CWA v2: 0.8, 1.0, 0.1;
+        /// beyond 79 dB a minute does not count.
+        public var bucketWeights: [Double] = [0.8, 1.0, 0.1, 0.0]
+        /// TX power assumed when neither the decrypted metadata nor the advert says it.
+        public var defaultTxPowerDBm: Int32 = -20
+        /// The longest stretch one scan instance is credited with (between two sightings).
+        public var instanceCreditMaxMicroseconds: UInt64 = 300_000_000
+        /// Windows shorter than this (at any attenuation below the last threshold) are dropped.
+        public var minimumMinutes: Double = 5
+        /// A window whose weighted minutes reach this is high risk (CWA v2: 15 normalised minutes).
+        public var highRiskWeightedMinutes: Double = 15
+        /// Weight of each transmission risk level 0–8 of a diagnosis key (all 1 by default).
+        public var transmissionRiskWeights: [Double] = Array(repeating: 1.0, count: 9)
+        /// Contact data older than this is deleted (README "Retention").
+        public var retentionMicroseconds: UInt64 = 14 * 86_400_000_000
+        /// Addresses of tags whose sightings count as contacts (residents' tags, say).
+        public var tags: Set<UInt64> = []
+
+        public init() {}
+    }
+
+    /// One scan window in which the identifier was heard.
+    public struct Instance: Codable, Equatable, Sendable {
+        public var firstMicroseconds: UInt64
+        public var lastMicroseconds: UInt64
+        public var reports: UInt32
+        /// Mean and strongest RSSI of the window (nil: the controller gave none).
+        public var rssiMean: Double?
+        public var rssiMax: Int32?
+        /// TX power the advert itself stated, if any.
+        public var advertisedTxPower: Int32?
+
+        public init(firstMicroseconds: UInt64, lastMicroseconds: UInt64, reports: UInt32, rssiMean: Double?, rssiMax: Int32?,
+                    advertisedTxPower: Int32?) {
+            self.firstMicroseconds = firstMicroseconds
+            self.lastMicroseconds = lastMicroseconds
+            self.reports = reports
+            self.rssiMean = rssiMean
+            self.rssiMax = rssiMax
+            self.advertisedTxPower = advertisedTxPower
+        }
+    }
+
+    public struct Track: Equatable, Sendable {
+        public var kind: IdentifierKind
+        public var identifier: [UInt8]
+        /// The GAEN Associated Encrypted Metadata (TX power inside, once a key decrypts it).
+        public var metadata: [UInt8]
+        public var instances: [Instance]
+    }
+
+    /// One exposure window: sightings with no gap over `gapMicroseconds`, at most `maxWindow` long.
+    public struct Window: Equatable, Sendable {
+        public var firstMicroseconds: UInt64
+        public var lastMicroseconds: UInt64
+        public var instances: Int
+        /// Seconds credited to each attenuation bucket.
+        public var secondsByBucket: [UInt32]
+        public var minAttenuationDB: Int32
+        public var txPowerDBm: Int32
+
+        public var totalMinutes: Double { Double(secondsByBucket.reduce(0, +)) / 60 }
+    }
+
+    public let settings: Settings
+    /// Per identifier (16 bytes for GAEN and peers; the 6 address bytes for tags).
+    public private(set) var tracks: [[UInt8]: Track] = [:]
+    public private(set) var scanHitsSeen: UInt64 = 0
+    /// A bound on memory: instances kept per identifier (a GAEN identifier lives ~15 min, a peer's
+    /// presence id 15 min; a tag forever, so its oldest instances go first).
+    public static let instancesPerTrack = 4_096
+
+    public init(settings: Settings = Settings()) {
+        self.settings = settings
+    }
+
+    /// Folds one event; only ScanHits carrying a contact identifier matter.
+    public mutating func apply(_ event: Event) {
+        guard case .scanHit(let hit) = event.body else { return }
+        scanHitsSeen += 1
+        let summary = hit.advertisement
+        var kind: IdentifierKind?
+        var identifier: [UInt8] = []
+        var metadata: [UInt8] = []
+        if summary.gaenRpi.count == 16 {
+            kind = .gaen
+            identifier = Array(summary.gaenRpi)
+            metadata = Array(summary.gaenAem)
+        } else if summary.vigilPresence.count == 16 {
+            kind = .vigilPeer
+            identifier = Array(summary.vigilPresence)
+        } else if settings.tags.contains(hit.address) {
+            kind = .tag
+            identifier = (0..<6).map { UInt8(truncatingIfNeeded: hit.address >> UInt64(8 * (5 - $0))) }
+        }
+        guard let kind else { return }
+        let measured = hit.count > hit.rssiUnavailable ? hit.count - hit.rssiUnavailable : 0
+        let instance = Instance(firstMicroseconds: hit.firstSeenMicroseconds(eventTime: event.timeMicroseconds),
+                                lastMicroseconds: hit.lastSeenMicroseconds(eventTime: event.timeMicroseconds),
+                                reports: hit.count,
+                                rssiMean: measured == 0 ? nil : Double(hit.rssiSum) / Double(measured),
+                                rssiMax: measured == 0 ? nil : hit.rssiMax,
+                                advertisedTxPower: hit.hasTxPower ? hit.txPower : nil)
+        if var track = tracks[identifier] {
+            if track.instances.count >= Self.instancesPerTrack { track.instances.removeFirst(track.instances.count / 2) }
+            track.instances.append(instance)
+            if track.metadata.isEmpty { track.metadata = metadata }
+            tracks[identifier] = track
+        } else {
+            tracks[identifier] = Track(kind: kind, identifier: identifier, metadata: metadata, instances: [instance])
+        }
+    }
+
+    /// The identifiers of one kind (for matching).
+    public func identifiers(of kind: IdentifierKind) -> [[UInt8]] {
+        tracks.values.filter { $0.kind == kind }.map(\.identifier)
+    }
+
+    // MARK: Windows, buckets, score
+
+    /// The exposure windows of a track's instances, with attenuation = TX power − RSSI. `txPower`:
+    /// from the decrypted metadata once matched; else the advert's, else the configured default.
+    public static func windows(_ instances: [Instance], txPower: Int32?, settings: Settings) -> [Window] {
+        let sorted = instances.sorted { ($0.firstMicroseconds, $0.lastMicroseconds) < ($1.firstMicroseconds, $1.lastMicroseconds) }
+        var windows: [Window] = []
+        var current: Window?
+        var previousLast: UInt64 = 0
+        for instance in sorted {
+            let tx = txPower ?? instance.advertisedTxPower ?? settings.defaultTxPowerDBm
+            let gap = instance.firstMicroseconds > previousLast ? instance.firstMicroseconds - previousLast : 0
+            if var open = current, gap <= settings.gapMicroseconds,
+               instance.lastMicroseconds &- open.firstMicroseconds <= settings.maxWindowMicroseconds {
+                // Same encounter: the time since the previous sighting counts (capped), plus this one.
+                let span = min(gap, settings.instanceCreditMaxMicroseconds) + (instance.lastMicroseconds &- instance.firstMicroseconds)
+                credit(&open, instance, tx: tx, microseconds: span, settings: settings)
+                current = open
+            } else {
+                if let done = current { windows.append(done) }
+                var open = Window(firstMicroseconds: instance.firstMicroseconds, lastMicroseconds: instance.lastMicroseconds,
+                                  instances: 0, secondsByBucket: Array(repeating: 0, count: settings.bucketThresholdsDB.count + 1),
+                                  minAttenuationDB: .max, txPowerDBm: tx)
+                // A single sighting counts for its own span, and at least a second.
+                credit(&open, instance, tx: tx, microseconds: max(instance.lastMicroseconds &- instance.firstMicroseconds, 1_000_000),
+                       settings: settings)
+                current = open
+            }
+            previousLast = max(previousLast, instance.lastMicroseconds)
+        }
+        if let done = current { windows.append(done) }
+        return windows
+    }
+
+    private static func credit(_ window: inout Window, _ instance: Instance, tx: Int32, microseconds: UInt64, settings: Settings) {
+        window.instances += 1
+        window.lastMicroseconds = max(window.lastMicroseconds, instance.lastMicroseconds)
+        guard let mean = instance.rssiMean, let strongest = instance.rssiMax else { return } // no RSSI: no distance
+        let typical = Int32((Double(tx) - mean).rounded())
+        window.minAttenuationDB = min(window.minAttenuationDB, tx - strongest)
+        let bucket = settings.bucketThresholdsDB.firstIndex { typical < $0 } ?? settings.bucketThresholdsDB.count
+        window.secondsByBucket[bucket] &+= UInt32(min(microseconds / 1_000_000, UInt64(UInt32.max)))
+    }
+
+    /// Weighted minutes of a window (the CWA v2 "normalised time"), times the key's transmission
+    /// risk weight; and whether it is high risk. Windows under the minimum duration score 0.
+    public static func score(_ window: Window, transmissionRiskLevel: UInt32, settings: Settings) -> (weightedMinutes: Double, highRisk: Bool) {
+        let counted = window.secondsByBucket.dropLast().reduce(0, +)
+        guard Double(counted) / 60 >= settings.minimumMinutes else { return (0, false) }
+        var minutes = 0.0
+        for (bucket, seconds) in window.secondsByBucket.enumerated() where bucket < settings.bucketWeights.count {
+            minutes += Double(seconds) / 60 * settings.bucketWeights[bucket]
+        }
+        let level = Int(transmissionRiskLevel)
+        let weight = level < settings.transmissionRiskWeights.count ? settings.transmissionRiskWeights[level] : 1
+        let weighted = minutes * weight
+        return (weighted, weighted >= settings.highRiskWeightedMinutes)
+    }
+}
+
+/// Exposures found by matching published diagnosis keys: a projection of ExposureDetected events,
+/// kept in the node's state (small: one entry per matched window) so outputs can show them.
+public struct ExposureBook: Projection {
+    public struct Entry: Codable, Equatable, Sendable {
+        public var sequence: UInt64
+        public var identifierHex: String
+        public var firstSeenMicroseconds: UInt64
+        public var lastSeenMicroseconds: UInt64
+        public var weightedMinutes: Double
+        public var highRisk: Bool
+        public var source: String
+    }
+
+    /// By identifier and window start: a key file imported twice records nothing twice.
+    public private(set) var entries: [String: Entry] = [:]
+    public private(set) var lastRetentionCutoffMicroseconds: UInt64 = 0
+    public private(set) var keysPublished: UInt64 = 0
+
+    public init() {}
+
+    public static func key(identifier: Data, firstSeen: UInt64) -> String {
+        identifier.map { String(format: "%02x", $0) }.joined() + "@" + String(firstSeen)
+    }
+
+    public mutating func apply(_ input: ProjectionInput) {
+        guard case .event(let event) = input else { return }
+        switch event.body {
+        case .exposureDetected(let x):
+            let key = Self.key(identifier: x.identifier, firstSeen: x.firstSeenUs)
+            guard entries[key] == nil else { return }
+            entries[key] = Entry(sequence: event.sequence, identifierHex: x.identifier.map { String(format: "%02x", $0) }.joined(),
+                                 firstSeenMicroseconds: x.firstSeenUs, lastSeenMicroseconds: x.lastSeenUs,
+                                 weightedMinutes: Double(x.weightedMinutesMilli) / 1_000, highRisk: x.highRisk, source: x.source)
+        case .contactRetention(let r):
+            lastRetentionCutoffMicroseconds = max(lastRetentionCutoffMicroseconds, r.cutoffUs)
+            // Exposures are contact data too: they go with the sightings they came from.
+            entries = entries.filter { $0.value.lastSeenMicroseconds >= r.cutoffUs }
+        case .exposureKeysPublished(let p):
+            keysPublished &+= UInt64(p.keys)
+        default:
+            break
+        }
+    }
+
+    /// High-risk exposures still within retention, oldest first.
+    public var highRisk: [Entry] {
+        entries.values.filter(\.highRisk).sorted { ($0.firstSeenMicroseconds, $0.sequence) < ($1.firstSeenMicroseconds, $1.sequence) }
+    }
+}

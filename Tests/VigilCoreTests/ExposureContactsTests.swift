@@ -1,0 +1,135 @@
+import Foundation
+import Testing
+import VigilCore
+import VigilEvents
+
+@Suite("Exposure contacts")
+struct ExposureContactsTests {
+    typealias Instance = ExposureContacts.Instance
+
+    /// A sighting of `rssi` dBm lasting `span` seconds from `at` seconds.
+    func sighting(at: Double, span: Double = 2, rssi: Double? = -60, tx: Int32? = nil) -> Instance {
+        Instance(firstMicroseconds: micros(at), lastMicroseconds: micros(at + span), reports: 8,
+                 rssiMean: rssi, rssiMax: rssi.map { Int32($0) + 3 }, advertisedTxPower: tx)
+    }
+
+    var settings: ExposureContacts.Settings { ExposureContacts.Settings() }
+
+    @Test func sightingsEveryMinuteMakeOneWindowCreditedWithTheTimeBetweenThem() {
+        // 20 minutes of sightings, one a minute, at attenuation -20 - (-60) = 40 dB (closest bucket).
+        let instances = (0..<21).map { sighting(at: 1_000 + Double($0) * 60) }
+        let windows = ExposureContacts.windows(instances, txPower: -20, settings: settings)
+        #expect(windows.count == 1)
+        let w = windows[0]
+        #expect(w.instances == 21)
+        // 2 s for the first, then 58 s gap + 2 s span each: 2 + 20 × 60 = 1202 s, all in bucket 0.
+        #expect(w.secondsByBucket == [1_202, 0, 0, 0])
+        #expect(w.minAttenuationDB == -20 - (-57))
+        let score = ExposureContacts.score(w, transmissionRiskLevel: 4, settings: settings)
+        #expect(abs(score.weightedMinutes - 1_202.0 / 60 * 0.8) < 1e-9)
+        #expect(score.highRisk, "16 weighted minutes ≥ 15")
+    }
+
+    @Test func aGapOverTenMinutesEndsTheEncounter() {
+        let instances = [sighting(at: 0), sighting(at: 60), sighting(at: 62 + 601), sighting(at: 62 + 661)] // 601 s of silence
+        let windows = ExposureContacts.windows(instances, txPower: -20, settings: settings)
+        #expect(windows.count == 2)
+        #expect(windows.map(\.instances) == [2, 2])
+    }
+
+    @Test func aWindowLastsAtMostThirtyMinutes() {
+        let instances = (0..<46).map { sighting(at: Double($0) * 60) } // 45 minutes of sightings
+        let windows = ExposureContacts.windows(instances, txPower: -20, settings: settings)
+        #expect(windows.count == 2)
+        #expect(windows[0].lastMicroseconds - windows[0].firstMicroseconds <= 1_800_000_000)
+    }
+
+    @Test func attenuationPicksTheBucketWithTheDecryptedTxPowerFirstThenTheAdvertThenTheDefault() {
+        let far = [sighting(at: 0, rssi: -85, tx: -8)]
+        // Decrypted metadata says -10 dBm: 75 dB → bucket 2 (73–79).
+        #expect(ExposureContacts.windows(far, txPower: -10, settings: settings)[0].secondsByBucket[2] > 0)
+        // No metadata: the advert's -8 dBm → 77 dB, still bucket 2.
+        #expect(ExposureContacts.windows(far, txPower: nil, settings: settings)[0].secondsByBucket[2] > 0)
+        // Neither: the default (-20) → 65 dB, bucket 1.
+        let bare = [sighting(at: 0, rssi: -85)]
+        #expect(ExposureContacts.windows(bare, txPower: nil, settings: settings)[0].secondsByBucket[1] > 0)
+    }
+
+    @Test func shortOrDistantEncountersScoreNothing() {
+        let brief = (0..<3).map { sighting(at: Double($0) * 60) } // ~2 minutes
+        let w = ExposureContacts.windows(brief, txPower: -20, settings: settings)[0]
+        #expect(ExposureContacts.score(w, transmissionRiskLevel: 4, settings: settings).weightedMinutes == 0)
+        // 20 minutes, but beyond 79 dB: those minutes do not count towards the minimum either.
+        let distant = (0..<21).map { sighting(at: Double($0) * 60, rssi: -105) }
+        let d = ExposureContacts.windows(distant, txPower: -20, settings: settings)[0]
+        #expect(d.secondsByBucket[3] > 0)
+        #expect(ExposureContacts.score(d, transmissionRiskLevel: 4, settings: settings) == (0, false))
+    }
+
+    @Test func sightingsWithoutRSSICountAsPresenceButNotAsDistance() {
+        let w = ExposureContacts.windows([sighting(at: 0, rssi: nil), sighting(at: 60, rssi: nil)], txPower: -20, settings: settings)[0]
+        #expect(w.instances == 2 && w.secondsByBucket.allSatisfy { $0 == 0 })
+    }
+
+    @Test func theTransmissionRiskWeightScalesTheScore() {
+        var s = settings
+        s.transmissionRiskWeights = [0, 0, 0.5, 1, 1, 1, 1, 1, 1]
+        let w = ExposureContacts.windows((0..<21).map { sighting(at: Double($0) * 60) }, txPower: -20, settings: s)[0]
+        #expect(ExposureContacts.score(w, transmissionRiskLevel: 1, settings: s) == (0, false))
+        let half = ExposureContacts.score(w, transmissionRiskLevel: 2, settings: s)
+        #expect(abs(half.weightedMinutes - 1_202.0 / 60 * 0.8 * 0.5) < 1e-9 && !half.highRisk)
+    }
+
+    @Test func scanHitsWithIdentifiersBecomeTracksAndOthersAreIgnored() {
+        var stream = EventStream()
+        var gaen = ScanHit()
+        gaen.address = 0x11
+        gaen.count = 4
+        gaen.rssiMin = -70; gaen.rssiMax = -60; gaen.rssiSum = -260
+        gaen.advertisement.gaenRpi = Data(repeating: 7, count: 16)
+        gaen.advertisement.gaenAem = Data([1, 2, 3, 4])
+        stream.add(.scanHit(gaen), at: 100)
+        stream.add(.scanHit(gaen), at: 102)
+        var peer = ScanHit()
+        peer.address = 0x22
+        peer.count = 1
+        peer.advertisement.vigilPresence = Data(repeating: 9, count: 16)
+        stream.add(.scanHit(peer), at: 101)
+        var tag = ScanHit()
+        tag.address = 0x0A_0B_0C_0D_0E_0F
+        tag.count = 2
+        stream.add(.scanHit(tag), at: 101)
+        var plain = ScanHit()
+        plain.address = 0x33
+        stream.add(.scanHit(plain), at: 101)
+        var s = settings
+        s.tags = [0x0A_0B_0C_0D_0E_0F]
+        var contacts = ExposureContacts(settings: s)
+        for e in stream.events { contacts.apply(e) }
+        #expect(contacts.tracks.count == 3)
+        let g = contacts.tracks[[UInt8](repeating: 7, count: 16)]
+        #expect(g?.kind == .gaen && g?.instances.count == 2 && g?.metadata == [1, 2, 3, 4])
+        #expect(g?.instances.first?.rssiMean == -65)
+        #expect(contacts.identifiers(of: .vigilPeer) == [[UInt8](repeating: 9, count: 16)])
+        #expect(contacts.identifiers(of: .tag) == [[0x0A, 0x0B, 0x0C, 0x0D, 0x0E, 0x0F]])
+    }
+
+    @Test func theExposureBookKeepsEachWindowOnceAndForgetsItAtRetention() {
+        var x = ExposureDetected()
+        x.identifier = Data(repeating: 1, count: 16)
+        x.firstSeenUs = micros(100)
+        x.lastSeenUs = micros(1_300)
+        x.weightedMinutesMilli = 16_000
+        x.highRisk = true
+        x.source = "export.bin"
+        var stream = EventStream()
+        stream.add(.exposureDetected(x), at: 2_000)
+        stream.add(.exposureDetected(x), at: 2_001) // the same file imported again
+        var book = ExposureBook().applying(all: stream.inputs)
+        #expect(book.entries.count == 1 && book.highRisk.count == 1)
+        var retention = ContactRetention()
+        retention.cutoffUs = micros(1_500)
+        book.apply(.event(Event(sequence: 9, timeMicroseconds: micros(3_000), body: .contactRetention(retention))))
+        #expect(book.entries.isEmpty)
+    }
+}
