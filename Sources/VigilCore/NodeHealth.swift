@@ -4,7 +4,14 @@ import VigilEvents
 /// node starts and stops, and the radio's last known state.
 public struct NodeHealth: Projection {
     /// Indexed by EventKind raw value; index 0 collects kinds this build does not know.
-    public var eventsByKind: [UInt64] = Array(repeating: 0, count: 16)
+    /// Indexed by kind number (index 0 counts kinds this build does not know). Grows with the
+    /// schema: a checkpoint from an older build has fewer entries.
+    public var eventsByKind: [UInt64] = Array(repeating: 0, count: 32)
+
+    /// Events of `kind` so far (0 for a kind past the end of an older checkpoint's array).
+    public func count(of kind: EventKind) -> UInt64 {
+        kind.rawValue >= 0 && kind.rawValue < eventsByKind.count ? eventsByKind[kind.rawValue] : 0
+    }
     public var undecodable: UInt64 = 0
     public var unknownKinds: UInt64 = 0
     public var lastUndecodableSequence: UInt64 = 0

@@ -43,7 +43,7 @@ struct Status: AsyncParsableCommand {
         out += "log: \(s.appliedThrough) events, \(space.usedBytes >> 10) KiB used of a \(space.mapBytes >> 20) MiB map"
         if s.health.undecodable > 0 { out += ", \(s.health.undecodable) unreadable (last at \(s.health.lastUndecodableSequence))" }
         out += "\n"
-        let kinds = EventKind.known.map { "\($0.name) \(s.health.eventsByKind[$0.rawValue])" }
+        let kinds = EventKind.known.map { "\($0.name) \(s.health.count(of: $0))" }
         out += "events: " + kinds.joined(separator: ", ") + "\n"
         if s.health.lastEventMicroseconds > 0 { out += "last event: \(EventFormatting.time(s.health.lastEventMicroseconds))\n" }
         out += "radio: \(RadioState(rawValue: s.health.radioState).map { "\($0)" } ?? "unknown") \(s.health.radioAdapter)\n"

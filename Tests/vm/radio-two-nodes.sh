@@ -87,6 +87,14 @@ else
   bad "B did not hear the cancel"; show_log b
 fi
 status_b() { "$VIGIL" status --json --data "$SCRATCH/b" 2>/dev/null; }
+# press_sos_at_a KIND: a long press at A, waiting until A has logged the KIND it causes
+# (alert-raised or alert-cancelled), so presses never overlap.
+press_sos_at_a() {
+  local before; before=$(count a "$1")
+  "$VIGIL" sim press sos --data "$SCRATCH/a" >/dev/null
+  more() { [ "$(count a "$1")" -gt "$before" ]; }
+  wait_ms 15000 more "$1" || bad "A did not log $1 after a long press"
+}
 
 echo "4. a frame with a wrong tag is rejected"
 forged_before=$(status_b | grep -o '"forged":[0-9]*' | cut -d: -f2)
@@ -113,10 +121,10 @@ else
   bad "B did not recover after the reset"; events b radio-state-changed | tail -n 4 | sed 's/^/     | /'; show_log b
 fi
 received_before=$(count b alert-received)
-"$VIGIL" sim press sos --data "$SCRATCH/a" >/dev/null
+press_sos_at_a alert-raised
 more_received() { [ "$(count b alert-received)" -gt "$received_before" ]; }
 if wait_ms 15000 more_received; then ok "after the reset B hears A's next SOS"; else bad "B hears nothing after the reset"; show_log b; fi
-"$VIGIL" sim press sos --data "$SCRATCH/a" >/dev/null # cancel it again
+press_sos_at_a alert-cancelled # cancel it again
 
 echo "6. B on the user channel"
 stop b
@@ -125,7 +133,7 @@ received_before=$(count b alert-received)
 on_before=$(count b radio-state-changed 'RADIO_STATE_ON')
 start b
 if wait_ms 30000 recovered; then ok "B runs on the user channel: $(events b radio-state-changed | tail -n 1 | grep -o '"reason":"[^"]*"')"; else bad "B did not start on the user channel"; show_log b; fi
-"$VIGIL" sim press sos --data "$SCRATCH/a" >/dev/null
+press_sos_at_a alert-raised
 if wait_ms 15000 more_received; then ok "B (user channel) hears A's SOS"
 else bad "B (user channel) hears nothing"; show_log b; show_log a; "$VIGIL" status --data "$SCRATCH/b" | tail -n 5 | sed 's/^/     | /'; fi
 stop b
