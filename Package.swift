@@ -100,7 +100,7 @@ let package = Package(
         .executableTarget(
             name: "vigil",
             dependencies: [
-                "VigilNode", "VigilLog", "VigilEvents", "VigilCore", "VigilRadio",
+                "VigilNode", "VigilLog", "VigilEvents", "VigilCore", "VigilRadio", "VigilExposure",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -141,6 +141,13 @@ let package = Package(
             dependencies: ["VigilNode", "VigilLog", "VigilCore", "VigilEvents", "VigilRadio", "VigilBoard"],
             swiftSettings: strict
         ),
-        .testTarget(name: "VigilCLITests", dependencies: ["VigilSystem"], swiftSettings: strict),
+        .testTarget(
+            name: "VigilCLITests",
+            dependencies: [
+                "VigilSystem", "VigilLog", "VigilEvents", "VigilExposure",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: strict
+        ),
     ]
 )

@@ -97,6 +97,27 @@ struct ConfigReader {
         return n
     }
 
+    /// A number within `range` (decimals allowed).
+    mutating func number(_ key: String, in range: ClosedRange<Double>) throws -> Double? {
+        guard let v = value(key) else { return nil }
+        guard let s = v.scalar?.string, let d = Double(s), range.contains(d) else {
+            throw error("\(name(key)) must be a number from \(range.lowerBound) to \(range.upperBound)", at: v)
+        }
+        return d
+    }
+
+    /// A list of numbers, each within `range`.
+    mutating func numbers(_ key: String, in range: ClosedRange<Double>) throws -> [Double]? {
+        guard let v = value(key) else { return nil }
+        guard let items = v.sequence else { throw error("\(name(key)) must be a list of numbers", at: v) }
+        return try items.map { item in
+            guard let s = item.scalar?.string, let d = Double(s), range.contains(d) else {
+                throw error("\(name(key)) must be a list of numbers from \(range.lowerBound) to \(range.upperBound)", at: item)
+            }
+            return d
+        }
+    }
+
     mutating func fraction(_ key: String) throws -> Double? {
         guard let v = value(key) else { return nil }
         guard let s = v.scalar?.string, let d = Double(s), d >= 0, d < 1 else {

@@ -910,6 +910,7 @@ public final class Node: @unchecked Sendable {
     /// Kinds the CLI may append through the control socket.
     static let appendableKinds: Set<EventKind> = [
         .residentEnrolled, .residentUpdated, .residentRemoved, .checkIn, .alarmAcknowledged,
+        .exposureDetected, .exposureKeysPublished,
     ]
 
     func respond(to command: ControlCommand) -> ControlReply {

@@ -1,0 +1,286 @@
+import ArgumentParser
+import Foundation
+import VigilCore
+import VigilEvents
+import VigilExposure
+import VigilLog
+import VigilNode
+import VigilSystem
+
+struct ExposureCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "exposure",
+        abstract: "Exposure contacts (GAEN): import published diagnosis keys, list exposures, derive identifiers.",
+        subcommands: [ExposureImport.self, ExposureList.self, ExposureContactsCommand.self, ExposureRPIs.self])
+}
+
+/// The contacts this box recorded, rebuilt from its log (since the last retention).
+func loadContacts(_ dir: String, settings: ExposureContacts.Settings) throws -> ExposureContacts {
+    let log = try openForReading(dir)
+    var contacts = ExposureContacts(settings: settings)
+    do {
+        try log.read { txn in
+            try txn.forEach(from: 0) { result in
+                if case .event(let e) = Replay.input(result) { contacts.apply(e) }
+                return true
+            }
+        }
+    } catch {
+        throw CLIError("\(error)")
+    }
+    return contacts
+}
+
+struct ExposureImport: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "import",
+        abstract: "Match published diagnosis keys (export.bin + export.sig) against the identifiers this box heard.",
+        discussion: """
+        Each PATH is a directory holding export.bin and export.sig, an export.bin, or a directory of such \
+        directories. Signatures are checked against the keys in `exposure.verification_keys` (or --key); \
+        unsigned files are refused unless --allow-unsigned. Every exposure window found is appended as an \
+        exposure-detected event (once: importing a file again adds nothing).
+        """)
+
+    @OptionGroup var options: DataOptions
+
+    @Argument(help: "Export directories or export.bin files.")
+    var paths: [String]
+
+    @Option(name: .customLong("key"), help: "A public key (PEM) that signs the files; adds to exposure.verification_keys.")
+    var keys: [String] = []
+
+    @Flag(help: "Accept files without a valid signature (testing only).")
+    var allowUnsigned = false
+
+    @Flag(help: "Print the summary as JSON.")
+    var json = false
+
+    func run() async throws {
+        try await reportingErrors {
+            let configuration = try options.load().configuration
+            let dir = configuration.dataDirectory
+            var verificationKeys: [ExportVerificationKey] = []
+            for path in configuration.exposure.verificationKeys + keys {
+                guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
+                    throw CLIError("cannot read the verification key \(path)", code: 66)
+                }
+                do {
+                    verificationKeys.append(try ExportVerificationKey(pem: text))
+                } catch {
+                    throw CLIError("\(path): \(error)", code: 65)
+                }
+            }
+            guard !verificationKeys.isEmpty || allowUnsigned else {
+                throw CLIError("no verification keys: set exposure.verification_keys (or --key), or pass --allow-unsigned", code: 64)
+            }
+            let verifier = ExportSignatureVerifier(keys: verificationKeys)
+            let files = try exportFiles(paths)
+            guard !files.isEmpty else { throw CLIError("no export files under \(paths.joined(separator: ", "))", code: 66) }
+
+            let contacts = try loadContacts(dir, settings: configuration.exposure.contacts)
+            let known = try currentState(dir).exposures
+            let matcher: ExposureMatcher
+            do {
+                matcher = try ExposureMatcher(contacts: contacts, toleranceMicroseconds: configuration.exposure.matchToleranceMicroseconds)
+            } catch {
+                throw CLIError("\(error)")
+            }
+            var progress = Progress(total: files.count)
+            var summary = ImportSummary(identifiers: matcher.index.count)
+            let started = monotonicNanoseconds()
+            for file in files {
+                let imported: ImportedDiagnosisKeys
+                do {
+                    imported = try DiagnosisKeyImport.load(path: file, verifier: verifier, allowUnsigned: allowUnsigned)
+                } catch {
+                    summary.refused.append("\(error)")
+                    progress.step(file)
+                    continue
+                }
+                summary.files += 1
+                summary.keys += imported.file.keys.count + imported.file.revisedKeys.count
+                summary.skippedKeys += imported.file.skipped.count
+                let matches: [ExposureMatcher.Match]
+                do {
+                    matches = try matcher.match(imported.file.keys + imported.file.revisedKeys)
+                } catch {
+                    throw CLIError("\(file): \(error)")
+                }
+                summary.matchedIdentifiers += matches.count
+                for x in ExposureMatcher.detections(matches, contacts: contacts, source: file) {
+                    guard known.entries[ExposureBook.key(identifier: x.identifier, firstSeen: x.firstSeenUs)] == nil else {
+                        summary.alreadyKnown += 1
+                        continue
+                    }
+                    _ = try EventWriter.append(.exposureDetected(x), dataDirectory: dir)
+                    summary.exposures += 1
+                    if x.highRisk { summary.highRisk += 1 }
+                }
+                progress.step(file)
+            }
+            progress.finish()
+            summary.seconds = Double(monotonicNanoseconds() - started) / 1e9
+            summary.revoked = Int(matcher.revokedSkipped)
+            summary.outsideTolerance = Int(matcher.outsideTolerance)
+            if json {
+                let encoder = JSONEncoder()
+                encoder.outputFormatting = [.sortedKeys]
+                FileOutput.standardOutput.write(String(decoding: try encoder.encode(summary), as: UTF8.self) + "\n")
+            } else {
+                FileOutput.standardOutput.write(summary.text)
+            }
+            if !summary.refused.isEmpty && summary.files == 0 { throw CLIError("every file was refused", code: 65) }
+        }
+    }
+
+    /// PATHs expanded: a directory with export.bin is one file; any other directory is searched
+    /// (one level) for such directories and .bin files.
+    private func exportFiles(_ paths: [String]) throws -> [String] {
+        var files: [String] = []
+        for path in paths {
+            guard FileSystem.exists(path) else { throw CLIError("\(path): no such file or directory", code: 66) }
+            if !FileSystem.isDirectory(path) || FileSystem.exists(path + "/" + DiagnosisKeyImport.binName) {
+                files.append(path)
+                continue
+            }
+            let entries = ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []).sorted()
+            for entry in entries {
+                let full = path + "/" + entry
+                if FileSystem.exists(full + "/" + DiagnosisKeyImport.binName) || entry.hasSuffix(".bin") { files.append(full) }
+            }
+        }
+        return files
+    }
+}
+
+struct ImportSummary: Encodable {
+    var identifiers: Int
+    var files = 0
+    var keys = 0
+    var skippedKeys = 0
+    var revoked = 0
+    var matchedIdentifiers = 0
+    var outsideTolerance = 0
+    var exposures = 0
+    var highRisk = 0
+    var alreadyKnown = 0
+    var refused: [String] = []
+    var seconds = 0.0
+
+    var text: String {
+        var out = "\(files) files, \(keys) keys (\(skippedKeys) malformed skipped, \(revoked) revoked) against \(identifiers) identifiers heard"
+        out += String(format: " in %.2f s\n", seconds)
+        out += "\(matchedIdentifiers) identifiers matched (\(outsideTolerance) more outside the ±2 h tolerance)"
+        out += " → \(exposures) new exposure windows, \(highRisk) high risk\(alreadyKnown > 0 ? " (\(alreadyKnown) already recorded)" : "")\n"
+        for r in refused { out += "refused: \(r)\n" }
+        return out
+    }
+}
+
+/// A progress bar on a terminal, a line per file otherwise.
+struct Progress {
+    let total: Int
+    var done = 0
+    let terminal = isatty(2) != 0
+
+    mutating func step(_ file: String) {
+        done += 1
+        if terminal {
+            let width = 30
+            let filled = total == 0 ? width : done * width / total
+            FileOutput.standardError.write("\r[" + String(repeating: "#", count: filled) + String(repeating: " ", count: width - filled)
+                                            + "] \(done)/\(total) files")
+        } else {
+            FileOutput.standardError.write("import: \(done)/\(total) \(file)\n")
+        }
+    }
+
+    func finish() { if terminal { FileOutput.standardError.write("\n") } }
+}
+
+struct ExposureList: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "list", abstract: "The exposures found so far (within retention).")
+
+    @OptionGroup var options: DataOptions
+
+    @Flag(help: "JSON Lines output.")
+    var json = false
+
+    func run() async throws {
+        try await reportingErrors {
+            let configuration = try options.load().configuration
+            let book = try currentState(configuration.dataDirectory).exposures
+            let entries = book.entries.values.sorted { ($0.firstSeenMicroseconds, $0.sequence) < ($1.firstSeenMicroseconds, $1.sequence) }
+            var out = ""
+            for e in entries {
+                if json {
+                    let data = try JSONEncoder().encode(e)
+                    out += String(decoding: data, as: UTF8.self) + "\n"
+                } else {
+                    out += "\(EventFormatting.time(e.firstSeenMicroseconds)) – \(EventFormatting.time(e.lastSeenMicroseconds))  "
+                    out += String(format: "%.1f weighted min", e.weightedMinutes) + (e.highRisk ? "  HIGH RISK" : "")
+                    out += "  \(e.identifierHex.prefix(8))…  from \(e.source)\n"
+                }
+            }
+            if !json && entries.isEmpty { out = "no exposures found\n" }
+            FileOutput.standardOutput.write(out)
+        }
+    }
+}
+
+struct ExposureContactsCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "contacts", abstract: "What this box recorded for matching: identifiers heard and their exposure windows.")
+
+    @OptionGroup var options: DataOptions
+
+    func run() async throws {
+        try await reportingErrors {
+            let configuration = try options.load().configuration
+            let contacts = try loadContacts(configuration.dataDirectory, settings: configuration.exposure.contacts)
+            var byKind: [ExposureContacts.IdentifierKind: (tracks: Int, windows: Int)] = [:]
+            for track in contacts.tracks.values {
+                let windows = ExposureContacts.windows(track.instances, txPower: nil, settings: contacts.settings).count
+                byKind[track.kind, default: (0, 0)].tracks += 1
+                byKind[track.kind, default: (0, 0)].windows += windows
+            }
+            var out = "\(contacts.scanHitsSeen) scan hits read\n"
+            for (kind, name) in [(ExposureContacts.IdentifierKind.gaen, "exposure-notification identifiers"),
+                                 (.vigilPeer, "Vigil boxes (presence ids)"), (.tag, "configured tags")] {
+                let c = byKind[kind] ?? (0, 0)
+                out += "\(name): \(c.tracks), in \(c.windows) exposure windows\n"
+            }
+            FileOutput.standardOutput.write(out)
+        }
+    }
+}
+
+struct ExposureRPIs: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "rpis",
+        abstract: "Print the Rolling Proximity Identifiers of a Temporary Exposure Key (hex, one per line), to check against phones.")
+
+    @Option(help: "The Temporary Exposure Key, 32 hex digits.")
+    var tek: String
+
+    @Option(help: "The key's rolling start interval number (10-minute intervals since the epoch).")
+    var interval: UInt32
+
+    @Option(help: "How many identifiers (the key's rolling period, 1-144).")
+    var count: UInt32 = 144
+
+    func run() async throws {
+        try await reportingErrors {
+            guard let data = Bytes16(hex: tek) else { throw CLIError("--tek must be 32 hex digits", code: 64) }
+            guard (1...Exposure.intervalsPerDay).contains(count) else { throw CLIError("--count must be 1 to 144", code: 64) }
+            do {
+                let key = try TemporaryExposureKey(keyData: data, rollingStartIntervalNumber: interval, rollingPeriod: count)
+                let ids = try RollingProximityIdentifierDeriver().identifiers(of: key)
+                FileOutput.standardOutput.write(ids.map(\.hex).joined(separator: "\n") + "\n")
+            } catch {
+                throw CLIError("\(error)", code: 64)
+            }
+        }
+    }
+}
