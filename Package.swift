@@ -111,7 +111,7 @@ let package = Package(
         .executableTarget(
             name: "VigilBench",
             dependencies: [
-                "VigilLog", "VigilEvents", "VigilCore", "VigilNode", "VigilBoard", "CLMDB", "VigilSystem",
+                "VigilLog", "VigilEvents", "VigilCore", "VigilNode", "VigilBoard", "CLMDB", "VigilSystem", "VigilExposure",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
