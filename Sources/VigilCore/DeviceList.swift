@@ -64,6 +64,14 @@ public struct DeviceList: Projection {
         if time >= nextPruneAt { prune(now: time) }
     }
 
+    /// Retention deleted old scan hits: forget everything they built, so the list from here on is
+    /// the same whether or not the deletion has happened yet (README "Retention").
+    mutating func forgetForRetention() {
+        devices.removeAll()
+        pruned = 0
+        nextPruneAt = 0
+    }
+
     /// Folds one ScanHit whose event time is `time`.
     mutating func fold(_ hit: ScanHit, time: UInt64) {
         guard hit.count > 0 else { return }

@@ -93,6 +93,8 @@ public struct EscalationBook: Projection {
     /// same id continues the numbering, so its messages never reuse an old outbox id.
     public private(set) var retiredLadders: [String: UInt32] = [:]
     public var hasTags: Bool { !tagOwners.isEmpty }
+    /// Addresses of residents' BLE tags (their sightings are the ladder's data: retention keeps them).
+    public var tagAddresses: Set<UInt64> { Set(tagOwners.keys) }
     public private(set) var staleDeadlines: UInt64 = 0
     public private(set) var implausibleData: UInt64 = 0
 

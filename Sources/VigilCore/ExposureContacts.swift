@@ -219,6 +219,9 @@ public struct ExposureBook: Projection {
     /// By identifier and window start: a key file imported twice records nothing twice.
     public private(set) var entries: [String: Entry] = [:]
     public private(set) var lastRetentionCutoffMicroseconds: UInt64 = 0
+    /// The sequence of the last retention event (its deletion covers the records before it).
+    public private(set) var lastRetentionSequence: UInt64 = 0
+    public private(set) var lastRetentionMicroseconds: UInt64 = 0
     public private(set) var keysPublished: UInt64 = 0
 
     public init() {}
@@ -238,6 +241,8 @@ public struct ExposureBook: Projection {
                                  weightedMinutes: Double(x.weightedMinutesMilli) / 1_000, highRisk: x.highRisk, source: x.source)
         case .contactRetention(let r):
             lastRetentionCutoffMicroseconds = max(lastRetentionCutoffMicroseconds, r.cutoffUs)
+            lastRetentionSequence = event.sequence
+            lastRetentionMicroseconds = event.timeMicroseconds
             // Exposures are contact data too: they go with the sightings they came from.
             entries = entries.filter { $0.value.lastSeenMicroseconds >= r.cutoffUs }
         case .exposureKeysPublished(let p):

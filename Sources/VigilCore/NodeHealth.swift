@@ -8,6 +8,12 @@ public struct NodeHealth: Projection {
     /// schema: a checkpoint from an older build has fewer entries.
     public var eventsByKind: [UInt64] = Array(repeating: 0, count: 32)
 
+    /// Retention deleted old scan hits: the scan-hit count starts again from the retention event,
+    /// so it is the same whether or not the deletion has happened yet.
+    mutating func forgetScanHits() {
+        eventsByKind[EventKind.scanHit.rawValue] = 0
+    }
+
     /// Events of `kind` so far (0 for a kind past the end of an older checkpoint's array).
     public func count(of kind: EventKind) -> UInt64 {
         kind.rawValue >= 0 && kind.rawValue < eventsByKind.count ? eventsByKind[kind.rawValue] : 0

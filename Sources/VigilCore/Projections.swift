@@ -80,7 +80,13 @@ public struct Projections: Projection {
             alarms.acknowledge(sounding: OutputPolicy.soundingAlarms(self), event: event)
         case .outboxAttempt:
             outbox.apply(.event(event))
-        case .exposureDetected, .contactRetention, .exposureKeysPublished:
+        case .contactRetention:
+            // Contact data (scan hits) before the cutoff is being deleted: what it built goes too,
+            // at this event, whether the deletion has happened yet or not — replay stays equal.
+            devices.forgetForRetention()
+            health.forgetScanHits()
+            exposures.apply(.event(event))
+        case .exposureDetected, .exposureKeysPublished:
             exposures.apply(.event(event))
         default:
             break

@@ -160,6 +160,23 @@ public final class EventLog: @unchecked Sendable {
         try writer.enqueueCheckpoint(name: name, sequence: throughSequence, state: state)
     }
 
+    /// Deletes stored records — retention, the one exception to "append-only": records at or below
+    /// `throughSequence` whose time is before `beforeMicroseconds` and which `matches(kind, payload)`
+    /// selects. The writer thread does it in small transactions between commits (appends wait for
+    /// one slice at most); `completion` gets the number deleted, on the writer thread.
+    ///
+    /// Contract: the caller has first logged, durably, an event saying what is being removed, so
+    /// state rebuilt from the log is the same whether or not the deletion has happened yet (and
+    /// an interrupted deletion is simply asked for again: it is idempotent). Misuse: deleting
+    /// records that projections still depend on makes replay disagree with the running state.
+    public func purge(before beforeMicroseconds: UInt64, throughSequence: UInt64,
+                      matches: @escaping @Sendable (UInt32, UnsafeRawBufferPointer) -> Bool,
+                      completion: @escaping @Sendable (Result<UInt64, LogError>) -> Void) throws(LogError) {
+        guard let writer else { throw .closed }
+        try writer.enqueuePurge(LogWriter.Purge(beforeMicroseconds: beforeMicroseconds, throughSequence: throughSequence,
+                                                matches: matches, completion: completion))
+    }
+
     /// Sequences at or below this are durable.
     public var durableSequence: UInt64 { writer?.statistics.durableSequence ?? 0 }
 

@@ -18,6 +18,8 @@ public struct LogStatistics: Sendable, Equatable, Codable {
     /// Largest batch committed in one transaction.
     public var largestBatch: Int = 0
     public var writeErrors: UInt64 = 0
+    /// Records deleted by retention purges.
+    public var purged: UInt64 = 0
 
     public init() {}
 }

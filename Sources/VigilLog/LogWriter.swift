@@ -25,6 +25,23 @@ final class LogWriter: @unchecked Sendable {
         var state: [UInt8]
     }
 
+    /// A deletion of old records (retention), done by this thread in small transactions between
+    /// commits, so appends never wait long behind it. Idempotent: asked again, it deletes what is
+    /// left.
+    struct Purge {
+        var beforeMicroseconds: UInt64
+        var throughSequence: UInt64
+        /// (kind, payload) -> delete? Called on the writer thread for records older than the cutoff.
+        var matches: @Sendable (UInt32, UnsafeRawBufferPointer) -> Bool
+        var completion: @Sendable (Result<UInt64, LogError>) -> Void
+        var resume: UInt64 = 0
+        var removed: UInt64 = 0
+    }
+
+    /// Records examined and deleted per purge transaction.
+    static let purgeChunkScan = 20_000
+    static let purgeChunkDeletes = 5_000
+
     /// Everything appended since the writer last took work.
     struct Batch {
         var bytes: [UInt8] = []
@@ -32,14 +49,16 @@ final class LogWriter: @unchecked Sendable {
         /// Sorted by sequence (appends are), so each commit takes a contiguous run.
         var completions: [(UInt64, Completion)] = []
         var checkpoints: [Checkpoint] = []
+        var purges: [Purge] = []
 
-        var isEmpty: Bool { slots.isEmpty && checkpoints.isEmpty }
+        var isEmpty: Bool { slots.isEmpty && checkpoints.isEmpty && purges.isEmpty }
 
         mutating func clear() {
             bytes.removeAll(keepingCapacity: true)
             slots.removeAll(keepingCapacity: true)
             completions.removeAll(keepingCapacity: true)
             checkpoints.removeAll(keepingCapacity: true)
+            purges.removeAll(keepingCapacity: true)
         }
     }
 
@@ -90,6 +109,7 @@ final class LogWriter: @unchecked Sendable {
     private var spare = Batch()
     private var lastCommitStart: UInt64 = 0
     private var awaitingMetaSync: Committed?
+    private var purges: [Purge] = []
 
     init(environment: OpenEnvironment, configuration: LogConfiguration, nextSequence: UInt64,
          onDurable: (@Sendable (CommitReport) -> Void)?) throws(LogError) {
@@ -145,6 +165,16 @@ final class LogWriter: @unchecked Sendable {
         if !accepted { throw .closed }
     }
 
+    func enqueuePurge(_ purge: Purge) throws(LogError) {
+        let accepted = lock.withLock { () -> Bool in
+            guard !stopping, refusingAll == nil else { return false }
+            incoming.purges.append(purge)
+            lock.signal()
+            return true
+        }
+        if !accepted { throw refusingAll ?? .closed }
+    }
+
     /// Drains, syncs and joins the writer thread. Returns true for the call that stopped it.
     @discardableResult
     func stop() -> Bool {
@@ -167,7 +197,13 @@ final class LogWriter: @unchecked Sendable {
     private func run() {
         while true {
             guard var batch = take() else { break }
+            purges += batch.purges
+            batch.purges.removeAll(keepingCapacity: true)
             if batch.isEmpty {
+                if !purges.isEmpty {
+                    purgeChunk() // idle: a slice of the retention's deletion
+                    continue
+                }
                 // Idle with a commit whose meta page is not yet durable: flush it now.
                 syncAndAcknowledgeAwaiting()
                 continue
@@ -193,8 +229,69 @@ final class LogWriter: @unchecked Sendable {
             } while start < batch.slots.count
             batch.clear()
             spare = batch
+            if !purges.isEmpty { purgeChunk() } // between commits: appends wait one small transaction at most
         }
+        // Stopping: unfinished purges are asked again at the next start (they are idempotent).
+        for purge in purges { purge.completion(.failure(.closed)) }
+        purges.removeAll()
         syncAndAcknowledgeAwaiting()
+    }
+
+    /// Deletes one slice of the first purge's records: the records from `resume` through the
+    /// purge's sequence whose time is before the cutoff and which the purge's predicate selects.
+    private func purgeChunk() {
+        guard var purge = purges.first else { return }
+        var finished = false
+        do {
+            let txn = try environment.environment.begin(readOnly: false)
+            do {
+                let cursor = try txn.cursor(environment.events)
+                defer { cursor.close() }
+                var scanned = 0, deleted = 0
+                var start = purge.resume.bigEndian
+                var entry = try withUnsafeBytes(of: &start) { try cursor.move(.atOrAfter($0)) }
+                while let (key, value) = entry {
+                    guard key.count == 8 else { entry = try cursor.move(.next); continue }
+                    let sequence = key.loadUnaligned(as: UInt64.self).bigEndian
+                    if sequence > purge.throughSequence { finished = true; break }
+                    if scanned >= Self.purgeChunkScan || deleted >= Self.purgeChunkDeletes {
+                        purge.resume = sequence
+                        break
+                    }
+                    scanned += 1
+                    var offset = 0
+                    if let kind = Varint.read(value, at: &offset), let time = Varint.read(value, at: &offset),
+                       time < purge.beforeMicroseconds, offset <= value.count,
+                       purge.matches(UInt32(truncatingIfNeeded: kind), UnsafeRawBufferPointer(rebasing: value[offset...])) {
+                        try cursor.deleteCurrent()
+                        deleted += 1
+                        // The page under `key` and `value` changed: position again by value, at the
+                        // first sequence after the deleted one.
+                        var next = (sequence &+ 1).bigEndian
+                        entry = try withUnsafeBytes(of: &next) { try cursor.move(.atOrAfter($0)) }
+                        continue
+                    }
+                    entry = try cursor.move(.next)
+                }
+                if entry == nil { finished = true }
+                purge.removed += UInt64(deleted)
+                try txn.commit()
+                stats.withLock { $0.purged += UInt64(deleted) }
+            } catch {
+                if (error as? LMDBError)?.operation != "mdb_txn_commit" { txn.abort() }
+                throw error
+            }
+        } catch {
+            purges.removeFirst()
+            purge.completion(.failure(LogError(wrapping: error)))
+            return
+        }
+        if finished {
+            purges.removeFirst()
+            purge.completion(.success(purge.removed))
+        } else {
+            purges[0] = purge
+        }
     }
 
     /// Acknowledges according to the sync mode.
@@ -226,7 +323,7 @@ final class LogWriter: @unchecked Sendable {
         lock.withLock { () -> Batch? in
             while incoming.isEmpty {
                 if stopping { return nil }
-                if awaitingMetaSync != nil { return Batch() }
+                if awaitingMetaSync != nil || !purges.isEmpty { return Batch() }
                 lock.wait()
             }
             // Group commit: commits start at most once per window; appends arriving meanwhile join.

@@ -242,6 +242,9 @@ public final class Node: @unchecked Sendable {
                 try scheduler.schedule(.stopAfterDuration, atMonotonicNanoseconds: startedMonotonic + duration * 1_000)
             }
             try scheduler.schedule(.checkpoint, atMonotonicNanoseconds: startedMonotonic + configuration.checkpointIntervalMicroseconds * 1_000)
+            // Contact-data retention a minute after start (a box that was off catches up), then
+            // every few hours.
+            try scheduler.schedule(.retention, atMonotonicNanoseconds: startedMonotonic + configuration.exposure.retentionFirstCheckMicroseconds * 1_000)
         } catch let error as SystemError {
             shutdownAfterFailure()
             throw .system(error)
@@ -272,6 +275,11 @@ public final class Node: @unchecked Sendable {
         reconcileAirtime()
         scheduleLadder()
         scheduleOutbox()
+        if projections.exposures.lastRetentionSequence > 0 {
+            // A deletion interrupted by a stop or a crash is finished now (it is idempotent).
+            purgeContactData(cutoff: projections.exposures.lastRetentionCutoffMicroseconds,
+                             through: projections.exposures.lastRetentionSequence - 1)
+        }
         logger.info("node running", metadata: [
             "node": "\(String(nodeID, radix: 16))", "data": "\(configuration.dataDirectory)",
             "board": "\(board.profile.name)", "radio": "\(radio.name)",
@@ -452,6 +460,49 @@ public final class Node: @unchecked Sendable {
             let entry = "sos/\(b.idText)/\(b.isCancel ? "cancelled" : "raised")"
             guard let e = projections.outbox.entries[entry], !e.delivered, !attemptsInFlight.contains(entry) else { continue }
             recordAttempt(entry: entry, attempt: e.attempts + 1, delivered: true, notifier: "radio", error: "")
+        }
+    }
+
+    // MARK: Retention of contact data
+
+    static let retentionCheckNanoseconds: UInt64 = 6 * 3_600 * 1_000_000_000
+
+    /// Once a day: logs a ContactRetention event for the contact data older than the retention
+    /// period. The projections forget what it built when the event is applied (so replay agrees
+    /// whether or not the deletion has run), then the log deletes it.
+    private func runRetention() {
+        guard !stopping else { return }
+        let now = clock.nowMicroseconds()
+        let last = projections.exposures.lastRetentionMicroseconds
+        guard last == 0 || now >= last &+ 86_400_000_000 else { return }
+        let keep = configuration.exposure.contacts.retentionMicroseconds
+        guard now > keep else { return }
+        var r = ContactRetention()
+        r.cutoffUs = now - keep
+        append(.contactRetention(r), time: now)
+        logger.info("retention: contact data before the cutoff is being deleted", metadata: ["cutoff_us": "\(r.cutoffUs)"])
+    }
+
+    /// Deletes scan hits before `cutoff` at or below sequence `through`, except sightings of
+    /// residents' tags (the escalation ladder's data).
+    private func purgeContactData(cutoff: UInt64, through: UInt64) {
+        let tags = projections.escalations.tagAddresses
+        let logger = self.logger
+        let scanHit = UInt32(EventKind.scanHit.rawValue)
+        do {
+            try log.purge(before: cutoff, throughSequence: through, matches: { kind, payload in
+                guard kind == scanHit else { return false }
+                guard !tags.isEmpty else { return true }
+                guard case .scanHit(let hit)? = try? EventCodec.decode(kind: kind, payload: payload, sequence: 0) else { return true }
+                return !tags.contains(hit.address)
+            }, completion: { result in
+                switch result {
+                case .success(let removed): logger.info("retention: contact data deleted", metadata: ["events": "\(removed)"])
+                case .failure(let error): logger.warning("retention: deletion stopped; it is retried at the next start", metadata: ["error": "\(error)"])
+                }
+            })
+        } catch {
+            logger.warning("retention: cannot delete now", metadata: ["error": "\(error)"])
         }
     }
 
@@ -739,6 +790,9 @@ public final class Node: @unchecked Sendable {
                 driveOutputs()
             case .airtime:
                 reconcileAirtime()
+            case .retention:
+                runRetention()
+                try? scheduler.schedule(.retention, atMonotonicNanoseconds: monotonicNanoseconds() + Self.retentionCheckNanoseconds)
             }
         }
     }
@@ -802,6 +856,7 @@ public final class Node: @unchecked Sendable {
                 case .deadlineReached(let d) where appendedDeadline.map({ $0.resident == d.resident && $0.ladder == d.ladder && $0.step == d.step && $0.dueMicroseconds == d.dueUs }) == true:
                     appendedDeadline = nil
                 case .outboxAttempt(let a): attemptsInFlight.remove(a.entry)
+                case .contactRetention(let r): purgeContactData(cutoff: r.cutoffUs, through: first.sequence - 1)
                 default: break
                 }
             }

@@ -260,6 +260,8 @@ public struct ExposureSettings: Sendable, Equatable {
     public var advertise = false
     /// The calibrated TX power the box puts in its GAEN metadata.
     public var txPowerDBm: Int8 = -10
+    /// The first retention check after start (a box that was off catches up then).
+    public var retentionFirstCheckMicroseconds: UInt64 = 60_000_000
     public init() {}
 }
 

@@ -12,6 +12,7 @@ struct Scheduler {
         case gesture
         case pattern
         case airtime
+        case retention
     }
 
     private(set) var deadlines: [Timer: UInt64] = [:]

@@ -1,0 +1,63 @@
+import Foundation
+import Synchronization
+import Testing
+import VigilLog
+
+@Suite("Retention purges")
+struct PurgeTests {
+    /// Waits for a purge's completion.
+    final class Done: Sendable {
+        let result = Mutex<Result<UInt64, LogError>?>(nil)
+        func wait() async -> Result<UInt64, LogError>? {
+            for _ in 0..<500 {
+                if let r = result.withLock({ $0 }) { return r }
+                try? await Task.sleep(for: .milliseconds(10))
+            }
+            return nil
+        }
+    }
+
+    @Test func onlyMatchingRecordsOlderThanTheCutoffAndUpToTheSequenceAreDeleted() async throws {
+        try await withTemporaryDirectory { base in
+            let log = try EventLog.open(LogConfiguration(directory: logDirectory(in: base)))
+            let records = (0..<30_000).map { sampleRecord($0) } // kinds 1...9, 1 ms apart
+            _ = await appendAll(log, records, priority: .critical)
+            let cutoff = records[20_000].timeMicroseconds
+            let done = Done()
+            // Kind 1 only, before record 20,000, and never past sequence 25,000.
+            try log.purge(before: cutoff, throughSequence: 25_000, matches: { kind, _ in kind == 1 }) { r in
+                done.result.withLock { $0 = r }
+            }
+            // Appends go on meanwhile and are not touched (they are past the sequence).
+            let later = await appendAll(log, (30_000..<30_100).map { sampleRecord($0) }, priority: .critical)
+            #expect(later.allSatisfy { $0.successValue != nil })
+            let removed = try #require(await done.wait()).successValue
+            let expected = records.indices.filter { $0 < 20_000 && records[$0].kind == 1 }.count
+            #expect(removed == UInt64(expected))
+            let left = try readAll(log)
+            #expect(left.records.count == 30_100 - expected)
+            #expect(left.records.allSatisfy { !($0.record.kind == 1 && $0.record.timeMicroseconds < cutoff) })
+            #expect(log.statistics.purged == UInt64(expected))
+            // Asked again, nothing is left to delete.
+            let again = Done()
+            try log.purge(before: cutoff, throughSequence: 25_000, matches: { kind, _ in kind == 1 }) { r in again.result.withLock { $0 = r } }
+            #expect(try #require(await again.wait()).successValue == 0)
+            log.close()
+        }
+    }
+
+    @Test func thePredicateSeesThePayload() async throws {
+        try await withTemporaryDirectory { base in
+            let log = try EventLog.open(LogConfiguration(directory: logDirectory(in: base)))
+            _ = await appendAll(log, (0..<100).map { LogRecord(kind: 1, timeMicroseconds: UInt64($0), payload: [UInt8($0 % 2)]) },
+                                priority: .critical)
+            let done = Done()
+            try log.purge(before: 1_000, throughSequence: .max, matches: { _, payload in payload.first == 1 }) { r in
+                done.result.withLock { $0 = r }
+            }
+            #expect(try #require(await done.wait()).successValue == 50)
+            #expect(try readAll(log).records.allSatisfy { $0.record.payload == [0] })
+            log.close()
+        }
+    }
+}
