@@ -90,7 +90,7 @@ let package = Package(
         .target(
             name: "VigilNode",
             dependencies: [
-                "VigilLog", "VigilEvents", "VigilCore", "VigilRadio", "VigilBoard", "VigilSystem",
+                "VigilLog", "VigilEvents", "VigilCore", "VigilRadio", "VigilBoard", "VigilSystem", "VigilExposure",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -102,6 +102,7 @@ let package = Package(
             dependencies: [
                 "VigilNode", "VigilLog", "VigilEvents", "VigilCore", "VigilRadio", "VigilExposure",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],

@@ -1,6 +1,7 @@
 import Foundation
 import VigilCore
 import VigilEvents
+import VigilExposure
 import VigilRadio
 import VigilSystem
 
@@ -24,6 +25,8 @@ public struct AirCounters: Sendable, Codable, Equatable {
     public var presence: UInt64 = 0
     /// Frames heard while this box has no shelter key.
     public var unverifiable: UInt64 = 0
+    /// The box's own exposure keys could not be read or stored (GAEN advertising paused).
+    public var exposureKeyErrors: UInt64 = 0
     public init() {}
 }
 
@@ -39,6 +42,11 @@ package struct AirLink {
     /// The first relay by another box heard for each alert (and cancel), for suppression.
     private(set) var heard: [String: [AlertAirtime.RelayHeard]] = [:]
     private static let heardLimit = 4_096
+    /// When set, the presence advert is a GAEN one: the day's Temporary Exposure Key, the
+    /// interval's RPI and metadata with this TX power (phones' apps see the box as an EN device).
+    var exposureKeys: ExposureKeyStore?
+    var exposureTxPower: Int8 = -10
+    var exposureRetentionDays: UInt32 = 14
 
     package init(key: AlertFrameKey?, settings: AirAlertSettings, presence: PresenceIdentity?, nodeID: UInt64) {
         self.key = key
@@ -115,11 +123,24 @@ package struct AirLink {
     }
 
     /// The advertising plan at `now`: the presence advert (if on), then the alert frames.
-    func plan(_ projections: Projections, nowMicroseconds now: UInt64, nodeID: UInt64)
+    mutating func plan(_ projections: Projections, nowMicroseconds now: UInt64, nodeID: UInt64)
         -> (plan: AdvertisingPlan, frames: [(broadcast: AlertAirtime.Broadcast, payload: [UInt8])]) {
         var payloads: [[UInt8]] = []
         var address: UInt64 = 0
-        if let presence {
+        if var store = exposureKeys, let presence {
+            // GAEN: the RPI changes every 10-minute interval, and the address with it.
+            let interval = Exposure.interval(unixSeconds: now / 1_000_000)
+            do {
+                let key = try store.key(forInterval: interval, retentionDays: exposureRetentionDays)
+                exposureKeys = store
+                let advert = try ExposureKeySchedule(key).advertisement(forInterval: interval,
+                                                                      metadata: AssociatedMetadata(txPower: exposureTxPower))
+                payloads.append(advert.advertisingData(includeFlags: true))
+                address = presence.rotation(atUnixSeconds: now / 1_000_000).address
+            } catch {
+                counters.exposureKeyErrors += 1
+            }
+        } else if let presence {
             let rotation = presence.rotation(atUnixSeconds: now / 1_000_000)
             address = rotation.address
             if let frame = try? VigilAdvertisement.presenceFrame(identifier: rotation.identifier),

@@ -4,6 +4,7 @@ import Synchronization
 import VigilBoard
 import VigilCore
 import VigilEvents
+import VigilExposure
 import VigilLog
 import VigilRadio
 import VigilSystem
@@ -138,10 +139,17 @@ public final class Node: @unchecked Sendable {
                 logger.warning("no shelter key: this box neither sends nor accepts alerts over the air (make one with `vigil radio keygen` and copy it to every box)",
                                metadata: ["expected": "\(keyPath)"])
             }
-            let presence = configuration.presence.enabled
-                ? try PresenceIdentity(nodeSecret: NodeSecrets.nodeSecret(directory: dir), rotationSeconds: configuration.presence.rotationSeconds)
+            // With GAEN advertising the address rotates with the RPI, every 10-minute interval.
+            let rotation = configuration.exposure.advertise ? UInt32(Exposure.intervalSeconds) : configuration.presence.rotationSeconds
+            let presence = configuration.presence.enabled || configuration.exposure.advertise
+                ? try PresenceIdentity(nodeSecret: NodeSecrets.nodeSecret(directory: dir), rotationSeconds: rotation)
                 : nil
             air = AirLink(key: key, settings: configuration.airAlerts, presence: presence, nodeID: nodeID)
+            if configuration.exposure.advertise {
+                air.exposureKeys = try ExposureKeyStore(directory: dir)
+                air.exposureTxPower = configuration.exposure.txPowerDBm
+                air.exposureRetentionDays = UInt32(configuration.exposure.contacts.retentionMicroseconds / 86_400_000_000)
+            }
         } catch let error as NodeError {
             throw error
         } catch {

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Crypto
 import Foundation
 import VigilCore
 import VigilEvents
@@ -11,7 +12,7 @@ struct ExposureCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "exposure",
         abstract: "Exposure contacts (GAEN): import published diagnosis keys, list exposures, derive identifiers.",
-        subcommands: [ExposureImport.self, ExposureList.self, ExposureContactsCommand.self, ExposureRPIs.self])
+        subcommands: [ExposureImport.self, ExposureList.self, ExposureContactsCommand.self, ExposureRPIs.self, ExposurePublish.self])
 }
 
 /// The contacts this box recorded, rebuilt from its log (since the last retention).
@@ -281,6 +282,71 @@ struct ExposureRPIs: AsyncParsableCommand {
             } catch {
                 throw CLIError("\(error)", code: 64)
             }
+        }
+    }
+}
+
+struct ExposurePublish: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "publish",
+        abstract: "Write this box's own Temporary Exposure Keys (the last 14 days) as export.bin (+ export.sig), when the shelter is declared exposed.",
+        discussion: "Only the box's own keys leave it; the identifiers it heard never do. The publication is logged.")
+
+    @OptionGroup var options: DataOptions
+
+    @Option(help: "Directory to write export.bin (and export.sig) into; created if needed.")
+    var out: String
+
+    @Option(help: "A P-256 private key (PEM) to sign with; without it the file is unsigned.")
+    var signingKey: String?
+
+    @Option(help: "verification_key_id to put in the signature (the health authority's scheme).")
+    var keyID: String = "vigil"
+
+    @Option(help: "verification_key_version to put in the signature.")
+    var keyVersion: String = "v1"
+
+    func run() async throws {
+        try await reportingErrors {
+            let configuration = try options.load().configuration
+            let dir = configuration.dataDirectory
+            let store = try ExposureKeyStore(directory: dir)
+            let now = Exposure.interval(unixSeconds: realtimeMicroseconds() / 1_000_000)
+            let days = UInt32(configuration.exposure.contacts.retentionMicroseconds / 86_400_000_000)
+            let oldest = now > days * Exposure.intervalsPerDay ? now - days * Exposure.intervalsPerDay : 0
+            // Today's key is still in use: GAEN publishes a key once its day is over.
+            let keys = store.keys.filter { $0.rollingStartIntervalNumber >= oldest && $0.rollingStartIntervalNumber + $0.rollingPeriod <= now }
+            guard !keys.isEmpty else {
+                throw CLIError("no finished exposure keys to publish (the box advertises them only with exposure.advertise: true)", code: 66)
+            }
+            var signer: ExportSigner?
+            if let signingKey {
+                guard let pem = try? String(contentsOfFile: signingKey, encoding: .utf8),
+                      let key = try? P256.Signing.PrivateKey(pemRepresentation: pem) else {
+                    throw CLIError("\(signingKey) is not a P-256 private key (PEM)", code: 65)
+                }
+                signer = ExportSigner(privateKey: key, keyID: keyID, keyVersion: keyVersion)
+            }
+            let writer = DiagnosisKeyFileWriter(startTimestamp: UInt64(keys[0].rollingStartIntervalNumber) * Exposure.intervalSeconds,
+                                                endTimestamp: UInt64(now) * Exposure.intervalSeconds,
+                                                signatureInfos: signer.map { [$0.info] } ?? [])
+            do {
+                let bin = try writer.exportBin(keys: keys.map { DiagnosisKey(key: $0, reportType: .selfReport) })
+                try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
+                try Data(bin).write(to: URL(fileURLWithPath: out + "/" + DiagnosisKeyImport.binName))
+                if let signer {
+                    try Data(try signer.signatureFile(for: bin)).write(to: URL(fileURLWithPath: out + "/" + DiagnosisKeyImport.sigName))
+                }
+            } catch {
+                throw CLIError("cannot write the export: \(error)")
+            }
+            var published = ExposureKeysPublished()
+            published.keys = UInt32(keys.count)
+            published.firstInterval = keys.map(\.rollingStartIntervalNumber).min() ?? 0
+            published.lastInterval = keys.map(\.rollingStartIntervalNumber).max() ?? 0
+            published.path = out
+            _ = try EventWriter.append(.exposureKeysPublished(published), dataDirectory: dir)
+            FileOutput.standardOutput.write("published \(keys.count) keys to \(out)\(signer == nil ? " (unsigned)" : "")\n")
         }
     }
 }
