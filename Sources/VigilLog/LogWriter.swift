@@ -33,14 +33,22 @@ final class LogWriter: @unchecked Sendable {
         var throughSequence: UInt64
         /// (kind, payload) -> delete? Called on the writer thread for records older than the cutoff.
         var matches: @Sendable (UInt32, UnsafeRawBufferPointer) -> Bool
+        /// Records to delete whatever their time (found by the caller, e.g. from a projection).
+        var sequences: [UInt64]
         var completion: @Sendable (Result<UInt64, LogError>) -> Void
         var resume: UInt64 = 0
         var removed: UInt64 = 0
+        /// Consecutive records seen whose time is well past the cutoff: the log is written in
+        /// time order, so a long run of them means the old part is behind us.
+        var newerRun = 0
     }
 
-    /// Records examined and deleted per purge transaction.
-    static let purgeChunkScan = 20_000
-    static let purgeChunkDeletes = 5_000
+    /// A purge transaction stops after this much work, or as soon as appends are waiting, so an
+    /// SOS never waits behind more than a few milliseconds of deleting.
+    static let purgeChunkNanoseconds: UInt64 = 3_000_000
+    static let purgeChunkDeletes = 2_000
+    /// Records past cutoff + 1 h in a row after which a purge is done.
+    static let purgeNewerRunToStop = 10_000
 
     /// Everything appended since the writer last took work.
     struct Batch {
@@ -201,7 +209,10 @@ final class LogWriter: @unchecked Sendable {
             batch.purges.removeAll(keepingCapacity: true)
             if batch.isEmpty {
                 if !purges.isEmpty {
-                    purgeChunk() // idle: a slice of the retention's deletion
+                    // Idle: first make the last commit durable and acknowledge it (an SOS must not
+                    // wait for the whole deletion), then a slice of the retention's deletion.
+                    syncAndAcknowledgeAwaiting()
+                    purgeChunk()
                     continue
                 }
                 // Idle with a commit whose meta page is not yet durable: flush it now.
@@ -237,31 +248,49 @@ final class LogWriter: @unchecked Sendable {
         syncAndAcknowledgeAwaiting()
     }
 
-    /// Deletes one slice of the first purge's records: the records from `resume` through the
-    /// purge's sequence whose time is before the cutoff and which the purge's predicate selects.
+    /// Deletes one slice of the first purge's records: the explicit sequences first, then the
+    /// records from `resume` through the purge's sequence whose time is before the cutoff and which
+    /// the predicate selects. A failure to commit is a write failure like any other: the log then
+    /// refuses everything (failing safe); a full map is grown, or the purge waits for next time.
     private func purgeChunk() {
         guard var purge = purges.first else { return }
         var finished = false
+        let started = monotonicNanoseconds()
         do {
             let txn = try environment.environment.begin(readOnly: false)
             do {
+                var deleted = 0
+                for sequence in purge.sequences {
+                    var key = sequence.bigEndian
+                    let existed = try withUnsafeBytes(of: &key) { k in try txn.get(environment.events, key: k) != nil }
+                    if existed {
+                        try withUnsafeBytes(of: &key) { k in try txn.delete(environment.events, key: k) }
+                        deleted += 1
+                    }
+                }
+                purge.sequences = []
                 let cursor = try txn.cursor(environment.events)
                 defer { cursor.close() }
-                var scanned = 0, deleted = 0
                 var start = purge.resume.bigEndian
                 var entry = try withUnsafeBytes(of: &start) { try cursor.move(.atOrAfter($0)) }
+                var steps = 0
                 while let (key, value) = entry {
                     guard key.count == 8 else { entry = try cursor.move(.next); continue }
                     let sequence = key.loadUnaligned(as: UInt64.self).bigEndian
-                    if sequence > purge.throughSequence { finished = true; break }
-                    if scanned >= Self.purgeChunkScan || deleted >= Self.purgeChunkDeletes {
+                    if sequence > purge.throughSequence || purge.newerRun >= Self.purgeNewerRunToStop { finished = true; break }
+                    steps += 1
+                    if deleted >= Self.purgeChunkDeletes
+                        || (steps % 256 == 0 && (monotonicNanoseconds() &- started >= Self.purgeChunkNanoseconds || appendsWaiting())) {
                         purge.resume = sequence
                         break
                     }
-                    scanned += 1
                     var offset = 0
-                    if let kind = Varint.read(value, at: &offset), let time = Varint.read(value, at: &offset),
-                       time < purge.beforeMicroseconds, offset <= value.count,
+                    guard let kind = Varint.read(value, at: &offset), let time = Varint.read(value, at: &offset), offset <= value.count else {
+                        entry = try cursor.move(.next) // unreadable: left for the reader to report
+                        continue
+                    }
+                    purge.newerRun = time >= purge.beforeMicroseconds &+ 3_600_000_000 ? purge.newerRun + 1 : 0
+                    if time < purge.beforeMicroseconds,
                        purge.matches(UInt32(truncatingIfNeeded: kind), UnsafeRawBufferPointer(rebasing: value[offset...])) {
                         try cursor.deleteCurrent()
                         deleted += 1
@@ -281,7 +310,16 @@ final class LogWriter: @unchecked Sendable {
                 if (error as? LMDBError)?.operation != "mdb_txn_commit" { txn.abort() }
                 throw error
             }
+        } catch let error as LMDBError where error.isMapFull {
+            // Deleting needs copy-on-write pages too. Grow and go on; at the cap, try next time.
+            if !growMap() {
+                purges.removeFirst()
+                purge.completion(.failure(.full(capBytes: config.maxMapSize)))
+            }
+            return
         } catch {
+            stats.withLock { $0.writeErrors += 1 }
+            markFailed(LogError(wrapping: error))
             purges.removeFirst()
             purge.completion(.failure(LogError(wrapping: error)))
             return
@@ -292,6 +330,10 @@ final class LogWriter: @unchecked Sendable {
         } else {
             purges[0] = purge
         }
+    }
+
+    private func appendsWaiting() -> Bool {
+        lock.withLock { !incoming.slots.isEmpty }
     }
 
     /// Acknowledges according to the sync mode.

@@ -46,6 +46,27 @@ struct PurgeTests {
         }
     }
 
+    @Test func anAppendDuringALongPurgeIsAcknowledgedPromptly() async throws {
+        try await withTemporaryDirectory { base in
+            var config = LogConfiguration(directory: logDirectory(in: base))
+            config.maxBatch = 50_000
+            let log = try EventLog.open(config)
+            _ = await appendAll(log, (0..<200_000).map { LogRecord(kind: 1, timeMicroseconds: UInt64($0), payload: [1, 2, 3]) },
+                                priority: .sheddable)
+            let done = Done()
+            try log.purge(before: 1_000_000, throughSequence: .max, matches: { _, _ in true }) { r in done.result.withLock { $0 = r } }
+            // One critical event and nothing else: under deferred-meta its acknowledgement needs the
+            // writer to sync while it is busy deleting.
+            let started = ContinuousClock.now
+            let seq = try await log.appendDurably(LogRecord(kind: 3, timeMicroseconds: 2_000_000, payload: [9]), priority: .critical)
+            let waited = ContinuousClock.now - started
+            #expect(seq == 200_001)
+            #expect(waited < .milliseconds(500), "acknowledged after \(waited), not after the whole purge")
+            #expect(try #require(await done.wait()).successValue == 200_000)
+            log.close()
+        }
+    }
+
     @Test func thePredicateSeesThePayload() async throws {
         try await withTemporaryDirectory { base in
             let log = try EventLog.open(LogConfiguration(directory: logDirectory(in: base)))
