@@ -93,8 +93,9 @@ public struct EscalationBook: Projection {
     /// same id continues the numbering, so its messages never reuse an old outbox id.
     public private(set) var retiredLadders: [String: UInt32] = [:]
     public var hasTags: Bool { !tagOwners.isEmpty }
-    /// Addresses of residents' BLE tags (their sightings are the ladder's data: retention keeps them).
-    public var tagAddresses: Set<UInt64> { Set(tagOwners.keys) }
+    /// Every address that was ever a resident's BLE tag (48 bits): sightings of these were the
+    /// ladder's data when they were applied, so retention never deletes them (replay would differ).
+    public private(set) var everTagAddresses: Set<UInt64> = []
     public private(set) var staleDeadlines: UInt64 = 0
     public private(set) var implausibleData: UInt64 = 0
 
@@ -194,7 +195,10 @@ public struct EscalationBook: Projection {
 
     private mutating func rebuildTags() {
         tagOwners = [:]
-        for (id, r) in residents where r.bleTag != 0 { tagOwners[r.bleTag, default: []].append(id) }
+        for (id, r) in residents where r.bleTag != 0 {
+            tagOwners[r.bleTag, default: []].append(id)
+            everTagAddresses.insert(r.bleTag & 0xFFFF_FFFF_FFFF)
+        }
         for tag in tagOwners.keys { tagOwners[tag]?.sort() }
     }
 
@@ -342,7 +346,7 @@ public struct EscalationBook: Projection {
     public var prompting: [ResidentState] { residents.values.filter { (1...2).contains($0.step) }.sorted { $0.id < $1.id } }
 
     // tagOwners is derived from residents: not encoded.
-    enum CodingKeys: String, CodingKey { case residents, retiredLadders, staleDeadlines, implausibleData }
+    enum CodingKeys: String, CodingKey { case residents, retiredLadders, staleDeadlines, implausibleData, everTagAddresses }
 
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
@@ -351,6 +355,7 @@ public struct EscalationBook: Projection {
         retiredLadders = try c.decode([String: UInt32].self, forKey: .retiredLadders)
         staleDeadlines = try c.decode(UInt64.self, forKey: .staleDeadlines)
         implausibleData = try c.decode(UInt64.self, forKey: .implausibleData)
+        everTagAddresses = try c.decodeIfPresent(Set<UInt64>.self, forKey: .everTagAddresses) ?? []
         rebuildTags()
     }
 
@@ -360,5 +365,6 @@ public struct EscalationBook: Projection {
         try c.encode(retiredLadders, forKey: .retiredLadders) // String keys: sorted by the encoder
         try c.encode(staleDeadlines, forKey: .staleDeadlines)
         try c.encode(implausibleData, forKey: .implausibleData)
+        try c.encode(everTagAddresses.sorted(), forKey: .everTagAddresses)
     }
 }

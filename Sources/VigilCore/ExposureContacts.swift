@@ -82,29 +82,51 @@ public struct ExposureContacts: Sendable {
         public var lastMicroseconds: UInt64
         public var instances: Int
         /// Seconds credited to each attenuation bucket.
-        public var secondsByBucket: [UInt32]
+        /// Time credited to each attenuation bucket, in µs (rounded to seconds only in events: a
+        /// 2 s sighting truncated to whole seconds would lose a quarter of the minutes).
+        public var microsecondsByBucket: [UInt64]
         public var minAttenuationDB: Int32
         public var txPowerDBm: Int32
 
-        public var totalMinutes: Double { Double(secondsByBucket.reduce(0, +)) / 60 }
+        public var secondsByBucket: [UInt32] {
+            microsecondsByBucket.map { UInt32(clamping: ($0 + 500_000) / 1_000_000) }
+        }
+        public var totalMinutes: Double { Double(microsecondsByBucket.reduce(0, &+)) / 60_000_000 }
     }
 
     public let settings: Settings
     /// Per identifier (16 bytes for GAEN and peers; the 6 address bytes for tags).
     public private(set) var tracks: [[UInt8]: Track] = [:]
     public private(set) var scanHitsSeen: UInt64 = 0
+    /// Sightings older than the latest retention cutoff are ignored (deleted or about to be).
+    public private(set) var retentionCutoffMicroseconds: UInt64 = 0
+    /// Instances in all tracks, and those not kept because of `maxInstances`.
+    public private(set) var instanceCount = 0
+    public private(set) var shedInstances: UInt64 = 0
     /// A bound on memory: instances kept per identifier (a GAEN identifier lives ~15 min, a peer's
     /// presence id 15 min; a tag forever, so its oldest instances go first).
     public static let instancesPerTrack = 4_096
+    /// Sightings of one identifier within this of its previous one are folded into it (one
+    /// instance per minute, not per 2 s scan window): two weeks of a busy shelter fit in memory.
+    public static let foldMicroseconds: UInt64 = 60_000_000
+    /// At most this many instances in all (≈ 64 bytes each: 256 MB); beyond, new sightings are
+    /// counted and not kept.
+    public var maxInstances = 4_000_000
 
     public init(settings: Settings = Settings()) {
         self.settings = settings
     }
 
-    /// Folds one event; only ScanHits carrying a contact identifier matter.
+    /// Folds one event; only ScanHits carrying a contact identifier matter, and retention events.
     public mutating func apply(_ event: Event) {
+        if case .contactRetention(let r) = event.body {
+            retentionCutoffMicroseconds = max(retentionCutoffMicroseconds, r.cutoffUs)
+            forget(before: retentionCutoffMicroseconds)
+            return
+        }
         guard case .scanHit(let hit) = event.body else { return }
         scanHitsSeen += 1
+        guard event.timeMicroseconds >= retentionCutoffMicroseconds else { return }
         let summary = hit.advertisement
         var kind: IdentifierKind?
         var identifier: [UInt8] = []
@@ -129,12 +151,53 @@ public struct ExposureContacts: Sendable {
                                 rssiMax: measured == 0 ? nil : hit.rssiMax,
                                 advertisedTxPower: hit.hasTxPower ? hit.txPower : nil)
         if var track = tracks[identifier] {
-            if track.instances.count >= Self.instancesPerTrack { track.instances.removeFirst(track.instances.count / 2) }
-            track.instances.append(instance)
+            if let last = track.instances.last, instance.firstMicroseconds >= last.firstMicroseconds,
+               instance.firstMicroseconds &- last.firstMicroseconds < Self.foldMicroseconds {
+                track.instances[track.instances.count - 1] = Self.fold(last, instance)
+            } else {
+                guard instanceCount < maxInstances else { shedInstances += 1; return }
+                if track.instances.count >= Self.instancesPerTrack {
+                    let dropped = track.instances.count / 2
+                    track.instances.removeFirst(dropped)
+                    instanceCount -= dropped
+                }
+                track.instances.append(instance)
+                instanceCount += 1
+            }
             if track.metadata.isEmpty { track.metadata = metadata }
             tracks[identifier] = track
         } else {
+            guard instanceCount < maxInstances else { shedInstances += 1; return }
             tracks[identifier] = Track(kind: kind, identifier: identifier, metadata: metadata, instances: [instance])
+            instanceCount += 1
+        }
+    }
+
+    /// One instance covering both: span, reports, report-weighted mean RSSI, strongest RSSI.
+    private static func fold(_ a: Instance, _ b: Instance) -> Instance {
+        var out = a
+        out.firstMicroseconds = min(a.firstMicroseconds, b.firstMicroseconds)
+        out.lastMicroseconds = max(a.lastMicroseconds, b.lastMicroseconds)
+        out.reports = a.reports &+ b.reports
+        switch (a.rssiMean, b.rssiMean) {
+        case let (x?, y?):
+            let wa = Double(max(a.reports, 1)), wb = Double(max(b.reports, 1))
+            out.rssiMean = (x * wa + y * wb) / (wa + wb)
+        case (nil, let y): out.rssiMean = y
+        default: break
+        }
+        out.rssiMax = [a.rssiMax, b.rssiMax].compactMap { $0 }.max()
+        out.advertisedTxPower = b.advertisedTxPower ?? a.advertisedTxPower
+        return out
+    }
+
+    /// Drops sightings before `cutoff` (and identifiers left with none).
+    private mutating func forget(before cutoff: UInt64) {
+        for (id, var track) in tracks {
+            let before = track.instances.count
+            track.instances.removeAll { $0.lastMicroseconds < cutoff }
+            instanceCount -= before - track.instances.count
+            tracks[id] = track.instances.isEmpty ? nil : track
         }
     }
 
@@ -164,7 +227,7 @@ public struct ExposureContacts: Sendable {
             } else {
                 if let done = current { windows.append(done) }
                 var open = Window(firstMicroseconds: instance.firstMicroseconds, lastMicroseconds: instance.lastMicroseconds,
-                                  instances: 0, secondsByBucket: Array(repeating: 0, count: settings.bucketThresholdsDB.count + 1),
+                                  instances: 0, microsecondsByBucket: Array(repeating: 0, count: settings.bucketThresholdsDB.count + 1),
                                   minAttenuationDB: .max, txPowerDBm: tx)
                 // A single sighting counts for its own span, and at least a second.
                 credit(&open, instance, tx: tx, microseconds: max(instance.lastMicroseconds &- instance.firstMicroseconds, 1_000_000),
@@ -181,20 +244,21 @@ public struct ExposureContacts: Sendable {
         window.instances += 1
         window.lastMicroseconds = max(window.lastMicroseconds, instance.lastMicroseconds)
         guard let mean = instance.rssiMean, let strongest = instance.rssiMax else { return } // no RSSI: no distance
-        let typical = Int32((Double(tx) - mean).rounded())
-        window.minAttenuationDB = min(window.minAttenuationDB, tx - strongest)
+        // Clamped: a decodable but absurd record must not trap a command reading the log.
+        let typical = Int32(clamping: Int64((Double(tx) - max(min(mean, 1e6), -1e6)).rounded()))
+        window.minAttenuationDB = min(window.minAttenuationDB, Int32(clamping: Int64(tx) - Int64(strongest)))
         let bucket = settings.bucketThresholdsDB.firstIndex { typical < $0 } ?? settings.bucketThresholdsDB.count
-        window.secondsByBucket[bucket] &+= UInt32(min(microseconds / 1_000_000, UInt64(UInt32.max)))
+        window.microsecondsByBucket[bucket] &+= microseconds
     }
 
     /// Weighted minutes of a window (the CWA v2 "normalised time"), times the key's transmission
     /// risk weight; and whether it is high risk. Windows under the minimum duration score 0.
     public static func score(_ window: Window, transmissionRiskLevel: UInt32, settings: Settings) -> (weightedMinutes: Double, highRisk: Bool) {
-        let counted = window.secondsByBucket.dropLast().reduce(0, +)
-        guard Double(counted) / 60 >= settings.minimumMinutes else { return (0, false) }
+        let counted = window.microsecondsByBucket.dropLast().reduce(0, &+)
+        guard Double(counted) / 60_000_000 >= settings.minimumMinutes else { return (0, false) }
         var minutes = 0.0
-        for (bucket, seconds) in window.secondsByBucket.enumerated() where bucket < settings.bucketWeights.count {
-            minutes += Double(seconds) / 60 * settings.bucketWeights[bucket]
+        for (bucket, us) in window.microsecondsByBucket.enumerated() where bucket < settings.bucketWeights.count {
+            minutes += Double(us) / 60_000_000 * settings.bucketWeights[bucket]
         }
         let level = Int(transmissionRiskLevel)
         let weight = level < settings.transmissionRiskWeights.count ? settings.transmissionRiskWeights[level] : 1
@@ -214,6 +278,8 @@ public struct ExposureBook: Projection {
         public var weightedMinutes: Double
         public var highRisk: Bool
         public var source: String
+        /// The diagnosis key (hex) that matched, so a revocation can withdraw it.
+        public var diagnosisKeyHex: String?
     }
 
     /// By identifier and window start: a key file imported twice records nothing twice.
@@ -234,11 +300,18 @@ public struct ExposureBook: Projection {
         guard case .event(let event) = input else { return }
         switch event.body {
         case .exposureDetected(let x):
+            if x.withdrawn {
+                let key = x.diagnosisKey.map { String(format: "%02x", $0) }.joined()
+                entries = entries.filter { $0.value.diagnosisKeyHex != key }
+                return
+            }
+            // A window from before the last retention is contact data that is gone.
+            guard x.lastSeenUs >= lastRetentionCutoffMicroseconds else { return }
             let key = Self.key(identifier: x.identifier, firstSeen: x.firstSeenUs)
-            guard entries[key] == nil else { return }
             entries[key] = Entry(sequence: event.sequence, identifierHex: x.identifier.map { String(format: "%02x", $0) }.joined(),
                                  firstSeenMicroseconds: x.firstSeenUs, lastSeenMicroseconds: x.lastSeenUs,
-                                 weightedMinutes: Double(x.weightedMinutesMilli) / 1_000, highRisk: x.highRisk, source: x.source)
+                                 weightedMinutes: Double(x.weightedMinutesMilli) / 1_000, highRisk: x.highRisk, source: x.source,
+                                 diagnosisKeyHex: x.diagnosisKey.map { String(format: "%02x", $0) }.joined())
         case .contactRetention(let r):
             lastRetentionCutoffMicroseconds = max(lastRetentionCutoffMicroseconds, r.cutoffUs)
             lastRetentionSequence = event.sequence

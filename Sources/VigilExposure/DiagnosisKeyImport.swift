@@ -49,7 +49,11 @@ public enum DiagnosisKeyImport {
             sigPath = (path as NSString).appendingPathComponent(sigName)
         } else {
             binPath = path
-            sigPath = ((path as NSString).deletingLastPathComponent as NSString).appendingPathComponent(sigName)
+            // foo.bin pairs with foo.sig when there is one (several exports in one directory);
+            // otherwise with the directory's export.sig.
+            let paired = (path as NSString).deletingPathExtension + ".sig"
+            sigPath = path.hasSuffix(".bin") && FileManager.default.fileExists(atPath: paired)
+                ? paired : ((path as NSString).deletingLastPathComponent as NSString).appendingPathComponent(sigName)
         }
         let bin = try read(binPath)
         if bin.starts(with: [0x50, 0x4B, 0x03, 0x04]) { throw .zipArchive(path: binPath) }
@@ -81,7 +85,14 @@ public enum DiagnosisKeyImport {
         }
     }
 
+    /// Export files are a few MB (GAEN servers split batches at ~750k keys ≈ 22 MB); a larger
+    /// file is refused before it is read into memory.
+    public static let maximumFileBytes = 64 << 20
+
     private static func read(_ path: String) throws(DiagnosisKeyImportError) -> [UInt8] {
+        if let size = (try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int, size > maximumFileBytes {
+            throw .unreadable(path: path, detail: "\(size) bytes, more than an export file can be (\(maximumFileBytes >> 20) MiB)")
+        }
         do {
             return Array(try Data(contentsOf: URL(fileURLWithPath: path)))
         } catch {

@@ -48,6 +48,8 @@ public struct ExposureKeyStore {
         do {
             try FileSystem.createExclusive(temporary, contents: Array(text.utf8))
             try FileSystem.rename(temporary, to: path)
+            // A key lost to a power cut after it was advertised could never be published.
+            try FileSystem.syncDirectory((path as NSString).deletingLastPathComponent)
         } catch {
             throw NodeError.system(error)
         }

@@ -481,28 +481,44 @@ public final class Node: @unchecked Sendable {
     private func runRetention() {
         guard !stopping else { return }
         let now = clock.nowMicroseconds()
-        let last = projections.exposures.lastRetentionMicroseconds
-        guard last == 0 || now >= last &+ 86_400_000_000 else { return }
+        let x = projections.exposures
+        let last = x.lastRetentionMicroseconds
+        // Due once a day; also when the clock went back past the last one (else retention would
+        // stop until the clock caught up again).
+        guard last == 0 || now >= last &+ 86_400_000_000 || now < last else { return }
         let keep = configuration.exposure.contacts.retentionMicroseconds
         guard now > keep else { return }
+        var cutoff = now - keep
+        // A clock stepped far forward (an RTC-less Pi, a bad NTP answer) must not delete everything
+        // at once: the cutoff moves at most two days past the previous one per run.
+        if x.lastRetentionCutoffMicroseconds > 0, cutoff > x.lastRetentionCutoffMicroseconds &+ 2 * 86_400_000_000 {
+            logger.warning("retention: the clock jumped ahead; the cutoff advances by two days only",
+                           metadata: ["clock_cutoff_us": "\(cutoff)", "previous_cutoff_us": "\(x.lastRetentionCutoffMicroseconds)"])
+            cutoff = x.lastRetentionCutoffMicroseconds &+ 2 * 86_400_000_000
+        }
+        guard cutoff > x.lastRetentionCutoffMicroseconds else { return }
         var r = ContactRetention()
-        r.cutoffUs = now - keep
+        r.cutoffUs = cutoff
         append(.contactRetention(r), time: now)
         logger.info("retention: contact data before the cutoff is being deleted", metadata: ["cutoff_us": "\(r.cutoffUs)"])
     }
 
     /// Deletes scan hits before `cutoff` at or below sequence `through`, except sightings of
-    /// residents' tags (the escalation ladder's data).
+    /// residents' tags (the escalation ladder's data), and exposure events recorded before the
+    /// cutoff (contact data too: their windows ended before it, and the projection dropped them).
     private func purgeContactData(cutoff: UInt64, through: UInt64) {
-        let tags = projections.escalations.tagAddresses
+        let tags = projections.escalations.everTagAddresses
         let logger = self.logger
         let scanHit = UInt32(EventKind.scanHit.rawValue)
         do {
+            let exposure = UInt32(EventKind.exposureDetected.rawValue)
             try log.purge(before: cutoff, throughSequence: through, matches: { kind, payload in
+                if kind == exposure { return true }
                 guard kind == scanHit else { return false }
                 guard !tags.isEmpty else { return true }
-                guard case .scanHit(let hit)? = try? EventCodec.decode(kind: kind, payload: payload, sequence: 0) else { return true }
-                return !tags.contains(hit.address)
+                // An unreadable record stays: the health projection counts it, deleted or not.
+                guard case .scanHit(let hit)? = try? EventCodec.decode(kind: kind, payload: payload, sequence: 0) else { return false }
+                return !tags.contains(hit.address & 0xFFFF_FFFF_FFFF)
             }, completion: { result in
                 switch result {
                 case .success(let removed): logger.info("retention: contact data deleted", metadata: ["events": "\(removed)"])

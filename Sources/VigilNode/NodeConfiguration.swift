@@ -129,7 +129,7 @@ public struct NodeConfiguration: Sendable {
         }
         if var x = try root.section("exposure") {
             if let v = try x.duration("retention") {
-                guard v >= 86_400_000_000 else { throw x.error("exposure.retention must be at least 1d") }
+                guard v >= 86_400_000_000, v <= 366 * 86_400_000_000 else { throw x.error("exposure.retention must be between 1d and 366d") }
                 config.exposure.contacts.retentionMicroseconds = v
             }
             if let v = try x.numbers("attenuation_thresholds_db", in: 0...200) {

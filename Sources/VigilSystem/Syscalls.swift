@@ -196,6 +196,12 @@ public enum FileSystem {
         try fd.fsync()
     }
 
+    /// Makes a rename or a new file in `directory` durable (the directory entry itself).
+    public static func syncDirectory(_ directory: String) throws(SystemError) {
+        let fd = try FileDescriptor.open(directory, flags: O_RDONLY | O_DIRECTORY)
+        try fd.fsync()
+    }
+
     /// The file's permission bits, or nil if it cannot be examined.
     public static func permissions(_ path: String) -> UInt32? {
         var info = stat()

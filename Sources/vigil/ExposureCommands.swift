@@ -80,47 +80,68 @@ struct ExposureImport: AsyncParsableCommand {
             guard !files.isEmpty else { throw CLIError("no export files under \(paths.joined(separator: ", "))", code: 66) }
 
             let contacts = try loadContacts(dir, settings: configuration.exposure.contacts)
-            let known = try currentState(dir).exposures
             let matcher: ExposureMatcher
             do {
                 matcher = try ExposureMatcher(contacts: contacts, toleranceMicroseconds: configuration.exposure.matchToleranceMicroseconds)
             } catch {
                 throw CLIError("\(error)")
             }
+            // Every file first (verified), then the keys once each: the same key can be in a daily
+            // and an hourly batch, or revised; the last one seen wins.
             var progress = Progress(total: files.count)
             var summary = ImportSummary(identifiers: matcher.index.count)
             let started = monotonicNanoseconds()
+            var latest: [TemporaryExposureKey: (key: DiagnosisKey, file: String)] = [:]
             for file in files {
-                let imported: ImportedDiagnosisKeys
                 do {
-                    imported = try DiagnosisKeyImport.load(path: file, verifier: verifier, allowUnsigned: allowUnsigned)
+                    let imported = try DiagnosisKeyImport.load(path: file, verifier: verifier, allowUnsigned: allowUnsigned)
+                    summary.files += 1
+                    summary.keys += imported.file.keys.count + imported.file.revisedKeys.count
+                    summary.skippedKeys += imported.file.skipped.count
+                    for k in imported.file.keys + imported.file.revisedKeys { latest[k.key] = (k, file) }
                 } catch {
                     summary.refused.append("\(error)")
-                    progress.step(file)
-                    continue
+                    FileOutput.standardError.write((progress.terminal ? "\n" : "") + "refused: \(error)\n")
                 }
-                summary.files += 1
-                summary.keys += imported.file.keys.count + imported.file.revisedKeys.count
-                summary.skippedKeys += imported.file.skipped.count
+                progress.step(file)
+            }
+            progress.finish()
+            var known = try currentState(dir).exposures.entries.mapValues {
+                (highRisk: $0.highRisk, milli: Int(($0.weightedMinutes * 1_000).rounded()), diagnosisKeyHex: $0.diagnosisKeyHex)
+            }
+            // A revoked key withdraws the exposures it produced before.
+            for (k, file) in latest.values where k.isRevoked {
+                let hex = k.key.keyData.hex
+                guard known.values.contains(where: { $0.diagnosisKeyHex == hex }) else { continue }
+                var withdrawal = ExposureDetected()
+                withdrawal.withdrawn = true
+                withdrawal.diagnosisKey = Data(k.key.keyData.bytes)
+                withdrawal.source = file
+                _ = try EventWriter.append(.exposureDetected(withdrawal), dataDirectory: dir)
+                known = known.filter { $0.value.diagnosisKeyHex != hex }
+                summary.withdrawn += 1
+            }
+            let byFile = Dictionary(grouping: latest.values, by: \.file)
+            for file in byFile.keys.sorted() {
                 let matches: [ExposureMatcher.Match]
                 do {
-                    matches = try matcher.match(imported.file.keys + imported.file.revisedKeys)
+                    matches = try matcher.match(byFile[file, default: []].map(\.key))
                 } catch {
                     throw CLIError("\(file): \(error)")
                 }
                 summary.matchedIdentifiers += matches.count
                 for x in ExposureMatcher.detections(matches, contacts: contacts, source: file) {
-                    guard known.entries[ExposureBook.key(identifier: x.identifier, firstSeen: x.firstSeenUs)] == nil else {
+                    let key = ExposureBook.key(identifier: x.identifier, firstSeen: x.firstSeenUs)
+                    if let existing = known[key], existing.highRisk == x.highRisk, existing.milli == Int(x.weightedMinutesMilli) {
                         summary.alreadyKnown += 1
                         continue
                     }
                     _ = try EventWriter.append(.exposureDetected(x), dataDirectory: dir)
+                    known[key] = (x.highRisk, Int(x.weightedMinutesMilli), x.diagnosisKey.map { String(format: "%02x", $0) }.joined())
                     summary.exposures += 1
                     if x.highRisk { summary.highRisk += 1 }
                 }
-                progress.step(file)
             }
-            progress.finish()
             summary.seconds = Double(monotonicNanoseconds() - started) / 1e9
             summary.revoked = Int(matcher.revokedSkipped)
             summary.outsideTolerance = Int(matcher.outsideTolerance)
@@ -131,7 +152,9 @@ struct ExposureImport: AsyncParsableCommand {
             } else {
                 FileOutput.standardOutput.write(summary.text)
             }
-            if !summary.refused.isEmpty && summary.files == 0 { throw CLIError("every file was refused", code: 65) }
+            if !summary.refused.isEmpty {
+                throw CLIError("\(summary.refused.count) of \(files.count) files refused (see above)", code: 65)
+            }
         }
     }
 
@@ -166,6 +189,7 @@ struct ImportSummary: Encodable {
     var exposures = 0
     var highRisk = 0
     var alreadyKnown = 0
+    var withdrawn = 0
     var refused: [String] = []
     var seconds = 0.0
 
@@ -174,7 +198,8 @@ struct ImportSummary: Encodable {
         out += String(format: " in %.2f s\n", seconds)
         out += "\(matchedIdentifiers) identifiers matched (\(outsideTolerance) more outside the ±2 h tolerance)"
         out += " → \(exposures) new exposure windows, \(highRisk) high risk\(alreadyKnown > 0 ? " (\(alreadyKnown) already recorded)" : "")\n"
-        for r in refused { out += "refused: \(r)\n" }
+        if withdrawn > 0 { out += "\(withdrawn) revoked keys withdrew their earlier exposures\n" }
+        if !refused.isEmpty { out += "\(refused.count) files refused\n" }
         return out
     }
 }

@@ -51,9 +51,11 @@ struct ExposureCLITests {
         let pem = dir.path + "/authority.pem"
         try signer.privateKey.publicKey.pemRepresentation.write(toFile: pem, atomically: true, encoding: .utf8)
 
-        // Unsigned by a key we trust: refused.
-        let refused = try CLI.run(["exposure", "import", export, "--data", dir.path + "/data", "--key", dir.path + "/nonexistent.pem"])
-        #expect(refused.status != 0)
+        // Signed, but not by a key we trust: refused, exit 65, the reason on stderr.
+        let stranger = dir.path + "/stranger.pem"
+        try P256.Signing.PrivateKey().publicKey.pemRepresentation.write(toFile: stranger, atomically: true, encoding: .utf8)
+        let refused = try CLI.run(["exposure", "import", export, "--data", dir.path + "/data", "--key", stranger])
+        #expect(refused.status == 65 && refused.stderr.contains("refused"), "\(refused.stderr)")
 
         let first = try CLI.run(["exposure", "import", export, "--data", dir.path + "/data", "--key", pem])
         #expect(first.status == 0, "\(first.stderr)")
@@ -66,12 +68,22 @@ struct ExposureCLITests {
         #expect(list.status == 0)
         #expect(list.lines.count == 1 && list.stdout.contains("HIGH RISK"), "\(list.stdout)")
 
+        // The authority revokes the key: the exposure it produced is withdrawn.
+        let revocation = dir.path + "/revocation"
+        try FileManager.default.createDirectory(atPath: revocation, withIntermediateDirectories: true)
+        let revokedBin = try writer.exportBin(keys: [], revisedKeys: [DiagnosisKey(key: sick, reportType: .revoked)])
+        try Data(revokedBin).write(to: URL(fileURLWithPath: revocation + "/export.bin"))
+        try Data(try signer.signatureFile(for: revokedBin)).write(to: URL(fileURLWithPath: revocation + "/export.sig"))
+        let revoked = try CLI.run(["exposure", "import", revocation, "--data", dir.path + "/data", "--key", pem])
+        #expect(revoked.status == 0 && revoked.stdout.contains("1 revoked keys withdrew"), "\(revoked.stdout) \(revoked.stderr)")
+        #expect(try CLI.run(["exposure", "list", "--data", dir.path + "/data"]).stdout == "no exposures found\n")
+
         // A tampered file is refused with the signature named.
         var tampered = bin
         tampered[tampered.count - 1] ^= 1
         try Data(tampered).write(to: URL(fileURLWithPath: export + "/export.bin"))
         let bad = try CLI.run(["exposure", "import", export, "--data", dir.path + "/data", "--key", pem])
-        #expect(bad.status != 0 && bad.stdout.contains("refused"), "\(bad.stdout) \(bad.stderr)")
+        #expect(bad.status == 65 && bad.stderr.contains("signature"), "\(bad.stdout) \(bad.stderr)")
     }
 
     @Test func rpisPrintsTheIdentifiersOfAKey() throws {

@@ -30,6 +30,61 @@ struct ExposureContactsTests {
         #expect(score.highRisk, "16 weighted minutes ≥ 15")
     }
 
+    @Test func sightingsEveryTwoSecondsWithJitterAreCreditedInFullNotTruncated() {
+        // A 20-minute close contact seen in every 2 s scan window, ±0.1 s of jitter.
+        var t = 0.0
+        var instances: [Instance] = []
+        var i = 0
+        while t < 1_200 {
+            instances.append(sighting(at: t, span: 1.5))
+            t += i % 2 == 0 ? 1.9 : 2.1
+            i += 1
+        }
+        let w = ExposureContacts.windows(instances, txPower: -20, settings: settings)[0]
+        #expect(abs(w.totalMinutes - 20) < 0.1, "\(w.totalMinutes) minutes")
+        #expect(ExposureContacts.score(w, transmissionRiskLevel: 4, settings: settings).highRisk, "16 weighted minutes")
+    }
+
+    @Test func contactDataBeforeARetentionCutoffIsForgottenAndNotTakenAgain() {
+        var stream = EventStream()
+        var hit = ScanHit()
+        hit.count = 2
+        hit.rssiMin = -60; hit.rssiMax = -60; hit.rssiSum = -120
+        hit.advertisement.gaenRpi = Data(repeating: 3, count: 16)
+        stream.add(.scanHit(hit), at: 100)
+        var retention = ContactRetention()
+        retention.cutoffUs = micros(1_000)
+        stream.add(.contactRetention(retention), at: 2_000)
+        stream.add(.scanHit(hit), at: 500) // late, and still before the cutoff
+        var other = hit
+        other.advertisement.gaenRpi = Data(repeating: 4, count: 16)
+        stream.add(.scanHit(other), at: 2_001)
+        var contacts = ExposureContacts()
+        for e in stream.events { contacts.apply(e) }
+        #expect(contacts.tracks.keys.map { $0[0] } == [4])
+        #expect(contacts.instanceCount == 1)
+    }
+
+    @Test func sightingsWithinAMinuteFoldIntoOneInstanceAndAGlobalCapSheds() {
+        var contacts = ExposureContacts()
+        contacts.maxInstances = 3
+        var hit = ScanHit()
+        hit.count = 2
+        hit.rssiMin = -60; hit.rssiMax = -50; hit.rssiSum = -110
+        var seq: UInt64 = 0
+        func add(_ id: UInt8, at seconds: Double) {
+            hit.advertisement.gaenRpi = Data(repeating: id, count: 16)
+            seq += 1
+            contacts.apply(Event(sequence: seq, timeMicroseconds: micros(seconds), body: .scanHit(hit)))
+        }
+        for k in 0..<30 { add(1, at: 100 + Double(k) * 2) } // one minute of 2 s windows
+        #expect(contacts.tracks[[UInt8](repeating: 1, count: 16)]?.instances.count == 1)
+        let folded = contacts.tracks[[UInt8](repeating: 1, count: 16)]?.instances.first
+        #expect(folded?.reports == 60 && folded?.rssiMean == -55 && folded?.rssiMax == -50)
+        add(1, at: 200); add(2, at: 200); add(3, at: 200)
+        #expect(contacts.instanceCount == 3 && contacts.shedInstances == 1)
+    }
+
     @Test func aGapOverTenMinutesEndsTheEncounter() {
         let instances = [sighting(at: 0), sighting(at: 60), sighting(at: 62 + 601), sighting(at: 62 + 661)] // 601 s of silence
         let windows = ExposureContacts.windows(instances, txPower: -20, settings: settings)
@@ -108,7 +163,8 @@ struct ExposureContactsTests {
         for e in stream.events { contacts.apply(e) }
         #expect(contacts.tracks.count == 3)
         let g = contacts.tracks[[UInt8](repeating: 7, count: 16)]
-        #expect(g?.kind == .gaen && g?.instances.count == 2 && g?.metadata == [1, 2, 3, 4])
+        // The two sightings 2 s apart are folded into one instance.
+        #expect(g?.kind == .gaen && g?.instances.count == 1 && g?.instances.first?.reports == 8 && g?.metadata == [1, 2, 3, 4])
         #expect(g?.instances.first?.rssiMean == -65)
         #expect(contacts.identifiers(of: .vigilPeer) == [[UInt8](repeating: 9, count: 16)])
         #expect(contacts.identifiers(of: .tag) == [[0x0A, 0x0B, 0x0C, 0x0D, 0x0E, 0x0F]])

@@ -22,16 +22,26 @@ import VigilSystem
         resident.mode = .off
         resident.bleTag = tag
         try await put(.residentEnrolled(resident), at: now - 21 * Self.day)
+        // A second resident whose tag sightings were applied, then who left: retention must keep
+        // those sightings too, or replay would differ from what the ladder saw.
+        var gone = Resident()
+        gone.id = "room-2"
+        gone.mode = .off
+        gone.bleTag = tag + 1
+        try await put(.residentEnrolled(gone), at: now - 21 * Self.day)
         for d in stride(from: 20, through: 1, by: -1) {
             for k in 0..<5 {
                 var hit = ScanHit()
-                hit.address = k == 0 ? tag : 0x5000_0000_0000 | UInt64(d * 10 + k)
+                hit.address = k == 0 ? tag : k == 4 ? tag + 1 : 0x5000_0000_0000 | UInt64(d * 10 + k)
                 hit.count = 2
                 hit.rssiMin = -70; hit.rssiMax = -60; hit.rssiSum = -130
                 if k == 1 { hit.advertisement.gaenRpi = Data(repeating: UInt8(d), count: 16) }
                 try await put(.scanHit(hit), at: now - UInt64(d) * Self.day + UInt64(k) * 1_000_000)
             }
         }
+        var removed = ResidentRemoved()
+        removed.id = "room-2"
+        try await put(.residentRemoved(removed), at: now - 1_000_000)
         log.close()
     }
 
@@ -57,16 +67,23 @@ import VigilSystem
                 return true
             }
         }
-        let cutoff = now - 14 * Self.day
+        // The node's own cutoff (its clock ran a little after `now`).
+        let cutoff = node.projections.exposures.lastRetentionCutoffMicroseconds
+        #expect(cutoff >= now - 14 * Self.day && cutoff < now - 14 * Self.day + 60_000_000)
         #expect(retentions == 1)
         // Older than 14 days: only the resident's tag sightings are left (the ladder's data).
         let old = hits.filter { $0.time < cutoff }
-        #expect(!old.isEmpty && old.allSatisfy { $0.address == tag })
-        #expect(hits.filter { $0.time >= cutoff && $0.time < now }.count == 14 * 5 - 1 || hits.filter { $0.time >= cutoff && $0.time < now }.count >= 13 * 5)
+        #expect(!old.isEmpty && old.allSatisfy { $0.address == tag || $0.address == tag + 1 })
+        #expect(old.contains { $0.address == tag + 1 }, "a removed resident's tag sightings are kept")
+        // Days 1–13 and the part of day 14 after the cutoff: every one of their hits is still there.
+        let recent = hits.filter { $0.time >= cutoff && $0.time < now }
+        let dayFourteenStart: UInt64 = now - 14 * Self.day
+        var afterCutoffOnDay14 = 0
+        for k in 0..<5 where dayFourteenStart + UInt64(k) * 1_000_000 >= cutoff { afterCutoffOnDay14 += 1 }
+        #expect(recent.count == 13 * 5 + afterCutoffOnDay14)
         #expect(log.statistics.purged == 0, "a reader does not purge")
         // Rebuilding from sequence 0 (with the old hits gone) equals the node's own state.
         let report = try Replay.verify(log, settings: c.projections)
         #expect(report.matches, "replay after retention equals the incremental state")
-        #expect(node.projections.exposures.lastRetentionCutoffMicroseconds >= cutoff - 60_000_000)
     }
 }

@@ -1058,6 +1058,10 @@ public nonisolated struct Vigil_Events_V1_ExposureDetected: Sendable {
 
   public var scanInstances: UInt32 = 0
 
+  /// The diagnosis key was revoked (or revised to "no exposure"): the exposures it produced are
+  /// withdrawn. Only diagnosis_key and source are set.
+  public var withdrawn: Bool = false
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -2120,7 +2124,7 @@ nonisolated extension Vigil_Events_V1_OutboxAttempt: SwiftProtobuf.Message, Swif
 
 nonisolated extension Vigil_Events_V1_ExposureDetected: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".ExposureDetected"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}identifier\0\u{3}diagnosis_key\0\u{3}rolling_start\0\u{3}rolling_period\0\u{3}transmission_risk_level\0\u{3}report_type\0\u{3}first_seen_us\0\u{3}last_seen_us\0\u{3}seconds_by_bucket\0\u{3}tx_power\0\u{3}min_attenuation\0\u{3}weighted_minutes_milli\0\u{3}high_risk\0\u{1}source\0\u{3}scan_instances\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}identifier\0\u{3}diagnosis_key\0\u{3}rolling_start\0\u{3}rolling_period\0\u{3}transmission_risk_level\0\u{3}report_type\0\u{3}first_seen_us\0\u{3}last_seen_us\0\u{3}seconds_by_bucket\0\u{3}tx_power\0\u{3}min_attenuation\0\u{3}weighted_minutes_milli\0\u{3}high_risk\0\u{1}source\0\u{3}scan_instances\0\u{1}withdrawn\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -2143,6 +2147,7 @@ nonisolated extension Vigil_Events_V1_ExposureDetected: SwiftProtobuf.Message, S
       case 13: try { try decoder.decodeSingularBoolField(value: &self.highRisk) }()
       case 14: try { try decoder.decodeSingularStringField(value: &self.source) }()
       case 15: try { try decoder.decodeSingularUInt32Field(value: &self.scanInstances) }()
+      case 16: try { try decoder.decodeSingularBoolField(value: &self.withdrawn) }()
       default: break
       }
     }
@@ -2194,6 +2199,9 @@ nonisolated extension Vigil_Events_V1_ExposureDetected: SwiftProtobuf.Message, S
     if self.scanInstances != 0 {
       try visitor.visitSingularUInt32Field(value: self.scanInstances, fieldNumber: 15)
     }
+    if self.withdrawn != false {
+      try visitor.visitSingularBoolField(value: self.withdrawn, fieldNumber: 16)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -2213,6 +2221,7 @@ nonisolated extension Vigil_Events_V1_ExposureDetected: SwiftProtobuf.Message, S
     if lhs.highRisk != rhs.highRisk {return false}
     if lhs.source != rhs.source {return false}
     if lhs.scanInstances != rhs.scanInstances {return false}
+    if lhs.withdrawn != rhs.withdrawn {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
