@@ -73,7 +73,7 @@ let package = Package(
         .target(
             name: "VigilExposure",
             dependencies: [
-                "VigilEvents", "VigilCore", "COpenSSL",
+                "VigilEvents", "VigilCore", "VigilSystem", "COpenSSL",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),

@@ -2,6 +2,7 @@ import Foundation
 import VigilCore
 import VigilEvents
 import VigilExposure
+import VigilSystem
 
 /// `gaen_match_keys_per_s`: diagnosis keys matched per second on one core against 100k stored
 /// identifiers (1M keys in full mode): per key, one key schedule, all 144 RPIs derived at once
@@ -24,7 +25,7 @@ struct GAENMatchBench {
         progress("\(Self.metric): \(storedCount) stored identifiers, \(keyCount) keys (\(sickCount) of them heard)")
 
         // The stored identifiers: 99k random ones, plus one from each sick key (its 60th interval).
-        var rng = SplitMix(seed: 0x6AE1)
+        var rng = SplitMix64(seed: 0x6AE1)
         let day: UInt32 = 2_655_936
         let sick = try (0..<sickCount).map { _ in try TemporaryExposureKey(keyData: rng.bytes(16), rollingStartIntervalNumber: day) }
         var contacts = ExposureContacts()
@@ -96,17 +97,7 @@ struct GAENMatchBench {
     }
 }
 
-/// A small deterministic generator for benchmark data.
-struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
+extension SplitMix64 {
     mutating func bytes(_ n: Int) -> [UInt8] {
         var out: [UInt8] = []
         while out.count < n { withUnsafeBytes(of: next()) { out += $0 } }

@@ -1,3 +1,5 @@
+import VigilSystem
+
 /// Sixteen bytes held inline — no heap allocation, cheap to hash and compare — for Temporary
 /// Exposure Keys and Rolling Proximity Identifiers, of which matching handles millions.
 ///
@@ -50,35 +52,5 @@ public struct Bytes16: Hashable, Sendable, Comparable, CustomStringConvertible {
     }
 }
 
-/// Hex for the CLI and test vectors; decoding rejects odd lengths and non-hex characters.
-enum HexBytes {
-    static func encode(_ bytes: some Sequence<UInt8>) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var out: [UInt8] = []
-        for b in bytes { out.append(digits[Int(b >> 4)]); out.append(digits[Int(b & 0x0F)]) }
-        return String(decoding: out, as: UTF8.self)
-    }
-
-    static func decode(_ text: String) -> [UInt8]? {
-        let chars = Array(text.utf8)
-        guard chars.count % 2 == 0 else { return nil }
-        var out: [UInt8] = []
-        out.reserveCapacity(chars.count / 2)
-        var i = 0
-        while i < chars.count {
-            guard let h = nibble(chars[i]), let l = nibble(chars[i + 1]) else { return nil }
-            out.append(h << 4 | l)
-            i += 2
-        }
-        return out
-    }
-
-    private static func nibble(_ c: UInt8) -> UInt8? {
-        switch c {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): return c - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): return c - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): return c - UInt8(ascii: "A") + 10
-        default: return nil
-        }
-    }
-}
+/// Hex in this module is VigilSystem's.
+typealias HexBytes = Hex

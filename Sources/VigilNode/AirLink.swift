@@ -254,29 +254,8 @@ enum NodeSecrets {
     }
 
     static func hexBytes(_ text: String) -> [UInt8]? {
-        let digits = Array(text.trimmingCharacters(in: .whitespacesAndNewlines).utf8)
-        guard digits.count % 2 == 0 else { return nil }
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(digits.count / 2)
-        var i = 0
-        while i < digits.count {
-            guard let hi = hexValue(digits[i]), let lo = hexValue(digits[i + 1]) else { return nil }
-            bytes.append(hi << 4 | lo)
-            i += 2
-        }
-        return bytes
+        Hex.decode(text.trimmingCharacters(in: .whitespacesAndNewlines))
     }
 
-    static func hex(_ bytes: [UInt8]) -> String {
-        bytes.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
-    }
-
-    private static func hexValue(_ c: UInt8) -> UInt8? {
-        switch c {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): c - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): c - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): c - UInt8(ascii: "A") + 10
-        default: nil
-        }
-    }
+    static func hex(_ bytes: [UInt8]) -> String { Hex.encode(bytes) }
 }

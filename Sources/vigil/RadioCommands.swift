@@ -113,7 +113,7 @@ struct RadioKeygen: AsyncParsableCommand {
         try await reportingErrors {
             var bytes: [UInt8] = []
             for _ in 0..<4 { withUnsafeBytes(of: secureRandomUInt64()) { bytes += $0 } }
-            let text = bytes.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined() + "\n"
+            let text = Hex.encode(bytes) + "\n"
             do throws(SystemError) {
                 try FileSystem.createExclusive(out, contents: Array(text.utf8))
             } catch {
@@ -127,12 +127,6 @@ struct RadioKeygen: AsyncParsableCommand {
 
 /// 64 hex digits → 32 bytes.
 func hexKey(_ text: String) -> [UInt8]? {
-    let digits = Array(text.trimmingCharacters(in: .whitespacesAndNewlines))
-    guard digits.count == 64 else { return nil }
-    var bytes: [UInt8] = []
-    for i in stride(from: 0, to: 64, by: 2) {
-        guard let b = UInt8(String(digits[i...i + 1]), radix: 16) else { return nil }
-        bytes.append(b)
-    }
+    guard let bytes = Hex.decode(text.trimmingCharacters(in: .whitespacesAndNewlines)), bytes.count == 32 else { return nil }
     return bytes
 }

@@ -28,6 +28,8 @@ final class ScriptedRadio: RadioAdapter, @unchecked Sendable {
     }
 
     var lastPlan: AdvertisingPlan? { plans.withLock { $0.last } }
+    /// Reports handed over but not yet read by the node.
+    var queued: Int { queue.withLock { $0.count } }
 
     func start() throws {}
     func stop() {}
@@ -206,7 +208,10 @@ final class ScriptedRadio: RadioAdapter, @unchecked Sendable {
         }
         try await withNode(node) {
             radio.inject(reports)
-            try await Task.sleep(for: .milliseconds(1_500))
+            // However busy the machine: until the node has read every report, then a moment for
+            // the last appends to become durable.
+            for _ in 0..<600 where radio.queued > 0 { try await Task.sleep(for: .milliseconds(50)) }
+            try await Task.sleep(for: .milliseconds(500))
         }
         let received = try events(dir).filter { if case .alertReceived = $0 { true } else { false } }
         #expect(received.count == 60, "no alert is ever shed")
