@@ -52,6 +52,7 @@ func runVigilAppend(directory: String, configuration: LogConfiguration, count: I
     var lastSequence = firstSequence - 1
     var shed = 0
     let ioBefore = IOSnapshot.take(device: device)
+    let pacer = try Pacer()
     let producerCPU = threadCPUNanoseconds()
     let start = monotonicNanoseconds()
     for i in 0..<count {
@@ -63,7 +64,7 @@ func runVigilAppend(directory: String, configuration: LogConfiguration, count: I
                 }
             }
         case .paced(let rate):
-            sleep(untilMonotonicNanoseconds: start + UInt64(Double(i) * 1e9 / rate))
+            try pacer.wait(untilMonotonicNanoseconds: start + UInt64(Double(i) * 1e9 / rate))
         }
         let (next, priority) = record(i)
         let now = monotonicNanoseconds()
@@ -107,10 +108,23 @@ func runVigilAppend(directory: String, configuration: LogConfiguration, count: I
 }
 
 /// The paced load generator's clock: it offers events at a fixed rate (the "paced" latency runs),
-/// so it waits until each send time on an absolute deadline. This is a benchmark's producer, not
-/// one of the node's event sources, which are all descriptors in its epoll loop.
-private func sleep(untilMonotonicNanoseconds deadline: UInt64) {
-    guard monotonicNanoseconds() < deadline else { return }
-    var ts = timespec(tv_sec: Int(deadline / 1_000_000_000), tv_nsec: Int(deadline % 1_000_000_000))
-    while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nil) == EINTR {}
+/// so it waits for each send time on a timerfd, like every wait in Vigil: a descriptor the
+/// thread blocks on, never a sleep.
+private final class Pacer {
+    private let timer: TimerFD
+    private let epoll: Epoll
+
+    init() throws {
+        timer = try TimerFD()
+        epoll = try Epoll()
+        try epoll.add(timer.fd, token: 1)
+    }
+
+    func wait(untilMonotonicNanoseconds deadline: UInt64) throws {
+        let now = monotonicNanoseconds()
+        guard now < deadline else { return }
+        try timer.arm(afterNanoseconds: deadline - now)
+        while try epoll.wait().isEmpty {}
+        timer.drain()
+    }
 }
