@@ -169,15 +169,15 @@ public final class EventLog: @unchecked Sendable {
     /// state rebuilt from the log is the same whether or not the deletion has happened yet (and
     /// an interrupted deletion is simply asked for again: it is idempotent). Misuse: deleting
     /// records that projections still depend on makes replay disagree with the running state.
-    /// `sequences`: records to delete whatever their time (the caller knows them). The scan stops
+    /// The scan stops
     /// early once it has met 10,000 records in a row more than an hour past the cutoff (the log is
     /// written in time order), so a purge costs what is old, not the whole log.
-    public func purge(before beforeMicroseconds: UInt64, throughSequence: UInt64, sequences: [UInt64] = [],
+    public func purge(before beforeMicroseconds: UInt64, throughSequence: UInt64,
                       matches: @escaping @Sendable (UInt32, UnsafeRawBufferPointer) -> Bool,
                       completion: @escaping @Sendable (Result<UInt64, LogError>) -> Void) throws(LogError) {
         guard let writer else { throw .closed }
         try writer.enqueuePurge(LogWriter.Purge(beforeMicroseconds: beforeMicroseconds, throughSequence: throughSequence,
-                                                matches: matches, sequences: sequences, completion: completion))
+                                                matches: matches, completion: completion))
     }
 
     /// Sequences at or below this are durable.

@@ -33,8 +33,6 @@ final class LogWriter: @unchecked Sendable {
         var throughSequence: UInt64
         /// (kind, payload) -> delete? Called on the writer thread for records older than the cutoff.
         var matches: @Sendable (UInt32, UnsafeRawBufferPointer) -> Bool
-        /// Records to delete whatever their time (found by the caller, e.g. from a projection).
-        var sequences: [UInt64]
         var completion: @Sendable (Result<UInt64, LogError>) -> Void
         var resume: UInt64 = 0
         var removed: UInt64 = 0
@@ -248,8 +246,7 @@ final class LogWriter: @unchecked Sendable {
         syncAndAcknowledgeAwaiting()
     }
 
-    /// Deletes one slice of the first purge's records: the explicit sequences first, then the
-    /// records from `resume` through the purge's sequence whose time is before the cutoff and which
+    /// Deletes one slice of the first purge's records: the records from `resume` through the purge's sequence whose time is before the cutoff and which
     /// the predicate selects. A failure to commit is a write failure like any other: the log then
     /// refuses everything (failing safe); a full map is grown, or the purge waits for next time.
     private func purgeChunk() {
@@ -260,15 +257,6 @@ final class LogWriter: @unchecked Sendable {
             let txn = try environment.environment.begin(readOnly: false)
             do {
                 var deleted = 0
-                for sequence in purge.sequences {
-                    var key = sequence.bigEndian
-                    let existed = try withUnsafeBytes(of: &key) { k in try txn.get(environment.events, key: k) != nil }
-                    if existed {
-                        try withUnsafeBytes(of: &key) { k in try txn.delete(environment.events, key: k) }
-                        deleted += 1
-                    }
-                }
-                purge.sequences = []
                 let cursor = try txn.cursor(environment.events)
                 defer { cursor.close() }
                 var start = purge.resume.bigEndian

@@ -859,6 +859,9 @@ public final class Node: @unchecked Sendable {
             return taken
         }
         guard !reports.isEmpty else { return }
+        // The advertising plan changes only with alerts (and with time, which its timer covers):
+        // rebuilding it, HMACs included, on every commit of scan hits would be waste.
+        var alertsChanged = false
         for report in reports {
             let refused = Set(report.refused)
             while let first = pending.first, first.sequence <= report.durableThrough {
@@ -881,6 +884,7 @@ public final class Node: @unchecked Sendable {
                     appendedDeadline = nil
                 case .outboxAttempt(let a): attemptsInFlight.remove(a.entry)
                 case .contactRetention(let r): purgeContactData(cutoff: r.cutoffUs, through: first.sequence - 1)
+                case .alertRaised, .alertReceived, .alertCancelled: alertsChanged = true
                 default: break
                 }
             }
@@ -892,7 +896,7 @@ public final class Node: @unchecked Sendable {
             stopRequest.withLock { if $0 == nil { $0 = "the event log failed" } }
         }
         reconcileOutputs()
-        reconcileAirtime()
+        if alertsChanged { reconcileAirtime() }
         scheduleLadder()
         scheduleOutbox()
         if eventsSinceCheckpoint >= configuration.checkpointEveryEvents { checkpoint() }

@@ -79,7 +79,7 @@ public struct NodeConfiguration: Sendable {
         }
         if var radio = try root.section("radio") {
             if let v = try radio.string("adapter") {
-                guard v == "sim" || parseAddress(v) != nil || (v.hasPrefix("hci") && Int(v.dropFirst(3)) != nil) else {
+                guard v == "sim" || isAdapterSelector(v) else {
                     throw radio.error("radio.adapter must be sim, an adapter name (hci0) or an address (AA:BB:CC:DD:EE:FF)")
                 }
                 config.radio = v

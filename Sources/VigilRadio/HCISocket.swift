@@ -64,6 +64,11 @@ public struct HCIAdapterInfo: Sendable, Equatable {
     public var addressText: String { formatAddress(address) }
 }
 
+/// Whether `text` names an adapter: "hci0" or an address "AA:BB:CC:DD:EE:FF".
+public func isAdapterSelector(_ text: String) -> Bool {
+    parseAddress(text) != nil || (text.hasPrefix("hci") && Int(text.dropFirst(3)) != nil)
+}
+
 /// Parses "AA:BB:CC:DD:EE:FF" (either case); nil for anything else.
 public func parseAddress(_ text: String) -> UInt64? {
     let parts = text.split(separator: ":", omittingEmptySubsequences: false)

@@ -45,7 +45,7 @@ struct Run: AsyncParsableCommand {
                 }
             }
             if let radio {
-                guard radio == "sim" || parseAdapterSelector(radio) else {
+                guard radio == "sim" || isAdapterSelector(radio) else {
                     throw CLIError("--radio must be sim, an adapter name (hci0) or an address (AA:BB:CC:DD:EE:FF)", code: 64)
                 }
                 configuration.radio = radio
@@ -110,9 +110,4 @@ func simulationOrigin(_ dir: String) throws -> UInt64 {
         throw CLIError("cannot keep the simulated clock's origin in \(path): \(error)")
     }
     return origin
-}
-
-/// "hci0" or "AA:BB:CC:DD:EE:FF".
-func parseAdapterSelector(_ text: String) -> Bool {
-    parseAddress(text) != nil || (text.hasPrefix("hci") && Int(text.dropFirst(3)) != nil)
 }

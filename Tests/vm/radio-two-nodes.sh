@@ -50,6 +50,7 @@ start() { # start NAME [extra args]
   eval "PID_$name=$!"
   BACKGROUND+=("$!")
 }
+# stop NAME: SIGTERM, and the node's exit status (0 = a clean stop).
 stop() { local pid; eval "pid=\$PID_$1"; kill -TERM "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; }
 show_log() { echo "     --- $1's output:"; tail -n 30 "$SCRATCH/$1.log" | sed 's/^/     | /'; }
 radio_on() { has_event "$1" radio-state-changed 'RADIO_STATE_ON'; }
@@ -137,8 +138,9 @@ press_sos_at_a alert-raised
 if wait_ms 15000 more_received; then ok "B (user channel) hears A's SOS"
 else bad "B (user channel) hears nothing"; show_log b; show_log a; "$VIGIL" status --data "$SCRATCH/b" | tail -n 5 | sed 's/^/     | /'; fi
 stop b
+check "B stopped cleanly (exit 0)" [ $? -eq 0 ]
 stop a
-check "A stopped cleanly" true
+check "A stopped cleanly (exit 0)" [ $? -eq 0 ]
 
 echo "7. captures"
 if command -v tshark >/dev/null; then
