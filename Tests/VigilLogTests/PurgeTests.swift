@@ -9,7 +9,7 @@ struct PurgeTests {
     final class Done: Sendable {
         let result = Mutex<Result<UInt64, LogError>?>(nil)
         func wait() async -> Result<UInt64, LogError>? {
-            for _ in 0..<500 {
+            for _ in 0..<6_000 { // up to a minute: a loaded CI disk is slow, and only the result matters
                 if let r = result.withLock({ $0 }) { return r }
                 try? await Task.sleep(for: .milliseconds(10))
             }
@@ -46,7 +46,11 @@ struct PurgeTests {
         }
     }
 
-    @Test func anAppendDuringALongPurgeIsAcknowledgedPromptly() async throws {
+    /// The promise is "an append waits for one slice of the deletion, not for all of it". It is
+    /// checked by what had been deleted when the append was acknowledged, not by a stopwatch: a
+    /// loaded CI machine with a slow disk can take a second for the three fsyncs involved, and
+    /// that says nothing about the ordering under test.
+    @Test func anAppendDuringALongPurgeIsAcknowledgedAfterASliceNotTheWholePurge() async throws {
         try await withTemporaryDirectory { base in
             var config = LogConfiguration(directory: logDirectory(in: base))
             config.maxBatch = 50_000
@@ -54,14 +58,36 @@ struct PurgeTests {
             _ = await appendAll(log, (0..<200_000).map { LogRecord(kind: 1, timeMicroseconds: UInt64($0), payload: [1, 2, 3]) },
                                 priority: .sheddable)
             let done = Done()
-            try log.purge(before: 1_000_000, throughSequence: .max, matches: { _, _ in true }) { r in done.result.withLock { $0 = r } }
+            // The deletion's first look at a record waits until the append is queued, so the
+            // append always arrives while the purge is under way, however the threads are scheduled.
+            let appendQueued = DispatchSemaphore(value: 0)
+            let gate = Mutex(true)
+            try log.purge(before: 1_000_000, throughSequence: .max, matches: { _, _ in
+                if gate.withLock({ let closed = $0; $0 = false; return closed }) { appendQueued.wait() }
+                return true
+            }) { r in done.result.withLock { $0 = r } }
             // One critical event and nothing else: under deferred-meta its acknowledgement needs the
             // writer to sync while it is busy deleting.
-            let started = ContinuousClock.now
-            let seq = try await log.appendDurably(LogRecord(kind: 3, timeMicroseconds: 2_000_000, payload: [9]), priority: .critical)
-            let waited = ContinuousClock.now - started
-            #expect(seq == 200_001)
-            #expect(waited < .milliseconds(500), "acknowledged after \(waited), not after the whole purge")
+            let acknowledged = Mutex<(sequence: UInt64?, purgedBefore: UInt64, purgeFinished: Bool)?>(nil)
+            let whenAcknowledged = DispatchSemaphore(value: 0)
+            try log.append(LogRecord(kind: 3, timeMicroseconds: 2_000_000, payload: [9]), priority: .critical) { result in
+                // Runs on the writer thread, so the statistics are exactly those of the moment.
+                acknowledged.withLock {
+                    $0 = (try? result.get(), log.statistics.purged, done.result.withLock { $0 != nil })
+                }
+                whenAcknowledged.signal()
+            }
+            appendQueued.signal()
+            await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+                DispatchQueue.global().async { whenAcknowledged.wait(); c.resume() }
+            }
+            let ack = try #require(acknowledged.withLock { $0 })
+            #expect(ack.sequence == 200_001)
+            #expect(!ack.purgeFinished, "the append waited for the whole purge")
+            // The writer finishes the slice it is in (it stops within 256 records once an append
+            // waits) and may run one more between the append's commit and its sync: two slices of
+            // at most 2,000 deletions each.
+            #expect(ack.purgedBefore <= 4_000, "\(ack.purgedBefore) records deleted before the append was acknowledged")
             #expect(try #require(await done.wait()).successValue == 200_000)
             log.close()
         }
