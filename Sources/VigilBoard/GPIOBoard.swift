@@ -127,6 +127,7 @@ public final class GPIOBoard: BoardAdapter {
         for r in ready {
             let offset = UInt32(truncatingIfNeeded: r.token)
             guard let fd = inputs[offset]?.fd else { continue }
+            var fifoWasFull = false
             while true {
                 pending.removeAll(keepingCapacity: true)
                 let n = try gpio(offset) { () throws(GPIODError) in try GPIOEvents.read(fd, into: &pending) }
@@ -136,12 +137,16 @@ public final class GPIOBoard: BoardAdapter {
                     reportedLevel[offset] = event.rising
                 }
                 if n < GPIOEvents.batch { break }
+                fifoWasFull = true
             }
             // The kernel's event FIFO holds 16 edges and drops the newest when full (a bounce
-            // burst during a stall). If the line's level now disagrees with the last edge we
+            // burst during a stall). Then, if the line's level disagrees with the last edge we
             // reported, an edge was lost: report it now, so a dropped release can never leave
             // the button "held" and fire a false SOS (or cancel a real one).
-            if let line = inputs[offset]?.line, let level = try? line.value(), level != reportedLevel[offset] {
+            // Only when the FIFO was full: otherwise nothing was dropped, and a level that
+            // disagrees means an edge whose event the kernel is still queueing (the level changes
+            // before the interrupt is handled), which would then be reported twice.
+            if fifoWasFull, let line = inputs[offset]?.line, let level = try? line.value(), level != reportedLevel[offset] {
                 edges.append(ButtonEdge(line: offset, pressed: level, kernelTimestampNanoseconds: monotonicNanoseconds()))
                 reportedLevel[offset] = level
                 droppedEdges += 1

@@ -48,7 +48,8 @@ private func jsonString(_ text: String) -> String {
 /// Prints one JSON line when the lines are held ({"ready":true,...,"pressed":<level now>}), then
 /// one per button edge, {"line":L,"pressed":B,"ts_ns":T}, from an epoll loop on the board's
 /// descriptor (no polling, no sleeping). Exits 0 after N edges (all edges of the last batch are
-/// printed), 124 when the timeout passes first. `--count 0` only opens the board and reports.
+/// printed, then {"done":true,"edges":N,"dropped_edges":D}, D counting edges reported from the
+/// line's level after the kernel's event FIFO overflowed), 124 when the timeout passes first. `--count 0` only opens the board and reports.
 struct GPIOWatch: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "watch", abstract: "Print button edges as JSON lines.")
 
@@ -90,6 +91,8 @@ struct GPIOWatch: AsyncParsableCommand {
                 }
                 seen += edges.count
             }
+            // Edges reported from the line's level because the kernel's FIFO overflowed.
+            FileOutput.standardOutput.write(#"{"done":true,"edges":\#(seen),"dropped_edges":\#(gpio.droppedEdges)}"# + "\n")
         }
     }
 }

@@ -61,6 +61,27 @@ if start_watch bounce --count 12 --timeout-ms 30000; then
   check "the last edge is a release (the line ends released)" [ "${kinds: -1}" = r ]
 fi
 
+echo "2b. overflow: with the reader stopped, 8 quick pairs fill the kernel's 16-event FIFO, a later"
+echo "    press finds no room, and the board reports it from the line's level"
+if start_watch overflow --count 16 --timeout-ms 30000; then
+  kill -STOP "$WATCH"
+  for _ in 1 2 3 4 5 6 7 8; do press; release; done
+  sleep 0.3 # the kernel has handled all 16 interrupts: the last one sampled "released"
+  press     # no room in the FIFO: dropped
+  sleep 0.3
+  kill -CONT "$WATCH"
+  wait "$WATCH"; rc=$?
+  check "watch exits 0 ($(cat "$SCRATCH/overflow.err"))" [ "$rc" = 0 ]
+  mapfile -t E < <(edges overflow)
+  summary=$(grep '"done"' "$SCRATCH/overflow.out")
+  echo "     $summary"
+  check "16 edges from the kernel and 1 from the level (got ${#E[@]})" [ "${#E[@]}" = 17 ]
+  check "one edge reported as dropped" [ "$(field "$summary" dropped_edges)" = 1 ]
+  [ "${#E[@]}" -gt 0 ] && check "the last edge is the press the FIFO had no room for: ${E[-1]}" \
+    [ "$(field "${E[-1]}" pressed)" = true ]
+  release
+fi
+
 echo "3. outputs: each goes to 1 and back to 0; the others stay 0; active_low inverts"
 outputs=(red amber green blue buzzer)
 coproc DRIVE { "$VIGIL" debug gpio drive --board "$BOARD" 2>&1; }
