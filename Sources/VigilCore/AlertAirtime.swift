@@ -11,12 +11,16 @@ import VigilEvents
 ///   already has it).
 /// - A cancel (here, or heard and within the hop limit) is advertised for `cancelLinger` after
 ///   it, or until the alert would have expired, so boxes that missed the moment still hear it.
+/// - An acknowledgement (made here, or heard and within the hop limit) is advertised the same
+///   way, for `acknowledgementLinger`, until the alert is cancelled or expires, so that it reaches
+///   the box that raised the alert. That box, its destination, does not relay it.
 public enum AlertAirtime {
     public struct Settings: Sendable, Equatable {
         public var hopLimit: UInt32 = 3
         public var relayDelayMinMicroseconds: UInt64 = 200_000
         public var relayDelayMaxMicroseconds: UInt64 = 2_000_000
         public var cancelLingerMicroseconds: UInt64 = 600_000_000
+        public var acknowledgementLingerMicroseconds: UInt64 = 600_000_000
         public init() {}
     }
 
@@ -32,8 +36,11 @@ public enum AlertAirtime {
         public var latitudeE7: Int32?
         public var longitudeE7: Int32?
         public var isCancel: Bool
-        /// The sequence of the event that put it on the air (the alert, or its cancel).
+        /// The sequence of the event that put it on the air (the alert, its cancel, or the
+        /// acknowledgement).
         public var because: UInt64
+        /// An acknowledgement of the alert rather than the alert (or its cancel).
+        public var isAcknowledgement = false
 
         public var idText: String { AlertID(origin: origin, counter: counter).text }
     }
@@ -50,8 +57,10 @@ public enum AlertAirtime {
         }
     }
 
-    /// The key of `heard`: an alert's relays and its cancel's relays are counted apart.
-    public static func heardKey(_ idText: String, cancel: Bool) -> String { cancel ? idText + "/cancel" : idText }
+    /// The key of `heard`: an alert's relays, its cancel's and its acknowledgement's are counted apart.
+    public static func heardKey(_ idText: String, cancel: Bool, acknowledgement: Bool = false) -> String {
+        acknowledgement ? idText + "/ack" : cancel ? idText + "/cancel" : idText
+    }
 
     /// The frames to advertise at `now`, critical first, then by id.
     /// `heard` holds, by `heardKey`, the relays by other boxes: for each hop count, the first one
@@ -91,8 +100,28 @@ public enum AlertAirtime {
                                     hops: hops, expiresAtMicroseconds: entry.expiresAtMicroseconds, latitudeE7: entry.latitudeE7,
                                     longitudeE7: entry.longitudeE7, isCancel: false, because: entry.firstSequence))
         }
+        for ack in book.acknowledgements.values {
+            let entry = book.alerts[ack.idText]
+            guard entry?.cancelled != true,
+                  ack.expiresAtMicroseconds == 0 || ack.expiresAtMicroseconds > now,
+                  now < ack.timeMicroseconds &+ settings.acknowledgementLingerMicroseconds else { continue }
+            var hops: UInt32 = 0
+            if !ack.madeHere {
+                guard ack.origin != node else { continue } // ours: this box is where it was going
+                hops = ack.hops + 1
+                let start = ack.timeMicroseconds &+ relayDelay(node: node, origin: ack.origin, counter: ack.counter, settings: settings)
+                guard hops <= settings.hopLimit, now >= start,
+                      !suppressed(heard[heardKey(ack.idText, cancel: false, acknowledgement: true)], hops: hops, cancel: false, before: start)
+                else { continue }
+            }
+            result.append(Broadcast(origin: ack.origin, counter: ack.counter, kind: entry?.kind ?? 0, severity: ack.severity,
+                                    hops: hops, expiresAtMicroseconds: ack.expiresAtMicroseconds, latitudeE7: nil,
+                                    longitudeE7: nil, isCancel: false, because: ack.sequence, isAcknowledgement: true))
+        }
+        // Alerts first (critical first), then acknowledgements, then cancels.
+        func rank(_ b: Broadcast) -> Int { b.isCancel ? 2 : b.isAcknowledgement ? 1 : 0 }
         return result.sorted { a, b in
-            if a.isCancel != b.isCancel { return !a.isCancel }
+            if rank(a) != rank(b) { return rank(a) < rank(b) }
             if a.severity != b.severity { return a.severity > b.severity }
             return (a.origin, a.counter) < (b.origin, b.counter)
         }
@@ -111,6 +140,13 @@ public enum AlertAirtime {
                 consider(at &+ delay)
             } else if !entry.raisedHere {
                 consider(entry.firstMicroseconds &+ delay)
+            }
+        }
+        for ack in book.acknowledgements.values {
+            if ack.expiresAtMicroseconds != 0 { consider(ack.expiresAtMicroseconds) }
+            consider(ack.timeMicroseconds &+ settings.acknowledgementLingerMicroseconds)
+            if !ack.madeHere {
+                consider(ack.timeMicroseconds &+ relayDelay(node: node, origin: ack.origin, counter: ack.counter, settings: settings))
             }
         }
         return next

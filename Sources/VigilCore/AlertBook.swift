@@ -31,7 +31,29 @@ public struct AlertBook: Projection {
         public var idText: String { AlertID(origin: origin, counter: counter).text }
     }
 
+    /// An alert acknowledged ("we know; help is on the way"): made here, by an
+    /// `AlarmAcknowledged` (a short press, `vigil ack`) applied while the alert, received from
+    /// another box, was active; or heard over the air (`AlertAcknowledged`). One per alert: the
+    /// frame does not say who acknowledged, so the first one is what there is to know.
+    public struct Acknowledgement: Codable, Equatable, Sendable {
+        public var origin: UInt64
+        public var counter: UInt32
+        public var severity: Int
+        /// The acknowledged alert's expiry (0 = none): the acknowledgement ends with it.
+        public var expiresAtMicroseconds: UInt64
+        /// Relays so far when heard (0 = made here, or heard from the box that made it).
+        public var hops: UInt32
+        public var madeHere: Bool
+        /// The event that made it (an AlarmAcknowledged or an AlertAcknowledged).
+        public var sequence: UInt64
+        public var timeMicroseconds: UInt64
+
+        public var idText: String { AlertID(origin: origin, counter: counter).text }
+    }
+
     public private(set) var alerts: [String: Entry] = [:]
+    /// Acknowledgements by alert id.
+    public private(set) var acknowledgements: [String: Acknowledgement] = [:]
     public private(set) var duplicatesDropped: UInt64 = 0
     public private(set) var cancellationsForUnknown: UInt64 = 0
     /// The time of the latest event applied: "now" for expiry. Not the highest time ever seen:
@@ -76,9 +98,33 @@ public struct AlertBook: Projection {
                                     cancelledMicroseconds: event.timeMicroseconds, duplicates: 0, cancelHops: cancel.hops,
                                     cancelledHere: cancel.heardFrom == 0, tombstone: true)
             }
+        case .alertAcknowledged(let ack):
+            let key = ack.id.text
+            guard acknowledgements[key] == nil else { break }
+            let expiry = alerts[key].map { $0.expiresAtMicroseconds != 0 ? max($0.expiresAtMicroseconds, ack.expiresAtUs) : 0 }
+                ?? ack.expiresAtUs
+            acknowledgements[key] = Acknowledgement(origin: ack.id.origin, counter: ack.id.counter, severity: ack.severity.rawValue,
+                                                    expiresAtMicroseconds: expiry, hops: ack.hops, madeHere: false,
+                                                    sequence: event.sequence, timeMicroseconds: event.timeMicroseconds)
+        case .alarmAcknowledged:
+            for entry in awaitingAcknowledgement {
+                acknowledgements[entry.idText] = Acknowledgement(
+                    origin: entry.origin, counter: entry.counter, severity: entry.severity,
+                    expiresAtMicroseconds: entry.expiresAtMicroseconds, hops: 0, madeHere: true,
+                    sequence: event.sequence, timeMicroseconds: event.timeMicroseconds)
+            }
         default: break
         }
     }
+
+    /// Active alerts received from other boxes that nobody has acknowledged yet (as far as this
+    /// box knows): what a short press at this box acknowledges.
+    public var awaitingAcknowledgement: [Entry] {
+        active.filter { !$0.raisedHere && $0.tombstone != true && acknowledgements[$0.idText] == nil }
+    }
+
+    /// The acknowledgement of an alert, if any, while that alert is active.
+    public func acknowledgement(of entry: Entry) -> Acknowledgement? { acknowledgements[entry.idText] }
 
     private mutating func record(_ alert: Alert, event: Event, raisedHere: Bool) {
         let key = alert.id.text

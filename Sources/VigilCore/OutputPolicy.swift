@@ -66,11 +66,13 @@ public struct OutputDecision: Equatable, Sendable, Codable {
 /// every change, so a restart restores them from state and a replay drives nothing.
 ///
 /// Priorities, per line (first match wins):
-/// - red: an SOS raised here is active (on) › a resident's loud alarm (fast blink)
+/// - red: an SOS raised here is active (on; a short dip every 2 s once another box has
+///   acknowledged it) › a resident's loud alarm (fast blink)
 /// - amber: the button is held (fast blink, feedback before SOS) › "are you OK?" (slow blink)
 ///   › the radio is not on (on)
 /// - green: running with the radio on
-/// - blue: an alert received from another box is active (on) › a high-risk exposure was found
+/// - blue: an alert received from another box is active (on; a short dip every 2 s once every
+///   such alert is acknowledged, here or by another box) › a high-risk exposure was found
 ///   (slow blink, until retention removes it)
 /// - buzzer: a loud alarm not silenced › an SOS here not silenced › "are you OK?" chirp
 public enum OutputPolicy {
@@ -79,6 +81,9 @@ public enum OutputPolicy {
     public static let promptBlink = OutputPattern.blink(periodMilliseconds: 1_000, onMilliseconds: 500)
     public static let loudAlarm = OutputPattern.blink(periodMilliseconds: 1_000, onMilliseconds: 600)
     public static let sosTone = OutputPattern.blink(periodMilliseconds: 2_000, onMilliseconds: 300)
+    /// "Acknowledged": on, with a short dip every two seconds — still reads as on, and the dip
+    /// says someone has answered.
+    public static let acknowledgedPulse = OutputPattern.blink(periodMilliseconds: 2_000, onMilliseconds: 1_700)
     /// A short chirp once a minute while someone is asked "are you OK?".
     public static let chirp = OutputPattern.blink(periodMilliseconds: 60_000, onMilliseconds: 150)
 
@@ -103,7 +108,15 @@ public enum OutputPolicy {
         }
 
         if !sosHere.isEmpty {
-            out[.red] = OutputDecision(pattern: .on, reasons: sosReasons)
+            // The dip only when every SOS raised here has been heard acknowledged.
+            let acks = sosHere.compactMap { s.alerts.acknowledgement(of: $0) }
+            if acks.count == sosHere.count {
+                out[.red] = OutputDecision(pattern: acknowledgedPulse, reasons: sosReasons + acks.map {
+                    OutputReason(text: "SOS \($0.idText) acknowledged by another box (\($0.hops) hops)", sequences: [$0.sequence])
+                })
+            } else {
+                out[.red] = OutputDecision(pattern: .on, reasons: sosReasons)
+            }
         } else if !alarming.isEmpty {
             out[.red] = OutputDecision(pattern: alarmBlink, reasons: alarmReasons)
         }
@@ -128,9 +141,18 @@ public enum OutputPolicy {
         }
 
         if !received.isEmpty {
-            out[.blue] = OutputDecision(pattern: .on, reasons: received.map {
-                OutputReason(text: "alert \($0.idText) received (\($0.hops) hops)", sequences: [$0.firstSequence])
-            })
+            var allAcknowledged = true
+            var reasons: [OutputReason] = []
+            for alert in received {
+                reasons.append(OutputReason(text: "alert \(alert.idText) received (\(alert.hops) hops)", sequences: [alert.firstSequence]))
+                if let ack = s.alerts.acknowledgement(of: alert) {
+                    reasons.append(OutputReason(text: "alert \(alert.idText) acknowledged \(ack.madeHere ? "here" : "by another box")",
+                                                sequences: [ack.sequence]))
+                } else {
+                    allAcknowledged = false
+                }
+            }
+            out[.blue] = OutputDecision(pattern: allAcknowledged ? acknowledgedPulse : .on, reasons: reasons)
         } else if !s.exposures.highRisk.isEmpty {
             out[.blue] = OutputDecision(pattern: promptBlink, reasons: s.exposures.highRisk.map {
                 OutputReason(text: "high-risk exposure (\(String(format: "%.1f", $0.weightedMinutes)) weighted minutes, from \($0.source))",

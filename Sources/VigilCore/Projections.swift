@@ -22,7 +22,9 @@ public struct Projections: Projection {
 
     /// The checkpoint's name in the log.
     /// v3: schema 4 added the exposure book (an older checkpoint is ignored: the log is replayed).
-    public static let checkpointName = "projections.v3"
+    /// v4: schema 5 added acknowledgements to the alert book, and AlarmAcknowledged now also
+    /// acknowledges received alerts.
+    public static let checkpointName = "projections.v4"
 
     public init(settings: ProjectionSettings = ProjectionSettings()) {
         devices = DeviceList(pruneAfterMicroseconds: settings.devicePruneAfterMicroseconds)
@@ -65,7 +67,7 @@ public struct Projections: Projection {
                            text: "SOS \(cancel.id.text) cancelled", event: event)
             }
             settleAlarms()
-        case .alertReceived:
+        case .alertReceived, .alertAcknowledged:
             alerts.apply(alertEvent: event)
         case .checkIn:
             checkIns.apply(.event(event))
@@ -78,6 +80,8 @@ public struct Projections: Projection {
             alarms.apply(.event(event))
         case .alarmAcknowledged:
             alarms.acknowledge(sounding: OutputPolicy.soundingAlarms(self), event: event)
+            // It also acknowledges, over the air, the alerts received from other boxes.
+            alerts.apply(alertEvent: event)
         case .outboxAttempt:
             outbox.apply(.event(event))
         case .contactRetention:

@@ -34,6 +34,7 @@ public typealias OutboxAttempt = Vigil_Events_V1_OutboxAttempt
 public typealias ExposureDetected = Vigil_Events_V1_ExposureDetected
 public typealias ContactRetention = Vigil_Events_V1_ContactRetention
 public typealias ExposureKeysPublished = Vigil_Events_V1_ExposureKeysPublished
+public typealias AlertAcknowledged = Vigil_Events_V1_AlertAcknowledged
 
 /// What happened. One case per event kind in the catalogue (README "Event catalogue").
 public enum EventBody: Sendable, Equatable {
@@ -55,6 +56,7 @@ public enum EventBody: Sendable, Equatable {
     case exposureDetected(ExposureDetected)
     case contactRetention(ContactRetention)
     case exposureKeysPublished(ExposureKeysPublished)
+    case alertAcknowledged(AlertAcknowledged)
 
     public var kind: EventKind {
         switch self {
@@ -76,6 +78,7 @@ public enum EventBody: Sendable, Equatable {
         case .exposureDetected: .exposureDetected
         case .contactRetention: .contactRetention
         case .exposureKeysPublished: .exposureKeysPublished
+        case .alertAcknowledged: .alertAcknowledged
         }
     }
 
@@ -122,6 +125,7 @@ extension EventKind {
         case .exposureDetected: "exposure-detected"
         case .contactRetention: "contact-retention"
         case .exposureKeysPublished: "exposure-keys-published"
+        case .alertAcknowledged: "alert-acknowledged"
         case .UNRECOGNIZED(let n): "kind-\(n)"
         }
     }
@@ -130,7 +134,7 @@ extension EventKind {
         .scanHit, .alertReceived, .alertRaised, .alertCancelled, .checkIn,
         .buttonInput, .nodeStarted, .nodeStopped, .radioStateChanged,
         .residentEnrolled, .residentUpdated, .residentRemoved, .deadlineReached, .alarmAcknowledged, .outboxAttempt,
-        .exposureDetected, .contactRetention, .exposureKeysPublished,
+        .exposureDetected, .contactRetention, .exposureKeysPublished, .alertAcknowledged,
     ]
 
     public init?(name: String) {

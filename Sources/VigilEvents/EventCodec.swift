@@ -54,6 +54,7 @@ public enum EventCodec {
         case .exposureDetected(let m): payload = serialize(m)
         case .contactRetention(let m): payload = serialize(m)
         case .exposureKeysPublished(let m): payload = serialize(m)
+        case .alertAcknowledged(let m): payload = serialize(m)
         }
         return (kind, payload)
     }
@@ -90,6 +91,7 @@ public enum EventCodec {
             case .exposureDetected: return .exposureDetected(try parse(payload))
             case .contactRetention: return .contactRetention(try parse(payload))
             case .exposureKeysPublished: return .exposureKeysPublished(try parse(payload))
+            case .alertAcknowledged: return .alertAcknowledged(try parse(payload))
             case .unspecified, .UNRECOGNIZED:
                 throw EventDecodingError(sequence: sequence, reason: .unknownKind(kind))
             }

@@ -19,7 +19,7 @@ public struct AirCounters: Sendable, Codable, Equatable {
     public var malformed: UInt64 = 0
     /// This box's own frames heard back from relays.
     public var ownEchoes: UInt64 = 0
-    /// Acknowledgement frames (decoded; the schema has no event for them yet).
+    /// Acknowledgement frames heard (new or not); new ones are logged as AlertAcknowledged.
     public var acknowledgements: UInt64 = 0
     /// Presence adverts of other Vigil boxes.
     public var presence: UInt64 = 0
@@ -86,12 +86,13 @@ package struct AirLink {
             counters.stale += 1
             return nil
         }
+        if frame.type == .acknowledge {
+            // It names the acknowledged alert, so our origin here means "your alert was heard".
+            counters.acknowledgements += 1
+            return frame
+        }
         if frame.origin == origin {
             counters.ownEchoes += 1
-            return nil
-        }
-        if frame.type == .acknowledge {
-            counters.acknowledgements += 1
             return nil
         }
         return frame
@@ -100,7 +101,7 @@ package struct AirLink {
     /// Notes another box relaying a frame this box already knows (for suppression).
     mutating func heardRelay(_ frame: AlertFrame, now: UInt64) {
         guard frame.hops > 0 else { return }
-        let key = AlertAirtime.heardKey(frame.id.text, cancel: frame.type == .cancel)
+        let key = AlertAirtime.heardKey(frame.id.text, cancel: frame.type == .cancel, acknowledgement: frame.type == .acknowledge)
         var relays = heard[key] ?? []
         // The first relay heard at each hop count (at most 8): enough to know whether a ring was
         // covered before a given time.
@@ -116,7 +117,7 @@ package struct AirLink {
     /// Forgets suppression notes of alerts no longer in the book or expired.
     mutating func prune(_ book: AlertBook, now: UInt64) {
         heard = heard.filter { key, _ in
-            let id = key.hasSuffix("/cancel") ? String(key.dropLast(7)) : key
+            let id = key.hasSuffix("/cancel") ? String(key.dropLast(7)) : key.hasSuffix("/ack") ? String(key.dropLast(4)) : key
             guard let entry = book.alerts[id] else { return true } // heard before our own event is durable
             return entry.expiresAtMicroseconds == 0 || entry.expiresAtMicroseconds > now
         }
@@ -189,12 +190,14 @@ package struct AirLink {
         let type: AlertFrame.FrameType
         if b.isCancel {
             type = .cancel
+        } else if b.isAcknowledgement {
+            type = .acknowledge
         } else {
             guard let kind = AlertKind(rawValue: b.kind), let t = AlertFrame.FrameType(kind: kind) else { return nil }
             type = t
         }
         var location: AlertFrame.Coordinates?
-        if !b.isCancel, let lat = b.latitudeE7, let lon = b.longitudeE7 {
+        if !type.refersToAnotherAlert, let lat = b.latitudeE7, let lon = b.longitudeE7 {
             location = AlertFrame.Coordinates(latitudeE7: lat, longitudeE7: lon)
         }
         return AlertFrame(type: type, severity: severity, hops: UInt8(b.hops), origin: UInt32(b.origin), counter: b.counter,

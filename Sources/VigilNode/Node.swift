@@ -419,18 +419,21 @@ public final class Node: @unchecked Sendable {
         }
     }
 
-    /// A verified frame from another box: new alerts and cancels go to the log (never shed);
-    /// one already known only counts as a relay heard, for suppression.
+    /// A verified frame from another box: new alerts, cancels and acknowledgements go to the log
+    /// (never shed); one already known only counts as a relay heard, for suppression.
     private func heard(_ frame: AlertFrame, from report: AdvertisingReport) {
         let id = frame.id
         let isCancel = frame.type == .cancel
-        var known = projections.alerts.alerts[id.text].map { isCancel ? $0.cancelled : true } ?? false
+        let isAcknowledgement = frame.type == .acknowledge
+        var known = isAcknowledgement ? projections.alerts.acknowledgements[id.text] != nil
+            : projections.alerts.alerts[id.text].map { isCancel ? $0.cancelled : true } ?? false
         if !known {
             for e in pending.elements {
                 switch e.body {
-                case .alertReceived(let a) where !isCancel && a.id == id: known = true
-                case .alertRaised(let a) where !isCancel && a.id == id: known = true
+                case .alertReceived(let a) where !isCancel && !isAcknowledgement && a.id == id: known = true
+                case .alertRaised(let a) where !isCancel && !isAcknowledgement && a.id == id: known = true
                 case .alertCancelled(let c) where isCancel && c.id == id: known = true
+                case .alertAcknowledged(let a) where isAcknowledgement && a.id == id: known = true
                 default: break
                 }
                 if known { break }
@@ -456,15 +459,18 @@ public final class Node: @unchecked Sendable {
             cancel.reason = "cancel heard over the air from \(formatAddress(report.address))"
             append(.alertCancelled(cancel), time: report.timeMicroseconds)
             logger.notice("alert cancelled over the air", metadata: ["alert": "\(id.text)"])
-        case .acknowledged:
-            break
+        case .acknowledged(let acknowledged):
+            append(.alertAcknowledged(acknowledged), time: report.timeMicroseconds)
+            let ours = UInt32(truncatingIfNeeded: nodeID) == UInt32(truncatingIfNeeded: id.origin)
+            logger.notice(ours ? "our alert was acknowledged by another box" : "alert acknowledged over the air",
+                          metadata: ["alert": "\(id.text)", "hops": "\(acknowledged.hops)"])
         }
     }
 
     /// The radio confirmed a payload on the air: an SOS (or its cancel) raised here has left the
     /// box, which settles its broadcast outbox entry (so the log says when it went out).
     private func settleBroadcast(_ payload: [UInt8]) {
-        for (b, p) in airFrames where p == payload && b.hops == 0 && b.kind == AlertKind.sos.rawValue {
+        for (b, p) in airFrames where p == payload && b.hops == 0 && b.kind == AlertKind.sos.rawValue && !b.isAcknowledgement {
             let entry = "sos/\(b.idText)/\(b.isCancel ? "cancelled" : "raised")"
             guard let e = projections.outbox.entries[entry], !e.delivered, !attemptsInFlight.contains(entry) else { continue }
             recordAttempt(entry: entry, attempt: e.attempts + 1, delivered: true, notifier: "radio", error: "")
@@ -534,7 +540,7 @@ public final class Node: @unchecked Sendable {
     /// here too: a frame expiring 30 min or more beyond what this box knows is logged again, and the
     /// alert book takes the later expiry.
     private func renewIfLater(_ frame: AlertFrame, from report: AdvertisingReport) {
-        guard frame.type != .cancel, let entry = projections.alerts.alerts[frame.id.text], !entry.cancelled, !entry.raisedHere,
+        guard !frame.type.refersToAnotherAlert, let entry = projections.alerts.alerts[frame.id.text], !entry.cancelled, !entry.raisedHere,
               entry.expiresAtMicroseconds != 0 else { return }
         let offered = UInt64(frame.expirySeconds) * 1_000_000
         guard offered >= entry.expiresAtMicroseconds &+ 1_800_000_000 else { return }
@@ -621,7 +627,9 @@ public final class Node: @unchecked Sendable {
                     logger.notice("SOS raised", metadata: ["alert": "\(sos.id.text)"])
                 }
             case .shortPress:
-                if !OutputPolicy.soundingAlarms(projections).isEmpty {
+                // Silences what sounds here, and acknowledges over the air the alerts received
+                // from other boxes (see AlertBook.awaitingAcknowledgement).
+                if !OutputPolicy.soundingAlarms(projections).isEmpty || !projections.alerts.awaitingAcknowledgement.isEmpty {
                     var ack = AlarmAcknowledged()
                     ack.by = "button"
                     append(.alarmAcknowledged(ack))
@@ -884,7 +892,7 @@ public final class Node: @unchecked Sendable {
                     appendedDeadline = nil
                 case .outboxAttempt(let a): attemptsInFlight.remove(a.entry)
                 case .contactRetention(let r): purgeContactData(cutoff: r.cutoffUs, through: first.sequence - 1)
-                case .alertRaised, .alertReceived, .alertCancelled: alertsChanged = true
+                case .alertRaised, .alertReceived, .alertCancelled, .alertAcknowledged, .alarmAcknowledged: alertsChanged = true
                 default: break
                 }
             }
@@ -1042,7 +1050,7 @@ public final class Node: @unchecked Sendable {
                        Dictionary(uniqueKeysWithValues: OutputLine.allCases.map { ($0.rawValue, b.level($0)) })
                    } ?? [:],
                    openWindowAdvertisers: scanWindow.pendingAdvertisers, air: air.counters,
-                   onAir: airFrames.map { "\($0.broadcast.isCancel ? "cancel " : "")\($0.broadcast.idText) hops \($0.broadcast.hops)" },
+                   onAir: airFrames.map { "\($0.broadcast.isCancel ? "cancel " : $0.broadcast.isAcknowledgement ? "ack " : "")\($0.broadcast.idText) hops \($0.broadcast.hops)" },
                    hci: (radio as? HCIRadio)?.counters)
     }
 }

@@ -116,6 +116,7 @@ public struct NodeConfiguration: Sendable {
                 if let v = try alerts.duration("relay_delay_min") { config.airAlerts.airtime.relayDelayMinMicroseconds = v }
                 if let v = try alerts.duration("relay_delay_max") { config.airAlerts.airtime.relayDelayMaxMicroseconds = v }
                 if let v = try alerts.duration("cancel_linger") { config.airAlerts.airtime.cancelLingerMicroseconds = v }
+                if let v = try alerts.duration("acknowledgement_linger") { config.airAlerts.airtime.acknowledgementLingerMicroseconds = v }
                 if let v = try alerts.duration("max_lifetime") { config.airAlerts.maxLifetimeMicroseconds = max(60_000_000, v) }
                 try alerts.finish()
             }

@@ -391,8 +391,9 @@ extension AlertFrame {
         /// A cancellation, with hops, severity, the cancelled alert's expiry and `heard_from`.
         /// `by` is 0 and `reason` empty: the frame does not say who cancelled.
         case cancelled(AlertCancelled)
-        /// An acknowledgement of the alert with this id (the schema has no event for it yet).
-        case acknowledged(AlertID)
+        /// An acknowledgement of the alert it names, with hops, severity, the alert's expiry and
+        /// `heard_from` (the frame does not say which box acknowledged).
+        case acknowledged(AlertAcknowledged)
     }
 
     /// The frame as the log's types. `heardFrom`: the node that relayed it to us, if known.
@@ -407,7 +408,13 @@ extension AlertFrame {
             cancelled.heardFrom = heardFrom
             return .cancelled(cancelled)
         case .acknowledge:
-            return .acknowledged(id)
+            var acknowledged = AlertAcknowledged()
+            acknowledged.id = id
+            acknowledged.hops = UInt32(hops)
+            acknowledged.severity = severity
+            acknowledged.expiresAtUs = UInt64(expirySeconds) * 1_000_000
+            acknowledged.heardFrom = heardFrom
+            return .acknowledged(acknowledged)
         case .sos, .medical, .fire, .flood, .evacuate, .roadHazard, .areaHazard, .info:
             var alert = Alert()
             alert.id = id

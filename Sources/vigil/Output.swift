@@ -54,6 +54,9 @@ enum EventFormatting {
             case .exposureDetected(let m): payload = try m.jsonString(options: options)
             case .contactRetention(let m): payload = try m.jsonString(options: options)
             case .exposureKeysPublished(let m): payload = try m.jsonString(options: options)
+            case .alertAcknowledged(let m):
+                payload = try m.jsonString(options: options)
+                extra = #","alert":"\#(m.id.text)""#
             }
         } catch {
             return #"{"seq":\#(event.sequence),"error":"cannot format payload"}"#
@@ -84,8 +87,9 @@ enum EventFormatting {
         case .outboxAttempt(let o): summary = "\(o.entry) attempt \(o.attempt) via \(o.notifier): \(o.delivered ? "delivered" : "failed: \(o.error)")"
         case .exposureDetected(let x):
             summary = "\(x.highRisk ? "HIGH " : "")exposure \(time(x.firstSeenUs))–\(time(x.lastSeenUs)), score \(Double(x.weightedMinutesMilli) / 1_000) weighted min (\(x.source))"
-        case .contactRetention(let r): summary = "contact data before \(time(r.cutoffUs)) deleted: \(r.removedEvents) events"
+        case .contactRetention(let r): summary = "contact data before \(time(r.cutoffUs)) is deleted (retention)"
         case .exposureKeysPublished(let p): summary = "\(p.keys) own keys published to \(p.path)"
+        case .alertAcknowledged(let a): summary = "\(a.id.text) acknowledged by another box, heard at hops \(a.hops) from \(formatAddress(a.heardFrom))"
         }
         return "\(event.sequence)\t\(time(event.timeMicroseconds))\t\(event.body.kind.name)\t\(summary)"
     }

@@ -250,7 +250,8 @@ struct CheckInCommand: AsyncParsableCommand {
 }
 
 struct AcknowledgeCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "ack", abstract: "Silence the alarms sounding now.")
+    static let configuration = CommandConfiguration(
+        commandName: "ack", abstract: "Silence the alarms sounding now, and acknowledge over the air the alerts received from other boxes.")
     @OptionGroup var options: DataOptions
 
     func run() async throws {

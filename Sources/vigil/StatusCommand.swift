@@ -53,7 +53,13 @@ struct Status: AsyncParsableCommand {
         }
         let active = s.alerts.active
         out += "alerts: \(active.count) active of \(s.alerts.alerts.count) (duplicates dropped \(s.alerts.duplicatesDropped))\n"
-        for a in active { out += "  \(a.idText) \(AlertKind(rawValue: a.kind).map { "\($0)" } ?? "?") \(a.raisedHere ? "raised here" : "received, \(a.hops) hops")\n" }
+        for a in active {
+            var ack = ""
+            if let k = s.alerts.acknowledgement(of: a) {
+                ack = k.madeHere ? ", acknowledged here" : ", acknowledged by another box (\(k.hops) hops)"
+            }
+            out += "  \(a.idText) \(AlertKind(rawValue: a.kind).map { "\($0)" } ?? "?") \(a.raisedHere ? "raised here" : "received, \(a.hops) hops")\(ack)\n"
+        }
         out += "check-ins: \(s.checkIns.residents.count) residents\n"
         for (name, c) in s.checkIns.residents.sorted(by: { $0.key < $1.key }) {
             out += "  \(name): last \(EventFormatting.time(c.microseconds)) (\(c.total) total)\n"
@@ -63,7 +69,7 @@ struct Status: AsyncParsableCommand {
             let lit = live.outputs.filter(\.value).keys.sorted()
             out += "outputs: \(lit.isEmpty ? "all off" : lit.joined(separator: ", ") + " on")\n"
             let a = live.air
-            out += "air: \(a.accepted) alerts accepted, \(a.duplicates) duplicates, \(a.forged) forged, \(a.stale) stale, \(a.malformed) malformed, \(a.presence) presence adverts\n"
+            out += "air: \(a.accepted) alerts accepted, \(a.duplicates) duplicates, \(a.forged) forged, \(a.stale) stale, \(a.malformed) malformed, \(a.ownEchoes) own echoes, \(a.acknowledgements) acknowledgements heard, \(a.presence) presence adverts\n"
             out += "on the air: \(live.onAir.isEmpty ? "presence only" : live.onAir.joined(separator: "; "))\n"
             if let h = live.hci {
                 out += "hci: \(h.packetsIn) packets in, \(h.packetsOut) out, \(h.reports) reports, \(h.recoveries) recoveries, \(h.commandTimeouts) command timeouts, \(h.hardwareErrors) hardware errors\n"

@@ -326,7 +326,7 @@ struct OutputPolicyTests {
 
     @Test func everyPolicyPatternIsAProperBlink() {
         for p in [OutputPolicy.alarmBlink, OutputPolicy.heldBlink, OutputPolicy.promptBlink, OutputPolicy.loudAlarm,
-                  OutputPolicy.sosTone, OutputPolicy.chirp] {
+                  OutputPolicy.sosTone, OutputPolicy.chirp, OutputPolicy.acknowledgedPulse] {
             guard case .blink(let period, _) = p else {
                 Issue.record("\(p) is not a blink")
                 continue

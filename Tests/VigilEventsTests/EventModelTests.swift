@@ -9,7 +9,7 @@ struct EventModelTests {
                           "button-input", "node-started", "node-stopped", "radio-state-changed",
                           "resident-enrolled", "resident-updated", "resident-removed", "deadline-reached",
                           "alarm-acknowledged", "outbox-attempt", "exposure-detected", "contact-retention",
-                          "exposure-keys-published"])
+                          "exposure-keys-published", "alert-acknowledged"])
         for kind in EventKind.known { #expect(EventKind(name: kind.name) == kind) }
         #expect(EventKind(name: "unspecified") == nil)
         #expect(EventKind(name: "kind-200") == nil)

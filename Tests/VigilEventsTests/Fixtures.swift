@@ -92,7 +92,12 @@ enum Fixtures {
             .scanHit(hit), .alertReceived(received), .alertRaised(raised), .alertCancelled(cancelled),
             .checkIn(checkIn), .buttonInput(button), .nodeStarted(started), .nodeStopped(stopped),
             .radioStateChanged(radio),
-        ] + schema2Bodies + schema4Bodies
+        ] + schema2Bodies + schema4Bodies + schema5Bodies
+    }
+
+    /// The kind schema 5 added, every field set (from the v5 golden stream).
+    static var schema5Bodies: [EventBody] {
+        goldenEventsV5.suffix(1).map(\.body)
     }
 
     /// One body of each kind added in schema 2, every field set.
@@ -235,6 +240,18 @@ enum Fixtures {
         return goldenEventsV3 + added.enumerated().map { (base + UInt64($0.offset + 1) * 250_000, $0.element) }
     }
 
+    /// The v5 golden stream: all of v4 and an acknowledgement heard over the air.
+    static var goldenEventsV5: [(timeMicroseconds: UInt64, body: EventBody)] {
+        var acknowledged = AlertAcknowledged()
+        acknowledged.id = AlertID(origin: 0x0A11_CE01, counter: 42)
+        acknowledged.hops = 1
+        acknowledged.heardFrom = 0x3A_4B_5C_6D_7E_8F
+        acknowledged.expiresAtUs = 1_593_565_200_000_000
+        acknowledged.severity = .critical
+        let base = goldenEventsV4.last?.timeMicroseconds ?? start
+        return goldenEventsV4 + [(base + 250_000, .alertAcknowledged(acknowledged))]
+    }
+
     /// The v1 golden event stream: every kind at least once, optional fields present and absent,
     /// zero-valued optionals that are present, and empty messages.
     static var goldenEvents: [(timeMicroseconds: UInt64, body: EventBody)] {
@@ -339,6 +356,7 @@ extension EventBody {
         case .exposureDetected(let m): m
         case .contactRetention(let m): m
         case .exposureKeysPublished(let m): m
+        case .alertAcknowledged(let m): m
         }
     }
 
@@ -363,6 +381,7 @@ extension EventBody {
         case .exposureDetected: self = .exposureDetected(try ExposureDetected(jsonString: json))
         case .contactRetention: self = .contactRetention(try ContactRetention(jsonString: json))
         case .exposureKeysPublished: self = .exposureKeysPublished(try ExposureKeysPublished(jsonString: json))
+        case .alertAcknowledged: self = .alertAcknowledged(try AlertAcknowledged(jsonString: json))
         case .unspecified, .UNRECOGNIZED: throw GoldenFormatError("no payload type for kind \(kind.name)")
         }
     }

@@ -188,6 +188,61 @@ final class ScriptedRadio: RadioAdapter, @unchecked Sendable {
         #expect(try events(dir).allSatisfy { if case .alertReceived = $0 { false } else { true } })
     }
 
+    /// The frames in the node's latest advertising plan.
+    func framesOnTheAir(_ radio: ScriptedRadio) throws -> [AlertFrame] {
+        let key = try AlertFrameKey(shelterKey: Self.key)
+        return (radio.lastPlan?.payloads ?? []).compactMap { payload -> AlertFrame? in
+            guard let bytes = AdvertisingPayload.serviceData(uuid: AlertFrame.defaultServiceUUID, in: payload) else { return nil }
+            return try? AlertFrame.decode(bytes, key: key)
+        }
+    }
+
+    @Test func aShortPressAcknowledgesAHeardSOSOnTheAir() async throws {
+        let dir = TemporaryDirectory()
+        let radio = try ScriptedRadio()
+        let board = try SimulatedBoard()
+        let node = try Node(configuration: configuration(dir), logger: quietLogger, radio: radio, board: board)
+        let frame = sos(counter: 5)
+        try await withNode(node) {
+            radio.inject([try report(frame)])
+            try await Task.sleep(for: .milliseconds(150))
+            #expect(node.projections.alerts.awaitingAcknowledgement.map(\.idText) == [frame.id.text])
+            try board.press(holdMicroseconds: 70_000) // short: under the 100 ms long press
+            try await Task.sleep(for: .milliseconds(300))
+        }
+        #expect(try events(dir).contains { if case .alarmAcknowledged = $0 { true } else { false } })
+        let ack = try #require(node.projections.alerts.acknowledgements[frame.id.text])
+        #expect(ack.madeHere)
+        let onAir = try framesOnTheAir(radio)
+        #expect(onAir.contains { $0.type == .acknowledge && $0.id == frame.id && $0.hops == 0 })
+        #expect(onAir.contains { $0.type == .sos && $0.id == frame.id && $0.hops == 1 }, "the SOS itself is still relayed")
+    }
+
+    @Test func anAcknowledgementOfOurSOSIsLoggedOnceAndNotRelayed() async throws {
+        let dir = TemporaryDirectory()
+        let radio = try ScriptedRadio()
+        let board = try SimulatedBoard()
+        let node = try Node(configuration: configuration(dir), logger: quietLogger, radio: radio, board: board)
+        try await withNode(node) {
+            try board.press(holdMicroseconds: 200_000)
+            try await Task.sleep(for: .milliseconds(400))
+            let raised = try #require(node.projections.alerts.active.first { $0.raisedHere })
+            #expect(OutputPolicy.decide(node.projections, running: true)[.red]?.pattern == .on)
+            let ack = AlertFrame(type: .acknowledge, severity: .critical, hops: 1, origin: UInt32(truncatingIfNeeded: node.nodeID),
+                                 counter: raised.counter, expirySeconds: UInt32(realtimeMicroseconds() / 1_000_000 + 600))
+            radio.inject([try report(ack), try report(ack)])
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        let acks = try events(dir).compactMap { if case .alertAcknowledged(let a) = $0 { a } else { nil } }
+        #expect(acks.count == 1)
+        #expect(acks.first?.hops == 1 && acks.first?.heardFrom == Self.otherBox)
+        let air = node.liveStatus().air
+        #expect(air.acknowledgements == 2 && air.accepted == 1 && air.duplicates == 1 && air.ownEchoes == 0)
+        #expect(OutputPolicy.decide(node.projections, running: true)[.red]?.pattern == OutputPolicy.acknowledgedPulse)
+        // This box is where the acknowledgement was going: it does not pass it on.
+        #expect(try framesOnTheAir(radio).allSatisfy { $0.type != .acknowledge })
+    }
+
     @Test func underAFloodOfReportsScanHitsAreShedButEveryAlertIsLogged() async throws {
         let dir = TemporaryDirectory()
         let radio = try ScriptedRadio()

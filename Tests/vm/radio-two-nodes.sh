@@ -2,7 +2,8 @@
 # Two Vigil nodes on BlueZ's emulated controllers (btvirt): A on hci0, B on hci1, both on the raw
 # HCI channel with the same shelter key, A capturing every HCI packet to a btsnoop file.
 #  1. both report the radio on; B's log holds ScanHits of A's presence advert (service data 0xFCF1)
-#  2. an SOS raised at A (long press) reaches B as an AlertReceived with A's id, 0 hops
+#  2. an SOS raised at A (long press) reaches B as an AlertReceived with A's id, 0 hops; a short
+#     press at B acknowledges it over the air, and A logs AlertAcknowledged and dips its red LED
 #  3. A's cancel (a second long press) reaches B as an AlertCancelled that clears it
 #  4. a frame with a wrong tag (sent by hand from hci2) is counted as forged and never logged
 #  5. `hciconfig hci1 reset` is recovered: B logs the radio off, then on, and hears A again
@@ -78,6 +79,18 @@ else
   bad "B did not receive A's SOS (A is $A_ID)"; events b alert-received | sed 's/^/     | /'; show_log b
 fi
 if wait_ms 5000 has_event a outbox-attempt '"notifier":"radio"'; then ok "A's broadcast outbox entry was settled by the radio"; else bad "A's SOS broadcast entry not settled"; fi
+
+echo "2b. a short press at B acknowledges A's SOS over the air"
+"$VIGIL" sim press ack --data "$SCRATCH/b" >/dev/null
+if wait_ms 10000 has_event b alarm-acknowledged; then ok "B logged the acknowledgement (a short press)"; else bad "B logged no acknowledgement"; show_log b; fi
+if wait_ms 15000 has_event a alert-acknowledged "\"origin\":\"$((16#$A_ID))\""; then
+  ok "A logged AlertAcknowledged for its SOS ($(events a alert-acknowledged | tail -n 1 | grep -o '"hops":[0-9]*' || echo 'hops 0'))"
+else
+  bad "A did not hear B's acknowledgement"; show_log a; show_log b
+fi
+why_a=$("$VIGIL" why --json --data "$SCRATCH/a" 2>/dev/null)
+if echo "$why_a" | grep -q 'acknowledged by another box'; then ok "A's red LED shows the acknowledgement (vigil why)"
+else bad "A's outputs do not show the acknowledgement"; echo "$why_a" | sed 's/^/     | /'; fi
 
 echo "3. A's cancel clears it on B"
 "$VIGIL" sim press sos --data "$SCRATCH/a" >/dev/null

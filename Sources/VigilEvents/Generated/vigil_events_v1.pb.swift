@@ -63,6 +63,9 @@ public nonisolated enum Vigil_Events_V1_EventKind: SwiftProtobuf.Enum, Swift.Cas
   case exposureDetected // = 16
   case contactRetention // = 17
   case exposureKeysPublished // = 18
+
+  /// Added in schema version 5 (acknowledgements over the air).
+  case alertAcknowledged // = 19
   case UNRECOGNIZED(Int)
 
   public init() {
@@ -90,6 +93,7 @@ public nonisolated enum Vigil_Events_V1_EventKind: SwiftProtobuf.Enum, Swift.Cas
     case 16: self = .exposureDetected
     case 17: self = .contactRetention
     case 18: self = .exposureKeysPublished
+    case 19: self = .alertAcknowledged
     default: self = .UNRECOGNIZED(rawValue)
     }
   }
@@ -115,6 +119,7 @@ public nonisolated enum Vigil_Events_V1_EventKind: SwiftProtobuf.Enum, Swift.Cas
     case .exposureDetected: return 16
     case .contactRetention: return 17
     case .exposureKeysPublished: return 18
+    case .alertAcknowledged: return 19
     case .UNRECOGNIZED(let i): return i
     }
   }
@@ -140,6 +145,7 @@ public nonisolated enum Vigil_Events_V1_EventKind: SwiftProtobuf.Enum, Swift.Cas
     .exposureDetected,
     .contactRetention,
     .exposureKeysPublished,
+    .alertAcknowledged,
   ]
 
 }
@@ -1106,12 +1112,49 @@ public nonisolated struct Vigil_Events_V1_ExposureKeysPublished: Sendable {
   public init() {}
 }
 
+/// Another box acknowledged an alert ("we know, help is on the way"): heard over the air, logged
+/// once per alert. The frame names the alert, not who acknowledged it. An acknowledgement made at
+/// this box is not an event of its own: it is the AlarmAcknowledged (a short press, `vigil ack`)
+/// applied while the alert was active.
+public nonisolated struct Vigil_Events_V1_AlertAcknowledged: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// the acknowledged alert
+  public var id: Vigil_Events_V1_AlertId {
+    get {_id ?? Vigil_Events_V1_AlertId()}
+    set {_id = newValue}
+  }
+  /// Returns true if `id` has been explicitly set.
+  public var hasID: Bool {self._id != nil}
+  /// Clears the value of `id`. Subsequent reads from it will return its default value.
+  public mutating func clearID() {self._id = nil}
+
+  /// relays so far (0 = heard from the box that acknowledged)
+  public var hops: UInt32 = 0
+
+  /// address of the box it was heard from
+  public var heardFrom: UInt64 = 0
+
+  /// the acknowledged alert's expiry, as the frame carries it
+  public var expiresAtUs: UInt64 = 0
+
+  public var severity: Vigil_Events_V1_Severity = .unspecified
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _id: Vigil_Events_V1_AlertId? = nil
+}
+
 // MARK: - Code below here is support for the SwiftProtobuf runtime.
 
 fileprivate nonisolated let _protobuf_package = "vigil.events.v1"
 
 nonisolated extension Vigil_Events_V1_EventKind: SwiftProtobuf._ProtoNameProviding {
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0EVENT_KIND_UNSPECIFIED\0\u{1}SCAN_HIT\0\u{1}ALERT_RECEIVED\0\u{1}ALERT_RAISED\0\u{1}ALERT_CANCELLED\0\u{1}CHECK_IN\0\u{1}BUTTON_INPUT\0\u{1}NODE_STARTED\0\u{1}NODE_STOPPED\0\u{1}RADIO_STATE_CHANGED\0\u{1}RESIDENT_ENROLLED\0\u{1}RESIDENT_UPDATED\0\u{1}RESIDENT_REMOVED\0\u{1}DEADLINE_REACHED\0\u{1}ALARM_ACKNOWLEDGED\0\u{1}OUTBOX_ATTEMPT\0\u{1}EXPOSURE_DETECTED\0\u{1}CONTACT_RETENTION\0\u{1}EXPOSURE_KEYS_PUBLISHED\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0EVENT_KIND_UNSPECIFIED\0\u{1}SCAN_HIT\0\u{1}ALERT_RECEIVED\0\u{1}ALERT_RAISED\0\u{1}ALERT_CANCELLED\0\u{1}CHECK_IN\0\u{1}BUTTON_INPUT\0\u{1}NODE_STARTED\0\u{1}NODE_STOPPED\0\u{1}RADIO_STATE_CHANGED\0\u{1}RESIDENT_ENROLLED\0\u{1}RESIDENT_UPDATED\0\u{1}RESIDENT_REMOVED\0\u{1}DEADLINE_REACHED\0\u{1}ALARM_ACKNOWLEDGED\0\u{1}OUTBOX_ATTEMPT\0\u{1}EXPOSURE_DETECTED\0\u{1}CONTACT_RETENTION\0\u{1}EXPOSURE_KEYS_PUBLISHED\0\u{1}ALERT_ACKNOWLEDGED\0")
 }
 
 nonisolated extension Vigil_Events_V1_AddressType: SwiftProtobuf._ProtoNameProviding {
@@ -2312,6 +2355,60 @@ nonisolated extension Vigil_Events_V1_ExposureKeysPublished: SwiftProtobuf.Messa
     if lhs.firstInterval != rhs.firstInterval {return false}
     if lhs.lastInterval != rhs.lastInterval {return false}
     if lhs.path != rhs.path {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Vigil_Events_V1_AlertAcknowledged: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".AlertAcknowledged"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}id\0\u{1}hops\0\u{3}heard_from\0\u{3}expires_at_us\0\u{1}severity\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularMessageField(value: &self._id) }()
+      case 2: try { try decoder.decodeSingularUInt32Field(value: &self.hops) }()
+      case 3: try { try decoder.decodeSingularUInt64Field(value: &self.heardFrom) }()
+      case 4: try { try decoder.decodeSingularUInt64Field(value: &self.expiresAtUs) }()
+      case 5: try { try decoder.decodeSingularEnumField(value: &self.severity) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    try { if let v = self._id {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 1)
+    } }()
+    if self.hops != 0 {
+      try visitor.visitSingularUInt32Field(value: self.hops, fieldNumber: 2)
+    }
+    if self.heardFrom != 0 {
+      try visitor.visitSingularUInt64Field(value: self.heardFrom, fieldNumber: 3)
+    }
+    if self.expiresAtUs != 0 {
+      try visitor.visitSingularUInt64Field(value: self.expiresAtUs, fieldNumber: 4)
+    }
+    if self.severity != .unspecified {
+      try visitor.visitSingularEnumField(value: self.severity, fieldNumber: 5)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Vigil_Events_V1_AlertAcknowledged, rhs: Vigil_Events_V1_AlertAcknowledged) -> Bool {
+    if lhs._id != rhs._id {return false}
+    if lhs.hops != rhs.hops {return false}
+    if lhs.heardFrom != rhs.heardFrom {return false}
+    if lhs.expiresAtUs != rhs.expiresAtUs {return false}
+    if lhs.severity != rhs.severity {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
