@@ -60,7 +60,8 @@ public struct Projections: Projection {
             }
             settleAlarms()
         case .alertCancelled(let cancel):
-            let ours = alerts.alerts[cancel.id.text]?.raisedHere == true
+            // Only an SOS raised here has broadcast outbox entries (a hazard raised here has none).
+            let ours = alerts.alerts[cancel.id.text].map { $0.raisedHere && $0.kind == AlertKind.sos.rawValue } == true
             alerts.apply(alertEvent: event)
             if ours {
                 outbox.add(id: "sos/\(cancel.id.text)/cancelled", channel: .broadcast, recipients: [],

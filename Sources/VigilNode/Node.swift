@@ -1001,8 +1001,61 @@ public final class Node: @unchecked Sendable {
     /// Kinds the CLI may append through the control socket.
     static let appendableKinds: Set<EventKind> = [
         .residentEnrolled, .residentUpdated, .residentRemoved, .checkIn, .alarmAcknowledged,
-        .exposureDetected, .exposureKeysPublished,
+        .exposureDetected, .exposureKeysPublished, .alertRaised, .alertCancelled,
     ]
+
+    struct Refusal: Error { let message: String }
+
+    /// Alerts raised or cancelled from the CLI (`vigil alert`): this box's own, so the node gives
+    /// a raised alert its id (origin and the next counter: only the loop knows it) and checks
+    /// what will go on the air; a cancel must name an active alert raised here. Messages are
+    /// fixed text (they go into JSON unescaped).
+    func validatedFromOutside(_ body: EventBody) -> Result<EventBody, Refusal> {
+        switch body {
+        case .alertRaised(var alert):
+            guard alert.kind != .unspecified, AlertFrame.FrameType(kind: alert.kind) != nil else {
+                return .failure(Refusal(message: "unknown alert kind"))
+            }
+            let now = clock.nowMicroseconds()
+            let lifetime = configuration.airAlerts.maxLifetimeMicroseconds
+            guard alert.expiresAtUs > now, alert.expiresAtUs - now <= lifetime else {
+                return .failure(Refusal(message: "the expiry must be in the future and within radio.alerts.max_lifetime"))
+            }
+            if alert.hasLocation {
+                guard abs(Int64(alert.location.latitudeE7)) <= 900_000_000, abs(Int64(alert.location.longitudeE7)) <= 1_800_000_000 else {
+                    return .failure(Refusal(message: "latitude must be within 90 and longitude within 180 degrees"))
+                }
+            }
+            guard alert.text.utf8.count <= 500 else { return .failure(Refusal(message: "the text is longer than 500 bytes")) }
+            if alert.severity == .unspecified { alert.severity = Self.defaultSeverity(alert.kind) }
+            alert.id = AlertID(origin: nodeID, counter: nextAlertCounter())
+            alert.hops = 0
+            alert.heardFrom = 0
+            return .success(.alertRaised(alert))
+        case .alertCancelled(var cancel):
+            let raisedHere = projections.alerts.active.contains { $0.raisedHere && $0.idText == cancel.id.text }
+                || pending.elements.contains { if case .alertRaised(let a) = $0.body { a.id == cancel.id } else { false } }
+            let cancelledAlready = pending.elements.contains { if case .alertCancelled(let c) = $0.body { c.id == cancel.id } else { false } }
+            guard raisedHere, !cancelledAlready else {
+                return .failure(Refusal(message: "no active alert raised at this box has that id"))
+            }
+            cancel.by = nodeID
+            cancel.hops = 0
+            cancel.heardFrom = 0
+            return .success(.alertCancelled(cancel))
+        default:
+            return .success(body)
+        }
+    }
+
+    /// The severity an alert raised here gets when none is given.
+    static func defaultSeverity(_ kind: AlertKind) -> AlertSeverity {
+        switch kind {
+        case .sos, .medical, .fire, .evacuate: .critical
+        case .flood, .roadHazard, .areaHazard: .warning
+        default: .info
+        }
+    }
 
     func respond(to command: ControlCommand) -> ControlReply {
         switch command {
@@ -1032,13 +1085,19 @@ public final class Node: @unchecked Sendable {
                 return .now(#"{"ok":false,"error":"that kind cannot be appended from outside"}"#)
             }
             guard !stopping else { return .now(#"{"ok":false,"error":"the node is stopping"}"#) }
+            let body: EventBody
             do {
-                let body = try EventCodec.decode(kind: kind, payload: payload, sequence: 0)
-                guard let seq = append(body) else { return .now(#"{"ok":false,"error":"the log refused the event"}"#) }
-                return .whenDurable(seq)
+                body = try EventCodec.decode(kind: kind, payload: payload, sequence: 0)
             } catch {
                 return .now(#"{"ok":false,"error":"malformed event"}"#)
             }
+            let checked: EventBody
+            switch validatedFromOutside(body) {
+            case .success(let b): checked = b
+            case .failure(let refusal): return .now(#"{"ok":false,"error":"\#(refusal.message)"}"#)
+            }
+            guard let seq = append(checked) else { return .now(#"{"ok":false,"error":"the log refused the event"}"#) }
+            return .whenDurable(seq)
         }
     }
 

@@ -4,7 +4,8 @@
 #  1. both report the radio on; B's log holds ScanHits of A's presence advert (service data 0xFCF1)
 #  2. an SOS raised at A (long press) reaches B as an AlertReceived with A's id, 0 hops; a short
 #     press at B acknowledges it over the air, and A logs AlertAcknowledged and dips its red LED
-#  3. A's cancel (a second long press) reaches B as an AlertCancelled that clears it
+#  3. A's cancel (a second long press) reaches B as an AlertCancelled that clears it; a road hazard
+#     raised at A with `vigil alert raise` reaches B with its location
 #  4. a frame with a wrong tag (sent by hand from hci2) is counted as forged and never logged
 #  5. `hciconfig hci1 reset` is recovered: B logs the radio off, then on, and hears A again
 #  6. B restarted on the user channel (exclusive) hears A's next SOS
@@ -100,6 +101,22 @@ if wait_ms 15000 has_event b alert-cancelled "\"origin\":\"$((16#$A_ID))\""; the
 else
   bad "B did not hear the cancel"; show_log b
 fi
+echo "3b. a road hazard raised at A with the CLI reaches B with its location"
+"$VIGIL" alert raise road-hazard --at 52.5163,13.3777 --expires 1h --data "$SCRATCH/a" > "$SCRATCH/raise.out" 2>&1 \
+  || { bad "vigil alert raise failed: $(cat "$SCRATCH/raise.out")"; }
+if wait_ms 15000 has_event b alert-received '"kind":"ROAD_HAZARD"'; then
+  hazard=$(events b alert-received | grep '"kind":"ROAD_HAZARD"' | tail -n 1)
+  lat=$(echo "$hazard" | grep -o '"latitude_e7":-*[0-9]*' | cut -d: -f2)
+  lon=$(echo "$hazard" | grep -o '"longitude_e7":-*[0-9]*' | cut -d: -f2)
+  # The frame's grid is about 1.19 m: within 0.6 m is within 54 units of 1e-7 degree of latitude.
+  if [ -n "$lat" ] && [ -n "$lon" ] && [ $(( lat > 525163000 ? lat - 525163000 : 525163000 - lat )) -le 60 ] \
+     && [ $(( lon > 133777000 ? lon - 133777000 : 133777000 - lon )) -le 100 ]; then
+    ok "B logged A's road hazard at $lat,$lon (sent 525163000,133777000)"
+  else bad "B's road hazard has the wrong place: $hazard"; fi
+else
+  bad "B did not receive A's road hazard"; cat "$SCRATCH/raise.out"; show_log b
+fi
+
 status_b() { "$VIGIL" status --json --data "$SCRATCH/b" 2>/dev/null; }
 # press_sos_at_a KIND: a long press at A, waiting until A has logged the KIND it causes
 # (alert-raised or alert-cancelled), so presses never overlap.
