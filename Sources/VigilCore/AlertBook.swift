@@ -60,6 +60,19 @@ public struct AlertBook: Projection {
     /// after the wall clock is stepped back (an RTC-less Pi corrected by NTP), a maximum would
     /// make every new SOS born expired; the latest time can only make an alert last longer.
     public private(set) var newestMicroseconds: UInt64 = 0
+    /// The highest counter of the alerts raised here: the next one gets a higher one, even after
+    /// the alerts themselves are forgotten (an alert id must never repeat).
+    public private(set) var highestCounterRaisedHere: UInt32 = 0
+    /// Alerts and acknowledgements forgotten because they ended long ago (see `prune`).
+    public private(set) var forgotten: UInt64 = 0
+    private var lastPruneMicroseconds: UInt64 = 0
+
+    /// How long after its end an alert is remembered: longer than any linger on the air, and
+    /// frames of an ended alert are refused as stale anyway, so after this nothing can need it.
+    static let rememberAfterEndMicroseconds: UInt64 = 3_600_000_000
+    /// An alert without expiry ends only when cancelled; a box that missed the cancel may renew
+    /// it for a while, so its cancellation is remembered longer.
+    static let rememberCancelledWithoutExpiryMicroseconds: UInt64 = 7 * 86_400_000_000
 
     public init() {}
 
@@ -73,6 +86,35 @@ public struct AlertBook: Projection {
     @inline(__always)
     mutating func observe(time: UInt64) {
         newestMicroseconds = time
+        // Hourly by event time (and again after the clock was stepped back), so the book stays
+        // bounded however long the box runs; deterministic, so replay forgets the same things.
+        if time >= lastPruneMicroseconds &+ 3_600_000_000 || time &+ 3_600_000_000 < lastPruneMicroseconds {
+            prune(now: time)
+        }
+    }
+
+    /// Forgets alerts and acknowledgements that ended long ago. Alerts without expiry stay until
+    /// cancelled (they are active); the counter of alerts raised here is kept apart.
+    mutating func prune(now: UInt64) {
+        lastPruneMicroseconds = now
+        func ended(expiresAt: UInt64, cancelledAt: UInt64?) -> Bool {
+            if expiresAt != 0 { return expiresAt &+ Self.rememberAfterEndMicroseconds < now }
+            guard let cancelledAt else { return false }
+            return cancelledAt &+ Self.rememberCancelledWithoutExpiryMicroseconds < now
+        }
+        let before = alerts.count + acknowledgements.count
+        alerts = alerts.filter { !ended(expiresAt: $0.value.expiresAtMicroseconds, cancelledAt: $0.value.cancelledMicroseconds) }
+        acknowledgements = acknowledgements.filter { key, ack in
+            if let alert = alerts[key] {
+                return !ended(expiresAt: alert.expiresAtMicroseconds, cancelledAt: alert.cancelledMicroseconds)
+            }
+            // The alert is forgotten or was never heard: the acknowledgement's own expiry, or a
+            // week for one without.
+            return ack.expiresAtMicroseconds != 0
+                ? ack.expiresAtMicroseconds &+ Self.rememberAfterEndMicroseconds >= now
+                : ack.timeMicroseconds &+ Self.rememberCancelledWithoutExpiryMicroseconds >= now
+        }
+        forgotten &+= UInt64(before - alerts.count - acknowledgements.count)
     }
 
     mutating func apply(alertEvent event: Event) {
@@ -148,6 +190,7 @@ public struct AlertBook: Projection {
                             longitudeE7: alert.hasLocation ? alert.location.longitudeE7 : nil,
                             text: alert.text, cancelled: false, cancelledMicroseconds: nil, duplicates: 0,
                             cancelHops: nil, cancelledHere: nil, tombstone: nil)
+        if raisedHere { highestCounterRaisedHere = max(highestCounterRaisedHere, alert.id.counter) }
     }
 
     /// Alerts neither cancelled nor expired as of the newest event, oldest first.

@@ -668,8 +668,8 @@ public final class Node: @unchecked Sendable {
 
     /// Alert ids are (node, counter); the counter continues from the log, so ids never repeat.
     private func nextAlertCounter() -> UInt32 {
-        var highest: UInt32 = 0
-        for a in projections.alerts.alerts.values where a.origin == nodeID { highest = max(highest, a.counter) }
+        // Kept apart from the alerts themselves, which the book forgets once long ended.
+        var highest = projections.alerts.highestCounterRaisedHere
         for e in pending.elements {
             if case .alertRaised(let a) = e.body, a.id.origin == nodeID { highest = max(highest, a.id.counter) }
         }

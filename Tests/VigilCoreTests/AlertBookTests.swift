@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 import VigilCore
 import VigilEvents
@@ -115,5 +116,57 @@ struct AlertBookTests {
         let book = AlertBook().applying(all: stream.inputs)
         #expect(book.active.map(\.idText) == ["ff:1", "1:9", "80:3"])
         #expect(book.active.map(\.firstSequence) == [1, 2, 3])
+    }
+}
+
+@Suite("The alert book stays bounded")
+struct AlertBookPruningTests {
+    private let hour = 3_600.0
+
+    @Test func alertsLongEndedAreForgottenButActiveOnesAndTheCounterStay() throws {
+        var stream = EventStream()
+        stream.add(.alertRaised(alert(origin: 1, counter: 41, expiresAt: 100)), at: 10)     // ends at 100
+        stream.add(.alertReceived(alert(origin: 2, counter: 1, expiresAt: 200)), at: 20)    // ends at 200
+        stream.add(.alertReceived(alert(origin: 3, counter: 1, expiresAt: 0)), at: 30)      // no expiry, active
+        stream.add(.alertReceived(alert(origin: 4, counter: 1, expiresAt: 0)), at: 40)
+        stream.add(cancellation(origin: 4, counter: 1), at: 50)                              // no expiry, cancelled
+        var ack = AlertAcknowledged()
+        ack.id = AlertID(origin: 2, counter: 1)
+        ack.expiresAtUs = micros(200)
+        stream.add(.alertAcknowledged(ack), at: 60)
+        // Still within an hour of their end: everything is remembered.
+        stream.add(.checkIn(CheckIn()), at: 100 + hour - 1)
+        var book = AlertBook().applying(all: stream.inputs)
+        #expect(book.alerts.count == 4 && book.acknowledgements.count == 1)
+        // Two hours later the ended ones are gone, with the acknowledgement of one.
+        stream.add(.checkIn(CheckIn()), at: 200 + 2 * hour)
+        book = AlertBook().applying(all: stream.inputs)
+        #expect(Set(book.alerts.keys) == ["3:1", "4:1"])
+        #expect(book.acknowledgements.isEmpty)
+        #expect(book.forgotten == 3)
+        #expect(book.highestCounterRaisedHere == 41, "the counter outlives the alert")
+        // The cancelled alert without expiry is kept for a week after its cancel, then forgotten;
+        // the active one without expiry stays.
+        stream.add(.checkIn(CheckIn()), at: 50 + 7 * 24 * hour + hour)
+        book = AlertBook().applying(all: stream.inputs)
+        #expect(Set(book.alerts.keys) == ["3:1"])
+        #expect(book.active.map(\.idText) == ["3:1"])
+    }
+
+    @Test func aCheckpointAndItsTailForgetTheSameAsAFullReplay() throws {
+        var stream = EventStream()
+        for i in 0..<200 {
+            stream.add(.alertReceived(alert(origin: UInt64(i % 7 + 1), counter: UInt32(i), expiresAt: Double(i) * 600 + 900)),
+                       at: Double(i) * 600)
+        }
+        let inputs = stream.inputs
+        let full = AlertBook().applying(all: inputs)
+        for cut in [1, 57, 123, 199] {
+            let head = AlertBook().applying(all: Array(inputs.prefix(cut)))
+            let restored = try JSONDecoder().decode(AlertBook.self, from: JSONEncoder().encode(head))
+            #expect(restored.applying(all: Array(inputs.dropFirst(cut))) == full, "cut at \(cut)")
+        }
+        #expect(full.alerts.count < 20, "\(full.alerts.count) alerts remembered of 200")
+        #expect(full.forgotten > 180)
     }
 }
