@@ -2,8 +2,9 @@
 # Two Vigil nodes on BlueZ's emulated controllers (btvirt): A on hci0, B on hci1, both on the raw
 # HCI channel with the same shelter key, A capturing every HCI packet to a btsnoop file.
 #  1. both report the radio on; B's log holds ScanHits of A's presence advert (service data 0xFCF1)
-#  2. an SOS raised at A (long press) reaches B as an AlertReceived with A's id, 0 hops; a short
-#     press at B acknowledges it over the air, and A logs AlertAcknowledged and dips its red LED
+#  2. an SOS raised at A (long press) reaches B as an AlertReceived with A's id, 0 hops, and B's
+#     relay (hop 1) is heard back at A; a short press at B acknowledges it over the air, and A
+#     logs AlertAcknowledged and dips its red LED
 #  3. A's cancel (a second long press) reaches B as an AlertCancelled that clears it; a road hazard
 #     raised at A with `vigil alert raise` reaches B with its location
 #  4. a frame with a wrong tag (sent by hand from hci2) is counted as forged and never logged
@@ -80,6 +81,11 @@ else
   bad "B did not receive A's SOS (A is $A_ID)"; events b alert-received | sed 's/^/     | /'; show_log b
 fi
 if wait_ms 5000 has_event a outbox-attempt '"notifier":"radio"'; then ok "A's broadcast outbox entry was settled by the radio"; else bad "A's SOS broadcast entry not settled"; fi
+# B relays the SOS with one more hop after its relay delay; A hears that relay as its own frame
+# coming back (counted, never logged again).
+own_echoes() { local n; n=$("$VIGIL" status --json --data "$SCRATCH/a" 2>/dev/null | grep -o '"ownEchoes":[0-9]*' | cut -d: -f2); [ "${n:-0}" -gt 0 ]; }
+if wait_ms 10000 own_echoes; then ok "A hears B's relay of its SOS ($("$VIGIL" status --json --data "$SCRATCH/a" | grep -o '"ownEchoes":[0-9]*'))"
+else bad "A never heard its SOS relayed by B"; fi
 
 echo "2b. a short press at B acknowledges A's SOS over the air"
 "$VIGIL" sim press ack --data "$SCRATCH/b" >/dev/null
