@@ -31,10 +31,10 @@ public struct AlertBook: Projection {
         public var idText: String { AlertID(origin: origin, counter: counter).text }
     }
 
-    /// An alert acknowledged ("we know; help is on the way"): made here, by an
-    /// `AlarmAcknowledged` (a short press, `vigil ack`) applied while the alert, received from
-    /// another box, was active; or heard over the air (`AlertAcknowledged`). One per alert: the
-    /// frame does not say who acknowledged, so the first one is what there is to know.
+    /// An alert acknowledged ("we know; help is on the way"): an `AlertAcknowledged` made here
+    /// (a short press or `vigil alert ack` answering a call for help received from another box;
+    /// `heard_from` 0) or heard over the air. One per alert: the frame does not say who
+    /// acknowledged, so the first one is what there is to know.
     public struct Acknowledgement: Codable, Equatable, Sendable {
         public var origin: UInt64
         public var counter: UInt32
@@ -145,24 +145,24 @@ public struct AlertBook: Projection {
             guard acknowledgements[key] == nil else { break }
             let expiry = alerts[key].map { $0.expiresAtMicroseconds != 0 ? max($0.expiresAtMicroseconds, ack.expiresAtUs) : 0 }
                 ?? ack.expiresAtUs
+            let madeHere = ack.heardFrom == 0
             acknowledgements[key] = Acknowledgement(origin: ack.id.origin, counter: ack.id.counter, severity: ack.severity.rawValue,
-                                                    expiresAtMicroseconds: expiry, hops: ack.hops, madeHere: false,
+                                                    expiresAtMicroseconds: expiry, hops: madeHere ? 0 : ack.hops, madeHere: madeHere,
                                                     sequence: event.sequence, timeMicroseconds: event.timeMicroseconds)
-        case .alarmAcknowledged:
-            for entry in awaitingAcknowledgement {
-                acknowledgements[entry.idText] = Acknowledgement(
-                    origin: entry.origin, counter: entry.counter, severity: entry.severity,
-                    expiresAtMicroseconds: entry.expiresAtMicroseconds, hops: 0, madeHere: true,
-                    sequence: event.sequence, timeMicroseconds: event.timeMicroseconds)
-            }
         default: break
         }
     }
 
-    /// Active alerts received from other boxes that nobody has acknowledged yet (as far as this
-    /// box knows): what a short press at this box acknowledges.
+    /// Kinds that call for an answer: someone needs help. Warnings (fire, flood, hazards,
+    /// evacuation, info) are for everyone to heed, not to answer.
+    public static func asksForAnswer(kind: Int) -> Bool {
+        kind == AlertKind.sos.rawValue || kind == AlertKind.medical.rawValue
+    }
+
+    /// Active calls for help received from other boxes that nobody has acknowledged yet (as far
+    /// as this box knows): what a short press at this box answers.
     public var awaitingAcknowledgement: [Entry] {
-        active.filter { !$0.raisedHere && $0.tombstone != true && acknowledgements[$0.idText] == nil }
+        active.filter { !$0.raisedHere && $0.tombstone != true && Self.asksForAnswer(kind: $0.kind) && acknowledgements[$0.idText] == nil }
     }
 
     /// The acknowledgement of an alert, if any, while that alert is active.

@@ -22,8 +22,8 @@ public struct Projections: Projection {
 
     /// The checkpoint's name in the log.
     /// v3: schema 4 added the exposure book (an older checkpoint is ignored: the log is replayed).
-    /// v4: schema 5 added acknowledgements to the alert book, and AlarmAcknowledged now also
-    /// acknowledges received alerts.
+    /// v4: schema 5 added acknowledgements to the alert book, and the book forgets long-ended
+    /// alerts.
     public static let checkpointName = "projections.v4"
 
     public init(settings: ProjectionSettings = ProjectionSettings()) {
@@ -81,8 +81,6 @@ public struct Projections: Projection {
             alarms.apply(.event(event))
         case .alarmAcknowledged:
             alarms.acknowledge(sounding: OutputPolicy.soundingAlarms(self), event: event)
-            // It also acknowledges, over the air, the alerts received from other boxes.
-            alerts.apply(alertEvent: event)
         case .outboxAttempt:
             outbox.apply(.event(event))
         case .contactRetention:

@@ -7,7 +7,7 @@ import VigilSystem
 
 /// What the air brought that the log does not show: frames refused and why.
 public struct AirCounters: Sendable, Codable, Equatable {
-    /// Alert frames whose tag verified and that were new (appended).
+    /// Frames (alerts, cancels, acknowledgements) whose tag verified and that were new (appended).
     public var accepted: UInt64 = 0
     /// Valid frames for an alert (or cancel) already known: the same advert heard again.
     public var duplicates: UInt64 = 0
@@ -47,6 +47,9 @@ package struct AirLink {
     var exposureKeys: ExposureKeyStore?
     var exposureTxPower: Int8 = -10
     var exposureRetentionDays: UInt32 = 14
+
+    /// Whether alert frames can be sent and checked (a shelter key is installed).
+    var hasKey: Bool { key != nil }
 
     package init(key: AlertFrameKey?, settings: AirAlertSettings, presence: PresenceIdentity?, nodeID: UInt64) {
         self.key = key

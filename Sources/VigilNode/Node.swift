@@ -627,18 +627,44 @@ public final class Node: @unchecked Sendable {
                     logger.notice("SOS raised", metadata: ["alert": "\(sos.id.text)"])
                 }
             case .shortPress:
-                // Silences what sounds here, and acknowledges over the air the alerts received
-                // from other boxes (see AlertBook.awaitingAcknowledgement).
-                if !OutputPolicy.soundingAlarms(projections).isEmpty || !projections.alerts.awaitingAcknowledgement.isEmpty {
+                // First what sounds here is silenced; only a press when nothing sounds answers
+                // the calls for help received from other boxes, so silencing a resident's alarm
+                // never tells another box "help is on the way" by accident.
+                if !OutputPolicy.soundingAlarms(projections).isEmpty {
                     var ack = AlarmAcknowledged()
                     ack.by = "button"
                     append(.alarmAcknowledged(ack))
+                } else {
+                    answerCallsForHelp()
                 }
             case .pressed, .released, .glitch:
                 break
             }
         }
         scheduleGestureTick()
+    }
+
+    /// Acknowledges, over the air, the calls for help received from other boxes that the blue
+    /// LED shows unanswered now: the durable state, so only alerts someone could have seen. One
+    /// event per alert, naming it, so the log says exactly what was answered.
+    private func answerCallsForHelp() {
+        for entry in projections.alerts.awaitingAcknowledgement {
+            let id = AlertID(origin: entry.origin, counter: entry.counter)
+            let pendingAlready = pending.elements.contains { if case .alertAcknowledged(let a) = $0.body { a.id == id } else { false } }
+            guard !pendingAlready else { continue }
+            append(.alertAcknowledged(Self.acknowledgementMadeHere(entry)))
+            logger.notice("call for help acknowledged", metadata: ["alert": "\(entry.idText)"])
+        }
+    }
+
+    static func acknowledgementMadeHere(_ entry: AlertBook.Entry) -> AlertAcknowledged {
+        var ack = AlertAcknowledged()
+        ack.id = AlertID(origin: entry.origin, counter: entry.counter)
+        ack.hops = 0
+        ack.heardFrom = 0
+        ack.expiresAtUs = entry.expiresAtMicroseconds
+        ack.severity = AlertSeverity(rawValue: entry.severity) ?? .unspecified
+        return ack
     }
 
     private func scheduleGestureTick() {
@@ -892,7 +918,7 @@ public final class Node: @unchecked Sendable {
                     appendedDeadline = nil
                 case .outboxAttempt(let a): attemptsInFlight.remove(a.entry)
                 case .contactRetention(let r): purgeContactData(cutoff: r.cutoffUs, through: first.sequence - 1)
-                case .alertRaised, .alertReceived, .alertCancelled, .alertAcknowledged, .alarmAcknowledged: alertsChanged = true
+                case .alertRaised, .alertReceived, .alertCancelled, .alertAcknowledged: alertsChanged = true
                 default: break
                 }
             }
@@ -1001,16 +1027,26 @@ public final class Node: @unchecked Sendable {
     /// Kinds the CLI may append through the control socket.
     static let appendableKinds: Set<EventKind> = [
         .residentEnrolled, .residentUpdated, .residentRemoved, .checkIn, .alarmAcknowledged,
-        .exposureDetected, .exposureKeysPublished, .alertRaised, .alertCancelled,
+        .exposureDetected, .exposureKeysPublished, .alertRaised, .alertCancelled, .alertAcknowledged,
     ]
 
     struct Refusal: Error { let message: String }
 
-    /// Alerts raised or cancelled from the CLI (`vigil alert`): this box's own, so the node gives
-    /// a raised alert its id (origin and the next counter: only the loop knows it) and checks
-    /// what will go on the air; a cancel must name an active alert raised here. Messages are
-    /// fixed text (they go into JSON unescaped).
+    /// Alerts raised, cancelled or acknowledged from the CLI (`vigil alert`): they go on the air,
+    /// so the node checks them against what it knows. A raised alert gets its id here (origin
+    /// and the next counter: only the loop knows it); a cancel must name an active alert raised
+    /// here; an acknowledgement an active call for help received from another box, not yet
+    /// acknowledged. Without a shelter key nothing goes on the air, so all three are refused.
+    /// Messages are fixed text (they go into JSON unescaped).
     func validatedFromOutside(_ body: EventBody) -> Result<EventBody, Refusal> {
+        switch body {
+        case .alertRaised, .alertCancelled, .alertAcknowledged:
+            guard air.hasKey else {
+                return .failure(Refusal(message: "this box has no shelter key (radio.alerts.key_file), so nothing would go on the air"))
+            }
+        default:
+            break
+        }
         switch body {
         case .alertRaised(var alert):
             guard alert.kind != .unspecified, AlertFrame.FrameType(kind: alert.kind) != nil else {
@@ -1028,7 +1064,11 @@ public final class Node: @unchecked Sendable {
             }
             guard alert.text.utf8.count <= 500 else { return .failure(Refusal(message: "the text is longer than 500 bytes")) }
             if alert.severity == .unspecified { alert.severity = Self.defaultSeverity(alert.kind) }
-            alert.id = AlertID(origin: nodeID, counter: nextAlertCounter())
+            let counter = nextAlertCounter()
+            guard counter <= AlertFrame.maximumCounter else {
+                return .failure(Refusal(message: "this box has used every alert counter a frame can carry"))
+            }
+            alert.id = AlertID(origin: nodeID, counter: counter)
             alert.hops = 0
             alert.heardFrom = 0
             return .success(.alertRaised(alert))
@@ -1043,6 +1083,16 @@ public final class Node: @unchecked Sendable {
             cancel.hops = 0
             cancel.heardFrom = 0
             return .success(.alertCancelled(cancel))
+        case .alertAcknowledged(let ack):
+            guard let entry = projections.alerts.active.first(where: { $0.idText == ack.id.text }), !entry.raisedHere,
+                  AlertBook.asksForAnswer(kind: entry.kind) else {
+                return .failure(Refusal(message: "no active call for help (sos or medical) received from another box has that id"))
+            }
+            let pendingAlready = pending.elements.contains { if case .alertAcknowledged(let a) = $0.body { a.id == ack.id } else { false } }
+            guard projections.alerts.acknowledgements[entry.idText] == nil, !pendingAlready else {
+                return .failure(Refusal(message: "that alert is already acknowledged"))
+            }
+            return .success(.alertAcknowledged(Self.acknowledgementMadeHere(entry)))
         default:
             return .success(body)
         }

@@ -5,31 +5,32 @@ import VigilLog
 import VigilNode
 import VigilSystem
 
-/// `vigil alert raise|cancel`: alerts raised at this box by its operator — a flooded road, a fire,
-/// an evacuation — which the running node puts on the air for other boxes and phones (the SOS
-/// has the button). The node gives the alert its id and checks it; without a running node there
-/// is no radio to send it, so the command refuses rather than logging an alert nobody hears.
+/// `vigil alert raise|cancel|ack`: alerts raised at this box by its operator — a flooded road, a
+/// fire, an evacuation — which the running node puts on the air for other boxes and phones (the
+/// SOS has the button), and answers to calls for help heard from other boxes. The node checks
+/// each and gives a raised alert its id; without a running node there is no radio to send it,
+/// so the command refuses (exit 69) rather than logging what nobody hears.
 struct AlertCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "alert", abstract: "Raise or cancel an alert at this box (it goes on the air).",
-        subcommands: [AlertRaise.self, AlertCancel.self])
+        subcommands: [AlertRaise.self, AlertCancel.self, AlertAcknowledge.self])
 }
 
-enum AlertKindName: String, ExpressibleByArgument, CaseIterable {
-    case sos, medical, fire, flood, evacuate, roadHazard = "road-hazard", areaHazard = "area-hazard", info
+/// An alert kind as the command line names it.
+struct AlertKindName: ExpressibleByArgument {
+    static let kinds: KeyValuePairs<String, AlertKind> = [
+        "sos": .sos, "medical": .medical, "fire": .fire, "flood": .flood, "evacuate": .evacuate,
+        "road-hazard": .roadHazard, "area-hazard": .areaHazard, "info": .info,
+    ]
+    let name: String
+    let kind: AlertKind
 
-    var kind: AlertKind {
-        switch self {
-        case .sos: .sos
-        case .medical: .medical
-        case .fire: .fire
-        case .flood: .flood
-        case .evacuate: .evacuate
-        case .roadHazard: .roadHazard
-        case .areaHazard: .areaHazard
-        case .info: .info
-        }
+    init?(argument: String) {
+        guard let match = Self.kinds.first(where: { $0.key == argument }) else { return nil }
+        (name, kind) = (match.key, match.value)
     }
+
+    static var allValueStrings: [String] { kinds.map(\.key) }
 }
 
 enum SeverityName: String, ExpressibleByArgument, CaseIterable {
@@ -47,14 +48,14 @@ enum SeverityName: String, ExpressibleByArgument, CaseIterable {
 /// Sends an alert event to the running node, which appends it once checked; returns the sequence.
 private func sendToRunningNode(_ body: EventBody, dataDirectory dir: String) throws -> UInt64 {
     guard FileSystem.exists(dir + "/control.sock") else {
-        throw CLIError("no node is running on \(dir): alerts go on the air, so start it first (`vigil run --data \(dir)`)")
+        throw CLIError("no node is running on \(dir): alerts go on the air, so start it first (`vigil run --data \(dir)`)", code: 69)
     }
     let (kind, payload) = EventCodec.encode(body)
     let reply: String
     do {
         reply = try ControlClient.send(.append(kind: kind, payload: payload), dataDirectory: dir, timeoutMilliseconds: 10_000)
     } catch {
-        throw CLIError("the node on \(dir) does not answer: \(error)")
+        throw CLIError("the node on \(dir) does not answer: \(error)", code: 69)
     }
     guard let object = try? JSONSerialization.jsonObject(with: Data(reply.utf8)) as? [String: Any] else {
         throw CLIError("the node answered something unreadable: \(reply)")
@@ -110,7 +111,7 @@ struct AlertRaise: AsyncParsableCommand {
                     return false
                 }
             }
-            FileOutput.standardOutput.write("raised \(kind.rawValue) alert \(id) (event \(seq)); on the air until \(EventFormatting.time(alert.expiresAtUs))\n")
+            FileOutput.standardOutput.write("raised \(kind.name) alert \(id) (event \(seq)); on the air until \(EventFormatting.time(alert.expiresAtUs))\n")
         }
     }
 }
@@ -126,15 +127,39 @@ struct AlertCancel: AsyncParsableCommand {
     func run() async throws {
         try await reportingErrors {
             let dir = try options.load().configuration.dataDirectory
-            let parts = id.split(separator: ":")
-            guard parts.count == 2, let origin = UInt64(parts[0], radix: 16), let counter = UInt32(parts[1]) else {
-                throw CLIError("the id must look like 1a2b3c4d:7 (origin in hex, counter)", code: 64)
-            }
             var cancel = AlertCancelled()
-            cancel.id = AlertID(origin: origin, counter: counter)
+            cancel.id = try parseAlertID(id)
             cancel.reason = reason
             let seq = try sendToRunningNode(.alertCancelled(cancel), dataDirectory: dir)
             FileOutput.standardOutput.write("cancelled alert \(id) (event \(seq))\n")
+        }
+    }
+}
+
+/// "1a2b3c4d:7" (origin in hex, counter), as `vigil status` prints alert ids.
+private func parseAlertID(_ text: String) throws -> AlertID {
+    let parts = text.split(separator: ":")
+    guard parts.count == 2, let origin = UInt64(parts[0], radix: 16), let counter = UInt32(parts[1]) else {
+        throw CLIError("the id must look like 1a2b3c4d:7 (origin in hex, counter)", code: 64)
+    }
+    return AlertID(origin: origin, counter: counter)
+}
+
+struct AlertAcknowledge: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "ack",
+        abstract: "Answer a call for help (sos, medical) heard from another box: the acknowledgement goes on the air to it.")
+
+    @Argument(help: "The alert's id, as `vigil status` prints it (origin:counter).") var id: String
+    @OptionGroup var options: DataOptions
+
+    func run() async throws {
+        try await reportingErrors {
+            let dir = try options.load().configuration.dataDirectory
+            var ack = AlertAcknowledged()
+            ack.id = try parseAlertID(id)
+            let seq = try sendToRunningNode(.alertAcknowledged(ack), dataDirectory: dir)
+            FileOutput.standardOutput.write("acknowledged alert \(id) (event \(seq)); the acknowledgement goes on the air\n")
         }
     }
 }

@@ -250,8 +250,7 @@ struct CheckInCommand: AsyncParsableCommand {
 }
 
 struct AcknowledgeCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "ack", abstract: "Silence the alarms sounding now, and acknowledge over the air the alerts received from other boxes.")
+    static let configuration = CommandConfiguration(commandName: "ack", abstract: "Silence the alarms sounding now.")
     @OptionGroup var options: DataOptions
 
     func run() async throws {

@@ -69,7 +69,7 @@ struct Status: AsyncParsableCommand {
             let lit = live.outputs.filter(\.value).keys.sorted()
             out += "outputs: \(lit.isEmpty ? "all off" : lit.joined(separator: ", ") + " on")\n"
             let a = live.air
-            out += "air: \(a.accepted) alerts accepted, \(a.duplicates) duplicates, \(a.forged) forged, \(a.stale) stale, \(a.malformed) malformed, \(a.ownEchoes) own echoes, \(a.acknowledgements) acknowledgements heard, \(a.presence) presence adverts\n"
+            out += "air: \(a.accepted) new frames accepted, \(a.duplicates) duplicates, \(a.forged) forged, \(a.stale) stale, \(a.malformed) malformed, \(a.ownEchoes) own echoes, \(a.acknowledgements) acknowledgements heard, \(a.presence) presence adverts\n"
             out += "on the air: \(live.onAir.isEmpty ? "presence only" : live.onAir.joined(separator: "; "))\n"
             if let h = live.hci {
                 out += "hci: \(h.packetsIn) packets in, \(h.packetsOut) out, \(h.reports) reports, \(h.recoveries) recoveries, \(h.commandTimeouts) command timeouts, \(h.hardwareErrors) hardware errors\n"

@@ -2,9 +2,9 @@ import Testing
 import VigilCore
 import VigilEvents
 
-/// An acknowledgement ("we know; help is on the way") travels back to the box that raised an
-/// alert: made by a short press (or `vigil ack`) at a box that received it, relayed like a
-/// cancel, and shown at the origin on the SOS light.
+/// An acknowledgement ("we know; help is on the way") travels back to the box that raised a call
+/// for help: made by a short press (or `vigil alert ack`) at a box that received it, relayed like
+/// a cancel, and shown at the origin on the SOS light.
 @Suite("Acknowledgements over the air")
 struct AcknowledgementTests {
     let me: UInt64 = 0xAAAA
@@ -32,6 +32,15 @@ struct AcknowledgementTests {
         return .alertAcknowledged(a)
     }
 
+    /// An acknowledgement made at this box (heard_from 0), as the node logs it.
+    private func madeHere(origin: UInt64, counter: UInt32, expiresAt: Double = 1_000) -> EventBody {
+        var a = AlertAcknowledged()
+        a.id = AlertID(origin: origin, counter: counter)
+        a.expiresAtUs = micros(expiresAt)
+        a.severity = .critical
+        return .alertAcknowledged(a)
+    }
+
     private func acks(_ b: AlertBook, at seconds: Double, node: UInt64? = nil,
                       heard: [String: [AlertAirtime.RelayHeard]] = [:]) -> [AlertAirtime.Broadcast] {
         AlertAirtime.broadcasts(b, now: micros(seconds), node: node ?? me, settings: settings, heard: heard)
@@ -40,20 +49,29 @@ struct AcknowledgementTests {
 
     // MARK: The book
 
-    @Test func anAcknowledgementHereCoversTheActiveReceivedAlertsOnly() throws {
+    @Test func onlyActiveCallsForHelpFromOtherBoxesAwaitAnAnswer() throws {
         var stream = EventStream()
         stream.add(.alertReceived(alert(origin: 7, counter: 1, expiresAt: 1_000)), at: 10)
+        stream.add(.alertReceived(alert(origin: 7, counter: 2, kind: .medical, expiresAt: 1_000)), at: 10)
+        stream.add(.alertReceived(alert(origin: 7, counter: 3, kind: .flood, expiresAt: 1_000)), at: 10) // a warning, not a call
         stream.add(.alertReceived(alert(origin: 8, counter: 1, expiresAt: 1_000)), at: 11)
         stream.add(cancellation(origin: 8, counter: 1), at: 12)
-        stream.add(.alertReceived(alert(origin: 9, counter: 1, expiresAt: 15)), at: 13) // expires before the press
-        stream.add(.alertRaised(alert(origin: me, counter: 1, expiresAt: 1_000)), at: 14)
-        stream.add(LadderEvents.acknowledged(), at: 20)
-        let b = AlertBook().applying(all: stream.inputs)
-        #expect(Array(b.acknowledgements.keys) == ["7:1"])
+        stream.add(.alertReceived(alert(origin: 9, counter: 1, expiresAt: 15)), at: 13) // expired by now
+        stream.add(.alertRaised(alert(origin: me, counter: 1, expiresAt: 1_000)), at: 14) // our own
+        stream.add(.checkIn(CheckIn()), at: 20)
+        var b = AlertBook().applying(all: stream.inputs)
+        #expect(b.awaitingAcknowledgement.map(\.idText) == ["7:1", "7:2"])
+        // Silencing the alarms here answers nothing.
+        stream.add(LadderEvents.acknowledged(), at: 21)
+        b = AlertBook().applying(all: stream.inputs)
+        #expect(b.acknowledgements.isEmpty)
+        // The node's acknowledgement names the alert.
+        stream.add(madeHere(origin: 7, counter: 1), at: 22)
+        b = AlertBook().applying(all: stream.inputs)
         let ack = try #require(b.acknowledgements["7:1"])
-        #expect(ack.madeHere && ack.hops == 0 && ack.sequence == 6 && ack.timeMicroseconds == micros(20))
+        #expect(ack.madeHere && ack.hops == 0 && ack.sequence == 10 && ack.timeMicroseconds == micros(22))
         #expect(ack.expiresAtMicroseconds == micros(1_000))
-        #expect(b.awaitingAcknowledgement.isEmpty)
+        #expect(b.awaitingAcknowledgement.map(\.idText) == ["7:2"])
     }
 
     @Test func anAcknowledgementHeardIsKeptOnceEvenForAnAlertNeverHeard() throws {
@@ -71,7 +89,7 @@ struct AcknowledgementTests {
     @Test func anAcknowledgementMadeHereGoesOnTheAirAtHopZeroUntilItsLingerEnds() {
         let b = book {
             $0.add(.alertReceived(alert(origin: 7, counter: 1, expiresAt: 1_000)), at: 10)
-            $0.add(LadderEvents.acknowledged(), at: 20)
+            $0.add(madeHere(origin: 7, counter: 1), at: 20)
         }
         let during = acks(b, at: 20)
         #expect(during.map(\.hops) == [0])
@@ -107,13 +125,13 @@ struct AcknowledgementTests {
     @Test func aCancelledOrExpiredAlertsAcknowledgementLeavesTheAir() {
         let cancelled = book {
             $0.add(.alertReceived(alert(origin: 7, counter: 1, expiresAt: 1_000)), at: 10)
-            $0.add(LadderEvents.acknowledged(), at: 20)
+            $0.add(madeHere(origin: 7, counter: 1), at: 20)
             $0.add(cancellation(origin: 7, counter: 1), at: 30)
         }
         #expect(acks(cancelled, at: 31).isEmpty)
         let expired = book {
             $0.add(.alertReceived(alert(origin: 7, counter: 1, expiresAt: 40)), at: 10)
-            $0.add(LadderEvents.acknowledged(), at: 20)
+            $0.add(madeHere(origin: 7, counter: 1, expiresAt: 40), at: 20)
         }
         #expect(acks(expired, at: 39).count == 1)
         #expect(acks(expired, at: 40).isEmpty)
@@ -124,7 +142,7 @@ struct AcknowledgementTests {
             $0.add(.alertRaised(alert(origin: me, counter: 1, expiresAt: 1_000)), at: 10)
             $0.add(cancellation(origin: me, counter: 1, by: me), at: 11)
             $0.add(.alertReceived(alert(origin: 7, counter: 1, expiresAt: 1_000)), at: 12)
-            $0.add(LadderEvents.acknowledged(), at: 13)
+            $0.add(madeHere(origin: 7, counter: 1), at: 13)
             $0.add(.alertRaised(alert(origin: me, counter: 2, expiresAt: 1_000)), at: 14)
         }
         let out = AlertAirtime.broadcasts(b, now: micros(14), node: me, settings: settings)
@@ -158,7 +176,7 @@ struct AcknowledgementTests {
         let heard = h.append(heardAcknowledgement(origin: 7, counter: 1, expiresAt: 0))
         #expect(OutputPolicy.decide(h.state, running: true)[.blue]?.pattern == .on)
         #expect(h.state.alerts.awaitingAcknowledgement.map(\.idText) == ["8:1"])
-        let here = h.append(LadderEvents.acknowledged())
+        let here = h.append(madeHere(origin: 8, counter: 1, expiresAt: 0))
         let out = OutputPolicy.decide(h.state, running: true)
         #expect(out[.blue]?.pattern == OutputPolicy.acknowledgedPulse)
         #expect(out[.blue]?.reasons.flatMap(\.sequences).contains(heard.sequence) == true)

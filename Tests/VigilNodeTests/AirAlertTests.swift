@@ -197,50 +197,153 @@ final class ScriptedRadio: RadioAdapter, @unchecked Sendable {
         }
     }
 
-    @Test func aShortPressAcknowledgesAHeardSOSOnTheAir() async throws {
+    /// Reads the node's state on its loop, which owns it.
+    func onLoop<T: Sendable>(_ node: Node, _ read: @escaping @Sendable (Node) -> T) async -> T {
+        await withCheckedContinuation { c in node.onLoop { c.resume(returning: read($0)) } }
+    }
+
+    /// Polls the node's state on its loop until `condition` holds (false after `seconds`): no
+    /// fixed sleeps, so a slow CI disk only makes it take longer.
+    func until(_ node: Node, seconds: Double = 20, _ condition: @escaping @Sendable (Node) -> Bool) async -> Bool {
+        let deadline = ContinuousClock.now + .seconds(seconds)
+        while ContinuousClock.now < deadline {
+            if await onLoop(node, condition) { return true }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        return false
+    }
+
+    func press(_ node: Node, holdMicroseconds: UInt64, after: UInt64 = 0) {
+        node.onLoop { n in try? (n.board as? SimulatedBoard)?.press(holdMicroseconds: holdMicroseconds, afterMicroseconds: after) }
+    }
+
+    @Test func aShortPressAnswersAHeardSOSOnTheAir() async throws {
         let dir = TemporaryDirectory()
         let radio = try ScriptedRadio()
-        let board = try SimulatedBoard()
-        let node = try Node(configuration: configuration(dir), logger: quietLogger, radio: radio, board: board)
+        let node = try Node(configuration: configuration(dir), logger: quietLogger, radio: radio, board: try SimulatedBoard())
         let frame = sos(counter: 5)
+        let id = frame.id.text
         try await withNode(node) {
             radio.inject([try report(frame)])
-            try await Task.sleep(for: .milliseconds(150))
-            #expect(node.projections.alerts.awaitingAcknowledgement.map(\.idText) == [frame.id.text])
-            try board.press(holdMicroseconds: 70_000) // short: under the 100 ms long press
-            try await Task.sleep(for: .milliseconds(300))
+            #expect(await until(node) { $0.projections.alerts.awaitingAcknowledgement.map(\.idText) == [id] })
+            press(node, holdMicroseconds: 70_000) // short: under the 100 ms long press
+            #expect(await until(node) { $0.projections.alerts.acknowledgements[id]?.madeHere == true })
+            #expect(await until(node) { _ in
+                ((try? framesOnTheAir(radio)) ?? []).contains { $0.type == .acknowledge && $0.id == frame.id && $0.hops == 0 }
+            })
         }
-        #expect(try events(dir).contains { if case .alarmAcknowledged = $0 { true } else { false } })
-        let ack = try #require(node.projections.alerts.acknowledgements[frame.id.text])
-        #expect(ack.madeHere)
-        let onAir = try framesOnTheAir(radio)
-        #expect(onAir.contains { $0.type == .acknowledge && $0.id == frame.id && $0.hops == 0 })
-        #expect(onAir.contains { $0.type == .sos && $0.id == frame.id && $0.hops == 1 }, "the SOS itself is still relayed")
+        let events = try events(dir)
+        let acks = events.compactMap { if case .alertAcknowledged(let a) = $0 { a } else { nil } }
+        #expect(acks.count == 1 && acks.first?.id == frame.id && acks.first?.heardFrom == 0)
+        #expect(!events.contains { if case .alarmAcknowledged = $0 { true } else { false } }, "nothing sounded to silence")
+        #expect(try framesOnTheAir(radio).contains { $0.type == .sos && $0.id == frame.id && $0.hops == 1 }, "the SOS is still relayed")
+    }
+
+    @Test func aPressWhileOurSOSSoundsSilencesItAndOnlyTheNextAnswers() async throws {
+        let dir = TemporaryDirectory()
+        let radio = try ScriptedRadio()
+        let node = try Node(configuration: configuration(dir), logger: quietLogger, radio: radio, board: try SimulatedBoard())
+        let frame = sos(counter: 6)
+        let id = frame.id.text
+        try await withNode(node) {
+            press(node, holdMicroseconds: 200_000) // our own SOS: its buzzer sounds
+            #expect(await until(node) { !OutputPolicy.soundingAlarms($0.projections).isEmpty })
+            radio.inject([try report(frame)])
+            #expect(await until(node) { $0.projections.alerts.awaitingAcknowledgement.count == 1 })
+            #expect(await until(node) { !$0.projections.alarms.buttonHeld }, "the long press is over")
+            press(node, holdMicroseconds: 70_000, after: 100_000) // past the release's 30 ms debounce
+            #expect(await until(node) { $0.projections.alarms.acknowledgements == 1 })
+            #expect(await onLoop(node) { $0.projections.alerts.acknowledgements.isEmpty }, "silencing answers nothing")
+            press(node, holdMicroseconds: 70_000, after: 100_000)
+            #expect(await until(node) { $0.projections.alerts.acknowledgements[id]?.madeHere == true })
+        }
     }
 
     @Test func anAcknowledgementOfOurSOSIsLoggedOnceAndNotRelayed() async throws {
         let dir = TemporaryDirectory()
         let radio = try ScriptedRadio()
-        let board = try SimulatedBoard()
-        let node = try Node(configuration: configuration(dir), logger: quietLogger, radio: radio, board: board)
+        let node = try Node(configuration: configuration(dir), logger: quietLogger, radio: radio, board: try SimulatedBoard())
         try await withNode(node) {
-            try board.press(holdMicroseconds: 200_000)
-            try await Task.sleep(for: .milliseconds(400))
-            let raised = try #require(node.projections.alerts.active.first { $0.raisedHere })
-            #expect(OutputPolicy.decide(node.projections, running: true)[.red]?.pattern == .on)
+            press(node, holdMicroseconds: 200_000)
+            #expect(await until(node) { n in n.projections.alerts.active.contains { $0.raisedHere } })
+            let counter = await onLoop(node) { n in n.projections.alerts.active.first { $0.raisedHere }?.counter ?? 0 }
+            #expect(await onLoop(node) { OutputPolicy.decide($0.projections, running: true)[.red]?.pattern == .on })
             let ack = AlertFrame(type: .acknowledge, severity: .critical, hops: 1, origin: UInt32(truncatingIfNeeded: node.nodeID),
-                                 counter: raised.counter, expirySeconds: UInt32(realtimeMicroseconds() / 1_000_000 + 600))
+                                 counter: counter, expirySeconds: UInt32(realtimeMicroseconds() / 1_000_000 + 600))
             radio.inject([try report(ack), try report(ack)])
-            try await Task.sleep(for: .milliseconds(200))
+            #expect(await until(node) { $0.liveStatus().air.acknowledgements == 2 && $0.projections.alerts.acknowledgements.count == 1 })
+            #expect(await onLoop(node) {
+                OutputPolicy.decide($0.projections, running: true)[.red]?.pattern == OutputPolicy.acknowledgedPulse
+            })
         }
         let acks = try events(dir).compactMap { if case .alertAcknowledged(let a) = $0 { a } else { nil } }
         #expect(acks.count == 1)
         #expect(acks.first?.hops == 1 && acks.first?.heardFrom == Self.otherBox)
         let air = node.liveStatus().air
-        #expect(air.acknowledgements == 2 && air.accepted == 1 && air.duplicates == 1 && air.ownEchoes == 0)
-        #expect(OutputPolicy.decide(node.projections, running: true)[.red]?.pattern == OutputPolicy.acknowledgedPulse)
+        #expect(air.accepted == 1 && air.duplicates == 1 && air.ownEchoes == 0)
         // This box is where the acknowledgement was going: it does not pass it on.
         #expect(try framesOnTheAir(radio).allSatisfy { $0.type != .acknowledge })
+    }
+
+    @Test func alertsFromTheCLIAreCheckedAgainstWhatTheNodeKnows() async throws {
+        let dir = TemporaryDirectory()
+        let radio = try ScriptedRadio()
+        let node = try Node(configuration: configuration(dir), logger: quietLogger, radio: radio, board: try SimulatedBoard())
+        let heard = sos(counter: 9)
+        var flood = heard
+        flood.type = .flood
+        flood.counter = 10
+        try await withNode(node) {
+            radio.inject([try report(heard), try report(flood)])
+            #expect(await until(node) { $0.projections.alerts.active.count == 2 })
+        }
+        // The loop has stopped: its state can be read and checked here.
+        func refusal(_ body: EventBody) -> String? {
+            if case .failure(let r) = node.validatedFromOutside(body) { r.message } else { nil }
+        }
+        let now = realtimeMicroseconds()
+        func raised(_ kind: AlertKind, expiresIn: UInt64 = 3_600_000_000, lat: Int32? = nil, text: String = "") -> EventBody {
+            var a = Alert()
+            a.kind = kind
+            a.expiresAtUs = now + expiresIn
+            a.text = text
+            a.hops = 5
+            a.id = AlertID(origin: 1, counter: 999) // the node chooses the id
+            if let lat { var l = Location(); l.latitudeE7 = lat; a.location = l }
+            return .alertRaised(a)
+        }
+        #expect(refusal(raised(.unspecified))?.contains("kind") == true)
+        #expect(refusal(raised(.flood, expiresIn: 0))?.contains("expiry") == true)
+        #expect(refusal(raised(.flood, expiresIn: 25 * 3_600_000_000))?.contains("max_lifetime") == true)
+        #expect(refusal(raised(.flood, lat: 900_000_001))?.contains("latitude") == true)
+        #expect(refusal(raised(.flood, text: String(repeating: "x", count: 501)))?.contains("500") == true)
+        guard case .success(.alertRaised(let ok)) = node.validatedFromOutside(raised(.roadHazard)) else {
+            Issue.record("a valid hazard was refused")
+            return
+        }
+        #expect(ok.id == AlertID(origin: node.nodeID, counter: 1) && ok.hops == 0 && ok.severity == .warning)
+
+        var cancel = AlertCancelled()
+        cancel.id = heard.id
+        #expect(refusal(.alertCancelled(cancel))?.contains("raised at this box") == true, "a received alert is not ours to cancel")
+        var ack = AlertAcknowledged()
+        ack.id = flood.id
+        #expect(refusal(.alertAcknowledged(ack))?.contains("call for help") == true, "a warning is not answered")
+        ack.id = heard.id
+        guard case .success(.alertAcknowledged(let answer)) = node.validatedFromOutside(.alertAcknowledged(ack)) else {
+            Issue.record("answering a heard SOS was refused")
+            return
+        }
+        #expect(answer.heardFrom == 0 && answer.hops == 0 && answer.expiresAtUs == UInt64(heard.expirySeconds) * 1_000_000)
+
+        // Without a shelter key nothing would go on the air: all refused.
+        let keyless = TemporaryDirectory()
+        let plain = try Node(configuration: testConfiguration(keyless, advertisers: 0), logger: quietLogger, radio: try ScriptedRadio())
+        if case .failure(let r) = plain.validatedFromOutside(raised(.flood)) {
+            #expect(r.message.contains("shelter key"))
+        } else {
+            Issue.record("a node without a shelter key accepted an alert")
+        }
     }
 
     @Test func underAFloodOfReportsScanHitsAreShedButEveryAlertIsLogged() async throws {

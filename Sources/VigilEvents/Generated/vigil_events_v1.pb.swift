@@ -1112,10 +1112,10 @@ public nonisolated struct Vigil_Events_V1_ExposureKeysPublished: Sendable {
   public init() {}
 }
 
-/// Another box acknowledged an alert ("we know, help is on the way"): heard over the air, logged
-/// once per alert. The frame names the alert, not who acknowledged it. An acknowledgement made at
-/// this box is not an event of its own: it is the AlarmAcknowledged (a short press, `vigil ack`)
-/// applied while the alert was active.
+/// An alert acknowledged ("we know, help is on the way"), once per alert: made at this box (a short
+/// press when nothing sounds here, or `vigil alert ack`, answering a call for help received from
+/// another box; heard_from = 0), or heard over the air from another box. The frame names the
+/// alert, not who acknowledged it.
 public nonisolated struct Vigil_Events_V1_AlertAcknowledged: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
@@ -1131,10 +1131,10 @@ public nonisolated struct Vigil_Events_V1_AlertAcknowledged: Sendable {
   /// Clears the value of `id`. Subsequent reads from it will return its default value.
   public mutating func clearID() {self._id = nil}
 
-  /// relays so far (0 = heard from the box that acknowledged)
+  /// relays so far (0 = made here, or heard from the box that made it)
   public var hops: UInt32 = 0
 
-  /// address of the box it was heard from
+  /// address of the box it was heard from (0 = made here)
   public var heardFrom: UInt64 = 0
 
   /// the acknowledged alert's expiry, as the frame carries it
