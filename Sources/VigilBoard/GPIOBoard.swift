@@ -45,6 +45,12 @@ public final class GPIOBoard: BoardAdapter {
     private var events: Epoll?
     /// The logical level each input last reported (by edge), to notice edges the kernel dropped.
     private var reportedLevel: [UInt32: Bool] = [:]
+    /// Lines whose last edge was reported from the level: the kernel may still deliver its own
+    /// event for that edge (it was being queued as the FIFO drained), which is then dropped.
+    private var reportedFromLevel: Set<UInt32> = []
+    /// The time of the last edge reported per line: an edge reported from the level carries
+    /// the time it was noticed, so kernel events queued before it must not go back in time.
+    private var reportedTime: [UInt32: UInt64] = [:]
     private var outputs: [OutputLine: GPIOLine] = [:]
     private var levels: [OutputLine: Bool] = [:]
     private var pending: [GPIOLineEvent] = []
@@ -132,9 +138,11 @@ public final class GPIOBoard: BoardAdapter {
                 pending.removeAll(keepingCapacity: true)
                 let n = try gpio(offset) { () throws(GPIODError) in try GPIOEvents.read(fd, into: &pending) }
                 for event in pending {
-                    edges.append(ButtonEdge(line: offset, pressed: event.rising,
-                                            kernelTimestampNanoseconds: event.timestampNanoseconds))
+                    if reportedFromLevel.remove(offset) != nil, event.rising == reportedLevel[offset] { continue }
+                    let time = max(event.timestampNanoseconds, reportedTime[offset] ?? 0)
+                    edges.append(ButtonEdge(line: offset, pressed: event.rising, kernelTimestampNanoseconds: time))
                     reportedLevel[offset] = event.rising
+                    reportedTime[offset] = time
                 }
                 if n < GPIOEvents.batch { break }
                 fifoWasFull = true
@@ -147,8 +155,11 @@ public final class GPIOBoard: BoardAdapter {
             // disagrees means an edge whose event the kernel is still queueing (the level changes
             // before the interrupt is handled), which would then be reported twice.
             if fifoWasFull, let line = inputs[offset]?.line, let level = try? line.value(), level != reportedLevel[offset] {
-                edges.append(ButtonEdge(line: offset, pressed: level, kernelTimestampNanoseconds: monotonicNanoseconds()))
+                let time = max(monotonicNanoseconds(), reportedTime[offset] ?? 0)
+                edges.append(ButtonEdge(line: offset, pressed: level, kernelTimestampNanoseconds: time))
                 reportedLevel[offset] = level
+                reportedTime[offset] = time
+                reportedFromLevel.insert(offset)
                 droppedEdges += 1
             }
         }

@@ -65,13 +65,15 @@ struct PurgeTests {
             let appendQueued = DispatchSemaphore(value: 0)
             let gate = Mutex(true)
             try log.purge(before: 1_000_000, throughSequence: .max, matches: { _, _ in
-                if gate.withLock({ let closed = $0; $0 = false; return closed }) { appendQueued.wait() }
+                // Bounded, so a test that failed to queue the append fails instead of hanging.
+                if gate.withLock({ let closed = $0; $0 = false; return closed }) { _ = appendQueued.wait(timeout: .now() + 60) }
                 return true
             }) { r in done.result.withLock { $0 = r } }
             // One critical event and nothing else: under deferred-meta its acknowledgement needs the
             // writer to sync while it is busy deleting.
             let acknowledged = Mutex<(sequence: UInt64?, purgedBefore: UInt64, purgeFinished: Bool)?>(nil)
             let whenAcknowledged = DispatchSemaphore(value: 0)
+            defer { appendQueued.signal() } // whatever happens, the purge goes on
             try log.append(LogRecord(kind: 3, timeMicroseconds: 2_000_000, payload: [9]), priority: .critical) { result in
                 // Runs on the writer thread, so the statistics are exactly those of the moment.
                 acknowledged.withLock {
@@ -80,9 +82,10 @@ struct PurgeTests {
                 whenAcknowledged.signal()
             }
             appendQueued.signal()
-            await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
-                DispatchQueue.global().async { whenAcknowledged.wait(); c.resume() }
+            let inTime = await withCheckedContinuation { (c: CheckedContinuation<Bool, Never>) in
+                DispatchQueue.global().async { c.resume(returning: whenAcknowledged.wait(timeout: .now() + 60) == .success) }
             }
+            try #require(inTime, "the append was not acknowledged within a minute")
             let ack = try #require(acknowledged.withLock { $0 })
             #expect(ack.sequence == 200_001)
             #expect(!ack.purgeFinished, "the append waited for the whole purge")
