@@ -44,7 +44,7 @@ public struct AlertBook: Projection {
         /// Relays so far when heard (0 = made here, or heard from the box that made it).
         public var hops: UInt32
         public var madeHere: Bool
-        /// The event that made it (an AlarmAcknowledged or an AlertAcknowledged).
+        /// The AlertAcknowledged event that made it.
         public var sequence: UInt64
         public var timeMicroseconds: UInt64
 

@@ -117,11 +117,13 @@ package struct AirLink {
     mutating func countAccepted() { counters.accepted += 1 }
     mutating func countDuplicate() { counters.duplicates += 1 }
 
-    /// Forgets suppression notes of alerts no longer in the book or expired.
+    /// Forgets suppression notes of expired alerts, and of alerts the book does not hold (heard
+    /// before our own event was durable, or forgotten long after they ended) once ten minutes
+    /// old: longer than any relay delay or linger they could still decide.
     mutating func prune(_ book: AlertBook, now: UInt64) {
-        heard = heard.filter { key, _ in
+        heard = heard.filter { key, relays in
             let id = key.hasSuffix("/cancel") ? String(key.dropLast(7)) : key.hasSuffix("/ack") ? String(key.dropLast(4)) : key
-            guard let entry = book.alerts[id] else { return true } // heard before our own event is durable
+            guard let entry = book.alerts[id] else { return relays.contains { now < $0.timeMicroseconds &+ 600_000_000 } }
             return entry.expiresAtMicroseconds == 0 || entry.expiresAtMicroseconds > now
         }
     }

@@ -346,6 +346,19 @@ final class ScriptedRadio: RadioAdapter, @unchecked Sendable {
         }
     }
 
+    @Test func suppressionNotesOfAlertsTheBookDoesNotHoldAreForgottenAfterTenMinutes() throws {
+        var air = AirLink(key: try AlertFrameKey(shelterKey: Self.key), settings: AirAlertSettings(), presence: nil, nodeID: 0xAAAA)
+        let t: UInt64 = 1_000_000_000_000
+        air.heardRelay(sos(counter: 1, hops: 1), now: t)
+        air.heardRelay(sos(counter: 2, hops: 2), now: t + 300_000_000)
+        air.prune(AlertBook(), now: t + 599_000_000)
+        #expect(air.heard.count == 2)
+        air.prune(AlertBook(), now: t + 601_000_000)
+        #expect(Array(air.heard.keys) == [sos(counter: 2).id.text], "the older note is gone, the newer one stays")
+        air.prune(AlertBook(), now: t + 901_000_000)
+        #expect(air.heard.isEmpty)
+    }
+
     @Test func underAFloodOfReportsScanHitsAreShedButEveryAlertIsLogged() async throws {
         let dir = TemporaryDirectory()
         let radio = try ScriptedRadio()
