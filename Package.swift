@@ -130,7 +130,7 @@ let package = Package(
         .testTarget(
             name: "VigilExposureTests",
             dependencies: [
-                "VigilExposure", "VigilCore", "VigilEvents",
+                "VigilExposure", "VigilCore", "VigilEvents", "VigilSystem",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ],

@@ -1,5 +1,6 @@
 import Testing
 import VigilExposure
+import VigilSystem
 
 @Suite struct AdvertisementTests {
     func vectorAdvertisement(_ i: Int) throws -> ExposureAdvertisement {
@@ -13,14 +14,14 @@ import VigilExposure
     @Test func theBuiltAdvertisementIsFlagsUUIDListAndServiceDataIn31Bytes() throws {
         let ad = try vectorAdvertisement(0).advertisingData()
         let expected = "02011a" + "03036ffd" + "17166ffd" + GAENTestVectors.advertised[0].rpi + GAENTestVectors.advertised[0].aem
-        #expect(Hex.string(ad) == expected)
+        #expect(Hex.encode(ad) == expected)
         #expect(ad.count == 31)
         #expect(try vectorAdvertisement(0).advertisingData(includeFlags: false).count == 28)
     }
 
     @Test func serviceDataIsTheRPIThenTheAEM() throws {
         let advertisement = try vectorAdvertisement(5)
-        #expect(Hex.string(advertisement.serviceData) == GAENTestVectors.advertised[5].rpi + GAENTestVectors.advertised[5].aem)
+        #expect(Hex.encode(advertisement.serviceData) == GAENTestVectors.advertised[5].rpi + GAENTestVectors.advertised[5].aem)
         #expect(ExposureAdvertisement(serviceData: advertisement.serviceData) == advertisement)
         #expect(ExposureAdvertisement(serviceData: advertisement.serviceData.dropLast()) == nil)
     }
@@ -59,7 +60,7 @@ import VigilExposure
     }
 
     @Test func parsingArbitraryBytesNeverTraps() {
-        var rng = SeededGenerator(seed: 42)
+        var rng = SplitMix64(seed: 42)
         var recognised = 0
         for _ in 0..<20_000 {
             let count = Int(rng.next() % 40)

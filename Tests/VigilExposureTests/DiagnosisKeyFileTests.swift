@@ -2,6 +2,7 @@ import Foundation
 import SwiftProtobuf
 import Testing
 import VigilExposure
+import VigilSystem
 
 /// export.bin parsing: structure only (signatures are in ExportSignatureTests).
 @Suite struct DiagnosisKeyFileTests {
@@ -34,7 +35,7 @@ import VigilExposure
     }
 
     @Test func theKnownGoodFixtureParsesAndTheWriterReproducesItByteForByte() throws {
-        let bin = try #require(Hex.bytes(KnownGoodExport.exportBinHex))
+        let bin = try #require(Hex.decode(KnownGoodExport.exportBinHex))
         let file = try DiagnosisKeyFile(exportBin: bin)
         #expect(file.region == KnownGoodExport.region)
         #expect(file.startTimestamp == KnownGoodExport.startTimestamp && file.endTimestamp == KnownGoodExport.endTimestamp)
@@ -159,7 +160,7 @@ import VigilExposure
     }
 
     @Test func randomBytesAfterTheHeaderNeverTrap() {
-        var rng = SeededGenerator(seed: 77)
+        var rng = SplitMix64(seed: 77)
         for _ in 0..<3_000 {
             let count = Int(rng.next() % 64)
             let body = (0..<count).map { _ in UInt8(truncatingIfNeeded: rng.next()) }

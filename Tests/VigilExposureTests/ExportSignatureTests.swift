@@ -3,6 +3,7 @@ import Foundation
 import SwiftProtobuf
 import Testing
 import VigilExposure
+import VigilSystem
 
 /// export.sig: ECDSA P-256 over SHA-256 of export.bin, checked against configured keys.
 @Suite struct ExportSignatureTests {
@@ -28,8 +29,8 @@ import VigilExposure
 
     @Test func theKnownGoodFixtureVerifiesWithItsPEMKey() throws {
         let key = try ExportVerificationKey(pem: KnownGoodExport.publicKeyPEM, keyID: KnownGoodExport.keyID, keyVersion: KnownGoodExport.keyVersion)
-        let fixtureBin = try #require(Hex.bytes(KnownGoodExport.exportBinHex))
-        let fixtureSig = try #require(Hex.bytes(KnownGoodExport.exportSigHex))
+        let fixtureBin = try #require(Hex.decode(KnownGoodExport.exportBinHex))
+        let fixtureSig = try #require(Hex.decode(KnownGoodExport.exportSigHex))
         let info = try ExportSignatureVerifier(keys: [key]).verify(exportBin: fixtureBin, exportSig: fixtureSig)
         #expect(info == ExportSignatureInfo(keyID: "310", keyVersion: "v1"))
         // One flipped bit anywhere in the file, header included, breaks it.

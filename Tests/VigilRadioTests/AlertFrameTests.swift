@@ -2,10 +2,7 @@ import Foundation
 import Testing
 import VigilEvents
 @testable import VigilRadio
-
-private func hex(_ bytes: some Sequence<UInt8>) -> String {
-    bytes.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
-}
+import VigilSystem
 
 private func bytes(_ hex: String) -> [UInt8] {
     let digits = Array(hex.utf8)
@@ -14,17 +11,6 @@ private func bytes(_ hex: String) -> [UInt8] {
     }
 }
 
-/// SplitMix64: the same "random" points on every run.
-private struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 @Suite struct AlertFrameTests {
     static let shelterKey: [UInt8] = Array(0..<32)
@@ -66,16 +52,16 @@ private struct SeededGenerator: RandomNumberGenerator {
 
     @Test func anSOSWithALocationEncodesToTheGoldenBytes() throws {
         let frame = try Self.sos.encode(key: Self.key)
-        #expect(hex(frame) == Self.sosHex)
+        #expect(Hex.encode(frame) == Self.sosHex)
         #expect(frame.count == 27)
         let advert = try AdvertisingPayload.vigil(frame: frame)
-        #expect(hex(advert.bytes) == Self.sosAdvertHex)
+        #expect(Hex.encode(advert.bytes) == Self.sosAdvertHex)
         #expect(advert.bytes.count == 31)
     }
 
     @Test func aCancelEncodesToTheGoldenBytes() throws {
         let frame = try Self.cancel.encode(key: Self.key)
-        #expect(hex(frame) == Self.cancelHex)
+        #expect(Hex.encode(frame) == Self.cancelHex)
         #expect(frame.count == 20)
     }
 
@@ -91,7 +77,7 @@ private struct SeededGenerator: RandomNumberGenerator {
     // MARK: Round trips
 
     @Test func everyTypeRoundTripsWithAndWithoutALocation() throws {
-        var rng = SeededGenerator(state: 1)
+        var rng = SplitMix64(seed: 1)
         for type in AlertFrame.FrameType.allCases {
             for withLocation in [false, true] where !(withLocation && type.refersToAnotherAlert) {
                 for severity in [AlertSeverity.unspecified, .info, .warning, .critical] {
@@ -251,7 +237,7 @@ private struct SeededGenerator: RandomNumberGenerator {
     /// back to e7: at most 54 e7 units, 0.601 m.
     @Test func theLocationErrorStaysWithinHalfAGridStep() {
         let metresPerE7 = 6_371_000.0 * Double.pi / 180 / 1e7
-        var rng = SeededGenerator(state: 0x5EED)
+        var rng = SplitMix64(seed: 0x5EED)
         var worstLat: Int64 = 0, worstLon: Int64 = 0
         for i in 0..<200_000 {
             let point = AlertFrame.Coordinates(latitudeE7: Int32.random(in: -900_000_000...900_000_000, using: &rng),
@@ -504,7 +490,7 @@ private struct SeededGenerator: RandomNumberGenerator {
     }
 
     @Test func theFinderNeverTrapsOnRandomOrTruncatedData() throws {
-        var rng = SeededGenerator(state: 42)
+        var rng = SplitMix64(seed: 42)
         for _ in 0..<20_000 {
             let count = Int.random(in: 0...40, using: &rng)
             var data = (0..<count).map { _ in UInt8.random(in: 0...255, using: &rng) }

@@ -1,10 +1,7 @@
 import Testing
 import VigilEvents
 @testable import VigilRadio
-
-private func hex(_ bytes: some Sequence<UInt8>) -> String {
-    bytes.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
-}
+import VigilSystem
 
 @Suite struct PresenceIdentityTests {
     static let secret: [UInt8] = Array(0x20..<0x40)
@@ -17,11 +14,11 @@ private func hex(_ bytes: some Sequence<UInt8>) -> String {
         let identity = try #require(Self.identity())
         let rotation = identity.rotation(atUnixSeconds: 1_767_225_600)  // 2026-01-01T00:00:00Z
         #expect(rotation.interval == 1_963_584)
-        #expect(hex(rotation.identifier) == "1bd9c94fc4f7a71f6fc46821912e64cc")
+        #expect(Hex.encode(rotation.identifier) == "1bd9c94fc4f7a71f6fc46821912e64cc")
         #expect(rotation.address == 0x060F_7B5B_E038)
         #expect(formatAddress(rotation.address) == "06:0F:7B:5B:E0:38")
         #expect(rotation.addressLittleEndian == [0x38, 0xE0, 0x5B, 0x7B, 0x0F, 0x06])
-        #expect(hex(rotation.presenceFrame) == "10" + "1bd9c94fc4f7a71f6fc46821912e64cc")
+        #expect(Hex.encode(rotation.presenceFrame) == "10" + "1bd9c94fc4f7a71f6fc46821912e64cc")
     }
 
     @Test func theSameSecretAndIntervalGiveTheSameIdentity() throws {
