@@ -649,12 +649,15 @@ public final class Node: @unchecked Sendable {
     /// event per alert, naming it, so the log says exactly what was answered.
     private func answerCallsForHelp() {
         for entry in projections.alerts.awaitingAcknowledgement {
-            let id = AlertID(origin: entry.origin, counter: entry.counter)
-            let pendingAlready = pending.elements.contains { if case .alertAcknowledged(let a) = $0.body { a.id == id } else { false } }
-            guard !pendingAlready else { continue }
+            guard !acknowledgementPending(AlertID(origin: entry.origin, counter: entry.counter)) else { continue }
             append(.alertAcknowledged(Self.acknowledgementMadeHere(entry)))
             logger.notice("call for help acknowledged", metadata: ["alert": "\(entry.idText)"])
         }
+    }
+
+    /// An acknowledgement of `id` appended but not yet durable (so not in the projections).
+    private func acknowledgementPending(_ id: AlertID) -> Bool {
+        pending.elements.contains { if case .alertAcknowledged(let a) = $0.body { a.id == id } else { false } }
     }
 
     static func acknowledgementMadeHere(_ entry: AlertBook.Entry) -> AlertAcknowledged {
@@ -1088,8 +1091,7 @@ public final class Node: @unchecked Sendable {
                   AlertBook.asksForAnswer(kind: entry.kind) else {
                 return .failure(Refusal(message: "no active call for help (sos or medical) received from another box has that id"))
             }
-            let pendingAlready = pending.elements.contains { if case .alertAcknowledged(let a) = $0.body { a.id == ack.id } else { false } }
-            guard projections.alerts.acknowledgements[entry.idText] == nil, !pendingAlready else {
+            guard projections.alerts.acknowledgements[entry.idText] == nil, !acknowledgementPending(ack.id) else {
                 return .failure(Refusal(message: "that alert is already acknowledged"))
             }
             return .success(.alertAcknowledged(Self.acknowledgementMadeHere(entry)))
