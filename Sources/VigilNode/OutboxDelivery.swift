@@ -1,5 +1,4 @@
 import Foundation
-import Logging
 import VigilCore
 import VigilSystem
 
@@ -30,15 +29,36 @@ final class DeliveryAttempt {
     }
 }
 
-enum OutboxMessage {
-    /// The JSON a command notifier reads on stdin.
-    static func json(_ entry: Outbox.Entry, attempt: UInt32, nodeID: UInt64) -> [UInt8] {
-        let object: [String: Any] = [
-            "id": entry.id, "channel": entry.channel.rawValue, "recipients": entry.recipients,
-            "text": entry.text, "attempt": Int(attempt), "node": String(nodeID, radix: 16),
-            "created_us": entry.createdMicroseconds,
-        ]
-        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
+/// The JSON a command notifier reads on stdin (one object, then a newline).
+struct OutboxMessage: Codable, Equatable {
+    var id: String
+    var channel: String
+    var recipients: [String]
+    var text: String
+    var attempt: Int
+    var node: String
+    var createdMicroseconds: UInt64
+
+    enum CodingKeys: String, CodingKey {
+        case id, channel, recipients, text, attempt, node
+        case createdMicroseconds = "created_us"
+    }
+
+    init(_ entry: Outbox.Entry, attempt: UInt32, nodeID: UInt64) {
+        id = entry.id
+        channel = entry.channel.rawValue
+        recipients = entry.recipients
+        text = entry.text
+        self.attempt = Int(attempt)
+        node = String(nodeID, radix: 16)
+        createdMicroseconds = entry.createdMicroseconds
+    }
+
+    var json: [UInt8] {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        // Encoding strings and numbers cannot fail; an empty object would still be a message.
+        let data = (try? encoder.encode(self)) ?? Data("{}".utf8)
         return Array(data) + [0x0A]
     }
 }

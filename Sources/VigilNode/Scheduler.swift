@@ -1,50 +1,79 @@
 import VigilSystem
 
-/// The loop's timers: a handful of named deadlines on one timerfd (CLOCK_MONOTONIC).
-struct Scheduler {
-    enum Timer: Hashable {
-        case closeScanWindow
-        case checkpoint
-        case stopAfterDuration
-        case ladderDeadline
-        case outboxAttempt
-        case commandTimeout
-        case gesture
-        case pattern
-        case airtime
-        case retention
+/// The loop's timers: named deadlines on one timerfd, in monotonic time from the injected clock.
+///
+/// A component registers a handler for each of its timers once (`register`), then arms and
+/// cancels them as its state changes. The timerfd is only a wake-up: when the loop wakes it asks
+/// the clock what is due, so a test's `ManualClock` fires timers by advancing, without sleeping.
+/// Arming can fail (a timerfd error): that goes to `onFailure`, the node's failure path, never
+/// dropped.
+final class Scheduler {
+    /// A timer's name. Components declare theirs as static constants (`Scheduler.Timer("ladder")`).
+    struct Timer: Hashable, Sendable, CustomStringConvertible {
+        let name: String
+        init(_ name: String) { self.name = name }
+        var description: String { name }
     }
 
     private(set) var deadlines: [Timer: UInt64] = [:]
+    private var handlers: [Timer: () -> Void] = [:]
     let timerFD: TimerFD
+    let clock: any MonotonicClock
+    private let onFailure: (String, SystemError) -> Void
 
-    init() throws { timerFD = try TimerFD() }
+    init(clock: any MonotonicClock, onFailure: @escaping (String, SystemError) -> Void) throws(SystemError) {
+        timerFD = try TimerFD()
+        self.clock = clock
+        self.onFailure = onFailure
+    }
 
-    mutating func schedule(_ timer: Timer, atMonotonicNanoseconds deadline: UInt64) throws {
+    var now: UInt64 { clock.nowNanoseconds() }
+
+    /// What runs when `timer` is due. One handler per timer, registered before it is armed.
+    func register(_ timer: Timer, _ handler: @escaping () -> Void) {
+        handlers[timer] = handler
+    }
+
+    /// Arms `timer` for the monotonic time `deadline` (replacing an earlier deadline).
+    func schedule(_ timer: Timer, atNanoseconds deadline: UInt64) {
         deadlines[timer] = deadline
-        try rearm()
+        rearm()
     }
 
-    mutating func cancel(_ timer: Timer) throws {
-        deadlines[timer] = nil
-        try rearm()
+    /// Arms `timer` to fire `delay` nanoseconds from now.
+    func schedule(_ timer: Timer, afterNanoseconds delay: UInt64) {
+        schedule(timer, atNanoseconds: now &+ delay)
     }
 
-    /// Removes and returns the timers that are due, earliest first.
-    mutating func takeDue(now: UInt64) throws -> [Timer] {
+    func cancel(_ timer: Timer) {
+        guard deadlines.removeValue(forKey: timer) != nil else { return }
+        rearm()
+    }
+
+    func isArmed(_ timer: Timer) -> Bool { deadlines[timer] != nil }
+
+    /// Runs the handlers of every timer that is due, earliest first. A handler may arm timers
+    /// again (its own included); those run on a later wake-up.
+    func fireDue() {
         timerFD.drain()
+        let now = self.now
         let due = deadlines.filter { $0.value <= now }.sorted { $0.value < $1.value }.map(\.key)
         for t in due { deadlines[t] = nil }
-        try rearm()
-        return due
+        rearm()
+        for t in due { handlers[t]?() }
     }
 
-    private func rearm() throws {
-        guard let next = deadlines.values.min() else {
-            try timerFD.disarm()
-            return
+    private func rearm() {
+        do {
+            guard let next = deadlines.values.min() else {
+                try timerFD.disarm()
+                return
+            }
+            let now = self.now
+            // Zero would disarm a timerfd: a deadline already due fires after 1 ns.
+            try timerFD.arm(afterNanoseconds: next > now ? next - now : 1)
+        } catch {
+            onFailure("the loop's timer cannot be armed", error)
         }
-        let now = monotonicNanoseconds()
-        try timerFD.arm(afterNanoseconds: next > now ? next - now : 0)
     }
 }

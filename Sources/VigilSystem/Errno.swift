@@ -23,6 +23,7 @@ public struct Errno: Error, Hashable, Sendable, CustomStringConvertible {
     public static let connectionRefused = Errno(rawValue: ECONNREFUSED)
     public static let invalid = Errno(rawValue: EINVAL)
     public static let noSpace = Errno(rawValue: ENOSPC)
+    public static let badDescriptor = Errno(rawValue: EBADF)
 
     public var description: String {
         guard let message = strerror(rawValue) else { return "errno \(rawValue)" }

@@ -45,27 +45,6 @@ enum SeverityName: String, ExpressibleByArgument, CaseIterable {
     }
 }
 
-/// Sends an alert event to the running node, which appends it once checked; returns the sequence.
-private func sendToRunningNode(_ body: EventBody, dataDirectory dir: String) throws -> UInt64 {
-    guard FileSystem.exists(dir + "/control.sock") else {
-        throw CLIError("no node is running on \(dir): alerts go on the air, so start it first (`vigil run --data \(dir)`)", code: 69)
-    }
-    let (kind, payload) = EventCodec.encode(body)
-    let reply: String
-    do {
-        reply = try ControlClient.send(.append(kind: kind, payload: payload), dataDirectory: dir, timeoutMilliseconds: 10_000)
-    } catch {
-        throw CLIError("the node on \(dir) does not answer: \(error)", code: 69)
-    }
-    guard let object = try? JSONSerialization.jsonObject(with: Data(reply.utf8)) as? [String: Any] else {
-        throw CLIError("the node answered something unreadable: \(reply)")
-    }
-    guard object["ok"] as? Bool == true, let seq = object["seq"] as? Int, seq > 0 else {
-        throw CLIError("the node refused: \(object["error"] as? String ?? reply)", code: 65)
-    }
-    return UInt64(seq)
-}
-
 struct AlertRaise: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "raise", abstract: "Raise an alert here: it goes on the air until it expires or is cancelled.")
@@ -86,32 +65,17 @@ struct AlertRaise: AsyncParsableCommand {
             guard let lifetime = HumanDuration.parseMicroseconds(expires), lifetime >= 60_000_000 else {
                 throw CLIError("--expires must be a duration of at least 1m, such as 30m or 6h", code: 64)
             }
-            var alert = Alert()
-            alert.kind = kind.kind
-            if let severity { alert.severity = severity.severity }
-            alert.expiresAtUs = realtimeMicroseconds() &+ lifetime
-            alert.text = text
+            var request = AlertRequest(kind: kind.name, severity: severity?.rawValue, lifetimeMicroseconds: lifetime, text: text)
             if let at {
                 let parts = at.split(separator: ",").map { Double($0.trimmingCharacters(in: .whitespaces)) }
                 guard parts.count == 2, let lat = parts[0], let lon = parts[1], abs(lat) <= 90, abs(lon) <= 180 else {
                     throw CLIError("--at must be latitude,longitude in degrees (latitude within 90, longitude within 180)", code: 64)
                 }
-                var location = Location()
-                location.latitudeE7 = Int32((lat * 1e7).rounded())
-                location.longitudeE7 = Int32((lon * 1e7).rounded())
-                alert.location = location
+                (request.latitude, request.longitude) = (lat, lon)
             }
-            let seq = try sendToRunningNode(.alertRaised(alert), dataDirectory: dir)
-            // The node chose the id: read it back from the log.
-            let log = try openForReading(dir)
-            var id = "?"
-            try log.read { txn in
-                try txn.forEach(from: seq) { result in
-                    if case .event(let e) = Replay.input(result), e.sequence == seq, case .alertRaised(let a) = e.body { id = a.id.text }
-                    return false
-                }
-            }
-            FileOutput.standardOutput.write("raised \(kind.name) alert \(id) (event \(seq)); on the air until \(EventFormatting.time(alert.expiresAtUs))\n")
+            let reply = try CommandSender.sendToRunningNode(.raiseAlert(request), dataDirectory: dir)
+            let expiry = realtimeMicroseconds() &+ lifetime
+            FileOutput.standardOutput.write("raised \(kind.name) alert \(reply.alert ?? "?") (event \(reply.sequence ?? 0)); on the air until about \(EventFormatting.time(expiry))\n")
         }
     }
 }
@@ -127,22 +91,19 @@ struct AlertCancel: AsyncParsableCommand {
     func run() async throws {
         try await reportingErrors {
             let dir = try options.load().configuration.dataDirectory
-            var cancel = AlertCancelled()
-            cancel.id = try parseAlertID(id)
-            cancel.reason = reason
-            let seq = try sendToRunningNode(.alertCancelled(cancel), dataDirectory: dir)
-            FileOutput.standardOutput.write("cancelled alert \(id) (event \(seq))\n")
+            _ = try parseAlertID(id)
+            let reply = try CommandSender.sendToRunningNode(.cancelAlert(AlertCancelRequest(id: id, reason: reason)), dataDirectory: dir)
+            FileOutput.standardOutput.write("cancelled alert \(id) (event \(reply.sequence ?? 0))\n")
         }
     }
 }
 
-/// "1a2b3c4d:7" (origin in hex, counter), as `vigil status` prints alert ids.
+/// "1a2b3c4d:7" (origin in hex, counter), as `vigil status` prints alert ids; bad ids exit 64.
 private func parseAlertID(_ text: String) throws -> AlertID {
-    let parts = text.split(separator: ":")
-    guard parts.count == 2, let origin = UInt64(parts[0], radix: 16), let counter = UInt32(parts[1]) else {
+    guard let id = CommandInterpreter.parseAlertID(text) else {
         throw CLIError("the id must look like 1a2b3c4d:7 (origin in hex, counter)", code: 64)
     }
-    return AlertID(origin: origin, counter: counter)
+    return id
 }
 
 struct AlertAcknowledge: AsyncParsableCommand {
@@ -156,10 +117,9 @@ struct AlertAcknowledge: AsyncParsableCommand {
     func run() async throws {
         try await reportingErrors {
             let dir = try options.load().configuration.dataDirectory
-            var ack = AlertAcknowledged()
-            ack.id = try parseAlertID(id)
-            let seq = try sendToRunningNode(.alertAcknowledged(ack), dataDirectory: dir)
-            FileOutput.standardOutput.write("acknowledged alert \(id) (event \(seq)); the acknowledgement goes on the air\n")
+            _ = try parseAlertID(id)
+            let reply = try CommandSender.sendToRunningNode(.acknowledgeAlert(AlertReference(id: id)), dataDirectory: dir)
+            FileOutput.standardOutput.write("acknowledged alert \(id) (event \(reply.sequence ?? 0)); the acknowledgement goes on the air\n")
         }
     }
 }

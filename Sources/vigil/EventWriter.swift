@@ -1,42 +1,86 @@
 import Foundation
+import VigilCore
 import VigilEvents
 import VigilLog
 import VigilNode
 import VigilSystem
 
-/// Appends events from the CLI. A running node owns its log, so the event goes through its
-/// control socket and the reply comes once it is durable; with no node running, the CLI takes
-/// the node's lock and appends itself. Either way, success means durable.
-enum EventWriter {
-    static func append(_ body: EventBody, dataDirectory dir: String) throws -> UInt64 {
-        let (kind, payload) = EventCodec.encode(body)
+/// Sends commands that change a node's state (residents, check-ins, silencing, exposures). A
+/// running node owns its log, so the command goes through its control socket and the reply
+/// comes once its event is durable. With no node running, the CLI takes the node's lock, judges
+/// the command against the log's state with the same `CommandInterpreter` the node uses, and
+/// appends the event itself. Either way, success means durable.
+enum CommandSender {
+    /// Returns the durable event's sequence (and a raised alert's id).
+    @discardableResult
+    static func send(_ command: NodeCommand, dataDirectory dir: String) throws -> NodeReply {
         if FileSystem.exists(dir + "/control.sock"),
-           let reply = try? ControlClient.send(.append(kind: kind, payload: payload), dataDirectory: dir, timeoutMilliseconds: 10_000) {
-            guard let object = try? JSONSerialization.jsonObject(with: Data(reply.utf8)) as? [String: Any],
-                  object["ok"] as? Bool == true, let seq = object["seq"] as? Int else {
-                throw CLIError("the node refused: \(reply)")
-            }
-            return UInt64(seq)
+           let reply = try? ControlClient.send(command, dataDirectory: dir, timeoutMilliseconds: 10_000) {
+            return try accepted(reply)
         }
         guard FileSystem.exists(dir + "/data.mdb") else { throw CLIError("no event log in \(dir) (start a node with `vigil run --data \(dir)` first)") }
         do {
-            return try FileSystem.withExclusiveLock(dir + "/node.lock") { try appendDirectly(kind: kind, payload: payload, dir: dir) }
+            return try FileSystem.withExclusiveLock(dir + "/node.lock") { try appendDirectly(command, dir: dir) }
         } catch let error as SystemError where error.errno == .wouldBlock {
             throw CLIError("a node holds \(dir) but does not answer on \(dir)/control.sock")
         }
     }
 
-    private static func appendDirectly(kind: UInt32, payload: [UInt8], dir: String) throws -> UInt64 {
+    /// Sends a command only a running node can carry out (alerts go on the air); exit 69 when
+    /// none answers.
+    static func sendToRunningNode(_ command: NodeCommand, dataDirectory dir: String) throws -> NodeReply {
+        guard FileSystem.exists(dir + "/control.sock") else {
+            throw CLIError("no node is running on \(dir): alerts go on the air, so start it first (`vigil run --data \(dir)`)", code: 69)
+        }
+        let reply: NodeReply
+        do {
+            reply = try ControlClient.send(command, dataDirectory: dir, timeoutMilliseconds: 10_000)
+        } catch {
+            throw CLIError("the node on \(dir) does not answer: \(error)", code: 69)
+        }
+        return try accepted(reply)
+    }
+
+    /// The reply if it says yes; otherwise the refusal as a CLI error with its exit code.
+    static func accepted(_ reply: NodeReply) throws -> NodeReply {
+        guard !reply.ok else { return reply }
+        let message = reply.error ?? "no reason given"
+        switch reply.refusal {
+        case .invalid?, .conflict?: throw CLIError("the node refused: \(message)", code: 65)
+        case .unavailable?: throw CLIError("the node cannot do that now: \(message)", code: 69)
+        case .logRefused?, nil: throw CLIError("the node refused: \(message)")
+        }
+    }
+
+    private static func appendDirectly(_ command: NodeCommand, dir: String) throws -> NodeReply {
         let log: EventLog
         do { log = try EventLog.open(LogConfiguration(directory: dir)) } catch { throw CLIError(error.description) }
+        let now = realtimeMicroseconds()
+        let outcome: CommandInterpreter.Outcome
+        do {
+            let state = try Replay.currentState(log, settings: ProjectionSettings())
+            outcome = CommandInterpreter.offline(state: state, nowMicroseconds: now).interpret(command)
+        } catch {
+            log.close()
+            throw CLIError("\(error)")
+        }
+        let body: EventBody
+        switch outcome {
+        case .refused(let why, let message):
+            log.close()
+            return try accepted(.refused(why, message))
+        case .event(let b, _):
+            body = b
+        }
+        let (kind, payload) = EventCodec.encode(body)
         let done = Completion()
-        try log.append(LogRecord(kind: kind, timeMicroseconds: realtimeMicroseconds(), payload: payload), priority: .critical) {
+        try log.append(LogRecord(kind: kind, timeMicroseconds: now, payload: payload), priority: .critical) {
             done.set($0)
         }
         log.close() // drains and syncs: the completion has run
         guard let result = done.value else { throw CLIError("the log did not acknowledge the event") }
         switch result {
-        case .success(let seq): return seq
+        case .success(let seq): return .durable(seq)
         case .failure(let error): throw CLIError(error.description)
         }
     }

@@ -117,7 +117,7 @@ struct ExposureImport: AsyncParsableCommand {
                 withdrawal.withdrawn = true
                 withdrawal.diagnosisKey = Data(k.key.keyData.bytes)
                 withdrawal.source = file
-                _ = try EventWriter.append(.exposureDetected(withdrawal), dataDirectory: dir)
+                try CommandSender.send(.recordExposure(ExposureRecord(withdrawal)), dataDirectory: dir)
                 known = known.filter { $0.value.diagnosisKeyHex != hex }
                 summary.withdrawn += 1
             }
@@ -136,7 +136,7 @@ struct ExposureImport: AsyncParsableCommand {
                         summary.alreadyKnown += 1
                         continue
                     }
-                    _ = try EventWriter.append(.exposureDetected(x), dataDirectory: dir)
+                    try CommandSender.send(.recordExposure(ExposureRecord(x)), dataDirectory: dir)
                     known[key] = (x.highRisk, Int(x.weightedMinutesMilli), x.diagnosisKey.map { String(format: "%02x", $0) }.joined())
                     summary.exposures += 1
                     if x.highRisk { summary.highRisk += 1 }
@@ -365,12 +365,9 @@ struct ExposurePublish: AsyncParsableCommand {
             } catch {
                 throw CLIError("cannot write the export: \(error)")
             }
-            var published = ExposureKeysPublished()
-            published.keys = UInt32(keys.count)
-            published.firstInterval = keys.map(\.rollingStartIntervalNumber).min() ?? 0
-            published.lastInterval = keys.map(\.rollingStartIntervalNumber).max() ?? 0
-            published.path = out
-            _ = try EventWriter.append(.exposureKeysPublished(published), dataDirectory: dir)
+            try CommandSender.send(.recordKeysPublished(KeysPublishedRecord(
+                keys: UInt32(keys.count), firstInterval: keys.map(\.rollingStartIntervalNumber).min() ?? 0,
+                lastInterval: keys.map(\.rollingStartIntervalNumber).max() ?? 0, path: out)), dataDirectory: dir)
             FileOutput.standardOutput.write("published \(keys.count) keys to \(out)\(signer == nil ? " (unsigned)" : "")\n")
         }
     }

@@ -26,45 +26,39 @@ struct ResidentOptions: ParsableArguments {
     @Option(help: "Address of the resident's BLE tag (AA:BB:CC:DD:EE:FF); its presence counts as a sign of life.")
     var tag: String?
 
-    func apply(to r: inout Resident) throws {
-        if let name { r.name = name }
+    /// The settings given on the command line for resident `id` (unset options stay nil).
+    func settings(for id: String) throws -> ResidentSettings {
+        var r = ResidentSettings(id: id)
+        r.name = name
         if let mode {
-            switch mode {
-            case "time": r.mode = .time
-            case "pulse": r.mode = .pulse
-            case "off": r.mode = .off
-            default: throw CLIError("--mode must be time, pulse or off", code: 64)
-            }
+            guard let m = ResidentSettings.Mode(rawValue: mode) else { throw CLIError("--mode must be time, pulse or off", code: 64) }
+            r.mode = m
         }
-        if let interval { r.intervalUs = try duration(interval, "--interval") }
-        if let confirm { r.confirmUs = try duration(confirm, "--confirm") }
-        if let textToAlarm { r.textToAlarmUs = try duration(textToAlarm, "--text-to-alarm") }
-        if let alarmToNotify { r.alarmToNotifyUs = try duration(alarmToNotify, "--alarm-to-notify") }
+        if let interval { r.intervalMicroseconds = try duration(interval, "--interval") }
+        if let confirm { r.confirmMicroseconds = try duration(confirm, "--confirm") }
+        if let textToAlarm { r.textToAlarmMicroseconds = try duration(textToAlarm, "--text-to-alarm") }
+        if let alarmToNotify { r.alarmToNotifyMicroseconds = try duration(alarmToNotify, "--alarm-to-notify") }
         if !contact.isEmpty {
             r.contacts = try contact.map { text in
                 let parts = text.split(separator: "=", maxSplits: 1).map(String.init)
                 guard parts.count == 2, !parts[1].isEmpty else { throw CLIError("--contact must be NAME=ADDRESS", code: 64) }
-                var c = Contact()
-                c.name = parts[0]
-                c.address = parts[1]
-                return c
+                return ResidentSettings.Contact(name: parts[0], address: parts[1])
             }
         }
         if let night {
             if night == "none" {
-                r.clearNight()
+                r.clearNight = true
             } else {
                 let ends = night.split(separator: "-").map(String.init)
                 guard ends.count == 2, let start = minutes(ends[0]), let end = minutes(ends[1]) else {
                     throw CLIError("--night must look like 22:00-07:00", code: 64)
                 }
-                r.night.startMinute = start
-                r.night.endMinute = end
+                r.night = ResidentSettings.Night(startMinute: start, endMinute: end)
             }
         }
         if let utcOffset {
             guard (-840...840).contains(utcOffset) else { throw CLIError("--utc-offset must be within ±840 minutes", code: 64) }
-            r.night.utcOffsetMinutes = Int32(utcOffset)
+            r.utcOffsetMinutes = Int32(utcOffset)
         }
         if !pause.isEmpty {
             r.pauses = try pause.map { text in
@@ -72,16 +66,14 @@ struct ResidentOptions: ParsableArguments {
                 guard ends.count == 2, let start = iso(ends[0]), let end = iso(ends[1]), end > start else {
                     throw CLIError("--pause must be START/END in ISO 8601, END after START", code: 64)
                 }
-                var p = Pause()
-                p.startUs = start
-                p.endUs = end
-                return p
+                return ResidentSettings.Pause(startMicroseconds: start, endMicroseconds: end)
             }
         }
         if let tag {
             guard let address = parseAddress(tag) else { throw CLIError("--tag must be an address like C0:11:22:33:44:55", code: 64) }
-            r.bleTag = address
+            r.tag = address
         }
+        return r
     }
 
     private func duration(_ text: String, _ option: String) throws -> UInt64 {
@@ -108,12 +100,6 @@ func currentState(_ dir: String) throws -> Projections {
     try Replay.currentState(try openForReading(dir), settings: ProjectionSettings())
 }
 
-/// The resident `id` as the log knows it, or a clear error.
-func existingResident(_ id: String, _ dir: String) throws -> EscalationBook.ResidentState {
-    guard let r = try currentState(dir).escalations.residents[id] else { throw CLIError("no resident \(id)") }
-    return r
-}
-
 func parseAddress(_ text: String) -> UInt64? {
     let bytes = text.split(separator: ":").compactMap { UInt8($0, radix: 16) }
     guard bytes.count == 6 else { return nil }
@@ -130,16 +116,8 @@ struct AddResident: AsyncParsableCommand {
         try await reportingErrors {
             let dir = try options.load().configuration.dataDirectory
             guard !id.isEmpty, !id.contains(" "), id.count <= 64 else { throw CLIError("a resident id is 1-64 characters without spaces", code: 64) }
-            if let existing = try? currentState(dir), existing.escalations.residents[id] != nil {
-                throw CLIError("resident \(id) exists; use `vigil resident set \(id)`")
-            }
-            var r = Resident()
-            r.id = id
-            r.mode = .time
-            r.intervalUs = 4 * 3_600_000_000
-            try settings.apply(to: &r)
-            let seq = try EventWriter.append(.residentEnrolled(r), dataDirectory: dir)
-            FileOutput.standardOutput.write("enrolled \(id) (event \(seq))\n")
+            let reply = try CommandSender.send(.enrolResident(try settings.settings(for: id)), dataDirectory: dir)
+            FileOutput.standardOutput.write("enrolled \(id) (event \(reply.sequence ?? 0))\n")
         }
     }
 }
@@ -153,10 +131,8 @@ struct SetResident: AsyncParsableCommand {
     func run() async throws {
         try await reportingErrors {
             let dir = try options.load().configuration.dataDirectory
-            var r = Resident(try existingResident(id, dir))
-            try settings.apply(to: &r)
-            let seq = try EventWriter.append(.residentUpdated(r), dataDirectory: dir)
-            FileOutput.standardOutput.write("updated \(id) (event \(seq))\n")
+            let reply = try CommandSender.send(.updateResident(try settings.settings(for: id)), dataDirectory: dir)
+            FileOutput.standardOutput.write("updated \(id) (event \(reply.sequence ?? 0))\n")
         }
     }
 }
@@ -169,11 +145,8 @@ struct RemoveResident: AsyncParsableCommand {
     func run() async throws {
         try await reportingErrors {
             let dir = try options.load().configuration.dataDirectory
-            _ = try existingResident(id, dir)
-            var removed = ResidentRemoved()
-            removed.id = id
-            let seq = try EventWriter.append(.residentRemoved(removed), dataDirectory: dir)
-            FileOutput.standardOutput.write("removed \(id) (event \(seq))\n")
+            let reply = try CommandSender.send(.removeResident(ResidentReference(id: id)), dataDirectory: dir)
+            FileOutput.standardOutput.write("removed \(id) (event \(reply.sequence ?? 0))\n")
         }
     }
 }
@@ -205,28 +178,6 @@ struct ListResidents: AsyncParsableCommand {
     }
 }
 
-extension Resident {
-    /// The event payload for a resident as the projection holds it (for `resident set`).
-    init(_ s: EscalationBook.ResidentState) {
-        self.init()
-        id = s.id
-        name = s.name
-        mode = s.checkInMode
-        intervalUs = s.intervalMicroseconds
-        confirmUs = s.confirmMicroseconds
-        textToAlarmUs = s.textToAlarmMicroseconds
-        alarmToNotifyUs = s.alarmToNotifyMicroseconds
-        contacts = s.contacts.map { var c = Contact(); c.name = $0.name; c.address = $0.address; return c }
-        pauses = s.pauses.map { var p = Pause(); p.startUs = $0.start; p.endUs = $0.end; return p }
-        if let n = s.night {
-            night.startMinute = n.startMinute
-            night.endMinute = n.endMinute
-            night.utcOffsetMinutes = n.utcOffsetMinutes
-        }
-        bleTag = s.bleTag
-    }
-}
-
 struct CheckInCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "checkin", abstract: "Record that a resident is OK (\"I'm OK\").")
     @Argument var resident: String
@@ -237,14 +188,14 @@ struct CheckInCommand: AsyncParsableCommand {
     func run() async throws {
         try await reportingErrors {
             let dir = try options.load().configuration.dataDirectory
+            let reply = try CommandSender.send(.checkIn(CheckInRequest(resident: resident, heartRate: heartRate, heartRateFlags: flags)),
+                                               dataDirectory: dir)
             var c = CheckIn()
-            c.resident = resident
             c.source = heartRate == nil ? .checkInCli : .checkInHeartRate
             if let heartRate { c.value = heartRate }
             if let flags { c.heartRateFlags = flags & 0xFF }
-            let seq = try EventWriter.append(.checkIn(c), dataDirectory: dir)
             let counts = EscalationBook.isPositive(c) ? "" : " (not counted: implausible reading or no sensor contact)"
-            FileOutput.standardOutput.write("checked in \(resident) (event \(seq))\(counts)\n")
+            FileOutput.standardOutput.write("checked in \(resident) (event \(reply.sequence ?? 0))\(counts)\n")
         }
     }
 }
@@ -256,10 +207,8 @@ struct AcknowledgeCommand: AsyncParsableCommand {
     func run() async throws {
         try await reportingErrors {
             let dir = try options.load().configuration.dataDirectory
-            var ack = AlarmAcknowledged()
-            ack.by = "cli"
-            let seq = try EventWriter.append(.alarmAcknowledged(ack), dataDirectory: dir)
-            FileOutput.standardOutput.write("acknowledged (event \(seq))\n")
+            let reply = try CommandSender.send(.silenceAlarms(SilenceRequest(by: "cli")), dataDirectory: dir)
+            FileOutput.standardOutput.write("acknowledged (event \(reply.sequence ?? 0))\n")
         }
     }
 }

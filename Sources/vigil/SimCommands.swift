@@ -38,14 +38,14 @@ struct Press: AsyncParsableCommand {
                 }
                 holdMicroseconds = us
             }
-            let reply: String
+            let reply: NodeReply
             do {
-                reply = try ControlClient.send(.press(holdMicroseconds: holdMicroseconds, bounces: bounces,
-                                                      resident: gesture == .checkin ? resident : nil), dataDirectory: dir)
+                reply = try ControlClient.send(.press(ButtonPress(holdMicroseconds: holdMicroseconds, bounces: bounces,
+                                                                  resident: gesture == .checkin ? resident : nil)), dataDirectory: dir)
             } catch {
-                throw CLIError("no node is running with data directory \(dir) (cannot reach \(dir)/control.sock: \(error))")
+                throw CLIError("no node is running with data directory \(dir) (\(error))")
             }
-            guard reply.contains(#""ok":true"#) else { throw CLIError("the node refused: \(reply)") }
+            _ = try CommandSender.accepted(reply)
             FileOutput.standardOutput.write("pressed \(gesture.rawValue) for \(HumanDuration.format(microseconds: holdMicroseconds))\n")
         }
     }

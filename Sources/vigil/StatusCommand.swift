@@ -23,7 +23,7 @@ struct Status: AsyncParsableCommand {
             let space = try log.spaceUsage()
             var live: LiveStatus?
             if let reply = try? ControlClient.send(.status, dataDirectory: dir, timeoutMilliseconds: 1_000) {
-                live = try? JSONDecoder().decode(LiveStatus.self, from: Data(reply.utf8))
+                live = reply.status
             }
             if json {
                 let report = StatusReport(state: state, usedBytes: space.usedBytes, mapBytes: space.mapBytes, live: live)

@@ -298,39 +298,31 @@ final class ScriptedRadio: RadioAdapter, @unchecked Sendable {
             #expect(await until(node) { $0.projections.alerts.active.count == 2 })
         }
         // The loop has stopped: its state can be read and checked here.
-        func refusal(_ body: EventBody) -> String? {
-            if case .failure(let r) = node.validatedFromOutside(body) { r.message } else { nil }
+        func outcome(_ node: Node, _ command: NodeCommand) -> CommandInterpreter.Outcome {
+            node.control.interpreter.interpret(command)
         }
-        let now = realtimeMicroseconds()
-        func raised(_ kind: AlertKind, expiresIn: UInt64 = 3_600_000_000, lat: Int32? = nil, text: String = "") -> EventBody {
-            var a = Alert()
-            a.kind = kind
-            a.expiresAtUs = now + expiresIn
-            a.text = text
-            a.hops = 5
-            a.id = AlertID(origin: 1, counter: 999) // the node chooses the id
-            if let lat { var l = Location(); l.latitudeE7 = lat; a.location = l }
-            return .alertRaised(a)
+        func refusal(_ command: NodeCommand) -> String? {
+            if case .refused(_, let message) = outcome(node, command) { message } else { nil }
         }
-        #expect(refusal(raised(.unspecified))?.contains("kind") == true)
-        #expect(refusal(raised(.flood, expiresIn: 0))?.contains("expiry") == true)
-        #expect(refusal(raised(.flood, expiresIn: 25 * 3_600_000_000))?.contains("max_lifetime") == true)
-        #expect(refusal(raised(.flood, lat: 900_000_001))?.contains("latitude") == true)
-        #expect(refusal(raised(.flood, text: String(repeating: "x", count: 501)))?.contains("500") == true)
-        guard case .success(.alertRaised(let ok)) = node.validatedFromOutside(raised(.roadHazard)) else {
+        func raised(_ kind: String, lifetime: UInt64 = 3_600_000_000, lat: Double? = nil, text: String = "") -> NodeCommand {
+            .raiseAlert(AlertRequest(kind: kind, lifetimeMicroseconds: lifetime, latitude: lat, longitude: lat.map { _ in 0 }, text: text))
+        }
+        #expect(refusal(raised("unspecified"))?.contains("kind") == true)
+        #expect(refusal(raised("flood", lifetime: 0))?.contains("expiry") == true)
+        #expect(refusal(raised("flood", lifetime: 25 * 3_600_000_000))?.contains("max_lifetime") == true)
+        #expect(refusal(raised("flood", lat: 90.0000001))?.contains("latitude") == true)
+        #expect(refusal(raised("flood", text: String(repeating: "x", count: 501)))?.contains("500") == true)
+        guard case .event(.alertRaised(let ok), let okID) = outcome(node, raised("road-hazard")) else {
             Issue.record("a valid hazard was refused")
             return
         }
         #expect(ok.id == AlertID(origin: node.nodeID, counter: 1) && ok.hops == 0 && ok.severity == .warning)
+        #expect(okID == ok.id.text)
 
-        var cancel = AlertCancelled()
-        cancel.id = heard.id
-        #expect(refusal(.alertCancelled(cancel))?.contains("raised at this box") == true, "a received alert is not ours to cancel")
-        var ack = AlertAcknowledged()
-        ack.id = flood.id
-        #expect(refusal(.alertAcknowledged(ack))?.contains("call for help") == true, "a warning is not answered")
-        ack.id = heard.id
-        guard case .success(.alertAcknowledged(let answer)) = node.validatedFromOutside(.alertAcknowledged(ack)) else {
+        #expect(refusal(.cancelAlert(AlertCancelRequest(id: heard.id.text)))?.contains("raised at this box") == true,
+                "a received alert is not ours to cancel")
+        #expect(refusal(.acknowledgeAlert(AlertReference(id: flood.id.text)))?.contains("call for help") == true, "a warning is not answered")
+        guard case .event(.alertAcknowledged(let answer), _) = outcome(node, .acknowledgeAlert(AlertReference(id: heard.id.text))) else {
             Issue.record("answering a heard SOS was refused")
             return
         }
@@ -339,8 +331,8 @@ final class ScriptedRadio: RadioAdapter, @unchecked Sendable {
         // Without a shelter key nothing would go on the air: all refused.
         let keyless = TemporaryDirectory()
         let plain = try Node(configuration: testConfiguration(keyless, advertisers: 0), logger: quietLogger, radio: try ScriptedRadio())
-        if case .failure(let r) = plain.validatedFromOutside(raised(.flood)) {
-            #expect(r.message.contains("shelter key"))
+        if case .refused(let why, let message) = outcome(plain, raised("flood")) {
+            #expect(message.contains("shelter key") && why == .unavailable)
         } else {
             Issue.record("a node without a shelter key accepted an alert")
         }

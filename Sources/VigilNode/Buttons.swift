@@ -1,0 +1,177 @@
+import VigilBoard
+import VigilCore
+import VigilEvents
+import VigilSystem
+
+/// The SOS button and residents' check-in buttons: every edge is logged, the gesture decoders
+/// turn edges into presses, and presses into events. A long press raises this box's SOS (or
+/// cancels it if one is active); a short press silences what sounds, or, when nothing sounds,
+/// answers the calls for help heard from other boxes. A resident's own button is their "I'm OK".
+///
+/// A button that stops reporting stops the node: a box whose SOS button is dead must not look
+/// healthy (the service manager restarts it, which requests the lines again).
+final class Buttons: NodeComponent {
+    unowned let node: Node
+    private var gestures: ButtonGestureDecoder
+    /// One decoder per resident check-in button, by line.
+    private var checkInGestures: [UInt32: ButtonGestureDecoder] = [:]
+    private var edges: [ButtonEdge] = []
+    private var failures = 0
+    static let gestureTimer = Scheduler.Timer("gesture")
+
+    init(node: Node) {
+        self.node = node
+        gestures = ButtonGestureDecoder(settings: node.configuration.gestures)
+        for line in node.configuration.board.checkInButtons.values {
+            checkInGestures[line.offset] = ButtonGestureDecoder(settings: node.configuration.gestures)
+        }
+    }
+
+    func open() throws(NodeError) {
+        node.scheduler.register(Self.gestureTimer) { [unowned self] in tick() }
+        do {
+            try node.board.start()
+        } catch {
+            throw .board("\(error)")
+        }
+        guard node.loop.watch(node.board.descriptor, "the button", handler: { [unowned self] events in readable(events) }) else {
+            throw .board("the button's descriptor cannot be watched")
+        }
+    }
+
+    private func readable(_ events: UInt32) {
+        if events & Epoll.hangup != 0 {
+            buttonDied("the device hung up")
+            return
+        }
+        edges.removeAll(keepingCapacity: true)
+        do {
+            try node.board.readReady(into: &edges)
+            failures = 0
+        } catch {
+            node.counters.boardErrors += 1
+            failures += 1
+            node.logger.error("button read failed", metadata: ["error": "\(error)"])
+            if failures >= RadioIntake.failuresBeforeDropping { buttonDied("\(error)") }
+        }
+        for edge in edges { handle(edge) }
+    }
+
+    private func buttonDied(_ error: String) {
+        node.loop.unwatch(node.board.descriptor, "the button")
+        node.fail(.board("the button stopped reporting: \(error)"))
+    }
+
+    private func handle(_ edge: ButtonEdge) {
+        var input = ButtonInput()
+        input.line = edge.line
+        input.edge = edge.pressed ? .falling : .rising
+        input.kernelTimestampNs = edge.kernelTimestampNanoseconds
+        if edge.line == node.board.profile.button.offset {
+            node.append(.buttonInput(input))
+            perform(gestures.edge(pressed: edge.pressed, atNanoseconds: edge.kernelTimestampNanoseconds))
+        } else if let resident = node.board.profile.checkInResident(line: edge.line), var decoder = checkInGestures[edge.line] {
+            input.role = "checkin:" + resident
+            node.append(.buttonInput(input))
+            let decoded = decoder.edge(pressed: edge.pressed, atNanoseconds: edge.kernelTimestampNanoseconds)
+            checkInGestures[edge.line] = decoder
+            checkIn(resident, decoded)
+        } else {
+            input.role = "unassigned"
+            node.append(.buttonInput(input))
+        }
+    }
+
+    /// A held button becomes a long press when its time comes, without waiting for the release.
+    private func tick() {
+        let now = node.monotonic.nowNanoseconds()
+        for (line, var decoder) in checkInGestures {
+            let decoded = decoder.tick(atNanoseconds: now)
+            checkInGestures[line] = decoder
+            if let resident = node.board.profile.checkInResident(line: line) { checkIn(resident, decoded) }
+        }
+        perform(gestures.tick(atNanoseconds: now))
+    }
+
+    /// A press of a resident's own button (short or long; not a glitch) is their "I'm OK".
+    private func checkIn(_ resident: String, _ decoded: [ButtonGestureDecoder.Gesture]) {
+        for gesture in decoded {
+            switch gesture {
+            case .shortPress, .longPress:
+                var c = CheckIn()
+                c.resident = resident
+                c.source = .checkInButton
+                node.append(.checkIn(c))
+            case .pressed, .released, .glitch:
+                break
+            }
+        }
+        scheduleTick()
+    }
+
+    /// Acts on gestures. Every action is an event: the outputs follow once it is durable, so an
+    /// SOS is in the log before any LED changes.
+    private func perform(_ decoded: [ButtonGestureDecoder.Gesture]) {
+        for gesture in decoded {
+            switch gesture {
+            case .longPress:
+                if let active = node.pending.ownActiveSOS(node.projections.alerts) {
+                    var cancel = AlertCancelled()
+                    cancel.id = active
+                    cancel.by = node.nodeID
+                    cancel.reason = "cancelled with a long press at the box"
+                    node.append(.alertCancelled(cancel))
+                    node.logger.notice("SOS cancelled", metadata: ["alert": "\(active.text)"])
+                } else {
+                    raiseSOS()
+                }
+            case .shortPress:
+                // First what sounds here is silenced; only a press when nothing sounds answers
+                // the calls for help received from other boxes, so silencing a resident's alarm
+                // never tells another box "help is on the way" by accident.
+                if !OutputPolicy.soundingAlarms(node.projections).isEmpty {
+                    var ack = AlarmAcknowledged()
+                    ack.by = "button"
+                    node.append(.alarmAcknowledged(ack))
+                } else {
+                    answerCallsForHelp()
+                }
+            case .pressed, .released, .glitch:
+                break
+            }
+        }
+        scheduleTick()
+    }
+
+    private func raiseSOS() {
+        let now = node.clock.nowMicroseconds()
+        let expiry = node.configuration.sosExpiryMicroseconds
+        var sos = Alert()
+        sos.id = AlertID(origin: node.nodeID, counter: node.pending.nextAlertCounter(node.projections.alerts, origin: node.nodeID))
+        sos.kind = .sos
+        sos.severity = .critical
+        sos.expiresAtUs = expiry == 0 ? 0 : now.addingReportingOverflow(expiry).partialValue
+        sos.text = "SOS button pressed at the shelter box"
+        node.append(.alertRaised(sos), time: now)
+        node.logger.notice("SOS raised", metadata: ["alert": "\(sos.id.text)"])
+    }
+
+    /// Acknowledges, over the air, the calls for help received from other boxes that the blue
+    /// LED shows unanswered now: the durable state, so only alerts someone could have seen. One
+    /// event per alert, naming it, so the log says exactly what was answered.
+    private func answerCallsForHelp() {
+        for entry in node.projections.alerts.awaitingAcknowledgement {
+            guard !node.pending.containsAcknowledgement(AlertID(origin: entry.origin, counter: entry.counter)) else { continue }
+            node.append(.alertAcknowledged(CommandInterpreter.acknowledgementMadeHere(entry)))
+            node.logger.notice("call for help acknowledged", metadata: ["alert": "\(entry.idText)"])
+        }
+    }
+
+    private func scheduleTick() {
+        if let next = ([gestures.nextTick] + checkInGestures.values.map(\.nextTick)).compactMap({ $0 }).min() {
+            node.scheduler.schedule(Self.gestureTimer, atNanoseconds: next)
+        } else {
+            node.scheduler.cancel(Self.gestureTimer)
+        }
+    }
+}

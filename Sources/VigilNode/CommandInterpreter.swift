@@ -1,0 +1,350 @@
+import Foundation
+import VigilCore
+import VigilEvents
+import VigilRadio
+import VigilSystem
+
+/// Turns a command into the event it stands for, after checking it against the node's state:
+/// the one place where requests from outside (CLI, control socket, later HTTP) become events.
+///
+/// It is a function of its context, with no I/O and no clock of its own, so the running node
+/// and the CLI (appending for a stopped node) decide alike, and tests call it directly.
+public struct CommandInterpreter {
+    /// What a command is judged against.
+    struct Context {
+        var projections: Projections
+        var pending: PendingEvents
+        var nodeID: UInt64
+        var nowMicroseconds: UInt64
+        /// A shelter key is installed: alerts can go on the air.
+        var hasShelterKey: Bool
+        var maxAlertLifetimeMicroseconds: UInt64
+    }
+
+    /// The event a command becomes, or why it is refused.
+    public enum Outcome {
+        case event(EventBody, alert: String? = nil)
+        case refused(NodeReply.Refusal, String)
+    }
+
+    let context: Context
+
+    /// Judges commands for a node that is not running (the CLI appends for it): no events are
+    /// pending, and nothing can go on the air.
+    public static func offline(state: Projections, nowMicroseconds: UInt64) -> CommandInterpreter {
+        CommandInterpreter(context: Context(projections: state, pending: PendingEvents(), nodeID: state.health.nodeID,
+                                            nowMicroseconds: nowMicroseconds, hasShelterKey: false,
+                                            maxAlertLifetimeMicroseconds: 0))
+    }
+
+    public func interpret(_ command: NodeCommand) -> Outcome {
+        switch command {
+        case .ping, .status, .press:
+            return .refused(.invalid, "\(command.name) is answered by the node, not logged")
+        case .checkIn(let r): return checkIn(r)
+        case .enrolResident(let s): return enrol(s)
+        case .updateResident(let s): return update(s)
+        case .removeResident(let r):
+            guard context.projections.escalations.residents[r.id] != nil else { return .refused(.conflict, "no resident \(r.id)") }
+            var removed = ResidentRemoved()
+            removed.id = r.id
+            return .event(.residentRemoved(removed))
+        case .silenceAlarms(let s):
+            var ack = AlarmAcknowledged()
+            ack.by = String(s.by.prefix(32))
+            return .event(.alarmAcknowledged(ack))
+        case .raiseAlert(let r): return raise(r)
+        case .cancelAlert(let r): return cancel(r)
+        case .acknowledgeAlert(let r): return acknowledge(r)
+        case .recordExposure(let r): return exposure(r)
+        case .recordKeysPublished(let r):
+            var p = ExposureKeysPublished()
+            p.keys = r.keys
+            p.firstInterval = r.firstInterval
+            p.lastInterval = r.lastInterval
+            p.path = String(r.path.prefix(4_096))
+            return .event(.exposureKeysPublished(p))
+        }
+    }
+
+    // MARK: Residents
+
+    private func checkIn(_ r: CheckInRequest) -> Outcome {
+        guard Self.validResidentID(r.resident) else { return .refused(.invalid, Self.residentIDRule) }
+        var c = CheckIn()
+        c.resident = r.resident
+        c.source = r.heartRate == nil ? .checkInCli : .checkInHeartRate
+        if let rate = r.heartRate {
+            guard rate.isFinite else { return .refused(.invalid, "the heart rate must be a number") }
+            c.value = rate
+        }
+        if let flags = r.heartRateFlags { c.heartRateFlags = flags & 0xFF }
+        return .event(.checkIn(c))
+    }
+
+    static let residentIDRule = "a resident id is 1-64 characters without spaces"
+    static func validResidentID(_ id: String) -> Bool { !id.isEmpty && !id.contains(" ") && id.count <= 64 }
+
+    private func enrol(_ s: ResidentSettings) -> Outcome {
+        guard Self.validResidentID(s.id) else { return .refused(.invalid, Self.residentIDRule) }
+        guard context.projections.escalations.residents[s.id] == nil else {
+            return .refused(.conflict, "resident \(s.id) exists; use `vigil resident set \(s.id)`")
+        }
+        var r = Resident()
+        r.id = s.id
+        r.mode = .time
+        r.intervalUs = 4 * 3_600_000_000
+        if let refusal = Self.apply(s, to: &r) { return .refused(.invalid, refusal) }
+        return .event(.residentEnrolled(r))
+    }
+
+    private func update(_ s: ResidentSettings) -> Outcome {
+        guard let existing = context.projections.escalations.residents[s.id] else { return .refused(.conflict, "no resident \(s.id)") }
+        var r = Resident(existing)
+        if let refusal = Self.apply(s, to: &r) { return .refused(.invalid, refusal) }
+        return .event(.residentUpdated(r))
+    }
+
+    /// Applies the settings given; returns why they are refused, if they are.
+    static func apply(_ s: ResidentSettings, to r: inout Resident) -> String? {
+        if let name = s.name {
+            guard name.utf8.count <= 200 else { return "the name is longer than 200 bytes" }
+            r.name = name
+        }
+        if let mode = s.mode {
+            switch mode {
+            case .time: r.mode = .time
+            case .pulse: r.mode = .pulse
+            case .off: r.mode = .off
+            }
+        }
+        for (value, name) in [(s.intervalMicroseconds, "interval"), (s.confirmMicroseconds, "confirm"),
+                              (s.textToAlarmMicroseconds, "text-to-alarm"), (s.alarmToNotifyMicroseconds, "alarm-to-notify")] {
+            if let v = value, v < 1_000_000 || v > 366 * 86_400_000_000 {
+                return "\(name) must be a duration between 1s and 366d"
+            }
+        }
+        if let v = s.intervalMicroseconds { r.intervalUs = v }
+        if let v = s.confirmMicroseconds { r.confirmUs = v }
+        if let v = s.textToAlarmMicroseconds { r.textToAlarmUs = v }
+        if let v = s.alarmToNotifyMicroseconds { r.alarmToNotifyUs = v }
+        if let contacts = s.contacts {
+            guard contacts.count <= 32, contacts.allSatisfy({ !$0.address.isEmpty && $0.address.utf8.count <= 200 && $0.name.utf8.count <= 200 }) else {
+                return "contacts need an address (at most 32 contacts, 200 bytes each)"
+            }
+            r.contacts = contacts.map { var c = Contact(); c.name = $0.name; c.address = $0.address; return c }
+        }
+        if s.clearNight == true { r.clearNight() }
+        if let night = s.night {
+            guard night.startMinute < 1_440, night.endMinute < 1_440 else { return "the night window's times must be within a day" }
+            r.night.startMinute = night.startMinute
+            r.night.endMinute = night.endMinute
+        }
+        if let offset = s.utcOffsetMinutes {
+            guard (-840...840).contains(offset) else { return "the UTC offset must be within ±840 minutes" }
+            r.night.utcOffsetMinutes = offset
+        }
+        if let pauses = s.pauses {
+            guard pauses.count <= 64, pauses.allSatisfy({ $0.endMicroseconds > $0.startMicroseconds }) else {
+                return "each pause must end after it starts (at most 64)"
+            }
+            r.pauses = pauses.map { var p = Pause(); p.startUs = $0.startMicroseconds; p.endUs = $0.endMicroseconds; return p }
+        }
+        if let tag = s.tag {
+            guard tag <= 0xFFFF_FFFF_FFFF else { return "a tag address has 48 bits" }
+            r.bleTag = tag
+        }
+        return nil
+    }
+
+    // MARK: Alerts
+
+    /// "1a2b3c4d:7" (origin in hex, counter), as `vigil status` prints alert ids.
+    public static func parseAlertID(_ text: String) -> AlertID? {
+        let parts = text.split(separator: ":")
+        guard parts.count == 2, let origin = UInt64(parts[0], radix: 16), let counter = UInt32(parts[1]) else { return nil }
+        return AlertID(origin: origin, counter: counter)
+    }
+
+    static let alertKinds: [String: AlertKind] = [
+        "sos": .sos, "medical": .medical, "fire": .fire, "flood": .flood, "evacuate": .evacuate,
+        "road-hazard": .roadHazard, "area-hazard": .areaHazard, "info": .info,
+    ]
+
+    /// The severity an alert raised here gets when none is given.
+    static func defaultSeverity(_ kind: AlertKind) -> AlertSeverity {
+        switch kind {
+        case .sos, .medical, .fire, .evacuate: .critical
+        case .flood, .roadHazard, .areaHazard: .warning
+        default: .info
+        }
+    }
+
+    private var noKey: Outcome {
+        .refused(.unavailable, "this box has no shelter key (radio.alerts.key_file), so nothing would go on the air")
+    }
+
+    /// A raised alert gets its id here (origin and the next counter: only the node knows it).
+    private func raise(_ r: AlertRequest) -> Outcome {
+        guard context.hasShelterKey else { return noKey }
+        guard let kind = Self.alertKinds[r.kind], AlertFrame.FrameType(kind: kind) != nil else {
+            return .refused(.invalid, "unknown alert kind \(r.kind)")
+        }
+        var alert = Alert()
+        alert.kind = kind
+        switch r.severity {
+        case nil: alert.severity = Self.defaultSeverity(kind)
+        case "info": alert.severity = .info
+        case "warning": alert.severity = .warning
+        case "critical": alert.severity = .critical
+        case let other?: return .refused(.invalid, "unknown severity \(other)")
+        }
+        guard r.lifetimeMicroseconds > 0, r.lifetimeMicroseconds <= context.maxAlertLifetimeMicroseconds else {
+            return .refused(.invalid, "the expiry must be in the future and within radio.alerts.max_lifetime")
+        }
+        alert.expiresAtUs = context.nowMicroseconds &+ r.lifetimeMicroseconds
+        switch (r.latitude, r.longitude) {
+        case (nil, nil): break
+        case (let lat?, let lon?):
+            guard lat.isFinite, lon.isFinite, abs(lat) <= 90, abs(lon) <= 180 else {
+                return .refused(.invalid, "latitude must be within 90 and longitude within 180 degrees")
+            }
+            var location = Location()
+            location.latitudeE7 = Int32((lat * 1e7).rounded())
+            location.longitudeE7 = Int32((lon * 1e7).rounded())
+            alert.location = location
+        default:
+            return .refused(.invalid, "a place needs both latitude and longitude")
+        }
+        guard r.text.utf8.count <= 500 else { return .refused(.invalid, "the text is longer than 500 bytes") }
+        alert.text = r.text
+        let counter = context.pending.nextAlertCounter(context.projections.alerts, origin: context.nodeID)
+        guard counter <= AlertFrame.maximumCounter else {
+            return .refused(.unavailable, "this box has used every alert counter a frame can carry")
+        }
+        alert.id = AlertID(origin: context.nodeID, counter: counter)
+        alert.hops = 0
+        alert.heardFrom = 0
+        return .event(.alertRaised(alert), alert: alert.id.text)
+    }
+
+    /// A cancel must name an active alert raised here, not cancelled already.
+    private func cancel(_ r: AlertCancelRequest) -> Outcome {
+        guard context.hasShelterKey else { return noKey }
+        guard let id = Self.parseAlertID(r.id) else { return .refused(.invalid, "the id must look like 1a2b3c4d:7 (origin in hex, counter)") }
+        let raisedHere = context.projections.alerts.active.contains { $0.raisedHere && $0.idText == id.text }
+            || context.pending.containsRaised(id)
+        guard raisedHere, !context.pending.containsCancel(id) else {
+            return .refused(.conflict, "no active alert raised at this box has that id")
+        }
+        var cancel = AlertCancelled()
+        cancel.id = id
+        cancel.by = context.nodeID
+        cancel.reason = String(r.reason.prefix(500))
+        cancel.hops = 0
+        cancel.heardFrom = 0
+        return .event(.alertCancelled(cancel), alert: id.text)
+    }
+
+    /// An acknowledgement must name an active call for help received from another box, not
+    /// yet acknowledged.
+    private func acknowledge(_ r: AlertReference) -> Outcome {
+        guard context.hasShelterKey else { return noKey }
+        guard let id = Self.parseAlertID(r.id) else { return .refused(.invalid, "the id must look like 1a2b3c4d:7 (origin in hex, counter)") }
+        guard let entry = context.projections.alerts.active.first(where: { $0.idText == id.text }), !entry.raisedHere,
+              AlertBook.asksForAnswer(kind: entry.kind) else {
+            return .refused(.conflict, "no active call for help (sos or medical) received from another box has that id")
+        }
+        guard context.projections.alerts.acknowledgements[entry.idText] == nil, !context.pending.containsAcknowledgement(id) else {
+            return .refused(.conflict, "that alert is already acknowledged")
+        }
+        return .event(.alertAcknowledged(Self.acknowledgementMadeHere(entry)), alert: id.text)
+    }
+
+    static func acknowledgementMadeHere(_ entry: AlertBook.Entry) -> AlertAcknowledged {
+        var ack = AlertAcknowledged()
+        ack.id = AlertID(origin: entry.origin, counter: entry.counter)
+        ack.hops = 0
+        ack.heardFrom = 0
+        ack.expiresAtUs = entry.expiresAtMicroseconds
+        ack.severity = AlertSeverity(rawValue: entry.severity) ?? .unspecified
+        return ack
+    }
+
+    // MARK: Exposure
+
+    private func exposure(_ r: ExposureRecord) -> Outcome {
+        guard let key = Hex.decode(r.diagnosisKeyHex), key.count == 16 else {
+            return .refused(.invalid, "a diagnosis key is 16 bytes in hex")
+        }
+        var x = ExposureDetected()
+        x.diagnosisKey = Data(key)
+        x.source = String(r.source.prefix(4_096))
+        x.withdrawn = r.withdrawn
+        guard !r.withdrawn else { return .event(.exposureDetected(x)) }
+        guard let identifier = Hex.decode(r.identifierHex), identifier.count == 16 else {
+            return .refused(.invalid, "an identifier is 16 bytes in hex")
+        }
+        guard r.lastSeenMicroseconds >= r.firstSeenMicroseconds, r.secondsByBucket.count <= 8 else {
+            return .refused(.invalid, "the window must end after it starts, with at most 8 buckets")
+        }
+        x.identifier = Data(identifier)
+        x.rollingStart = r.rollingStart
+        x.rollingPeriod = r.rollingPeriod
+        x.transmissionRiskLevel = r.transmissionRiskLevel
+        x.reportType = r.reportType
+        x.firstSeenUs = r.firstSeenMicroseconds
+        x.lastSeenUs = r.lastSeenMicroseconds
+        x.secondsByBucket = r.secondsByBucket
+        x.txPower = r.txPower
+        x.minAttenuation = r.minAttenuation
+        x.weightedMinutesMilli = r.weightedMinutesMilli
+        x.highRisk = r.highRisk
+        x.scanInstances = r.scanInstances
+        return .event(.exposureDetected(x))
+    }
+}
+
+extension ExposureRecord {
+    /// The record of a detection the matcher made (`ExposureMatcher.detections`).
+    public init(_ x: ExposureDetected) {
+        identifierHex = Hex.encode(Array(x.identifier))
+        diagnosisKeyHex = Hex.encode(Array(x.diagnosisKey))
+        rollingStart = x.rollingStart
+        rollingPeriod = x.rollingPeriod
+        transmissionRiskLevel = x.transmissionRiskLevel
+        reportType = x.reportType
+        firstSeenMicroseconds = x.firstSeenUs
+        lastSeenMicroseconds = x.lastSeenUs
+        secondsByBucket = x.secondsByBucket
+        txPower = x.txPower
+        minAttenuation = x.minAttenuation
+        weightedMinutesMilli = x.weightedMinutesMilli
+        highRisk = x.highRisk
+        source = x.source
+        scanInstances = x.scanInstances
+        withdrawn = x.withdrawn
+    }
+}
+
+extension Resident {
+    /// The event payload for a resident as the projection holds it (an update starts from it).
+    init(_ s: EscalationBook.ResidentState) {
+        self.init()
+        id = s.id
+        name = s.name
+        mode = s.checkInMode
+        intervalUs = s.intervalMicroseconds
+        confirmUs = s.confirmMicroseconds
+        textToAlarmUs = s.textToAlarmMicroseconds
+        alarmToNotifyUs = s.alarmToNotifyMicroseconds
+        contacts = s.contacts.map { var c = Contact(); c.name = $0.name; c.address = $0.address; return c }
+        pauses = s.pauses.map { var p = Pause(); p.startUs = $0.start; p.endUs = $0.end; return p }
+        if let n = s.night {
+            night.startMinute = n.startMinute
+            night.endMinute = n.endMinute
+            night.utcOffsetMinutes = n.utcOffsetMinutes
+        }
+        bleTag = s.bleTag
+    }
+}

@@ -1,0 +1,91 @@
+import VigilBoard
+import VigilCore
+import VigilEvents
+
+/// Answers commands from outside the loop (the CLI over `DATA/control.sock` now, the HTTP API
+/// later): status and pings at once; the simulated button; everything else through
+/// `CommandInterpreter`, appended, and answered once durable.
+final class ControlHandler: NodeComponent {
+    unowned let node: Node
+    private var server: ControlServer?
+
+    init(node: Node) { self.node = node }
+
+    func open() throws(NodeError) {
+        // The control socket is a convenience (CLI status, writes, the simulated button): if it
+        // cannot be made (a data path longer than a socket address allows), the node runs
+        // without it rather than not at all.
+        do {
+            server = try ControlServer(path: node.configuration.dataDirectory + "/control.sock", loop: node.loop,
+                                       clock: node.monotonic) { [unowned self] command in answer(command) }
+        } catch {
+            node.logger.warning("no control socket: the CLI cannot reach this node (it still reads its log)",
+                                metadata: ["error": "\(error)"])
+        }
+    }
+
+    func settle(durableThrough: UInt64, refused: Set<UInt64>) {
+        server?.settle(durableThrough: durableThrough, refused: refused)
+    }
+
+    func close() {
+        server?.close()
+        server = nil
+    }
+
+    /// What the state says about `command` now; commands that become events are answered once
+    /// the event is durable.
+    func answer(_ command: NodeCommand) -> ControlServer.Answer {
+        switch command {
+        case .ping:
+            return .now(.done)
+        case .status:
+            var reply = NodeReply.done
+            reply.status = node.liveStatus()
+            return .now(reply)
+        case .press(let press):
+            return .now(self.press(press))
+        default:
+            guard !node.stopping else { return .now(.refused(.unavailable, "the node is stopping")) }
+            switch interpreter.interpret(command) {
+            case .refused(let why, let message):
+                return .now(.refused(why, message))
+            case .event(let body, let alert):
+                guard let sequence = node.append(body) else { return .now(.refused(.logRefused, "the log refused the event")) }
+                if case .alertRaised(let a) = body {
+                    node.logger.notice("alert raised", metadata: ["alert": "\(a.id.text)", "kind": "\(a.kind)"])
+                }
+                return .whenDurable(sequence, alert: alert)
+            }
+        }
+    }
+
+    var interpreter: CommandInterpreter {
+        CommandInterpreter(context: .init(
+            projections: node.projections, pending: node.pending, nodeID: node.nodeID,
+            nowMicroseconds: node.clock.nowMicroseconds(), hasShelterKey: node.airAlerts.hasKey,
+            maxAlertLifetimeMicroseconds: node.configuration.airAlerts.maxLifetimeMicroseconds))
+    }
+
+    private func press(_ press: ButtonPress) -> NodeReply {
+        guard let sim = node.board as? SimulatedBoard else {
+            return .refused(.unavailable, "this node's board is not simulated")
+        }
+        guard press.holdMicroseconds > 0, press.holdMicroseconds <= 60_000_000 else {
+            return .refused(.invalid, "a press is held for up to 60 s")
+        }
+        var line: UInt32?
+        if let resident = press.resident {
+            guard let l = node.board.profile.checkInButtons[resident]?.offset else {
+                return .refused(.conflict, "the board has no check-in button for that resident")
+            }
+            line = l
+        }
+        do {
+            try sim.press(holdMicroseconds: press.holdMicroseconds, bounces: min(max(press.bounces, 0), 50), line: line)
+            return .done
+        } catch {
+            return .refused(.unavailable, "\(error)")
+        }
+    }
+}

@@ -1,0 +1,134 @@
+import VigilCore
+import VigilEvents
+import VigilSystem
+
+/// Delivers outbox messages (texts to residents and contacts): one delivery at a time, through
+/// the configured notifier command as a child process watched by its pidfd, killed at its
+/// timeout, retried with back-off by the outbox projection. Every attempt is an event, so the
+/// log says what was tried, when, and how it ended; an attempt cut short by a stop is not
+/// recorded and runs again.
+final class Deliveries: NodeComponent {
+    unowned let node: Node
+    /// Entries with an attempt appended but not yet applied.
+    private var attemptsInFlight: Set<String> = []
+    private var running: DeliveryAttempt?
+    static let attemptTimer = Scheduler.Timer("outbox-attempt")
+    static let timeoutTimer = Scheduler.Timer("notifier-timeout")
+
+    init(node: Node) { self.node = node }
+
+    func start() throws(NodeError) {
+        node.scheduler.register(Self.attemptTimer) { [unowned self] in reconcile() }
+        node.scheduler.register(Self.timeoutTimer) { [unowned self] in finish(timedOut: true) }
+        if node.configuration.notifier.command == nil,
+           node.projections.escalations.residents.values.contains(where: { !$0.contacts.isEmpty }) {
+            node.logger.warning("no notify.command is configured: messages to contacts are only written to this log")
+        }
+    }
+
+    func inFlight(_ entry: String) -> Bool { attemptsInFlight.contains(entry) }
+
+    func applied(_ event: Event) {
+        if case .outboxAttempt(let a) = event.body { attemptsInFlight.remove(a.entry) }
+    }
+
+    func refused(_ event: Event) {
+        if case .outboxAttempt(let a) = event.body { attemptsInFlight.remove(a.entry) }
+    }
+
+    /// Starts the next due delivery, or arms the timer for it.
+    func reconcile() {
+        guard !node.stopping, running == nil else { return }
+        let now = node.clock.nowMicroseconds()
+        let outbox = node.projections.outbox
+        var earliest: UInt64?
+        // Broadcast entries are settled by the radio (AirAlerts), not delivered here.
+        for entry in outbox.pending where entry.channel != .broadcast && !attemptsInFlight.contains(entry.id) {
+            let due = outbox.nextAttemptMicroseconds(entry)
+            if due <= now {
+                deliver(entry)
+                return
+            }
+            earliest = earliest.map { min($0, due) } ?? due
+        }
+        if let earliest {
+            node.scheduler.schedule(Self.attemptTimer, atNanoseconds: node.monotonicDeadline(forWallMicroseconds: earliest))
+        } else {
+            node.scheduler.cancel(Self.attemptTimer)
+        }
+    }
+
+    private func deliver(_ entry: Outbox.Entry) {
+        let attempt = entry.attempts + 1
+        node.logger.notice("outbox message", metadata: [
+            "entry": "\(entry.id)", "to": "\(entry.recipients.joined(separator: ", "))", "text": "\(entry.text)",
+            "attempt": "\(attempt)",
+        ])
+        let notifier = node.configuration.notifier
+        guard let command = notifier.command else {
+            record(entry: entry.id, attempt: attempt, delivered: true, notifier: "log", error: "")
+            return
+        }
+        let child: ChildProcess
+        do {
+            child = try ChildProcess(path: command, arguments: notifier.arguments,
+                                     input: OutboxMessage(entry, attempt: attempt, nodeID: node.nodeID).json)
+        } catch {
+            record(entry: entry.id, attempt: attempt, delivered: false, notifier: "command", error: "\(error)")
+            return
+        }
+        running = DeliveryAttempt(entry: entry.id, attempt: attempt, child: child)
+        guard node.loop.watch(child.exitDescriptor, "the notifier", handler: { [unowned self] _ in finish(timedOut: false) }) else {
+            child.kill()
+            return // the node is failing; the entry stays pending
+        }
+        node.scheduler.schedule(Self.timeoutTimer, afterNanoseconds: notifier.timeoutMicroseconds &* 1_000)
+    }
+
+    /// The notifier exited (or timed out and was killed).
+    private func finish(timedOut: Bool) {
+        guard let running else { return }
+        if timedOut {
+            running.timedOut = true
+            running.child.kill()
+        }
+        guard let status = running.child.reap() else { return } // the pidfd fires once it exits
+        node.loop.unwatch(running.child.exitDescriptor, "the notifier")
+        node.scheduler.cancel(Self.timeoutTimer)
+        self.running = nil
+        let stderr = running.child.standardError()
+        let error: String
+        if running.timedOut {
+            error = "timed out after \(HumanDuration.format(microseconds: node.configuration.notifier.timeoutMicroseconds))"
+        } else if status != 0 {
+            error = "exit status \(status)" + (stderr.isEmpty ? "" : ": \(stderr)")
+        } else {
+            error = ""
+        }
+        if !error.isEmpty {
+            node.logger.warning("delivery failed", metadata: ["entry": "\(running.entry)", "error": "\(error)"])
+        }
+        record(entry: running.entry, attempt: running.attempt, delivered: error.isEmpty, notifier: "command", error: error)
+    }
+
+    /// Appends an attempt (from a delivery here, or the radio settling a broadcast).
+    func record(entry: String, attempt: UInt32, delivered: Bool, notifier: String, error: String) {
+        var a = OutboxAttempt()
+        a.entry = entry
+        a.attempt = attempt
+        a.delivered = delivered
+        a.notifier = notifier
+        a.error = String(error.prefix(500))
+        attemptsInFlight.insert(entry)
+        node.append(.outboxAttempt(a))
+    }
+
+    func stop() {
+        guard let running else { return }
+        // An interrupted attempt is not recorded; the entry stays pending and is retried.
+        running.child.kill()
+        node.loop.unwatch(running.child.exitDescriptor, "the notifier")
+        node.scheduler.cancel(Self.timeoutTimer)
+        self.running = nil
+    }
+}

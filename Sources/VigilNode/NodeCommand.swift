@@ -1,0 +1,272 @@
+import VigilCore
+
+/// A request to a running node: the one model the CLI, the control socket and (later) the HTTP
+/// API share. Commands are plain values, never event payloads: the node checks each against
+/// its state (`CommandInterpreter`) and turns it into events itself.
+///
+/// On the control socket a command is one JSON object on one line,
+/// `{"command":"check-in","arguments":{"resident":"room-12"}}`, answered by one `NodeReply` line.
+public enum NodeCommand: Sendable, Equatable {
+    case ping
+    case status
+    /// Press the simulated board's SOS button, or a resident's check-in button.
+    case press(ButtonPress)
+    /// "I'm OK", or a heart-rate datum judged by its sensor-contact flags.
+    case checkIn(CheckInRequest)
+    case enrolResident(ResidentSettings)
+    /// Changes the settings given; those left nil keep their value.
+    case updateResident(ResidentSettings)
+    case removeResident(ResidentReference)
+    /// Silences the alarms sounding now (what a short press does while an alarm sounds).
+    case silenceAlarms(SilenceRequest)
+    /// Raises an alert at this box; it goes on the air with this box's id.
+    case raiseAlert(AlertRequest)
+    case cancelAlert(AlertCancelRequest)
+    /// Answers a call for help heard from another box.
+    case acknowledgeAlert(AlertReference)
+    /// Records an exposure window found by matching published keys (or a withdrawal).
+    case recordExposure(ExposureRecord)
+    /// Records that the box's own keys were published.
+    case recordKeysPublished(KeysPublishedRecord)
+
+    /// The command's name on the wire.
+    public var name: String {
+        switch self {
+        case .ping: "ping"
+        case .status: "status"
+        case .press: "press"
+        case .checkIn: "check-in"
+        case .enrolResident: "enrol-resident"
+        case .updateResident: "update-resident"
+        case .removeResident: "remove-resident"
+        case .silenceAlarms: "silence-alarms"
+        case .raiseAlert: "raise-alert"
+        case .cancelAlert: "cancel-alert"
+        case .acknowledgeAlert: "acknowledge-alert"
+        case .recordExposure: "record-exposure"
+        case .recordKeysPublished: "record-keys-published"
+        }
+    }
+}
+
+public struct ButtonPress: Codable, Sendable, Equatable {
+    public var holdMicroseconds: UInt64
+    public var bounces: Int
+    /// A resident's check-in button instead of the SOS button.
+    public var resident: String?
+    public init(holdMicroseconds: UInt64, bounces: Int = 0, resident: String? = nil) {
+        self.holdMicroseconds = holdMicroseconds
+        self.bounces = bounces
+        self.resident = resident
+    }
+}
+
+public struct CheckInRequest: Codable, Sendable, Equatable {
+    public var resident: String
+    public var heartRate: Double?
+    /// The Heart Rate Measurement flags byte that came with the reading.
+    public var heartRateFlags: UInt32?
+    public init(resident: String, heartRate: Double? = nil, heartRateFlags: UInt32? = nil) {
+        self.resident = resident
+        self.heartRate = heartRate
+        self.heartRateFlags = heartRateFlags
+    }
+}
+
+/// A resident's settings; in an update, nil keeps the current value.
+public struct ResidentSettings: Codable, Sendable, Equatable {
+    public struct Contact: Codable, Sendable, Equatable {
+        public var name: String
+        public var address: String
+        public init(name: String, address: String) { self.name = name; self.address = address }
+    }
+    public struct Night: Codable, Sendable, Equatable {
+        public var startMinute: UInt32
+        public var endMinute: UInt32
+        public init(startMinute: UInt32, endMinute: UInt32) { self.startMinute = startMinute; self.endMinute = endMinute }
+    }
+    public struct Pause: Codable, Sendable, Equatable {
+        public var startMicroseconds: UInt64
+        public var endMicroseconds: UInt64
+        public init(startMicroseconds: UInt64, endMicroseconds: UInt64) {
+            self.startMicroseconds = startMicroseconds
+            self.endMicroseconds = endMicroseconds
+        }
+    }
+    public enum Mode: String, Codable, Sendable, Equatable { case time, pulse, off }
+
+    public var id: String
+    public var name: String?
+    public var mode: Mode?
+    public var intervalMicroseconds: UInt64?
+    public var confirmMicroseconds: UInt64?
+    public var textToAlarmMicroseconds: UInt64?
+    public var alarmToNotifyMicroseconds: UInt64?
+    /// Replaces the list.
+    public var contacts: [Contact]?
+    public var night: Night?
+    /// Removes the night window.
+    public var clearNight: Bool?
+    public var utcOffsetMinutes: Int32?
+    /// Replaces the list.
+    public var pauses: [Pause]?
+    /// The resident's BLE tag address (48 bits).
+    public var tag: UInt64?
+
+    public init(id: String) { self.id = id }
+}
+
+public struct ResidentReference: Codable, Sendable, Equatable {
+    public var id: String
+    public init(id: String) { self.id = id }
+}
+
+public struct SilenceRequest: Codable, Sendable, Equatable {
+    /// Who silenced ("cli", "button", "web"), for the log.
+    public var by: String
+    public init(by: String) { self.by = by }
+}
+
+public struct AlertRequest: Codable, Sendable, Equatable {
+    /// sos, medical, fire, flood, evacuate, road-hazard, area-hazard, info.
+    public var kind: String
+    /// info, warning or critical; nil takes the kind's default.
+    public var severity: String?
+    /// How long it lasts from now (at most radio.alerts.max_lifetime).
+    public var lifetimeMicroseconds: UInt64
+    public var latitude: Double?
+    public var longitude: Double?
+    /// A note kept in the log (not sent over the air).
+    public var text: String
+    public init(kind: String, severity: String? = nil, lifetimeMicroseconds: UInt64, latitude: Double? = nil,
+                longitude: Double? = nil, text: String = "") {
+        self.kind = kind
+        self.severity = severity
+        self.lifetimeMicroseconds = lifetimeMicroseconds
+        self.latitude = latitude
+        self.longitude = longitude
+        self.text = text
+    }
+}
+
+public struct AlertCancelRequest: Codable, Sendable, Equatable {
+    /// The alert's id as `ORIGIN-COUNTER` in hex (`vigil status` shows it).
+    public var id: String
+    public var reason: String
+    public init(id: String, reason: String = "") { self.id = id; self.reason = reason }
+}
+
+public struct AlertReference: Codable, Sendable, Equatable {
+    public var id: String
+    public init(id: String) { self.id = id }
+}
+
+/// An exposure window found by matching (or, with `withdrawn`, the withdrawal of a key's windows).
+public struct ExposureRecord: Codable, Sendable, Equatable {
+    public var identifierHex: String
+    public var diagnosisKeyHex: String
+    public var rollingStart: UInt32
+    public var rollingPeriod: UInt32
+    public var transmissionRiskLevel: UInt32
+    public var reportType: UInt32
+    public var firstSeenMicroseconds: UInt64
+    public var lastSeenMicroseconds: UInt64
+    public var secondsByBucket: [UInt32]
+    public var txPower: Int32
+    public var minAttenuation: Int32
+    public var weightedMinutesMilli: UInt32
+    public var highRisk: Bool
+    public var source: String
+    public var scanInstances: UInt32
+    public var withdrawn: Bool
+}
+
+public struct KeysPublishedRecord: Codable, Sendable, Equatable {
+    public var keys: UInt32
+    public var firstInterval: UInt32
+    public var lastInterval: UInt32
+    public var path: String
+    public init(keys: UInt32, firstInterval: UInt32, lastInterval: UInt32, path: String) {
+        self.keys = keys
+        self.firstInterval = firstInterval
+        self.lastInterval = lastInterval
+        self.path = path
+    }
+}
+
+/// The node's answer to one command.
+public struct NodeReply: Codable, Sendable {
+    /// Why a command was refused; the CLI maps these to exit codes.
+    public enum Refusal: String, Codable, Sendable {
+        /// The command is malformed or its values are out of range (exit 65).
+        case invalid
+        /// What it names does not exist (or already exists, for an enrolment) (exit 65).
+        case conflict
+        /// The node cannot do it now: no shelter key, not a simulated board, stopping (exit 69).
+        case unavailable
+        /// The log refused the event (full, or failing) (exit 1).
+        case logRefused = "log-refused"
+    }
+
+    public var ok: Bool
+    /// The event the command became, once durable.
+    public var sequence: UInt64?
+    /// The id the node gave a raised alert.
+    public var alert: String?
+    public var status: LiveStatus?
+    public var refusal: Refusal?
+    public var error: String?
+
+    public static let done = NodeReply(ok: true)
+    public static func durable(_ sequence: UInt64, alert: String? = nil) -> NodeReply {
+        NodeReply(ok: true, sequence: sequence, alert: alert)
+    }
+    public static func refused(_ refusal: Refusal, _ message: String) -> NodeReply {
+        NodeReply(ok: false, refusal: refusal, error: message)
+    }
+}
+
+extension NodeCommand: Codable {
+    private enum Key: String, CodingKey { case command, arguments }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: Key.self)
+        let name = try c.decode(String.self, forKey: .command)
+        func arguments<T: Decodable>(_ type: T.Type) throws -> T { try c.decode(T.self, forKey: .arguments) }
+        switch name {
+        case "ping": self = .ping
+        case "status": self = .status
+        case "press": self = .press(try arguments(ButtonPress.self))
+        case "check-in": self = .checkIn(try arguments(CheckInRequest.self))
+        case "enrol-resident": self = .enrolResident(try arguments(ResidentSettings.self))
+        case "update-resident": self = .updateResident(try arguments(ResidentSettings.self))
+        case "remove-resident": self = .removeResident(try arguments(ResidentReference.self))
+        case "silence-alarms": self = .silenceAlarms(try arguments(SilenceRequest.self))
+        case "raise-alert": self = .raiseAlert(try arguments(AlertRequest.self))
+        case "cancel-alert": self = .cancelAlert(try arguments(AlertCancelRequest.self))
+        case "acknowledge-alert": self = .acknowledgeAlert(try arguments(AlertReference.self))
+        case "record-exposure": self = .recordExposure(try arguments(ExposureRecord.self))
+        case "record-keys-published": self = .recordKeysPublished(try arguments(KeysPublishedRecord.self))
+        default:
+            throw DecodingError.dataCorruptedError(forKey: .command, in: c, debugDescription: "unknown command \(name)")
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: Key.self)
+        try c.encode(name, forKey: .command)
+        switch self {
+        case .ping, .status: break
+        case .press(let a): try c.encode(a, forKey: .arguments)
+        case .checkIn(let a): try c.encode(a, forKey: .arguments)
+        case .enrolResident(let a), .updateResident(let a): try c.encode(a, forKey: .arguments)
+        case .removeResident(let a): try c.encode(a, forKey: .arguments)
+        case .silenceAlarms(let a): try c.encode(a, forKey: .arguments)
+        case .raiseAlert(let a): try c.encode(a, forKey: .arguments)
+        case .cancelAlert(let a): try c.encode(a, forKey: .arguments)
+        case .acknowledgeAlert(let a): try c.encode(a, forKey: .arguments)
+        case .recordExposure(let a): try c.encode(a, forKey: .arguments)
+        case .recordKeysPublished(let a): try c.encode(a, forKey: .arguments)
+        }
+    }
+}

@@ -1,0 +1,36 @@
+import VigilEvents
+
+/// One job of the running node: the radio intake, alerts over the air, the buttons, the ladder,
+/// deliveries, retention, checkpoints, the control socket.
+///
+/// A component is a final class made by `Node.init` and owned by the node, which it reaches as
+/// `node` (unowned: the node outlives its parts). It is only ever called on the loop thread, so
+/// its state needs no lock. It watches its descriptors with `node.loop.watch`, registers its
+/// timers with `node.scheduler`, appends events with `node.append`, and reads the durable state
+/// in `node.projections`. It never changes the projections and never drives outputs itself:
+/// those follow from durable events (README "Architecture"; ARCHITECTURE.md says how to add one).
+protocol NodeComponent: AnyObject {
+    /// Opens what the component needs from the outside (a device, a socket) and watches its
+    /// descriptors. A failure here stops the node before it logs its start.
+    func open() throws(NodeError)
+    /// The loop is about to run and the restored state is in place: watch descriptors, arm
+    /// timers, act on what is overdue.
+    func start() throws(NodeError)
+    /// A durable event, just applied to the projections.
+    func applied(_ event: Event)
+    /// An appended event the log refused: it will never be applied.
+    func refused(_ event: Event)
+    /// After a batch of durable events: bring effects in line with the new state.
+    func reconcile()
+    /// The node is stopping (it may still append): end what is running, release descriptors.
+    func stop()
+}
+
+extension NodeComponent {
+    func open() throws(NodeError) {}
+    func start() throws(NodeError) {}
+    func applied(_ event: Event) {}
+    func refused(_ event: Event) {}
+    func reconcile() {}
+    func stop() {}
+}

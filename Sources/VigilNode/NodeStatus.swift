@@ -1,0 +1,55 @@
+import VigilBoard
+import VigilCore
+import VigilLog
+import VigilRadio
+
+/// What the loop counts besides the projections.
+public struct NodeCounters: Sendable, Codable, Equatable {
+    public var reports: UInt64 = 0
+    public var appended: UInt64 = 0
+    /// Scan hits shed because the log writer was over its queue limit.
+    public var shed: UInt64 = 0
+    /// Events the log refused (full at its cap, or a write error).
+    public var refused: UInt64 = 0
+    public var checkpoints: UInt64 = 0
+    public var radioErrors: UInt64 = 0
+    public var boardErrors: UInt64 = 0
+}
+
+/// The live part of `vigil status`, answered by a running node over its control socket.
+public struct LiveStatus: Sendable, Codable {
+    public var nodeID: String
+    public var uptimeSeconds: Double
+    public var board: String
+    public var radio: String
+    public var log: LogStatistics
+    public var pending: Int
+    public var counters: NodeCounters
+    public var appliedThrough: UInt64
+    public var outputs: [String: Bool]
+    public var openWindowAdvertisers: Int
+    public var air: AirCounters
+    /// Alert frames being advertised ("cancel " prefix for cancels).
+    public var onAir: [String]
+    public var hci: HCIRadioCounters?
+}
+
+public enum VigilVersion {
+    public static let current = "0.1.0"
+}
+
+extension Node {
+    /// The live status, read on the loop (the control handler runs there).
+    public func liveStatus() -> LiveStatus {
+        loop.owner.check("liveStatus")
+        return LiveStatus(
+            nodeID: String(nodeID, radix: 16), uptimeSeconds: uptimeSeconds,
+            board: board.profile.name, radio: radio.name, log: log.statistics, pending: pending.count,
+            counters: counters, appliedThrough: projections.appliedThrough,
+            outputs: (board as? SimulatedBoard).map { b in
+                Dictionary(uniqueKeysWithValues: OutputLine.allCases.map { ($0.rawValue, b.level($0)) })
+            } ?? [:],
+            openWindowAdvertisers: intake.scanWindow.pendingAdvertisers, air: airAlerts.air.counters,
+            onAir: airAlerts.onAirDescriptions, hci: (radio as? HCIRadio)?.counters)
+    }
+}

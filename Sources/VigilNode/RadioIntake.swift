@@ -1,0 +1,128 @@
+import VigilEvents
+import VigilRadio
+import VigilSystem
+
+/// The radio's side of the loop: reads its reports, folds them into scan hits through the scan
+/// window, hands Vigil frames to `AirAlerts`, and logs the radio's state changes. A radio that
+/// keeps failing or hangs up is dropped from the loop and logged; the node goes on (alarms, the
+/// ladder and the log do not need it), and recovery is the adapter's job.
+final class RadioIntake: NodeComponent {
+    unowned let node: Node
+    private(set) var scanWindow: ScanWindow
+    private var reports: [RadioOutput] = []
+    /// Consecutive read failures; past a few, the descriptor leaves the loop so a dead device
+    /// cannot make a level-triggered loop spin.
+    private var failures = 0
+    static let failuresBeforeDropping = 3
+    static let closeWindowTimer = Scheduler.Timer("close-scan-window")
+
+    init(node: Node) {
+        self.node = node
+        scanWindow = ScanWindow(durationMicroseconds: node.configuration.scanWindowMicroseconds,
+                                vigilUUID: node.configuration.airAlerts.serviceUUID)
+    }
+
+    func open() throws(NodeError) {
+        node.scheduler.register(Self.closeWindowTimer) { [unowned self] in closeScanWindow() }
+        do {
+            try node.radio.start()
+        } catch {
+            throw .radio("\(error)")
+        }
+        guard node.loop.watch(node.radio.descriptor, "the radio", handler: { [unowned self] events in readable(events) }) else {
+            throw .radio("the radio's descriptor cannot be watched")
+        }
+    }
+
+    func start() throws(NodeError) {
+        // An adapter that does not report its own state (the simulation) is on once started.
+        if !node.radio.reportsState {
+            var radioOn = RadioStateChanged()
+            radioOn.state = .on
+            radioOn.adapter = node.radio.name
+            radioOn.reason = "started"
+            node.append(.radioStateChanged(radioOn))
+        }
+    }
+
+    private func readable(_ events: UInt32) {
+        guard !node.stopping else { return }
+        if events & Epoll.hangup != 0 {
+            dropRadio(error: "the device hung up")
+            return
+        }
+        reports.removeAll(keepingCapacity: true)
+        do {
+            try node.radio.readReady(into: &reports)
+            failures = 0
+        } catch {
+            node.counters.radioErrors += 1
+            failures += 1
+            node.logger.error("radio read failed", metadata: ["error": "\(error)"])
+            if failures >= Self.failuresBeforeDropping { dropRadio(error: "\(error)") }
+        }
+        for output in reports { handle(output) }
+    }
+
+    private func handle(_ output: RadioOutput) {
+        switch output {
+        case .report(let report):
+            node.counters.reports += 1
+            node.airAlerts.inspect(report)
+            let wasOpen = scanWindow.openedAt != nil
+            if let hit = scanWindow.add(report) {
+                node.append(.scanHit(hit), time: report.timeMicroseconds)
+            } else if !wasOpen, let closesAt = scanWindow.closesAt {
+                // The window is measured in real time, as the radio hears (not divided by the
+                // clock's rate under --time-scale).
+                let now = node.clock.nowMicroseconds()
+                node.scheduler.schedule(Self.closeWindowTimer, afterNanoseconds: (closesAt > now ? closesAt - now : 0) &* 1_000)
+            }
+        case .stateChanged(let state, let reason):
+            var change = RadioStateChanged()
+            change.state = state
+            change.adapter = node.radio.name
+            change.reason = reason
+            node.append(.radioStateChanged(change))
+            if state == .on { node.logger.notice("radio on", metadata: ["reason": "\(reason)"]) } else {
+                node.logger.warning("radio \(state)", metadata: ["reason": "\(reason)"])
+            }
+        case .onAir(let payload):
+            node.airAlerts.settleBroadcast(payload)
+        case .problem(let what):
+            node.logger.warning("radio: \(what)")
+        }
+    }
+
+    /// Stops watching a radio that keeps failing or hung up, and says so in the log.
+    private func dropRadio(error: String) {
+        node.loop.unwatch(node.radio.descriptor, "the radio")
+        var change = RadioStateChanged()
+        change.state = .unknown
+        change.adapter = node.radio.name
+        change.reason = "the radio stopped reporting: \(error)"
+        node.append(.radioStateChanged(change))
+        node.logger.critical("the radio no longer reports", metadata: ["error": "\(error)"])
+    }
+
+    /// Closes the open window now: on its timer, or early when the node stops (hits are never
+    /// stamped with a time that has not happened yet).
+    private func closeScanWindow() {
+        let closedAt = node.clock.nowMicroseconds()
+        for hit in scanWindow.close(at: closedAt) {
+            node.append(.scanHit(hit), time: closedAt)
+        }
+    }
+
+    func stop() {
+        node.radio.stop()
+        node.loop.unwatch(node.radio.descriptor, "the radio")
+        node.scheduler.cancel(Self.closeWindowTimer)
+        closeScanWindow()
+        var off = RadioStateChanged()
+        off.state = .off
+        off.adapter = node.radio.name
+        off.reason = "node stopping"
+        node.append(.radioStateChanged(off))
+    }
+}
