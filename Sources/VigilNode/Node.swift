@@ -43,6 +43,8 @@ public final class Node: @unchecked Sendable {
     /// timer or epoll failed); `run` then stops and throws it, so the process exits non-zero and
     /// systemd restarts it from disk.
     private var fatal: NodeError?
+    /// Waiting for nothing to be pending (`whenSettled`).
+    private var settledWaiters: [@Sendable (Node) -> Void] = []
 
     // The components. Lazy because each holds the node, which exists only once every stored
     // property is set; `init` makes them all, in this order, before returning.
@@ -157,6 +159,20 @@ public final class Node: @unchecked Sendable {
         loop.perform { [unowned self] in work(self) }
     }
 
+    /// Calls `done` on the loop once everything appended so far, and everything that followed
+    /// from it (timers that were due, reconciling), is durable and applied. Tests wait on this,
+    /// after injecting input or advancing a manual clock, instead of sleeping.
+    public func whenSettled(_ done: @escaping @Sendable (Node) -> Void) {
+        onLoop { node in node.settledWaiters.append(done) }
+    }
+
+    private func callSettledWaiters() {
+        guard !settledWaiters.isEmpty, pending.isEmpty else { return }
+        let waiters = settledWaiters
+        settledWaiters.removeAll()
+        for w in waiters { w(self) }
+    }
+
     // MARK: The loop
 
     /// Runs the node on the calling thread until stopped. Throws when the node had to stop
@@ -207,7 +223,10 @@ public final class Node: @unchecked Sendable {
             if stopping && pending.isEmpty {
                 finish()
             }
+            // Last, so waiters see what this turn's input, timers and durable events led to.
+            callSettledWaiters()
         }
+        callSettledWaiters()
         if let fatal { throw fatal }
     }
 
