@@ -141,6 +141,12 @@ public struct EscalationBook: Projection {
         return c.source != .checkInHeartRate && c.source != .checkInBleTag
     }
 
+    /// A heart-rate datum (judged by `isPositive` before it gets here).
+    static func isHeartRate(_ event: Event) -> Bool {
+        guard case .checkIn(let c) = event.body else { return false }
+        return c.source == .checkInHeartRate
+    }
+
     /// A check-in is a sign of life unless it is a heart-rate datum that is implausible or whose
     /// sensor says it has no skin contact (0x2A37 flags: bit 2 = contact supported, bit 1 = detected).
     public static func isPositive(_ c: CheckIn) -> Bool {
@@ -203,12 +209,14 @@ public struct EscalationBook: Projection {
     }
 
     /// A sign of life: stops a running ladder, resets a triggered one, postpones the next one.
-    /// In time mode only an explicit check-in (button, CLI, hub) counts: the resident must answer
-    /// "are you OK?" themselves, and a tag in range or a heart-rate reading says nothing about an
-    /// unconscious resident wearing it. Such data are still recorded. Pulse mode counts them all.
+    /// An explicit check-in (button, CLI, hub) always counts. In pulse mode a heart-rate datum
+    /// with sensor contact counts too: the emergency comes "when the device does not detect the
+    /// pulse". A BLE tag in range never counts: a collapsed resident's tag lying on the table is
+    /// heard all the same. In time mode the resident must answer "are you OK?" themselves, so no
+    /// sensor datum counts. What does not count is still recorded (last seen).
     private mutating func positive(resident id: String, event: Event) -> [Message] {
         guard var r = residents[id] else { return [] }
-        if r.checkInMode != .pulse && !Self.isExplicit(event) {
+        if !Self.isExplicit(event) && !(r.checkInMode == .pulse && Self.isHeartRate(event)) {
             r.lastPositiveMicroseconds = event.timeMicroseconds
             r.lastPositiveSequence = event.sequence
             residents[id] = r

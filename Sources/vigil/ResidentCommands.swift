@@ -23,7 +23,7 @@ struct ResidentOptions: ParsableArguments {
     @Option(help: "Night window in local time, e.g. 22:00-07:00 (\"none\" removes it).") var night: String?
     @Option(help: "Local time offset from UTC in minutes for the night window, e.g. 60.") var utcOffset: Int?
     @Option(help: "A pause as START/END in ISO 8601 (repeat for more); replaces the list.") var pause: [String] = []
-    @Option(help: "Address of the resident's BLE tag (AA:BB:CC:DD:EE:FF); its presence counts as a sign of life.")
+    @Option(help: "Address of the resident's BLE tag (AA:BB:CC:DD:EE:FF); seen in range is shown as last seen (it is not a sign of life).")
     var tag: String?
 
     /// The settings given on the command line for resident `id` (unset options stay nil).

@@ -34,8 +34,6 @@ struct PulseModeTests {
         ("heart rate, other flag bits, contact supported and detected", LadderEvents.heartRate("p1", bpm: 120, flags: 0b1_0111)),
         ("heart rate at the plausible minimum", LadderEvents.heartRate("p1", bpm: EscalationBook.plausibleHeartRate.lowerBound, flags: 0b110)),
         ("heart rate at the plausible maximum", LadderEvents.heartRate("p1", bpm: EscalationBook.plausibleHeartRate.upperBound, flags: 0)),
-        ("the resident's BLE tag", LadderEvents.tagSeen(tag)),
-        ("the resident's BLE tag heard once", LadderEvents.tagSeen(tag, count: 1)),
     ]
 
     @Test(arguments: positives.indices)
@@ -81,6 +79,21 @@ struct PulseModeTests {
         #expect(h.run(until: t0 + 2 * hour).count == 1, "\(label)")
     }
 
+    /// A collapsed resident's tag lying on the table is heard all the same: a tag in range is
+    /// recorded as last seen, and postpones nothing (issue 10; before, it postponed the emergency).
+    @Test(arguments: [("the resident's BLE tag", LadderEvents.tagSeen(tag)),
+                      ("the resident's BLE tag heard once", LadderEvents.tagSeen(tag, count: 1)),
+                      ("a tag check-in", checkIn("p1", source: .checkInBleTag))])
+    func aTagInRangeIsSeenButPostponesNothing(_ label: String, _ body: EventBody) {
+        var h = Self.pulse()
+        let t0 = h.now
+        let seen = h.at(t0 + 30 * minute, body)
+        #expect(h.resident("p1")?.anchorMicroseconds == t0, "\(label)")
+        #expect(h.resident("p1")?.lastPositiveSequence == seen.sequence, "\(label): still visible as last seen")
+        #expect(h.plainDeadline("p1") == PlainDeadline("p1", ladder: 1, step: .prompt, due: t0 + 2 * hour), "\(label)")
+        #expect(h.run(until: t0 + 2 * hour).count == 1, "\(label): the emergency comes on time")
+    }
+
     @Test func aStreamOfReadingsKeepsTheEmergencyOneIntervalAhead() {
         var h = Self.pulse(interval: 30 * minute)
         let t0 = h.now
@@ -106,7 +119,7 @@ struct PulseModeTests {
         h.run(until: t0 + 2 * hour + due[step]!)
         #expect(h.step("p1") == step)
 
-        let seen = h.at(t0 + 2 * hour + due[step]! + 1 * minute, LadderEvents.tagSeen(tag))
+        let seen = h.at(t0 + 2 * hour + due[step]! + 1 * minute, LadderEvents.heartRate("p1", bpm: 64, flags: 0b110))
         #expect(h.step("p1") == LadderStep.none)
         #expect(h.resident("p1")?.lastPositiveSequence == seen.sequence)
         #expect(h.plainDeadline("p1") == PlainDeadline("p1", ladder: 2, step: .prompt, due: seen.timeMicroseconds + 2 * hour))
@@ -133,16 +146,17 @@ struct PulseModeTests {
         var h = Self.pulse()
         let t0 = h.now
         var restarted = try h.restartedFromCheckpoint()
-        restarted.at(t0 + 1 * hour, LadderEvents.tagSeen(tag))
-        #expect(restarted.resident("p1")?.anchorMicroseconds == t0 + 1 * hour)
+        let seen = restarted.at(t0 + 1 * hour, LadderEvents.tagSeen(tag))
+        #expect(restarted.resident("p1")?.lastPositiveSequence == seen.sequence)
 
         // A new tag replaces the old one.
         let newTag: UInt64 = 0x11_22_33_44_55_66
         h.append(LadderEvents.updated(LadderEvents.resident("p1", name: "Fay", mode: .pulse, interval: 2 * hour, tag: newTag)))
         h.at(t0 + 1 * hour, LadderEvents.tagSeen(tag))
-        #expect(h.resident("p1")?.anchorMicroseconds == t0)
-        h.at(t0 + 90 * minute, LadderEvents.tagSeen(newTag))
-        #expect(h.resident("p1")?.anchorMicroseconds == t0 + 90 * minute)
+        #expect(h.resident("p1")?.lastPositiveSequence == 0, "the old tag is nobody's")
+        let seenNew = h.at(t0 + 90 * minute, LadderEvents.tagSeen(newTag))
+        #expect(h.resident("p1")?.lastPositiveSequence == seenNew.sequence)
+        #expect(h.resident("p1")?.anchorMicroseconds == t0, "seen, not a sign of life")
         // Removal forgets the tag.
         h.append(LadderEvents.removed("p1"))
         h.at(t0 + 100 * minute, LadderEvents.tagSeen(newTag))
