@@ -54,7 +54,8 @@ public struct EscalationBook: Projection {
         public var ladder: UInt32
         /// LadderStep raw value: 0 = idle, 1 = prompted, 2 = contacts texted, 3 = alarm, 4 = triggered.
         public var step: Int
-        /// When the current step was due (the ladder runs on due times, not on when events arrived).
+        /// When the current step happened: its due time, or the later time its DeadlineReached was
+        /// logged (a box that was off). The next step counts from here.
         public var stepDueMicroseconds: UInt64
         /// The event that moved the resident to the current step (for `vigil why`).
         public var stepSequence: UInt64
@@ -270,7 +271,10 @@ public struct EscalationBook: Projection {
             staleDeadlines += 1
             return []
         }
-        r.stepDueMicroseconds = d.dueUs
+        // The next step counts from when this one really happened: after a power cut the
+        // earliest overdue step fires at once, and every later one waits its full duration from
+        // then, so a resident gets time to answer instead of contacts hearing "emergency" at once.
+        r.stepDueMicroseconds = max(d.dueUs, event.timeMicroseconds)
         r.stepSequence = event.sequence
         residents[d.resident] = r
         return messages

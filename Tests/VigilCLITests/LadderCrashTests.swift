@@ -1,13 +1,21 @@
 import Foundation
 import Testing
 
-/// A node SIGKILLed while a ladder step is due comes back at the right step: the overdue steps
-/// fire at once, in order, each exactly once, and each message is delivered once.
+/// A node SIGKILLed while a ladder step is due comes back at the right step: the earliest overdue
+/// step fires at once and every later one waits its full duration from then (issue 10's
+/// decision), each exactly once, and each message is delivered once.
 @Suite(.serialized) struct LadderCrashTests {
     func ladderSteps(_ dir: TemporaryDirectory) throws -> [String] {
+        try ladderEvents(dir).map(\.step)
+    }
+
+    /// The DeadlineReached events: step and the (simulated) time it was logged.
+    func ladderEvents(_ dir: TemporaryDirectory) throws -> [(step: String, timeMicroseconds: UInt64)] {
         try CLI.run(["log", "tail", "--data", dir.path, "-n", "1000", "--kind", "deadline-reached", "--json"]).lines.compactMap { line in
-            let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
-            return (object?["payload"] as? [String: Any])?["step"] as? String
+            guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+                  let step = (object["payload"] as? [String: Any])?["step"] as? String,
+                  let time = (object["time_us"] as? NSNumber)?.uint64Value else { return nil }
+            return (step, time)
         }
     }
 
@@ -27,9 +35,15 @@ import Testing
         first.waitUntilExit()
         usleep(2_500_000) // down for 2.5 min of simulated time: text and alarm become overdue
 
-        let second = try CLI.run(["run", "--data", dir.path, "--time-scale", "60", "--duration", "2s"])
+        // Text fires at once, the alarm a full minute later, contacts are told a minute after that.
+        let second = try CLI.run(["run", "--data", dir.path, "--time-scale", "60", "--duration", "3500ms"])
         #expect(second.status == 0)
-        #expect(try ladderSteps(dir) == ["LADDER_STEP_PROMPT", "LADDER_STEP_TEXT", "LADDER_STEP_ALARM", "LADDER_STEP_NOTIFY"])
+        let steps = try ladderEvents(dir)
+        #expect(steps.map(\.step) == ["LADDER_STEP_PROMPT", "LADDER_STEP_TEXT", "LADDER_STEP_ALARM", "LADDER_STEP_NOTIFY"])
+        if steps.count == 4 {
+            #expect(steps[2].timeMicroseconds - steps[1].timeMicroseconds >= 60_000_000, "the alarm waited its full minute")
+            #expect(steps[3].timeMicroseconds - steps[2].timeMicroseconds >= 60_000_000, "so did the notification")
+        }
 
         let attempts = try CLI.run(["log", "tail", "--data", dir.path, "-n", "1000", "--kind", "outbox-attempt", "--json"]).lines
         let delivered = attempts.compactMap { line -> String? in

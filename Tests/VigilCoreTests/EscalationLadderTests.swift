@@ -212,40 +212,41 @@ struct EscalationLadderTests {
 
     // MARK: Restart mid-ladder
 
-    @Test func restartMidLadderAppendsEveryOverdueStepOnceInOrder() throws {
+    /// Decision (issue 10): after a restart the ladder resumes at the earliest overdue step,
+    /// which fires at once; every later step waits its full duration from then, so the resident
+    /// has time to answer before contacts hear "emergency". Before, all three fired back to back.
+    @Test func restartMidLadderFiresTheEarliestOverdueStepAndGivesTheRestTheirTime() throws {
         var h = Self.enrolled()
         let t0 = h.now
         h.run(until: t0 + 4 * hour + 1 * minute)
         #expect(h.step("r1") == .prompt)
-        var onTime = h
 
         // The node stops after the prompt and comes back after text, alarm and notify were all due.
         var restarted = try h.restartedFromCheckpoint()
         #expect(restarted.state == h.state)
         let back = t0 + 5 * hour
-        let appended = restarted.jump(to: back)
-        #expect(appended.compactMap(PlainDeadline.init) == [
-            PlainDeadline("r1", ladder: 1, step: .text, due: t0 + 4 * hour + 20 * minute),
-            PlainDeadline("r1", ladder: 1, step: .alarm, due: t0 + 4 * hour + 25 * minute),
-            PlainDeadline("r1", ladder: 1, step: .notify, due: t0 + 4 * hour + 30 * minute),
-        ])
-        #expect(appended.allSatisfy { $0.timeMicroseconds == back }) // late ones fire at once
-        #expect(appended.map(\.sequence) == Array(appended[0].sequence..<appended[0].sequence + 3))
+        let atOnce = restarted.jump(to: back)
+        #expect(atOnce.compactMap(PlainDeadline.init) == [PlainDeadline("r1", ladder: 1, step: .text, due: t0 + 4 * hour + 20 * minute)])
+        #expect(atOnce.allSatisfy { $0.timeMicroseconds == back }) // the late one fires at once
+        #expect(restarted.step("r1") == .text)
+        #expect(restarted.plainDeadline("r1") == PlainDeadline("r1", ladder: 1, step: .alarm, due: back + 5 * minute))
+        #expect(restarted.jump(to: back + 5 * minute - 1).isEmpty, "the alarm waits its full 5 minutes")
+        let alarm = restarted.jump(to: back + 5 * minute)
+        #expect(alarm.compactMap(PlainDeadline.init) == [PlainDeadline("r1", ladder: 1, step: .alarm, due: back + 5 * minute)])
+        let notify = restarted.jump(to: back + 10 * minute)
+        #expect(notify.compactMap(PlainDeadline.init) == [PlainDeadline("r1", ladder: 1, step: .notify, due: back + 10 * minute)])
+        let appended = atOnce + alarm + notify
         #expect(restarted.escalations.staleDeadlines == 0)
         #expect(restarted.resident("r1")?.triggered == 1)
         // Each message exactly once.
         #expect(restarted.outbox.entries.keys.sorted() == ["r1/1/notify", "r1/1/prompt", "r1/1/text"])
         #expect(restarted.outbox.entries["r1/1/text"]?.createdSequence == appended[0].sequence)
         #expect(restarted.outbox.entries["r1/1/notify"]?.createdSequence == appended[2].sequence)
-
-        // The same ladder as a node that never stopped (the ladder runs on due times).
-        onTime.run(until: back)
-        #expect(restarted.escalations == onTime.escalations)
-        #expect(restarted.outbox.entries.keys.sorted() == onTime.outbox.entries.keys.sorted())
+        let back2 = back + 10 * minute
 
         // Nothing repeats: neither at the same time nor later.
-        #expect(restarted.jump(to: back).isEmpty)
-        #expect(restarted.jump(to: back + 10 * day).isEmpty)
+        #expect(restarted.jump(to: back2).isEmpty)
+        #expect(restarted.jump(to: back2 + 10 * day).isEmpty)
 
         // A duplicate of each DeadlineReached (a second scheduler, a replayed append) is stale
         // and changes nothing else.
@@ -265,15 +266,17 @@ struct EscalationLadderTests {
         #expect(restarted.outbox == before.outbox)
     }
 
-    @Test(arguments: [(20, 1), (25, 2), (29, 2), (30, 3)])
-    func restartAppendsOnlyWhatIsDue(minutesAfterPrompt: Int, steps: Int) throws {
+    @Test(arguments: [20, 25, 29, 30, 600])
+    func restartFiresOnlyTheEarliestOverdueStep(minutesAfterPrompt: Int) throws {
         var h = Self.enrolled()
         let prompt = h.now + 4 * hour
         h.run(until: prompt)
         var restarted = try h.restartedFromCheckpoint()
-        let appended = restarted.jump(to: prompt + UInt64(minutesAfterPrompt) * minute)
-        #expect(appended.compactMap(PlainDeadline.init).map(\.step) == Array([LadderStep.text, .alarm, .notify].prefix(steps)))
-        #expect(restarted.step("r1") == LadderStep(rawValue: 1 + steps))
+        let back = prompt + UInt64(minutesAfterPrompt) * minute
+        let appended = restarted.jump(to: back)
+        #expect(appended.compactMap(PlainDeadline.init).map(\.step) == [.text])
+        #expect(restarted.step("r1") == .text)
+        #expect(restarted.plainDeadline("r1")?.due == back + 5 * minute, "the alarm gets its full 5 minutes from then")
     }
 
     @Test func aDeadlineOfARemovedOrUnknownResidentIsStale() {
