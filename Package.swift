@@ -118,8 +118,10 @@ let package = Package(
             swiftSettings: strict
         ),
 
-        .testTarget(name: "VigilSystemTests", dependencies: ["VigilSystem"], swiftSettings: strict),
-        .testTarget(name: "VigilLogTests", dependencies: ["VigilLog", "VigilSystem"], swiftSettings: strict),
+        // The tests' shared helpers (one temporary directory); a library only tests depend on.
+        .target(name: "VigilTestSupport", path: "Tests/VigilTestSupport", swiftSettings: strict),
+        .testTarget(name: "VigilSystemTests", dependencies: ["VigilSystem", "VigilTestSupport"], swiftSettings: strict),
+        .testTarget(name: "VigilLogTests", dependencies: ["VigilLog", "VigilSystem", "VigilTestSupport"], swiftSettings: strict),
         .testTarget(
             name: "VigilEventsTests",
             dependencies: ["VigilEvents"],
@@ -136,16 +138,23 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
-        .testTarget(name: "VigilRadioTests", dependencies: ["VigilRadio", "VigilEvents", "VigilSystem"], swiftSettings: strict),
+        .testTarget(
+            name: "VigilRadioTests",
+            dependencies: ["VigilRadio", "VigilEvents", "VigilSystem", "VigilTestSupport"],
+            swiftSettings: strict
+        ),
         .testTarget(
             name: "VigilNodeTests",
-            dependencies: ["VigilNode", "VigilLog", "VigilCore", "VigilEvents", "VigilRadio", "VigilBoard"],
+            dependencies: [
+                "VigilNode", "VigilLog", "VigilCore", "VigilEvents", "VigilRadio", "VigilBoard",
+                "VigilTestSupport",
+            ],
             swiftSettings: strict
         ),
         .testTarget(
             name: "VigilCLITests",
             dependencies: [
-                "VigilSystem", "VigilLog", "VigilEvents", "VigilExposure",
+                "VigilSystem", "VigilLog", "VigilEvents", "VigilExposure", "VigilTestSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: strict
