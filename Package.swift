@@ -7,6 +7,8 @@
 //   -> VigilCore (pure projections) -> VigilExposure (GAEN crypto, key files, matching; pure)
 //   -> VigilRadio / VigilBoard (adapters)
 //   -> VigilNode (the one event loop, runtime) -> vigil (CLI)
+// VigilHex (the hex codec, pure) sits below both VigilSystem, which re-exports it, and the pure
+// targets.
 import PackageDescription
 
 let strict: [SwiftSetting] = [
@@ -43,8 +45,10 @@ let package = Package(
         .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         .target(name: "CVigilLinux"),
 
+        // Hex text for bytes and back: pure, so the pure layers can use it too.
+        .target(name: "VigilHex", swiftSettings: strict),
         // errno and syscalls, wrapped once.
-        .target(name: "VigilSystem", dependencies: ["CVigilLinux"], swiftSettings: strict),
+        .target(name: "VigilSystem", dependencies: ["CVigilLinux", "VigilHex"], swiftSettings: strict),
         // The durable, append-only record log over LMDB.
         .target(
             name: "VigilLog",
@@ -59,7 +63,7 @@ let package = Package(
             swiftSettings: strict
         ),
         // Pure projections: (State, Event) -> State. No clocks, no I/O.
-        .target(name: "VigilCore", dependencies: ["VigilEvents"], swiftSettings: strict),
+        .target(name: "VigilCore", dependencies: ["VigilEvents", "VigilHex"], swiftSettings: strict),
         // Radio adapters: the simulation and BlueZ's HCI socket; the over-the-air frames.
         .target(
             name: "VigilRadio",
@@ -73,7 +77,7 @@ let package = Package(
         .target(
             name: "VigilExposure",
             dependencies: [
-                "VigilEvents", "VigilCore", "VigilSystem", "COpenSSL",
+                "VigilEvents", "VigilCore", "VigilSystem", "VigilHex", "COpenSSL",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),

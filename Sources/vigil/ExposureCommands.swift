@@ -137,7 +137,7 @@ struct ExposureImport: AsyncParsableCommand {
                         continue
                     }
                     _ = try EventWriter.append(.exposureDetected(x), dataDirectory: dir)
-                    known[key] = (x.highRisk, Int(x.weightedMinutesMilli), x.diagnosisKey.map { String(format: "%02x", $0) }.joined())
+                    known[key] = (x.highRisk, Int(x.weightedMinutesMilli), Hex.encode(x.diagnosisKey))
                     summary.exposures += 1
                     if x.highRisk { summary.highRisk += 1 }
                 }
