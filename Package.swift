@@ -73,11 +73,12 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
-        // Exposure contacts (GAEN): key schedule, key export files, matching. Pure.
+        // Exposure contacts (GAEN): key schedule, key export files, matching. Pure: it takes bytes
+        // and randomness from its caller (VigilNode's DiagnosisKeyFiles reads the files).
         .target(
             name: "VigilExposure",
             dependencies: [
-                "VigilEvents", "VigilCore", "VigilSystem", "VigilHex", "COpenSSL",
+                "VigilEvents", "VigilCore", "VigilHex", "COpenSSL",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
@@ -150,8 +151,9 @@ let package = Package(
         .testTarget(
             name: "VigilNodeTests",
             dependencies: [
-                "VigilNode", "VigilLog", "VigilCore", "VigilEvents", "VigilRadio", "VigilBoard",
+                "VigilNode", "VigilLog", "VigilCore", "VigilEvents", "VigilRadio", "VigilBoard", "VigilExposure",
                 "VigilTestSupport",
+                .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: strict
         ),

@@ -94,7 +94,7 @@ struct ExposureImport: AsyncParsableCommand {
             var latest: [TemporaryExposureKey: (key: DiagnosisKey, file: String)] = [:]
             for file in files {
                 do {
-                    let imported = try DiagnosisKeyImport.load(path: file, verifier: verifier, allowUnsigned: allowUnsigned)
+                    let imported = try DiagnosisKeyFiles.load(path: file, verifier: verifier, allowUnsigned: allowUnsigned)
                     summary.files += 1
                     summary.keys += imported.file.keys.count + imported.file.revisedKeys.count
                     summary.skippedKeys += imported.file.skipped.count
