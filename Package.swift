@@ -8,7 +8,9 @@
 //   -> VigilRadio / VigilBoard (adapters)
 //   -> VigilNode (the one event loop, runtime) -> vigil (CLI)
 // VigilHex (the hex codec, pure) sits below both VigilSystem, which re-exports it, and the pure
-// targets.
+// targets. Pure targets (VigilEvents, VigilCore, VigilExposure) import no I/O layer, read no clock
+// and touch no files; each target declares exactly the modules it imports. scripts/check-layers
+// checks both (scripts/test runs it first).
 import PackageDescription
 
 let strict: [SwiftSetting] = [
@@ -105,11 +107,12 @@ let package = Package(
         .executableTarget(
             name: "vigil",
             dependencies: [
-                "VigilNode", "VigilLog", "VigilEvents", "VigilCore", "VigilRadio", "VigilExposure",
+                "VigilNode", "VigilLog", "VigilEvents", "VigilCore", "VigilRadio", "VigilBoard", "VigilSystem", "VigilExposure",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ],
             swiftSettings: strict
         ),
@@ -117,7 +120,7 @@ let package = Package(
         .executableTarget(
             name: "VigilBench",
             dependencies: [
-                "VigilLog", "VigilEvents", "VigilCore", "VigilNode", "VigilBoard", "CLMDB", "VigilSystem", "VigilExposure",
+                "VigilLog", "VigilEvents", "VigilCore", "VigilNode", "VigilBoard", "VigilRadio", "CLMDB", "VigilSystem", "VigilExposure",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
@@ -126,10 +129,10 @@ let package = Package(
         // The tests' shared helpers (one temporary directory); a library only tests depend on.
         .target(name: "VigilTestSupport", path: "Tests/VigilTestSupport", swiftSettings: strict),
         .testTarget(name: "VigilSystemTests", dependencies: ["VigilSystem", "VigilTestSupport"], swiftSettings: strict),
-        .testTarget(name: "VigilLogTests", dependencies: ["VigilLog", "VigilSystem", "VigilTestSupport"], swiftSettings: strict),
+        .testTarget(name: "VigilLogTests", dependencies: ["VigilLog", "VigilTestSupport"], swiftSettings: strict),
         .testTarget(
             name: "VigilEventsTests",
-            dependencies: ["VigilEvents"],
+            dependencies: ["VigilEvents", .product(name: "SwiftProtobuf", package: "swift-protobuf")],
             resources: [.copy("Golden")],
             swiftSettings: strict
         ),
@@ -151,9 +154,10 @@ let package = Package(
         .testTarget(
             name: "VigilNodeTests",
             dependencies: [
-                "VigilNode", "VigilLog", "VigilCore", "VigilEvents", "VigilRadio", "VigilBoard", "VigilExposure",
+                "VigilNode", "VigilLog", "VigilCore", "VigilEvents", "VigilRadio", "VigilBoard", "VigilSystem", "VigilExposure",
                 "VigilTestSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
         ),
