@@ -7,6 +7,10 @@
 //   -> VigilCore (pure projections) -> VigilExposure (GAEN crypto, key files, matching; pure)
 //   -> VigilRadio / VigilBoard (adapters)
 //   -> VigilNode (the one event loop, runtime) -> vigil (CLI)
+// VigilHex (the hex codec, pure) sits below both VigilSystem, which re-exports it, and the pure
+// targets. Pure targets (VigilEvents, VigilCore, VigilExposure) import no I/O layer, read no clock
+// and touch no files; each target declares exactly the modules it imports. scripts/check-layers
+// checks both (scripts/test runs it first).
 import PackageDescription
 
 let strict: [SwiftSetting] = [
@@ -43,8 +47,10 @@ let package = Package(
         .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         .target(name: "CVigilLinux"),
 
+        // Hex text for bytes and back: pure, so the pure layers can use it too.
+        .target(name: "VigilHex", swiftSettings: strict),
         // errno and syscalls, wrapped once.
-        .target(name: "VigilSystem", dependencies: ["CVigilLinux"], swiftSettings: strict),
+        .target(name: "VigilSystem", dependencies: ["CVigilLinux", "VigilHex"], swiftSettings: strict),
         // The durable, append-only record log over LMDB.
         .target(
             name: "VigilLog",
@@ -59,7 +65,7 @@ let package = Package(
             swiftSettings: strict
         ),
         // Pure projections: (State, Event) -> State. No clocks, no I/O.
-        .target(name: "VigilCore", dependencies: ["VigilEvents"], swiftSettings: strict),
+        .target(name: "VigilCore", dependencies: ["VigilEvents", "VigilHex"], swiftSettings: strict),
         // Radio adapters: the simulation and BlueZ's HCI socket; the over-the-air frames.
         .target(
             name: "VigilRadio",
@@ -69,11 +75,12 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
-        // Exposure contacts (GAEN): key schedule, key export files, matching. Pure.
+        // Exposure contacts (GAEN): key schedule, key export files, matching. Pure: it takes bytes
+        // and randomness from its caller (VigilNode's DiagnosisKeyFiles reads the files).
         .target(
             name: "VigilExposure",
             dependencies: [
-                "VigilEvents", "VigilCore", "VigilSystem", "COpenSSL",
+                "VigilEvents", "VigilCore", "VigilHex", "COpenSSL",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
@@ -100,11 +107,12 @@ let package = Package(
         .executableTarget(
             name: "vigil",
             dependencies: [
-                "VigilNode", "VigilLog", "VigilEvents", "VigilCore", "VigilRadio", "VigilExposure",
+                "VigilNode", "VigilLog", "VigilEvents", "VigilCore", "VigilRadio", "VigilBoard", "VigilSystem", "VigilExposure",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ],
             swiftSettings: strict
         ),
@@ -112,17 +120,19 @@ let package = Package(
         .executableTarget(
             name: "VigilBench",
             dependencies: [
-                "VigilLog", "VigilEvents", "VigilCore", "VigilNode", "VigilBoard", "CLMDB", "VigilSystem", "VigilExposure",
+                "VigilLog", "VigilEvents", "VigilCore", "VigilNode", "VigilBoard", "VigilRadio", "CLMDB", "VigilSystem", "VigilExposure",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
         ),
 
-        .testTarget(name: "VigilSystemTests", dependencies: ["VigilSystem"], swiftSettings: strict),
-        .testTarget(name: "VigilLogTests", dependencies: ["VigilLog", "VigilSystem"], swiftSettings: strict),
+        // The tests' shared helpers (one temporary directory); a library only tests depend on.
+        .target(name: "VigilTestSupport", path: "Tests/VigilTestSupport", swiftSettings: strict),
+        .testTarget(name: "VigilSystemTests", dependencies: ["VigilSystem", "VigilTestSupport"], swiftSettings: strict),
+        .testTarget(name: "VigilLogTests", dependencies: ["VigilLog", "VigilTestSupport"], swiftSettings: strict),
         .testTarget(
             name: "VigilEventsTests",
-            dependencies: ["VigilEvents"],
+            dependencies: ["VigilEvents", .product(name: "SwiftProtobuf", package: "swift-protobuf")],
             resources: [.copy("Golden")],
             swiftSettings: strict
         ),
@@ -136,16 +146,25 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
-        .testTarget(name: "VigilRadioTests", dependencies: ["VigilRadio", "VigilEvents", "VigilSystem"], swiftSettings: strict),
+        .testTarget(
+            name: "VigilRadioTests",
+            dependencies: ["VigilRadio", "VigilEvents", "VigilSystem", "VigilTestSupport"],
+            swiftSettings: strict
+        ),
         .testTarget(
             name: "VigilNodeTests",
-            dependencies: ["VigilNode", "VigilLog", "VigilCore", "VigilEvents", "VigilRadio", "VigilBoard"],
+            dependencies: [
+                "VigilNode", "VigilLog", "VigilCore", "VigilEvents", "VigilRadio", "VigilBoard", "VigilSystem", "VigilExposure",
+                "VigilTestSupport",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: strict
         ),
         .testTarget(
             name: "VigilCLITests",
             dependencies: [
-                "VigilSystem", "VigilLog", "VigilEvents", "VigilExposure",
+                "VigilSystem", "VigilLog", "VigilEvents", "VigilExposure", "VigilTestSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: strict

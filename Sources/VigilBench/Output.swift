@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import VigilSystem
 
 /// A value for one of a metric line's context keys.
 enum JSONValue {
@@ -69,14 +70,9 @@ func progress(_ message: String) {
 }
 
 /// Unbuffered, so lines survive a crash and stdout and stderr never interleave mid-line.
+/// VigilSystem's write loop; a line that cannot be written has nowhere to be reported.
 func writeAll(_ text: String, to fd: Int32) {
-    var bytes = Array(text.utf8)[...]
-    while !bytes.isEmpty {
-        let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-        if n < 0 && errno == EINTR { continue }
-        if n <= 0 { return }
-        bytes = bytes.dropFirst(n)
-    }
+    try? VigilSystem.writeAll(text, toDescriptor: fd)
 }
 
 /// Numbers as JSON: at most 4 decimals below 100, 1 decimal above; non-finite values become null.

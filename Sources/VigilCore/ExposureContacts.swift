@@ -1,5 +1,10 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials // Data, of the events' bytes fields
+#else
 import Foundation
+#endif
 import VigilEvents
+import VigilHex
 
 /// Contact observations, from the ScanHit events that carried a contact identifier: a phone's
 /// GAEN Rolling Proximity Identifier, another Vigil box's presence identifier, or a configured
@@ -293,7 +298,7 @@ public struct ExposureBook: Projection {
     public init() {}
 
     public static func key(identifier: Data, firstSeen: UInt64) -> String {
-        identifier.map { String(format: "%02x", $0) }.joined() + "@" + String(firstSeen)
+        Hex.encode(identifier) + "@" + String(firstSeen)
     }
 
     public mutating func apply(_ input: ProjectionInput) {
@@ -301,17 +306,17 @@ public struct ExposureBook: Projection {
         switch event.body {
         case .exposureDetected(let x):
             if x.withdrawn {
-                let key = x.diagnosisKey.map { String(format: "%02x", $0) }.joined()
+                let key = Hex.encode(x.diagnosisKey)
                 entries = entries.filter { $0.value.diagnosisKeyHex != key }
                 return
             }
             // A window from before the last retention is contact data that is gone.
             guard x.lastSeenUs >= lastRetentionCutoffMicroseconds else { return }
             let key = Self.key(identifier: x.identifier, firstSeen: x.firstSeenUs)
-            entries[key] = Entry(sequence: event.sequence, identifierHex: x.identifier.map { String(format: "%02x", $0) }.joined(),
+            entries[key] = Entry(sequence: event.sequence, identifierHex: Hex.encode(x.identifier),
                                  firstSeenMicroseconds: x.firstSeenUs, lastSeenMicroseconds: x.lastSeenUs,
                                  weightedMinutes: Double(x.weightedMinutesMilli) / 1_000, highRisk: x.highRisk, source: x.source,
-                                 diagnosisKeyHex: x.diagnosisKey.map { String(format: "%02x", $0) }.joined())
+                                 diagnosisKeyHex: Hex.encode(x.diagnosisKey))
         case .contactRetention(let r):
             lastRetentionCutoffMicroseconds = max(lastRetentionCutoffMicroseconds, r.cutoffUs)
             lastRetentionSequence = event.sequence

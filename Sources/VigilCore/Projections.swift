@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials // Data and JSON for checkpoints: value types, no I/O
+#else
 import Foundation
+#endif
 import VigilEvents
 
 /// Settings the reducers depend on. They are part of the state so a reducer stays a function of

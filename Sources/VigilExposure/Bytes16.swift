@@ -1,4 +1,4 @@
-import VigilSystem
+import VigilHex
 
 /// Sixteen bytes held inline — no heap allocation, cheap to hash and compare — for Temporary
 /// Exposure Keys and Rolling Proximity Identifiers, of which matching handles millions.
@@ -29,7 +29,7 @@ public struct Bytes16: Hashable, Sendable, Comparable, CustomStringConvertible {
 
     /// Exactly 16 bytes of hex (upper or lower case), or nil.
     public init?(hex: String) {
-        guard let bytes = HexBytes.decode(hex) else { return nil }
+        guard let bytes = Hex.decode(hex) else { return nil }
         self.init(bytes)
     }
 
@@ -37,7 +37,7 @@ public struct Bytes16: Hashable, Sendable, Comparable, CustomStringConvertible {
         (0..<Self.count).map { i in i < 8 ? UInt8(truncatingIfNeeded: lo >> (8 * UInt64(i))) : UInt8(truncatingIfNeeded: hi >> (8 * UInt64(i - 8))) }
     }
 
-    public var hex: String { HexBytes.encode(bytes) }
+    public var hex: String { Hex.encode(bytes) }
     public var description: String { hex }
 
     /// Lexicographic order of the byte strings (for sorted indexes and stable output).
@@ -51,6 +51,3 @@ public struct Bytes16: Hashable, Sendable, Comparable, CustomStringConvertible {
         return try Swift.withUnsafeBytes(of: &copy) { (raw) throws(E) -> R in try body(raw) }
     }
 }
-
-/// Hex in this module is VigilSystem's.
-typealias HexBytes = Hex

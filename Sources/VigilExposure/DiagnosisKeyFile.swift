@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials // Data, of the protobuf messages: a value type, no I/O
+#else
 import Foundation
+#endif
 import SwiftProtobuf
 
 /// The contents of a GAEN key export (`export.bin`): the 16-byte header "EK Export v1" padded

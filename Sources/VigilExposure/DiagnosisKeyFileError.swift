@@ -1,3 +1,5 @@
+import VigilHex
+
 /// Why an `export.bin` could not be read. Keys that are individually wrong are not errors:
 /// they are skipped and reported in `DiagnosisKeyFile.skipped`.
 public enum DiagnosisKeyFileError: Error, Equatable, Sendable, CustomStringConvertible {
@@ -25,7 +27,7 @@ public enum DiagnosisKeyFileError: Error, Equatable, Sendable, CustomStringConve
 
     private static func printable(_ bytes: [UInt8]) -> String {
         if bytes.allSatisfy({ (0x20...0x7E).contains($0) }) { return "\"\(String(decoding: bytes, as: UTF8.self))\"" }
-        return "0x" + HexBytes.encode(bytes)
+        return "0x" + Hex.encode(bytes)
     }
 }
 

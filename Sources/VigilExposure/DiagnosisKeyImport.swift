@@ -1,5 +1,3 @@
-import Foundation
-
 /// Why a key export could not be imported: reading it, parsing it, or its signature.
 public enum DiagnosisKeyImportError: Error, Equatable, Sendable, CustomStringConvertible {
     case unreadable(path: String, detail: String)
@@ -26,8 +24,9 @@ public struct ImportedDiagnosisKeys: Sendable {
     public let signedBy: ExportSignatureInfo?
 }
 
-/// Reads a key export as servers publish it, unzipped: a directory holding `export.bin` and
-/// `export.sig`, or the path of an `export.bin` with its `export.sig` beside it.
+/// Checks a key export as servers publish it, unzipped: the bytes of `export.bin` and of its
+/// `export.sig`. Pure: reading the files (a directory, the .bin/.sig pairing, the size cap) is
+/// the caller's (VigilNode's `DiagnosisKeyFiles`), so this module never touches the file system.
 ///
 /// The signature is checked before the keys are returned; without export.sig the import fails
 /// with `.unsigned` unless `allowUnsigned` (an explicit operator choice). A zip archive is
@@ -37,33 +36,21 @@ public enum DiagnosisKeyImport {
     public static let binName = "export.bin"
     public static let sigName = "export.sig"
 
-    public static func load(path: String, verifier: ExportSignatureVerifier, allowUnsigned: Bool = false) throws(DiagnosisKeyImportError) -> ImportedDiagnosisKeys {
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
-            throw .unreadable(path: path, detail: "no such file or directory")
-        }
-        let binPath: String
-        let sigPath: String
-        if isDirectory.boolValue {
-            binPath = (path as NSString).appendingPathComponent(binName)
-            sigPath = (path as NSString).appendingPathComponent(sigName)
-        } else {
-            binPath = path
-            // foo.bin pairs with foo.sig when there is one (several exports in one directory);
-            // otherwise with the directory's export.sig.
-            let paired = (path as NSString).deletingPathExtension + ".sig"
-            sigPath = path.hasSuffix(".bin") && FileManager.default.fileExists(atPath: paired)
-                ? paired : ((path as NSString).deletingLastPathComponent as NSString).appendingPathComponent(sigName)
-        }
-        let bin = try read(binPath)
-        if bin.starts(with: [0x50, 0x4B, 0x03, 0x04]) { throw .zipArchive(path: binPath) }
-        let sig: [UInt8]? = FileManager.default.fileExists(atPath: sigPath) ? try read(sigPath) : nil
-        return try parse(exportBin: bin, exportSig: sig, verifier: verifier, allowUnsigned: allowUnsigned, binPath: binPath, sigPath: sigPath)
+    /// Export files are a few MB (GAEN servers split batches at ~750k keys ≈ 22 MB); a reader
+    /// refuses a larger file before reading it into memory.
+    public static let maximumFileBytes = 64 << 20
+
+    /// The refusal of a file of `size` bytes, or nil when it is within `maximumFileBytes`.
+    public static func sizeRefusal(path: String, size: Int) -> DiagnosisKeyImportError? {
+        guard size > maximumFileBytes else { return nil }
+        return .unreadable(path: path, detail: "\(size) bytes, more than an export file can be (\(maximumFileBytes >> 20) MiB)")
     }
 
-    /// The same checks on bytes already in memory (`exportSig` nil: no signature file).
+    /// The checks on the bytes of an export (`exportSig` nil: no signature file); the paths only
+    /// name the files in errors.
     public static func parse(exportBin: [UInt8], exportSig: [UInt8]?, verifier: ExportSignatureVerifier, allowUnsigned: Bool = false,
                              binPath: String = binName, sigPath: String = sigName) throws(DiagnosisKeyImportError) -> ImportedDiagnosisKeys {
+        if exportBin.starts(with: [0x50, 0x4B, 0x03, 0x04]) { throw .zipArchive(path: binPath) }
         // Structure first: "truncated" or "not an export file" says more than a failed signature.
         let file: DiagnosisKeyFile
         do {
@@ -82,21 +69,6 @@ public enum DiagnosisKeyImport {
             return ImportedDiagnosisKeys(file: file, signedBy: info)
         } catch {
             throw .signature(path: sigPath, error)
-        }
-    }
-
-    /// Export files are a few MB (GAEN servers split batches at ~750k keys ≈ 22 MB); a larger
-    /// file is refused before it is read into memory.
-    public static let maximumFileBytes = 64 << 20
-
-    private static func read(_ path: String) throws(DiagnosisKeyImportError) -> [UInt8] {
-        if let size = (try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int, size > maximumFileBytes {
-            throw .unreadable(path: path, detail: "\(size) bytes, more than an export file can be (\(maximumFileBytes >> 20) MiB)")
-        }
-        do {
-            return Array(try Data(contentsOf: URL(fileURLWithPath: path)))
-        } catch {
-            throw .unreadable(path: path, detail: error.localizedDescription)
         }
     }
 }

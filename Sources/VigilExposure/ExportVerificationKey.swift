@@ -1,4 +1,5 @@
 import Crypto
+import VigilHex
 
 /// A key server's public key, as configured by the operator, with the key id and version the
 /// server puts in its signatures (`SignatureInfo.verification_key_id` / `_version`).
@@ -43,7 +44,7 @@ public struct ExportVerificationKey: Sendable {
             case (0x02, 33), (0x03, 33): key = try P256.Signing.PublicKey(compressedRepresentation: bytes)
             case (0x30, _): key = try P256.Signing.PublicKey(derRepresentation: bytes)
             default:
-                throw ExportSignatureError.badPublicKey(detail: "\(bytes.count) bytes starting 0x\(HexBytes.encode(bytes.prefix(1))): not DER, X9.63 or PEM")
+                throw ExportSignatureError.badPublicKey(detail: "\(bytes.count) bytes starting 0x\(Hex.encode(bytes.prefix(1))): not DER, X9.63 or PEM")
             }
             self.init(publicKey: key, keyID: keyID, keyVersion: keyVersion)
         } catch let error as ExportSignatureError {

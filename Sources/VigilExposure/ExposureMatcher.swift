@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials // Data, of the protobuf messages: a value type, no I/O
+#else
 import Foundation
+#endif
 import VigilCore
 import VigilEvents
 

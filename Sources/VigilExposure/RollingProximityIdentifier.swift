@@ -1,3 +1,5 @@
+import VigilHex
+
 /// A Rolling Proximity Identifier: the 16 bytes a GAEN device advertises for one 10-minute
 /// interval, AES-128(RPIK, "EN-RPI" ‖ 0×6 ‖ interval LE32). Unlinkable without the key.
 ///
@@ -59,6 +61,6 @@ public struct AssociatedEncryptedMetadata: Hashable, Sendable, CustomStringConve
         self.bytes = Array(bytes)
     }
 
-    public var hex: String { HexBytes.encode(bytes) }
+    public var hex: String { Hex.encode(bytes) }
     public var description: String { hex }
 }

@@ -32,21 +32,17 @@ public struct TemporaryExposureKey: Hashable, Sendable, CustomStringConvertible 
 
     /// A fresh random key for the day containing `interval`, starting at that day's first
     /// interval as GAEN devices do (so a key published later covers the whole day).
+    /// The randomness comes from the caller (this module reads no system source): the node passes
+    /// its secure generator, tests a seeded one.
     /// Misuse: `rng` must be cryptographically secure outside tests — a predictable key makes
     /// every identifier it advertises linkable.
-    public static func generate<R: RandomNumberGenerator>(forDayContaining interval: UInt32, using rng: inout R) -> TemporaryExposureKey {
+    public static func generate(forDayContaining interval: UInt32, using rng: inout some RandomNumberGenerator) -> TemporaryExposureKey {
         let start = interval - interval % Exposure.intervalsPerDay
         let key = Bytes16(lo: rng.next(), hi: rng.next())
         // Only the last, partial day of the UInt32 range (year ~83,700) lacks 144 intervals;
         // clamp there rather than fail. UInt32.max is not a day start, so the period is ≥ 1.
         let period = min(Exposure.intervalsPerDay, UInt32.max - start)
         return TemporaryExposureKey(unchecked: key, start: start, period: period)
-    }
-
-    /// A fresh key from the system's cryptographic random source.
-    public static func generate(forDayContaining interval: UInt32) -> TemporaryExposureKey {
-        var rng = SystemRandomNumberGenerator()
-        return generate(forDayContaining: interval, using: &rng)
     }
 
     private init(unchecked key: Bytes16, start: UInt32, period: UInt32) {

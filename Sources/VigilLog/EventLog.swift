@@ -98,33 +98,31 @@ public final class EventLog: @unchecked Sendable {
         _ = env.readerCheck() // clear reader slots left by crashed processes
         let txn = try env.begin(readOnly: readOnly)
         do {
-            let events = try txn.openDatabase("events", create: !readOnly)
-            let checkpoints = try txn.openDatabase("checkpoints", create: !readOnly)
-            let meta = try txn.openDatabase("meta", create: !readOnly)
-            let versionKey = Array("format".utf8)
-            let stored = try versionKey.withUnsafeBytes { try txn.get(meta, key: $0) }
-            if let stored {
-                guard stored.count == 4 else { throw LogError.incompatible("format marker has \(stored.count) bytes") }
-                let version = UInt32(bigEndian: stored.loadUnaligned(as: UInt32.self))
-                guard version == formatVersion else {
-                    throw LogError.incompatible("format \(version); this build reads format \(formatVersion)")
-                }
-            } else if !readOnly {
-                let value = withUnsafeBytes(of: formatVersion.bigEndian) { Array($0) }
-                try versionKey.withUnsafeBytes { k in
-                    try value.withUnsafeBytes { v in try txn.put(meta, key: k, value: v) }
-                }
-            }
             // Commit even a read-only transaction: LMDB closes database handles opened in a
             // transaction that is aborted.
-            try txn.commit()
-            return OpenEnvironment(environment: env, events: events, checkpoints: checkpoints, meta: meta, readOnly: readOnly)
+            return try txn.commit {
+                let events = try txn.openDatabase("events", create: !readOnly)
+                let checkpoints = try txn.openDatabase("checkpoints", create: !readOnly)
+                let meta = try txn.openDatabase("meta", create: !readOnly)
+                let versionKey = Array("format".utf8)
+                let stored = try versionKey.withUnsafeBytes { try txn.get(meta, key: $0) }
+                if let stored {
+                    guard stored.count == 4 else { throw LogError.incompatible("format marker has \(stored.count) bytes") }
+                    let version = UInt32(bigEndian: stored.loadUnaligned(as: UInt32.self))
+                    guard version == formatVersion else {
+                        throw LogError.incompatible("format \(version); this build reads format \(formatVersion)")
+                    }
+                } else if !readOnly {
+                    let value = withUnsafeBytes(of: formatVersion.bigEndian) { Array($0) }
+                    try versionKey.withUnsafeBytes { k in
+                        try value.withUnsafeBytes { v in try txn.put(meta, key: k, value: v) }
+                    }
+                }
+                return OpenEnvironment(environment: env, events: events, checkpoints: checkpoints, meta: meta, readOnly: readOnly)
+            }
         } catch let error as LMDBError where error.isNotFound {
-            txn.abort()
+            // commit(after:) has aborted the transaction.
             throw LogError.incompatible("not a Vigil log (its databases are missing)")
-        } catch {
-            if (error as? LMDBError)?.operation != "mdb_txn_commit" { txn.abort() }
-            throw error
         }
     }
 

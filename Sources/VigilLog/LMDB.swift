@@ -113,6 +113,21 @@ struct LMDBTransaction {
     func commit() throws { try lmdb("mdb_txn_commit", mdb_txn_commit(handle)) }
     func abort() { mdb_txn_abort(handle) }
 
+    /// Runs `body`, then commits. The one place that decides how a failed transaction ends:
+    /// a failure in `body` aborts; a failed commit does not, because mdb_txn_commit frees the
+    /// transaction even when it fails (aborting it then would free it twice).
+    func commit<T>(after body: () throws -> T) throws -> T {
+        let result: T
+        do {
+            result = try body()
+        } catch {
+            abort()
+            throw error
+        }
+        try commit()
+        return result
+    }
+
     func openDatabase(_ name: String, create: Bool, integerKeys: Bool = false) throws -> MDB_dbi {
         var dbi: MDB_dbi = 0
         var flags: UInt32 = create ? UInt32(MDB_CREATE) : 0

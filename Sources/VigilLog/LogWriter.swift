@@ -255,7 +255,7 @@ final class LogWriter: @unchecked Sendable {
         let started = monotonicNanoseconds()
         do {
             let txn = try environment.environment.begin(readOnly: false)
-            do {
+            let deleted = try txn.commit { () throws -> Int in
                 var deleted = 0
                 let cursor = try txn.cursor(environment.events)
                 defer { cursor.close() }
@@ -292,12 +292,9 @@ final class LogWriter: @unchecked Sendable {
                 }
                 if entry == nil { finished = true }
                 purge.removed += UInt64(deleted)
-                try txn.commit()
-                stats.withLock { $0.purged += UInt64(deleted) }
-            } catch {
-                if (error as? LMDBError)?.operation != "mdb_txn_commit" { txn.abort() }
-                throw error
+                return deleted
             }
+            stats.withLock { $0.purged += UInt64(deleted) }
         } catch let error as LMDBError where error.isMapFull {
             // Deleting needs copy-on-write pages too. Grow and go on; at the cap, try next time.
             if !growMap() {
@@ -434,7 +431,7 @@ final class LogWriter: @unchecked Sendable {
         let txn = try environment.environment.begin(readOnly: false)
         var records: UInt64 = 0
         var valueBytes: UInt64 = 0
-        do {
+        try txn.commit {
             let events = environment.events
             try bytes.withUnsafeBytes { raw in
                 let checkRefused = !refused.isEmpty
@@ -453,11 +450,6 @@ final class LogWriter: @unchecked Sendable {
                     try value.withUnsafeBytes { v in try txn.put(environment.checkpoints, key: k, value: v) }
                 }
             }
-            try txn.commit()
-        } catch {
-            // mdb_txn_commit frees the transaction even when it fails; abort only before commit.
-            if (error as? LMDBError)?.operation != "mdb_txn_commit" { txn.abort() }
-            throw error
         }
         stats.withLock { s in
             s.recordsWritten += records

@@ -17,6 +17,39 @@ func check<T: BinaryInteger>(_ operation: String, _ subject: String? = nil, _ bo
     }
 }
 
+/// The one write-everything loop: calls `step` (write(2), send(2)) until all of `bytes` is out,
+/// retrying short writes and EINTR; any other failure (or a write of nothing) is thrown.
+func writeAll(_ bytes: UnsafeRawBufferPointer, _ operation: String,
+              _ step: (UnsafeRawPointer, Int) -> Int) throws(SystemError) {
+    guard let base = bytes.baseAddress else { return }
+    var offset = 0
+    while offset < bytes.count {
+        let n = step(base + offset, bytes.count - offset)
+        if n > 0 { offset += n; continue }
+        let e = Errno.current
+        if n < 0 && e == .interrupted { continue }
+        throw SystemError(operation, errno: n < 0 ? e : Errno(rawValue: EIO))
+    }
+}
+
+func writeAll(_ bytes: [UInt8], _ operation: String, _ step: (UnsafeRawPointer, Int) -> Int) throws(SystemError) {
+    // withUnsafeBytes rethrows untyped errors, so carry the typed one out by hand.
+    let failure = bytes.withUnsafeBytes { (raw: UnsafeRawBufferPointer) -> SystemError? in
+        do throws(SystemError) {
+            try writeAll(raw, operation, step)
+            return nil
+        } catch {
+            return error
+        }
+    }
+    if let failure { throw failure }
+}
+
+/// Writes all of `text` to a descriptor this code does not own (stdout, stderr).
+public func writeAll(_ text: String, toDescriptor fd: Int32) throws(SystemError) {
+    try writeAll(Array(text.utf8), "write") { Glibc.write(fd, $0, $1) }
+}
+
 /// An owned file descriptor. Not copyable, so it is closed exactly once.
 public struct FileDescriptor: ~Copyable, Sendable {
     public let rawValue: Int32
@@ -44,37 +77,17 @@ public struct FileDescriptor: ~Copyable, Sendable {
 
     /// Writes all of `bytes`, retrying short writes.
     public func writeAll(_ bytes: UnsafeRawBufferPointer) throws(SystemError) {
-        var offset = 0
-        while offset < bytes.count {
-            let n = try check("write") { Glibc.write(rawValue, bytes.baseAddress! + offset, bytes.count - offset) }
-            offset += n
-        }
+        try VigilSystem.writeAll(bytes, "write") { Glibc.write(rawValue, $0, $1) }
     }
 
     /// Sends all of `bytes` on a socket without blocking and without SIGPIPE; a peer that went
     /// away is an error for this connection only.
     public func sendAll(_ bytes: [UInt8]) throws(SystemError) {
-        var offset = 0
-        while offset < bytes.count {
-            let n = bytes.withUnsafeBytes { cvigil_send(rawValue, $0.baseAddress! + offset, $0.count - offset) }
-            if n > 0 { offset += n; continue }
-            let e = Errno.current
-            if e == .interrupted { continue }
-            throw SystemError("send", errno: e)
-        }
+        try VigilSystem.writeAll(bytes, "send") { cvigil_send(rawValue, $0, $1) }
     }
 
     public func writeAll(_ bytes: [UInt8]) throws(SystemError) {
-        // withUnsafeBytes rethrows untyped errors, so carry the typed one out by hand.
-        let failure = bytes.withUnsafeBytes { (raw: UnsafeRawBufferPointer) -> SystemError? in
-            do throws(SystemError) {
-                try self.writeAll(raw)
-                return nil
-            } catch {
-                return error
-            }
-        }
-        if let failure { throw failure }
+        try VigilSystem.writeAll(bytes, "write") { Glibc.write(rawValue, $0, $1) }
     }
 
     public func fsync() throws(SystemError) {

@@ -94,7 +94,7 @@ struct ExposureImport: AsyncParsableCommand {
             var latest: [TemporaryExposureKey: (key: DiagnosisKey, file: String)] = [:]
             for file in files {
                 do {
-                    let imported = try DiagnosisKeyImport.load(path: file, verifier: verifier, allowUnsigned: allowUnsigned)
+                    let imported = try DiagnosisKeyFiles.load(path: file, verifier: verifier, allowUnsigned: allowUnsigned)
                     summary.files += 1
                     summary.keys += imported.file.keys.count + imported.file.revisedKeys.count
                     summary.skippedKeys += imported.file.skipped.count
@@ -137,7 +137,7 @@ struct ExposureImport: AsyncParsableCommand {
                         continue
                     }
                     try CommandSender.send(.recordExposure(ExposureRecord(x)), dataDirectory: dir)
-                    known[key] = (x.highRisk, Int(x.weightedMinutesMilli), x.diagnosisKey.map { String(format: "%02x", $0) }.joined())
+                    known[key] = (x.highRisk, Int(x.weightedMinutesMilli), Hex.encode(x.diagnosisKey))
                     summary.exposures += 1
                     if x.highRisk { summary.highRisk += 1 }
                 }

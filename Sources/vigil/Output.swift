@@ -1,6 +1,7 @@
 import Foundation
 import SwiftProtobuf
 import VigilEvents
+import VigilSystem
 
 /// Unbuffered writes to stdout/stderr (a follower of `log tail -f` must see each line at once).
 struct FileOutput {
@@ -8,14 +9,9 @@ struct FileOutput {
     static let standardOutput = FileOutput(fd: 1)
     static let standardError = FileOutput(fd: 2)
 
+    /// VigilSystem's write loop; output that cannot be written (a closed pipe) is dropped.
     func write(_ text: String) {
-        var bytes = Array(text.utf8)
-        var offset = 0
-        while offset < bytes.count {
-            let n = bytes.withUnsafeMutableBytes { Foundation.write(fd, $0.baseAddress! + offset, $0.count - offset) }
-            if n <= 0 { return }
-            offset += n
-        }
+        try? VigilSystem.writeAll(text, toDescriptor: fd)
     }
 }
 

@@ -74,7 +74,7 @@ struct RadioReplay: AsyncParsableCommand {
             var summary = try CaptureReplay.run(next: { try reader.next() }, windowMicroseconds: windowMicroseconds,
                                                 shelterKey: key) { report in
                 guard reports else { return }
-                let data = report.data.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
+                let data = Hex.encode(report.data)
                 let rssi = report.rssi == AdvertisingReport.rssiUnavailable ? "n/a" : "\(report.rssi)"
                 out.write("\(report.timeMicroseconds) \(formatAddress(report.address)) rssi \(rssi) \(data)\n")
             }

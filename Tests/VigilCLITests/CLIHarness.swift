@@ -2,6 +2,8 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
+// The tests' one temporary directory helper, visible to every file of this module.
+@_exported import VigilTestSupport
 
 /// Runs the built `vigil` binary the way a person would.
 enum CLI {
@@ -46,14 +48,6 @@ enum CLI {
         try process.run()
         return (process, out)
     }
-}
-
-final class TemporaryDirectory {
-    let path: String
-    init(_ name: String = #function) {
-        path = "/tmp/vigil-cli-tests-\(name.filter { $0.isLetter })-\(UInt32.random(in: 0...UInt32.max))"
-    }
-    deinit { try? FileManager.default.removeItem(atPath: path) }
 }
 
 /// Waits (in a test, never in Sources) until `condition` holds or `seconds` pass.

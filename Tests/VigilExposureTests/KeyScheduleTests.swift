@@ -110,14 +110,17 @@ import VigilSystem
         }
     }
 
-    @Test func generatedKeysStartAtTheirDayAndDiffer() {
-        let a = TemporaryExposureKey.generate(forDayContaining: GAENTestVectors.keyRollingStart + 77)
-        let b = TemporaryExposureKey.generate(forDayContaining: GAENTestVectors.keyRollingStart + 77)
+    @Test func generatedKeysStartAtTheirDayAndTakeTheirBytesFromTheCallersGenerator() {
+        var rng = SplitMix64(seed: 9)
+        let a = TemporaryExposureKey.generate(forDayContaining: GAENTestVectors.keyRollingStart + 77, using: &rng)
+        let b = TemporaryExposureKey.generate(forDayContaining: GAENTestVectors.keyRollingStart + 77, using: &rng)
+        var replay = SplitMix64(seed: 9)
+        #expect(a.keyData == Bytes16(lo: replay.next(), hi: replay.next()), "the key is the generator's next 16 bytes")
         #expect(a.rollingStartIntervalNumber == GAENTestVectors.keyRollingStart)
         #expect(a.rollingPeriod == 144)
         #expect(a.covers(interval: GAENTestVectors.keyRollingStart + 143) && !a.covers(interval: GAENTestVectors.keyRollingStart + 144))
         #expect(a.keyData != b.keyData)
-        let last = TemporaryExposureKey.generate(forDayContaining: UInt32.max)
+        let last = TemporaryExposureKey.generate(forDayContaining: UInt32.max, using: &rng)
         #expect(last.intervals.upperBound == UInt32.max)
     }
 

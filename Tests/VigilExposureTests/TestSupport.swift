@@ -1,8 +1,9 @@
 import VigilExposure
 import VigilSystem
 
-// Hex text in and out: VigilSystem.Hex (decode gives nil for a bad literal, which tests
-// turn into a failure with #require).
+// Hex text in and out: the one codec, VigilHex.Hex (re-exported by VigilSystem, which these
+// tests also use for SplitMix64); decode gives nil for a bad literal, which tests
+// turn into a failure with #require.
 
 /// A malformed literal in a test's own data.
 struct BadTestData: Error, CustomStringConvertible {

@@ -2,16 +2,8 @@ import Foundation
 import Synchronization
 import Testing
 import VigilLog
-
-/// A fresh directory under /tmp for one test, removed when `body` returns or throws.
-func withTemporaryDirectory<T>(_ label: String = #function,
-                               _ body: (String) async throws -> T) async throws -> T {
-    let safe = label.filter { $0.isLetter || $0.isNumber }
-    let path = "/tmp/vigil-logtests-\(safe)-\(UUID().uuidString)"
-    try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-    defer { try? FileManager.default.removeItem(atPath: path) }
-    return try await body(path)
-}
+// The tests' one temporary directory helper, visible to every file of this module.
+@_exported import VigilTestSupport
 
 /// A log directory inside a temporary directory (EventLog creates it on open).
 func logDirectory(in base: String) -> String { base + "/log" }

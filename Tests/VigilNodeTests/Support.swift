@@ -2,17 +2,8 @@ import Foundation
 import Logging
 import VigilNode
 import VigilSystem
-
-/// A data directory that disappears after the test.
-final class TemporaryDirectory {
-    let path: String
-    init(_ name: String = #function) {
-        let safe = name.filter { $0.isLetter || $0.isNumber }
-        path = "/tmp/vigil-node-tests-\(safe)-\(UInt32.random(in: 0...UInt32.max))"
-        try? FileManager.default.removeItem(atPath: path)
-    }
-    deinit { try? FileManager.default.removeItem(atPath: path) }
-}
+// The tests' one temporary directory helper, visible to every file of this module.
+@_exported import VigilTestSupport
 
 let quietLogger = Logger(label: "test") { _ in SwiftLogNoOpLogHandler() }
 

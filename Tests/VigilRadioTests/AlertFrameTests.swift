@@ -4,12 +4,8 @@ import VigilEvents
 @testable import VigilRadio
 import VigilSystem
 
-private func bytes(_ hex: String) -> [UInt8] {
-    let digits = Array(hex.utf8)
-    return stride(from: 0, to: digits.count, by: 2).compactMap {
-        UInt8(String(decoding: digits[$0..<min($0 + 2, digits.count)], as: UTF8.self), radix: 16)
-    }
-}
+/// A hex literal's bytes; a bad literal gives none, which fails the test that uses it.
+private func bytes(_ hex: String) -> [UInt8] { Hex.decode(hex) ?? [] }
 
 
 @Suite struct AlertFrameTests {

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import VigilRadio
+import VigilTestSupport
 
 /// btsnoop captures: what the writer puts on disk, rotation, and how the reader treats files that
 /// are cut short, corrupt or not btsnoop at all.
@@ -333,14 +334,10 @@ private extension BTSnoopError {
     }
 }
 
-/// A directory under /tmp removed (with its contents) when the value goes away.
-private final class CaptureDirectory {
-    let url: URL
-    init() throws {
-        url = FileManager.default.temporaryDirectory.appendingPathComponent("vigil-btsnoop-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    }
-    deinit { try? FileManager.default.removeItem(at: url) }
-    func path(_ name: String) -> String { url.appendingPathComponent(name).path }
-    func bytes(_ name: String) throws -> [UInt8] { [UInt8](try Data(contentsOf: url.appendingPathComponent(name))) }
+/// The tests' temporary directory, with the captures' bytes read back.
+private struct CaptureDirectory {
+    let directory = TemporaryDirectory("btsnoop")
+    init() throws {}
+    func path(_ name: String) -> String { directory.path(name) }
+    func bytes(_ name: String) throws -> [UInt8] { [UInt8](try Data(contentsOf: URL(fileURLWithPath: path(name)))) }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import VigilSystem
+import VigilTestSupport
 
 @Suite struct SyscallTests {
     @Test func errnoDescribesItselfAndSystemErrorsNameTheirSubject() {
@@ -11,8 +12,9 @@ import VigilSystem
     }
 
     @Test func openingAMissingFileThrowsTypedErrno() {
+        let dir = TemporaryDirectory()
         #expect {
-            _ = try FileDescriptor.open("/tmp/vigil-missing-\(UInt32.random(in: 0...UInt32.max))/x", flags: O_RDONLY)
+            _ = try FileDescriptor.open(dir.path("missing/x"), flags: O_RDONLY)
         } throws: { error in
             (error as? SystemError)?.errno == .noEntry
         }
@@ -47,8 +49,8 @@ import VigilSystem
     }
 
     @Test func anExclusiveLockIsRefusedToASecondHolderUntilReleased() throws {
-        let path = "/tmp/vigil-lock-\(UInt32.random(in: 0...UInt32.max))"
-        defer { FileSystem.remove(path) }
+        let dir = TemporaryDirectory()
+        let path = dir.path("lock")
         let first = try FileSystem.lockExclusive(path)
         #expect { _ = try FileSystem.lockExclusive(path) } throws: { error in
             (error as? SystemError)?.errno == .wouldBlock
@@ -60,8 +62,8 @@ import VigilSystem
     }
 
     @Test func unixSocketsCarryARequestAndReply() throws {
-        let path = "/tmp/vigil-sock-\(UInt32.random(in: 0...UInt32.max))"
-        defer { FileSystem.remove(path) }
+        let dir = TemporaryDirectory()
+        let path = dir.path("sock")
         let listener = try UnixSocket.listen(path: path)
         #expect(try UnixSocket.accept(listener) == nil, "non-blocking accept with nobody waiting")
         let client = try UnixSocket.connect(path: path)
@@ -79,8 +81,8 @@ import VigilSystem
     }
 
     @Test func directoriesAreCreatedWithTheirParentsAndPathsCanonicalised() throws {
-        let base = "/tmp/vigil-dirs-\(UInt32.random(in: 0...UInt32.max))"
-        defer { try? FileManager.default.removeItem(atPath: base) }
+        let dir = TemporaryDirectory()
+        let base = dir.path("dirs")
         try FileSystem.createDirectory(base + "/a/b/c")
         try FileSystem.createDirectory(base + "/a/b/c") // idempotent
         #expect(FileSystem.isDirectory(base + "/a/b/c"))
