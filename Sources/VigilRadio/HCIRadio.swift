@@ -124,7 +124,9 @@ public final class HCIRadio: RadioAdapter {
     private var advertisingBackoff: UInt64
     /// Someone else changed scanning or advertising (raw channel): re-assert at this time.
     private var reassertAt: UInt64?
-    private var lastReassert: UInt64 = 0
+    /// nil: never. (Not 0: on a clock that started less than the minimum gap ago, as the
+    /// system's does at boot, 0 would hold the first re-assertion back.)
+    private var lastReassert: UInt64?
     private static let reassertDelay: UInt64 = 1_000_000
     private static let reassertMinimumGap: UInt64 = 5_000_000
 
@@ -489,7 +491,7 @@ public final class HCIRadio: RadioAdapter {
             // every few seconds, so two owners cannot make the controller flap.
             counters.foreignChanges += 1
             if reassertAt == nil {
-                reassertAt = max(now + Self.reassertDelay, lastReassert + Self.reassertMinimumGap)
+                reassertAt = max(now + Self.reassertDelay, lastReassert.map { $0 + Self.reassertMinimumGap } ?? 0)
             }
         }
     }
