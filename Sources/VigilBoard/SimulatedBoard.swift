@@ -47,21 +47,28 @@ public final class SimulatedBoard: BoardAdapter {
     /// right after the press).
     public func press(holdMicroseconds: UInt64, bounces: Int = 0, bounceMicroseconds: UInt64 = 2_000,
                       afterMicroseconds: UInt64 = 0, line pressedLine: UInt32? = nil) throws {
-        let now = monotonic.nowNanoseconds() + afterMicroseconds * 1_000
+        // The figures come from the command line: saturate rather than trap on absurd ones.
+        let now = Self.add(monotonic.nowNanoseconds(), Self.nanoseconds(afterMicroseconds))
         let line = pressedLine ?? profile.button.offset
         var edges = [ButtonEdge(line: line, pressed: true, kernelTimestampNanoseconds: now)]
         var t = now
         for _ in 0..<max(0, bounces) {
-            t += bounceMicroseconds * 1_000
+            t = Self.add(t, Self.nanoseconds(bounceMicroseconds))
             edges.append(ButtonEdge(line: line, pressed: false, kernelTimestampNanoseconds: t))
-            t += bounceMicroseconds * 1_000
+            t = Self.add(t, Self.nanoseconds(bounceMicroseconds))
             edges.append(ButtonEdge(line: line, pressed: true, kernelTimestampNanoseconds: t))
         }
-        edges.append(ButtonEdge(line: line, pressed: false, kernelTimestampNanoseconds: now + holdMicroseconds * 1_000))
+        edges.append(ButtonEdge(line: line, pressed: false, kernelTimestampNanoseconds: Self.add(now, Self.nanoseconds(holdMicroseconds))))
         scheduled.append(contentsOf: edges)
         scheduled.sort { $0.kernelTimestampNanoseconds < $1.kernelTimestampNanoseconds }
         try arm()
     }
+
+    private static func nanoseconds(_ microseconds: UInt64) -> UInt64 {
+        microseconds > UInt64.max / 1_000 ? UInt64.max : microseconds * 1_000
+    }
+
+    private static func add(_ a: UInt64, _ b: UInt64) -> UInt64 { a > UInt64.max - b ? UInt64.max : a + b }
 
     public func readReady(into edges: inout [ButtonEdge]) throws {
         timer.drain()
