@@ -70,7 +70,8 @@ let package = Package(
         .target(
             name: "VigilRadio",
             dependencies: [
-                "VigilEvents", "VigilSystem", "CBlueZ",
+                // VigilCore for the one back-off rule the radio shares with the outbox.
+                "VigilEvents", "VigilSystem", "VigilCore", "CBlueZ",
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: strict

@@ -54,9 +54,14 @@ public final class GPIOBoard: BoardAdapter {
     private var outputs: [OutputLine: GPIOLine] = [:]
     private var levels: [OutputLine: Bool] = [:]
     private var pending: [GPIOLineEvent] = []
+    /// Times an edge the kernel dropped, when the board makes it up from the level. Kernel
+    /// edges keep the kernel's CLOCK_MONOTONIC stamps, so this should be the system's clock
+    /// whenever the lines are real; it is injected so that the node's one clock is used.
+    private let monotonic: any MonotonicClock
 
-    public init(profile: BoardProfile) throws(BoardError) {
+    public init(profile: BoardProfile, monotonic: any MonotonicClock = SystemMonotonicClock()) throws(BoardError) {
         self.profile = profile
+        self.monotonic = monotonic
         let chipID = profile.chip
         try Self.checkDistinctLines(profile)
 
@@ -155,7 +160,7 @@ public final class GPIOBoard: BoardAdapter {
             // disagrees means an edge whose event the kernel is still queueing (the level changes
             // before the interrupt is handled), which would then be reported twice.
             if fifoWasFull, let line = inputs[offset]?.line, let level = try? line.value(), level != reportedLevel[offset] {
-                let time = max(monotonicNanoseconds(), reportedTime[offset] ?? 0)
+                let time = max(monotonic.nowNanoseconds(), reportedTime[offset] ?? 0)
                 edges.append(ButtonEdge(line: offset, pressed: level, kernelTimestampNanoseconds: time))
                 reportedLevel[offset] = level
                 reportedTime[offset] = time

@@ -2,7 +2,10 @@ import Synchronization
 import VigilSystem
 
 /// A board in memory: button presses are scheduled by `press` (from `vigil sim press`) and
-/// delivered through a timerfd at their time; every output change is recorded as a transition.
+/// delivered through a timer at their time; every output change is recorded as a transition.
+///
+/// Press times are on the injected monotonic clock, the clock the node measures gestures on, so
+/// a test with a `ManualClock` presses, advances the clock and reads the edges without sleeping.
 public final class SimulatedBoard: BoardAdapter {
     public struct Transition: Sendable, Equatable, Codable {
         public var timeMicroseconds: UInt64
@@ -12,7 +15,8 @@ public final class SimulatedBoard: BoardAdapter {
 
     public let profile: BoardProfile
     public var descriptor: Int32 { timer.fd }
-    private let timer: TimerFD
+    private let monotonic: any MonotonicClock
+    private let timer: ClockTimer
     /// Edges not yet delivered, sorted by monotonic time.
     private var scheduled: [ButtonEdge] = []
     private var levels: [OutputLine: Bool] = [:]
@@ -21,10 +25,12 @@ public final class SimulatedBoard: BoardAdapter {
     public private(set) var droppedTransitions: UInt64 = 0
     public let transitionLimit: Int
 
-    public init(profile: BoardProfile = .simulated, transitionLimit: Int = 1_000) throws {
+    public init(profile: BoardProfile = .simulated, transitionLimit: Int = 1_000,
+                monotonic: any MonotonicClock = SystemMonotonicClock()) throws {
         self.profile = profile
         self.transitionLimit = transitionLimit
-        self.timer = try TimerFD()
+        self.monotonic = monotonic
+        self.timer = try ClockTimer(clock: monotonic)
     }
 
     public func start() throws {
@@ -41,25 +47,32 @@ public final class SimulatedBoard: BoardAdapter {
     /// right after the press).
     public func press(holdMicroseconds: UInt64, bounces: Int = 0, bounceMicroseconds: UInt64 = 2_000,
                       afterMicroseconds: UInt64 = 0, line pressedLine: UInt32? = nil) throws {
-        let now = monotonicNanoseconds() + afterMicroseconds * 1_000
+        // The figures come from the command line: saturate rather than trap on absurd ones.
+        let now = Self.add(monotonic.nowNanoseconds(), Self.nanoseconds(afterMicroseconds))
         let line = pressedLine ?? profile.button.offset
         var edges = [ButtonEdge(line: line, pressed: true, kernelTimestampNanoseconds: now)]
         var t = now
         for _ in 0..<max(0, bounces) {
-            t += bounceMicroseconds * 1_000
+            t = Self.add(t, Self.nanoseconds(bounceMicroseconds))
             edges.append(ButtonEdge(line: line, pressed: false, kernelTimestampNanoseconds: t))
-            t += bounceMicroseconds * 1_000
+            t = Self.add(t, Self.nanoseconds(bounceMicroseconds))
             edges.append(ButtonEdge(line: line, pressed: true, kernelTimestampNanoseconds: t))
         }
-        edges.append(ButtonEdge(line: line, pressed: false, kernelTimestampNanoseconds: now + holdMicroseconds * 1_000))
+        edges.append(ButtonEdge(line: line, pressed: false, kernelTimestampNanoseconds: Self.add(now, Self.nanoseconds(holdMicroseconds))))
         scheduled.append(contentsOf: edges)
         scheduled.sort { $0.kernelTimestampNanoseconds < $1.kernelTimestampNanoseconds }
         try arm()
     }
 
+    private static func nanoseconds(_ microseconds: UInt64) -> UInt64 {
+        microseconds > UInt64.max / 1_000 ? UInt64.max : microseconds * 1_000
+    }
+
+    private static func add(_ a: UInt64, _ b: UInt64) -> UInt64 { a > UInt64.max - b ? UInt64.max : a + b }
+
     public func readReady(into edges: inout [ButtonEdge]) throws {
         timer.drain()
-        let now = monotonicNanoseconds()
+        let now = monotonic.nowNanoseconds()
         let due = scheduled.prefix { $0.kernelTimestampNanoseconds <= now }
         edges.append(contentsOf: due)
         scheduled.removeFirst(due.count)
@@ -68,8 +81,7 @@ public final class SimulatedBoard: BoardAdapter {
 
     private func arm() throws {
         guard let next = scheduled.first else { return }
-        let now = monotonicNanoseconds()
-        try timer.arm(afterNanoseconds: next.kernelTimestampNanoseconds > now ? next.kernelTimestampNanoseconds - now : 0)
+        try timer.arm(atNanoseconds: next.kernelTimestampNanoseconds)
     }
 
     public func drive(_ line: OutputLine, on: Bool, timeMicroseconds: UInt64) throws {

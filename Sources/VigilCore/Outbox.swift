@@ -83,13 +83,15 @@ public struct Outbox: Projection {
         entries.values.filter { !$0.delivered }.sorted { ($0.createdSequence, $0.id) < ($1.createdSequence, $1.id) }
     }
 
+    /// The retry rule: `retryBaseMicroseconds` doubling up to `retryMaxMicroseconds`.
+    public var retry: Backoff { Backoff(base: retryBaseMicroseconds, max: retryMaxMicroseconds) }
+
     /// When the next attempt of `entry` is due: at once for a new entry, then with exponential
-    /// backoff after each failure (5 s, 10 s, 20 s ... up to 10 min).
+    /// backoff after each failure (5 s, 10 s, 20 s ... up to 10 min). Computed from the entry
+    /// (its attempts are in the log), not counted here, so a replay gives the same answer.
     public func nextAttemptMicroseconds(_ entry: Entry) -> UInt64 {
         guard entry.attempts > 0 else { return entry.createdMicroseconds }
-        let shift = UInt64(min(entry.attempts - 1, 20))
-        let backoff = min(retryMaxMicroseconds, retryBaseMicroseconds << shift)
-        return entry.lastAttemptMicroseconds &+ backoff
+        return entry.lastAttemptMicroseconds &+ retry.delay(afterFailures: entry.attempts)
     }
 
     enum CodingKeys: String, CodingKey {

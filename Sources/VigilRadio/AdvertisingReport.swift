@@ -45,7 +45,7 @@ public enum RadioOutput: Sendable, Equatable {
 public protocol RadioAdapter: AnyObject {
     /// "sim", "hci0", ...
     var name: String { get }
-    /// A readable descriptor: the HCI socket, or the simulation's timerfd.
+    /// A readable descriptor: the HCI socket, or the simulation's timer.
     var descriptor: Int32 { get }
     func start() throws
     func readReady(into outputs: inout [RadioOutput]) throws

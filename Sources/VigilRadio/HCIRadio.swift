@@ -1,3 +1,4 @@
+import VigilCore
 import VigilEvents
 import VigilSystem
 
@@ -81,8 +82,12 @@ public struct HCIRadioCounters: Sendable, Codable, Equatable {
 /// The radio on a real controller through BlueZ's HCI socket.
 ///
 /// The event loop watches one descriptor, an epoll of this adapter's own: the HCI socket, a
-/// socket that hears adapters come and go, and a timerfd for command deadlines, recovery
+/// socket that hears adapters come and go, and a timer for command deadlines, recovery
 /// back-off and advertising rotation. Nothing sleeps.
+///
+/// Every wait and deadline is measured on the injected monotonic clock (a `ManualClock` in
+/// tests, which then drive the radio's time without sleeping); the wall clock only stamps what
+/// the radio hears and captures.
 ///
 /// Life cycle: find the adapter → open its socket → set it up (event masks, features) → scan →
 /// advertise the node's plan. Any failure — a command refused or unanswered, a hardware error, a
@@ -99,9 +104,10 @@ public final class HCIRadio: RadioAdapter {
 
     private let settings: HCIRadioSettings
     private let clock: any WallClock
+    private let monotonic: any MonotonicClock
     private let transport: any HCITransport
     private let epoll: Epoll
-    private let timer: TimerFD
+    private let timer: ClockTimer
     private var notifications: Int32?
     private var socket: Int32?
     private var adapter: HCIAdapterInfo?
@@ -109,7 +115,8 @@ public final class HCIRadio: RadioAdapter {
     private var phase = Phase.stopped
     /// The state last reported to the node (nil: nothing yet), so a retry loop logs once.
     private var reportedState: RadioState?
-    private var backoff: UInt64
+    /// Recovery retries: grows while the adapter stays unusable (see `stableAfterMicroseconds`).
+    private var recovery: Backoff
     private var retryAt: UInt64?
     private var runningSince: UInt64?
     private var snoop: BTSnoopWriter?
@@ -121,10 +128,12 @@ public final class HCIRadio: RadioAdapter {
     private var rotateAt: UInt64?
     /// After the controller refused an advertising command: no advertising until then.
     private var advertisingBlockedUntil: UInt64?
-    private var advertisingBackoff: UInt64
+    private var advertisingRetry: Backoff
     /// Someone else changed scanning or advertising (raw channel): re-assert at this time.
     private var reassertAt: UInt64?
-    private var lastReassert: UInt64 = 0
+    /// nil: never. (Not 0: on a clock that started less than the minimum gap ago, as the
+    /// system's does at boot, 0 would hold the first re-assertion back.)
+    private var lastReassert: UInt64?
     private static let reassertDelay: UInt64 = 1_000_000
     private static let reassertMinimumGap: UInt64 = 5_000_000
 
@@ -170,16 +179,20 @@ public final class HCIRadio: RadioAdapter {
         HCICommand.Opcode.leSetExtendedAdvertisingParameters, HCICommand.Opcode.leSetAdvertisingSetRandomAddress,
     ]
 
-    public init(settings: HCIRadioSettings, clock: any WallClock, transport: any HCITransport = BlueZTransport()) throws {
+    /// `clock` stamps reports and the capture; `monotonic` times every wait (command deadlines,
+    /// back-off, rotation, re-assertion).
+    public init(settings: HCIRadioSettings, clock: any WallClock, monotonic: any MonotonicClock = SystemMonotonicClock(),
+                transport: any HCITransport = BlueZTransport()) throws {
         self.settings = settings
         self.clock = clock
+        self.monotonic = monotonic
         self.transport = transport
         self.name = settings.adapter
         epoll = try Epoll()
-        timer = try TimerFD()
+        timer = try ClockTimer(clock: monotonic)
         queue = HCICommandQueue(timeoutMicroseconds: settings.commandTimeoutMicroseconds)
-        backoff = settings.backoffMinMicroseconds
-        advertisingBackoff = settings.backoffMinMicroseconds
+        recovery = Backoff(base: settings.backoffMinMicroseconds, max: settings.backoffMaxMicroseconds)
+        advertisingRetry = Backoff(base: settings.backoffMinMicroseconds, max: settings.backoffMaxMicroseconds)
         try epoll.add(timer.fd, token: Token.timer.rawValue)
     }
 
@@ -270,7 +283,8 @@ public final class HCIRadio: RadioAdapter {
 
     // MARK: Opening and recovery
 
-    private var now: UInt64 { monotonicNanoseconds() / 1_000 }
+    /// Microseconds on the injected monotonic clock: every deadline below is in these.
+    private var now: UInt64 { monotonic.nowNanoseconds() / 1_000 }
 
     private func connect() {
         retryAt = nil
@@ -374,7 +388,7 @@ public final class HCIRadio: RadioAdapter {
     private func fail(_ reason: String, state: RadioState) {
         let wasRunning = phase == .running
         if let since = runningSince, now &- since >= settings.stableAfterMicroseconds {
-            backoff = settings.backoffMinMicroseconds // it had been fine for a while: a fresh failure
+            recovery.reset() // it had been fine for a while: a fresh failure
         }
         runningSince = nil
         closeSocket()
@@ -383,8 +397,7 @@ public final class HCIRadio: RadioAdapter {
             reportedState = state
         }
         if phase != .stopped { phase = .waiting }
-        retryAt = now + backoff
-        backoff = min(backoff * 2, settings.backoffMaxMicroseconds)
+        retryAt = now + recovery.next()
     }
 
     private func closeSocket() {
@@ -489,7 +502,7 @@ public final class HCIRadio: RadioAdapter {
             // every few seconds, so two owners cannot make the controller flap.
             counters.foreignChanges += 1
             if reassertAt == nil {
-                reassertAt = max(now + Self.reassertDelay, lastReassert + Self.reassertMinimumGap)
+                reassertAt = max(now + Self.reassertDelay, lastReassert.map { $0 + Self.reassertMinimumGap } ?? 0)
             }
         }
     }
@@ -582,7 +595,7 @@ public final class HCIRadio: RadioAdapter {
                 reportedState = .on
             }
         case .advertiseEnable:
-            advertisingBackoff = settings.backoffMinMicroseconds
+            advertisingRetry.reset()
             if let payload = onAir.payload { pendingOutputs.append(.onAir(payload)) }
         default:
             break
@@ -594,11 +607,10 @@ public final class HCIRadio: RadioAdapter {
     /// on; advertising is retried on its own back-off, and the node is told once per streak.
     private func advertisingRefused(_ command: HCICommand, status: UInt8) {
         counters.advertisingRefusals += 1
-        if advertisingBackoff == settings.backoffMinMicroseconds {
+        if advertisingRetry.isFresh {
             pendingOutputs.append(.problem("the controller refused \(command) (status 0x\(String(status, radix: 16))): not advertising; retrying"))
         }
-        advertisingBlockedUntil = now + advertisingBackoff
-        advertisingBackoff = min(advertisingBackoff * 2, settings.backoffMaxMicroseconds)
+        advertisingBlockedUntil = now + advertisingRetry.next()
         // The rest of the sequence is moot, and what is on the air is unknown: set it all again.
         queue.discardQueued()
         onAir = OnAir()
@@ -730,8 +742,8 @@ public final class HCIRadio: RadioAdapter {
             try timer.disarm()
             return
         }
-        let t = now
-        try timer.arm(afterNanoseconds: next > t ? (next - t) * 1_000 : 1)
+        // Microseconds to the clock's nanoseconds; a past deadline (0: "now") fires at once.
+        try timer.arm(atNanoseconds: next > UInt64.max / 1_000 ? UInt64.max : next * 1_000)
     }
 
     // MARK: Capture

@@ -17,13 +17,17 @@ public struct RadioSimulationSettings: Sendable, Equatable {
 }
 
 /// A radio whose advertisers are simulated: they advertise at their own intervals (with BLE's
-/// random advDelay), drift in RSSI, arrive and leave. Driven by a timerfd armed for the next
+/// random advDelay), drift in RSSI, arrive and leave. Driven by a timer armed for the next
 /// advertisement, so the event loop wakes exactly when a report is due — no polling.
+///
+/// The advertisers' schedule runs on the injected monotonic clock (a test advancing a
+/// `ManualClock` hears them without sleeping); reports are stamped on the wall clock.
 public final class SimulatedRadio: RadioAdapter {
     struct Advertiser {
         var address: UInt64
         var addressType: AddressType
         var interval: UInt64
+        /// Monotonic microseconds, like `leavesAt`.
         var next: UInt64
         var leavesAt: UInt64
         var rssi: Int
@@ -36,7 +40,8 @@ public final class SimulatedRadio: RadioAdapter {
     public var descriptor: Int32 { timer.fd }
     private let settings: RadioSimulationSettings
     private let clock: any WallClock
-    private let timer: TimerFD
+    private let monotonic: any MonotonicClock
+    private let timer: ClockTimer
     private var random: SplitMix64
     private var advertisers: [Advertiser] = []
     private var running = false
@@ -44,18 +49,23 @@ public final class SimulatedRadio: RadioAdapter {
     /// What the node asked to advertise (the simulation has no air; tests and `status` read it).
     public private(set) var advertising = AdvertisingPlan.off
 
-    public init(settings: RadioSimulationSettings, clock: any WallClock) throws {
+    public init(settings: RadioSimulationSettings, clock: any WallClock,
+                monotonic: any MonotonicClock = SystemMonotonicClock()) throws {
         self.settings = settings
         self.clock = clock
-        self.timer = try TimerFD()
+        self.monotonic = monotonic
+        self.timer = try ClockTimer(clock: monotonic)
         self.random = SplitMix64(seed: settings.seed)
     }
 
+    /// Microseconds on the monotonic clock: the advertisers' schedule.
+    private var now: UInt64 { monotonic.nowNanoseconds() / 1_000 }
+
     public func start() throws {
-        let now = clock.nowMicroseconds()
+        let now = self.now
         advertisers = (0..<max(0, settings.advertisers)).map { _ in makeAdvertiser(now: now) }
         running = true
-        try arm(now: now)
+        try arm()
     }
 
     public func advertise(_ plan: AdvertisingPlan) { advertising = plan }
@@ -70,9 +80,10 @@ public final class SimulatedRadio: RadioAdapter {
     public func readReady(into outputs: inout [RadioOutput]) throws {
         timer.drain()
         guard running else { return }
-        let now = clock.nowMicroseconds()
+        let now = self.now
+        let wallNow = clock.nowMicroseconds()
         for i in advertisers.indices {
-            // After a clock jump (or a stalled loop) do not generate everything that was missed:
+            // After a stalled loop (or a manual clock moved far) do not generate everything that was missed:
             // an advertiser nobody listened to is simply heard again from now on.
             if now > advertisers[i].next &+ 2_000_000 { advertisers[i].next = now }
             while advertisers[i].next <= now {
@@ -80,25 +91,27 @@ public final class SimulatedRadio: RadioAdapter {
                     advertisers[i] = makeAdvertiser(now: advertisers[i].next)
                     continue
                 }
-                outputs.append(.report(report(from: &advertisers[i])))
+                // Stamped when it was due, so the gaps between reports are the advertiser's, not the loop's.
+                let late = now - advertisers[i].next
+                outputs.append(.report(report(from: &advertisers[i], timeMicroseconds: wallNow > late ? wallNow - late : 0)))
                 reportsGenerated += 1
                 // advDelay: 0-10 ms of random delay per event (Core spec Vol 6 Part B §4.4.2.2.1).
                 advertisers[i].next += advertisers[i].interval + UInt64.random(in: 0...10_000, using: &random)
             }
         }
-        try arm(now: now)
+        try arm()
     }
 
-    private func arm(now: UInt64) throws {
+    private func arm() throws {
         guard let next = advertisers.map(\.next).min() else { return }
-        try timer.arm(afterNanoseconds: next > now ? (next - now) * 1_000 : 0)
+        try timer.arm(atNanoseconds: next > UInt64.max / 1_000 ? UInt64.max : next * 1_000)
     }
 
-    private func report(from a: inout Advertiser) -> AdvertisingReport {
+    private func report(from a: inout Advertiser, timeMicroseconds: UInt64) -> AdvertisingReport {
         a.rssi = min(-30, max(-100, a.rssi + Int.random(in: -settings.rssiStepDB...settings.rssiStepDB, using: &random)))
         return AdvertisingReport(address: a.address, addressType: a.addressType, rssi: Int8(a.rssi),
                                  txPower: a.txPower, connectable: a.connectable, data: a.data,
-                                 timeMicroseconds: a.next)
+                                 timeMicroseconds: timeMicroseconds)
     }
 
     private func makeAdvertiser(now: UInt64) -> Advertiser {

@@ -26,10 +26,15 @@ public protocol MonotonicClock: Sendable {
     /// real time passing, so a loop sleeping on a timerfd can look again. The system's clock
     /// never does; a manual clock does on every `advance`.
     func onAdvance(_ observer: @escaping @Sendable () -> Void)
+    /// True for a clock that moves only when told (`ManualClock`): a kernel timer armed from its
+    /// delays would fire on real time, which means nothing to it, so `ClockTimer` waits for
+    /// `onAdvance` instead. False (the default) for clocks that move with real time.
+    var isManual: Bool { get }
 }
 
 extension MonotonicClock {
     public func onAdvance(_ observer: @escaping @Sendable () -> Void) {}
+    public var isManual: Bool { false }
 }
 
 /// CLOCK_MONOTONIC.
@@ -84,12 +89,14 @@ public final class ManualClock: WallClock, MonotonicClock {
 
     public func nowMicroseconds() -> UInt64 { state.withLock { $0.wallMicroseconds } }
     public func nowNanoseconds() -> UInt64 { state.withLock { $0.monotonicNanoseconds } }
+    public var isManual: Bool { true }
 
     public func onAdvance(_ observer: @escaping @Sendable () -> Void) {
         state.withLock { $0.observers.append(observer) }
     }
 
-    /// Moves both clocks forward by `delta` microseconds and tells the observers.
+    /// Moves both clocks forward by `delta` microseconds and tells the observers. The observers
+    /// run after the move, outside the clock's lock: they may read the clock.
     public func advance(byMicroseconds delta: UInt64) {
         let observers = state.withLock { s in
             s.wallMicroseconds &+= delta
@@ -116,5 +123,87 @@ public final class ManualClock: WallClock, MonotonicClock {
             return s.observers
         }
         for o in observers { o() }
+    }
+}
+
+/// A wake-up for an event loop on a monotonic clock: one descriptor, readable once the clock
+/// reaches the deadline it was armed for.
+///
+/// On a clock that moves with real time it is a timerfd armed for the delay the clock gives. On
+/// a manual clock no kernel timer is armed: each `advance` checks the deadline and, when it has
+/// come, signals an eventfd, so a test that advances the clock finds the descriptor readable at
+/// once and never sleeps. Either way it is only a wake-up: whoever wakes asks the clock what is
+/// due, and a wake-up with nothing due is harmless.
+public final class ClockTimer: Sendable {
+    public let clock: any MonotonicClock
+    /// Readable when the deadline has come (an epoll over the timerfd and the eventfd).
+    public var fd: Int32 { epoll.fd }
+
+    private let epoll: Epoll
+    private let timer: TimerFD
+    private let due: EventFD
+    /// The armed deadline (clock nanoseconds), for the manual clock's observer.
+    private let deadline = Mutex<UInt64?>(nil)
+
+    public init(clock: any MonotonicClock) throws(SystemError) {
+        self.clock = clock
+        epoll = try Epoll()
+        timer = try TimerFD()
+        due = try EventFD()
+        try epoll.add(timer.fd, token: 0)
+        try epoll.add(due.fd, token: 1)
+        guard clock.isManual else { return }
+        // Weak: the clock outlives its timers in tests that make many; a dead timer's observer
+        // does nothing (observers cannot be removed).
+        clock.onAdvance { [weak self] in self?.clockMoved() }
+    }
+
+    /// Readable once the clock reaches `deadline` (nanoseconds on `clock`); at once if it has.
+    /// Replaces any earlier deadline.
+    public func arm(atNanoseconds deadline: UInt64) throws(SystemError) {
+        if clock.isManual {
+            // The deadline first, then the time: an advance racing with this either finds the
+            // deadline or is seen here, so no wake-up is lost (at worst there are two).
+            self.deadline.withLock { $0 = deadline }
+            if deadline <= clock.nowNanoseconds() { fire() }
+            return
+        }
+        let now = clock.nowNanoseconds()
+        // A delay of 0 still fires (the shim makes it 1 ns: 0 would disarm).
+        try timer.arm(afterNanoseconds: deadline > now ? deadline - now : 0)
+    }
+
+    /// Readable `delay` nanoseconds from now on `clock`.
+    public func arm(afterNanoseconds delay: UInt64) throws(SystemError) {
+        let now = clock.nowNanoseconds()
+        try arm(atNanoseconds: now > UInt64.max - delay ? UInt64.max : now + delay)
+    }
+
+    /// No wake-up until armed again, not even one already due (a disarmed timer is unreadable).
+    public func disarm() throws(SystemError) {
+        deadline.withLock { $0 = nil }
+        due.drain()
+        try timer.disarm() // also clears expirations not yet read
+    }
+
+    /// Makes the descriptor unreadable until the next deadline; call on every wake-up.
+    public func drain() {
+        timer.drain()
+        due.drain()
+    }
+
+    private func clockMoved() {
+        let now = clock.nowNanoseconds()
+        let reached = deadline.withLock { d -> Bool in
+            guard let at = d, at <= now else { return false }
+            d = nil
+            return true
+        }
+        if reached { fire() }
+    }
+
+    private func fire() {
+        deadline.withLock { $0 = nil }
+        due.signal()
     }
 }

@@ -169,3 +169,61 @@ struct OutboxTests {
         #expect(restarted.outbox.pending.isEmpty)
     }
 }
+
+/// The one back-off rule, with the figures of its two users: the radio (250 ms doubling to 30 s)
+/// and the outbox (5 s doubling to 10 min).
+@Suite("Back-off")
+struct BackoffTests {
+    static let ms: UInt64 = 1_000
+
+    @Test func theRadiosBackOffDoublesFromAQuarterSecondToThirtySeconds() {
+        var b = Backoff(base: 250 * Self.ms, max: 30_000 * Self.ms)
+        let delays = (0..<10).map { _ in b.next() }
+        #expect(delays == [250, 500, 1_000, 2_000, 4_000, 8_000, 16_000, 30_000, 30_000, 30_000].map { $0 * Self.ms })
+        #expect(b.failures == 10)
+    }
+
+    @Test func theOutboxsBackOffDoublesFromFiveSecondsToTenMinutes() {
+        let b = Backoff(base: 5 * second, max: 10 * minute)
+        let delays = (UInt32(1)...10).map { b.delay(afterFailures: $0) }
+        #expect(delays == [5, 10, 20, 40, 80, 160, 320, 600, 600, 600].map { $0 * second })
+    }
+
+    @Test func noFailureMeansNoWait() {
+        #expect(Backoff(base: 5, max: 10).delay(afterFailures: 0) == 0)
+        #expect(Backoff(base: 0, max: 10).delay(afterFailures: 3) == 0)
+    }
+
+    @Test func aLongStreakStaysAtTheCapWithoutOverflowing() {
+        let b = Backoff(base: 5 * second, max: 10 * minute)
+        #expect(b.delay(afterFailures: 64) == 10 * minute)
+        #expect(b.delay(afterFailures: 65) == 10 * minute)
+        #expect(b.delay(afterFailures: .max) == 10 * minute)
+        let huge = Backoff(base: UInt64.max / 2, max: .max)
+        #expect(huge.delay(afterFailures: 2) == UInt64.max - 1)
+        #expect(huge.delay(afterFailures: 3) == .max, "saturates instead of wrapping")
+        #expect(Backoff(base: 1, max: .max).delay(afterFailures: 64) == 1 << 63)
+    }
+
+    @Test func aBaseAboveTheCapWaitsTheCap() {
+        #expect(Backoff(base: 10, max: 4).delay(afterFailures: 1) == 4)
+    }
+
+    @Test func resetStartsTheNextStreakAtTheBase() {
+        var b = Backoff(base: 250 * Self.ms, max: 30_000 * Self.ms)
+        #expect(b.isFresh)
+        _ = b.next()
+        _ = b.next()
+        #expect(!b.isFresh)
+        b.reset()
+        #expect(b.isFresh)
+        #expect(b.next() == 250 * Self.ms)
+    }
+
+    @Test func theOutboxUsesTheSameRuleWithItsSettings() {
+        var outbox = Outbox()
+        #expect(outbox.retry == Backoff(base: 5 * second, max: 10 * minute))
+        outbox.retryMaxMicroseconds = 30 * second
+        #expect(outbox.retry.delay(afterFailures: 4) == 30 * second)
+    }
+}

@@ -1,4 +1,4 @@
-import Foundation
+import Glibc
 import Testing
 @testable import VigilRadio
 import VigilEvents
@@ -89,14 +89,13 @@ final class ScriptedTransport: HCITransport {
 
 @Suite("HCI radio state machine")
 struct HCIRadioTests {
-    struct Clock: WallClock {
-        func nowMicroseconds() -> UInt64 { realtimeMicroseconds() }
-        var rate: Double { 1 }
-    }
+    /// Wall and monotonic time for the radio, moved only by the test: waits are `advance`s.
+    let clock = ManualClock()
 
     static let hci0 = HCIAdapterInfo(id: 0, name: "hci0", address: 0x00_1A_7D_DA_71_13, isUp: true)
     static let presence: [UInt8] = [0x03, 0x16, 0xF1, 0xFC]
     static let alert: [UInt8] = [0x04, 0x16, 0xF1, 0xFC, 0x11]
+    static let ms: UInt64 = 1_000
 
     var settings: HCIRadioSettings {
         var s = HCIRadioSettings()
@@ -106,6 +105,10 @@ struct HCIRadioTests {
         s.backoffMaxMicroseconds = 80_000
         s.rotationSlotMicroseconds = 40_000
         return s
+    }
+
+    func radio(_ settings: HCIRadioSettings, _ t: ScriptedTransport) throws -> HCIRadio {
+        try HCIRadio(settings: settings, clock: clock, monotonic: clock, transport: t)
     }
 
     /// Plays the controller: answers every command with success (or with `refuse[opcode]`), and
@@ -132,15 +135,27 @@ struct HCIRadioTests {
         return opcodes
     }
 
-    func wait(_ ms: Int) { usleep(UInt32(ms * 1_000)) }
+    /// Whether the node's loop would wake for the radio now (its descriptor is readable), without
+    /// waiting: a deadline on the manual clock makes it readable when `advance` reaches it.
+    func wakes(_ radio: HCIRadio) throws -> Bool {
+        let epoll = try Epoll()
+        try epoll.add(radio.descriptor, token: 1)
+        return try !epoll.wait(timeoutMilliseconds: 0).isEmpty
+    }
 
     func states(_ outputs: [RadioOutput]) -> [RadioState] {
         outputs.compactMap { if case .stateChanged(let s, _) = $0 { s } else { nil } }
     }
 
+    @Test func theDefaultBackOffIsAQuarterSecondDoublingToThirtySeconds() {
+        let s = HCIRadioSettings()
+        #expect(s.backoffMinMicroseconds == 250_000 && s.backoffMaxMicroseconds == 30_000_000)
+        #expect(s.stableAfterMicroseconds == 60_000_000)
+    }
+
     @Test func theRawChannelReadsFeaturesSetsTheAddressWithScanningOffThenScansAndAdvertises() throws {
         let t = ScriptedTransport(adapters: [Self.hci0])
-        let radio = try HCIRadio(settings: settings, clock: Clock(), transport: t)
+        let radio = try radio(settings, t)
         radio.advertise(AdvertisingPlan(address: 0x3A_BB_CC_DD_EE_01, payloads: [Self.presence]))
         try radio.start()
         var outputs: [RadioOutput] = []
@@ -155,6 +170,7 @@ struct HCIRadioTests {
         #expect(outputs.contains(.onAir(Self.presence)))
         #expect(radio.controllerAddress == 0x00_1A_7D_DA_71_13)
         #expect(!radio.usingExtendedCommands)
+        #expect(try !wakes(radio), "nothing pending: no timer left armed")
     }
 
     @Test func theUserChannelResetsAndUnmasksLEEventsFirst() throws {
@@ -162,7 +178,7 @@ struct HCIRadioTests {
         s.channel = .user
         let down = HCIAdapterInfo(id: 0, name: "hci0", address: 1, isUp: false)
         let t = ScriptedTransport(adapters: [down])
-        let radio = try HCIRadio(settings: s, clock: Clock(), transport: t)
+        let radio = try radio(s, t)
         try radio.start()
         var outputs: [RadioOutput] = []
         let sent = try drive(radio, t, outputs: &outputs)
@@ -174,7 +190,7 @@ struct HCIRadioTests {
 
     @Test func aControllerWithExtendedAdvertisingGetsOnlyExtendedCommands() throws {
         let t = ScriptedTransport(adapters: [Self.hci0])
-        let radio = try HCIRadio(settings: settings, clock: Clock(), transport: t)
+        let radio = try radio(settings, t)
         radio.advertise(AdvertisingPlan(address: 0x3A_BB_CC_DD_EE_01, payloads: [Self.presence]))
         try radio.start()
         var outputs: [RadioOutput] = []
@@ -189,9 +205,9 @@ struct HCIRadioTests {
         #expect(states(outputs) == [.on])
     }
 
-    @Test func aRefusedAdvertisingCommandKeepsTheRadioOnAndRetriesAdvertisingLater() throws {
+    @Test func aRefusedAdvertisingCommandKeepsTheRadioOnAndRetriesAdvertisingAfterTheBackOff() throws {
         let t = ScriptedTransport(adapters: [Self.hci0])
-        let radio = try HCIRadio(settings: settings, clock: Clock(), transport: t)
+        let radio = try radio(settings, t)
         radio.advertise(AdvertisingPlan(address: 0x3A_BB_CC_DD_EE_01, payloads: [Self.presence]))
         try radio.start()
         var outputs: [RadioOutput] = []
@@ -199,45 +215,107 @@ struct HCIRadioTests {
         #expect(states(outputs) == [.on], "scanning goes on; the radio is not restarted")
         #expect(outputs.contains { if case .problem(let p) = $0 { p.contains("refused") } else { false } })
         #expect(radio.counters.advertisingRefusals == 1 && t.opened.count == 1)
-        // After the advertising back-off it tries again, and this time the controller agrees.
-        wait(40)
+        // Not before the back-off's 20 ms...
+        clock.advance(byMicroseconds: 20 * Self.ms - 1)
+        #expect(try !wakes(radio))
+        #expect(try drive(radio, t, outputs: &outputs).isEmpty)
+        // ...and then at once, and this time the controller agrees.
+        clock.advance(byMicroseconds: 1)
+        #expect(try wakes(radio))
         let again = try drive(radio, t, outputs: &outputs)
         #expect(again.contains(HCICommand.Opcode.leSetAdvertiseEnable))
         #expect(outputs.contains(.onAir(Self.presence)))
     }
 
-    @Test func aFailingSetupIsRetriedWithGrowingBackOffAndReportedOnce() throws {
+    @Test func refusedAdvertisingBacksOffDoublingAndIsReportedOncePerStreak() throws {
         let t = ScriptedTransport(adapters: [Self.hci0])
-        let radio = try HCIRadio(settings: settings, clock: Clock(), transport: t)
+        let radio = try radio(settings, t)
+        radio.advertise(AdvertisingPlan(address: 0x3A_BB_CC_DD_EE_01, payloads: [Self.presence]))
         try radio.start()
         var outputs: [RadioOutput] = []
-        for _ in 0..<4 {
-            try drive(radio, t, refuse: [HCICommand.Opcode.leSetScanParameters: 0x12], outputs: &outputs)
-            wait(100)
+        let refuse = [HCICommand.Opcode.leSetAdvertisingParameters: UInt8(0x0C)]
+        try drive(radio, t, refuse: refuse, outputs: &outputs)
+        // 20 ms, 40 ms, 80 ms, then 80 ms (the cap): each retry exactly at its time.
+        for wait in [20, 40, 80, 80] as [UInt64] {
+            let before = radio.counters.advertisingRefusals
+            clock.advance(byMicroseconds: wait * Self.ms - 1)
+            try drive(radio, t, refuse: refuse, outputs: &outputs)
+            #expect(radio.counters.advertisingRefusals == before, "not before \(wait) ms")
+            clock.advance(byMicroseconds: 1)
+            try drive(radio, t, refuse: refuse, outputs: &outputs)
+            #expect(radio.counters.advertisingRefusals == before + 1, "retried after \(wait) ms")
         }
-        #expect(t.opened.count >= 3, "retried")
-        #expect(t.opened.count <= 5, "with back-off, not in a tight loop")
+        let problems = outputs.filter { if case .problem = $0 { true } else { false } }
+        #expect(problems.count == 1, "one warning for the whole streak")
+        #expect(states(outputs) == [.on])
+    }
+
+    @Test func aFailingSetupIsRetriedWithGrowingBackOffAndReportedOnce() throws {
+        let t = ScriptedTransport(adapters: [Self.hci0])
+        let radio = try radio(settings, t)
+        try radio.start()
+        var outputs: [RadioOutput] = []
+        let refuse = [HCICommand.Opcode.leSetScanParameters: UInt8(0x12)]
+        try drive(radio, t, refuse: refuse, outputs: &outputs)
+        #expect(t.opened.count == 1)
+        // 20 ms, 40 ms, 80 ms, then 80 ms (the cap) between attempts; never sooner.
+        for (i, wait) in ([20, 40, 80, 80] as [UInt64]).enumerated() {
+            clock.advance(byMicroseconds: wait * Self.ms - 1)
+            try drive(radio, t, refuse: refuse, outputs: &outputs)
+            #expect(t.opened.count == i + 1, "not before \(wait) ms")
+            clock.advance(byMicroseconds: 1)
+            try drive(radio, t, refuse: refuse, outputs: &outputs)
+            #expect(t.opened.count == i + 2, "retried after \(wait) ms")
+        }
         #expect(states(outputs) == [.unknown], "one report for a failure that repeats")
+    }
+
+    @Test func aRadioThatRanLongEnoughStartsItsBackOffAfresh() throws {
+        var s = settings
+        s.stableAfterMicroseconds = 1_000_000
+        let t = ScriptedTransport(adapters: [Self.hci0])
+        let radio = try radio(s, t)
+        try radio.start()
+        var outputs: [RadioOutput] = []
+        // Two quick failures: the next retry would wait 40 ms...
+        try drive(radio, t, refuse: [HCICommand.Opcode.leSetScanParameters: 0x12], outputs: &outputs)
+        clock.advance(byMicroseconds: 20 * Self.ms)
+        try drive(radio, t, outputs: &outputs)
+        #expect(states(outputs) == [.unknown, .on])
+        // ...but it ran for the stable time, so a failure now waits 20 ms again.
+        clock.advance(byMicroseconds: 1_000_000)
+        t.send([0x04, 0x10, 0x01, 0x2A]) // hardware error
+        try drive(radio, t, outputs: &outputs)
+        #expect(t.opened.count == 2)
+        clock.advance(byMicroseconds: 20 * Self.ms)
+        try drive(radio, t, outputs: &outputs)
+        #expect(t.opened.count == 3)
+        #expect(states(outputs) == [.unknown, .on, .unknown, .on])
     }
 
     @Test func anUnansweredCommandTimesOutAndTheRadioStartsAgain() throws {
         let t = ScriptedTransport(adapters: [Self.hci0])
-        let radio = try HCIRadio(settings: settings, clock: Clock(), transport: t)
+        let radio = try radio(settings, t)
         try radio.start()
         var outputs: [RadioOutput] = []
         try drive(radio, t, silent: [HCICommand.Opcode.leReadLocalFeatures], outputs: &outputs)
-        wait(130)
+        clock.advance(byMicroseconds: 100 * Self.ms - 1)
+        #expect(try !wakes(radio), "the command still has time")
         try drive(radio, t, outputs: &outputs)
-        wait(40)
+        #expect(radio.counters.commandTimeouts == 0)
+        clock.advance(byMicroseconds: 1)
+        #expect(try wakes(radio), "its deadline wakes the loop")
         try drive(radio, t, outputs: &outputs)
         #expect(radio.counters.commandTimeouts == 1)
+        clock.advance(byMicroseconds: 20 * Self.ms)
+        try drive(radio, t, outputs: &outputs)
         #expect(outputs.contains { if case .stateChanged(.unknown, let why) = $0 { why.contains("did not answer") } else { false } })
         #expect(states(outputs).last == .on && t.opened.count == 2)
     }
 
     @Test func aResetBySomeoneElseRestoresTheFullMasksAndScansAgain() throws {
         let t = ScriptedTransport(adapters: [Self.hci0])
-        let radio = try HCIRadio(settings: settings, clock: Clock(), transport: t)
+        let radio = try radio(settings, t)
         try radio.start()
         var outputs: [RadioOutput] = []
         try drive(radio, t, outputs: &outputs)
@@ -260,9 +338,9 @@ struct HCIRadioTests {
         #expect(radio.counters.controllerResets == 1)
     }
 
-    @Test func scanningChangedBySomeoneElseIsReassertedOnce() throws {
+    @Test func scanningChangedBySomeoneElseIsReassertedAfterASecondAndAtMostEveryFiveSeconds() throws {
         let t = ScriptedTransport(adapters: [Self.hci0])
-        let radio = try HCIRadio(settings: settings, clock: Clock(), transport: t)
+        let radio = try radio(settings, t)
         try radio.start()
         var outputs: [RadioOutput] = []
         try drive(radio, t, outputs: &outputs)
@@ -270,38 +348,49 @@ struct HCIRadioTests {
         t.complete(HCICommand.Opcode.leSetScanEnable)
         try radio.readReady(into: &outputs)
         #expect(t.commands().isEmpty, "not at once")
-        wait(1_100)
-        let sent = try drive(radio, t, outputs: &outputs)
+        clock.advance(byMicroseconds: 1_000 * Self.ms - 1)
+        #expect(try drive(radio, t, outputs: &outputs).isEmpty)
+        clock.advance(byMicroseconds: 1)
+        var sent = try drive(radio, t, outputs: &outputs)
         #expect(sent.filter { $0 == HCICommand.Opcode.leSetScanEnable }.count == 2, "scan off, then on")
         #expect(radio.counters.foreignChanges == 2)
+        // Changed again at once: re-asserted five seconds after the last re-assertion, not one.
+        t.complete(HCICommand.Opcode.leSetScanEnable)
+        try radio.readReady(into: &outputs)
+        clock.advance(byMicroseconds: 5_000 * Self.ms - 1)
+        #expect(try drive(radio, t, outputs: &outputs).isEmpty)
+        clock.advance(byMicroseconds: 1)
+        sent = try drive(radio, t, outputs: &outputs)
+        #expect(sent.filter { $0 == HCICommand.Opcode.leSetScanEnable }.count == 2)
         #expect(states(outputs) == [.on])
     }
 
     @Test func severalPayloadsTakeTurnsEachAroundAnEnable() throws {
         let t = ScriptedTransport(adapters: [Self.hci0])
-        let radio = try HCIRadio(settings: settings, clock: Clock(), transport: t)
+        let radio = try radio(settings, t)
         radio.advertise(AdvertisingPlan(address: 0x3A_BB_CC_DD_EE_01, payloads: [Self.presence, Self.alert]))
         try radio.start()
         var outputs: [RadioOutput] = []
         try drive(radio, t, outputs: &outputs)
         for _ in 0..<4 {
-            wait(50)
+            clock.advance(byMicroseconds: 40 * Self.ms)
+            #expect(try wakes(radio), "each slot's end wakes the loop")
             try drive(radio, t, outputs: &outputs)
         }
         let onAir = outputs.compactMap { if case .onAir(let p) = $0 { p } else { nil } }
-        #expect(onAir.count >= 3)
-        #expect(zip(onAir, onAir.dropFirst()).allSatisfy { $0 != $1 }, "alternating")
+        #expect(onAir == [Self.presence, Self.alert, Self.presence, Self.alert, Self.presence], "one turn per 40 ms slot")
         // Back to one payload: the rotation stops (no timer left spinning).
         radio.advertise(AdvertisingPlan(address: 0x3A_BB_CC_DD_EE_01, payloads: [Self.presence]))
         try drive(radio, t, outputs: &outputs)
-        wait(100)
+        clock.advance(byMicroseconds: 100 * Self.ms)
+        #expect(try !wakes(radio))
         #expect(try drive(radio, t, outputs: &outputs).isEmpty)
     }
 
     @Test func aPoweredDownAdapterIsPoweredUpWithoutWaitingAndOpenedWhenItComesUp() throws {
         let down = HCIAdapterInfo(id: 0, name: "hci0", address: 1, isUp: false)
         let t = ScriptedTransport(adapters: [down])
-        let radio = try HCIRadio(settings: settings, clock: Clock(), transport: t)
+        let radio = try radio(settings, t)
         try radio.start()
         var outputs: [RadioOutput] = []
         try radio.readReady(into: &outputs)
@@ -317,7 +406,7 @@ struct HCIRadioTests {
 
     @Test func aSocketClosedUnderTheRadioIsRecoveredWhenTheAdapterIsBack() throws {
         let t = ScriptedTransport(adapters: [Self.hci0])
-        let radio = try HCIRadio(settings: settings, clock: Clock(), transport: t)
+        let radio = try radio(settings, t)
         try radio.start()
         var outputs: [RadioOutput] = []
         try drive(radio, t, outputs: &outputs)
@@ -325,7 +414,7 @@ struct HCIRadioTests {
         t.controller = -1
         try radio.readReady(into: &outputs)
         #expect(states(outputs) == [.on, .off])
-        wait(30)
+        clock.advance(byMicroseconds: 20 * Self.ms)
         try drive(radio, t, outputs: &outputs)
         #expect(states(outputs) == [.on, .off, .on])
     }
