@@ -181,12 +181,9 @@ public final class Node: @unchecked Sendable {
         loop.owner.claim()
         defer { loop.owner.release() }
         startedMonotonic = monotonic.nowNanoseconds()
-        // A manual clock moved by a test wakes the loop, which then fires what became due.
-        let loop = self.loop
-        monotonic.onAdvance { loop.wake() }
         scheduler.register(Self.stopTimer) { [unowned self] in requestStopOnLoop("duration elapsed") }
         scheduler.register(Self.patternTimer) { [unowned self] in driveOutputs() }
-        guard loop.watch(scheduler.timerFD.fd, "the loop's timer", handler: { [unowned self] _ in scheduler.fireDue() }) else {
+        guard loop.watch(scheduler.timer.fd, "the loop's timer", handler: { [unowned self] _ in scheduler.fireDue() }) else {
             shutdownAfterFailure()
             throw fatal ?? .unsupported("the loop's timer cannot be watched")
         }
@@ -212,10 +209,7 @@ public final class Node: @unchecked Sendable {
         ])
 
         while !finished {
-            if loop.turn() {
-                // Timers are looked at after every turn: a manual clock's advance only wakes.
-                scheduler.fireDue()
-            }
+            _ = loop.turn() // a failure went to the failure path, which stops the node
             drainDurable()
             if let reason = stopRequest.withLock({ $0 }), !stopping {
                 beginStop(reason: reason)

@@ -19,7 +19,7 @@ struct NodeBootstrap {
         nodeID = try Self.loadNodeID(directory: configuration.dataDirectory)
         do {
             self.radio = try radio ?? Self.makeRadio(configuration, clock: clock, monotonic: monotonic)
-            self.board = try board ?? Self.makeBoard(configuration)
+            self.board = try board ?? Self.makeBoard(configuration, monotonic: monotonic)
         } catch let error as NodeError {
             throw error
         } catch let error as SystemError {
@@ -46,18 +46,18 @@ struct NodeBootstrap {
     /// The radio the configuration names: the simulation, or a BlueZ adapter.
     static func makeRadio(_ configuration: NodeConfiguration, clock: any WallClock, monotonic: any MonotonicClock) throws -> any RadioAdapter {
         if configuration.radio == "sim" {
-            return try SimulatedRadio(settings: configuration.simulation, clock: clock)
+            return try SimulatedRadio(settings: configuration.simulation, clock: clock, monotonic: monotonic)
         }
         var hci = configuration.hci
         hci.adapter = configuration.radio
         if let path = hci.snoopPath, !path.hasPrefix("/") { hci.snoopPath = configuration.dataDirectory + "/" + path }
-        return try HCIRadio(settings: hci, clock: clock)
+        return try HCIRadio(settings: hci, clock: clock, monotonic: monotonic)
     }
 
     /// The board the profile names: the simulation, or a GPIO chip through libgpiod.
-    static func makeBoard(_ configuration: NodeConfiguration) throws -> any BoardAdapter {
-        configuration.board.chip == "sim" ? try SimulatedBoard(profile: configuration.board)
-            : try GPIOBoard(profile: configuration.board)
+    static func makeBoard(_ configuration: NodeConfiguration, monotonic: any MonotonicClock) throws -> any BoardAdapter {
+        configuration.board.chip == "sim" ? try SimulatedBoard(profile: configuration.board, monotonic: monotonic)
+            : try GPIOBoard(profile: configuration.board, monotonic: monotonic)
     }
 
     /// The air link with the shelter key (if installed) and the box's presence identity.

@@ -1,10 +1,12 @@
 import VigilSystem
 
-/// The loop's timers: named deadlines on one timerfd, in monotonic time from the injected clock.
+/// The loop's timers: named deadlines on one `ClockTimer`, in monotonic time from the injected
+/// clock.
 ///
 /// A component registers a handler for each of its timers once (`register`), then arms and
-/// cancels them as its state changes. The timerfd is only a wake-up: when the loop wakes it asks
-/// the clock what is due, so a test's `ManualClock` fires timers by advancing, without sleeping.
+/// cancels them as its state changes. The descriptor is only a wake-up: when it is readable the
+/// scheduler asks the clock what is due. On a test's `ManualClock` it becomes readable when
+/// `advance` reaches the earliest deadline, so tests fire timers without sleeping.
 /// Arming can fail (a timerfd error): that goes to `onFailure`, the node's failure path, never
 /// dropped.
 final class Scheduler {
@@ -17,12 +19,12 @@ final class Scheduler {
 
     private(set) var deadlines: [Timer: UInt64] = [:]
     private var handlers: [Timer: () -> Void] = [:]
-    let timerFD: TimerFD
+    let timer: ClockTimer
     let clock: any MonotonicClock
     private let onFailure: (String, SystemError) -> Void
 
     init(clock: any MonotonicClock, onFailure: @escaping (String, SystemError) -> Void) throws(SystemError) {
-        timerFD = try TimerFD()
+        timer = try ClockTimer(clock: clock)
         self.clock = clock
         self.onFailure = onFailure
     }
@@ -55,7 +57,7 @@ final class Scheduler {
     /// Runs the handlers of every timer that is due, earliest first. A handler may arm timers
     /// again (its own included); those run on a later wake-up.
     func fireDue() {
-        timerFD.drain()
+        timer.drain()
         let now = self.now
         let due = deadlines.filter { $0.value <= now }.sorted { $0.value < $1.value }.map(\.key)
         for t in due { deadlines[t] = nil }
@@ -66,12 +68,10 @@ final class Scheduler {
     private func rearm() {
         do {
             guard let next = deadlines.values.min() else {
-                try timerFD.disarm()
+                try timer.disarm()
                 return
             }
-            let now = self.now
-            // Zero would disarm a timerfd: a deadline already due fires after 1 ns.
-            try timerFD.arm(afterNanoseconds: next > now ? next - now : 1)
+            try timer.arm(atNanoseconds: next)
         } catch {
             onFailure("the loop's timer cannot be armed", error)
         }
