@@ -35,6 +35,10 @@ public typealias ExposureDetected = Vigil_Events_V1_ExposureDetected
 public typealias ContactRetention = Vigil_Events_V1_ContactRetention
 public typealias ExposureKeysPublished = Vigil_Events_V1_ExposureKeysPublished
 public typealias AlertAcknowledged = Vigil_Events_V1_AlertAcknowledged
+public typealias WeeklySlot = Vigil_Events_V1_WeeklySlot
+public typealias AlertExpired = Vigil_Events_V1_AlertExpired
+public typealias AlertReaffirmed = Vigil_Events_V1_AlertReaffirmed
+public typealias DowntimeDetected = Vigil_Events_V1_DowntimeDetected
 
 /// What happened. One case per event kind in the catalogue (README "Event catalogue").
 public enum EventBody: Sendable, Equatable {
@@ -57,6 +61,9 @@ public enum EventBody: Sendable, Equatable {
     case contactRetention(ContactRetention)
     case exposureKeysPublished(ExposureKeysPublished)
     case alertAcknowledged(AlertAcknowledged)
+    case alertExpired(AlertExpired)
+    case alertReaffirmed(AlertReaffirmed)
+    case downtimeDetected(DowntimeDetected)
 
     public var kind: EventKind {
         switch self {
@@ -79,6 +86,9 @@ public enum EventBody: Sendable, Equatable {
         case .contactRetention: .contactRetention
         case .exposureKeysPublished: .exposureKeysPublished
         case .alertAcknowledged: .alertAcknowledged
+        case .alertExpired: .alertExpired
+        case .alertReaffirmed: .alertReaffirmed
+        case .downtimeDetected: .downtimeDetected
         }
     }
 
@@ -126,6 +136,9 @@ extension EventKind {
         case .contactRetention: "contact-retention"
         case .exposureKeysPublished: "exposure-keys-published"
         case .alertAcknowledged: "alert-acknowledged"
+        case .alertExpired: "alert-expired"
+        case .alertReaffirmed: "alert-reaffirmed"
+        case .downtimeDetected: "downtime-detected"
         case .UNRECOGNIZED(let n): "kind-\(n)"
         }
     }
@@ -135,6 +148,7 @@ extension EventKind {
         .buttonInput, .nodeStarted, .nodeStopped, .radioStateChanged,
         .residentEnrolled, .residentUpdated, .residentRemoved, .deadlineReached, .alarmAcknowledged, .outboxAttempt,
         .exposureDetected, .contactRetention, .exposureKeysPublished, .alertAcknowledged,
+        .alertExpired, .alertReaffirmed, .downtimeDetected,
     ]
 
     public init?(name: String) {

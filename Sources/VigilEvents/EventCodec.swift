@@ -55,6 +55,9 @@ public enum EventCodec {
         case .contactRetention(let m): payload = serialize(m)
         case .exposureKeysPublished(let m): payload = serialize(m)
         case .alertAcknowledged(let m): payload = serialize(m)
+        case .alertExpired(let m): payload = serialize(m)
+        case .alertReaffirmed(let m): payload = serialize(m)
+        case .downtimeDetected(let m): payload = serialize(m)
         }
         return (kind, payload)
     }
@@ -92,6 +95,9 @@ public enum EventCodec {
             case .contactRetention: return .contactRetention(try parse(payload))
             case .exposureKeysPublished: return .exposureKeysPublished(try parse(payload))
             case .alertAcknowledged: return .alertAcknowledged(try parse(payload))
+            case .alertExpired: return .alertExpired(try parse(payload))
+            case .alertReaffirmed: return .alertReaffirmed(try parse(payload))
+            case .downtimeDetected: return .downtimeDetected(try parse(payload))
             case .unspecified, .UNRECOGNIZED:
                 throw EventDecodingError(sequence: sequence, reason: .unknownKind(kind))
             }

@@ -17,6 +17,9 @@ public struct AdvertisingDataParser {
     /// GAEN's service UUID: the service data is the Rolling Proximity Identifier (16 bytes) and
     /// the Associated Encrypted Metadata (4 bytes).
     public static let exposureNotificationUUID: UInt32 = 0xFD6F
+    /// 128-bit UUIDs kept per advert (a legacy advert has room for one list of at most 1; an
+    /// extended one could carry many): the cap keeps a scan hit small whatever a peer sends.
+    public static let maximumUUIDs128 = 4
 
     /// `vigilUUID`: the service data UUID of Vigil's frames; a presence frame under it (version 1,
     /// type 0, 16-byte identifier) is kept as a contact identifier.
@@ -48,6 +51,18 @@ public struct AdvertisingDataParser {
                 while j < body.endIndex {
                     summary.serviceUuids16.append(UInt32(body[j]) | UInt32(body[j + 1]) << 8)
                     j += 2
+                }
+            case 0x06, 0x07: // Incomplete / complete list of 128-bit service UUIDs (a TrackIT phone's id)
+                if body.count % 16 != 0 { counts.badLength += 1; break }
+                var j = body.startIndex
+                while j < body.endIndex, summary.serviceUuids128.count < Self.maximumUUIDs128 {
+                    summary.serviceUuids128.append(Data(body[j..<(j + 16)]))
+                    j += 16
+                }
+            case 0x21: // Service data, 128-bit UUID
+                if body.count < 16 { counts.badLength += 1; break }
+                if summary.serviceDataUuids128.count < Self.maximumUUIDs128 {
+                    summary.serviceDataUuids128.append(Data(body[body.startIndex..<(body.startIndex + 16)]))
                 }
             case 0x08, 0x09: // Shortened / complete local name
                 // Lossy decoding: a bad byte becomes U+FFFD rather than dropping the name.

@@ -53,6 +53,13 @@ enum EventFormatting {
             case .alertAcknowledged(let m):
                 payload = try m.jsonString(options: options)
                 extra = #","alert":"\#(m.id.text)""#
+            case .alertExpired(let m):
+                payload = try m.jsonString(options: options)
+                extra = #","alert":"\#(m.id.text)""#
+            case .alertReaffirmed(let m):
+                payload = try m.jsonString(options: options)
+                extra = #","alert":"\#(m.id.text)""#
+            case .downtimeDetected(let m): payload = try m.jsonString(options: options)
             }
         } catch {
             return #"{"seq":\#(event.sequence),"error":"cannot format payload"}"#
@@ -85,7 +92,12 @@ enum EventFormatting {
             summary = "\(x.highRisk ? "HIGH " : "")exposure \(time(x.firstSeenUs))–\(time(x.lastSeenUs)), score \(Double(x.weightedMinutesMilli) / 1_000) weighted min (\(x.source))"
         case .contactRetention(let r): summary = "contact data before \(time(r.cutoffUs)) is deleted (retention)"
         case .exposureKeysPublished(let p): summary = "\(p.keys) own keys published to \(p.path)"
-        case .alertAcknowledged(let a): summary = "\(a.id.text) acknowledged by another box, heard at hops \(a.hops) from \(formatAddress(a.heardFrom))"
+        case .alertAcknowledged(let a):
+            summary = a.heardFrom == 0 ? "\(a.id.text) acknowledged here"
+                : "\(a.id.text) acknowledged by another box, heard at hops \(a.hops) from \(formatAddress(a.heardFrom))"
+        case .alertExpired(let x): summary = "\(x.id.text) expired (at \(time(x.expiresAtUs)))"
+        case .alertReaffirmed(let r): summary = "\(r.id.text) re-affirmed by \(r.by); now until \(time(r.expiresAtUs))"
+        case .downtimeDetected(let d): summary = "the box was off from \(time(d.fromUs)) to \(time(d.toUs))"
         }
         return "\(event.sequence)\t\(time(event.timeMicroseconds))\t\(event.body.kind.name)\t\(summary)"
     }

@@ -9,7 +9,8 @@ struct EventModelTests {
                           "button-input", "node-started", "node-stopped", "radio-state-changed",
                           "resident-enrolled", "resident-updated", "resident-removed", "deadline-reached",
                           "alarm-acknowledged", "outbox-attempt", "exposure-detected", "contact-retention",
-                          "exposure-keys-published", "alert-acknowledged"])
+                          "exposure-keys-published", "alert-acknowledged", "alert-expired", "alert-reaffirmed",
+                          "downtime-detected"])
         for kind in EventKind.known { #expect(EventKind(name: kind.name) == kind) }
         #expect(EventKind(name: "unspecified") == nil)
         #expect(EventKind(name: "kind-200") == nil)

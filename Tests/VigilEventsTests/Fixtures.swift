@@ -92,7 +92,12 @@ enum Fixtures {
             .scanHit(hit), .alertReceived(received), .alertRaised(raised), .alertCancelled(cancelled),
             .checkIn(checkIn), .buttonInput(button), .nodeStarted(started), .nodeStopped(stopped),
             .radioStateChanged(radio),
-        ] + schema2Bodies + schema4Bodies + schema5Bodies
+        ] + schema2Bodies + schema4Bodies + schema5Bodies + schema6Bodies
+    }
+
+    /// The kinds schema 6 added, every field set (from the v6 golden stream).
+    static var schema6Bodies: [EventBody] {
+        goldenEventsV6.suffix(3).map(\.body)
     }
 
     /// The kind schema 5 added, every field set (from the v5 golden stream).
@@ -252,6 +257,51 @@ enum Fixtures {
         return goldenEventsV4 + [(base + 250_000, .alertAcknowledged(acknowledged))]
     }
 
+    /// The v6 golden stream: all of v5, a resident and a scan hit with schema 6's fields, and the
+    /// three kinds schema 6 added.
+    static var goldenEventsV6: [(timeMicroseconds: UInt64, body: EventBody)] {
+        var resident = Resident()
+        resident.id = "R-0043"
+        resident.name = "Luz"
+        resident.mode = .pulse
+        resident.intervalUs = 2 * 3_600_000_000
+        resident.ownAddress = "+34611111111"
+        resident.room = "Hall B, bed 12"
+        var weekdays = WeeklySlot()
+        weekdays.days = 0b001_1111
+        weekdays.startMinute = 9 * 60
+        weekdays.endMinute = 12 * 60
+        var weekend = WeeklySlot()
+        weekend.days = 0b110_0000
+        weekend.startMinute = 22 * 60
+        weekend.endMinute = 8 * 60
+        resident.weeklyPauses = [weekdays, weekend]
+        resident.timeZone = "Europe/Madrid"
+        var phone = ScanHit()
+        phone.address = 0x5A_11_22_33_44_55
+        phone.addressType = .addressRandom
+        phone.rssiMin = -70
+        phone.rssiMax = -64
+        phone.rssiSum = -134
+        phone.count = 2
+        phone.advertisement.serviceUuids128 = [Data((0..<16).map { UInt8($0) })]
+        phone.advertisement.serviceDataUuids128 = [Data((0..<16).map { UInt8(0xF0 | $0) })]
+        var expired = AlertExpired()
+        expired.id = AlertID(origin: 0x0A11_CE01, counter: 42)
+        expired.expiresAtUs = 1_593_565_200_000_000
+        var reaffirmed = AlertReaffirmed()
+        reaffirmed.id = AlertID(origin: 0x0A11_CE01, counter: 43)
+        reaffirmed.expiresAtUs = 1_593_568_800_000_000
+        reaffirmed.by = "button"
+        var downtime = DowntimeDetected()
+        downtime.fromUs = 1_593_550_000_000_000
+        downtime.toUs = 1_593_560_000_000_000
+        let added: [EventBody] = [.residentEnrolled(resident), .scanHit(phone), .alertExpired(expired),
+                                  .alertReaffirmed(reaffirmed), .downtimeDetected(downtime)]
+        let base = goldenEventsV5.last?.timeMicroseconds ?? start
+        return goldenEventsV5 + added.enumerated().map { (base + UInt64($0.offset + 1) * 250_000, $0.element) }
+    }
+
     /// The v1 golden event stream: every kind at least once, optional fields present and absent,
     /// zero-valued optionals that are present, and empty messages.
     static var goldenEvents: [(timeMicroseconds: UInt64, body: EventBody)] {
@@ -357,6 +407,9 @@ extension EventBody {
         case .contactRetention(let m): m
         case .exposureKeysPublished(let m): m
         case .alertAcknowledged(let m): m
+        case .alertExpired(let m): m
+        case .alertReaffirmed(let m): m
+        case .downtimeDetected(let m): m
         }
     }
 
@@ -382,6 +435,9 @@ extension EventBody {
         case .contactRetention: self = .contactRetention(try ContactRetention(jsonString: json))
         case .exposureKeysPublished: self = .exposureKeysPublished(try ExposureKeysPublished(jsonString: json))
         case .alertAcknowledged: self = .alertAcknowledged(try AlertAcknowledged(jsonString: json))
+        case .alertExpired: self = .alertExpired(try AlertExpired(jsonString: json))
+        case .alertReaffirmed: self = .alertReaffirmed(try AlertReaffirmed(jsonString: json))
+        case .downtimeDetected: self = .downtimeDetected(try DowntimeDetected(jsonString: json))
         case .unspecified, .UNRECOGNIZED: throw GoldenFormatError("no payload type for kind \(kind.name)")
         }
     }

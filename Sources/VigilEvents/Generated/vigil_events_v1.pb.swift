@@ -66,6 +66,11 @@ public nonisolated enum Vigil_Events_V1_EventKind: SwiftProtobuf.Enum, Swift.Cas
 
   /// Added in schema version 5 (acknowledgements over the air).
   case alertAcknowledged // = 19
+
+  /// Added in schema version 6 (safety: time acting on a quiet box, re-affirmed SOS, downtime).
+  case alertExpired // = 20
+  case alertReaffirmed // = 21
+  case downtimeDetected // = 22
   case UNRECOGNIZED(Int)
 
   public init() {
@@ -94,6 +99,9 @@ public nonisolated enum Vigil_Events_V1_EventKind: SwiftProtobuf.Enum, Swift.Cas
     case 17: self = .contactRetention
     case 18: self = .exposureKeysPublished
     case 19: self = .alertAcknowledged
+    case 20: self = .alertExpired
+    case 21: self = .alertReaffirmed
+    case 22: self = .downtimeDetected
     default: self = .UNRECOGNIZED(rawValue)
     }
   }
@@ -120,6 +128,9 @@ public nonisolated enum Vigil_Events_V1_EventKind: SwiftProtobuf.Enum, Swift.Cas
     case .contactRetention: return 17
     case .exposureKeysPublished: return 18
     case .alertAcknowledged: return 19
+    case .alertExpired: return 20
+    case .alertReaffirmed: return 21
+    case .downtimeDetected: return 22
     case .UNRECOGNIZED(let i): return i
     }
   }
@@ -146,6 +157,9 @@ public nonisolated enum Vigil_Events_V1_EventKind: SwiftProtobuf.Enum, Swift.Cas
     .contactRetention,
     .exposureKeysPublished,
     .alertAcknowledged,
+    .alertExpired,
+    .alertReaffirmed,
+    .downtimeDetected,
   ]
 
 }
@@ -544,6 +558,13 @@ public nonisolated struct Vigil_Events_V1_AdvertisementSummary: Sendable {
   /// a Vigil box's rotating presence identifier (16 bytes)
   public var vigilPresence: Data = Data()
 
+  /// Schema 6: 128-bit service UUIDs (AD types 0x06/0x07) and the UUIDs of 128-bit service data
+  /// (0x21), each 16 bytes in the advert's byte order (little-endian), so a TrackIT phone's
+  /// identifier is kept.
+  public var serviceUuids128: [Data] = []
+
+  public var serviceDataUuids128: [Data] = []
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -906,49 +927,123 @@ public nonisolated struct Vigil_Events_V1_DailyWindow: Sendable {
 }
 
 /// ResidentEnrolled and ResidentUpdated carry the whole resident (an update replaces it).
-public nonisolated struct Vigil_Events_V1_Resident: Sendable {
+public nonisolated struct Vigil_Events_V1_Resident: @unchecked Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
   // methods supported on all messages.
 
-  public var id: String = String()
+  public var id: String {
+    get {_storage._id}
+    set {_uniqueStorage()._id = newValue}
+  }
 
-  public var name: String = String()
+  public var name: String {
+    get {_storage._name}
+    set {_uniqueStorage()._name = newValue}
+  }
 
-  public var mode: Vigil_Events_V1_CheckInMode = .off
+  public var mode: Vigil_Events_V1_CheckInMode {
+    get {_storage._mode}
+    set {_uniqueStorage()._mode = newValue}
+  }
 
-  public var intervalUs: UInt64 = 0
+  public var intervalUs: UInt64 {
+    get {_storage._intervalUs}
+    set {_uniqueStorage()._intervalUs = newValue}
+  }
 
   /// prompt -> text to contacts (0 = default 20 min)
-  public var confirmUs: UInt64 = 0
+  public var confirmUs: UInt64 {
+    get {_storage._confirmUs}
+    set {_uniqueStorage()._confirmUs = newValue}
+  }
 
   /// text -> loud alarm (0 = default 5 min)
-  public var textToAlarmUs: UInt64 = 0
+  public var textToAlarmUs: UInt64 {
+    get {_storage._textToAlarmUs}
+    set {_uniqueStorage()._textToAlarmUs = newValue}
+  }
 
   /// alarm -> contacts told (0 = default 5 min)
-  public var alarmToNotifyUs: UInt64 = 0
+  public var alarmToNotifyUs: UInt64 {
+    get {_storage._alarmToNotifyUs}
+    set {_uniqueStorage()._alarmToNotifyUs = newValue}
+  }
 
-  public var contacts: [Vigil_Events_V1_Contact] = []
+  public var contacts: [Vigil_Events_V1_Contact] {
+    get {_storage._contacts}
+    set {_uniqueStorage()._contacts = newValue}
+  }
 
-  public var pauses: [Vigil_Events_V1_Pause] = []
+  public var pauses: [Vigil_Events_V1_Pause] {
+    get {_storage._pauses}
+    set {_uniqueStorage()._pauses = newValue}
+  }
 
   public var night: Vigil_Events_V1_DailyWindow {
-    get {_night ?? Vigil_Events_V1_DailyWindow()}
-    set {_night = newValue}
+    get {_storage._night ?? Vigil_Events_V1_DailyWindow()}
+    set {_uniqueStorage()._night = newValue}
   }
   /// Returns true if `night` has been explicitly set.
-  public var hasNight: Bool {self._night != nil}
+  public var hasNight: Bool {_storage._night != nil}
   /// Clears the value of `night`. Subsequent reads from it will return its default value.
-  public mutating func clearNight() {self._night = nil}
+  public mutating func clearNight() {_uniqueStorage()._night = nil}
 
   /// address of the resident's BLE tag (0 = none)
-  public var bleTag: UInt64 = 0
+  public var bleTag: UInt64 {
+    get {_storage._bleTag}
+    set {_uniqueStorage()._bleTag = newValue}
+  }
+
+  /// Schema 6.
+  public var ownAddress: String {
+    get {_storage._ownAddress}
+    set {_uniqueStorage()._ownAddress = newValue}
+  }
+
+  /// room or bed, named in emergency messages
+  public var room: String {
+    get {_storage._room}
+    set {_uniqueStorage()._room = newValue}
+  }
+
+  /// recurring quiet times ("Mon-Fri 09:00-12:00")
+  public var weeklyPauses: [Vigil_Events_V1_WeeklySlot] {
+    get {_storage._weeklyPauses}
+    set {_uniqueStorage()._weeklyPauses = newValue}
+  }
+
+  /// IANA zone (Europe/Madrid) for the night window and weekly pauses
+  public var timeZone: String {
+    get {_storage._timeZone}
+    set {_uniqueStorage()._timeZone = newValue}
+  }
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
 
-  fileprivate var _night: Vigil_Events_V1_DailyWindow? = nil
+  fileprivate var _storage = _StorageClass.defaultInstance
+}
+
+/// A recurring weekly quiet time, in the resident's local time (schema 6).
+public nonisolated struct Vigil_Events_V1_WeeklySlot: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// bit 0 = Monday ... bit 6 = Sunday
+  public var days: UInt32 = 0
+
+  /// minute of the day, 0-1439
+  public var startMinute: UInt32 = 0
+
+  /// end (exclusive); an end before the start runs past midnight
+  public var endMinute: UInt32 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
 }
 
 public nonisolated struct Vigil_Events_V1_ResidentRemoved: Sendable {
@@ -1149,12 +1244,83 @@ public nonisolated struct Vigil_Events_V1_AlertAcknowledged: Sendable {
   fileprivate var _id: Vigil_Events_V1_AlertId? = nil
 }
 
+/// An alert reached its expiry (a received alert, this box's own SOS or hazard, an acknowledgement
+/// with it). Logged by the node at that moment, so outputs follow on a box where nothing else
+/// happens, and replay gives the same state.
+public nonisolated struct Vigil_Events_V1_AlertExpired: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var id: Vigil_Events_V1_AlertId {
+    get {_id ?? Vigil_Events_V1_AlertId()}
+    set {_id = newValue}
+  }
+  /// Returns true if `id` has been explicitly set.
+  public var hasID: Bool {self._id != nil}
+  /// Clears the value of `id`. Subsequent reads from it will return its default value.
+  public mutating func clearID() {self._id = nil}
+
+  /// the expiry it reached
+  public var expiresAtUs: UInt64 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _id: Vigil_Events_V1_AlertId? = nil
+}
+
+/// This box's active SOS was re-affirmed with another long press: the person still needs help.
+/// Its expiry moves to expires_at_us (a renewal on the air, never a cancel).
+public nonisolated struct Vigil_Events_V1_AlertReaffirmed: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var id: Vigil_Events_V1_AlertId {
+    get {_id ?? Vigil_Events_V1_AlertId()}
+    set {_id = newValue}
+  }
+  /// Returns true if `id` has been explicitly set.
+  public var hasID: Bool {self._id != nil}
+  /// Clears the value of `id`. Subsequent reads from it will return its default value.
+  public mutating func clearID() {self._id = nil}
+
+  public var expiresAtUs: UInt64 = 0
+
+  /// "button", "cli", "web"
+  public var by: String = String()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _id: Vigil_Events_V1_AlertId? = nil
+}
+
+/// The box found at start that it had been off (from the last event before, to the start): staff
+/// are told, and the ladder resumes at the earliest overdue step.
+public nonisolated struct Vigil_Events_V1_DowntimeDetected: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var fromUs: UInt64 = 0
+
+  public var toUs: UInt64 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
 // MARK: - Code below here is support for the SwiftProtobuf runtime.
 
 fileprivate nonisolated let _protobuf_package = "vigil.events.v1"
 
 nonisolated extension Vigil_Events_V1_EventKind: SwiftProtobuf._ProtoNameProviding {
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0EVENT_KIND_UNSPECIFIED\0\u{1}SCAN_HIT\0\u{1}ALERT_RECEIVED\0\u{1}ALERT_RAISED\0\u{1}ALERT_CANCELLED\0\u{1}CHECK_IN\0\u{1}BUTTON_INPUT\0\u{1}NODE_STARTED\0\u{1}NODE_STOPPED\0\u{1}RADIO_STATE_CHANGED\0\u{1}RESIDENT_ENROLLED\0\u{1}RESIDENT_UPDATED\0\u{1}RESIDENT_REMOVED\0\u{1}DEADLINE_REACHED\0\u{1}ALARM_ACKNOWLEDGED\0\u{1}OUTBOX_ATTEMPT\0\u{1}EXPOSURE_DETECTED\0\u{1}CONTACT_RETENTION\0\u{1}EXPOSURE_KEYS_PUBLISHED\0\u{1}ALERT_ACKNOWLEDGED\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0EVENT_KIND_UNSPECIFIED\0\u{1}SCAN_HIT\0\u{1}ALERT_RECEIVED\0\u{1}ALERT_RAISED\0\u{1}ALERT_CANCELLED\0\u{1}CHECK_IN\0\u{1}BUTTON_INPUT\0\u{1}NODE_STARTED\0\u{1}NODE_STOPPED\0\u{1}RADIO_STATE_CHANGED\0\u{1}RESIDENT_ENROLLED\0\u{1}RESIDENT_UPDATED\0\u{1}RESIDENT_REMOVED\0\u{1}DEADLINE_REACHED\0\u{1}ALARM_ACKNOWLEDGED\0\u{1}OUTBOX_ATTEMPT\0\u{1}EXPOSURE_DETECTED\0\u{1}CONTACT_RETENTION\0\u{1}EXPOSURE_KEYS_PUBLISHED\0\u{1}ALERT_ACKNOWLEDGED\0\u{1}ALERT_EXPIRED\0\u{1}ALERT_REAFFIRMED\0\u{1}DOWNTIME_DETECTED\0")
 }
 
 nonisolated extension Vigil_Events_V1_AddressType: SwiftProtobuf._ProtoNameProviding {
@@ -1191,7 +1357,7 @@ nonisolated extension Vigil_Events_V1_LadderStep: SwiftProtobuf._ProtoNameProvid
 
 nonisolated extension Vigil_Events_V1_AdvertisementSummary: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".AdvertisementSummary"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}flags\0\u{1}name\0\u{3}service_uuids16\0\u{3}company_id\0\u{1}appearance\0\u{1}connectable\0\u{3}service_data_uuids16\0\u{3}gaen_rpi\0\u{3}gaen_aem\0\u{3}vigil_presence\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}flags\0\u{1}name\0\u{3}service_uuids16\0\u{3}company_id\0\u{1}appearance\0\u{1}connectable\0\u{3}service_data_uuids16\0\u{3}gaen_rpi\0\u{3}gaen_aem\0\u{3}vigil_presence\0\u{3}service_uuids128\0\u{3}service_data_uuids128\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1209,6 +1375,8 @@ nonisolated extension Vigil_Events_V1_AdvertisementSummary: SwiftProtobuf.Messag
       case 8: try { try decoder.decodeSingularBytesField(value: &self.gaenRpi) }()
       case 9: try { try decoder.decodeSingularBytesField(value: &self.gaenAem) }()
       case 10: try { try decoder.decodeSingularBytesField(value: &self.vigilPresence) }()
+      case 11: try { try decoder.decodeRepeatedBytesField(value: &self.serviceUuids128) }()
+      case 12: try { try decoder.decodeRepeatedBytesField(value: &self.serviceDataUuids128) }()
       default: break
       }
     }
@@ -1245,6 +1413,12 @@ nonisolated extension Vigil_Events_V1_AdvertisementSummary: SwiftProtobuf.Messag
     if !self.vigilPresence.isEmpty {
       try visitor.visitSingularBytesField(value: self.vigilPresence, fieldNumber: 10)
     }
+    if !self.serviceUuids128.isEmpty {
+      try visitor.visitRepeatedBytesField(value: self.serviceUuids128, fieldNumber: 11)
+    }
+    if !self.serviceDataUuids128.isEmpty {
+      try visitor.visitRepeatedBytesField(value: self.serviceDataUuids128, fieldNumber: 12)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -1259,6 +1433,8 @@ nonisolated extension Vigil_Events_V1_AdvertisementSummary: SwiftProtobuf.Messag
     if lhs.gaenRpi != rhs.gaenRpi {return false}
     if lhs.gaenAem != rhs.gaenAem {return false}
     if lhs.vigilPresence != rhs.vigilPresence {return false}
+    if lhs.serviceUuids128 != rhs.serviceUuids128 {return false}
+    if lhs.serviceDataUuids128 != rhs.serviceDataUuids128 {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -1928,7 +2104,175 @@ nonisolated extension Vigil_Events_V1_DailyWindow: SwiftProtobuf.Message, SwiftP
 
 nonisolated extension Vigil_Events_V1_Resident: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Resident"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}id\0\u{1}name\0\u{1}mode\0\u{3}interval_us\0\u{3}confirm_us\0\u{3}text_to_alarm_us\0\u{3}alarm_to_notify_us\0\u{1}contacts\0\u{1}pauses\0\u{1}night\0\u{3}ble_tag\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}id\0\u{1}name\0\u{1}mode\0\u{3}interval_us\0\u{3}confirm_us\0\u{3}text_to_alarm_us\0\u{3}alarm_to_notify_us\0\u{1}contacts\0\u{1}pauses\0\u{1}night\0\u{3}ble_tag\0\u{3}own_address\0\u{1}room\0\u{3}weekly_pauses\0\u{3}time_zone\0")
+
+  fileprivate class _StorageClass {
+    var _id: String = String()
+    var _name: String = String()
+    var _mode: Vigil_Events_V1_CheckInMode = .off
+    var _intervalUs: UInt64 = 0
+    var _confirmUs: UInt64 = 0
+    var _textToAlarmUs: UInt64 = 0
+    var _alarmToNotifyUs: UInt64 = 0
+    var _contacts: [Vigil_Events_V1_Contact] = []
+    var _pauses: [Vigil_Events_V1_Pause] = []
+    var _night: Vigil_Events_V1_DailyWindow? = nil
+    var _bleTag: UInt64 = 0
+    var _ownAddress: String = String()
+    var _room: String = String()
+    var _weeklyPauses: [Vigil_Events_V1_WeeklySlot] = []
+    var _timeZone: String = String()
+
+      // This property is used as the initial default value for new instances of the type.
+      // The type itself is protecting the reference to its storage via CoW semantics.
+      // This will force a copy to be made of this reference when the first mutation occurs;
+      // hence, it is safe to mark this as `nonisolated(unsafe)`.
+      static nonisolated(unsafe) let defaultInstance = _StorageClass()
+
+    private init() {}
+
+    init(copying source: _StorageClass) {
+      _id = source._id
+      _name = source._name
+      _mode = source._mode
+      _intervalUs = source._intervalUs
+      _confirmUs = source._confirmUs
+      _textToAlarmUs = source._textToAlarmUs
+      _alarmToNotifyUs = source._alarmToNotifyUs
+      _contacts = source._contacts
+      _pauses = source._pauses
+      _night = source._night
+      _bleTag = source._bleTag
+      _ownAddress = source._ownAddress
+      _room = source._room
+      _weeklyPauses = source._weeklyPauses
+      _timeZone = source._timeZone
+    }
+  }
+
+  fileprivate mutating func _uniqueStorage() -> _StorageClass {
+    if !isKnownUniquelyReferenced(&_storage) {
+      _storage = _StorageClass(copying: _storage)
+    }
+    return _storage
+  }
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    _ = _uniqueStorage()
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      while let fieldNumber = try decoder.nextFieldNumber() {
+        // The use of inline closures is to circumvent an issue where the compiler
+        // allocates stack space for every case branch when no optimizations are
+        // enabled. https://github.com/apple/swift-protobuf/issues/1034
+        switch fieldNumber {
+        case 1: try { try decoder.decodeSingularStringField(value: &_storage._id) }()
+        case 2: try { try decoder.decodeSingularStringField(value: &_storage._name) }()
+        case 3: try { try decoder.decodeSingularEnumField(value: &_storage._mode) }()
+        case 4: try { try decoder.decodeSingularUInt64Field(value: &_storage._intervalUs) }()
+        case 5: try { try decoder.decodeSingularUInt64Field(value: &_storage._confirmUs) }()
+        case 6: try { try decoder.decodeSingularUInt64Field(value: &_storage._textToAlarmUs) }()
+        case 7: try { try decoder.decodeSingularUInt64Field(value: &_storage._alarmToNotifyUs) }()
+        case 8: try { try decoder.decodeRepeatedMessageField(value: &_storage._contacts) }()
+        case 9: try { try decoder.decodeRepeatedMessageField(value: &_storage._pauses) }()
+        case 10: try { try decoder.decodeSingularMessageField(value: &_storage._night) }()
+        case 11: try { try decoder.decodeSingularUInt64Field(value: &_storage._bleTag) }()
+        case 12: try { try decoder.decodeSingularStringField(value: &_storage._ownAddress) }()
+        case 13: try { try decoder.decodeSingularStringField(value: &_storage._room) }()
+        case 14: try { try decoder.decodeRepeatedMessageField(value: &_storage._weeklyPauses) }()
+        case 15: try { try decoder.decodeSingularStringField(value: &_storage._timeZone) }()
+        default: break
+        }
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every if/case branch local when no optimizations
+      // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+      // https://github.com/apple/swift-protobuf/issues/1182
+      if !_storage._id.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._id, fieldNumber: 1)
+      }
+      if !_storage._name.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._name, fieldNumber: 2)
+      }
+      if _storage._mode != .off {
+        try visitor.visitSingularEnumField(value: _storage._mode, fieldNumber: 3)
+      }
+      if _storage._intervalUs != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._intervalUs, fieldNumber: 4)
+      }
+      if _storage._confirmUs != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._confirmUs, fieldNumber: 5)
+      }
+      if _storage._textToAlarmUs != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._textToAlarmUs, fieldNumber: 6)
+      }
+      if _storage._alarmToNotifyUs != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._alarmToNotifyUs, fieldNumber: 7)
+      }
+      if !_storage._contacts.isEmpty {
+        try visitor.visitRepeatedMessageField(value: _storage._contacts, fieldNumber: 8)
+      }
+      if !_storage._pauses.isEmpty {
+        try visitor.visitRepeatedMessageField(value: _storage._pauses, fieldNumber: 9)
+      }
+      try { if let v = _storage._night {
+        try visitor.visitSingularMessageField(value: v, fieldNumber: 10)
+      } }()
+      if _storage._bleTag != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._bleTag, fieldNumber: 11)
+      }
+      if !_storage._ownAddress.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._ownAddress, fieldNumber: 12)
+      }
+      if !_storage._room.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._room, fieldNumber: 13)
+      }
+      if !_storage._weeklyPauses.isEmpty {
+        try visitor.visitRepeatedMessageField(value: _storage._weeklyPauses, fieldNumber: 14)
+      }
+      if !_storage._timeZone.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._timeZone, fieldNumber: 15)
+      }
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Vigil_Events_V1_Resident, rhs: Vigil_Events_V1_Resident) -> Bool {
+    if lhs._storage !== rhs._storage {
+      let storagesAreEqual: Bool = withExtendedLifetime((lhs._storage, rhs._storage)) { (_args: (_StorageClass, _StorageClass)) in
+        let _storage = _args.0
+        let rhs_storage = _args.1
+        if _storage._id != rhs_storage._id {return false}
+        if _storage._name != rhs_storage._name {return false}
+        if _storage._mode != rhs_storage._mode {return false}
+        if _storage._intervalUs != rhs_storage._intervalUs {return false}
+        if _storage._confirmUs != rhs_storage._confirmUs {return false}
+        if _storage._textToAlarmUs != rhs_storage._textToAlarmUs {return false}
+        if _storage._alarmToNotifyUs != rhs_storage._alarmToNotifyUs {return false}
+        if _storage._contacts != rhs_storage._contacts {return false}
+        if _storage._pauses != rhs_storage._pauses {return false}
+        if _storage._night != rhs_storage._night {return false}
+        if _storage._bleTag != rhs_storage._bleTag {return false}
+        if _storage._ownAddress != rhs_storage._ownAddress {return false}
+        if _storage._room != rhs_storage._room {return false}
+        if _storage._weeklyPauses != rhs_storage._weeklyPauses {return false}
+        if _storage._timeZone != rhs_storage._timeZone {return false}
+        return true
+      }
+      if !storagesAreEqual {return false}
+    }
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Vigil_Events_V1_WeeklySlot: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".WeeklySlot"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}days\0\u{3}start_minute\0\u{3}end_minute\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -1936,75 +2280,31 @@ nonisolated extension Vigil_Events_V1_Resident: SwiftProtobuf.Message, SwiftProt
       // allocates stack space for every case branch when no optimizations are
       // enabled. https://github.com/apple/swift-protobuf/issues/1034
       switch fieldNumber {
-      case 1: try { try decoder.decodeSingularStringField(value: &self.id) }()
-      case 2: try { try decoder.decodeSingularStringField(value: &self.name) }()
-      case 3: try { try decoder.decodeSingularEnumField(value: &self.mode) }()
-      case 4: try { try decoder.decodeSingularUInt64Field(value: &self.intervalUs) }()
-      case 5: try { try decoder.decodeSingularUInt64Field(value: &self.confirmUs) }()
-      case 6: try { try decoder.decodeSingularUInt64Field(value: &self.textToAlarmUs) }()
-      case 7: try { try decoder.decodeSingularUInt64Field(value: &self.alarmToNotifyUs) }()
-      case 8: try { try decoder.decodeRepeatedMessageField(value: &self.contacts) }()
-      case 9: try { try decoder.decodeRepeatedMessageField(value: &self.pauses) }()
-      case 10: try { try decoder.decodeSingularMessageField(value: &self._night) }()
-      case 11: try { try decoder.decodeSingularUInt64Field(value: &self.bleTag) }()
+      case 1: try { try decoder.decodeSingularUInt32Field(value: &self.days) }()
+      case 2: try { try decoder.decodeSingularUInt32Field(value: &self.startMinute) }()
+      case 3: try { try decoder.decodeSingularUInt32Field(value: &self.endMinute) }()
       default: break
       }
     }
   }
 
   public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
-    // The use of inline closures is to circumvent an issue where the compiler
-    // allocates stack space for every if/case branch local when no optimizations
-    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
-    // https://github.com/apple/swift-protobuf/issues/1182
-    if !self.id.isEmpty {
-      try visitor.visitSingularStringField(value: self.id, fieldNumber: 1)
+    if self.days != 0 {
+      try visitor.visitSingularUInt32Field(value: self.days, fieldNumber: 1)
     }
-    if !self.name.isEmpty {
-      try visitor.visitSingularStringField(value: self.name, fieldNumber: 2)
+    if self.startMinute != 0 {
+      try visitor.visitSingularUInt32Field(value: self.startMinute, fieldNumber: 2)
     }
-    if self.mode != .off {
-      try visitor.visitSingularEnumField(value: self.mode, fieldNumber: 3)
-    }
-    if self.intervalUs != 0 {
-      try visitor.visitSingularUInt64Field(value: self.intervalUs, fieldNumber: 4)
-    }
-    if self.confirmUs != 0 {
-      try visitor.visitSingularUInt64Field(value: self.confirmUs, fieldNumber: 5)
-    }
-    if self.textToAlarmUs != 0 {
-      try visitor.visitSingularUInt64Field(value: self.textToAlarmUs, fieldNumber: 6)
-    }
-    if self.alarmToNotifyUs != 0 {
-      try visitor.visitSingularUInt64Field(value: self.alarmToNotifyUs, fieldNumber: 7)
-    }
-    if !self.contacts.isEmpty {
-      try visitor.visitRepeatedMessageField(value: self.contacts, fieldNumber: 8)
-    }
-    if !self.pauses.isEmpty {
-      try visitor.visitRepeatedMessageField(value: self.pauses, fieldNumber: 9)
-    }
-    try { if let v = self._night {
-      try visitor.visitSingularMessageField(value: v, fieldNumber: 10)
-    } }()
-    if self.bleTag != 0 {
-      try visitor.visitSingularUInt64Field(value: self.bleTag, fieldNumber: 11)
+    if self.endMinute != 0 {
+      try visitor.visitSingularUInt32Field(value: self.endMinute, fieldNumber: 3)
     }
     try unknownFields.traverse(visitor: &visitor)
   }
 
-  public static func ==(lhs: Vigil_Events_V1_Resident, rhs: Vigil_Events_V1_Resident) -> Bool {
-    if lhs.id != rhs.id {return false}
-    if lhs.name != rhs.name {return false}
-    if lhs.mode != rhs.mode {return false}
-    if lhs.intervalUs != rhs.intervalUs {return false}
-    if lhs.confirmUs != rhs.confirmUs {return false}
-    if lhs.textToAlarmUs != rhs.textToAlarmUs {return false}
-    if lhs.alarmToNotifyUs != rhs.alarmToNotifyUs {return false}
-    if lhs.contacts != rhs.contacts {return false}
-    if lhs.pauses != rhs.pauses {return false}
-    if lhs._night != rhs._night {return false}
-    if lhs.bleTag != rhs.bleTag {return false}
+  public static func ==(lhs: Vigil_Events_V1_WeeklySlot, rhs: Vigil_Events_V1_WeeklySlot) -> Bool {
+    if lhs.days != rhs.days {return false}
+    if lhs.startMinute != rhs.startMinute {return false}
+    if lhs.endMinute != rhs.endMinute {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -2409,6 +2709,124 @@ nonisolated extension Vigil_Events_V1_AlertAcknowledged: SwiftProtobuf.Message, 
     if lhs.heardFrom != rhs.heardFrom {return false}
     if lhs.expiresAtUs != rhs.expiresAtUs {return false}
     if lhs.severity != rhs.severity {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Vigil_Events_V1_AlertExpired: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".AlertExpired"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}id\0\u{3}expires_at_us\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularMessageField(value: &self._id) }()
+      case 2: try { try decoder.decodeSingularUInt64Field(value: &self.expiresAtUs) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    try { if let v = self._id {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 1)
+    } }()
+    if self.expiresAtUs != 0 {
+      try visitor.visitSingularUInt64Field(value: self.expiresAtUs, fieldNumber: 2)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Vigil_Events_V1_AlertExpired, rhs: Vigil_Events_V1_AlertExpired) -> Bool {
+    if lhs._id != rhs._id {return false}
+    if lhs.expiresAtUs != rhs.expiresAtUs {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Vigil_Events_V1_AlertReaffirmed: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".AlertReaffirmed"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}id\0\u{3}expires_at_us\0\u{1}by\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularMessageField(value: &self._id) }()
+      case 2: try { try decoder.decodeSingularUInt64Field(value: &self.expiresAtUs) }()
+      case 3: try { try decoder.decodeSingularStringField(value: &self.by) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    try { if let v = self._id {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 1)
+    } }()
+    if self.expiresAtUs != 0 {
+      try visitor.visitSingularUInt64Field(value: self.expiresAtUs, fieldNumber: 2)
+    }
+    if !self.by.isEmpty {
+      try visitor.visitSingularStringField(value: self.by, fieldNumber: 3)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Vigil_Events_V1_AlertReaffirmed, rhs: Vigil_Events_V1_AlertReaffirmed) -> Bool {
+    if lhs._id != rhs._id {return false}
+    if lhs.expiresAtUs != rhs.expiresAtUs {return false}
+    if lhs.by != rhs.by {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Vigil_Events_V1_DowntimeDetected: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".DowntimeDetected"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}from_us\0\u{3}to_us\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt64Field(value: &self.fromUs) }()
+      case 2: try { try decoder.decodeSingularUInt64Field(value: &self.toUs) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.fromUs != 0 {
+      try visitor.visitSingularUInt64Field(value: self.fromUs, fieldNumber: 1)
+    }
+    if self.toUs != 0 {
+      try visitor.visitSingularUInt64Field(value: self.toUs, fieldNumber: 2)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Vigil_Events_V1_DowntimeDetected, rhs: Vigil_Events_V1_DowntimeDetected) -> Bool {
+    if lhs.fromUs != rhs.fromUs {return false}
+    if lhs.toUs != rhs.toUs {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
