@@ -167,7 +167,9 @@ public final class Node: @unchecked Sendable {
     }
 
     private func callSettledWaiters() {
-        guard !settledWaiters.isEmpty, pending.isEmpty else { return }
+        // A timer already due (armed at once, say a window that closed while its report was on
+        // its way) runs on the next turn: not settled until it has.
+        guard !settledWaiters.isEmpty, pending.isEmpty, finished || !scheduler.hasDue else { return }
         let waiters = settledWaiters
         settledWaiters.removeAll()
         for w in waiters { w(self) }

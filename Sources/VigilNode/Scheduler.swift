@@ -54,6 +54,12 @@ final class Scheduler {
 
     func isArmed(_ timer: Timer) -> Bool { deadlines[timer] != nil }
 
+    /// Whether some timer is due now and has not run yet (its wake-up is on its way).
+    var hasDue: Bool {
+        guard let next = deadlines.values.min() else { return false }
+        return next <= now
+    }
+
     /// Runs the handlers of every timer that is due, earliest first. A handler may arm timers
     /// again (its own included); those run on a later wake-up.
     func fireDue() {
