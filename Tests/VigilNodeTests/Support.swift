@@ -92,7 +92,3 @@ func untilChildProcess(_ node: Node, seconds: Double = 20, _ condition: @escapin
     }
     return false
 }
-
-func run(_ node: Node, forMicroseconds duration: UInt64?) async throws {
-    try await node.runOnOwnThread(duration: duration)
-}
