@@ -60,6 +60,9 @@ final class ScriptedRadio: RadioAdapter, @unchecked Sendable {
 @Suite struct AirAlertTests {
     static let key = [UInt8](repeating: 0x5A, count: 32)
     static let otherBox: UInt64 = 0xC0_FF_EE_00_11_22
+    /// Each test's one clock: the node's wall and monotonic clock, the board's, and the time of
+    /// the reports and frames the test makes.
+    let clock = ManualClock()
 
     func configuration(_ dir: TemporaryDirectory) throws -> NodeConfiguration {
         var c = testConfiguration(dir, advertisers: 0)
@@ -72,16 +75,16 @@ final class ScriptedRadio: RadioAdapter, @unchecked Sendable {
     }
 
     func report(_ frame: AlertFrame, key: [UInt8] = key, from address: UInt64 = otherBox,
-                time: UInt64 = realtimeMicroseconds()) throws -> AdvertisingReport {
+                time: UInt64? = nil) throws -> AdvertisingReport {
         let bytes = try frame.encode(key: AlertFrameKey(shelterKey: key))
         let payload = try AdvertisingPayload.vigil(frame: bytes)
         return AdvertisingReport(address: address, addressType: .addressRandom, rssi: 127, connectable: false,
-                                 data: payload.bytes, timeMicroseconds: time)
+                                 data: payload.bytes, timeMicroseconds: time ?? clock.nowMicroseconds())
     }
 
     func sos(origin: UInt32 = 0x1234, counter: UInt32 = 1, hops: UInt8 = 0) -> AlertFrame {
         AlertFrame(type: .sos, severity: .critical, hops: hops, origin: origin, counter: counter,
-                   expirySeconds: UInt32(realtimeMicroseconds() / 1_000_000 + 3_600))
+                   expirySeconds: UInt32(clock.nowMicroseconds() / 1_000_000 + 3_600))
     }
 
     func events(_ dir: TemporaryDirectory) throws -> [EventBody] {
@@ -98,21 +101,32 @@ final class ScriptedRadio: RadioAdapter, @unchecked Sendable {
 
     /// Runs the node on its own thread while `body` drives it; stops it afterwards.
     func withNode(_ node: Node, _ body: () async throws -> Void) async throws {
-        let task = Task { try await run(node, forMicroseconds: nil) }
-        try await Task.sleep(for: .milliseconds(100))
+        let task = await start(node)
         try await body()
-        node.requestStop(reason: "test")
-        try await task.value
+        try await stop(node, task)
+    }
+
+    /// A node on the test's clock.
+    func makeNode(_ configuration: NodeConfiguration, radio: ScriptedRadio, board: SimulatedBoard? = nil) throws -> Node {
+        try Node(configuration: configuration, clock: clock, monotonic: clock, logger: quietLogger, radio: radio, board: board)
+    }
+
+    /// A simulated board on the test's clock.
+    func makeBoard() throws -> SimulatedBoard { try SimulatedBoard(monotonic: clock) }
+
+    /// Lets `microseconds` of the test's clock pass, the node settling every 10 ms.
+    func pass(_ node: Node, _ microseconds: UInt64) async {
+        await advance(clock, node, byMicroseconds: microseconds, step: 10_000)
     }
 
     @Test func anAlertHeardManyTimesIsLoggedOnceAndRelayedWithOneMoreHop() async throws {
         let dir = TemporaryDirectory()
         let radio = try ScriptedRadio()
-        let node = try Node(configuration: configuration(dir), logger: quietLogger, radio: radio)
+        let node = try makeNode(configuration(dir), radio: radio)
         let frame = sos()
         try await withNode(node) {
             radio.inject(try (0..<5).map { _ in try report(frame) })
-            try await Task.sleep(for: .milliseconds(400))
+            await pass(node, 400_000)
         }
         let received = try events(dir).compactMap { if case .alertReceived(let a) = $0 { a } else { nil } }
         #expect(received.count == 1)
@@ -131,15 +145,15 @@ final class ScriptedRadio: RadioAdapter, @unchecked Sendable {
     @Test func forgedStaleAndMalformedFramesAreCountedAndNeverLogged() async throws {
         let dir = TemporaryDirectory()
         let radio = try ScriptedRadio()
-        let node = try Node(configuration: configuration(dir), logger: quietLogger, radio: radio)
+        let node = try makeNode(configuration(dir), radio: radio)
         var stale = sos(counter: 2)
-        stale.expirySeconds = UInt32(realtimeMicroseconds() / 1_000_000 - 10)
+        stale.expirySeconds = UInt32(clock.nowMicroseconds() / 1_000_000 - 10)
         var truncated = try report(sos(counter: 3))
         truncated.data[0] -= 3
         truncated.data.removeLast(3)
         try await withNode(node) {
             radio.inject([try report(sos(counter: 1), key: [UInt8](repeating: 1, count: 32)), try report(stale), truncated])
-            try await Task.sleep(for: .milliseconds(200))
+            await pass(node, 200_000)
         }
         #expect(try events(dir).allSatisfy { if case .alertReceived = $0 { false } else { true } })
         let air = node.liveStatus().air
@@ -149,16 +163,16 @@ final class ScriptedRadio: RadioAdapter, @unchecked Sendable {
     @Test func aCancelHeardClearsTheAlertAndIsLoggedOnce() async throws {
         let dir = TemporaryDirectory()
         let radio = try ScriptedRadio()
-        let node = try Node(configuration: configuration(dir), logger: quietLogger, radio: radio)
+        let node = try makeNode(configuration(dir), radio: radio)
         let alert = sos(counter: 7)
         var cancel = alert
         cancel.type = .cancel
         cancel.hops = 1
         try await withNode(node) {
             radio.inject([try report(alert)])
-            try await Task.sleep(for: .milliseconds(150))
+            await pass(node, 150_000)
             radio.inject([try report(cancel), try report(cancel)])
-            try await Task.sleep(for: .milliseconds(150))
+            await pass(node, 150_000)
         }
         let cancels = try events(dir).compactMap { if case .alertCancelled(let c) = $0 { c } else { nil } }
         #expect(cancels.count == 1)
@@ -169,16 +183,16 @@ final class ScriptedRadio: RadioAdapter, @unchecked Sendable {
     @Test func theBoxesOwnSOSGoesOnTheAirAndTheRadioSettlesItsBroadcastEntry() async throws {
         let dir = TemporaryDirectory()
         let radio = try ScriptedRadio()
-        let board = try SimulatedBoard()
-        let node = try Node(configuration: configuration(dir), logger: quietLogger, radio: radio, board: board)
+        let board = try makeBoard()
+        let node = try makeNode(configuration(dir), radio: radio, board: board)
         // Its own frame heard back from a relay is not a new alert.
         let echo = AlertFrame(type: .sos, severity: .critical, hops: 1, origin: UInt32(truncatingIfNeeded: node.nodeID), counter: 1,
-                              expirySeconds: UInt32(realtimeMicroseconds() / 1_000_000 + 600))
+                              expirySeconds: UInt32(clock.nowMicroseconds() / 1_000_000 + 600))
         try await withNode(node) {
-            try board.press(holdMicroseconds: 200_000)
-            try await Task.sleep(for: .milliseconds(500))
+            press(node, holdMicroseconds: 200_000)
+            await pass(node, 500_000)
             radio.inject([try report(echo)])
-            try await Task.sleep(for: .milliseconds(100))
+            await pass(node, 100_000)
         }
         let raised = try #require(node.projections.alerts.active.first { $0.raisedHere })
         #expect(raised.idText == echo.id.text)
@@ -197,20 +211,18 @@ final class ScriptedRadio: RadioAdapter, @unchecked Sendable {
         }
     }
 
-    /// Reads the node's state on its loop, which owns it.
-    func onLoop<T: Sendable>(_ node: Node, _ read: @escaping @Sendable (Node) -> T) async -> T {
-        await withCheckedContinuation { c in node.onLoop { c.resume(returning: read($0)) } }
-    }
-
-    /// Polls the node's state on its loop until `condition` holds (false after `seconds`): no
-    /// fixed sleeps, so a slow CI disk only makes it take longer.
-    func until(_ node: Node, seconds: Double = 20, _ condition: @escaping @Sendable (Node) -> Bool) async -> Bool {
-        let deadline = ContinuousClock.now + .seconds(seconds)
-        while ContinuousClock.now < deadline {
+    /// Lets the test's clock run in 10 ms steps, the node settling after each, until `condition`
+    /// holds on the loop (false if it has not after `seconds` of that clock). No real waiting:
+    /// the node's timers, button edges and relays come as the clock reaches them.
+    func until(_ node: Node, seconds: UInt64 = 20, _ condition: @escaping @Sendable (Node) -> Bool) async -> Bool {
+        var passed: UInt64 = 0
+        while true {
+            await settled(node)
             if await onLoop(node, condition) { return true }
-            try? await Task.sleep(for: .milliseconds(20))
+            guard passed < seconds * 1_000_000 else { return false }
+            clock.advance(byMicroseconds: 10_000)
+            passed += 10_000
         }
-        return false
     }
 
     func press(_ node: Node, holdMicroseconds: UInt64, after: UInt64 = 0) {
@@ -220,7 +232,7 @@ final class ScriptedRadio: RadioAdapter, @unchecked Sendable {
     @Test func aShortPressAnswersAHeardSOSOnTheAir() async throws {
         let dir = TemporaryDirectory()
         let radio = try ScriptedRadio()
-        let node = try Node(configuration: configuration(dir), logger: quietLogger, radio: radio, board: try SimulatedBoard())
+        let node = try makeNode(configuration(dir), radio: radio, board: makeBoard())
         let frame = sos(counter: 5)
         let id = frame.id.text
         try await withNode(node) {
@@ -242,7 +254,7 @@ final class ScriptedRadio: RadioAdapter, @unchecked Sendable {
     @Test func aPressWhileOurSOSSoundsSilencesItAndOnlyTheNextAnswers() async throws {
         let dir = TemporaryDirectory()
         let radio = try ScriptedRadio()
-        let node = try Node(configuration: configuration(dir), logger: quietLogger, radio: radio, board: try SimulatedBoard())
+        let node = try makeNode(configuration(dir), radio: radio, board: makeBoard())
         let frame = sos(counter: 6)
         let id = frame.id.text
         try await withNode(node) {
@@ -262,14 +274,14 @@ final class ScriptedRadio: RadioAdapter, @unchecked Sendable {
     @Test func anAcknowledgementOfOurSOSIsLoggedOnceAndNotRelayed() async throws {
         let dir = TemporaryDirectory()
         let radio = try ScriptedRadio()
-        let node = try Node(configuration: configuration(dir), logger: quietLogger, radio: radio, board: try SimulatedBoard())
+        let node = try makeNode(configuration(dir), radio: radio, board: makeBoard())
         try await withNode(node) {
             press(node, holdMicroseconds: 200_000)
             #expect(await until(node) { n in n.projections.alerts.active.contains { $0.raisedHere } })
             let counter = await onLoop(node) { n in n.projections.alerts.active.first { $0.raisedHere }?.counter ?? 0 }
             #expect(await onLoop(node) { OutputPolicy.decide($0.projections, running: true)[.red]?.pattern == .on })
             let ack = AlertFrame(type: .acknowledge, severity: .critical, hops: 1, origin: UInt32(truncatingIfNeeded: node.nodeID),
-                                 counter: counter, expirySeconds: UInt32(realtimeMicroseconds() / 1_000_000 + 600))
+                                 counter: counter, expirySeconds: UInt32(clock.nowMicroseconds() / 1_000_000 + 600))
             radio.inject([try report(ack), try report(ack)])
             #expect(await until(node) { $0.liveStatus().air.acknowledgements == 2 && $0.projections.alerts.acknowledgements.count == 1 })
             #expect(await onLoop(node) {
@@ -288,7 +300,7 @@ final class ScriptedRadio: RadioAdapter, @unchecked Sendable {
     @Test func alertsFromTheCLIAreCheckedAgainstWhatTheNodeKnows() async throws {
         let dir = TemporaryDirectory()
         let radio = try ScriptedRadio()
-        let node = try Node(configuration: configuration(dir), logger: quietLogger, radio: radio, board: try SimulatedBoard())
+        let node = try makeNode(configuration(dir), radio: radio, board: makeBoard())
         let heard = sos(counter: 9)
         var flood = heard
         flood.type = .flood
@@ -330,7 +342,7 @@ final class ScriptedRadio: RadioAdapter, @unchecked Sendable {
 
         // Without a shelter key nothing would go on the air: all refused.
         let keyless = TemporaryDirectory()
-        let plain = try Node(configuration: testConfiguration(keyless, advertisers: 0), logger: quietLogger, radio: try ScriptedRadio())
+        let plain = try makeNode(testConfiguration(keyless, advertisers: 0), radio: try ScriptedRadio())
         if case .refused(let why, let message) = outcome(plain, raised("flood")) {
             #expect(message.contains("shelter key") && why == .unavailable)
         } else {
@@ -358,9 +370,9 @@ final class ScriptedRadio: RadioAdapter, @unchecked Sendable {
         c.scanWindowMicroseconds = 0 // one ScanHit per report: the log is the bottleneck
         c.queueLimit = 256
         c.commitWindowMicroseconds = 20_000
-        let node = try Node(configuration: c, logger: quietLogger, radio: radio)
+        let node = try makeNode(c, radio: radio)
         var reports: [AdvertisingReport] = []
-        let now = realtimeMicroseconds()
+        let now = clock.nowMicroseconds()
         for i in 0..<60_000 {
             if i % 1_000 == 500 {
                 reports.append(try report(sos(origin: 0x9000 + UInt32(i), counter: 1)))
@@ -371,10 +383,10 @@ final class ScriptedRadio: RadioAdapter, @unchecked Sendable {
         }
         try await withNode(node) {
             radio.inject(reports)
-            // However busy the machine: until the node has read every report, then a moment for
-            // the last appends to become durable.
-            for _ in 0..<600 where radio.queued > 0 { try await Task.sleep(for: .milliseconds(50)) }
-            try await Task.sleep(for: .milliseconds(500))
+            // However busy the machine: settled only once the node has read every report (the
+            // radio wakes it while any are queued) and the last appends are durable.
+            await settled(node)
+            #expect(radio.queued == 0)
         }
         let received = try events(dir).filter { if case .alertReceived = $0 { true } else { false } }
         #expect(received.count == 60, "no alert is ever shed")

@@ -30,8 +30,9 @@ func storedEvents(_ dir: TemporaryDirectory) throws -> [Event] {
         let dir = TemporaryDirectory()
         var config = testConfiguration(dir, advertisers: 1)
         fastGestures(&config)
-        let board = try SimulatedBoard()
-        let node = try Node(configuration: config, logger: quietLogger, board: board)
+        let clock = ManualClock()
+        let board = try SimulatedBoard(monotonic: clock)
+        let node = try Node(configuration: config, clock: clock, monotonic: clock, logger: quietLogger, board: board)
         // A short press (nothing happens: no alarm sounds), a long press with bounce, then a
         // second long press that cancels the SOS.
         // All presses are queued up front; the board delivers each edge at its time.
@@ -41,7 +42,7 @@ func storedEvents(_ dir: TemporaryDirectory) throws -> [Event] {
             try? sim?.press(holdMicroseconds: 500_000, bounces: 3, afterMicroseconds: 300_000)
             try? sim?.press(holdMicroseconds: 500_000, afterMicroseconds: 1_200_000)
         }
-        try await run(node, forMicroseconds: 2_500_000)
+        try await run(node, on: clock, forMicroseconds: 2_500_000, step: 10_000)
 
         let events = try storedEvents(dir)
         let raised = events.compactMap { e -> (Event, Alert)? in if case .alertRaised(let a) = e.body { (e, a) } else { nil } }
@@ -71,14 +72,15 @@ func storedEvents(_ dir: TemporaryDirectory) throws -> [Event] {
         let dir = TemporaryDirectory()
         var config = testConfiguration(dir, advertisers: 1)
         fastGestures(&config)
-        let board = try SimulatedBoard()
-        let node = try Node(configuration: config, logger: quietLogger, board: board)
+        let clock = ManualClock()
+        let board = try SimulatedBoard(monotonic: clock)
+        let node = try Node(configuration: config, clock: clock, monotonic: clock, logger: quietLogger, board: board)
         node.onLoop { n in
             let sim = n.board as? SimulatedBoard
             try? sim?.press(holdMicroseconds: 400_000)
             try? sim?.press(holdMicroseconds: 80_000, afterMicroseconds: 900_000)
         }
-        try await run(node, forMicroseconds: 1_600_000)
+        try await run(node, on: clock, forMicroseconds: 1_600_000, step: 10_000)
         let events = try storedEvents(dir)
         #expect(events.contains { if case .alarmAcknowledged = $0.body { true } else { false } })
         #expect(node.projections.alarms.silenced.count == 1)
@@ -89,14 +91,16 @@ func storedEvents(_ dir: TemporaryDirectory) throws -> [Event] {
         #expect(board.transitions.filter { $0.line == .red }.map(\.on) == [true, false])
     }
 
-    @Test func theLadderRunsOnAFastClockAndEveryStepIsLoggedOnce() async throws {
+    @Test func theLadderRunsOnAManualClockAndEveryStepIsLoggedOnce() async throws {
         let dir = TemporaryDirectory()
         var config = testConfiguration(dir, advertisers: 1)
         config.notifier.retryBaseMicroseconds = 1_000_000
-        try enrol(dir, config: config, interval: 60_000_000, step: 10_000_000)
-        // 200x: the 60 s interval and three 10 s steps pass in about 0.45 s.
-        let node = try Node(configuration: config, clock: ScaledClock(rate: 200), logger: quietLogger)
-        try await run(node, forMicroseconds: 1_200_000)
+        let clock = ManualClock()
+        try enrol(dir, config: config, interval: 60_000_000, step: 10_000_000, at: clock.nowMicroseconds())
+        // The 60 s interval and three 10 s steps pass, and as long again after them (240 s, as
+        // the 1.2 s run at 200x this test used to make), one second at a time.
+        let node = try Node(configuration: config, clock: clock, monotonic: clock, logger: quietLogger)
+        try await run(node, on: clock, forMicroseconds: 240_000_000, step: 1_000_000)
 
         let events = try storedEvents(dir)
         let steps = events.compactMap { e -> LadderStep? in if case .deadlineReached(let d) = e.body { d.step } else { nil } }
@@ -123,9 +127,22 @@ func storedEvents(_ dir: TemporaryDirectory) throws -> [Event] {
         var config = testConfiguration(dir, advertisers: 1)
         config.notifier.command = script
         config.notifier.retryBaseMicroseconds = 1_000_000
-        try enrol(dir, config: config, interval: 60_000_000, step: 3_600_000_000)
-        let node = try Node(configuration: config, clock: ScaledClock(rate: 200), logger: quietLogger)
-        try await run(node, forMicroseconds: 1_500_000)
+        let clock = ManualClock()
+        try enrol(dir, config: config, interval: 60_000_000, step: 3_600_000_000, at: clock.nowMicroseconds())
+        let node = try Node(configuration: config, clock: clock, monotonic: clock, logger: quietLogger)
+        let task = await start(node)
+        // The prompt falls due after the 60 s interval; each retry after its back-off (1 s, 2 s, ...).
+        // The notifier is a real process: after each step, wait until the one started (if any)
+        // has exited and its attempt is durable. Its timeout (30 s) is on the manual clock, which
+        // stands still meanwhile, so it never cuts the script short.
+        for _ in 0..<200 {
+            clock.advance(byMicroseconds: 500_000)
+            await settled(node)
+            #expect(await untilChildProcess(node) { !$0.scheduler.isArmed(Deliveries.timeoutTimer) })
+            await settled(node)
+            if await onLoop(node, { $0.projections.outbox.entries["room-1/1/prompt"]?.delivered == true }) { break }
+        }
+        try await stop(node, task)
 
         let attempts = try storedEvents(dir).compactMap { e -> OutboxAttempt? in if case .outboxAttempt(let a) = e.body { a } else { nil } }
         #expect(attempts.map(\.attempt) == [1, 2, 3])
@@ -150,16 +167,25 @@ func storedEvents(_ dir: TemporaryDirectory) throws -> [Event] {
         config.notifier.command = script
         config.notifier.timeoutMicroseconds = 200_000
         config.notifier.retryBaseMicroseconds = 60_000_000
-        try enrol(dir, config: config, interval: 60_000_000, step: 3_600_000_000)
-        let node = try Node(configuration: config, clock: ScaledClock(rate: 200), logger: quietLogger)
-        try await run(node, forMicroseconds: 1_000_000)
+        let clock = ManualClock()
+        try enrol(dir, config: config, interval: 60_000_000, step: 3_600_000_000, at: clock.nowMicroseconds())
+        let node = try Node(configuration: config, clock: clock, monotonic: clock, logger: quietLogger)
+        let task = await start(node)
+        // The prompt falls due: the notifier starts, and hangs.
+        await advance(clock, node, byMicroseconds: 60_000_000, step: 1_000_000)
+        #expect(await onLoop(node) { $0.scheduler.isArmed(Deliveries.timeoutTimer) }, "the notifier is running")
+        // Its 200 ms timeout passes on the manual clock: it is killed, and the attempt recorded
+        // once the real process has exited.
+        await advance(clock, node, byMicroseconds: 200_000)
+        #expect(await untilChildProcess(node) { $0.projections.outbox.entries["room-1/1/prompt"]?.attempts == 1 })
+        try await stop(node, task)
         let attempts = try storedEvents(dir).compactMap { e -> OutboxAttempt? in if case .outboxAttempt(let a) = e.body { a } else { nil } }
         #expect(attempts.first?.delivered == false)
         #expect(attempts.first?.error.contains("timed out") == true)
     }
 
-    /// Enrols room-1 directly in the log (no node running).
-    func enrol(_ dir: TemporaryDirectory, config: NodeConfiguration, interval: UInt64, step: UInt64) throws {
+    /// Enrols room-1 directly in the log (no node running), at `time` on the test's clock.
+    func enrol(_ dir: TemporaryDirectory, config: NodeConfiguration, interval: UInt64, step: UInt64, at time: UInt64) throws {
         let log = try EventLog.open(config.log)
         var r = Resident()
         r.id = "room-1"
@@ -173,7 +199,7 @@ func storedEvents(_ dir: TemporaryDirectory) throws -> [Event] {
         c.address = "+34600000000"
         r.contacts = [c]
         let (kind, payload) = EventCodec.encode(.residentEnrolled(r))
-        try log.append(LogRecord(kind: kind, timeMicroseconds: realtimeMicroseconds(), payload: payload), priority: .critical)
+        try log.append(LogRecord(kind: kind, timeMicroseconds: time, payload: payload), priority: .critical)
         log.close()
     }
 }

@@ -15,14 +15,15 @@ import VigilSystem
         var profile = BoardProfile.simulated
         profile.checkInButtons = ["room-3": BoardProfile.Line(offset: 6, activeLow: true)]
         config.board = profile
-        let board = try SimulatedBoard(profile: profile)
-        let node = try Node(configuration: config, logger: quietLogger, board: board)
+        let clock = ManualClock()
+        let board = try SimulatedBoard(profile: profile, monotonic: clock)
+        let node = try Node(configuration: config, clock: clock, monotonic: clock, logger: quietLogger, board: board)
         node.onLoop { n in
             let sim = n.board as? SimulatedBoard
             try? sim?.press(holdMicroseconds: 150_000, bounces: 2, line: 6)     // a check-in
             try? sim?.press(holdMicroseconds: 10_000, afterMicroseconds: 400_000, line: 6) // a glitch: nothing
         }
-        try await run(node, forMicroseconds: 900_000)
+        try await run(node, on: clock, forMicroseconds: 900_000, step: 10_000)
 
         let events = try storedEvents(dir)
         let checkIns = events.compactMap { e -> CheckIn? in if case .checkIn(let c) = e.body { c } else { nil } }

@@ -14,8 +14,9 @@ import VigilSystem
         c.exposure.advertise = true
         c.exposure.txPowerDBm = -12
         let radio = try ScriptedRadio()
-        let node = try Node(configuration: c, logger: quietLogger, radio: radio)
-        try await run(node, forMicroseconds: 300_000)
+        let clock = ManualClock()
+        let node = try Node(configuration: c, clock: clock, monotonic: clock, logger: quietLogger, radio: radio)
+        try await run(node, on: clock, forMicroseconds: 300_000)
 
         let plan = try #require(radio.lastPlan)
         let advert = try #require(plan.payloads.first.flatMap { ExposureAdvertisement(advertisingData: $0) })
@@ -23,7 +24,7 @@ import VigilSystem
         // The key is the box's own, kept out of the log in DATA/exposure-keys.
         let store = try ExposureKeyStore(directory: dir.path)
         let key = try #require(store.keys.first)
-        let interval = Exposure.interval(unixSeconds: realtimeMicroseconds() / 1_000_000)
+        let interval = Exposure.interval(unixSeconds: clock.nowMicroseconds() / 1_000_000)
         let schedule = ExposureKeySchedule(key)
         let candidates = try [interval - 1, interval].map { try schedule.identifier(forInterval: $0) }
         #expect(candidates.contains(advert.identifier))

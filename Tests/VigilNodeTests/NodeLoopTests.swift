@@ -5,13 +5,15 @@ import VigilBoard
 import VigilCore
 import VigilEvents
 import VigilLog
+import VigilSystem
 @testable import VigilNode
 
 @Suite struct NodeLoopTests {
     @Test func simulatedRadioFillsTheLogAndDeviceListThroughTheRealLoop() async throws {
         let dir = TemporaryDirectory()
-        let node = try Node(configuration: testConfiguration(dir, advertisers: 12), logger: quietLogger)
-        try await run(node, forMicroseconds: 1_500_000)
+        let clock = ManualClock()
+        let node = try Node(configuration: testConfiguration(dir, advertisers: 12), clock: clock, monotonic: clock, logger: quietLogger)
+        try await run(node, on: clock, forMicroseconds: 1_500_000)
 
         let state = node.projections
         #expect(state.health.starts == 1)
@@ -51,9 +53,11 @@ import VigilLog
 
     @Test func outputsFollowStateAndAreReleasedOnStop() async throws {
         let dir = TemporaryDirectory()
-        let board = try SimulatedBoard()
-        let node = try Node(configuration: testConfiguration(dir, advertisers: 2), logger: quietLogger, board: board)
-        try await run(node, forMicroseconds: 300_000)
+        let clock = ManualClock()
+        let board = try SimulatedBoard(monotonic: clock)
+        let node = try Node(configuration: testConfiguration(dir, advertisers: 2), clock: clock, monotonic: clock,
+                            logger: quietLogger, board: board)
+        try await run(node, on: clock, forMicroseconds: 300_000)
         // Green came on once the radio-on event was durable, and went off at stop.
         let green = board.transitions.filter { $0.line == .green }.map(\.on)
         #expect(green == [true, false])
@@ -63,10 +67,12 @@ import VigilLog
 
     @Test func simulatedButtonEdgesAreLoggedWithKernelTimestamps() async throws {
         let dir = TemporaryDirectory()
-        let board = try SimulatedBoard()
-        let node = try Node(configuration: testConfiguration(dir, advertisers: 1), logger: quietLogger, board: board)
+        let clock = ManualClock()
+        let board = try SimulatedBoard(monotonic: clock)
+        let node = try Node(configuration: testConfiguration(dir, advertisers: 1), clock: clock, monotonic: clock,
+                            logger: quietLogger, board: board)
         node.onLoop { n in try? (n.board as? SimulatedBoard)?.press(holdMicroseconds: 200_000, bounces: 2) }
-        try await run(node, forMicroseconds: 600_000)
+        try await run(node, on: clock, forMicroseconds: 600_000, step: 10_000)
 
         let log = try EventLog.openReadOnly(directory: dir.path)
         var edges: [ButtonInput] = []
@@ -100,9 +106,10 @@ import VigilLog
     @Test func restartResumesFromTheCheckpointAndMatchesAFullReplay() async throws {
         let dir = TemporaryDirectory()
         let config = testConfiguration(dir, advertisers: 6)
+        let clock = ManualClock()
         do {
-            let node = try Node(configuration: config, logger: quietLogger)
-            try await run(node, forMicroseconds: 500_000)
+            let node = try Node(configuration: config, clock: clock, monotonic: clock, logger: quietLogger)
+            try await run(node, on: clock, forMicroseconds: 500_000)
         }
         // Read and let go: the next node opens this directory for writing in the same process.
         let (checkpoint, last) = try {
@@ -111,10 +118,10 @@ import VigilLog
         }()
         #expect(checkpoint?.sequence == last, "the final checkpoint covers everything, NodeStopped included")
 
-        let second = try Node(configuration: config, logger: quietLogger)
+        let second = try Node(configuration: config, clock: clock, monotonic: clock, logger: quietLogger)
         #expect(second.projections.appliedThrough == last, "restored without replaying from 0")
         #expect(second.projections.health.stops == 1)
-        try await run(second, forMicroseconds: 300_000)
+        try await run(second, on: clock, forMicroseconds: 300_000)
         #expect(second.projections.health.starts == 2)
 
         let report = try Replay.verify(try EventLog.openReadOnly(directory: dir.path), settings: config.projections)

@@ -48,13 +48,14 @@ import VigilSystem
     @Test func contactDataOlderThanTheRetentionIsDeletedAndReplayStillEqualsTheRunningState() async throws {
         let dir = TemporaryDirectory()
         let tag: UInt64 = 0x0A_0B_0C_0D_0E_0F
-        let now = realtimeMicroseconds()
+        let clock = ManualClock()
+        let now = clock.nowMicroseconds()
         try await writeHistory(dir.path, now: now, tag: tag)
         var c = testConfiguration(dir, advertisers: 3)
         c.exposure.retentionFirstCheckMicroseconds = 100_000
         c.exposure.contacts.retentionMicroseconds = 14 * Self.day
-        let node = try Node(configuration: c, logger: quietLogger)
-        try await run(node, forMicroseconds: 1_500_000)
+        let node = try Node(configuration: c, clock: clock, monotonic: clock, logger: quietLogger)
+        try await run(node, on: clock, forMicroseconds: 1_500_000)
 
         let log = try EventLog.openReadOnly(directory: dir.path)
         var hits: [(time: UInt64, address: UInt64)] = []

@@ -1,7 +1,7 @@
 import Foundation
 import Logging
-import VigilNode
 import VigilSystem
+@testable import VigilNode
 // The tests' one temporary directory helper, visible to every file of this module.
 @_exported import VigilTestSupport
 
@@ -19,6 +19,76 @@ func testConfiguration(_ dir: TemporaryDirectory, advertisers: Int = 12) -> Node
     return c
 }
 
-func run(_ node: Node, forMicroseconds duration: UInt64?) async throws {
-    try await node.runOnOwnThread(duration: duration)
+// Node tests run on one `ManualClock` (the node's wall and monotonic clock, and the simulated
+// board's and radio's): they inject input or advance the clock, then wait for the node to settle.
+// Nothing sleeps; only the log writer works in real time, and settling waits for it by event.
+
+/// Starts `node` on its own thread with no stop-after-duration timer (its clock is manual, so
+/// that timer would fire only when advanced) and returns once its start is durable.
+func start(_ node: Node) async -> Task<Void, any Error> {
+    let task = Task { try await node.runOnOwnThread(duration: nil) }
+    await settled(node)
+    return task
+}
+
+/// Asks `node` to stop and waits until it has (NodeStopped durable, checkpoint written).
+func stop(_ node: Node, _ task: Task<Void, any Error>) async throws {
+    node.requestStop(reason: "test")
+    try await task.value
+}
+
+/// Runs `node` while its manual clock moves `duration` forward in steps of `step`, settling
+/// after each, then stops it: what `run(duration:)` does in real time, without the waiting.
+func run(_ node: Node, on clock: ManualClock, forMicroseconds duration: UInt64, step: UInt64 = 50_000) async throws {
+    let task = await start(node)
+    await advance(clock, node, byMicroseconds: duration, step: step)
+    try await stop(node, task)
+}
+
+/// Moves `clock` forward by `total` microseconds in steps of at most `step`, letting `node`
+/// settle after each, as real time would pass for it: timers, radio reports and button edges
+/// come at their times.
+func advance(_ clock: ManualClock, _ node: Node, byMicroseconds total: UInt64, step: UInt64 = 50_000) async {
+    var left = total
+    while left > 0 {
+        let d = min(step, left)
+        clock.advance(byMicroseconds: d)
+        await settled(node)
+        left -= d
+    }
+}
+
+/// Returns once the running `node` is quiet: everything appended is durable and applied, no
+/// timer is due, and one more turn of its loop changed nothing. Event-driven
+/// (`Node.whenSettled`): it waits only as long as the log writer takes to commit.
+func settled(_ node: Node) async {
+    var last: NodeCounters?
+    while true {
+        let (counters, timerDue) = await withCheckedContinuation { (c: CheckedContinuation<(NodeCounters, Bool), Never>) in
+            node.whenSettled { n in
+                let now = n.scheduler.now
+                c.resume(returning: (n.counters, n.scheduler.deadlines.values.contains { $0 <= now }))
+            }
+        }
+        if counters == last && !timerDue { return }
+        last = counters
+    }
+}
+
+/// Reads the node's state on its loop, which owns it.
+func onLoop<T: Sendable>(_ node: Node, _ read: @escaping @Sendable (Node) -> T) async -> T {
+    await withCheckedContinuation { c in node.onLoop { c.resume(returning: read($0)) } }
+}
+
+/// Only for tests that wait for a real child process (a notifier command): polls the node's
+/// state on its loop until `condition` holds; false if it has not after `seconds` of real time.
+/// The bound stops a stuck test, it is never an assertion on timing. No sleeping: each poll is
+/// a turn of the loop.
+func untilChildProcess(_ node: Node, seconds: Double = 20, _ condition: @escaping @Sendable (Node) -> Bool) async -> Bool {
+    let deadline = ContinuousClock.now + .seconds(seconds)
+    while ContinuousClock.now < deadline {
+        if await onLoop(node, condition) { return true }
+        await Task.yield()
+    }
+    return false
 }
