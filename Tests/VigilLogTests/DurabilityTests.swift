@@ -69,13 +69,19 @@ struct DurabilityTests {
                 }
             }
             for i in 0..<5 {
-                let seq = try log.append(sampleRecord(i), priority: .critical, completion: ackHandler)
-                // Wait for this one before the next so each gets its own commit.
-                let deadline = ContinuousClock.now + .seconds(30)
-                while !acks.withLock({ $0.contains { $0.sequence == seq } }) {
-                    try #require(ContinuousClock.now < deadline, "seq \(seq) never acknowledged")
-                    try await Task.sleep(for: .milliseconds(1))
+                // Wait for this one before the next so each gets its own commit: the completion
+                // itself resumes the test (no polling).
+                let seq: UInt64 = try await withCheckedThrowingContinuation { c in
+                    do {
+                        _ = try log.append(sampleRecord(i), priority: .critical) { result in
+                            ackHandler(result)
+                            c.resume(with: result.mapError { $0 as any Error })
+                        }
+                    } catch {
+                        c.resume(throwing: error)
+                    }
                 }
+                #expect(acks.withLock { $0.contains { $0.sequence == seq } })
             }
             for i in 5..<200 { try log.append(sampleRecord(i), priority: .sheddable, completion: ackHandler) }
             let last = try await log.appendDurably(sampleRecord(200), priority: .critical)

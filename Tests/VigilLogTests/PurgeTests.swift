@@ -5,15 +5,34 @@ import VigilLog
 
 @Suite("Retention purges")
 struct PurgeTests {
-    /// Waits for a purge's completion.
+    /// Waits for a purge's completion: the writer's completion resumes the waiting test, so
+    /// nothing polls and a slow CI disk only makes it take longer.
     final class Done: Sendable {
-        let result = Mutex<Result<UInt64, LogError>?>(nil)
-        func wait() async -> Result<UInt64, LogError>? {
-            for _ in 0..<6_000 { // up to a minute: a loaded CI disk is slow, and only the result matters
-                if let r = result.withLock({ $0 }) { return r }
-                try? await Task.sleep(for: .milliseconds(10))
+        private struct State {
+            var result: Result<UInt64, LogError>?
+            var waiter: CheckedContinuation<Result<UInt64, LogError>?, Never>?
+        }
+        private let state = Mutex(State())
+
+        var isDone: Bool { state.withLock { $0.result != nil } }
+
+        func set(_ r: Result<UInt64, LogError>) {
+            let waiter = state.withLock { s -> CheckedContinuation<Result<UInt64, LogError>?, Never>? in
+                s.result = r
+                defer { s.waiter = nil }
+                return s.waiter
             }
-            return nil
+            waiter?.resume(returning: r)
+        }
+
+        func wait() async -> Result<UInt64, LogError>? {
+            await withCheckedContinuation { c in
+                let ready = state.withLock { s -> Result<UInt64, LogError>? in
+                    if s.result == nil { s.waiter = c }
+                    return s.result
+                }
+                if let ready { c.resume(returning: ready) }
+            }
         }
     }
 
@@ -26,7 +45,7 @@ struct PurgeTests {
             let done = Done()
             // Kind 1 only, before record 20,000, and never past sequence 25,000.
             try log.purge(before: cutoff, throughSequence: 25_000, matches: { kind, _ in kind == 1 }) { r in
-                done.result.withLock { $0 = r }
+                done.set(r)
             }
             // Appends go on meanwhile and are not touched (they are past the sequence).
             let later = await appendAll(log, (30_000..<30_100).map { sampleRecord($0) }, priority: .critical)
@@ -40,7 +59,7 @@ struct PurgeTests {
             #expect(log.statistics.purged == UInt64(expected))
             // Asked again, nothing is left to delete.
             let again = Done()
-            try log.purge(before: cutoff, throughSequence: 25_000, matches: { kind, _ in kind == 1 }) { r in again.result.withLock { $0 = r } }
+            try log.purge(before: cutoff, throughSequence: 25_000, matches: { kind, _ in kind == 1 }) { r in again.set(r) }
             #expect(try #require(await again.wait()).successValue == 0)
             log.close()
         }
@@ -68,7 +87,7 @@ struct PurgeTests {
                 // Bounded, so a test that failed to queue the append fails instead of hanging.
                 if gate.withLock({ let closed = $0; $0 = false; return closed }) { _ = appendQueued.wait(timeout: .now() + 60) }
                 return true
-            }) { r in done.result.withLock { $0 = r } }
+            }) { r in done.set(r) }
             // One critical event and nothing else: under deferred-meta its acknowledgement needs the
             // writer to sync while it is busy deleting.
             let acknowledged = Mutex<(sequence: UInt64?, purgedBefore: UInt64, purgeFinished: Bool)?>(nil)
@@ -77,7 +96,7 @@ struct PurgeTests {
             try log.append(LogRecord(kind: 3, timeMicroseconds: 2_000_000, payload: [9]), priority: .critical) { result in
                 // Runs on the writer thread, so the statistics are exactly those of the moment.
                 acknowledged.withLock {
-                    $0 = (try? result.get(), log.statistics.purged, done.result.withLock { $0 != nil })
+                    $0 = (try? result.get(), log.statistics.purged, done.isDone)
                 }
                 whenAcknowledged.signal()
             }
@@ -105,7 +124,7 @@ struct PurgeTests {
                                 priority: .critical)
             let done = Done()
             try log.purge(before: 1_000, throughSequence: .max, matches: { _, payload in payload.first == 1 }) { r in
-                done.result.withLock { $0 = r }
+                done.set(r)
             }
             #expect(try #require(await done.wait()).successValue == 50)
             #expect(try readAll(log).records.allSatisfy { $0.record.payload == [0] })
