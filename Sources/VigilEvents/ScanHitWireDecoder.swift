@@ -41,6 +41,70 @@ enum ScanHitWireDecoder {
         return hit
     }
 
+    /// The replay hot path: the same wire format into `ScanHitFields`, nothing allocated but a
+    /// name longer than a small string. Accepts exactly the inputs `decode` accepts (a field it
+    /// does not keep is still checked as swift-protobuf would check it) and gives the fields of
+    /// what `decode` gives, so `ScanHitFields(decode(b)) == decodeFields(b)` for every `b`.
+    static func decodeFields(_ bytes: UnsafeRawBufferPointer) -> ScanHitFields? {
+        var reader = WireReader(bytes: bytes)
+        var hit = ScanHitFields()
+        var sawAdvertisement = false
+        while !reader.atEnd {
+            guard let tag = reader.varint() else { return nil }
+            switch (tag >> 3, tag & 7) {
+            case (1, 0): guard let v = reader.varint() else { return nil }; hit.address = v
+            case (2, 0): guard let v = reader.varint() else { return nil }; hit.addressType = Int(Int32(truncatingIfNeeded: v))
+            case (3, 0): guard let v = reader.varint() else { return nil }; hit.rssiMin = zigzag32(v)
+            case (4, 0): guard let v = reader.varint() else { return nil }; hit.rssiMax = zigzag32(v)
+            case (5, 0): guard let v = reader.varint() else { return nil }; hit.rssiSum = zigzag64(v)
+            case (6, 0): guard let v = reader.varint() else { return nil }; hit.count = UInt32(truncatingIfNeeded: v)
+            case (7, 0): guard let v = reader.varint() else { return nil }; hit.firstOffsetUs = v
+            case (8, 0): guard let v = reader.varint() else { return nil }; hit.lastOffsetUs = v
+            case (9, 0): guard let v = reader.varint() else { return nil }; hit.txPower = zigzag32(v)
+            case (11, 0): guard let v = reader.varint() else { return nil }; hit.rssiUnavailable = UInt32(truncatingIfNeeded: v)
+            case (10, 2):
+                guard !sawAdvertisement, let body = reader.lengthDelimited(),
+                      let name = summaryName(body) else { return nil }
+                hit.name = name
+                sawAdvertisement = true
+            default:
+                return nil
+            }
+        }
+        return hit
+    }
+
+    /// Checks a summary as `decodeSummary` does and returns only its name ("" when absent).
+    private static func summaryName(_ bytes: UnsafeRawBufferPointer) -> String? {
+        var reader = WireReader(bytes: bytes)
+        var name = ""
+        while !reader.atEnd {
+            guard let tag = reader.varint() else { return nil }
+            switch (tag >> 3, tag & 7) {
+            case (1, 0), (3, 0), (4, 0), (5, 0), (6, 0), (7, 0):
+                guard reader.varint() != nil else { return nil }
+            case (2, 2):
+                guard let body = reader.lengthDelimited(), let text = String(validating: body, as: UTF8.self) else { return nil }
+                name = text
+            case (3, 2), (7, 2):
+                guard let body = reader.lengthDelimited(), isPackedVarints(body) else { return nil }
+            case (8, 2), (9, 2), (10, 2):
+                guard reader.lengthDelimited() != nil else { return nil }
+            default:
+                return nil
+            }
+        }
+        return name
+    }
+
+    private static func isPackedVarints(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        var reader = WireReader(bytes: bytes)
+        while !reader.atEnd {
+            guard reader.varint() != nil else { return false }
+        }
+        return true
+    }
+
     private static func decodeSummary(_ bytes: UnsafeRawBufferPointer) -> AdvertisementSummary? {
         var reader = WireReader(bytes: bytes)
         var summary = AdvertisementSummary()
