@@ -62,6 +62,12 @@ struct Reporter {
         guard wants(line.metric) else { return }
         writeAll(line.json + "\n", to: STDOUT_FILENO)
     }
+
+    /// A line that belongs to another metric (a breakdown of it): printed when that one is.
+    func emit(_ line: MetricLine, with parent: String) {
+        guard wants(parent) || wants(line.metric) else { return }
+        writeAll(line.json + "\n", to: STDOUT_FILENO)
+    }
 }
 
 /// Diagnostics and progress go to stderr.

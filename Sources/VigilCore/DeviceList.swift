@@ -50,12 +50,18 @@ public struct DeviceList: Projection {
 
     /// Devices keyed by address with the address type in bits 48...
     @inline(__always)
-    static func key(_ hit: ScanHit) -> UInt64 { (hit.address & 0xFFFF_FFFF_FFFF) | (UInt64(hit.addressType.rawValue & 0xFF) << 48) }
+    static func key(_ hit: ScanHitFields) -> UInt64 { (hit.address & 0xFFFF_FFFF_FFFF) | (UInt64(hit.addressType & 0xFF) << 48) }
 
     public mutating func apply(_ input: ProjectionInput) {
         guard case .event(let event) = input else { return }
         observe(time: event.timeMicroseconds)
-        if case .scanHit(let hit) = event.body { fold(hit, time: event.timeMicroseconds) }
+        if case .scanHit(let hit) = event.body { fold(ScanHitFields(hit), time: event.timeMicroseconds) }
+    }
+
+    /// A scan hit read by replay's fast path: the same as `apply` with the event it came from.
+    public mutating func apply(scanHit hit: ScanHitFields, timeMicroseconds time: UInt64) {
+        observe(time: time)
+        fold(hit, time: time)
     }
 
     /// Every event's time drives pruning (time is data, never a clock).
@@ -73,7 +79,7 @@ public struct DeviceList: Projection {
     }
 
     /// Folds one ScanHit whose event time is `time`.
-    mutating func fold(_ hit: ScanHit, time: UInt64) {
+    mutating func fold(_ hit: ScanHitFields, time: UInt64) {
         guard hit.count > 0 else { return }
         let first = hit.firstSeenMicroseconds(eventTime: time)
         let last = hit.lastSeenMicroseconds(eventTime: time)
@@ -87,17 +93,17 @@ public struct DeviceList: Projection {
             // Mutate in place: no copy of the device out of the table and no second hash.
             Self.update(&devices.values[index], with: hit, first: first, last: last, mean: mean)
         } else {
-            devices[key] = Device(address: hit.address, addressType: hit.addressType.rawValue,
+            devices[key] = Device(address: hit.address, addressType: hit.addressType,
                                   firstSeenMicroseconds: first, lastSeenMicroseconds: last, hits: 1,
                                   reports: UInt64(hit.count), rssiMin: hit.rssiMin, rssiMax: hit.rssiMax,
                                   rssiSum: hit.rssiSum, lastMeanRSSICentiDBm: mean,
-                                  txPower: hit.hasTxPower ? hit.txPower : nil, name: hit.advertisement.name,
+                                  txPower: hit.txPower, name: hit.name,
                                   rssiUnavailable: hit.rssiUnavailable == 0 ? nil : UInt64(hit.rssiUnavailable))
         }
     }
 
     @inline(__always)
-    private static func update(_ d: inout Device, with hit: ScanHit, first: UInt64, last: UInt64, mean: Int32) {
+    private static func update(_ d: inout Device, with hit: ScanHitFields, first: UInt64, last: UInt64, mean: Int32) {
         d.firstSeenMicroseconds = min(d.firstSeenMicroseconds, first)
         d.lastSeenMicroseconds = max(d.lastSeenMicroseconds, last)
         d.hits += 1
@@ -112,8 +118,8 @@ public struct DeviceList: Projection {
             d.rssiSum = overflow ? (hit.rssiSum < 0 ? .min : .max) : sum
             d.lastMeanRSSICentiDBm = mean
         }
-        if hit.hasTxPower { d.txPower = hit.txPower }
-        if !hit.advertisement.name.isEmpty && d.name != hit.advertisement.name { d.name = hit.advertisement.name }
+        if let txPower = hit.txPower { d.txPower = txPower }
+        if !hit.name.isEmpty && d.name != hit.name { d.name = hit.name }
     }
 
     private mutating func prune(now: UInt64) {

@@ -36,6 +36,20 @@ public struct NodeHealth: Projection {
 
     public var totalEvents: UInt64 { eventsByKind.reduce(0, +) }
 
+    /// A scan hit read by replay's fast path: the same as `apply` with the event it came from
+    /// (a scan hit only counts).
+    public mutating func recordScanHit(timeMicroseconds time: UInt64) {
+        count(kind: EventKind.scanHit.rawValue, timeMicroseconds: time)
+    }
+
+    /// The counters every event moves.
+    @inline(__always)
+    private mutating func count(kind k: Int, timeMicroseconds time: UInt64) {
+        eventsByKind[k >= 0 && k < eventsByKind.count ? k : 0] += 1
+        if firstEventMicroseconds == 0 { firstEventMicroseconds = time }
+        lastEventMicroseconds = max(lastEventMicroseconds, time)
+    }
+
     public mutating func apply(_ input: ProjectionInput) {
         switch input {
         case .undecodable(let error):
@@ -48,10 +62,7 @@ public struct NodeHealth: Projection {
     }
 
     mutating func record(_ event: Event) {
-        let k = event.body.kind.rawValue
-        eventsByKind[k < eventsByKind.count ? k : 0] += 1
-        if firstEventMicroseconds == 0 { firstEventMicroseconds = event.timeMicroseconds }
-        lastEventMicroseconds = max(lastEventMicroseconds, event.timeMicroseconds)
+        count(kind: event.body.kind.rawValue, timeMicroseconds: event.timeMicroseconds)
         switch event.body {
         case .nodeStarted(let started):
             starts += 1

@@ -54,7 +54,7 @@ public struct Projections: Projection {
         alerts.observe(time: time)
         switch event.body {
         case .scanHit(let hit):
-            devices.fold(hit, time: time)
+            devices.fold(ScanHitFields(hit), time: time)
             if escalations.hasTags { addMessages(escalations.apply(event), event) }
         case .alertRaised(let alert):
             alerts.apply(alertEvent: event)
@@ -98,6 +98,26 @@ public struct Projections: Projection {
         default:
             break
         }
+    }
+
+    /// Whether a scan hit must be applied as its whole event (`apply(_:)`) rather than as its
+    /// fields: when it is the sighting of a resident's tag, the escalation ladder takes the event.
+    /// Tags are every address in `everTagAddresses` (a superset of the current ones), so this is
+    /// false for every other hit.
+    @inline(__always)
+    public func needsWholeEvent(forScanHit hit: ScanHitFields) -> Bool {
+        escalations.hasTags && hit.count > 0 && escalations.everTagAddresses.contains(hit.address & 0xFFFF_FFFF_FFFF)
+    }
+
+    /// The replay hot path for the hot kind: a ScanHit as the fields replay decoded, without the
+    /// generated message. The same result as `apply(_:)` with the whole event, for every hit for
+    /// which `needsWholeEvent(forScanHit:)` is false (the caller applies the event otherwise).
+    public mutating func apply(scanHit hit: ScanHitFields, sequence: UInt64, timeMicroseconds time: UInt64) {
+        appliedThrough = max(appliedThrough, sequence)
+        health.recordScanHit(timeMicroseconds: time)
+        devices.observe(time: time)
+        alerts.observe(time: time)
+        devices.fold(hit, time: time)
     }
 
     private mutating func addMessages(_ messages: [EscalationBook.Message], _ event: Event) {

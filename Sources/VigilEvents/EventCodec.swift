@@ -117,6 +117,14 @@ public enum EventCodec {
         return try M(serializedBytes: RawSpan(_unsafeBytes: payload), options: options)
     }
 
+    /// The fields projections fold from a ScanHit payload, decoded in place without building the
+    /// generated message (see `ScanHitFields`). nil when the payload is not in the common shape:
+    /// then `decode(kind:payload:sequence:)` decodes it, or reports why it cannot.
+    @inline(__always)
+    public static func scanHitFields(payload: UnsafeRawBufferPointer) -> ScanHitFields? {
+        ScanHitWireDecoder.decodeFields(payload)
+    }
+
     public static func decode(kind: UInt32, payload: [UInt8], sequence: UInt64) throws(EventDecodingError) -> EventBody {
         let result: Result<EventBody, EventDecodingError> = payload.withUnsafeBytes { raw in
             do throws(EventDecodingError) { return .success(try decode(kind: kind, payload: raw, sequence: sequence)) }

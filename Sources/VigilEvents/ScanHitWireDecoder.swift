@@ -41,6 +41,71 @@ enum ScanHitWireDecoder {
         return hit
     }
 
+    /// The replay hot path: the same wire format into `ScanHitFields`, nothing allocated but a
+    /// name longer than a small string. Accepts exactly the inputs `decode` accepts (a field it
+    /// does not keep is still checked as swift-protobuf would check it) and gives the fields of
+    /// what `decode` gives, so `ScanHitFields(decode(b)) == decodeFields(b)` for every `b`.
+    static func decodeFields(_ bytes: UnsafeRawBufferPointer) -> ScanHitFields? {
+        var reader = WireReader(bytes: bytes)
+        var hit = ScanHitFields()
+        var sawAdvertisement = false
+        // Tags as one number (field << 3 | wire type): a switch the compiler can turn into a table.
+        while !reader.atEnd {
+            guard let tag = reader.varint() else { return nil }
+            switch tag {
+            case 1 << 3: guard let v = reader.varint() else { return nil }; hit.address = v
+            case 2 << 3: guard let v = reader.varint() else { return nil }; hit.addressType = Int(Int32(truncatingIfNeeded: v))
+            case 3 << 3: guard let v = reader.varint() else { return nil }; hit.rssiMin = zigzag32(v)
+            case 4 << 3: guard let v = reader.varint() else { return nil }; hit.rssiMax = zigzag32(v)
+            case 5 << 3: guard let v = reader.varint() else { return nil }; hit.rssiSum = zigzag64(v)
+            case 6 << 3: guard let v = reader.varint() else { return nil }; hit.count = UInt32(truncatingIfNeeded: v)
+            case 7 << 3: guard let v = reader.varint() else { return nil }; hit.firstOffsetUs = v
+            case 8 << 3: guard let v = reader.varint() else { return nil }; hit.lastOffsetUs = v
+            case 9 << 3: guard let v = reader.varint() else { return nil }; hit.txPower = zigzag32(v)
+            case 11 << 3: guard let v = reader.varint() else { return nil }; hit.rssiUnavailable = UInt32(truncatingIfNeeded: v)
+            case 10 << 3 | 2:
+                guard !sawAdvertisement, let body = reader.lengthDelimited(),
+                      let name = summaryName(body) else { return nil }
+                hit.name = name
+                sawAdvertisement = true
+            default:
+                return nil
+            }
+        }
+        return hit
+    }
+
+    /// Checks a summary as `decodeSummary` does and returns only its name ("" when absent).
+    private static func summaryName(_ bytes: UnsafeRawBufferPointer) -> String? {
+        var reader = WireReader(bytes: bytes)
+        var name = ""
+        while !reader.atEnd {
+            guard let tag = reader.varint() else { return nil }
+            switch tag {
+            case 1 << 3, 3 << 3, 4 << 3, 5 << 3, 6 << 3, 7 << 3:
+                guard reader.varint() != nil else { return nil }
+            case 2 << 3 | 2:
+                guard let body = reader.lengthDelimited(), let text = String(validating: body, as: UTF8.self) else { return nil }
+                name = text
+            case 3 << 3 | 2, 7 << 3 | 2:
+                guard let body = reader.lengthDelimited(), isPackedVarints(body) else { return nil }
+            case 8 << 3 | 2, 9 << 3 | 2, 10 << 3 | 2:
+                guard reader.lengthDelimited() != nil else { return nil }
+            default:
+                return nil
+            }
+        }
+        return name
+    }
+
+    private static func isPackedVarints(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        var reader = WireReader(bytes: bytes)
+        while !reader.atEnd {
+            guard reader.varint() != nil else { return false }
+        }
+        return true
+    }
+
     private static func decodeSummary(_ bytes: UnsafeRawBufferPointer) -> AdvertisementSummary? {
         var reader = WireReader(bytes: bytes)
         var summary = AdvertisementSummary()
@@ -99,6 +164,17 @@ struct WireReader {
 
     @inline(__always)
     mutating func varint() -> UInt64? {
+        // Most varints in a ScanHit (every tag, most values) are one byte.
+        guard offset < bytes.count else { return nil }
+        let first = bytes[offset]
+        if first < 0x80 {
+            offset += 1
+            return UInt64(first)
+        }
+        return longVarint()
+    }
+
+    private mutating func longVarint() -> UInt64? {
         var result: UInt64 = 0
         var shift: UInt64 = 0
         while offset < bytes.count && shift < 64 {

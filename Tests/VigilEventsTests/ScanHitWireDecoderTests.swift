@@ -89,3 +89,58 @@ import Testing
             == .scanHit(try #require(Self.generic(twice))))
     }
 }
+
+/// Replay's fast path decodes ScanHits into `ScanHitFields`: it must accept exactly what the
+/// message fast path accepts and give the fields of what swift-protobuf decodes.
+@Suite struct ScanHitFieldsDecoderTests {
+    static func fields(_ bytes: [UInt8]) -> ScanHitFields? {
+        bytes.withUnsafeBytes { EventCodec.scanHitFields(payload: $0) }
+    }
+
+    @Test func agreesWithSwiftProtobufOnRandomHits() throws {
+        var rng = SystemRandomNumberGenerator()
+        for _ in 0..<5_000 {
+            let hit = ScanHitWireDecoderTests.randomHit(&rng)
+            let bytes: [UInt8] = try hit.serializedBytes()
+            let fields = try #require(Self.fields(bytes), "well-formed hits take the fast path")
+            #expect(fields == ScanHitFields(try #require(ScanHitWireDecoderTests.generic(bytes))))
+            #expect(fields == ScanHitFields(hit))
+        }
+    }
+
+    @Test func acceptsExactlyWhatTheMessageFastPathAcceptsOnMutatedBytes() throws {
+        var rng = SystemRandomNumberGenerator()
+        var steppedAside = 0
+        for _ in 0..<20_000 {
+            var bytes: [UInt8] = try ScanHitWireDecoderTests.randomHit(&rng).serializedBytes()
+            guard !bytes.isEmpty else { continue }
+            switch Int.random(in: 0..<3, using: &rng) {
+            case 0: bytes[Int.random(in: 0..<bytes.count, using: &rng)] = UInt8.random(in: 0...255, using: &rng)
+            case 1: bytes.removeLast(Int.random(in: 1...bytes.count, using: &rng))
+            default: bytes.insert(UInt8.random(in: 0...255, using: &rng), at: Int.random(in: 0...bytes.count, using: &rng))
+            }
+            let fields = Self.fields(bytes)
+            let message = ScanHitWireDecoderTests.fast(bytes)
+            #expect(fields == message.map(ScanHitFields.init), "fields and message fast paths disagree on \(bytes)")
+            if let fields {
+                // Taken only when swift-protobuf decodes it too, to the same fields.
+                #expect(ScanHitWireDecoderTests.generic(bytes).map(ScanHitFields.init) == fields, "disagreed on \(bytes)")
+            } else {
+                steppedAside += 1
+            }
+        }
+        #expect(steppedAside > 0, "mutations exercise the fallback")
+    }
+
+    @Test func unusualShapesAreLeftToTheFullDecoder() throws {
+        let summary: [UInt8] = [0x18, 0x6F, 0x18, 0xFD, 0x01, 0x12, 0x03, 0x54, 0x61, 0x67] // unpacked UUIDs, name "Tag"
+        let bytes: [UInt8] = [0x08, 0x01, 0x52, UInt8(summary.count)] + summary
+        #expect(Self.fields(bytes)?.name == "Tag")
+        // The summary twice merges: swift-protobuf's job.
+        #expect(Self.fields(bytes + [0x52, UInt8(summary.count)] + summary) == nil)
+        // An unknown field (a newer schema) and invalid UTF-8 in the name step aside too.
+        #expect(Self.fields(bytes + [0xF8, 0x01, 0x01]) == nil)
+        #expect(Self.fields([0x52, 0x03, 0x12, 0x01, 0xFF]) == nil)
+        #expect(Self.fields([]) == ScanHitFields())
+    }
+}
