@@ -1,8 +1,8 @@
 import VigilEvents
 
 /// Residents who must check in, and where each stands on the "are you OK?" ladder:
-/// prompt → (confirm, default 20 min) → text to contacts → (5 min) → loud alarm → (5 min) →
-/// contacts told the emergency was triggered.
+/// prompt → (confirm, default 20 min) → text to the resident (their own address) and to the
+/// shelter's staff → (5 min) → loud alarm → (5 min) → contacts told the emergency was triggered.
 ///
 /// Pure: the ladder moves only on events. The node's scheduler reads `nextDeadline(for:)`, and
 /// when that time comes it appends a DeadlineReached; applying it advances the ladder. So replay
@@ -30,6 +30,14 @@ public struct EscalationBook: Projection {
         public var utcOffsetMinutes: Int32
     }
 
+    /// A recurring pause: the days it starts on (bit 0 = Monday ... bit 6 = Sunday) and its local
+    /// minutes; an end before the start runs past midnight into the next day.
+    public struct WeeklyWindow: Codable, Equatable, Sendable {
+        public var days: UInt32
+        public var startMinute: UInt32
+        public var endMinute: UInt32
+    }
+
     public struct ContactEntry: Codable, Equatable, Sendable {
         public var name: String
         public var address: String
@@ -47,6 +55,15 @@ public struct EscalationBook: Projection {
         public var pauses: [Window]
         public var night: Night?
         public var bleTag: UInt64
+        /// The resident's own address for texts (empty: the resident's id, as for the prompt).
+        public var ownAddress: String
+        /// Room or bed, for messages about them.
+        public var room: String
+        public var weekly: [WeeklyWindow]
+        /// IANA zone name for the night window and weekly pauses (empty: the night's fixed offset).
+        public var timeZone: String
+        /// When the current ladder started (its prompt), for messages.
+        public var ladderStartMicroseconds: UInt64
         /// The time the next prompt (time mode) or emergency (pulse mode) counts from: enrolment,
         /// the last "I'm OK", or the last positive datum.
         public var anchorMicroseconds: UInt64
@@ -79,7 +96,7 @@ public struct EscalationBook: Projection {
 
     /// A message the ladder wants delivered (it becomes an outbox entry).
     public struct Message: Equatable, Sendable {
-        public enum Audience: String, Codable, Sendable { case resident, contacts }
+        public enum Audience: String, Codable, Sendable { case resident, contacts, staff }
         public var id: String
         public var audience: Audience
         public var recipients: [String]
@@ -99,6 +116,8 @@ public struct EscalationBook: Projection {
     public private(set) var everTagAddresses: Set<UInt64> = []
     public private(set) var staleDeadlines: UInt64 = 0
     public private(set) var implausibleData: UInt64 = 0
+    /// The shelter's settings and zone rules (see LadderContext).
+    public var context = LadderContext()
 
     public init() {}
 
@@ -172,6 +191,10 @@ public struct EscalationBook: Projection {
             night: r.hasNight ? Night(startMinute: r.night.startMinute % 1_440, endMinute: r.night.endMinute % 1_440,
                                       utcOffsetMinutes: r.night.utcOffsetMinutes) : nil,
             bleTag: r.bleTag & 0xFFFF_FFFF_FFFF,
+            ownAddress: r.ownAddress, room: r.room,
+            weekly: r.weeklyPauses.filter { $0.days & 0x7F != 0 && $0.startMinute % 1_440 != $0.endMinute % 1_440 }
+                .map { WeeklyWindow(days: $0.days & 0x7F, startMinute: $0.startMinute % 1_440, endMinute: $0.endMinute % 1_440) },
+            timeZone: r.timeZone, ladderStartMicroseconds: 0,
             anchorMicroseconds: event.timeMicroseconds, ladder: retiredLadders[r.id] ?? 0, step: 0, stepDueMicroseconds: 0,
             stepSequence: event.sequence, lastPositiveMicroseconds: 0, lastPositiveSequence: 0, triggered: 0)
         if let previous, previous.checkInMode != .off, state.checkInMode != .off {
@@ -180,6 +203,7 @@ public struct EscalationBook: Projection {
             state.ladder = previous.ladder
             state.step = previous.step
             state.stepDueMicroseconds = previous.stepDueMicroseconds
+            state.ladderStartMicroseconds = previous.ladderStartMicroseconds
             state.stepSequence = previous.stepSequence
             state.lastPositiveMicroseconds = previous.lastPositiveMicroseconds
             state.lastPositiveSequence = previous.lastPositiveSequence
@@ -225,8 +249,13 @@ public struct EscalationBook: Projection {
         }
         var messages: [Message] = []
         let who = r.name.isEmpty ? r.id : r.name
-        if r.step >= 2 {
-            // Contacts were told something was wrong; tell them it is not.
+        // Whoever was told something was wrong is told it is not: the staff from the second
+        // step on, the contacts once the emergency was triggered.
+        if r.step >= LadderStep.text.rawValue && !context.staff.isEmpty {
+            messages.append(Message(id: "\(r.id)/\(r.ladder)/ok-staff", audience: .staff, recipients: context.staff,
+                                    text: "\(who) has checked in and is OK."))
+        }
+        if r.step >= LadderStep.notify.rawValue {
             messages.append(Message(id: "\(r.id)/\(r.ladder)/ok", audience: .contacts,
                                     recipients: r.contacts.map(\.address),
                                     text: "\(who) has checked in and is OK."))
@@ -254,19 +283,27 @@ public struct EscalationBook: Projection {
         case .prompt:
             r.ladder = d.ladder
             r.step = LadderStep.prompt.rawValue
+            r.ladderStartMicroseconds = max(d.dueUs, event.timeMicroseconds)
             messages.append(Message(id: "\(r.id)/\(r.ladder)/prompt", audience: .resident, recipients: [r.id],
                                     text: "Are you OK, \(who)? Press the button or check in."))
         case .text:
             r.step = LadderStep.text.rawValue
-            messages.append(Message(id: "\(r.id)/\(r.ladder)/text", audience: .contacts, recipients: contacts,
-                                    text: "\(who) has not answered \"are you OK?\" at the shelter. Please check on them."))
+            // The second step is a text to the resident themselves and a word to the staff on
+            // site, who can knock on the door; contacts hear only at the last step (issue 10).
+            messages.append(Message(id: "\(r.id)/\(r.ladder)/text", audience: .resident,
+                                    recipients: [r.ownAddress.isEmpty ? r.id : r.ownAddress],
+                                    text: "\(who), you have not answered \"are you OK?\". Please press the button or check in now."))
+            if !context.staff.isEmpty {
+                messages.append(Message(id: "\(r.id)/\(r.ladder)/staff", audience: .staff, recipients: context.staff,
+                                        text: "\(who) has not answered \"are you OK?\"\(whereText(r)). Please check on them."))
+            }
         case .alarm:
             r.step = LadderStep.alarm.rawValue
         case .notify:
             r.step = LadderStep.notify.rawValue
             r.triggered += 1
             messages.append(Message(id: "\(r.id)/\(r.ladder)/notify", audience: .contacts, recipients: contacts,
-                                    text: "EMERGENCY for \(who): no answer after the alarm. Emergency triggered."))
+                                    text: "EMERGENCY for \(who): no answer after the alarm\(whereText(r)). Emergency triggered."))
         default:
             staleDeadlines += 1
             return []
@@ -305,7 +342,7 @@ public struct EscalationBook: Projection {
             return nil
         }
         return Deadline(resident: r.id, ladder: step == .prompt ? r.ladder &+ 1 : r.ladder, step: step,
-                        dueMicroseconds: Self.outsideQuietTime(base, r))
+                        dueMicroseconds: outsideQuietTime(base, r))
     }
 
     /// The earliest deadline over all residents (ties broken by resident id, for determinism).
@@ -314,42 +351,115 @@ public struct EscalationBook: Projection {
             .min { ($0.dueMicroseconds, $0.resident) < ($1.dueMicroseconds, $1.resident) }
     }
 
-    /// Moves `time` to the end of any pause or night window it falls in (repeatedly, as windows
-    /// can touch). No prompt and no escalation step happens inside them.
-    static func outsideQuietTime(_ time: UInt64, _ r: ResidentState) -> UInt64 {
+    /// Moves `time` to the end of any pause, weekly pause or night window it falls in
+    /// (repeatedly, as windows can touch). No prompt and no escalation step happens inside them.
+    func outsideQuietTime(_ time: UInt64, _ r: ResidentState) -> UInt64 {
         var t = time
-        for _ in 0..<16 {
+        for _ in 0..<32 {
             var moved = false
             for p in r.pauses where t >= p.start && t < p.end {
                 t = p.end
                 moved = true
             }
-            if let night = r.night, let end = nightEnd(containing: t, night) {
+            if let night = r.night, let end = windowEnd(containing: t, days: 0x7F, night.startMinute, night.endMinute, r) {
                 t = end
                 moved = true
+            }
+            for w in r.weekly {
+                if let end = windowEnd(containing: t, days: w.days, w.startMinute, w.endMinute, r) {
+                    t = end
+                    moved = true
+                }
             }
             if !moved { break }
         }
         return t
     }
 
-    /// When the night window containing `time` ends, or nil if `time` is not in it.
-    static func nightEnd(containing time: UInt64, _ n: Night) -> UInt64? {
+    /// The resident's UTC offset in seconds at a UTC time: from their zone's rules when the node
+    /// supplied them, else the night window's fixed offset (see LadderContext).
+    public func utcOffsetSeconds(_ r: ResidentState, atMicroseconds time: UInt64) -> Int64 {
+        if !r.timeZone.isEmpty, let rules = context.zones[r.timeZone] {
+            return Int64(rules.offset(atUTC: Int64(time / 1_000_000)))
+        }
+        return Int64(r.night?.utcOffsetMinutes ?? 0) * 60
+    }
+
+    /// Zones residents use whose rules the node did not supply (their fixed offsets are used).
+    public var missingZones: [String] {
+        Set(residents.values.map(\.timeZone).filter { !$0.isEmpty && context.zones[$0] == nil }).sorted()
+    }
+
+    /// When the daily window (on `days`, local minutes `start`..<`end`, wrapping past midnight
+    /// when `end` < `start`) containing `time` ends, or nil if `time` is not in it.
+    func windowEnd(containing time: UInt64, days: UInt32, _ startMinute: UInt32, _ endMinute: UInt32,
+                   _ r: ResidentState) -> UInt64? {
         // Times beyond year ~292,000 cannot come from a clock; refusing them keeps the Int64
         // arithmetic below from overflowing on a hostile or corrupt record.
-        guard n.startMinute != n.endMinute, time < UInt64(Int64.max / 2) else { return nil }
+        guard startMinute != endMinute, time < UInt64(Int64.max / 2) else { return nil }
         let minuteUs: Int64 = 60_000_000
-        let local = Int64(bitPattern: time) + Int64(n.utcOffsetMinutes) * minuteUs
         let dayUs = 1_440 * minuteUs
-        let minuteOfDay = (local % dayUs + dayUs) % dayUs / minuteUs
-        let start = Int64(n.startMinute), end = Int64(n.endMinute)
-        let inside = start < end ? (minuteOfDay >= start && minuteOfDay < end) : (minuteOfDay >= start || minuteOfDay < end)
-        guard inside else { return nil }
-        // Minutes from now until the window's end, wrapping past midnight.
-        let untilEnd = ((end - minuteOfDay) % 1_440 + 1_440) % 1_440
-        let startOfMinute = local - (local % minuteUs + minuteUs) % minuteUs
-        let endLocal = startOfMinute + untilEnd * minuteUs
-        return UInt64(clamping: endLocal - Int64(n.utcOffsetMinutes) * minuteUs)
+        let offsetUs = utcOffsetSeconds(r, atMicroseconds: time) * 1_000_000
+        let local = Int64(bitPattern: time) + offsetUs
+        let dayStart = local - (local % dayUs + dayUs) % dayUs
+        let minuteOfDay = (local - dayStart) / minuteUs
+        let weekday = CivilTime(utcSeconds: dayStart / 1_000_000).weekday
+        func on(_ d: Int64) -> Bool { days & (1 << UInt32((d % 7 + 7) % 7)) != 0 }
+        let start = Int64(startMinute), end = Int64(endMinute)
+        let endLocal: Int64
+        if start < end {
+            guard on(weekday), minuteOfDay >= start, minuteOfDay < end else { return nil }
+            endLocal = dayStart + end * minuteUs
+        } else if minuteOfDay >= start, on(weekday) {
+            endLocal = dayStart + dayUs + end * minuteUs
+        } else if minuteOfDay < end, on(weekday - 1) {
+            endLocal = dayStart + end * minuteUs
+        } else {
+            return nil
+        }
+        // Local to UTC with the offset in force at the end (daylight saving may begin or end
+        // inside the window): guess with today's offset, then correct with the guess's.
+        let guess = endLocal - offsetUs
+        let utc = endLocal - utcOffsetSeconds(r, atMicroseconds: UInt64(clamping: guess)) * 1_000_000
+        return max(UInt64(clamping: utc), time &+ 1)
+    }
+
+    /// " at Shelter North (-33.86,151.21), room 12; ladder started 2026-11-24 03:05 UTC", from
+    /// what is known.
+    func whereText(_ r: ResidentState) -> String {
+        var parts: [String] = []
+        let site = context.siteText
+        if !site.isEmpty { parts.append("at \(site)") }
+        if !r.room.isEmpty { parts.append("room \(r.room)") }
+        var text = parts.isEmpty ? "" : " " + parts.joined(separator: ", ")
+        if r.ladderStartMicroseconds > 0 {
+            text += "; ladder started \(localTimeText(r, r.ladderStartMicroseconds))"
+        }
+        return text
+    }
+
+    /// "The box at Shelter North was off from 2026-11-24 01:00 UTC to 2026-11-24 03:00 UTC
+    /// (120 min): no check-ins were watched then."
+    public func downtimeText(_ d: DowntimeDetected) -> String {
+        let site = context.siteText
+        let from = CivilTime(utcSeconds: Int64(clamping: d.fromUs / 1_000_000)).text
+        let to = CivilTime(utcSeconds: Int64(clamping: d.toUs / 1_000_000)).text
+        let minutes = d.toUs > d.fromUs ? (d.toUs - d.fromUs) / 60_000_000 : 0
+        return "The box\(site.isEmpty ? "" : " at " + site) was off from \(from) UTC to \(to) UTC (\(minutes) min): "
+            + "no check-ins were watched and no alarms sounded then."
+    }
+
+    /// A time as the resident's local civil time with its zone, or UTC.
+    public func localTimeText(_ r: ResidentState, _ time: UInt64) -> String {
+        let seconds = Int64(clamping: time / 1_000_000)
+        if !r.timeZone.isEmpty, context.zones[r.timeZone] != nil {
+            let offset = utcOffsetSeconds(r, atMicroseconds: time)
+            let sign = offset < 0 ? "-" : "+"
+            let a = abs(offset) / 60
+            let hh = a / 60 < 10 ? "0\(a / 60)" : "\(a / 60)", mm = a % 60 < 10 ? "0\(a % 60)" : "\(a % 60)"
+            return "\(CivilTime(utcSeconds: seconds + offset).text) \(r.timeZone) (UTC\(sign)\(hh):\(mm))"
+        }
+        return "\(CivilTime(utcSeconds: seconds).text) UTC"
     }
 
     /// Residents whose loud alarm sounds (alarm step or triggered).
@@ -358,7 +468,7 @@ public struct EscalationBook: Projection {
     public var prompting: [ResidentState] { residents.values.filter { (1...2).contains($0.step) }.sorted { $0.id < $1.id } }
 
     // tagOwners is derived from residents: not encoded.
-    enum CodingKeys: String, CodingKey { case residents, retiredLadders, staleDeadlines, implausibleData, everTagAddresses }
+    enum CodingKeys: String, CodingKey { case residents, retiredLadders, staleDeadlines, implausibleData, everTagAddresses, context }
 
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
@@ -368,6 +478,7 @@ public struct EscalationBook: Projection {
         staleDeadlines = try c.decode(UInt64.self, forKey: .staleDeadlines)
         implausibleData = try c.decode(UInt64.self, forKey: .implausibleData)
         everTagAddresses = try c.decodeIfPresent(Set<UInt64>.self, forKey: .everTagAddresses) ?? []
+        context = try c.decodeIfPresent(LadderContext.self, forKey: .context) ?? LadderContext()
         rebuildTags()
     }
 
@@ -378,5 +489,6 @@ public struct EscalationBook: Projection {
         try c.encode(staleDeadlines, forKey: .staleDeadlines)
         try c.encode(implausibleData, forKey: .implausibleData)
         try c.encode(everTagAddresses.sorted(), forKey: .everTagAddresses)
+        try c.encode(context, forKey: .context)
     }
 }

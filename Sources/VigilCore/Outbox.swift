@@ -10,6 +10,8 @@ public struct Outbox: Projection {
         case resident
         /// To a resident's contacts.
         case contacts
+        /// To the shelter's staff channel (`notify.staff`): the ladder's second step, downtime.
+        case staff
         /// Over the air to other boxes and phones (SOS); sent by the radio.
         case broadcast
     }

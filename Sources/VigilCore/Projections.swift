@@ -9,6 +9,8 @@ import VigilEvents
 /// (state, event); a changed setting applies from the moment the node loads it.
 public struct ProjectionSettings: Sendable, Equatable {
     public var devicePruneAfterMicroseconds: UInt64 = 300_000_000
+    /// The ladder's view of the shelter: site, staff channel, zone rules (`site.*`, `notify.staff`).
+    public var ladder = LadderContext()
     public init() {}
 }
 
@@ -28,10 +30,13 @@ public struct Projections: Projection {
     /// v3: schema 4 added the exposure book (an older checkpoint is ignored: the log is replayed).
     /// v4: schema 5 added acknowledgements to the alert book, and the book forgets long-ended
     /// alerts.
-    public static let checkpointName = "projections.v4"
+    /// v5: schema 6 gave residents their own address, room, weekly pauses and time zone, and the
+    /// ladder keeps its start time and the shelter's settings (older checkpoints cannot hold them).
+    public static let checkpointName = "projections.v5"
 
     public init(settings: ProjectionSettings = ProjectionSettings()) {
         devices = DeviceList(pruneAfterMicroseconds: settings.devicePruneAfterMicroseconds)
+        escalations.context = settings.ladder
     }
 
     /// Same result as applying `input` to each projection in turn; dispatches on the event once
@@ -87,6 +92,13 @@ public struct Projections: Projection {
             alarms.acknowledge(sounding: OutputPolicy.soundingAlarms(self), event: event)
         case .outboxAttempt:
             outbox.apply(.event(event))
+        case .downtimeDetected(let d):
+            // The box's own downtime, told to the staff once (issue 10, item 7).
+            let staff = escalations.context.staff
+            if !staff.isEmpty {
+                outbox.add(id: "downtime/\(event.sequence)", channel: .staff, recipients: staff,
+                           text: escalations.downtimeText(d), event: event)
+            }
         case .contactRetention:
             // Contact data (scan hits) before the cutoff is being deleted: what it built goes too,
             // at this event, whether the deletion has happened yet or not — replay stays equal.
@@ -122,7 +134,12 @@ public struct Projections: Projection {
 
     private mutating func addMessages(_ messages: [EscalationBook.Message], _ event: Event) {
         for m in messages {
-            outbox.add(id: m.id, channel: m.audience == .resident ? .resident : .contacts, recipients: m.recipients,
+            let channel: Outbox.Channel = switch m.audience {
+            case .resident: .resident
+            case .contacts: .contacts
+            case .staff: .staff
+            }
+            outbox.add(id: m.id, channel: channel, recipients: m.recipients,
                        text: m.text, event: event)
         }
     }

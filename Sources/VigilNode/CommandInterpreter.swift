@@ -154,6 +154,25 @@ public struct CommandInterpreter {
             guard tag <= 0xFFFF_FFFF_FFFF else { return "a tag address has 48 bits" }
             r.bleTag = tag
         }
+        if let address = s.ownAddress {
+            guard address.utf8.count <= 200 else { return "the address is longer than 200 bytes" }
+            r.ownAddress = address
+        }
+        if let room = s.room {
+            guard room.utf8.count <= 100 else { return "the room is longer than 100 bytes" }
+            r.room = room
+        }
+        if let weekly = s.weekly {
+            guard weekly.count <= 32, weekly.allSatisfy({ (1...0x7F).contains($0.days) && $0.startMinute < 1_440 && $0.endMinute < 1_440 && $0.startMinute != $0.endMinute }) else {
+                return "weekly pauses need days, and a start and an end within a day that differ (at most 32)"
+            }
+            r.weeklyPauses = weekly.map { var w = WeeklySlot(); w.days = $0.days; w.startMinute = $0.startMinute; w.endMinute = $0.endMinute; return w }
+        }
+        if let zone = s.timeZone {
+            // The CLI checks the name against the tz database; here only its shape (no I/O).
+            guard zone.isEmpty || TimeZoneFiles.isPlausibleName(zone) else { return "\(zone) is not a time zone name (Europe/Madrid)" }
+            r.timeZone = zone
+        }
         return nil
     }
 
@@ -346,5 +365,9 @@ extension Resident {
             night.utcOffsetMinutes = n.utcOffsetMinutes
         }
         bleTag = s.bleTag
+        ownAddress = s.ownAddress
+        room = s.room
+        weeklyPauses = s.weekly.map { var w = WeeklySlot(); w.days = $0.days; w.startMinute = $0.startMinute; w.endMinute = $0.endMinute; return w }
+        timeZone = s.timeZone
     }
 }

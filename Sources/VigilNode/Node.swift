@@ -57,6 +57,8 @@ public final class Node: @unchecked Sendable {
     private(set) lazy var retention = Retention(node: self)
     private(set) lazy var checkpoints = Checkpoints(node: self)
     private(set) lazy var control = ControlHandler(node: self)
+    private(set) lazy var downtime = DowntimeReport(node: self)
+    private(set) lazy var zones = TimeZoneWatch(node: self)
     /// In the order they start, hear events and stop.
     private var components: [any NodeComponent] = []
 
@@ -120,7 +122,7 @@ public final class Node: @unchecked Sendable {
         projections = Projections(settings: configuration.projections)
         initialAir = boot.air
         failures.target = self
-        components = [intake, airAlerts, buttons, ladder, deliveries, retention, checkpoints, control]
+        components = [intake, airAlerts, buttons, ladder, deliveries, retention, checkpoints, control, downtime, zones]
         do {
             try restore()
         } catch {
@@ -137,11 +139,20 @@ public final class Node: @unchecked Sendable {
         projections.devices.setPruneAfter(configuration.projections.devicePruneAfterMicroseconds)
         projections.outbox.retryBaseMicroseconds = configuration.notifier.retryBaseMicroseconds
         projections.outbox.retryMaxMicroseconds = configuration.notifier.retryMaxMicroseconds
+        refreshLadderContext()
         let from = projections.appliedThrough
         let replayed = try Replay.catchUp(&projections, from: log)
+        refreshLadderContext()
         logger.info("restored projections", metadata: [
             "checkpoint": "\(from)", "replayed": "\(replayed)", "applied_through": "\(projections.appliedThrough)",
         ])
+    }
+
+    /// The ladder's settings from the configuration, with the rules of the zones residents use
+    /// (settings, not history: LadderContext says why). At start and when a zone is new.
+    func refreshLadderContext() {
+        projections.escalations.context = TimeZoneFiles.context(configuration.projections.ladder,
+                                                                keeping: projections.escalations.context, for: projections.escalations)
     }
 
     // MARK: Thread-safe entry points

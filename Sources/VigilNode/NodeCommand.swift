@@ -93,6 +93,16 @@ public struct ResidentSettings: Codable, Sendable, Equatable {
             self.endMicroseconds = endMicroseconds
         }
     }
+    /// A recurring pause: days (bit 0 = Monday ... bit 6 = Sunday) and local minutes; an end
+    /// before the start runs past midnight.
+    public struct Weekly: Codable, Sendable, Equatable {
+        public var days: UInt32
+        public var startMinute: UInt32
+        public var endMinute: UInt32
+        public init(days: UInt32, startMinute: UInt32, endMinute: UInt32) {
+            self.days = days; self.startMinute = startMinute; self.endMinute = endMinute
+        }
+    }
     public enum Mode: String, Codable, Sendable, Equatable { case time, pulse, off }
 
     public var id: String
@@ -112,6 +122,14 @@ public struct ResidentSettings: Codable, Sendable, Equatable {
     public var pauses: [Pause]?
     /// The resident's BLE tag address (48 bits).
     public var tag: UInt64?
+    /// The resident's own address for texts ("" clears).
+    public var ownAddress: String?
+    /// Room or bed ("" clears).
+    public var room: String?
+    /// Replaces the list ([] clears).
+    public var weekly: [Weekly]?
+    /// IANA zone name for quiet times ("" clears).
+    public var timeZone: String?
 
     public init(id: String) { self.id = id }
 }

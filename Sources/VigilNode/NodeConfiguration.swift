@@ -39,6 +39,8 @@ public struct NodeConfiguration: Sendable {
     /// How long an SOS raised at the box stays active unless cancelled (0 = until cancelled).
     public var sosExpiryMicroseconds: UInt64 = 3_600_000_000
     public var notifier = NotifierConfiguration()
+    /// A start after the log was silent this long appends DowntimeDetected (`notify.downtime_report_after`).
+    public var downtimeReportAfterMicroseconds: UInt64 = 300_000_000
     /// Where the configuration came from, for messages.
     public var source = "(defaults)"
 
@@ -204,7 +206,21 @@ public struct NodeConfiguration: Sendable {
             if let v = try notify.duration("timeout") { config.notifier.timeoutMicroseconds = max(100_000, v) }
             if let v = try notify.duration("retry_base") { config.notifier.retryBaseMicroseconds = max(1_000_000, v) }
             if let v = try notify.duration("retry_max") { config.notifier.retryMaxMicroseconds = max(1_000_000, v) }
+            // The ladder's second step and downtime reports go to the staff channel.
+            if let v = try notify.strings("staff") {
+                guard v.allSatisfy({ !$0.isEmpty && $0.count <= 256 }) else { throw notify.error("notify.staff must be a list of addresses") }
+                config.projections.ladder.staff = v
+            }
+            if let v = try notify.duration("downtime_report_after") { config.downtimeReportAfterMicroseconds = max(1_000_000, v) }
             try notify.finish()
+        }
+        if var site = try root.section("site") {
+            if let v = try site.string("name") { config.projections.ladder.siteName = v }
+            if let v = try site.string("location"), !v.isEmpty {
+                guard let location = parseLocation(v) else { throw site.error("site.location must be \"lat,lon\" in degrees (-33.8688,151.2093)") }
+                config.projections.ladder.siteLocation = location
+            }
+            try site.finish()
         }
         if var p = try root.section("projections") {
             if let v = try p.duration("device_prune_after") { config.projections.devicePruneAfterMicroseconds = v }
@@ -215,6 +231,14 @@ public struct NodeConfiguration: Sendable {
         try root.finish()
         config.board = try loadBoard(named: config.boardName, relativeTo: (file as NSString).deletingLastPathComponent)
         return config
+    }
+
+    /// "lat,lon" in degrees, normalised (no spaces), or nil.
+    static func parseLocation(_ text: String) -> String? {
+        let parts = text.split(separator: ",", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
+        guard parts.count == 2, let lat = Double(parts[0]), let lon = Double(parts[1]),
+              (-90...90).contains(lat), (-180...180).contains(lon) else { return nil }
+        return "\(parts[0]),\(parts[1])"
     }
 
     /// Resolves a board by path or by name in the usual places; `sim` falls back to the built-in

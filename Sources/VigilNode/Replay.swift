@@ -90,6 +90,7 @@ extension Replay {
                 fresh.outbox.retryBaseMicroseconds = checkpoint.outbox.retryBaseMicroseconds
                 fresh.outbox.retryMaxMicroseconds = checkpoint.outbox.retryMaxMicroseconds
                 fresh.outbox.keepDelivered = checkpoint.outbox.keepDelivered
+                fresh.escalations.context = checkpoint.escalations.context
             }
             let started = monotonicNanoseconds()
             var replayed = 0

@@ -25,6 +25,13 @@ struct ResidentOptions: ParsableArguments {
     @Option(help: "A pause as START/END in ISO 8601 (repeat for more); replaces the list.") var pause: [String] = []
     @Option(help: "Address of the resident's BLE tag (AA:BB:CC:DD:EE:FF); seen in range is shown as last seen (it is not a sign of life).")
     var tag: String?
+    @Option(help: "The resident's own address for texts (the ladder's second step goes there); \"\" clears.")
+    var address: String?
+    @Option(help: "Room or bed, in messages to contacts and staff; \"\" clears.") var room: String?
+    @Option(help: "A weekly pause in local time, e.g. 'Mon-Fri 09:00-12:00' or 'Sat,Sun 22:00-02:00' (repeat for more); replaces the list; \"none\" clears.")
+    var weekly: [String] = []
+    @Option(help: "IANA time zone for the night window and weekly pauses, e.g. Europe/Madrid (follows daylight saving); \"none\" clears.")
+    var timeZone: String?
 
     /// The settings given on the command line for resident `id` (unset options stay nil).
     func settings(for id: String) throws -> ResidentSettings {
@@ -73,7 +80,57 @@ struct ResidentOptions: ParsableArguments {
             guard let address = parseAddress(tag) else { throw CLIError("--tag must be an address like C0:11:22:33:44:55", code: 64) }
             r.tag = address
         }
+        r.ownAddress = address
+        r.room = room
+        if weekly == ["none"] {
+            r.weekly = []
+        } else if !weekly.isEmpty {
+            r.weekly = try weekly.map { text in
+                guard let slot = Self.parseWeekly(text) else {
+                    throw CLIError("--weekly must look like 'Mon-Fri 09:00-12:00' (days Mon..Sun, ranges and commas)", code: 64)
+                }
+                return slot
+            }
+        }
+        if let timeZone {
+            if timeZone == "none" {
+                r.timeZone = ""
+            } else {
+                guard TimeZoneFiles.load(timeZone) != nil else {
+                    throw CLIError("--time-zone: \(timeZone) is not in the time zone database (\(TimeZoneFiles.directory))", code: 64)
+                }
+                r.timeZone = timeZone
+            }
+        }
         return r
+    }
+
+    static let dayNames = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"]
+
+    /// "Mon-Fri 09:00-12:00", "Sat,Sun 22:00-02:00", "Fri-Mon 08:00-09:00".
+    static func parseWeekly(_ text: String) -> ResidentSettings.Weekly? {
+        let parts = text.split(separator: " ", omittingEmptySubsequences: true).map(String.init)
+        guard parts.count == 2 else { return nil }
+        var days: UInt32 = 0
+        for item in parts[0].lowercased().split(separator: ",") {
+            let ends = item.split(separator: "-").map { dayNames.firstIndex(of: String($0.prefix(3))) }
+            guard (1...2).contains(ends.count), let first = ends.first ?? nil, let last = ends.last ?? nil else { return nil }
+            var d = first
+            while true {
+                days |= 1 << UInt32(d)
+                if d == last { break }
+                d = (d + 1) % 7
+            }
+        }
+        let times = parts[1].split(separator: "-").map(String.init)
+        guard days != 0, times.count == 2, let start = minutesOfDay(times[0]), let end = minutesOfDay(times[1]), start != end else { return nil }
+        return ResidentSettings.Weekly(days: days, startMinute: start, endMinute: end)
+    }
+
+    static func minutesOfDay(_ text: String) -> UInt32? {
+        let hm = text.split(separator: ":").compactMap { UInt32($0) }
+        guard hm.count == 2, hm[0] < 24, hm[1] < 60 else { return nil }
+        return hm[0] * 60 + hm[1]
     }
 
     private func duration(_ text: String, _ option: String) throws -> UInt64 {

@@ -41,14 +41,15 @@ struct EscalationLadderTests {
         #expect(out[.buzzer]?.pattern == OutputPolicy.chirp)
         #expect(out[.red]?.pattern == .off)
 
-        // +20 min: the text to the contacts, with their addresses.
+        // +20 min: the text to the resident (no own address: their id), not to the contacts
+        // (issue 10: contacts hear only at the last step; no staff channel is configured here).
         #expect(h.run(until: t0 + 4 * hour + 20 * minute - 1).isEmpty)
         let text = h.run(until: t0 + 4 * hour + 20 * minute)
         #expect(text.compactMap(PlainDeadline.init) == [PlainDeadline("r1", ladder: 1, step: .text, due: t0 + 4 * hour + 20 * minute)])
         #expect(h.step("r1") == .text)
         let textEntry = h.outbox.entries["r1/1/text"]
-        #expect(textEntry?.channel == .contacts)
-        #expect(textEntry?.recipients == contactAddresses)
+        #expect(textEntry?.channel == .resident)
+        #expect(textEntry?.recipients == ["r1"])
         #expect(textEntry?.createdSequence == text.first?.sequence)
         out = OutputPolicy.decide(h.state, running: true)
         #expect(out[.amber]?.pattern == OutputPolicy.promptBlink)
@@ -139,9 +140,10 @@ struct EscalationLadderTests {
         #expect(out[.buzzer]?.pattern == .off)
         #expect(out[.amber]?.pattern == .off)
 
-        // Contacts hear "is OK" only if they were told something was wrong.
+        // Contacts hear "is OK" only if they were told something was wrong: before the last step
+        // they were told nothing (issue 10; LadderRecipientsTests covers the staff).
         let okEntry = h.outbox.entries["r1/1/ok"]
-        if stop == .prompt {
+        if stop != .notify {
             #expect(okEntry == nil)
         } else {
             #expect(okEntry?.channel == .contacts)
@@ -313,8 +315,10 @@ struct EscalationLadderTests {
         #expect(h.plainDeadline("r1") == PlainDeadline("r1", ladder: 1, step: .text, due: t0 + 4 * hour + 10 * minute))
         let text = h.run(until: t0 + 4 * hour + 10 * minute)
         #expect(text.count == 1)
-        #expect(h.outbox.entries["r1/1/text"]?.recipients == ["+44 7700 900123"])
+        #expect(h.outbox.entries["r1/1/text"]?.recipients == ["r1"]) // the resident (issue 10)
         #expect(OutputPolicy.decide(h.state, running: true)[.amber]?.reasons.first?.text.contains("Dora M.") == true)
+        h.run(until: t0 + 4 * hour + 20 * minute)
+        #expect(h.outbox.entries["r1/1/notify"]?.recipients == ["+44 7700 900123"])
     }
 
     @Test func anUpdateWhileIdleKeepsTheAnchor() {
