@@ -74,6 +74,12 @@ public struct Projections: Projection {
             settleAlarms()
         case .alertReceived, .alertAcknowledged:
             alerts.apply(alertEvent: event)
+        case .alertExpired:
+            alerts.apply(alertEvent: event)
+            settleAlarms()
+        case .alertReaffirmed:
+            alerts.apply(alertEvent: event)
+            settleAlarms()
         case .checkIn:
             checkIns.apply(.event(event))
             addMessages(escalations.apply(event), event)

@@ -53,6 +53,7 @@ public final class Node: @unchecked Sendable {
     private(set) lazy var airAlerts = AirAlerts(node: self, air: initialAir)
     private(set) lazy var buttons = Buttons(node: self)
     private(set) lazy var ladder = LadderScheduler(node: self)
+    private(set) lazy var expiries = Expiries(node: self)
     private(set) lazy var deliveries = Deliveries(node: self)
     private(set) lazy var retention = Retention(node: self)
     private(set) lazy var checkpoints = Checkpoints(node: self)
@@ -120,7 +121,7 @@ public final class Node: @unchecked Sendable {
         projections = Projections(settings: configuration.projections)
         initialAir = boot.air
         failures.target = self
-        components = [intake, airAlerts, buttons, ladder, deliveries, retention, checkpoints, control]
+        components = [intake, airAlerts, buttons, ladder, expiries, deliveries, retention, checkpoints, control]
         do {
             try restore()
         } catch {
