@@ -58,8 +58,11 @@ public struct AlarmState: Projection {
     }
 }
 
-/// Names of alarms, for silencing: a resident's ladder instance, or an SOS alert.
+/// Names of alarms, for silencing: a resident's ladder instance, an SOS alert raised here, or a
+/// call for help received from another box.
 public enum AlarmKey {
     public static func ladder(_ r: EscalationBook.ResidentState) -> String { "ladder:\(r.id)/\(r.ladder)" }
     public static func sos(_ a: AlertBook.Entry) -> String { "sos:\(a.idText)" }
+    /// A call for help received from another box, chirping until answered.
+    public static func received(_ a: AlertBook.Entry) -> String { "received:\(a.idText)" }
 }

@@ -74,7 +74,10 @@ public struct OutputDecision: Equatable, Sendable, Codable {
 /// - blue: an alert received from another box is active (on; a short dip every 2 s once every
 ///   such alert is acknowledged, here or by another box) › a high-risk exposure was found
 ///   (slow blink, until retention removes it)
-/// - buzzer: a loud alarm not silenced › an SOS here not silenced › "are you OK?" chirp
+/// - buzzer: a loud alarm not silenced › an SOS here not silenced › a call for help received
+///   from another box (SOS, medical) that nobody has answered, not silenced (a double-quick
+///   chirp every 5 s, until it is acknowledged here or by another box, or silenced with
+///   `vigil ack`) › "are you OK?" chirp
 public enum OutputPolicy {
     public static let alarmBlink = OutputPattern.blink(periodMilliseconds: 500, onMilliseconds: 250)
     public static let heldBlink = OutputPattern.blink(periodMilliseconds: 200, onMilliseconds: 100)
@@ -86,6 +89,9 @@ public enum OutputPolicy {
     public static let acknowledgedPulse = OutputPattern.blink(periodMilliseconds: 2_000, onMilliseconds: 1_700)
     /// A short chirp once a minute while someone is asked "are you OK?".
     public static let chirp = OutputPattern.blink(periodMilliseconds: 60_000, onMilliseconds: 150)
+    /// A short chirp every five seconds while a call for help heard from another box waits for
+    /// an answer: more insistent than the prompt's chirp, far from the SOS tone.
+    public static let callChirp = OutputPattern.blink(periodMilliseconds: 5_000, onMilliseconds: 100)
 
     public static func decide(_ s: Projections, running: Bool) -> [OutputLine: OutputDecision] {
         var out = Dictionary(uniqueKeysWithValues: OutputLine.allCases.map { ($0, OutputDecision.off) })
@@ -162,6 +168,7 @@ public enum OutputPolicy {
 
         let loud = alarming.filter { !s.alarms.silenced.contains(AlarmKey.ladder($0)) }
         let sosLoud = sosHere.filter { !s.alarms.silenced.contains(AlarmKey.sos($0)) }
+        let callsLoud = s.alerts.awaitingAcknowledgement.filter { !s.alarms.silenced.contains(AlarmKey.received($0)) }
         if !loud.isEmpty {
             out[.buzzer] = OutputDecision(pattern: loudAlarm, reasons: loud.map {
                 OutputReason(text: "loud alarm for \(label($0))", sequences: [$0.stepSequence])
@@ -170,14 +177,30 @@ public enum OutputPolicy {
             out[.buzzer] = OutputDecision(pattern: sosTone, reasons: sosLoud.map {
                 OutputReason(text: "SOS \($0.idText) raised here (a short press silences)", sequences: [$0.firstSequence])
             })
+        } else if !callsLoud.isEmpty {
+            out[.buzzer] = OutputDecision(pattern: callChirp, reasons: callsLoud.map {
+                OutputReason(text: "call for help \($0.idText) from another box not answered (a short press answers, `vigil ack` silences)",
+                             sequences: [$0.firstSequence])
+            })
         } else if !prompting.isEmpty {
             out[.buzzer] = OutputDecision(pattern: chirp, reasons: promptReasons)
         }
         return out
     }
 
-    /// Alarms whose buzzer sounds now and that an acknowledgement would silence.
+    /// Alarms whose buzzer sounds now and that an acknowledgement (`AlarmAcknowledged`) would
+    /// silence: this box's own (see `soundingOwnAlarms`) and the chirp of calls for help heard
+    /// from other boxes.
     public static func soundingAlarms(_ s: Projections) -> [String] {
+        let calls = s.alerts.awaitingAcknowledgement.map(AlarmKey.received)
+        return soundingOwnAlarms(s) + calls.filter { !s.alarms.silenced.contains($0) }
+    }
+
+    /// This box's own alarms sounding now (a resident's ladder, an SOS raised here): what a short
+    /// press at the box silences. When none sounds, the press answers the calls for help heard
+    /// from other boxes instead (acknowledging them over the air), so a received call's chirp is
+    /// never merely silenced by the person who could answer it.
+    public static func soundingOwnAlarms(_ s: Projections) -> [String] {
         let ladder = s.escalations.alarming.map(AlarmKey.ladder)
         let sos = s.alerts.active.filter { $0.raisedHere && $0.kind == AlertKind.sos.rawValue }.map(AlarmKey.sos)
         return (ladder + sos).filter { !s.alarms.silenced.contains($0) }

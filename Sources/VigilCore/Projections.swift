@@ -28,7 +28,10 @@ public struct Projections: Projection {
     /// v3: schema 4 added the exposure book (an older checkpoint is ignored: the log is replayed).
     /// v4: schema 5 added acknowledgements to the alert book, and the book forgets long-ended
     /// alerts.
-    public static let checkpointName = "projections.v4"
+    /// v5: issue 10: `vigil ack` also silences the chirp of calls for help received from other
+    /// boxes (an old log's AlarmAcknowledged now silences more), alerts end with AlertExpired and
+    /// are extended by AlertReaffirmed.
+    public static let checkpointName = "projections.v5"
 
     public init(settings: ProjectionSettings = ProjectionSettings()) {
         devices = DeviceList(pruneAfterMicroseconds: settings.devicePruneAfterMicroseconds)
@@ -74,6 +77,7 @@ public struct Projections: Projection {
             settleAlarms()
         case .alertReceived, .alertAcknowledged:
             alerts.apply(alertEvent: event)
+            settleAlarms()
         case .alertExpired:
             alerts.apply(alertEvent: event)
             settleAlarms()
@@ -118,7 +122,8 @@ public struct Projections: Projection {
         guard !alarms.silenced.isEmpty else { return }
         let ladder = escalations.alarming.map(AlarmKey.ladder)
         let sos = alerts.active.filter { $0.raisedHere }.map(AlarmKey.sos)
-        alarms.keepOnly(Set(ladder + sos))
+        let calls = alerts.awaitingAcknowledgement.map(AlarmKey.received)
+        alarms.keepOnly(Set(ladder + sos + calls))
     }
 
     /// Deterministic encoding (sorted keys, sorted collections): equal states give equal bytes,

@@ -129,7 +129,9 @@ final class Buttons: NodeComponent {
                 // First what sounds here is silenced; only a press when nothing sounds answers
                 // the calls for help received from other boxes, so silencing a resident's alarm
                 // never tells another box "help is on the way" by accident.
-                if !OutputPolicy.soundingAlarms(node.projections).isEmpty {
+                // Only the box's own alarms (a resident's ladder, its own SOS) decide: the chirp
+                // of a call heard from another box is answered, not merely silenced.
+                if !OutputPolicy.soundingOwnAlarms(node.projections).isEmpty {
                     var ack = AlarmAcknowledged()
                     ack.by = "button"
                     node.append(.alarmAcknowledged(ack))
