@@ -68,7 +68,9 @@ public struct OutputDecision: Equatable, Sendable, Codable {
 /// Priorities, per line (first match wins):
 /// - red: an SOS raised here is active (on; a short dip every 2 s once another box has
 ///   acknowledged it) › a resident's loud alarm (fast blink)
-/// - amber: the button is held (fast blink, feedback before SOS) › "are you OK?" (slow blink)
+/// - amber: the button is held past a long press that re-affirmed this box's own SOS ("keep
+///   holding to cancel": mostly on, quick dips) › the button is held (fast blink, feedback before
+///   SOS) › "are you OK?" (slow blink)
 ///   › the radio is not on (on)
 /// - green: running with the radio on
 /// - blue: an alert received from another box is active (on; a short dip every 2 s once every
@@ -82,6 +84,9 @@ public enum OutputPolicy {
     public static let alarmBlink = OutputPattern.blink(periodMilliseconds: 500, onMilliseconds: 250)
     public static let heldBlink = OutputPattern.blink(periodMilliseconds: 200, onMilliseconds: 100)
     public static let promptBlink = OutputPattern.blink(periodMilliseconds: 1_000, onMilliseconds: 500)
+    /// "Keep holding to cancel your SOS": mostly on with quick dips, unlike the fast blink of
+    /// "held, SOS coming" — the person holding on sees that something else is happening now.
+    public static let cancelHoldBlink = OutputPattern.blink(periodMilliseconds: 600, onMilliseconds: 450)
     public static let loudAlarm = OutputPattern.blink(periodMilliseconds: 1_000, onMilliseconds: 600)
     public static let sosTone = OutputPattern.blink(periodMilliseconds: 2_000, onMilliseconds: 300)
     /// "Acknowledged": on, with a short dip every two seconds — still reads as on, and the dip
@@ -127,7 +132,12 @@ public enum OutputPolicy {
             out[.red] = OutputDecision(pattern: alarmBlink, reasons: alarmReasons)
         }
 
-        if s.alarms.buttonHeld {
+        if s.alarms.buttonHeld && s.alarms.reaffirmedWhileHeld && !sosHere.isEmpty {
+            out[.amber] = OutputDecision(pattern: cancelHoldBlink, reasons: [
+                OutputReason(text: "button held: SOS \(sosHere.map(\.idText).joined(separator: ", ")) re-affirmed; keep holding to cancel it, release to keep it",
+                             sequences: [s.alarms.buttonEdgeSequence, s.alarms.reaffirmedSequence]),
+            ])
+        } else if s.alarms.buttonHeld {
             out[.amber] = OutputDecision(pattern: heldBlink, reasons: [
                 OutputReason(text: "button held (SOS after a long press)", sequences: [s.alarms.buttonEdgeSequence]),
             ])

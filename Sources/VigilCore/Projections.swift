@@ -83,6 +83,7 @@ public struct Projections: Projection {
             settleAlarms()
         case .alertReaffirmed:
             alerts.apply(alertEvent: event)
+            alarms.reaffirmed(event)
             settleAlarms()
         case .checkIn:
             checkIns.apply(.event(event))

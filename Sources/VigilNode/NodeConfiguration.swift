@@ -193,6 +193,9 @@ public struct NodeConfiguration: Sendable {
             if let v = try alarms.duration("long_press") { config.gestures.longPressNanoseconds = max(100_000, v) * 1_000 }
             if let v = try alarms.duration("minimum_press") { config.gestures.minimumPressNanoseconds = v * 1_000 }
             if let v = try alarms.duration("sos_expiry") { config.sosExpiryMicroseconds = v }
+            // Issue 10: holding on this long (from the press) cancels this box's own SOS; a long
+            // press while it is active only re-affirms it. 0 = never at the box (CLI only).
+            if let v = try alarms.duration("cancel_hold") { config.gestures.cancelHoldNanoseconds = v * 1_000 }
             try alarms.finish()
         }
         if var notify = try root.section("notify") {
