@@ -70,7 +70,9 @@ public struct OutputDecision: Equatable, Sendable, Codable {
 ///   acknowledged it) › a resident's loud alarm (fast blink)
 /// - amber: the button is held past a long press that re-affirmed this box's own SOS ("keep
 ///   holding to cancel": mostly on, quick dips) › the button is held (fast blink, feedback before
-///   SOS) › "are you OK?" (slow blink)
+///   SOS) › "are you OK?" (slow blink) › "no way to tell anyone": messages that must reach
+///   someone cannot (no notifier configured, or failing for `notify.unreachable_after`; long on,
+///   one second dark every 4 s)
 ///   › the radio is not on (on)
 /// - green: running with the radio on
 /// - blue: an alert received from another box is active (on; a short dip every 2 s once every
@@ -86,6 +88,9 @@ public enum OutputPolicy {
     public static let promptBlink = OutputPattern.blink(periodMilliseconds: 1_000, onMilliseconds: 500)
     /// "Keep holding to cancel your SOS": mostly on with quick dips, unlike the fast blink of
     /// "held, SOS coming" — the person holding on sees that something else is happening now.
+    /// "No way to tell anyone": on three seconds, dark one, every four — a standing fault, slower
+    /// than every other amber pattern and unlike the steady "radio not on".
+    public static let unreachableBlink = OutputPattern.blink(periodMilliseconds: 4_000, onMilliseconds: 3_000)
     public static let cancelHoldBlink = OutputPattern.blink(periodMilliseconds: 600, onMilliseconds: 450)
     public static let loudAlarm = OutputPattern.blink(periodMilliseconds: 1_000, onMilliseconds: 600)
     public static let sosTone = OutputPattern.blink(periodMilliseconds: 2_000, onMilliseconds: 300)
@@ -107,6 +112,7 @@ public enum OutputPolicy {
         let alarming = s.escalations.alarming
         let prompting = s.escalations.prompting
         let radioOn = s.health.radioState == RadioState.on.rawValue
+        let unreachable = s.outbox.unreachableEntries
 
         let sosReasons = sosHere.map { OutputReason(text: "SOS \($0.idText) raised here", sequences: [$0.firstSequence]) }
         let alarmReasons = alarming.map {
@@ -143,6 +149,15 @@ public enum OutputPolicy {
             ])
         } else if !prompting.isEmpty {
             out[.amber] = OutputDecision(pattern: promptBlink, reasons: promptReasons)
+        } else if !unreachable.isEmpty {
+            out[.amber] = OutputDecision(pattern: unreachableBlink, reasons: unreachable.map { e, why in
+                let cause = switch why {
+                case .noNotifier: "no notify.command is configured"
+                case .failingSince(let t): "failing for \((e.lastAttemptMicroseconds - t) / 60_000_000) min: \(e.lastError)"
+                }
+                return OutputReason(text: "no way to tell anyone: message \(e.id) not delivered (\(cause))",
+                                    sequences: [e.createdSequence] + (e.lastAttemptSequence.map { [$0] } ?? []))
+            })
         } else if !radioOn {
             out[.amber] = OutputDecision(pattern: .on, reasons: [
                 OutputReason(text: "radio is \(RadioState(rawValue: s.health.radioState).map { "\($0)" } ?? "unknown")",

@@ -138,6 +138,7 @@ public final class Node: @unchecked Sendable {
         projections.devices.setPruneAfter(configuration.projections.devicePruneAfterMicroseconds)
         projections.outbox.retryBaseMicroseconds = configuration.notifier.retryBaseMicroseconds
         projections.outbox.retryMaxMicroseconds = configuration.notifier.retryMaxMicroseconds
+        projections.outbox.unreachableAfterMicroseconds = configuration.notifyUnreachableAfterMicroseconds
         let from = projections.appliedThrough
         let replayed = try Replay.catchUp(&projections, from: log)
         logger.info("restored projections", metadata: [

@@ -39,6 +39,9 @@ public struct NodeConfiguration: Sendable {
     /// How long an SOS raised at the box stays active unless cancelled (0 = until cancelled).
     public var sosExpiryMicroseconds: UInt64 = 3_600_000_000
     public var notifier = NotifierConfiguration()
+    /// Issue 10: delivery failures lasting this long (first failed attempt to the latest) show
+    /// "no way to tell anyone" on amber (`notify.unreachable_after`).
+    public var notifyUnreachableAfterMicroseconds: UInt64 = 900_000_000
     /// Where the configuration came from, for messages.
     public var source = "(defaults)"
 
@@ -207,6 +210,8 @@ public struct NodeConfiguration: Sendable {
             if let v = try notify.duration("timeout") { config.notifier.timeoutMicroseconds = max(100_000, v) }
             if let v = try notify.duration("retry_base") { config.notifier.retryBaseMicroseconds = max(1_000_000, v) }
             if let v = try notify.duration("retry_max") { config.notifier.retryMaxMicroseconds = max(1_000_000, v) }
+            // Issue 10: how long failures may last before amber says "no way to tell anyone".
+            if let v = try notify.duration("unreachable_after") { config.notifyUnreachableAfterMicroseconds = v }
             try notify.finish()
         }
         if var p = try root.section("projections") {
