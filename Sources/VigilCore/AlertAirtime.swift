@@ -70,6 +70,8 @@ public enum AlertAirtime {
         var result: [Broadcast] = []
         for entry in book.alerts.values {
             guard entry.expiresAtMicroseconds == 0 || entry.expiresAtMicroseconds > now else { continue }
+            // Ended by AlertExpired: off the air even if the wall clock was stepped back since.
+            if entry.expired == true && !entry.cancelled { continue }
             if entry.cancelled {
                 guard let cancelledAt = entry.cancelledMicroseconds,
                       now < cancelledAt &+ settings.cancelLingerMicroseconds else { continue }

@@ -27,6 +27,10 @@ public struct AlertBook: Projection {
         /// the alert, if it arrives late, is recognised as already cancelled, and so the cancel
         /// can be relayed.
         public var tombstone: Bool?
+        /// An `AlertExpired` said the alert ended at its expiry (`expiresAtMicroseconds`): it stays
+        /// ended even if a later event carries an earlier time (a wall clock stepped back), until
+        /// a renewal or re-affirmation moves the expiry on. Nil while not expired by an event.
+        public var expired: Bool?
 
         public var idText: String { AlertID(origin: origin, counter: counter).text }
     }
@@ -140,6 +144,25 @@ public struct AlertBook: Projection {
                                     cancelledMicroseconds: event.timeMicroseconds, duplicates: 0, cancelHops: cancel.hops,
                                     cancelledHere: cancel.heardFrom == 0, tombstone: true)
             }
+        case .alertExpired(let expiry):
+            // Only the expiry the event names: a renewal applied since then moved it on, and the
+            // alert is alive again (a stale AlertExpired must not end it).
+            let key = expiry.id.text
+            if var entry = alerts[key], !entry.cancelled, entry.expiresAtMicroseconds != 0,
+               entry.expiresAtMicroseconds <= expiry.expiresAtUs {
+                entry.expired = true
+                alerts[key] = entry
+            }
+        case .alertReaffirmed(let again):
+            // Someone confirmed at this box that the call for help still stands: its expiry moves
+            // on (never back), and an alert that had expired is active again.
+            let key = again.id.text
+            if var entry = alerts[key], !entry.cancelled, entry.expiresAtMicroseconds != 0,
+               again.expiresAtUs > entry.expiresAtMicroseconds {
+                entry.expiresAtMicroseconds = again.expiresAtUs
+                entry.expired = nil
+                alerts[key] = entry
+            }
         case .alertAcknowledged(let ack):
             let key = ack.id.text
             guard acknowledgements[key] == nil else { break }
@@ -177,6 +200,7 @@ public struct AlertBook: Projection {
             // box hearing a later one keeps the alert alive (a cancelled one stays cancelled).
             if !existing.cancelled, existing.expiresAtMicroseconds != 0, alert.expiresAtUs > existing.expiresAtMicroseconds {
                 existing.expiresAtMicroseconds = alert.expiresAtUs
+                existing.expired = nil
             }
             alerts[key] = existing
             duplicatesDropped += 1
@@ -196,7 +220,23 @@ public struct AlertBook: Projection {
     /// Alerts neither cancelled nor expired as of the newest event, oldest first.
     public var active: [Entry] {
         alerts.values
-            .filter { !$0.cancelled && ($0.expiresAtMicroseconds == 0 || $0.expiresAtMicroseconds > newestMicroseconds) }
+            .filter(isActive)
             .sorted { ($0.firstSequence, $0.idText) < ($1.firstSequence, $1.idText) }
+    }
+
+    private func isActive(_ e: Entry) -> Bool {
+        !e.cancelled && e.expired != true && (e.expiresAtMicroseconds == 0 || e.expiresAtMicroseconds > newestMicroseconds)
+    }
+
+    /// The alert whose expiry comes first among those still active (raised here or received;
+    /// their acknowledgements end with them): what `AlertExpired` must be appended for next, when
+    /// its time comes. Ties go to the lower id, so the choice is deterministic.
+    public var earliestExpiry: (id: AlertID, expiresAtMicroseconds: UInt64)? {
+        var best: Entry?
+        for e in alerts.values where e.expiresAtMicroseconds != 0 && isActive(e) {
+            if let b = best, (b.expiresAtMicroseconds, b.idText) <= (e.expiresAtMicroseconds, e.idText) { continue }
+            best = e
+        }
+        return best.map { (AlertID(origin: $0.origin, counter: $0.counter), $0.expiresAtMicroseconds) }
     }
 }

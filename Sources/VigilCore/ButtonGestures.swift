@@ -4,7 +4,8 @@
 /// following `debounce` window are bounce and only update the raw level, and when the window
 /// ends a raw level that differs from the taken one is taken then. A press held for
 /// `longPress` fires `.longPress` while still held (so SOS does not wait for the release);
-/// a release before that is a `.shortPress`.
+/// a release before that is a `.shortPress`. Held on to `cancelHold`, the same press fires
+/// `.cancelHold` too (still held): the deliberate gesture that cancels this box's own SOS.
 ///
 /// Pure: time comes in with the edges and with `tick(at:)`, which the loop calls at `nextTick`.
 public struct ButtonGestureDecoder: Sendable {
@@ -14,12 +15,17 @@ public struct ButtonGestureDecoder: Sendable {
         /// A shorter press is a glitch (electrical noise, a brush of the hand), not a short
         /// press: noise must never silence the alarm of a resident who cannot answer.
         public var minimumPressNanoseconds: UInt64 = 50_000_000
+        /// Held this long (from the press, so longer than `longPressNanoseconds`), a press fires
+        /// `.cancelHold`. 0 = never.
+        public var cancelHoldNanoseconds: UInt64 = 8_000_000_000
         public init() {}
     }
 
     public enum Gesture: Equatable, Sendable {
         case pressed(atNanoseconds: UInt64)
         case longPress(atNanoseconds: UInt64)
+        /// Still held at `cancelHold`, after the long press.
+        case cancelHold(atNanoseconds: UInt64)
         case shortPress(heldNanoseconds: UInt64)
         /// Released after a long press.
         case released(heldNanoseconds: UInt64)
@@ -33,6 +39,13 @@ public struct ButtonGestureDecoder: Sendable {
     private var pressedAt: UInt64 = 0
     private var lockoutUntil: UInt64 = 0
     private var longFired = false
+    private var cancelFired = false
+
+    /// When a press in progress reaches `cancelHold`, if it will.
+    private var cancelThreshold: UInt64? {
+        guard pressed, !cancelFired, settings.cancelHoldNanoseconds > 0 else { return nil }
+        return pressedAt &+ max(settings.cancelHoldNanoseconds, settings.longPressNanoseconds)
+    }
 
     public init(settings: Settings = Settings()) { self.settings = settings }
 
@@ -55,11 +68,15 @@ public struct ButtonGestureDecoder: Sendable {
         while true {
             let settle: UInt64? = rawPressed != pressed ? lockoutUntil : nil
             let long: UInt64? = pressed && !longFired ? pressedAt &+ settings.longPressNanoseconds : nil
-            if let at = settle, at <= t, long.map({ at <= $0 }) ?? true {
+            let cancel: UInt64? = longFired ? cancelThreshold : nil
+            if let at = settle, at <= t, long.map({ at <= $0 }) ?? true, cancel.map({ at <= $0 }) ?? true {
                 out += take(rawPressed, at: at)
             } else if let at = long, at <= t {
                 longFired = true
                 out.append(.longPress(atNanoseconds: at))
+            } else if let at = cancel, at <= t {
+                cancelFired = true
+                out.append(.cancelHold(atNanoseconds: at))
             } else {
                 return out
             }
@@ -67,12 +84,14 @@ public struct ButtonGestureDecoder: Sendable {
     }
 
     /// When the decoder needs `tick`: the end of a debounce window with a pending change, or the
-    /// long-press threshold of a press in progress.
+    /// long-press or cancel-hold threshold of a press in progress.
     public var nextTick: UInt64? {
         var next: UInt64?
         if rawPressed != pressed { next = lockoutUntil }
         if pressed && !longFired {
             let threshold = pressedAt &+ settings.longPressNanoseconds
+            next = next.map { min($0, threshold) } ?? threshold
+        } else if let threshold = cancelThreshold {
             next = next.map { min($0, threshold) } ?? threshold
         }
         return next
@@ -84,6 +103,7 @@ public struct ButtonGestureDecoder: Sendable {
         if level {
             pressedAt = t
             longFired = false
+            cancelFired = false
             return [.pressed(atNanoseconds: t)]
         }
         let held = t &- pressedAt

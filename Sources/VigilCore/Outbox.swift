@@ -28,12 +28,31 @@ public struct Outbox: Projection {
         public var lastError: String
         public var delivered: Bool
         public var deliveredSequence: UInt64
+        /// When the first failed attempt was made (event time); nil until one fails.
+        public var firstFailedMicroseconds: UInt64?
+        /// The notifier of the latest attempt ("none": no way to tell anyone is configured).
+        public var lastNotifier: String?
+        /// The sequence of the latest attempt, for `vigil why`.
+        public var lastAttemptSequence: UInt64?
+    }
+
+    /// Why an undelivered entry counts as "no way to tell anyone".
+    public enum Unreachable: Equatable, Sendable {
+        /// No notifier is configured: nothing could even be tried.
+        case noNotifier
+        /// Attempts have failed for at least `unreachableAfterMicroseconds` (first failure to
+        /// the latest attempt, event times).
+        case failingSince(UInt64)
     }
 
     public var retryBaseMicroseconds: UInt64 = 5_000_000
     public var retryMaxMicroseconds: UInt64 = 600_000_000
     /// Delivered entries kept for `vigil status`/`why`; older ones are forgotten.
     public var keepDelivered = 200
+    /// Failures lasting this long (first failed attempt to the latest attempt) make an entry
+    /// "no way to tell anyone". A setting (`notify.unreachable_after`), not state: the node sets
+    /// it after restoring, like the retry settings, and it is not in the checkpoint.
+    public var unreachableAfterMicroseconds: UInt64 = 900_000_000
 
     public private(set) var entries: [String: Entry] = [:]
     public private(set) var deliveredTotal: UInt64 = 0
@@ -59,6 +78,8 @@ public struct Outbox: Projection {
         guard var entry = entries[attempt.entry], !entry.delivered else { return }
         entry.attempts = max(entry.attempts, attempt.attempt)
         entry.lastAttemptMicroseconds = event.timeMicroseconds
+        entry.lastAttemptSequence = event.sequence
+        entry.lastNotifier = attempt.notifier
         if attempt.delivered {
             entry.delivered = true
             entry.deliveredSequence = event.sequence
@@ -66,6 +87,7 @@ public struct Outbox: Projection {
             deliveredTotal += 1
         } else {
             entry.lastError = attempt.error
+            if entry.firstFailedMicroseconds == nil { entry.firstFailedMicroseconds = event.timeMicroseconds }
             failedAttempts += 1
         }
         entries[attempt.entry] = entry
@@ -83,6 +105,24 @@ public struct Outbox: Projection {
     /// Undelivered entries, oldest first.
     public var pending: [Entry] {
         entries.values.filter { !$0.delivered }.sorted { ($0.createdSequence, $0.id) < ($1.createdSequence, $1.id) }
+    }
+
+    /// Why `entry` counts as "no way to tell anyone", if it does: undelivered, and either its
+    /// latest attempt found no notifier configured, or its attempts have failed for
+    /// `unreachableAfterMicroseconds`. Broadcasts (the radio's) never count.
+    public func unreachable(_ entry: Entry) -> Unreachable? {
+        guard !entry.delivered, entry.channel != .broadcast, entry.attempts > 0 else { return nil }
+        if entry.lastNotifier == "none" { return .noNotifier }
+        if let first = entry.firstFailedMicroseconds, entry.lastAttemptMicroseconds >= first,
+           entry.lastAttemptMicroseconds - first >= unreachableAfterMicroseconds {
+            return .failingSince(first)
+        }
+        return nil
+    }
+
+    /// Undelivered entries that nobody can be told about (see `unreachable(_:)`), oldest first.
+    public var unreachableEntries: [(entry: Entry, why: Unreachable)] {
+        pending.compactMap { e in unreachable(e).map { (e, $0) } }
     }
 
     /// The retry rule: `retryBaseMicroseconds` doubling up to `retryMaxMicroseconds`.

@@ -68,17 +68,30 @@ public struct OutputDecision: Equatable, Sendable, Codable {
 /// Priorities, per line (first match wins):
 /// - red: an SOS raised here is active (on; a short dip every 2 s once another box has
 ///   acknowledged it) › a resident's loud alarm (fast blink)
-/// - amber: the button is held (fast blink, feedback before SOS) › "are you OK?" (slow blink)
+/// - amber: the button is held past a long press that re-affirmed this box's own SOS ("keep
+///   holding to cancel": mostly on, quick dips) › the button is held (fast blink, feedback before
+///   SOS) › "are you OK?" (slow blink) › "no way to tell anyone": messages that must reach
+///   someone cannot (no notifier configured, or failing for `notify.unreachable_after`; long on,
+///   one second dark every 4 s)
 ///   › the radio is not on (on)
 /// - green: running with the radio on
 /// - blue: an alert received from another box is active (on; a short dip every 2 s once every
 ///   such alert is acknowledged, here or by another box) › a high-risk exposure was found
 ///   (slow blink, until retention removes it)
-/// - buzzer: a loud alarm not silenced › an SOS here not silenced › "are you OK?" chirp
+/// - buzzer: a loud alarm not silenced › an SOS here not silenced › a call for help received
+///   from another box (SOS, medical) that nobody has answered, not silenced (a double-quick
+///   chirp every 5 s, until it is acknowledged here or by another box, or silenced with
+///   `vigil ack`) › "are you OK?" chirp
 public enum OutputPolicy {
     public static let alarmBlink = OutputPattern.blink(periodMilliseconds: 500, onMilliseconds: 250)
     public static let heldBlink = OutputPattern.blink(periodMilliseconds: 200, onMilliseconds: 100)
     public static let promptBlink = OutputPattern.blink(periodMilliseconds: 1_000, onMilliseconds: 500)
+    /// "Keep holding to cancel your SOS": mostly on with quick dips, unlike the fast blink of
+    /// "held, SOS coming" — the person holding on sees that something else is happening now.
+    /// "No way to tell anyone": on three seconds, dark one, every four — a standing fault, slower
+    /// than every other amber pattern and unlike the steady "radio not on".
+    public static let unreachableBlink = OutputPattern.blink(periodMilliseconds: 4_000, onMilliseconds: 3_000)
+    public static let cancelHoldBlink = OutputPattern.blink(periodMilliseconds: 600, onMilliseconds: 450)
     public static let loudAlarm = OutputPattern.blink(periodMilliseconds: 1_000, onMilliseconds: 600)
     public static let sosTone = OutputPattern.blink(periodMilliseconds: 2_000, onMilliseconds: 300)
     /// "Acknowledged": on, with a short dip every two seconds — still reads as on, and the dip
@@ -86,6 +99,9 @@ public enum OutputPolicy {
     public static let acknowledgedPulse = OutputPattern.blink(periodMilliseconds: 2_000, onMilliseconds: 1_700)
     /// A short chirp once a minute while someone is asked "are you OK?".
     public static let chirp = OutputPattern.blink(periodMilliseconds: 60_000, onMilliseconds: 150)
+    /// A short chirp every five seconds while a call for help heard from another box waits for
+    /// an answer: more insistent than the prompt's chirp, far from the SOS tone.
+    public static let callChirp = OutputPattern.blink(periodMilliseconds: 5_000, onMilliseconds: 100)
 
     public static func decide(_ s: Projections, running: Bool) -> [OutputLine: OutputDecision] {
         var out = Dictionary(uniqueKeysWithValues: OutputLine.allCases.map { ($0, OutputDecision.off) })
@@ -96,6 +112,7 @@ public enum OutputPolicy {
         let alarming = s.escalations.alarming
         let prompting = s.escalations.prompting
         let radioOn = s.health.radioState == RadioState.on.rawValue
+        let unreachable = s.outbox.unreachableEntries
 
         let sosReasons = sosHere.map { OutputReason(text: "SOS \($0.idText) raised here", sequences: [$0.firstSequence]) }
         let alarmReasons = alarming.map {
@@ -121,12 +138,26 @@ public enum OutputPolicy {
             out[.red] = OutputDecision(pattern: alarmBlink, reasons: alarmReasons)
         }
 
-        if s.alarms.buttonHeld {
+        if s.alarms.buttonHeld && s.alarms.reaffirmedWhileHeld && !sosHere.isEmpty {
+            out[.amber] = OutputDecision(pattern: cancelHoldBlink, reasons: [
+                OutputReason(text: "button held: SOS \(sosHere.map(\.idText).joined(separator: ", ")) re-affirmed; keep holding to cancel it, release to keep it",
+                             sequences: [s.alarms.buttonEdgeSequence, s.alarms.reaffirmedSequence]),
+            ])
+        } else if s.alarms.buttonHeld {
             out[.amber] = OutputDecision(pattern: heldBlink, reasons: [
                 OutputReason(text: "button held (SOS after a long press)", sequences: [s.alarms.buttonEdgeSequence]),
             ])
         } else if !prompting.isEmpty {
             out[.amber] = OutputDecision(pattern: promptBlink, reasons: promptReasons)
+        } else if !unreachable.isEmpty {
+            out[.amber] = OutputDecision(pattern: unreachableBlink, reasons: unreachable.map { e, why in
+                let cause = switch why {
+                case .noNotifier: "no notify.command is configured"
+                case .failingSince(let t): "failing for \((e.lastAttemptMicroseconds - t) / 60_000_000) min: \(e.lastError)"
+                }
+                return OutputReason(text: "no way to tell anyone: message \(e.id) not delivered (\(cause))",
+                                    sequences: [e.createdSequence] + (e.lastAttemptSequence.map { [$0] } ?? []))
+            })
         } else if !radioOn {
             out[.amber] = OutputDecision(pattern: .on, reasons: [
                 OutputReason(text: "radio is \(RadioState(rawValue: s.health.radioState).map { "\($0)" } ?? "unknown")",
@@ -162,6 +193,7 @@ public enum OutputPolicy {
 
         let loud = alarming.filter { !s.alarms.silenced.contains(AlarmKey.ladder($0)) }
         let sosLoud = sosHere.filter { !s.alarms.silenced.contains(AlarmKey.sos($0)) }
+        let callsLoud = s.alerts.awaitingAcknowledgement.filter { !s.alarms.silenced.contains(AlarmKey.received($0)) }
         if !loud.isEmpty {
             out[.buzzer] = OutputDecision(pattern: loudAlarm, reasons: loud.map {
                 OutputReason(text: "loud alarm for \(label($0))", sequences: [$0.stepSequence])
@@ -170,14 +202,30 @@ public enum OutputPolicy {
             out[.buzzer] = OutputDecision(pattern: sosTone, reasons: sosLoud.map {
                 OutputReason(text: "SOS \($0.idText) raised here (a short press silences)", sequences: [$0.firstSequence])
             })
+        } else if !callsLoud.isEmpty {
+            out[.buzzer] = OutputDecision(pattern: callChirp, reasons: callsLoud.map {
+                OutputReason(text: "call for help \($0.idText) from another box not answered (a short press answers, `vigil ack` silences)",
+                             sequences: [$0.firstSequence])
+            })
         } else if !prompting.isEmpty {
             out[.buzzer] = OutputDecision(pattern: chirp, reasons: promptReasons)
         }
         return out
     }
 
-    /// Alarms whose buzzer sounds now and that an acknowledgement would silence.
+    /// Alarms whose buzzer sounds now and that an acknowledgement (`AlarmAcknowledged`) would
+    /// silence: this box's own (see `soundingOwnAlarms`) and the chirp of calls for help heard
+    /// from other boxes.
     public static func soundingAlarms(_ s: Projections) -> [String] {
+        let calls = s.alerts.awaitingAcknowledgement.map(AlarmKey.received)
+        return soundingOwnAlarms(s) + calls.filter { !s.alarms.silenced.contains($0) }
+    }
+
+    /// This box's own alarms sounding now (a resident's ladder, an SOS raised here): what a short
+    /// press at the box silences. When none sounds, the press answers the calls for help heard
+    /// from other boxes instead (acknowledging them over the air), so a received call's chirp is
+    /// never merely silenced by the person who could answer it.
+    public static func soundingOwnAlarms(_ s: Projections) -> [String] {
         let ladder = s.escalations.alarming.map(AlarmKey.ladder)
         let sos = s.alerts.active.filter { $0.raisedHere && $0.kind == AlertKind.sos.rawValue }.map(AlarmKey.sos)
         return (ladder + sos).filter { !s.alarms.silenced.contains($0) }

@@ -31,7 +31,10 @@ public struct Projections: Projection {
     /// v4: schema 5 added acknowledgements to the alert book, and the book forgets long-ended
     /// alerts.
     /// v5: schema 6 gave residents their own address, room, weekly pauses and time zone, and the
-    /// ladder keeps its start time and the shelter's settings (older checkpoints cannot hold them).
+    /// ladder keeps its start time and the shelter's settings (older checkpoints cannot hold them);
+    /// `vigil ack` also silences the chirp of calls for help received from other boxes (an old
+    /// log's AlarmAcknowledged now silences more); alerts end with AlertExpired and are extended
+    /// by AlertReaffirmed.
     public static let checkpointName = "projections.v5"
 
     public init(settings: ProjectionSettings = ProjectionSettings()) {
@@ -79,6 +82,14 @@ public struct Projections: Projection {
             settleAlarms()
         case .alertReceived, .alertAcknowledged:
             alerts.apply(alertEvent: event)
+            settleAlarms()
+        case .alertExpired:
+            alerts.apply(alertEvent: event)
+            settleAlarms()
+        case .alertReaffirmed:
+            alerts.apply(alertEvent: event)
+            alarms.reaffirmed(event)
+            settleAlarms()
         case .checkIn:
             checkIns.apply(.event(event))
             addMessages(escalations.apply(event), event)
@@ -149,7 +160,8 @@ public struct Projections: Projection {
         guard !alarms.silenced.isEmpty else { return }
         let ladder = escalations.alarming.map(AlarmKey.ladder)
         let sos = alerts.active.filter { $0.raisedHere }.map(AlarmKey.sos)
-        alarms.keepOnly(Set(ladder + sos))
+        let calls = alerts.awaitingAcknowledgement.map(AlarmKey.received)
+        alarms.keepOnly(Set(ladder + sos + calls))
     }
 
     /// Deterministic encoding (sorted keys, sorted collections): equal states give equal bytes,

@@ -4,9 +4,13 @@ import VigilEvents
 import VigilSystem
 
 /// The SOS button and residents' check-in buttons: every edge is logged, the gesture decoders
-/// turn edges into presses, and presses into events. A long press raises this box's SOS (or
-/// cancels it if one is active); a short press silences what sounds, or, when nothing sounds,
-/// answers the calls for help heard from other boxes. A resident's own button is their "I'm OK".
+/// turn edges into presses, and presses into events. A long press raises this box's SOS, or,
+/// while one is active, re-affirms it (`AlertReaffirmed`: its expiry renewed) — a frightened
+/// person pressing again must never cancel their own call. Cancelling at the box takes a
+/// deliberate hold (`alarms.cancel_hold`, 8 s) of a press that began with the SOS active, with
+/// amber feedback ("keep holding to cancel") from the re-affirmation on. A short press silences
+/// this box's own alarms, or, when none sounds, answers the calls for help heard from other
+/// boxes. A resident's own button is their "I'm OK".
 ///
 /// A button that stops reporting stops the node: a box whose SOS button is dead must not look
 /// healthy (the service manager restarts it, which requests the lines again).
@@ -17,6 +21,9 @@ final class Buttons: NodeComponent {
     private var checkInGestures: [UInt32: ButtonGestureDecoder] = [:]
     private var edges: [ButtonEdge] = []
     private var failures = 0
+    /// The press in progress raised an SOS (it began with none active): holding it on must not
+    /// cancel the call it just made.
+    private var holdRaisedSOS = false
     static let gestureTimer = Scheduler.Timer("gesture")
 
     init(node: Node) {
@@ -102,7 +109,7 @@ final class Buttons: NodeComponent {
                 c.resident = resident
                 c.source = .checkInButton
                 node.append(.checkIn(c))
-            case .pressed, .released, .glitch:
+            case .pressed, .released, .glitch, .cancelHold:
                 break
             }
         }
@@ -114,33 +121,54 @@ final class Buttons: NodeComponent {
     private func perform(_ decoded: [ButtonGestureDecoder.Gesture]) {
         for gesture in decoded {
             switch gesture {
+            case .pressed:
+                holdRaisedSOS = false
             case .longPress:
                 if let active = node.pending.ownActiveSOS(node.projections.alerts) {
-                    var cancel = AlertCancelled()
-                    cancel.id = active
-                    cancel.by = node.nodeID
-                    cancel.reason = "cancelled with a long press at the box"
-                    node.append(.alertCancelled(cancel))
-                    node.logger.notice("SOS cancelled", metadata: ["alert": "\(active.text)"])
+                    reaffirmSOS(active)
                 } else {
                     raiseSOS()
+                    holdRaisedSOS = true
                 }
+            case .cancelHold:
+                guard !holdRaisedSOS, let active = node.pending.ownActiveSOS(node.projections.alerts) else { break }
+                var cancel = AlertCancelled()
+                cancel.id = active
+                cancel.by = node.nodeID
+                cancel.reason = "cancelled by holding the button at the box"
+                node.append(.alertCancelled(cancel))
+                node.logger.notice("SOS cancelled", metadata: ["alert": "\(active.text)"])
             case .shortPress:
                 // First what sounds here is silenced; only a press when nothing sounds answers
                 // the calls for help received from other boxes, so silencing a resident's alarm
                 // never tells another box "help is on the way" by accident.
-                if !OutputPolicy.soundingAlarms(node.projections).isEmpty {
+                // Only the box's own alarms (a resident's ladder, its own SOS) decide: the chirp
+                // of a call heard from another box is answered, not merely silenced.
+                if !OutputPolicy.soundingOwnAlarms(node.projections).isEmpty {
                     var ack = AlarmAcknowledged()
                     ack.by = "button"
                     node.append(.alarmAcknowledged(ack))
                 } else {
                     answerCallsForHelp()
                 }
-            case .pressed, .released, .glitch:
+            case .released, .glitch:
                 break
             }
         }
         scheduleTick()
+    }
+
+    /// The SOS still stands: logged, and its expiry renewed from now (the alert book extends it,
+    /// the air carries the new expiry).
+    private func reaffirmSOS(_ id: AlertID) {
+        let now = node.clock.nowMicroseconds()
+        let expiry = node.configuration.sosExpiryMicroseconds
+        var again = AlertReaffirmed()
+        again.id = id
+        again.expiresAtUs = expiry == 0 ? 0 : now.addingReportingOverflow(expiry).partialValue
+        again.by = "button"
+        node.append(.alertReaffirmed(again), time: now)
+        node.logger.notice("SOS re-affirmed", metadata: ["alert": "\(id.text)"])
     }
 
     private func raiseSOS() {

@@ -7,6 +7,10 @@ import VigilSystem
 /// timeout, retried with back-off by the outbox projection. Every attempt is an event, so the
 /// log says what was tried, when, and how it ended; an attempt cut short by a stop is not
 /// recorded and runs again.
+///
+/// Without `notify.command` nothing can reach anyone: each attempt is recorded as failed
+/// (notifier "none"), the entry stays pending and is retried with the outbox's back-off (a
+/// command configured later delivers it), and the amber line says "no way to tell anyone".
 final class Deliveries: NodeComponent {
     unowned let node: Node
     /// Entries with an attempt appended but not yet applied.
@@ -14,6 +18,7 @@ final class Deliveries: NodeComponent {
     private var running: DeliveryAttempt?
     static let attemptTimer = Scheduler.Timer("outbox-attempt")
     static let timeoutTimer = Scheduler.Timer("notifier-timeout")
+    static let noNotifierError = "no notify.command is configured: nobody can be told"
 
     init(node: Node) { self.node = node }
 
@@ -22,7 +27,7 @@ final class Deliveries: NodeComponent {
         node.scheduler.register(Self.timeoutTimer) { [unowned self] in finish(timedOut: true) }
         if node.configuration.notifier.command == nil,
            node.projections.escalations.residents.values.contains(where: { !$0.contacts.isEmpty }) {
-            node.logger.warning("no notify.command is configured: messages to contacts are only written to this log")
+            node.logger.warning("no notify.command is configured: messages to residents and contacts cannot be delivered")
         }
     }
 
@@ -66,7 +71,8 @@ final class Deliveries: NodeComponent {
         ])
         let notifier = node.configuration.notifier
         guard let command = notifier.command else {
-            record(entry: entry.id, attempt: attempt, delivered: true, notifier: "log", error: "")
+            node.logger.warning("delivery impossible", metadata: ["entry": "\(entry.id)", "error": "\(Self.noNotifierError)"])
+            record(entry: entry.id, attempt: attempt, delivered: false, notifier: "none", error: Self.noNotifierError)
             return
         }
         let child: ChildProcess

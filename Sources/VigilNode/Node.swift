@@ -53,6 +53,7 @@ public final class Node: @unchecked Sendable {
     private(set) lazy var airAlerts = AirAlerts(node: self, air: initialAir)
     private(set) lazy var buttons = Buttons(node: self)
     private(set) lazy var ladder = LadderScheduler(node: self)
+    private(set) lazy var expiries = Expiries(node: self)
     private(set) lazy var deliveries = Deliveries(node: self)
     private(set) lazy var retention = Retention(node: self)
     private(set) lazy var checkpoints = Checkpoints(node: self)
@@ -122,7 +123,7 @@ public final class Node: @unchecked Sendable {
         projections = Projections(settings: configuration.projections)
         initialAir = boot.air
         failures.target = self
-        components = [intake, airAlerts, buttons, ladder, deliveries, retention, checkpoints, control, downtime, zones]
+        components = [intake, airAlerts, buttons, ladder, expiries, deliveries, retention, checkpoints, control, downtime, zones]
         do {
             try restore()
         } catch {
@@ -140,6 +141,7 @@ public final class Node: @unchecked Sendable {
         projections.outbox.retryBaseMicroseconds = configuration.notifier.retryBaseMicroseconds
         projections.outbox.retryMaxMicroseconds = configuration.notifier.retryMaxMicroseconds
         refreshLadderContext()
+        projections.outbox.unreachableAfterMicroseconds = configuration.notifyUnreachableAfterMicroseconds
         let from = projections.appliedThrough
         let replayed = try Replay.catchUp(&projections, from: log)
         refreshLadderContext()

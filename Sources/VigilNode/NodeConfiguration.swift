@@ -41,6 +41,9 @@ public struct NodeConfiguration: Sendable {
     public var notifier = NotifierConfiguration()
     /// A start after the log was silent this long appends DowntimeDetected (`notify.downtime_report_after`).
     public var downtimeReportAfterMicroseconds: UInt64 = 300_000_000
+    /// Issue 10: delivery failures lasting this long (first failed attempt to the latest) show
+    /// "no way to tell anyone" on amber (`notify.unreachable_after`).
+    public var notifyUnreachableAfterMicroseconds: UInt64 = 900_000_000
     /// Where the configuration came from, for messages.
     public var source = "(defaults)"
 
@@ -195,6 +198,9 @@ public struct NodeConfiguration: Sendable {
             if let v = try alarms.duration("long_press") { config.gestures.longPressNanoseconds = max(100_000, v) * 1_000 }
             if let v = try alarms.duration("minimum_press") { config.gestures.minimumPressNanoseconds = v * 1_000 }
             if let v = try alarms.duration("sos_expiry") { config.sosExpiryMicroseconds = v }
+            // Issue 10: holding on this long (from the press) cancels this box's own SOS; a long
+            // press while it is active only re-affirms it. 0 = never at the box (CLI only).
+            if let v = try alarms.duration("cancel_hold") { config.gestures.cancelHoldNanoseconds = v * 1_000 }
             try alarms.finish()
         }
         if var notify = try root.section("notify") {
@@ -212,6 +218,8 @@ public struct NodeConfiguration: Sendable {
                 config.projections.ladder.staff = v
             }
             if let v = try notify.duration("downtime_report_after") { config.downtimeReportAfterMicroseconds = max(1_000_000, v) }
+            // Issue 10: how long failures may last before amber says "no way to tell anyone".
+            if let v = try notify.duration("unreachable_after") { config.notifyUnreachableAfterMicroseconds = v }
             try notify.finish()
         }
         if var site = try root.section("site") {

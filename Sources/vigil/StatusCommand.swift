@@ -19,7 +19,8 @@ struct Status: AsyncParsableCommand {
             let configuration = try options.load().configuration
             let dir = configuration.dataDirectory
             let log = try openForReading(dir)
-            let state = try Replay.currentState(log, settings: configuration.projections)
+            var state = try Replay.currentState(log, settings: configuration.projections)
+            state.outbox.unreachableAfterMicroseconds = configuration.notifyUnreachableAfterMicroseconds
             let space = try log.spaceUsage()
             var live: LiveStatus?
             if let reply = try? ControlClient.send(.status, dataDirectory: dir, timeoutMilliseconds: 1_000) {
@@ -59,6 +60,20 @@ struct Status: AsyncParsableCommand {
                 ack = k.madeHere ? ", acknowledged here" : ", acknowledged by another box (\(k.hops) hops)"
             }
             out += "  \(a.idText) \(AlertKind(rawValue: a.kind).map { "\($0)" } ?? "?") \(a.raisedHere ? "raised here" : "received, \(a.hops) hops")\(ack)\n"
+        }
+        let pending = s.outbox.pending.filter { $0.channel != .broadcast }
+        out += "messages: \(pending.count) pending, \(s.outbox.deliveredTotal) delivered, \(s.outbox.failedAttempts) failed attempts\n"
+        let unreachable = s.outbox.unreachableEntries
+        if !unreachable.isEmpty {
+            // The same judgement as the amber line's "no way to tell anyone" (OutputPolicy).
+            out += "no way to tell anyone: \(unreachable.count) message\(unreachable.count == 1 ? "" : "s") cannot be delivered\n"
+            for (e, why) in unreachable.prefix(10) {
+                let cause = switch why {
+                case .noNotifier: "no notify.command is configured"
+                case .failingSince(let t): "failing since \(EventFormatting.time(t)): \(e.lastError)"
+                }
+                out += "  \(e.id) (\(e.attempts) attempts): \(cause)\n"
+            }
         }
         out += "check-ins: \(s.checkIns.residents.count) residents\n"
         for (name, c) in s.checkIns.residents.sorted(by: { $0.key < $1.key }) {

@@ -17,7 +17,8 @@ struct Why: AsyncParsableCommand {
             let configuration = try options.load().configuration
             let dir = configuration.dataDirectory
             let log = try openForReading(dir)
-            let state = try Replay.currentState(log, settings: configuration.projections)
+            var state = try Replay.currentState(log, settings: configuration.projections)
+            state.outbox.unreachableAfterMicroseconds = configuration.notifyUnreachableAfterMicroseconds
             let running = (try? ControlClient.send(.ping, dataDirectory: dir, timeoutMilliseconds: 1_000)) != nil
             // Explain what the node shows, or would show if it ran.
             let decisions = OutputPolicy.decide(state, running: true)

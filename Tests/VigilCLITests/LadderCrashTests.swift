@@ -27,7 +27,11 @@ import Testing
                                "--alarm-to-notify", "1m", "--contact", "Luis=+34600000000", "--data", dir.path])
         #expect(add.status == 0, "\(add.stderr)")
 
-        let (first, _) = try CLI.start(["run", "--data", dir.path, "--time-scale", "60", "--duration", "30s"])
+        // A notifier that accepts every message: since issue 10 a box without one delivers nothing
+        // (messages stay pending, "no way to tell anyone").
+        let config = dir.path + "/notify.yaml"
+        try "notify:\n  command: /bin/sh\n  arguments: [\"-c\", \"cat > /dev/null\"]\n".write(toFile: config, atomically: true, encoding: .utf8)
+        let (first, _) = try CLI.start(["run", "--data", dir.path, "--config", config, "--time-scale", "60", "--duration", "30s"])
         defer { if first.isRunning { kill(first.processIdentifier, SIGKILL) } }
         #expect(eventually(seconds: 15) { (try? ladderSteps(dir)) == ["LADDER_STEP_PROMPT"] })
         usleep(300_000) // the text step is due about 0.7 s from now
@@ -36,7 +40,7 @@ import Testing
         usleep(2_500_000) // down for 2.5 min of simulated time: text and alarm become overdue
 
         // Text fires at once, the alarm a full minute later, contacts are told a minute after that.
-        let second = try CLI.run(["run", "--data", dir.path, "--time-scale", "60", "--duration", "3500ms"])
+        let second = try CLI.run(["run", "--data", dir.path, "--config", config, "--time-scale", "60", "--duration", "3500ms"])
         #expect(second.status == 0)
         let steps = try ladderEvents(dir)
         #expect(steps.map(\.step) == ["LADDER_STEP_PROMPT", "LADDER_STEP_TEXT", "LADDER_STEP_ALARM", "LADDER_STEP_NOTIFY"])

@@ -104,7 +104,8 @@ struct ButtonGestureTests {
         #expect(d.tick(atNanoseconds: t0 + 2_000 * ms - 1) == [])
         #expect(d.tick(atNanoseconds: t0 + 2_000 * ms) == [.longPress(atNanoseconds: t0 + 2_000 * ms)])
         #expect(d.pressed)
-        #expect(d.nextTick == nil) // fired once; nothing more until the release
+        // Fired once; the next threshold is the cancel hold at 8 s (issue 10), nothing before it.
+        #expect(d.nextTick == t0 + 8_000 * ms)
         #expect(d.tick(atNanoseconds: t0 + 2_200 * ms) == [])
 
         // Then released at 2.5 s, with bounces.
@@ -273,5 +274,39 @@ extension ButtonGestureTests {
         #expect(d.edge(pressed: false, atNanoseconds: t0 + 50 * ms) == [.shortPress(heldNanoseconds: 50 * ms)])
         _ = d.edge(pressed: true, atNanoseconds: t0 + 100 * ms)
         #expect(d.edge(pressed: false, atNanoseconds: t0 + 150 * ms - 1) == [.glitch(heldNanoseconds: 50 * ms - 1)])
+    }
+
+    // MARK: The cancel hold (issue 10)
+
+    /// Fails before issue 10: a press held on past the long press fired nothing more.
+    @Test func aPressHeldForEightAndAHalfSecondsFiresTheCancelHoldWhileHeld() {
+        let (emitted, d) = play(recording(pressWithFourBounces + releaseWithBounces(at: 8_500_000)), until: t0 + 10_000 * ms)
+        #expect(emitted == [
+            Emitted(at: t0, gesture: .pressed(atNanoseconds: t0)),
+            Emitted(at: t0 + 2_000 * ms, gesture: .longPress(atNanoseconds: t0 + 2_000 * ms)),
+            Emitted(at: t0 + 8_000 * ms, gesture: .cancelHold(atNanoseconds: t0 + 8_000 * ms)),
+            Emitted(at: t0 + 8_500 * ms, gesture: .released(heldNanoseconds: 8_500 * ms)),
+        ])
+        #expect(d.nextTick == nil)
+    }
+
+    @Test func aReleaseBeforeTheCancelHoldIsOnlyALongPress() {
+        let (emitted, _) = play(recording(pressWithFourBounces + releaseWithBounces(at: 7_999_000)), until: t0 + 10_000 * ms)
+        #expect(!emitted.contains { if case .cancelHold = $0.gesture { true } else { false } })
+        #expect(emitted.last?.gesture == .released(heldNanoseconds: 7_999 * ms))
+    }
+
+    @Test func theCancelHoldComesOncePerPressAndCanBeTurnedOff() {
+        var d = ButtonGestureDecoder()
+        _ = d.edge(pressed: true, atNanoseconds: t0)
+        #expect(d.tick(atNanoseconds: t0 + 20_000 * ms) == [
+            .longPress(atNanoseconds: t0 + 2_000 * ms), .cancelHold(atNanoseconds: t0 + 8_000 * ms),
+        ], "a late tick gives both, in order")
+        #expect(d.tick(atNanoseconds: t0 + 30_000 * ms) == [])
+        var settings = ButtonGestureDecoder.Settings()
+        settings.cancelHoldNanoseconds = 0
+        let (emitted, _) = play(recording([(0, true), (20_000_000, false)]), until: t0 + 21_000 * ms, settings: settings)
+        #expect(emitted.map(\.gesture) == [.pressed(atNanoseconds: t0), .longPress(atNanoseconds: t0 + 2_000 * ms),
+                                          .released(heldNanoseconds: 20_000 * ms)])
     }
 }

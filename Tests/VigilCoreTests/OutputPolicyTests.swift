@@ -93,10 +93,13 @@ struct OutputPolicyTests {
         let out = OutputPolicy.decide(h.state, running: true)
         #expect(out.pattern(.blue) == .on)
         #expect(out.sequences(.blue) == [[first.sequence], [second.sequence]]) // oldest first, duplicates dropped
-        // Received alerts never sound or light red here.
+        // Received alerts never light red here. Since issue 10 the unanswered call for help (the
+        // SOS, not the flood warning) chirps; it is not one of this box's own alarms.
         #expect(out.pattern(.red) == .off)
-        #expect(out.pattern(.buzzer) == .off)
-        #expect(OutputPolicy.soundingAlarms(h.state).isEmpty)
+        #expect(out.pattern(.buzzer) == OutputPolicy.callChirp)
+        #expect(out.sequences(.buzzer) == [[second.sequence]])
+        #expect(OutputPolicy.soundingAlarms(h.state) == ["received:\(AlertID(origin: 0xBEEF, counter: 1).text)"])
+        #expect(OutputPolicy.soundingOwnAlarms(h.state).isEmpty)
     }
 
     @Test func anExpiredReceivedAlertTurnsBlueOff() {

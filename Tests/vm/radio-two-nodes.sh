@@ -5,7 +5,7 @@
 #  2. an SOS raised at A (long press) reaches B as an AlertReceived with A's id, 0 hops, and B's
 #     relay (hop 1) is heard back at A; a short press at B acknowledges it over the air, and A
 #     logs AlertAcknowledged and dips its red LED
-#  3. A's cancel (a second long press) reaches B as an AlertCancelled that clears it; a road hazard
+#  3. A's cancel (an 8.5 s hold: a second long press only re-affirms, issue 10) reaches B as an AlertCancelled that clears it; a road hazard
 #     raised at A with `vigil alert raise` reaches B with its location
 #  4. a frame with a wrong tag (sent by hand from hci2) is counted as forged and never logged
 #  5. `hciconfig hci1 reset` is recovered: B logs the radio off, then on, and hears A again
@@ -104,8 +104,8 @@ if echo "$why_a" | grep -q 'acknowledged by another box'; then ok "A's red LED s
 else bad "A's outputs do not show the acknowledgement"; echo "$why_a" | sed 's/^/     | /'; fi
 
 echo "3. A's cancel clears it on B"
-"$VIGIL" sim press sos --data "$SCRATCH/a" >/dev/null
-if wait_ms 10000 has_event a alert-cancelled; then ok "A cancelled its SOS"; else bad "A did not cancel"; fi
+"$VIGIL" sim press sos --hold 8.5s --data "$SCRATCH/a" >/dev/null   # the cancel hold (8 s)
+if wait_ms 15000 has_event a alert-cancelled; then ok "A cancelled its SOS"; else bad "A did not cancel"; fi
 if wait_ms 15000 has_event b alert-cancelled "\"origin\":\"$((16#$A_ID))\""; then
   ok "B logged AlertCancelled for A's SOS"
 else
@@ -128,11 +128,11 @@ else
 fi
 
 status_b() { "$VIGIL" status --json --data "$SCRATCH/b" 2>/dev/null; }
-# press_sos_at_a KIND: a long press at A, waiting until A has logged the KIND it causes
-# (alert-raised or alert-cancelled), so presses never overlap.
+# press_sos_at_a KIND [HOLD]: a long press at A (or a hold of HOLD, e.g. 8.5s to cancel), waiting
+# until A has logged the KIND it causes (alert-raised or alert-cancelled), so presses never overlap.
 press_sos_at_a() {
   local before; before=$(count a "$1")
-  "$VIGIL" sim press sos --data "$SCRATCH/a" >/dev/null
+  "$VIGIL" sim press sos ${2:+--hold "$2"} --data "$SCRATCH/a" >/dev/null
   more() { [ "$(count a "$1")" -gt "$before" ]; }
   wait_ms 15000 more "$1" || bad "A did not log $1 after a long press"
 }
@@ -165,7 +165,7 @@ received_before=$(count b alert-received)
 press_sos_at_a alert-raised
 more_received() { [ "$(count b alert-received)" -gt "$received_before" ]; }
 if wait_ms 15000 more_received; then ok "after the reset B hears A's next SOS"; else bad "B hears nothing after the reset"; show_log b; fi
-press_sos_at_a alert-cancelled # cancel it again
+press_sos_at_a alert-cancelled 8.5s # cancel it again (the cancel hold)
 
 echo "6. B on the user channel"
 stop b

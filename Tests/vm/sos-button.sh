@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The node end to end on a real GPIO chip (gpio-sim, board/vm.yaml): `vigil run` with the
 # libgpiod board. A 2.5 s press of the SOS button raises an SOS alert (alert-raised, kind SOS)
-# within 3 s after the 2 s long-press threshold and lights red; a second long press cancels it
-# (alert-cancelled) and red goes dark; a 100 ms press raises nothing; SIGTERM stops the node
+# within 3 s after the 2 s long-press threshold and lights red; an 8.5 s hold cancels it at the 8 s
+# cancel hold (alert-cancelled; a second 2 s press only re-affirms since issue 10, see
+# sos-reaffirm-cancel.sh) and red goes dark; a 100 ms press raises nothing; SIGTERM stops the node
 # with exit status 0.
 . "$(dirname "$0")/lib/common.bash"
 
@@ -71,16 +72,16 @@ steady=true
 for _ in 1 2 3 4 5 6 7 8 9 10; do red_is 1 || steady=false; sleep 0.1; done
 check "red stays 1 while the SOS is active (sampled for 1 s)" $steady
 
-echo "3. a second long press cancels it; red goes dark"
+echo "3. an 8.5 s hold cancels it (the 8 s cancel hold); red goes dark"
 t0=$(now_ns)
-hold 2500
-if wait_ms $((5500 - $(ms_since "$t0"))) red_is 0; then ok "red back to 0 $(ms_since "$t0") ms after the press began"; else bad "red still reads $(level 1) 5.5 s after the press began"; fi
+hold 8500
+if wait_ms $((11500 - $(ms_since "$t0"))) red_is 0; then ok "red back to 0 $(ms_since "$t0") ms after the press began"; else bad "red still reads $(level 1) 11.5 s after the press began"; fi
 if wait_ms 10000 has_event alert-cancelled; then
   at=$(( ($(last_time_us alert-cancelled) * 1000 - t0) / 1000000 ))
-  check "alert-cancelled, stamped ${at} ms after the press began (<= 5000)" [ "$at" -le 5000 ]
+  check "alert-cancelled, stamped ${at} ms after the press began (8000-11000)" [ "$at" -ge 8000 ] && [ "$at" -le 11000 ]
   echo "     $(events alert-cancelled | tail -n 1 | cut -c1-200)"
 else
-  bad "no alert-cancelled after the second long press"
+  bad "no alert-cancelled after the 8.5 s hold"
 fi
 check "still exactly one alert-raised ($(count alert-raised))" [ "$(count alert-raised)" = 1 ]
 

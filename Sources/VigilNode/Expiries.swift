@@ -1,0 +1,47 @@
+import VigilCore
+import VigilEvents
+
+/// Time acting on alerts: when the earliest expiry among the active alerts comes (an SOS raised
+/// here, an alert received, and with them their acknowledgements), `AlertExpired` says so at
+/// that moment. The alert book then holds it ended, outputs and the advertising plan follow at
+/// once, and replay needs no clock. Without this a quiet box (nothing else arriving) judged
+/// expiry only when some other event came, and kept red on and the buzzer sounding.
+///
+/// One expiry at a time, earliest first; after a restart overdue ones come one after the other.
+/// An expiry appended and not yet durable is not appended again.
+final class Expiries: NodeComponent {
+    unowned let node: Node
+    static let expiryTimer = Scheduler.Timer("alert-expiry")
+
+    init(node: Node) { self.node = node }
+
+    func start() throws(NodeError) {
+        node.scheduler.register(Self.expiryTimer) { [unowned self] in reconcile() }
+    }
+
+    /// Appends the earliest expiry once it is due, or arms the timer for it.
+    func reconcile() {
+        guard !node.stopping, let next = node.projections.alerts.earliestExpiry else {
+            node.scheduler.cancel(Self.expiryTimer)
+            return
+        }
+        if pendingExpiry(next.id) { return } // appended, waiting to become durable
+        let now = node.clock.nowMicroseconds()
+        if next.expiresAtMicroseconds <= now {
+            var expired = AlertExpired()
+            expired.id = next.id
+            expired.expiresAtUs = next.expiresAtMicroseconds
+            node.append(.alertExpired(expired), time: now)
+            node.scheduler.cancel(Self.expiryTimer)
+        } else {
+            node.scheduler.schedule(Self.expiryTimer,
+                                    atNanoseconds: node.monotonicDeadline(forWallMicroseconds: next.expiresAtMicroseconds))
+        }
+    }
+
+    /// An `AlertExpired` for `id` appended and not yet durable (a refused one is gone from the
+    /// pending events, so it is tried again at the next reconcile).
+    private func pendingExpiry(_ id: AlertID) -> Bool {
+        node.pending.elements.contains { if case .alertExpired(let e) = $0.body { e.id == id } else { false } }
+    }
+}
