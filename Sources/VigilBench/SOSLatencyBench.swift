@@ -16,8 +16,9 @@ import VigilSystem
 /// (deferred-meta: data fdatasync + the meta sync that acknowledges it), the writer's report
 /// through the eventfd, applying the event and reconciling the outputs.
 ///
-/// Each cycle raises an SOS with a long press (measured), then cancels it with a second long press
-/// and waits for red off. Every press starts `gap` after the previous release was delivered (more
+/// Each cycle raises an SOS with a long press (measured), then cancels it with a second press held
+/// past the cancel hold (issue 10: the long press on the way re-affirms it first) and waits for
+/// red off. The raising press reaches the cancel hold too, which never cancels an SOS it raised. Every press starts `gap` after the previous release was delivered (more
 /// than the debounce), so the decoder takes each press edge at its own timestamp.
 /// The presses are split over `runs` fresh nodes (fresh data directories), each with one
 /// unmeasured warm-up cycle; p50/p99/max are over all measured presses pooled.
@@ -25,6 +26,8 @@ struct SOSLatencyBench {
     static let metric = "sos_latency_p99_ms"
     static let longPressNanoseconds: UInt64 = 20_000_000
     static let debounceNanoseconds: UInt64 = 5_000_000
+    /// Shorter than the hold, so every cancel press gets there (scaled down like the long press).
+    static let cancelHoldNanoseconds: UInt64 = 25_000_000
     static let holdMicroseconds: UInt64 = 30_000
     static let gapMicroseconds: UInt64 = 10_000
     /// Background radio traffic: a few simulated advertisers at the default 0.1–1 s intervals.
@@ -85,10 +88,10 @@ struct SOSLatencyBench {
             ("sync", .string(SyncMode.deferredMeta.rawValue)),
             ("commit_window_ms", .double(Double(NodeConfiguration().commitWindowMicroseconds) / 1_000)),
             ("advertisers", .int(Self.advertisers)),
-            // Over the measured cycles: each is a raise and a cancel (4 button edges, 2 alert events).
+            // Over the measured cycles: each is a raise and a cancel (4 button edges, 3 alert events).
             ("flushes_per_sos", .double(sos == 0 ? 0 : Double(flushes) / Double(sos))),
             ("commits_per_sos", .double(sos == 0 ? 0 : Double(commits) / Double(sos))),
-            ("flushes_scope", .string("raise+cancel cycle: 4 button edges, AlertRaised, AlertCancelled, background scan hits")),
+            ("flushes_scope", .string("raise+cancel cycle: 4 button edges, AlertRaised, AlertReaffirmed, AlertCancelled, background scan hits")),
             ("target", .int(50)),
         ]))
     }
@@ -102,6 +105,7 @@ struct SOSLatencyBench {
         configuration.simulation.advertisers = Self.advertisers
         configuration.gestures.longPressNanoseconds = Self.longPressNanoseconds
         configuration.gestures.debounceNanoseconds = Self.debounceNanoseconds
+        configuration.gestures.cancelHoldNanoseconds = Self.cancelHoldNanoseconds
 
         let probe = SOSProbe()
         let board = try ProbedBoard(inner: SimulatedBoard(profile: configuration.board), probe: probe)
@@ -155,7 +159,7 @@ struct SOSLatencyBench {
             }
             if measured { latencies.append(redOnAt - threshold) }
 
-            // Cancel: a second long press; red goes off once the cancellation is durable.
+            // Cancel: a second press held past the cancel hold; red goes off once the cancellation is durable.
             pressOnLoop(node, probe)
             _ = try waitFor(probe, "red off after cancel press \(cycle)") {
                 $0.redOff > raised.redOff && $0.releases > raised.releases
