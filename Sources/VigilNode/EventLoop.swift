@@ -104,3 +104,12 @@ final class EventLoop: @unchecked Sendable {
         return true
     }
 }
+
+/// Carries failures reported by the loop and the scheduler to the node, which exists only after
+/// they do. Both report on the loop thread.
+final class FailureRelay: @unchecked Sendable {
+    weak var target: Node?
+    func report(_ what: String, _ error: SystemError) {
+        target?.fail(.system(SystemError(what + ": " + error.operation, error.subject, errno: error.errno)))
+    }
+}

@@ -32,7 +32,7 @@ public final class Node: @unchecked Sendable {
     let scheduler: Scheduler
 
     // Loop-owned state.
-    public private(set) var projections: Projections
+    public internal(set) var projections: Projections
     var pending = PendingEvents()
     public internal(set) var counters = NodeCounters()
     private(set) var stopping = false
@@ -131,30 +131,6 @@ public final class Node: @unchecked Sendable {
             lockFile.unlock()
             throw .log(error)
         }
-    }
-
-    private func restore() throws(LogError) {
-        if let restored = try Replay.checkpoint(in: log) {
-            projections = restored
-        }
-        projections.devices.setPruneAfter(configuration.projections.devicePruneAfterMicroseconds)
-        projections.outbox.retryBaseMicroseconds = configuration.notifier.retryBaseMicroseconds
-        projections.outbox.retryMaxMicroseconds = configuration.notifier.retryMaxMicroseconds
-        refreshLadderContext()
-        projections.outbox.unreachableAfterMicroseconds = configuration.notifyUnreachableAfterMicroseconds
-        let from = projections.appliedThrough
-        let replayed = try Replay.catchUp(&projections, from: log)
-        refreshLadderContext()
-        logger.info("restored projections", metadata: [
-            "checkpoint": "\(from)", "replayed": "\(replayed)", "applied_through": "\(projections.appliedThrough)",
-        ])
-    }
-
-    /// The ladder's settings from the configuration, with the rules of the zones residents use
-    /// (settings, not history: LadderContext says why). At start and when a zone is new.
-    func refreshLadderContext() {
-        projections.escalations.context = TimeZoneFiles.context(configuration.projections.ladder,
-                                                                keeping: projections.escalations.context, for: projections.escalations)
     }
 
     // MARK: Thread-safe entry points
@@ -383,14 +359,5 @@ public final class Node: @unchecked Sendable {
         log.close()
         lockFile.unlock()
         finished = true
-    }
-}
-
-/// Carries failures reported by the loop and the scheduler to the node, which exists only after
-/// they do. Both report on the loop thread.
-private final class FailureRelay: @unchecked Sendable {
-    weak var target: Node?
-    func report(_ what: String, _ error: SystemError) {
-        target?.fail(.system(SystemError(what + ": " + error.operation, error.subject, errno: error.errno)))
     }
 }
