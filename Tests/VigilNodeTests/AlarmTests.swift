@@ -7,19 +7,6 @@ import VigilLog
 import VigilSystem
 @testable import VigilNode
 
-/// Reads every decodable event of a data directory.
-func storedEvents(_ dir: TemporaryDirectory) throws -> [Event] {
-    let log = try EventLog.openReadOnly(directory: dir.path)
-    var events: [Event] = []
-    try log.read { txn in
-        try txn.forEach(from: 0) { result in
-            if case .event(let e) = Replay.input(result) { events.append(e) }
-            return true
-        }
-    }
-    return events
-}
-
 @Suite(.serialized) struct AlarmTests {
     func fastGestures(_ c: inout NodeConfiguration) {
         c.gestures.longPressNanoseconds = 300_000_000

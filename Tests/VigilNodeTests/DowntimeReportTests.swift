@@ -22,7 +22,7 @@ import VigilSystem
     }
 
     static func downtimes(_ dir: TemporaryDirectory) throws -> [DowntimeDetected] {
-        try storedEventsForDowntime(dir).compactMap { e -> DowntimeDetected? in
+        try storedEvents(dir).compactMap { e -> DowntimeDetected? in
             if case .downtimeDetected(let d) = e.body { d } else { nil }
         }
     }
@@ -61,17 +61,4 @@ import VigilSystem
         _ = try await Self.startAndStop(config, clock)
         #expect(try Self.downtimes(dir).count == 1)
     }
-}
-
-/// Every decodable event of a data directory (its own copy: the shared helpers are being rewritten).
-private func storedEventsForDowntime(_ dir: TemporaryDirectory) throws -> [Event] {
-    let log = try EventLog.openReadOnly(directory: dir.path)
-    var events: [Event] = []
-    try log.read { txn in
-        try txn.forEach(from: 0) { result in
-            if case .event(let e) = Replay.input(result) { events.append(e) }
-            return true
-        }
-    }
-    return events
 }

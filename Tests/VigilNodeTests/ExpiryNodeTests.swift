@@ -21,29 +21,29 @@ import VigilSystem
         let board = try SimulatedBoard(monotonic: clock)
         let node = try Node(configuration: config, clock: clock, monotonic: clock, logger: quietLogger, board: board)
         let task = Task { try await node.runOnOwnThread(duration: nil) }
-        await issue10Settled(node)
+        await settled(node)
         node.onLoop { n in try? (n.board as? SimulatedBoard)?.press(holdMicroseconds: 500_000) }
-        await issue10Advance(clock, node, byMicroseconds: 1_000_000, step: 10_000)
+        await advance(clock, node, byMicroseconds: 1_000_000, step: 10_000)
         #expect(await issue10Level(node, .red), "the SOS is raised")
-        #expect(await issue10OnLoop(node) { $0.projections.alerts.active.count } == 1)
+        #expect(await onLoop(node) { $0.projections.alerts.active.count } == 1)
 
         // Just before the expiry nothing has changed; the timer is armed for it.
-        await issue10Advance(clock, node, byMicroseconds: 58_000_000, step: 1_000_000)
+        await advance(clock, node, byMicroseconds: 58_000_000, step: 1_000_000)
         #expect(await issue10Level(node, .red))
-        #expect(await issue10OnLoop(node) { $0.scheduler.isArmed(Expiries.expiryTimer) })
+        #expect(await onLoop(node) { $0.scheduler.isArmed(Expiries.expiryTimer) })
         // Past the expiry, and on for ten minutes with nothing else happening.
-        await issue10Advance(clock, node, byMicroseconds: 2_000_000, step: 100_000)
+        await advance(clock, node, byMicroseconds: 2_000_000, step: 100_000)
         #expect(!(await issue10Level(node, .red)), "red goes off at the expiry")
         #expect(!(await issue10Level(node, .buzzer)), "the buzzer stops at the expiry")
-        #expect(await issue10OnLoop(node) { $0.projections.alerts.active.isEmpty })
+        #expect(await onLoop(node) { $0.projections.alerts.active.isEmpty })
         let off = clock.nowMicroseconds()
-        await issue10Advance(clock, node, byMicroseconds: 600_000_000, step: 10_000_000)
-        #expect(await issue10OnLoop(node) { !$0.scheduler.isArmed(Expiries.expiryTimer) })
+        await advance(clock, node, byMicroseconds: 600_000_000, step: 10_000_000)
+        #expect(await onLoop(node) { !$0.scheduler.isArmed(Expiries.expiryTimer) })
         #expect(board.transitions.filter { $0.line == .red && $0.timeMicroseconds >= off }.isEmpty, "red stays off")
         node.requestStop(reason: "test")
         try await task.value
 
-        let events = try issue10Events(dir)
+        let events = try storedEvents(dir)
         let raised = events.compactMap { e -> Alert? in if case .alertRaised(let a) = e.body { a } else { nil } }
         let expired = events.compactMap { e -> (Event, AlertExpired)? in if case .alertExpired(let x) = e.body { (e, x) } else { nil } }
         try #require(raised.count == 1)

@@ -23,37 +23,37 @@ import VigilSystem
         let clock = ManualClock()
         let (node, board) = try issue10Node(dir, clock: clock, configure: configure)
         let task = Task { try await node.runOnOwnThread(duration: nil) }
-        await issue10Settled(node)
+        await settled(node)
 
         issue10Press(node, holdMicroseconds: 2_500_000) // raises
-        await issue10Advance(clock, node, byMicroseconds: 3_000_000, step: 50_000)
-        let first = await issue10OnLoop(node) { $0.projections.alerts.active.first { $0.raisedHere } }
+        await advance(clock, node, byMicroseconds: 3_000_000, step: 50_000)
+        let first = await onLoop(node) { $0.projections.alerts.active.first { $0.raisedHere } }
         let sos = try #require(first)
         #expect(await issue10Level(node, .red))
 
-        await issue10Advance(clock, node, byMicroseconds: 60_000_000, step: 1_000_000)
+        await advance(clock, node, byMicroseconds: 60_000_000, step: 1_000_000)
         issue10Press(node, holdMicroseconds: 2_500_000) // re-affirms
-        await issue10Advance(clock, node, byMicroseconds: 3_000_000, step: 50_000)
-        let after = await issue10OnLoop(node) { $0.projections.alerts.alerts[sos.idText] }
+        await advance(clock, node, byMicroseconds: 3_000_000, step: 50_000)
+        let after = await onLoop(node) { $0.projections.alerts.alerts[sos.idText] }
         #expect(after?.cancelled == false, "a second long press never cancels")
         #expect((after?.expiresAtMicroseconds ?? 0) > sos.expiresAtMicroseconds, "the expiry is renewed")
         #expect(await issue10Level(node, .red))
-        #expect(await issue10OnLoop(node) { $0.projections.alarms.reaffirmedWhileHeld } == false, "released: no feedback")
+        #expect(await onLoop(node) { $0.projections.alarms.reaffirmedWhileHeld } == false, "released: no feedback")
 
         issue10Press(node, holdMicroseconds: 8_500_000) // re-affirms at 2 s, cancels at 8 s
-        await issue10Advance(clock, node, byMicroseconds: 4_000_000, step: 50_000)
+        await advance(clock, node, byMicroseconds: 4_000_000, step: 50_000)
         // Held past the long press with the SOS active: "keep holding to cancel".
-        let amber = await issue10OnLoop(node) { OutputPolicy.decide($0.projections, running: true)[.amber] }
+        let amber = await onLoop(node) { OutputPolicy.decide($0.projections, running: true)[.amber] }
         #expect(amber?.pattern == OutputPolicy.cancelHoldBlink)
         #expect(amber?.reasons.first?.text.contains("keep holding to cancel") == true)
-        await issue10Advance(clock, node, byMicroseconds: 6_000_000, step: 50_000)
-        #expect(await issue10OnLoop(node) { $0.projections.alerts.alerts[sos.idText]?.cancelled } == true)
+        await advance(clock, node, byMicroseconds: 6_000_000, step: 50_000)
+        #expect(await onLoop(node) { $0.projections.alerts.alerts[sos.idText]?.cancelled } == true)
         #expect(!(await issue10Level(node, .red)))
-        #expect(await issue10OnLoop(node) { OutputPolicy.decide($0.projections, running: true)[.amber]?.pattern } != OutputPolicy.cancelHoldBlink)
+        #expect(await onLoop(node) { OutputPolicy.decide($0.projections, running: true)[.amber]?.pattern } != OutputPolicy.cancelHoldBlink)
         node.requestStop(reason: "test")
         try await task.value
 
-        let events = try issue10Events(dir)
+        let events = try storedEvents(dir)
         let reaffirmed = events.compactMap { e -> AlertReaffirmed? in if case .alertReaffirmed(let r) = e.body { r } else { nil } }
         #expect(reaffirmed.count == 2, "the second press and the hold each re-affirmed once")
         #expect(reaffirmed.allSatisfy { $0.id.text == sos.idText && $0.by == "button" })
@@ -69,14 +69,14 @@ import VigilSystem
         let clock = ManualClock()
         let (node, _) = try issue10Node(dir, clock: clock, configure: configure)
         let task = Task { try await node.runOnOwnThread(duration: nil) }
-        await issue10Settled(node)
+        await settled(node)
         issue10Press(node, holdMicroseconds: 12_000_000) // a frightened person holding on
-        await issue10Advance(clock, node, byMicroseconds: 13_000_000, step: 50_000)
-        #expect(await issue10OnLoop(node) { $0.projections.alerts.active.filter(\.raisedHere).count } == 1)
+        await advance(clock, node, byMicroseconds: 13_000_000, step: 50_000)
+        #expect(await onLoop(node) { $0.projections.alerts.active.filter(\.raisedHere).count } == 1)
         #expect(await issue10Level(node, .red))
         node.requestStop(reason: "test")
         try await task.value
-        #expect(try issue10Events(dir).allSatisfy { if case .alertCancelled = $0.body { false } else { true } })
+        #expect(try storedEvents(dir).allSatisfy { if case .alertCancelled = $0.body { false } else { true } })
     }
 
     /// A short press while a call for help from another box is waiting answers it over the air
@@ -86,7 +86,7 @@ import VigilSystem
         let clock = ManualClock()
         let (node, _) = try issue10Node(dir, clock: clock, configure: configure)
         let task = Task { try await node.runOnOwnThread(duration: nil) }
-        await issue10Settled(node)
+        await settled(node)
         node.onLoop { n in
             var a = Alert()
             a.id = AlertID(origin: 0xFACE, counter: 3)
@@ -96,15 +96,15 @@ import VigilSystem
             a.hops = 1
             n.append(.alertReceived(a))
         }
-        await issue10Advance(clock, node, byMicroseconds: 100_000, step: 10_000)
-        #expect(await issue10OnLoop(node) { OutputPolicy.decide($0.projections, running: true)[.buzzer]?.pattern } == OutputPolicy.callChirp)
+        await advance(clock, node, byMicroseconds: 100_000, step: 10_000)
+        #expect(await onLoop(node) { OutputPolicy.decide($0.projections, running: true)[.buzzer]?.pattern } == OutputPolicy.callChirp)
         issue10Press(node, holdMicroseconds: 200_000)
-        await issue10Advance(clock, node, byMicroseconds: 500_000, step: 10_000)
-        #expect(await issue10OnLoop(node) { $0.projections.alerts.awaitingAcknowledgement.isEmpty }, "answered")
-        #expect(await issue10OnLoop(node) { OutputPolicy.decide($0.projections, running: true)[.buzzer]?.pattern } == .off)
+        await advance(clock, node, byMicroseconds: 500_000, step: 10_000)
+        #expect(await onLoop(node) { $0.projections.alerts.awaitingAcknowledgement.isEmpty }, "answered")
+        #expect(await onLoop(node) { OutputPolicy.decide($0.projections, running: true)[.buzzer]?.pattern } == .off)
         node.requestStop(reason: "test")
         try await task.value
-        let events = try issue10Events(dir)
+        let events = try storedEvents(dir)
         #expect(events.contains { if case .alertAcknowledged = $0.body { true } else { false } })
         #expect(!events.contains { if case .alarmAcknowledged = $0.body { true } else { false } }, "not merely silenced")
     }

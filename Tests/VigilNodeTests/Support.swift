@@ -1,5 +1,7 @@
 import Foundation
 import Logging
+import VigilEvents
+import VigilLog
 import VigilSystem
 @testable import VigilNode
 // The tests' one temporary directory helper, visible to every file of this module.
@@ -91,4 +93,17 @@ func untilChildProcess(_ node: Node, seconds: Double = 20, _ condition: @escapin
         await Task.yield()
     }
     return false
+}
+
+/// Reads every decodable event of a data directory.
+func storedEvents(_ dir: TemporaryDirectory) throws -> [Event] {
+    let log = try EventLog.openReadOnly(directory: dir.path)
+    var events: [Event] = []
+    try log.read { txn in
+        try txn.forEach(from: 0) { result in
+            if case .event(let e) = Replay.input(result) { events.append(e) }
+            return true
+        }
+    }
+    return events
 }

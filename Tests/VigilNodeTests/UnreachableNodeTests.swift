@@ -20,7 +20,7 @@ import VigilSystem
             c.notifier.retryBaseMicroseconds = 1_000_000
         }
         let task = Task { try await node.runOnOwnThread(duration: nil) }
-        await issue10Settled(node)
+        await settled(node)
         node.onLoop { n in
             var r = Resident()
             r.id = "room-1"
@@ -35,8 +35,8 @@ import VigilSystem
             r.contacts = [c]
             n.append(.residentEnrolled(r))
         }
-        await issue10Advance(clock, node, byMicroseconds: 70_000_000, step: 500_000)
-        let prompt = await issue10OnLoop(node) { $0.projections.outbox.entries["room-1/1/prompt"] }
+        await advance(clock, node, byMicroseconds: 70_000_000, step: 500_000)
+        let prompt = await onLoop(node) { $0.projections.outbox.entries["room-1/1/prompt"] }
         #expect(prompt?.delivered == false, "nobody was told: not delivered")
         #expect(prompt?.lastNotifier == "none")
         #expect((prompt?.attempts ?? 0) >= 2, "retried with the outbox's back-off")
@@ -47,14 +47,14 @@ import VigilSystem
             c.source = .checkInButton
             n.append(.checkIn(c))
         }
-        await issue10Advance(clock, node, byMicroseconds: 100_000, step: 10_000)
-        let amber = await issue10OnLoop(node) { OutputPolicy.decide($0.projections, running: true)[.amber] }
+        await advance(clock, node, byMicroseconds: 100_000, step: 10_000)
+        let amber = await onLoop(node) { OutputPolicy.decide($0.projections, running: true)[.amber] }
         #expect(amber?.pattern == OutputPolicy.unreachableBlink)
         #expect(amber?.reasons.first?.text.contains("room-1/1/prompt") == true)
         node.requestStop(reason: "test")
         try await task.value
 
-        let attempts = try issue10Events(dir).compactMap { e -> OutboxAttempt? in if case .outboxAttempt(let a) = e.body { a } else { nil } }
+        let attempts = try storedEvents(dir).compactMap { e -> OutboxAttempt? in if case .outboxAttempt(let a) = e.body { a } else { nil } }
         #expect(!attempts.isEmpty)
         #expect(attempts.allSatisfy { !$0.delivered && $0.notifier == "none" && $0.error.contains("notify.command") })
         #expect(board.transitions.contains { $0.line == .amber && $0.on })
