@@ -20,7 +20,7 @@ final class Buttons: NodeComponent {
     /// One decoder per resident check-in button, by line.
     private var checkInGestures: [UInt32: ButtonGestureDecoder] = [:]
     private var edges: [ButtonEdge] = []
-    private var failures = 0
+    private var reads = DeviceReads()
     /// The press in progress raised an SOS (it began with none active): holding it on must not
     /// cancel the call it just made.
     private var holdRaisedSOS = false
@@ -47,19 +47,13 @@ final class Buttons: NodeComponent {
     }
 
     private func readable(_ events: UInt32) {
-        if events & Epoll.hangup != 0 {
-            buttonDied("the device hung up")
-            return
-        }
         edges.removeAll(keepingCapacity: true)
-        do {
-            try node.board.readReady(into: &edges)
-            failures = 0
-        } catch {
+        let node = self.node
+        if let gone = reads.read(events: events, { try node.board.readReady(into: &edges) }, failed: { error in
             node.counters.boardErrors += 1
-            failures += 1
             node.logger.error("button read failed", metadata: ["error": "\(error)"])
-            if failures >= RadioIntake.failuresBeforeDropping { buttonDied("\(error)") }
+        }) {
+            buttonDied(gone)
         }
         for edge in edges { handle(edge) }
     }

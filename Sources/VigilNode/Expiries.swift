@@ -25,7 +25,7 @@ final class Expiries: NodeComponent {
             node.scheduler.cancel(Self.expiryTimer)
             return
         }
-        if pendingExpiry(next.id) { return } // appended, waiting to become durable
+        if node.pending.containsExpiry(next.id) { return } // appended, waiting to become durable
         let now = node.clock.nowMicroseconds()
         if next.expiresAtMicroseconds <= now {
             var expired = AlertExpired()
@@ -37,11 +37,5 @@ final class Expiries: NodeComponent {
             node.scheduler.schedule(Self.expiryTimer,
                                     atNanoseconds: node.monotonicDeadline(forWallMicroseconds: next.expiresAtMicroseconds))
         }
-    }
-
-    /// An `AlertExpired` for `id` appended and not yet durable (a refused one is gone from the
-    /// pending events, so it is tried again at the next reconcile).
-    private func pendingExpiry(_ id: AlertID) -> Bool {
-        node.pending.elements.contains { if case .alertExpired(let e) = $0.body { e.id == id } else { false } }
     }
 }

@@ -1,4 +1,5 @@
 import VigilEvents
+import VigilSystem
 
 /// One job of the running node: the radio intake, alerts over the air, the buttons, the ladder,
 /// deliveries, retention, checkpoints, the control socket.
@@ -33,4 +34,28 @@ extension NodeComponent {
     func refused(_ event: Event) {}
     func reconcile() {}
     func stop() {}
+}
+
+/// Reading a device that the loop watches (the radio, the button): a hang-up, or reads failing
+/// again and again, mean the device is gone. Its descriptor must then leave the loop, or a
+/// level-triggered epoll would spin on it; what else follows (log it, stop the node) is the
+/// component's call.
+struct DeviceReads {
+    private var failures = 0
+    static let failuresBeforeGivingUp = 3
+
+    /// Runs `read` unless the device hung up. Returns why to give up on the device, or nil;
+    /// each failed read is passed to `failed` first (to count and log it).
+    mutating func read(events: UInt32, _ read: () throws -> Void, failed: (any Error) -> Void) -> String? {
+        if events & Epoll.hangup != 0 { return "the device hung up" }
+        do {
+            try read()
+            failures = 0
+            return nil
+        } catch {
+            failures += 1
+            failed(error)
+            return failures >= Self.failuresBeforeGivingUp ? "\(error)" : nil
+        }
+    }
 }

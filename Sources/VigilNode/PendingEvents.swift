@@ -60,6 +60,11 @@ struct PendingEvents {
         elements.contains { if case .alertAcknowledged(let a) = $0.body { a.id == id } else { false } }
     }
 
+    /// An `AlertExpired` for `id` (a refused one is gone from here, so it is tried again).
+    func containsExpiry(_ id: AlertID) -> Bool {
+        elements.contains { if case .alertExpired(let e) = $0.body { e.id == id } else { false } }
+    }
+
     /// This box's newest active SOS, counting events not yet durable.
     func ownActiveSOS(_ alerts: AlertBook) -> AlertID? {
         var active: [String: AlertID] = [:]

@@ -10,10 +10,7 @@ final class RadioIntake: NodeComponent {
     unowned let node: Node
     private(set) var scanWindow: ScanWindow
     private var reports: [RadioOutput] = []
-    /// Consecutive read failures; past a few, the descriptor leaves the loop so a dead device
-    /// cannot make a level-triggered loop spin.
-    private var failures = 0
-    static let failuresBeforeDropping = 3
+    private var reads = DeviceReads()
     static let closeWindowTimer = Scheduler.Timer("close-scan-window")
 
     init(node: Node) {
@@ -47,19 +44,13 @@ final class RadioIntake: NodeComponent {
 
     private func readable(_ events: UInt32) {
         guard !node.stopping else { return }
-        if events & Epoll.hangup != 0 {
-            dropRadio(error: "the device hung up")
-            return
-        }
         reports.removeAll(keepingCapacity: true)
-        do {
-            try node.radio.readReady(into: &reports)
-            failures = 0
-        } catch {
+        let node = self.node
+        if let gone = reads.read(events: events, { try node.radio.readReady(into: &reports) }, failed: { error in
             node.counters.radioErrors += 1
-            failures += 1
             node.logger.error("radio read failed", metadata: ["error": "\(error)"])
-            if failures >= Self.failuresBeforeDropping { dropRadio(error: "\(error)") }
+        }) {
+            dropRadio(error: gone)
         }
         for output in reports { handle(output) }
     }

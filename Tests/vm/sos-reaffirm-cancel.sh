@@ -26,22 +26,7 @@ has_event() { events "$1" | grep -q -- "${2:-.}"; }
 red_is() { [ "$(level 1)" = "$1" ]; }
 hold() { press; sleep "$(printf '%d.%03d' $(($1 / 1000)) $(($1 % 1000)))"; release; }
 ms_since() { echo $(( ($(now_ns) - $1) / 1000000 )); }
-# between VALUE LOW HIGH: one command, so `check` sees both bounds.
-between() { [ "$1" -ge "$2" ] && [ "$1" -le "$3" ]; }
 
-# sample LINE SECONDS: the line's level about every 10 ms, as a string of 0s and 1s, without
-# forking in the loop (as alarm-patterns.sh: a fork costs tens of ms under emulation).
-exec {TICK}<> <(:)
-sample() {
-  local out="" v now end=$(( ${EPOCHREALTIME/./} + $2 * 1000000 ))
-  while now=${EPOCHREALTIME/./}; [ "$now" -lt "$end" ]; do
-    read -r v < "$GPIO_SIM/sim_gpio$1/value"; out+=$v
-    read -t 0.01 -u "$TICK" _ || :
-  done
-  echo "$out"
-}
-runs() { echo "$1" | grep -o '1\+' | grep -c . || true; }
-ones() { local s=${1//0/}; echo ${#s}; }
 
 "$VIGIL" run --config "$CONFIG" > "$SCRATCH/node.log" 2>&1 &
 NODE=$!

@@ -73,3 +73,22 @@ field() {
   elif [[ "$line" =~ \"$key\":([^,}]*) ]]; then echo "${BASH_REMATCH[1]}"
   else return 1; fi
 }
+
+# sample LINE SECONDS: the line's level about every 10 ms, as a string of 0s and 1s. No forks
+# in the loop (builtin read, EPOCHREALTIME, a read timeout instead of sleep): under emulation a
+# fork costs tens of milliseconds, too slow for a 200 ms blink.
+sample() {
+  [ -n "${TICK:-}" ] || exec {TICK}<> <(:)   # a descriptor that never has input: the read times out
+  local out="" v now end=$(( ${EPOCHREALTIME/./} + $2 * 1000000 ))
+  while now=${EPOCHREALTIME/./}; [ "$now" -lt "$end" ]; do
+    read -r v < "$GPIO_SIM/sim_gpio$1/value"; out+=$v
+    read -t 0.01 -u "$TICK" _ || :
+  done
+  echo "$out"
+}
+# runs STRING: how many runs of 1s it has (rising edges, counting a leading 1).
+runs() { echo "$1" | grep -o '1\+' | grep -c . || true; }
+# ones STRING: how many samples were 1.
+ones() { local s=${1//0/}; echo ${#s}; }
+# between VALUE LOW HIGH: one command, so `check` sees both bounds.
+between() { [ "$1" -ge "$2" ] && [ "$1" -le "$3" ]; }
