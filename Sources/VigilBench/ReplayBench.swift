@@ -184,7 +184,7 @@ struct ReplayBench {
         switch (pass, item) {
         case (.health, .scanHit(_, _, let time)): state.health.recordScanHit(timeMicroseconds: time)
         case (.health, .input(let input)): state.health.apply(input)
-        case (.devices, .scanHit(let hit, _, let time)): state.devices.apply(scanHit: hit, timeMicroseconds: time)
+        case (.devices, .scanHit(let hit, let sequence, let time)): state.devices.apply(scanHit: hit, sequence: sequence, timeMicroseconds: time)
         case (.devices, .input(let input)): state.devices.apply(input)
         case (.alerts, .input(let input)): state.alerts.apply(input)
         case (.checkIns, .input(let input)): state.checkIns.apply(input)

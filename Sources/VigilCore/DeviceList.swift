@@ -2,8 +2,12 @@ import VigilEvents
 
 /// Every advertiser heard recently, folded from ScanHit events.
 ///
-/// Pruning is driven by event time only: whenever an event's time passes `nextPruneAt`, devices
-/// whose last sighting is older than `pruneAfterMicroseconds` are removed. Same log, same list.
+/// A device's stay ends when it is not heard for `pruneAfterMicroseconds`: a sighting after such a
+/// gap starts a new stay (counts from zero), judged from the device's own sightings only, so a
+/// stay is the same whatever other events the log holds (retention deletes some of them).
+/// Removing ended stays is driven by event time only: whenever an event's time passes
+/// `nextPruneAt`, devices whose last sighting is older than `pruneAfterMicroseconds` are removed.
+/// Same log, same list.
 public struct DeviceList: Projection {
     public struct Device: Codable, Equatable, Sendable {
         public var address: UInt64
@@ -24,6 +28,10 @@ public struct DeviceList: Projection {
 
         /// Reports without an RSSI (not in min/max/sum); nil in checkpoints from before schema 3.
         public var rssiUnavailable: UInt64?
+        /// The sequence of the first ScanHit of this stay: retention keeps this stay's sightings.
+        public var firstHitSequence: UInt64
+        /// This stay's sightings that retention may delete (not a tag's), by day.
+        public var deletableHits: DayTally
 
         public var meanRSSI: Double {
             let measured = reports &- (rssiUnavailable ?? 0)
@@ -50,18 +58,20 @@ public struct DeviceList: Projection {
 
     /// Devices keyed by address with the address type in bits 48...
     @inline(__always)
-    static func key(_ hit: ScanHitFields) -> UInt64 { (hit.address & 0xFFFF_FFFF_FFFF) | (UInt64(hit.addressType & 0xFF) << 48) }
+    public static func key(_ hit: ScanHitFields) -> UInt64 { (hit.address & 0xFFFF_FFFF_FFFF) | (UInt64(hit.addressType & 0xFF) << 48) }
 
     public mutating func apply(_ input: ProjectionInput) {
         guard case .event(let event) = input else { return }
         observe(time: event.timeMicroseconds)
-        if case .scanHit(let hit) = event.body { fold(ScanHitFields(hit), time: event.timeMicroseconds) }
+        if case .scanHit(let hit) = event.body {
+            fold(ScanHitFields(hit), time: event.timeMicroseconds, sequence: event.sequence, deletable: true)
+        }
     }
 
     /// A scan hit read by replay's fast path: the same as `apply` with the event it came from.
-    public mutating func apply(scanHit hit: ScanHitFields, timeMicroseconds time: UInt64) {
+    public mutating func apply(scanHit hit: ScanHitFields, sequence: UInt64, timeMicroseconds time: UInt64) {
         observe(time: time)
-        fold(hit, time: time)
+        fold(hit, time: time, sequence: sequence, deletable: true)
     }
 
     /// Every event's time drives pruning (time is data, never a clock).
@@ -70,16 +80,29 @@ public struct DeviceList: Projection {
         if time >= nextPruneAt { prune(now: time) }
     }
 
-    /// Retention deleted old scan hits: forget everything they built, so the list from here on is
-    /// the same whether or not the deletion has happened yet (README "Retention").
-    mutating func forgetForRetention() {
-        devices.removeAll()
+    /// A retention event at `time` deletes deletable sightings before `cutoffDay` except those of
+    /// the stays still going on (`RetentionPlan`). Ended stays are removed now and the prune
+    /// schedule and count start again from here, so the list from this event on is the same
+    /// whether or not the deletion has run (the deletion changes which events drove pruning
+    /// before it). Returns the keep set and how many deletable sightings before the cutoff it keeps.
+    mutating func retain(at time: UInt64, cutoffDay: UInt32) -> (keep: [UInt64: UInt64], keptBeforeCutoff: UInt64) {
+        prune(now: time)
         pruned = 0
-        nextPruneAt = 0
+        var keep: [UInt64: UInt64] = [:]
+        keep.reserveCapacity(devices.count)
+        var kept: UInt64 = 0
+        for index in devices.indices {
+            let key = devices.keys[index]
+            kept &+= devices.values[index].deletableHits.count(before: cutoffDay)
+            devices.values[index].deletableHits.collapse(before: cutoffDay)
+            keep[key] = devices.values[index].firstHitSequence
+        }
+        return (keep, kept)
     }
 
-    /// Folds one ScanHit whose event time is `time`.
-    mutating func fold(_ hit: ScanHitFields, time: UInt64) {
+    /// Folds one ScanHit whose event time is `time`; `deletable` when retention may delete it
+    /// (not a resident's tag).
+    mutating func fold(_ hit: ScanHitFields, time: UInt64, sequence: UInt64, deletable: Bool) {
         guard hit.count > 0 else { return }
         let first = hit.firstSeenMicroseconds(eventTime: time)
         let last = hit.lastSeenMicroseconds(eventTime: time)
@@ -89,17 +112,35 @@ public struct DeviceList: Projection {
         let scaled = hit.rssiSum.multipliedReportingOverflow(by: 100)
         let mean = measured == 0 ? 0 : scaled.overflow ? (hit.rssiSum < 0 ? Int32.min : Int32.max) : Int32(clamping: scaled.partialValue / Int64(measured))
         let key = Self.key(hit)
+        let day = DayTally.day(ofMicroseconds: time)
         if let index = devices.index(forKey: key) {
-            // Mutate in place: no copy of the device out of the table and no second hash.
-            Self.update(&devices.values[index], with: hit, first: first, last: last, mean: mean)
+            let horizon = devices.values[index].lastSeenMicroseconds.addingReportingOverflow(pruneAfterMicroseconds)
+            if !horizon.overflow, time > horizon.partialValue {
+                // Gone longer than the horizon and not removed yet: a new stay. The same test on
+                // the same time as `prune`, so a stay does not depend on when pruning ran (while
+                // event times do not go back past the horizon).
+                pruned += 1
+                devices.values[index] = Self.newDevice(hit, first: first, last: last, mean: mean, sequence: sequence)
+            } else {
+                // Mutate in place: no copy of the device out of the table and no second hash.
+                Self.update(&devices.values[index], with: hit, first: first, last: last, mean: mean)
+            }
+            if deletable { devices.values[index].deletableHits.add(day: day) }
         } else {
-            devices[key] = Device(address: hit.address, addressType: hit.addressType,
-                                  firstSeenMicroseconds: first, lastSeenMicroseconds: last, hits: 1,
-                                  reports: UInt64(hit.count), rssiMin: hit.rssiMin, rssiMax: hit.rssiMax,
-                                  rssiSum: hit.rssiSum, lastMeanRSSICentiDBm: mean,
-                                  txPower: hit.txPower, name: hit.name,
-                                  rssiUnavailable: hit.rssiUnavailable == 0 ? nil : UInt64(hit.rssiUnavailable))
+            var device = Self.newDevice(hit, first: first, last: last, mean: mean, sequence: sequence)
+            if deletable { device.deletableHits.add(day: day) }
+            devices[key] = device
         }
+    }
+
+    private static func newDevice(_ hit: ScanHitFields, first: UInt64, last: UInt64, mean: Int32, sequence: UInt64) -> Device {
+        Device(address: hit.address, addressType: hit.addressType,
+               firstSeenMicroseconds: first, lastSeenMicroseconds: last, hits: 1,
+               reports: UInt64(hit.count), rssiMin: hit.rssiMin, rssiMax: hit.rssiMax,
+               rssiSum: hit.rssiSum, lastMeanRSSICentiDBm: mean,
+               txPower: hit.txPower, name: hit.name,
+               rssiUnavailable: hit.rssiUnavailable == 0 ? nil : UInt64(hit.rssiUnavailable),
+               firstHitSequence: sequence, deletableHits: DayTally())
     }
 
     @inline(__always)

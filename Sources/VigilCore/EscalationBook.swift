@@ -111,9 +111,14 @@ public struct EscalationBook: Projection {
     /// same id continues the numbering, so its messages never reuse an old outbox id.
     public private(set) var retiredLadders: [String: UInt32] = [:]
     public var hasTags: Bool { !tagOwners.isEmpty }
-    /// Every address that was ever a resident's BLE tag (48 bits): sightings of these were the
-    /// ladder's data when they were applied, so retention never deletes them (replay would differ).
-    public private(set) var everTagAddresses: Set<UInt64> = []
+    /// Every address that was ever a resident's BLE tag (48 bits) → the sequence of the event
+    /// that first made it one: sightings after that were the ladder's data when they were
+    /// applied, so retention never deletes them (replay would differ).
+    public private(set) var tagSince: [UInt64: UInt64] = [:]
+
+    /// Whether `address` (48 bits) is or was a resident's tag.
+    @inline(__always)
+    public func wasEverTag(_ address: UInt64) -> Bool { !tagSince.isEmpty && tagSince[address] != nil }
     public private(set) var staleDeadlines: UInt64 = 0
     public private(set) var implausibleData: UInt64 = 0
     /// The shelter's settings and zone rules (see LadderContext).
@@ -217,6 +222,7 @@ public struct EscalationBook: Projection {
             state.triggered = previous.triggered
         }
         residents[r.id] = state
+        if state.bleTag != 0, tagSince[state.bleTag] == nil { tagSince[state.bleTag] = event.sequence }
         rebuildTags()
     }
 
@@ -228,7 +234,6 @@ public struct EscalationBook: Projection {
         tagOwners = [:]
         for (id, r) in residents where r.bleTag != 0 {
             tagOwners[r.bleTag, default: []].append(id)
-            everTagAddresses.insert(r.bleTag & 0xFFFF_FFFF_FFFF)
         }
         for tag in tagOwners.keys { tagOwners[tag]?.sort() }
     }
@@ -468,7 +473,7 @@ public struct EscalationBook: Projection {
     public var prompting: [ResidentState] { residents.values.filter { (1...2).contains($0.step) }.sorted { $0.id < $1.id } }
 
     // tagOwners is derived from residents: not encoded.
-    enum CodingKeys: String, CodingKey { case residents, retiredLadders, staleDeadlines, implausibleData, everTagAddresses, context }
+    enum CodingKeys: String, CodingKey { case residents, retiredLadders, staleDeadlines, implausibleData, tagSince, context }
 
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
@@ -477,7 +482,8 @@ public struct EscalationBook: Projection {
         retiredLadders = try c.decode([String: UInt32].self, forKey: .retiredLadders)
         staleDeadlines = try c.decode(UInt64.self, forKey: .staleDeadlines)
         implausibleData = try c.decode(UInt64.self, forKey: .implausibleData)
-        everTagAddresses = try c.decodeIfPresent(Set<UInt64>.self, forKey: .everTagAddresses) ?? []
+        let since = try c.decodeIfPresent([[UInt64]].self, forKey: .tagSince) ?? []
+        tagSince = Dictionary(since.compactMap { $0.count == 2 ? ($0[0], $0[1]) : nil }, uniquingKeysWith: { a, _ in a })
         context = try c.decodeIfPresent(LadderContext.self, forKey: .context) ?? LadderContext()
         rebuildTags()
     }
@@ -488,7 +494,7 @@ public struct EscalationBook: Projection {
         try c.encode(retiredLadders, forKey: .retiredLadders) // String keys: sorted by the encoder
         try c.encode(staleDeadlines, forKey: .staleDeadlines)
         try c.encode(implausibleData, forKey: .implausibleData)
-        try c.encode(everTagAddresses.sorted(), forKey: .everTagAddresses)
+        try c.encode(tagSince.sorted { $0.key < $1.key }.map { [$0.key, $0.value] }, forKey: .tagSince)
         try c.encode(context, forKey: .context)
     }
 }

@@ -8,10 +8,12 @@ public struct NodeHealth: Projection {
     /// schema: a checkpoint from an older build has fewer entries.
     public var eventsByKind: [UInt64] = Array(repeating: 0, count: 32)
 
-    /// Retention deleted old scan hits: the scan-hit count starts again from the retention event,
-    /// so it is the same whether or not the deletion has happened yet.
-    mutating func forgetScanHits() {
-        eventsByKind[EventKind.scanHit.rawValue] = 0
+    /// Retention deletes `count` events of `kind` (counted at the retention event, so the counts
+    /// are the same whether or not the deletion has run yet).
+    mutating func forget(_ count: UInt64, of kind: EventKind) {
+        let k = kind.rawValue
+        guard k >= 0, k < eventsByKind.count else { return }
+        eventsByKind[k] = eventsByKind[k] > count ? eventsByKind[k] - count : 0
     }
 
     /// Events of `kind` so far (0 for a kind past the end of an older checkpoint's array).

@@ -25,6 +25,8 @@ public struct Projections: Projection {
     public var outbox = Outbox()
     public var alarms = AlarmState()
     public var exposures = ExposureBook()
+    /// What retention may delete, counted as it is applied.
+    public var retention = RetentionLedger()
 
     /// The checkpoint's name in the log.
     /// v3: schema 4 added the exposure book (an older checkpoint is ignored: the log is replayed).
@@ -35,7 +37,9 @@ public struct Projections: Projection {
     /// `vigil ack` also silences the chirp of calls for help received from other boxes (an old
     /// log's AlarmAcknowledged now silences more); alerts end with AlertExpired and are extended
     /// by AlertReaffirmed.
-    public static let checkpointName = "projections.v5"
+    /// v6: retention forgets only what it deletes (the retention ledger, device stays, the
+    /// sequence each tag was enrolled at).
+    public static let checkpointName = "projections.v6"
 
     public init(settings: ProjectionSettings = ProjectionSettings()) {
         devices = DeviceList(pruneAfterMicroseconds: settings.devicePruneAfterMicroseconds)
@@ -62,7 +66,10 @@ public struct Projections: Projection {
         alerts.observe(time: time)
         switch event.body {
         case .scanHit(let hit):
-            devices.fold(ScanHitFields(hit), time: time)
+            let fields = ScanHitFields(hit)
+            let deletable = !escalations.wasEverTag(fields.address & 0xFFFF_FFFF_FFFF)
+            if deletable { retention.scanHits.add(day: DayTally.day(ofMicroseconds: time)) }
+            devices.fold(fields, time: time, sequence: event.sequence, deletable: deletable)
             if escalations.hasTags { addMessages(escalations.apply(event), event) }
         case .alertRaised(let alert):
             alerts.apply(alertEvent: event)
@@ -110,13 +117,26 @@ public struct Projections: Projection {
                 outbox.add(id: "downtime/\(event.sequence)", channel: .staff, recipients: staff,
                            text: escalations.downtimeText(d), event: event)
             }
-        case .contactRetention:
-            // Contact data (scan hits) before the cutoff is being deleted: what it built goes too,
-            // at this event, whether the deletion has happened yet or not — replay stays equal.
-            devices.forgetForRetention()
-            health.forgetScanHits()
+        case .contactRetention(let r):
+            // Contact data before the cutoff is being deleted (`RetentionPlan`): exactly what it
+            // deletes is forgotten here, whether the deletion has run yet or not, so status
+            // agrees with the log and replay of the shortened log gives the same state.
+            let cutoffDay = DayTally.day(ofMicroseconds: RetentionPlan.alignedCutoff(r.cutoffUs))
+            let (keep, kept) = devices.retain(at: time, cutoffDay: cutoffDay)
+            let deletableHits = retention.scanHits.count(before: cutoffDay)
+            health.forget(deletableHits > kept ? deletableHits - kept : 0, of: .scanHit)
+            retention.scanHits.collapse(before: cutoffDay, earlier: kept)
+            health.forget(retention.exposures.count(before: cutoffDay), of: .exposureDetected)
+            retention.exposures.collapse(before: cutoffDay, earlier: 0)
+            retention.keep = keep
+            // The alert book's hourly pruning ran at times set by events that may be deleted:
+            // it runs here too, so it is in step from this event on.
+            alerts.prune(now: time)
             exposures.apply(.event(event))
-        case .exposureDetected, .exposureKeysPublished:
+        case .exposureDetected:
+            retention.exposures.add(day: DayTally.day(ofMicroseconds: time))
+            exposures.apply(.event(event))
+        case .exposureKeysPublished:
             exposures.apply(.event(event))
         default:
             break
@@ -125,11 +145,19 @@ public struct Projections: Projection {
 
     /// Whether a scan hit must be applied as its whole event (`apply(_:)`) rather than as its
     /// fields: when it is the sighting of a resident's tag, the escalation ladder takes the event.
-    /// Tags are every address in `everTagAddresses` (a superset of the current ones), so this is
-    /// false for every other hit.
+    /// Tags are every address that ever was one (`EscalationBook.tagSince`, a superset of the
+    /// current ones), so this is false for every other hit.
     @inline(__always)
     public func needsWholeEvent(forScanHit hit: ScanHitFields) -> Bool {
-        escalations.hasTags && hit.count > 0 && escalations.everTagAddresses.contains(hit.address & 0xFFFF_FFFF_FFFF)
+        escalations.wasEverTag(hit.address & 0xFFFF_FFFF_FFFF)
+    }
+
+    /// What the last retention event deletes (nil before the first): the log's purge follows it.
+    public var retentionPlan: RetentionPlan? {
+        guard exposures.lastRetentionSequence > 0 else { return nil }
+        return RetentionPlan(cutoffMicroseconds: RetentionPlan.alignedCutoff(exposures.lastRetentionCutoffMicroseconds),
+                             throughSequence: exposures.lastRetentionSequence - 1,
+                             tagSince: escalations.tagSince, keep: retention.keep)
     }
 
     /// The replay hot path for the hot kind: a ScanHit as the fields replay decoded, without the
@@ -140,7 +168,8 @@ public struct Projections: Projection {
         health.recordScanHit(timeMicroseconds: time)
         devices.observe(time: time)
         alerts.observe(time: time)
-        devices.fold(hit, time: time)
+        retention.scanHits.add(day: DayTally.day(ofMicroseconds: time))
+        devices.fold(hit, time: time, sequence: sequence, deletable: true)
     }
 
     private mutating func addMessages(_ messages: [EscalationBook.Message], _ event: Event) {

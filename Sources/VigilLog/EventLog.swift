@@ -159,7 +159,7 @@ public final class EventLog: @unchecked Sendable {
     }
 
     /// Deletes stored records — retention, the one exception to "append-only": records at or below
-    /// `throughSequence` whose time is before `beforeMicroseconds` and which `matches(kind, payload)`
+    /// `throughSequence` whose time is before `beforeMicroseconds` and which `matches(kind, sequence, payload)`
     /// selects. The writer thread does it in small transactions between commits (appends wait for
     /// one slice at most); `completion` gets the number deleted, on the writer thread.
     ///
@@ -171,7 +171,7 @@ public final class EventLog: @unchecked Sendable {
     /// early once it has met 10,000 records in a row more than an hour past the cutoff (the log is
     /// written in time order), so a purge costs what is old, not the whole log.
     public func purge(before beforeMicroseconds: UInt64, throughSequence: UInt64,
-                      matches: @escaping @Sendable (UInt32, UnsafeRawBufferPointer) -> Bool,
+                      matches: @escaping @Sendable (_ kind: UInt32, _ sequence: UInt64, _ payload: UnsafeRawBufferPointer) -> Bool,
                       completion: @escaping @Sendable (Result<UInt64, LogError>) -> Void) throws(LogError) {
         guard let writer else { throw .closed }
         try writer.enqueuePurge(LogWriter.Purge(beforeMicroseconds: beforeMicroseconds, throughSequence: throughSequence,

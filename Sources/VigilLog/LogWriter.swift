@@ -32,7 +32,7 @@ final class LogWriter: @unchecked Sendable {
         var beforeMicroseconds: UInt64
         var throughSequence: UInt64
         /// (kind, payload) -> delete? Called on the writer thread for records older than the cutoff.
-        var matches: @Sendable (UInt32, UnsafeRawBufferPointer) -> Bool
+        var matches: @Sendable (UInt32, UInt64, UnsafeRawBufferPointer) -> Bool
         var completion: @Sendable (Result<UInt64, LogError>) -> Void
         var resume: UInt64 = 0
         var removed: UInt64 = 0
@@ -279,7 +279,7 @@ final class LogWriter: @unchecked Sendable {
                     }
                     purge.newerRun = time >= purge.beforeMicroseconds &+ 3_600_000_000 ? purge.newerRun + 1 : 0
                     if time < purge.beforeMicroseconds,
-                       purge.matches(UInt32(truncatingIfNeeded: kind), UnsafeRawBufferPointer(rebasing: value[offset...])) {
+                       purge.matches(UInt32(truncatingIfNeeded: kind), sequence, UnsafeRawBufferPointer(rebasing: value[offset...])) {
                         try cursor.deleteCurrent()
                         deleted += 1
                         // The page under `key` and `value` changed: position again by value, at the

@@ -2,10 +2,11 @@ import VigilCore
 import VigilEvents
 import VigilLog
 
-/// Retention of contact data: once a day a `ContactRetention` event names a cutoff; applying it,
-/// the projections forget what older scan hits built (so replay agrees whether or not the
-/// deletion has run), then the log deletes those records in small slices. A deletion cut short
-/// by a stop or a crash is finished at the next start (it is idempotent).
+/// Retention of contact data: once a day a `ContactRetention` event names a cutoff (a UTC
+/// midnight); applying it, the projections forget exactly what the deletion will remove
+/// (`RetentionPlan`, so replay agrees whether or not the deletion has run), then the log deletes
+/// those records in small slices. A deletion cut short by a stop or a crash is finished at the
+/// next start (it is idempotent).
 final class Retention: NodeComponent {
     unowned let node: Node
     static let timer = Scheduler.Timer("retention")
@@ -20,14 +21,11 @@ final class Retention: NodeComponent {
         }
         // A minute after start (a box that was off catches up), then every few hours.
         node.scheduler.schedule(Self.timer, afterNanoseconds: node.configuration.exposure.retentionFirstCheckMicroseconds &* 1_000)
-        let x = node.projections.exposures
-        if x.lastRetentionSequence > 0 {
-            purge(cutoff: x.lastRetentionCutoffMicroseconds, through: x.lastRetentionSequence - 1)
-        }
+        if let plan = node.projections.retentionPlan { purge(plan) }
     }
 
     func applied(_ event: Event) {
-        if case .contactRetention(let r) = event.body { purge(cutoff: r.cutoffUs, through: event.sequence - 1) }
+        if case .contactRetention = event.body, let plan = node.projections.retentionPlan { purge(plan) }
     }
 
     /// Logs a ContactRetention event when one is due.
@@ -41,13 +39,13 @@ final class Retention: NodeComponent {
         guard last == 0 || now >= last &+ 86_400_000_000 || now < last else { return }
         let keep = node.configuration.exposure.contacts.retentionMicroseconds
         guard now > keep else { return }
-        var cutoff = now - keep
+        var cutoff = RetentionPlan.alignedCutoff(now - keep)
         // A clock stepped far forward (an RTC-less Pi, a bad NTP answer) must not delete everything
         // at once: the cutoff moves at most two days past the previous one per run.
         if x.lastRetentionCutoffMicroseconds > 0, cutoff > x.lastRetentionCutoffMicroseconds &+ 2 * 86_400_000_000 {
             node.logger.warning("retention: the clock jumped ahead; the cutoff advances by two days only",
                                 metadata: ["clock_cutoff_us": "\(cutoff)", "previous_cutoff_us": "\(x.lastRetentionCutoffMicroseconds)"])
-            cutoff = x.lastRetentionCutoffMicroseconds &+ 2 * 86_400_000_000
+            cutoff = RetentionPlan.alignedCutoff(x.lastRetentionCutoffMicroseconds &+ 2 * 86_400_000_000)
         }
         guard cutoff > x.lastRetentionCutoffMicroseconds else { return }
         var r = ContactRetention()
@@ -56,22 +54,12 @@ final class Retention: NodeComponent {
         node.logger.info("retention: contact data before the cutoff is being deleted", metadata: ["cutoff_us": "\(r.cutoffUs)"])
     }
 
-    /// Deletes scan hits before `cutoff` at or below sequence `through`, except sightings of
-    /// residents' tags (the escalation ladder's data), and exposure events recorded before the
-    /// cutoff (contact data too: their windows ended before it, and the projection dropped them).
-    private func purge(cutoff: UInt64, through: UInt64) {
-        let tags = node.projections.escalations.everTagAddresses
+    /// Deletes what `plan` names, in slices on the log's writer.
+    private func purge(_ plan: RetentionPlan) {
         let logger = node.logger
-        let scanHit = UInt32(EventKind.scanHit.rawValue)
-        let exposure = UInt32(EventKind.exposureDetected.rawValue)
         do {
-            try node.log.purge(before: cutoff, throughSequence: through, matches: { kind, payload in
-                if kind == exposure { return true }
-                guard kind == scanHit else { return false }
-                guard !tags.isEmpty else { return true }
-                // An unreadable record stays: the health projection counts it, deleted or not.
-                guard case .scanHit(let hit)? = try? EventCodec.decode(kind: kind, payload: payload, sequence: 0) else { return false }
-                return !tags.contains(hit.address & 0xFFFF_FFFF_FFFF)
+            try node.log.purge(before: plan.cutoffMicroseconds, throughSequence: plan.throughSequence, matches: { kind, sequence, payload in
+                plan.deletes(kind: kind, sequence: sequence, payload: payload)
             }, completion: { result in
                 switch result {
                 case .success(let removed): logger.info("retention: contact data deleted", metadata: ["events": "\(removed)"])

@@ -44,7 +44,7 @@ struct PurgeTests {
             let cutoff = records[20_000].timeMicroseconds
             let done = Done()
             // Kind 1 only, before record 20,000, and never past sequence 25,000.
-            try log.purge(before: cutoff, throughSequence: 25_000, matches: { kind, _ in kind == 1 }) { r in
+            try log.purge(before: cutoff, throughSequence: 25_000, matches: { kind, _, _ in kind == 1 }) { r in
                 done.set(r)
             }
             // Appends go on meanwhile and are not touched (they are past the sequence).
@@ -59,7 +59,7 @@ struct PurgeTests {
             #expect(log.statistics.purged == UInt64(expected))
             // Asked again, nothing is left to delete.
             let again = Done()
-            try log.purge(before: cutoff, throughSequence: 25_000, matches: { kind, _ in kind == 1 }) { r in again.set(r) }
+            try log.purge(before: cutoff, throughSequence: 25_000, matches: { kind, _, _ in kind == 1 }) { r in again.set(r) }
             #expect(try #require(await again.wait()).successValue == 0)
             log.close()
         }
@@ -83,7 +83,7 @@ struct PurgeTests {
             // append always arrives while the purge is under way, however the threads are scheduled.
             let appendQueued = DispatchSemaphore(value: 0)
             let gate = Mutex(true)
-            try log.purge(before: 1_000_000, throughSequence: .max, matches: { _, _ in
+            try log.purge(before: 1_000_000, throughSequence: .max, matches: { _, _, _ in
                 // Bounded, so a test that failed to queue the append fails instead of hanging.
                 if gate.withLock({ let closed = $0; $0 = false; return closed }) { _ = appendQueued.wait(timeout: .now() + 60) }
                 return true
@@ -123,7 +123,7 @@ struct PurgeTests {
             _ = await appendAll(log, (0..<100).map { LogRecord(kind: 1, timeMicroseconds: UInt64($0), payload: [UInt8($0 % 2)]) },
                                 priority: .critical)
             let done = Done()
-            try log.purge(before: 1_000, throughSequence: .max, matches: { _, payload in payload.first == 1 }) { r in
+            try log.purge(before: 1_000, throughSequence: .max, matches: { _, _, payload in payload.first == 1 }) { r in
                 done.set(r)
             }
             #expect(try #require(await done.wait()).successValue == 50)

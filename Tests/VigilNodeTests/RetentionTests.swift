@@ -68,21 +68,22 @@ import VigilSystem
                 return true
             }
         }
-        // The node's own cutoff (its clock ran a little after `now`).
+        // The node's own cutoff: the UTC midnight before `now` minus 14 days (its clock ran a
+        // little after `now`).
         let cutoff = node.projections.exposures.lastRetentionCutoffMicroseconds
-        #expect(cutoff >= now - 14 * Self.day && cutoff < now - 14 * Self.day + 60_000_000)
+        #expect(cutoff % Self.day == 0)
+        #expect(cutoff <= now - 14 * Self.day && cutoff > now - 15 * Self.day + 60_000_000)
         #expect(retentions == 1)
         // Older than 14 days: only the resident's tag sightings are left (the ladder's data).
         let old = hits.filter { $0.time < cutoff }
         #expect(!old.isEmpty && old.allSatisfy { $0.address == tag || $0.address == tag + 1 })
         #expect(old.contains { $0.address == tag + 1 }, "a removed resident's tag sightings are kept")
-        // Days 1–13 and the part of day 14 after the cutoff: every one of their hits is still there.
+        // Days 1–14 (all after the midnight cutoff): every one of their hits is still there.
         let recent = hits.filter { $0.time >= cutoff && $0.time < now }
-        let dayFourteenStart: UInt64 = now - 14 * Self.day
-        var afterCutoffOnDay14 = 0
-        for k in 0..<5 where dayFourteenStart + UInt64(k) * 1_000_000 >= cutoff { afterCutoffOnDay14 += 1 }
-        #expect(recent.count == 13 * 5 + afterCutoffOnDay14)
+        #expect(recent.count == 14 * 5)
         #expect(log.statistics.purged == 0, "a reader does not purge")
+        // Status counts what the log holds (issue 10, item 10).
+        #expect(node.projections.health.count(of: .scanHit) == UInt64(hits.count))
         // Rebuilding from sequence 0 (with the old hits gone) equals the node's own state.
         let report = try Replay.verify(log, settings: c.projections)
         #expect(report.matches, "replay after retention equals the incremental state")
