@@ -39,6 +39,8 @@ public typealias WeeklySlot = Vigil_Events_V1_WeeklySlot
 public typealias AlertExpired = Vigil_Events_V1_AlertExpired
 public typealias AlertReaffirmed = Vigil_Events_V1_AlertReaffirmed
 public typealias DowntimeDetected = Vigil_Events_V1_DowntimeDetected
+public typealias HubAcknowledged = Vigil_Events_V1_HubAcknowledged
+public typealias HubEpochStarted = Vigil_Events_V1_HubEpochStarted
 
 /// What happened. One case per event kind in the catalogue (README "Event catalogue").
 public enum EventBody: Sendable, Equatable {
@@ -64,6 +66,8 @@ public enum EventBody: Sendable, Equatable {
     case alertExpired(AlertExpired)
     case alertReaffirmed(AlertReaffirmed)
     case downtimeDetected(DowntimeDetected)
+    case hubAcknowledged(HubAcknowledged)
+    case hubEpochStarted(HubEpochStarted)
 
     public var kind: EventKind {
         switch self {
@@ -89,6 +93,8 @@ public enum EventBody: Sendable, Equatable {
         case .alertExpired: .alertExpired
         case .alertReaffirmed: .alertReaffirmed
         case .downtimeDetected: .downtimeDetected
+        case .hubAcknowledged: .hubAcknowledged
+        case .hubEpochStarted: .hubEpochStarted
         }
     }
 
@@ -139,6 +145,8 @@ extension EventKind {
         case .alertExpired: "alert-expired"
         case .alertReaffirmed: "alert-reaffirmed"
         case .downtimeDetected: "downtime-detected"
+        case .hubAcknowledged: "hub-acknowledged"
+        case .hubEpochStarted: "hub-epoch-started"
         case .UNRECOGNIZED(let n): "kind-\(n)"
         }
     }
@@ -148,7 +156,7 @@ extension EventKind {
         .buttonInput, .nodeStarted, .nodeStopped, .radioStateChanged,
         .residentEnrolled, .residentUpdated, .residentRemoved, .deadlineReached, .alarmAcknowledged, .outboxAttempt,
         .exposureDetected, .contactRetention, .exposureKeysPublished, .alertAcknowledged,
-        .alertExpired, .alertReaffirmed, .downtimeDetected,
+        .alertExpired, .alertReaffirmed, .downtimeDetected, .hubAcknowledged, .hubEpochStarted,
     ]
 
     public init?(name: String) {

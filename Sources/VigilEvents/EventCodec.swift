@@ -58,6 +58,8 @@ public enum EventCodec {
         case .alertExpired(let m): payload = serialize(m)
         case .alertReaffirmed(let m): payload = serialize(m)
         case .downtimeDetected(let m): payload = serialize(m)
+        case .hubAcknowledged(let m): payload = serialize(m)
+        case .hubEpochStarted(let m): payload = serialize(m)
         }
         return (kind, payload)
     }
@@ -98,6 +100,8 @@ public enum EventCodec {
             case .alertExpired: return .alertExpired(try parse(payload))
             case .alertReaffirmed: return .alertReaffirmed(try parse(payload))
             case .downtimeDetected: return .downtimeDetected(try parse(payload))
+            case .hubAcknowledged: return .hubAcknowledged(try parse(payload))
+            case .hubEpochStarted: return .hubEpochStarted(try parse(payload))
             case .unspecified, .UNRECOGNIZED:
                 throw EventDecodingError(sequence: sequence, reason: .unknownKind(kind))
             }

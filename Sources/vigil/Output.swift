@@ -60,6 +60,8 @@ enum EventFormatting {
                 payload = try m.jsonString(options: options)
                 extra = #","alert":"\#(m.id.text)""#
             case .downtimeDetected(let m): payload = try m.jsonString(options: options)
+            case .hubAcknowledged(let m): payload = try m.jsonString(options: options)
+            case .hubEpochStarted(let m): payload = try m.jsonString(options: options)
             }
         } catch {
             return #"{"seq":\#(event.sequence),"error":"cannot format payload"}"#
@@ -98,6 +100,10 @@ enum EventFormatting {
         case .alertExpired(let x): summary = "\(x.id.text) expired (at \(time(x.expiresAtUs)))"
         case .alertReaffirmed(let r): summary = "\(r.id.text) re-affirmed by \(r.by); now until \(time(r.expiresAtUs))"
         case .downtimeDetected(let d): summary = "the box was off from \(time(d.fromUs)) to \(time(d.toUs))"
+        case .hubAcknowledged(let a):
+            summary = "hub \(a.hub.prefix(12)) holds epoch \(a.epoch) through \(a.throughSequence) (\(a.accepted) new)"
+        case .hubEpochStarted(let e):
+            summary = "upload epoch \(e.epoch) from \(e.firstSequence) on (\(e.reason); hub held \(e.hubHeldThrough))"
         }
         return "\(event.sequence)\t\(time(event.timeMicroseconds))\t\(event.body.kind.name)\t\(summary)"
     }

@@ -92,7 +92,30 @@ enum Fixtures {
             .scanHit(hit), .alertReceived(received), .alertRaised(raised), .alertCancelled(cancelled),
             .checkIn(checkIn), .buttonInput(button), .nodeStarted(started), .nodeStopped(stopped),
             .radioStateChanged(radio),
-        ] + schema2Bodies + schema4Bodies + schema5Bodies + schema6Bodies
+        ] + schema2Bodies + schema4Bodies + schema5Bodies + schema6Bodies + schema7Bodies
+    }
+
+    /// The kinds schema 7 added, every field set (from the v7 golden stream).
+    static var schema7Bodies: [EventBody] {
+        goldenEventsV7.suffix(2).map(\.body)
+    }
+
+    /// The v7 golden stream: all of v6 and the two kinds schema 7 added (the hub).
+    static var goldenEventsV7: [(timeMicroseconds: UInt64, body: EventBody)] {
+        var acknowledged = HubAcknowledged()
+        acknowledged.hub = String(repeating: "ab", count: 32)
+        acknowledged.epoch = 2
+        acknowledged.throughSequence = 1_234_567
+        acknowledged.accepted = 512
+        var epoch = HubEpochStarted()
+        epoch.hub = String(repeating: "cd", count: 32)
+        epoch.epoch = 3
+        epoch.firstSequence = 1_234_568
+        epoch.reason = .hubAhead
+        epoch.hubHeldThrough = 2_000_000
+        let added: [EventBody] = [.hubAcknowledged(acknowledged), .hubEpochStarted(epoch)]
+        let base = goldenEventsV6.last?.timeMicroseconds ?? start
+        return goldenEventsV6 + added.enumerated().map { (base + UInt64($0.offset + 1) * 250_000, $0.element) }
     }
 
     /// The kinds schema 6 added, every field set (from the v6 golden stream).
@@ -410,6 +433,8 @@ extension EventBody {
         case .alertExpired(let m): m
         case .alertReaffirmed(let m): m
         case .downtimeDetected(let m): m
+        case .hubAcknowledged(let m): m
+        case .hubEpochStarted(let m): m
         }
     }
 
@@ -438,6 +463,8 @@ extension EventBody {
         case .alertExpired: self = .alertExpired(try AlertExpired(jsonString: json))
         case .alertReaffirmed: self = .alertReaffirmed(try AlertReaffirmed(jsonString: json))
         case .downtimeDetected: self = .downtimeDetected(try DowntimeDetected(jsonString: json))
+        case .hubAcknowledged: self = .hubAcknowledged(try HubAcknowledged(jsonString: json))
+        case .hubEpochStarted: self = .hubEpochStarted(try HubEpochStarted(jsonString: json))
         case .unspecified, .UNRECOGNIZED: throw GoldenFormatError("no payload type for kind \(kind.name)")
         }
     }

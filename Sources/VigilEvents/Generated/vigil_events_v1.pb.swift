@@ -71,6 +71,10 @@ public nonisolated enum Vigil_Events_V1_EventKind: SwiftProtobuf.Enum, Swift.Cas
   case alertExpired // = 20
   case alertReaffirmed // = 21
   case downtimeDetected // = 22
+
+  /// Added in schema version 7 (the hub: what it acknowledged, the box's upload epochs).
+  case hubAcknowledged // = 23
+  case hubEpochStarted // = 24
   case UNRECOGNIZED(Int)
 
   public init() {
@@ -102,6 +106,8 @@ public nonisolated enum Vigil_Events_V1_EventKind: SwiftProtobuf.Enum, Swift.Cas
     case 20: self = .alertExpired
     case 21: self = .alertReaffirmed
     case 22: self = .downtimeDetected
+    case 23: self = .hubAcknowledged
+    case 24: self = .hubEpochStarted
     default: self = .UNRECOGNIZED(rawValue)
     }
   }
@@ -131,6 +137,8 @@ public nonisolated enum Vigil_Events_V1_EventKind: SwiftProtobuf.Enum, Swift.Cas
     case .alertExpired: return 20
     case .alertReaffirmed: return 21
     case .downtimeDetected: return 22
+    case .hubAcknowledged: return 23
+    case .hubEpochStarted: return 24
     case .UNRECOGNIZED(let i): return i
     }
   }
@@ -160,6 +168,8 @@ public nonisolated enum Vigil_Events_V1_EventKind: SwiftProtobuf.Enum, Swift.Cas
     .alertExpired,
     .alertReaffirmed,
     .downtimeDetected,
+    .hubAcknowledged,
+    .hubEpochStarted,
   ]
 
 }
@@ -1315,12 +1325,99 @@ public nonisolated struct Vigil_Events_V1_DowntimeDetected: Sendable {
   public init() {}
 }
 
+/// The hub holds every event of this box that leaves it (README "Hub"), up to `through_sequence`
+/// of `epoch`: events at or below it are synced, the rest pending. Never uploaded itself.
+public nonisolated struct Vigil_Events_V1_HubAcknowledged: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// the hub's identity: its certificate's SHA-256, hex
+  public var hub: String = String()
+
+  public var epoch: UInt32 = 0
+
+  public var throughSequence: UInt64 = 0
+
+  /// events the hub stored in this acknowledgement (0: all were already there)
+  public var accepted: UInt64 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// The box uploads under a new epoch from `first_sequence` on: the hub held a different event at
+/// one of this box's identities, or more of its log than the box has (a restored SD card).
+public nonisolated struct Vigil_Events_V1_HubEpochStarted: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var hub: String = String()
+
+  public var epoch: UInt32 = 0
+
+  public var firstSequence: UInt64 = 0
+
+  public var reason: Vigil_Events_V1_HubEpochStarted.Reason = .unspecified
+
+  /// what the hub said it held of the previous epoch
+  public var hubHeldThrough: UInt64 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public nonisolated enum Reason: SwiftProtobuf.Enum, Swift.CaseIterable {
+    public typealias RawValue = Int
+    case unspecified // = 0
+
+    /// the hub held sequences past the end of this box's log
+    case hubAhead // = 1
+
+    /// the hub refused an event: same identity, other content (409)
+    case conflict // = 2
+    case UNRECOGNIZED(Int)
+
+    public init() {
+      self = .unspecified
+    }
+
+    public init?(rawValue: Int) {
+      switch rawValue {
+      case 0: self = .unspecified
+      case 1: self = .hubAhead
+      case 2: self = .conflict
+      default: self = .UNRECOGNIZED(rawValue)
+      }
+    }
+
+    public var rawValue: Int {
+      switch self {
+      case .unspecified: return 0
+      case .hubAhead: return 1
+      case .conflict: return 2
+      case .UNRECOGNIZED(let i): return i
+      }
+    }
+
+    // The compiler won't synthesize support with the UNRECOGNIZED case.
+    public static let allCases: [Vigil_Events_V1_HubEpochStarted.Reason] = [
+      .unspecified,
+      .hubAhead,
+      .conflict,
+    ]
+
+  }
+
+  public init() {}
+}
+
 // MARK: - Code below here is support for the SwiftProtobuf runtime.
 
 fileprivate nonisolated let _protobuf_package = "vigil.events.v1"
 
 nonisolated extension Vigil_Events_V1_EventKind: SwiftProtobuf._ProtoNameProviding {
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0EVENT_KIND_UNSPECIFIED\0\u{1}SCAN_HIT\0\u{1}ALERT_RECEIVED\0\u{1}ALERT_RAISED\0\u{1}ALERT_CANCELLED\0\u{1}CHECK_IN\0\u{1}BUTTON_INPUT\0\u{1}NODE_STARTED\0\u{1}NODE_STOPPED\0\u{1}RADIO_STATE_CHANGED\0\u{1}RESIDENT_ENROLLED\0\u{1}RESIDENT_UPDATED\0\u{1}RESIDENT_REMOVED\0\u{1}DEADLINE_REACHED\0\u{1}ALARM_ACKNOWLEDGED\0\u{1}OUTBOX_ATTEMPT\0\u{1}EXPOSURE_DETECTED\0\u{1}CONTACT_RETENTION\0\u{1}EXPOSURE_KEYS_PUBLISHED\0\u{1}ALERT_ACKNOWLEDGED\0\u{1}ALERT_EXPIRED\0\u{1}ALERT_REAFFIRMED\0\u{1}DOWNTIME_DETECTED\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0EVENT_KIND_UNSPECIFIED\0\u{1}SCAN_HIT\0\u{1}ALERT_RECEIVED\0\u{1}ALERT_RAISED\0\u{1}ALERT_CANCELLED\0\u{1}CHECK_IN\0\u{1}BUTTON_INPUT\0\u{1}NODE_STARTED\0\u{1}NODE_STOPPED\0\u{1}RADIO_STATE_CHANGED\0\u{1}RESIDENT_ENROLLED\0\u{1}RESIDENT_UPDATED\0\u{1}RESIDENT_REMOVED\0\u{1}DEADLINE_REACHED\0\u{1}ALARM_ACKNOWLEDGED\0\u{1}OUTBOX_ATTEMPT\0\u{1}EXPOSURE_DETECTED\0\u{1}CONTACT_RETENTION\0\u{1}EXPOSURE_KEYS_PUBLISHED\0\u{1}ALERT_ACKNOWLEDGED\0\u{1}ALERT_EXPIRED\0\u{1}ALERT_REAFFIRMED\0\u{1}DOWNTIME_DETECTED\0\u{1}HUB_ACKNOWLEDGED\0\u{1}HUB_EPOCH_STARTED\0")
 }
 
 nonisolated extension Vigil_Events_V1_AddressType: SwiftProtobuf._ProtoNameProviding {
@@ -2830,4 +2927,103 @@ nonisolated extension Vigil_Events_V1_DowntimeDetected: SwiftProtobuf.Message, S
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
+}
+
+nonisolated extension Vigil_Events_V1_HubAcknowledged: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".HubAcknowledged"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}hub\0\u{1}epoch\0\u{3}through_sequence\0\u{1}accepted\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.hub) }()
+      case 2: try { try decoder.decodeSingularUInt32Field(value: &self.epoch) }()
+      case 3: try { try decoder.decodeSingularUInt64Field(value: &self.throughSequence) }()
+      case 4: try { try decoder.decodeSingularUInt64Field(value: &self.accepted) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.hub.isEmpty {
+      try visitor.visitSingularStringField(value: self.hub, fieldNumber: 1)
+    }
+    if self.epoch != 0 {
+      try visitor.visitSingularUInt32Field(value: self.epoch, fieldNumber: 2)
+    }
+    if self.throughSequence != 0 {
+      try visitor.visitSingularUInt64Field(value: self.throughSequence, fieldNumber: 3)
+    }
+    if self.accepted != 0 {
+      try visitor.visitSingularUInt64Field(value: self.accepted, fieldNumber: 4)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Vigil_Events_V1_HubAcknowledged, rhs: Vigil_Events_V1_HubAcknowledged) -> Bool {
+    if lhs.hub != rhs.hub {return false}
+    if lhs.epoch != rhs.epoch {return false}
+    if lhs.throughSequence != rhs.throughSequence {return false}
+    if lhs.accepted != rhs.accepted {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Vigil_Events_V1_HubEpochStarted: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".HubEpochStarted"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}hub\0\u{1}epoch\0\u{3}first_sequence\0\u{1}reason\0\u{3}hub_held_through\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.hub) }()
+      case 2: try { try decoder.decodeSingularUInt32Field(value: &self.epoch) }()
+      case 3: try { try decoder.decodeSingularUInt64Field(value: &self.firstSequence) }()
+      case 4: try { try decoder.decodeSingularEnumField(value: &self.reason) }()
+      case 5: try { try decoder.decodeSingularUInt64Field(value: &self.hubHeldThrough) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.hub.isEmpty {
+      try visitor.visitSingularStringField(value: self.hub, fieldNumber: 1)
+    }
+    if self.epoch != 0 {
+      try visitor.visitSingularUInt32Field(value: self.epoch, fieldNumber: 2)
+    }
+    if self.firstSequence != 0 {
+      try visitor.visitSingularUInt64Field(value: self.firstSequence, fieldNumber: 3)
+    }
+    if self.reason != .unspecified {
+      try visitor.visitSingularEnumField(value: self.reason, fieldNumber: 4)
+    }
+    if self.hubHeldThrough != 0 {
+      try visitor.visitSingularUInt64Field(value: self.hubHeldThrough, fieldNumber: 5)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Vigil_Events_V1_HubEpochStarted, rhs: Vigil_Events_V1_HubEpochStarted) -> Bool {
+    if lhs.hub != rhs.hub {return false}
+    if lhs.epoch != rhs.epoch {return false}
+    if lhs.firstSequence != rhs.firstSequence {return false}
+    if lhs.reason != rhs.reason {return false}
+    if lhs.hubHeldThrough != rhs.hubHeldThrough {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Vigil_Events_V1_HubEpochStarted.Reason: SwiftProtobuf._ProtoNameProviding {
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0REASON_UNSPECIFIED\0\u{1}HUB_AHEAD\0\u{1}CONFLICT\0")
 }
