@@ -7,6 +7,9 @@
 //   -> VigilCore (pure projections) -> VigilExposure (GAEN crypto, key files, matching; pure)
 //   -> VigilRadio / VigilBoard (adapters)
 //   -> VigilNode (the one event loop, runtime) -> vigil (CLI)
+// The hub: VigilHubProtocol (the sync's wire types and rules; pure, shared with the box)
+//   -> VigilHub (HTTP server on PostgreSQL) -> vigil-hub (CLI). VigilNode's uplink uses
+//   VigilHubProtocol and AsyncHTTPClient; nothing of the box depends on VigilHub.
 // VigilHex (the hex codec, pure) sits below both VigilSystem, which re-exports it, and the pure
 // targets. Pure targets (VigilEvents, VigilCore, VigilExposure) import no I/O layer, read no clock
 // and touch no files; each target declares exactly the modules it imports. scripts/check-layers
@@ -23,6 +26,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "vigil", targets: ["vigil"]),
+        .executable(name: "vigil-hub", targets: ["vigil-hub"]),
         .executable(name: "vigil-bench", targets: ["VigilBench"]),
         .library(name: "VigilLog", targets: ["VigilLog"]),
         .library(name: "VigilCore", targets: ["VigilCore"]),
@@ -33,9 +37,16 @@ let package = Package(
         // HMAC-SHA256 for the alert frames' tags and the rotating presence id (and, next, GAEN).
         .package(url: "https://github.com/apple/swift-crypto.git", "3.12.0"..<"5.0.0"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.80.0"),
+        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.30.0"),
+        .package(url: "https://github.com/apple/swift-http-types.git", from: "1.3.0"),
         .package(url: "https://github.com/apple/swift-protobuf.git", from: "1.28.0"),
         .package(url: "https://github.com/jpsim/Yams.git", from: "6.0.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.6.0"),
+        // The hub (issue 11): its HTTP server and TLS, its database, and the box's HTTPS client.
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.20.0"),
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.25.0"),
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.25.0"),
     ],
     targets: [
         // C shim targets: one per C library, prefixed, nothing but headers and links.
@@ -66,6 +77,13 @@ let package = Package(
         ),
         // Pure projections: (State, Event) -> State. No clocks, no I/O.
         .target(name: "VigilCore", dependencies: ["VigilEvents", "VigilHex"], swiftSettings: strict),
+        // The hub sync's wire format and rules, shared by the box and the hub: what leaves a box,
+        // an event's identity and content hash, the upload and acknowledgement documents. Pure.
+        .target(
+            name: "VigilHubProtocol",
+            dependencies: ["VigilEvents", "VigilHex", .product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: strict
+        ),
         // Radio adapters: the simulation and BlueZ's HCI socket; the over-the-air frames.
         .target(
             name: "VigilRadio",
@@ -99,9 +117,40 @@ let package = Package(
             name: "VigilNode",
             dependencies: [
                 "VigilLog", "VigilEvents", "VigilCore", "VigilRadio", "VigilBoard", "VigilSystem", "VigilExposure",
+                "VigilHubProtocol",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ],
+            swiftSettings: strict
+        ),
+        // The hub: an HTTP server (Hummingbird, TLS) on PostgreSQL, keeping no state of its own.
+        .target(
+            name: "VigilHub",
+            dependencies: [
+                "VigilHubProtocol", "VigilEvents", "VigilHex", "VigilSystem",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTLS", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: strict
+        ),
+        .executableTarget(
+            name: "vigil-hub",
+            dependencies: [
+                "VigilHub",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Yams", package: "Yams"),
             ],
             swiftSettings: strict
         ),
@@ -109,6 +158,7 @@ let package = Package(
             name: "vigil",
             dependencies: [
                 "VigilNode", "VigilLog", "VigilEvents", "VigilCore", "VigilRadio", "VigilBoard", "VigilSystem", "VigilExposure",
+                "VigilHubProtocol",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
@@ -158,6 +208,19 @@ let package = Package(
                 "VigilNode", "VigilLog", "VigilCore", "VigilEvents", "VigilRadio", "VigilBoard", "VigilSystem", "VigilExposure",
                 "VigilTestSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "VigilHubTests",
+            dependencies: [
+                "VigilHub", "VigilHubProtocol", "VigilNode", "VigilLog", "VigilEvents", "VigilCore", "VigilSystem",
+                "VigilHex", "VigilTestSupport",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict

@@ -33,3 +33,17 @@ int cvigil_spawn(pid_t *pid, const char *path, char *const argv[], int stdin_fd,
     posix_spawn_file_actions_destroy(&actions);
     return rc;
 }
+
+int cvigil_spawn_io(pid_t *pid, const char *path, char *const argv[], int stdin_fd, int out_fd) {
+    posix_spawn_file_actions_t actions;
+    int rc = posix_spawn_file_actions_init(&actions);
+    if (rc != 0) return rc;
+    posix_spawn_file_actions_adddup2(&actions, stdin_fd, 0);
+    posix_spawn_file_actions_adddup2(&actions, out_fd, 1);
+    posix_spawn_file_actions_adddup2(&actions, out_fd, 2);
+    // From "/": a program run as another user may not be allowed into the caller's directory.
+    posix_spawn_file_actions_addchdir_np(&actions, "/");
+    rc = posix_spawn(pid, path, &actions, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&actions);
+    return rc;
+}

@@ -27,6 +27,8 @@ public struct Projections: Projection {
     public var exposures = ExposureBook()
     /// What retention may delete, counted as it is applied.
     public var retention = RetentionLedger()
+    /// Where the box stands with its hub.
+    public var hub = HubSyncBook()
 
     /// The checkpoint's name in the log.
     /// v3: schema 4 added the exposure book (an older checkpoint is ignored: the log is replayed).
@@ -39,7 +41,8 @@ public struct Projections: Projection {
     /// by AlertReaffirmed.
     /// v6: retention forgets only what it deletes (the retention ledger, device stays, the
     /// sequence each tag was enrolled at).
-    public static let checkpointName = "projections.v6"
+    /// v7: schema 7 (the hub's acknowledgements and the box's upload epochs).
+    public static let checkpointName = "projections.v7"
 
     public init(settings: ProjectionSettings = ProjectionSettings()) {
         devices = DeviceList(pruneAfterMicroseconds: settings.devicePruneAfterMicroseconds)
@@ -61,6 +64,7 @@ public struct Projections: Projection {
     public mutating func apply(_ event: Event) {
         appliedThrough = max(appliedThrough, event.sequence)
         health.record(event)
+        hub.countIfShared(event.body.kind)
         let time = event.timeMicroseconds
         devices.observe(time: time)
         alerts.observe(time: time)
@@ -136,6 +140,8 @@ public struct Projections: Projection {
         case .exposureDetected:
             retention.exposures.add(day: DayTally.day(ofMicroseconds: time))
             exposures.apply(.event(event))
+        case .hubAcknowledged, .hubEpochStarted:
+            hub.apply(event)
         case .exposureKeysPublished:
             exposures.apply(.event(event))
         default:

@@ -163,6 +163,23 @@ extension EventKind {
         guard let match = EventKind.known.first(where: { $0.name == name }) else { return nil }
         self = match
     }
+
+    /// Whether events of this kind go to the hub (README "Hub: what leaves the box"): calls for
+    /// help and alerts, the escalation ladder and its messages, check-ins, residents, the node's
+    /// health and radio state. Never scan hits, exposure data, raw button edges, or the sync's
+    /// own bookkeeping.
+    public var leavesBox: Bool {
+        switch self {
+        case .alertRaised, .alertReceived, .alertCancelled, .alertAcknowledged, .alertExpired, .alertReaffirmed,
+             .deadlineReached, .outboxAttempt, .alarmAcknowledged, .checkIn,
+             .residentEnrolled, .residentUpdated, .residentRemoved,
+             .nodeStarted, .nodeStopped, .radioStateChanged, .downtimeDetected:
+            true
+        case .scanHit, .exposureDetected, .contactRetention, .exposureKeysPublished,
+             .buttonInput, .hubAcknowledged, .hubEpochStarted, .unspecified, .UNRECOGNIZED:
+            false
+        }
+    }
 }
 
 extension ScanHit {

@@ -60,6 +60,7 @@ public final class Node: @unchecked Sendable {
     private(set) lazy var control = ControlHandler(node: self)
     private(set) lazy var downtime = DowntimeReport(node: self)
     private(set) lazy var zones = TimeZoneWatch(node: self)
+    private(set) lazy var uplink = HubUplink(node: self)
     /// In the order they start, hear events and stop.
     private var components: [any NodeComponent] = []
 
@@ -123,7 +124,7 @@ public final class Node: @unchecked Sendable {
         projections = Projections(settings: configuration.projections)
         initialAir = boot.air
         failures.target = self
-        components = [intake, airAlerts, buttons, ladder, expiries, deliveries, retention, checkpoints, control, downtime, zones]
+        components = [intake, airAlerts, buttons, ladder, expiries, deliveries, retention, checkpoints, control, downtime, zones, uplink]
         do {
             try restore()
         } catch {

@@ -114,6 +114,13 @@ struct NodeBootstrap {
     }
 }
 
+/// The node's id as the hub and other boxes know it (`DATA/node-id`, made on first use).
+public enum NodeIdentity {
+    public static func load(dataDirectory: String) throws(NodeError) -> UInt64 {
+        try NodeBootstrap.loadNodeID(directory: dataDirectory)
+    }
+}
+
 /// The secrets a node keeps in its data directory.
 enum NodeSecrets {
     /// 32 random bytes that seed this box's rotating presence identity; made on first start.

@@ -44,6 +44,9 @@ public struct NodeConfiguration: Sendable {
     /// Issue 10: delivery failures lasting this long (first failed attempt to the latest) show
     /// "no way to tell anyone" on amber (`notify.unreachable_after`).
     public var notifyUnreachableAfterMicroseconds: UInt64 = 900_000_000
+    /// Issue 11: residents' contact addresses go to the hub too (`hub.share_contacts`; off: only
+    /// their names, so a coordinator sees who is to be called).
+    public var hubShareContacts = false
     /// Where the configuration came from, for messages.
     public var source = "(defaults)"
 
@@ -229,6 +232,10 @@ public struct NodeConfiguration: Sendable {
                 config.projections.ladder.siteLocation = location
             }
             try site.finish()
+        }
+        if var hub = try root.section("hub") {
+            if let v = try hub.bool("share_contacts") { config.hubShareContacts = v }
+            try hub.finish()
         }
         if var p = try root.section("projections") {
             if let v = try p.duration("device_prune_after") { config.projections.devicePruneAfterMicroseconds = v }

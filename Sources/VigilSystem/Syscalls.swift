@@ -337,6 +337,30 @@ public func secureRandomUInt64() -> UInt64 {
 
 /// A child process whose exit the event loop learns from a pidfd (readable on exit): no SIGCHLD
 /// handler, no thread blocked in waitpid.
+/// Runs a program to completion, blocking the calling thread (not for the event loop: for setup
+/// commands such as the hub's `initdb` and `pg_ctl`). Its stdin is /dev/null; its stdout and
+/// stderr go to `outputPath` (a file, not a pipe: a daemon the program starts keeps a pipe open
+/// for ever); it runs in "/" (as another user it may not reach the caller's directory). Waits for this process only, never for what it left running. Returns the exit
+/// status (or 128 + the signal that killed it).
+public func runToCompletion(path: String, arguments: [String], outputPath: String) throws(SystemError) -> Int32 {
+    let output = try check("open", outputPath) { Glibc.open(outputPath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644) }
+    defer { _ = Glibc.close(output) }
+    let input = try check("open", "/dev/null") { Glibc.open("/dev/null", O_RDONLY | O_CLOEXEC) }
+    defer { _ = Glibc.close(input) }
+    var child: pid_t = 0
+    let argv = ([path] + arguments).map { strdup($0) } + [nil]
+    defer { for a in argv { free(a) } }
+    let rc = argv.withUnsafeBufferPointer { cvigil_spawn_io(&child, path, $0.baseAddress, input, output) }
+    guard rc == 0 else { throw SystemError("spawn", path, errno: Errno(rawValue: rc)) }
+    var status: Int32 = 0
+    while waitpid(child, &status, 0) < 0 {
+        let e = Errno.current
+        guard e.rawValue == EINTR else { throw SystemError("waitpid", path, errno: e) }
+    }
+    let signal = status & 0x7F
+    return signal == 0 ? (status >> 8) & 0xFF : 128 + signal
+}
+
 public final class ChildProcess: @unchecked Sendable {
     public let pid: Int32
     /// Readable when the process has exited.

@@ -39,18 +39,26 @@ struct Tail: AsyncParsableCommand {
             }
             guard count >= 0 else { throw CLIError("-n must not be negative", code: 64) }
             let log = try openForReading(dir)
-            var last = try printInitial(log, filter: filter)
+            // What the hub holds, read with the log: events that leave the box say synced or pending.
+            let joined = !((try? HubLinks.load(dataDirectory: dir).hubs.isEmpty) ?? true)
+            func readMark() throws -> HubSyncMark? {
+                let mark = try HubSyncMark.read(log)
+                return joined || !mark.book.hub.isEmpty ? mark : nil
+            }
+            var mark = try readMark()
+            var last = try printInitial(log, filter: filter, mark: mark)
             guard follow else { return }
             // Woken by inotify when the node commits; no polling loop.
             let watch = try FileWatch(path: dir + "/data.mdb")
             while true {
-                last = try printFrom(log, start: last + 1, filter: filter)
+                mark = try readMark()
+                last = try printFrom(log, start: last + 1, filter: filter, mark: mark)
                 _ = try watch.wait(timeoutMilliseconds: -1)
             }
         }
     }
 
-    private func printInitial(_ log: EventLog, filter: EventKind?) throws -> UInt64 {
+    private func printInitial(_ log: EventLog, filter: EventKind?, mark: HubSyncMark?) throws -> UInt64 {
         // Without a filter the last N are the last N sequences; with one, keep a ring of N.
         var ring: [Event] = []
         var errors: [String] = []
@@ -73,18 +81,18 @@ struct Tail: AsyncParsableCommand {
             }
         }
         for e in errors { printError(e) }
-        for e in ring { emit(e) }
+        for e in ring { emit(e, mark) }
         return lastSeen
     }
 
-    private func printFrom(_ log: EventLog, start: UInt64, filter: EventKind?) throws -> UInt64 {
+    private func printFrom(_ log: EventLog, start: UInt64, filter: EventKind?, mark: HubSyncMark?) throws -> UInt64 {
         var last = start - 1
         try log.read { txn in
             try txn.forEach(from: start) { result in
                 switch Replay.input(result) {
                 case .event(let e):
                     last = e.sequence
-                    if filter == nil || e.body.kind == filter { emit(e) }
+                    if filter == nil || e.body.kind == filter { emit(e, mark) }
                 case .undecodable(let error):
                     last = error.sequence
                     printError(error.description)
@@ -95,8 +103,10 @@ struct Tail: AsyncParsableCommand {
         return last
     }
 
-    private func emit(_ event: Event) {
-        FileOutput.standardOutput.write((json ? EventFormatting.jsonLine(event) : EventFormatting.textLine(event)) + "\n")
+    private func emit(_ event: Event, _ mark: HubSyncMark?) {
+        // On a box with a hub, events that leave the box say whether the hub holds them yet.
+        let sync = mark?.state(of: event)
+        FileOutput.standardOutput.write((json ? EventFormatting.jsonLine(event, sync: sync) : EventFormatting.textLine(event, sync: sync)) + "\n")
     }
 }
 

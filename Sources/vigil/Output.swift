@@ -23,7 +23,7 @@ enum EventFormatting {
     }
 
     /// One JSON Lines record: sequence, time, kind, and the payload as protobuf JSON.
-    static func jsonLine(_ event: Event) -> String {
+    static func jsonLine(_ event: Event, sync: String? = nil) -> String {
         var options = JSONEncodingOptions()
         options.preserveProtoFieldNames = true
         let payload: String
@@ -66,11 +66,12 @@ enum EventFormatting {
         } catch {
             return #"{"seq":\#(event.sequence),"error":"cannot format payload"}"#
         }
+        if let sync { extra += #","hub":"\#(sync)""# }
         return #"{"seq":\#(event.sequence),"time_us":\#(event.timeMicroseconds),"time":"\#(time(event.timeMicroseconds))","kind":"\#(event.body.kind.name)"\#(extra),"payload":\#(payload)}"#
     }
 
     /// One human line: sequence, time, kind, and a short summary.
-    static func textLine(_ event: Event) -> String {
+    static func textLine(_ event: Event, sync: String? = nil) -> String {
         let summary: String
         switch event.body {
         case .scanHit(let h):
@@ -105,6 +106,6 @@ enum EventFormatting {
         case .hubEpochStarted(let e):
             summary = "upload epoch \(e.epoch) from \(e.firstSequence) on (\(e.reason); hub held \(e.hubHeldThrough))"
         }
-        return "\(event.sequence)\t\(time(event.timeMicroseconds))\t\(event.body.kind.name)\t\(summary)"
+        return "\(event.sequence)\t\(time(event.timeMicroseconds))\t\(event.body.kind.name)\t\(summary)" + (sync.map { " [\($0)]" } ?? "")
     }
 }

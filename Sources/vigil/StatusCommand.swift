@@ -26,18 +26,19 @@ struct Status: AsyncParsableCommand {
             if let reply = try? ControlClient.send(.status, dataDirectory: dir, timeoutMilliseconds: 1_000) {
                 live = reply.status
             }
+            let hub = HubStatusLine(links: (try? HubLinks.load(dataDirectory: dir)) ?? HubLinks(), mark: try HubSyncMark.read(log))
             if json {
-                let report = StatusReport(state: state, usedBytes: space.usedBytes, mapBytes: space.mapBytes, live: live)
+                let report = StatusReport(state: state, usedBytes: space.usedBytes, mapBytes: space.mapBytes, live: live, hub: hub)
                 let encoder = JSONEncoder()
                 encoder.outputFormatting = [.sortedKeys]
                 FileOutput.standardOutput.write(String(decoding: try encoder.encode(report), as: UTF8.self) + "\n")
             } else {
-                FileOutput.standardOutput.write(text(state, space: space, live: live, dir: dir))
+                FileOutput.standardOutput.write(text(state, space: space, live: live, dir: dir, hub: hub))
             }
         }
     }
 
-    private func text(_ s: Projections, space: (usedBytes: Int, mapBytes: Int, pageSize: Int), live: LiveStatus?, dir: String) -> String {
+    private func text(_ s: Projections, space: (usedBytes: Int, mapBytes: Int, pageSize: Int), live: LiveStatus?, dir: String, hub: HubStatusLine) -> String {
         var out = ""
         let running = live.map { "running for \(Int($0.uptimeSeconds)) s" } ?? "not running"
         out += "node \(String(s.health.nodeID, radix: 16)) at \(dir): \(running)\n"
@@ -47,6 +48,7 @@ struct Status: AsyncParsableCommand {
         let kinds = EventKind.known.map { "\($0.name) \(s.health.count(of: $0))" }
         out += "events: " + kinds.joined(separator: ", ") + "\n"
         if s.health.lastEventMicroseconds > 0 { out += "last event: \(EventFormatting.time(s.health.lastEventMicroseconds))\n" }
+        out += hub.text + "\n"
         out += "radio: \(RadioState(rawValue: s.health.radioState).map { "\($0)" } ?? "unknown") \(s.health.radioAdapter)\n"
         out += "devices: \(s.devices.devices.count) (pruned \(s.devices.pruned))\n"
         for d in s.devices.sorted.sorted(by: { $0.lastSeenMicroseconds > $1.lastSeenMicroseconds }).prefix(5) {
@@ -99,6 +101,46 @@ struct StatusReport: Encodable {
     var usedBytes: Int
     var mapBytes: Int
     var live: LiveStatus?
+    var hub: HubStatusLine
+}
+
+/// The hub in use and what it holds of this box (`vigil status`).
+struct HubStatusLine: Encodable {
+    var url: String?
+    var name: String?
+    var hub: String
+    var epoch: UInt32
+    var syncedThrough: UInt64
+    var backlog: UInt64
+    var lastAcknowledgedMicroseconds: UInt64
+    var acknowledgements: UInt64
+    var conflicts: UInt64
+
+    init(links: HubLinks, mark: HubSyncMark) {
+        let link = links.hubs.first
+        url = link?.url
+        name = link?.name
+        hub = mark.book.hub.isEmpty ? (link?.fingerprint ?? "") : mark.book.hub
+        epoch = mark.book.epoch
+        syncedThrough = mark.book.syncedThrough
+        backlog = mark.backlog
+        lastAcknowledgedMicroseconds = mark.book.lastAcknowledgedMicroseconds
+        acknowledgements = mark.book.acknowledgements
+        conflicts = mark.book.conflicts
+    }
+
+    var text: String {
+        guard let url else {
+            return hub.isEmpty ? "hub: none (join one with `vigil hub join URL --token TOKEN`)"
+                : "hub: \(hub.prefix(16))… (no longer joined), synced through \(syncedThrough)"
+        }
+        var line = "hub: \(url) as \(name ?? "?"): synced through \(syncedThrough) (epoch \(epoch)), backlog \(backlog)"
+        line += lastAcknowledgedMicroseconds > 0
+            ? ", last acknowledgement \(EventFormatting.time(lastAcknowledgedMicroseconds)) (\(acknowledgements) in all)"
+            : ", nothing acknowledged yet"
+        if conflicts > 0 { line += ", \(conflicts) conflicts (new epochs)" }
+        return line
+    }
 }
 
 /// Opens a node's log read-only, with messages for the usual mistakes.

@@ -1,0 +1,137 @@
+import Foundation
+import Hummingbird
+import HummingbirdTLS
+import Logging
+import NIOCore
+import PostgresNIO
+import ServiceLifecycle
+
+/// How a hub runs (`vigil-hub serve`).
+public struct HubConfiguration: Sendable {
+    public var dataDirectory: String
+    public var host: String = "0.0.0.0"
+    public var port: Int = 8443
+    /// `postgres://user:password@host:port/database`; nil: the hub runs its own cluster in
+    /// `DATA/postgres`.
+    public var databaseURL: String?
+
+    public init(dataDirectory: String, host: String = "0.0.0.0", port: Int = 8443, databaseURL: String? = nil) {
+        self.dataDirectory = dataDirectory
+        self.host = host
+        self.port = port
+        self.databaseURL = databaseURL
+    }
+
+    /// `HOST:PORT` (`--listen`).
+    public mutating func setListen(_ text: String) throws(HubError) {
+        guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]), (0...65_535).contains(port) else {
+            throw .configuration("--listen takes HOST:PORT, not \(text)")
+        }
+        host = String(text[..<colon]).trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
+        self.port = port
+    }
+
+    /// The database client's settings: the URL's server, or the local cluster's socket.
+    func postgresConfiguration(cluster: LocalCluster?) throws(HubError) -> PostgresClient.Configuration {
+        if let cluster {
+            return PostgresClient.Configuration(unixSocketPath: cluster.socketPath, username: cluster.userName,
+                                                password: nil, database: cluster.databaseName)
+        }
+        guard let text = databaseURL, let url = URLComponents(string: text), url.scheme == "postgres" || url.scheme == "postgresql",
+              let host = url.host, let user = url.user else {
+            throw .configuration("database.url must look like postgres://USER:PASSWORD@HOST:PORT/DATABASE")
+        }
+        let database = url.path.hasPrefix("/") ? String(url.path.dropFirst()) : url.path
+        return PostgresClient.Configuration(host: host, port: url.port ?? 5432, username: user, password: url.password,
+                                            database: database.isEmpty ? nil : database, tls: .disable)
+    }
+}
+
+/// The hub: a database client, the schema, and the HTTPS server, as services in one group.
+/// It keeps nothing outside PostgreSQL.
+public enum Hub {
+    /// Runs until the task is cancelled or the process gets SIGTERM/SIGINT. `onListening` gets
+    /// the bound port (useful with port 0).
+    public static func run(_ configuration: HubConfiguration, logger: Logger,
+                           onListening: @escaping @Sendable (Int) -> Void = { _ in }) async throws {
+        let cluster = configuration.databaseURL == nil ? try LocalCluster(dataDirectory: configuration.dataDirectory, logger: logger) : nil
+        try cluster?.start()
+        defer { cluster?.stop() }
+        let identity = try HubIdentity.loadOrCreate(dataDirectory: configuration.dataDirectory, logger: logger)
+        let client = PostgresClient(configuration: try configuration.postgresConfiguration(cluster: cluster), backgroundLogger: logger)
+        let database = HubDatabase(client: client, logger: logger)
+
+        let router = Router(context: BasicRequestContext.self)
+        SyncRoutes(database: database, identity: identity, logger: logger).register(on: router)
+        let app = Application(
+            router: router,
+            server: try .tls(.http1(), tlsConfiguration: identity.serverTLS()),
+            configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "vigil-hub"),
+            onServerRunning: { channel in
+                let port = channel.localAddress?.port ?? configuration.port
+                logger.info("hub: listening", metadata: ["port": "\(port)", "fingerprint": "\(identity.fingerprint)"])
+                onListening(port)
+            },
+            logger: logger
+        )
+        let migration = MigrationService(database: database, app: app)
+        let group = ServiceGroup(configuration: .init(services: [.init(service: client), .init(service: migration)],
+                                                      gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        try await group.run()
+    }
+
+    /// `vigil-hub enroll NAME`: a token for a new box, with the hub's fingerprint in it.
+    public static func enrol(name: String, configuration: HubConfiguration, logger: Logger) async throws -> String {
+        let cluster = configuration.databaseURL == nil ? try LocalCluster(dataDirectory: configuration.dataDirectory, logger: logger) : nil
+        try cluster?.start()
+        defer { cluster?.stop() }
+        let identity = try HubIdentity.loadOrCreate(dataDirectory: configuration.dataDirectory, logger: logger)
+        return try await withDatabase(configuration, cluster: cluster, logger: logger) { database in
+            try await database.migrate()
+            let secret = try await database.createEnrolmentToken(name: name)
+            return EnrolmentTokenText.make(secret: secret, fingerprint: identity.fingerprint)
+        }
+    }
+
+    /// `vigil-hub revoke NAME`.
+    public static func revoke(name: String, configuration: HubConfiguration, logger: Logger) async throws -> Bool {
+        let cluster = configuration.databaseURL == nil ? try LocalCluster(dataDirectory: configuration.dataDirectory, logger: logger) : nil
+        try cluster?.start()
+        defer { cluster?.stop() }
+        return try await withDatabase(configuration, cluster: cluster, logger: logger) { database in
+            try await database.migrate()
+            return try await database.revoke(name: name)
+        }
+    }
+
+    /// Runs `body` with a connected database client, then shuts the client down.
+    public static func withDatabase<T: Sendable>(_ configuration: HubConfiguration, cluster: LocalCluster?, logger: Logger,
+                                                 _ body: @escaping @Sendable (HubDatabase) async throws -> T) async throws -> T {
+        let client = PostgresClient(configuration: try configuration.postgresConfiguration(cluster: cluster), backgroundLogger: logger)
+        return try await withThrowingTaskGroup(of: T?.self) { group in
+            group.addTask { await client.run(); return nil }
+            defer { group.cancelAll() }
+            let result = try await body(HubDatabase(client: client, logger: logger))
+            return result
+        }
+    }
+}
+
+enum EnrolmentTokenText {
+    static func make(secret: String, fingerprint: String) -> String { "vigil1.\(secret).\(fingerprint)" }
+}
+
+/// Migrates the schema, then runs the HTTP server: no request is served on an old schema.
+struct MigrationService<App: ApplicationProtocol>: Service {
+    let database: HubDatabase
+    let app: App
+
+    func run() async throws {
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            // The client must be running for the migration to connect; it is a sibling service.
+            try await database.migrate()
+            group.addTask { try await app.run() }
+            try await group.waitForAll()
+        }
+    }
+}

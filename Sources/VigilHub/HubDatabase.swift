@@ -1,0 +1,301 @@
+import Crypto
+import Foundation
+import Logging
+import NIOCore
+import PostgresNIO
+import VigilEvents
+import VigilHex
+import VigilHubProtocol
+
+/// Everything the hub knows, in PostgreSQL: it keeps no state of its own, so any number of hub
+/// processes on one database are correct (README "Hub: beyond one machine").
+///
+/// Contract: every method is one transaction or one statement; an error leaves the database as
+/// it was. Node ids (all 64 bits) are stored as `bigint` by bit pattern.
+public struct HubDatabase: Sendable {
+    public let client: PostgresClient
+    let logger: Logger
+
+    public init(client: PostgresClient, logger: Logger) {
+        self.client = client
+        self.logger = logger
+    }
+
+    // MARK: Schema
+
+    /// Each migration runs once, in order, under an advisory lock so two hubs starting together
+    /// do not race.
+    static let migrations: [String] = [
+        """
+        CREATE TABLE boxes (
+            node_id bigint PRIMARY KEY,
+            name text NOT NULL UNIQUE,
+            credential_hash bytea NOT NULL,
+            enrolled_at timestamptz NOT NULL DEFAULT now(),
+            revoked_at timestamptz,
+            last_contact timestamptz
+        );
+        CREATE TABLE enrolment_tokens (
+            token_hash bytea PRIMARY KEY,
+            name text NOT NULL,
+            created_at timestamptz NOT NULL DEFAULT now(),
+            expires_at timestamptz NOT NULL,
+            used_at timestamptz,
+            used_by bigint
+        );
+        CREATE TABLE box_epochs (
+            node_id bigint NOT NULL REFERENCES boxes (node_id),
+            epoch integer NOT NULL,
+            held_through bigint NOT NULL DEFAULT 0,
+            highest bigint NOT NULL DEFAULT 0,
+            PRIMARY KEY (node_id, epoch)
+        );
+        CREATE TABLE events (
+            node_id bigint NOT NULL,
+            epoch integer NOT NULL,
+            seq bigint NOT NULL,
+            kind integer NOT NULL,
+            time_us bigint NOT NULL,
+            hash bytea NOT NULL,
+            payload bytea NOT NULL,
+            received_at timestamptz NOT NULL DEFAULT now(),
+            PRIMARY KEY (node_id, epoch, seq)
+        );
+        CREATE TABLE conflicts (
+            node_id bigint NOT NULL,
+            epoch integer NOT NULL,
+            seq bigint NOT NULL,
+            held_hash bytea NOT NULL,
+            sent_hash bytea NOT NULL,
+            at timestamptz NOT NULL DEFAULT now()
+        );
+        """,
+    ]
+
+    public func migrate() async throws {
+        try await client.withTransaction(logger: logger) { connection in
+            try await connection.query("SELECT pg_advisory_xact_lock(7431001)", logger: logger)
+            try await connection.query("CREATE TABLE IF NOT EXISTS schema_version (version integer NOT NULL)", logger: logger)
+            var current = 0
+            for try await (version) in try await connection.query("SELECT max(version) FROM schema_version", logger: logger).decode((Int?).self) {
+                current = version ?? 0
+            }
+            for (index, sql) in Self.migrations.enumerated() where index + 1 > current {
+                for statement in sql.split(separator: ";").map({ $0.trimmingCharacters(in: .whitespacesAndNewlines) }) where !statement.isEmpty {
+                    try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+                }
+                try await connection.query("INSERT INTO schema_version (version) VALUES (\(index + 1))", logger: logger)
+                logger.info("hub: database schema migrated", metadata: ["version": "\(index + 1)"])
+            }
+        }
+    }
+
+    // MARK: Enrolment and credentials
+
+    /// A new single-use token for a box to be called `name`, valid for `validSeconds`.
+    public func createEnrolmentToken(name: String, validSeconds: Int = 7 * 86_400) async throws -> String {
+        var secret = [UInt8](repeating: 0, count: 32)
+        var rng = SystemRandomNumberGenerator()
+        for i in secret.indices { secret[i] = rng.next() }
+        let text = Base64URL.encode(secret)
+        try await client.query("""
+            INSERT INTO enrolment_tokens (token_hash, name, expires_at)
+            VALUES (\(Self.hash(text)), \(name), now() + make_interval(secs => \(Double(validSeconds))))
+            """, logger: logger)
+        return text
+    }
+
+    public enum EnrolOutcome: Sendable, Equatable {
+        case enrolled(name: String, credential: String)
+        /// Unknown, used or expired: one answer for all three, so a guess learns nothing.
+        case tokenRefused
+        /// Another box already has the name the token was made for.
+        case nameTaken(String)
+    }
+
+    /// Uses a token once: the box `node` gets a new credential (a box that joins again gets a
+    /// new one and its old one stops working).
+    public func enrol(token: String, node: UInt64) async throws -> EnrolOutcome {
+        var secret = [UInt8](repeating: 0, count: 32)
+        var rng = SystemRandomNumberGenerator()
+        for i in secret.indices { secret[i] = rng.next() }
+        let credential = Base64URL.encode(secret)
+        let nodeID = Int64(bitPattern: node)
+        return try await client.withTransaction(logger: logger) { connection -> EnrolOutcome in
+            var name: String?
+            for try await (n) in try await connection.query("""
+                UPDATE enrolment_tokens SET used_at = now(), used_by = \(nodeID)
+                WHERE token_hash = \(Self.hash(token)) AND used_at IS NULL AND expires_at > now()
+                RETURNING name
+                """, logger: logger).decode(String.self) { name = n }
+            guard let name else { return .tokenRefused }
+            var holder: Int64?
+            for try await (h) in try await connection.query("SELECT node_id FROM boxes WHERE name = \(name)", logger: logger).decode(Int64.self) {
+                holder = h
+            }
+            if let holder, holder != nodeID { throw EnrolConflict(name: name) }
+            try await connection.query("""
+                INSERT INTO boxes (node_id, name, credential_hash) VALUES (\(nodeID), \(name), \(Self.hash(credential)))
+                ON CONFLICT (node_id) DO UPDATE SET name = excluded.name, credential_hash = excluded.credential_hash,
+                    revoked_at = NULL, enrolled_at = now()
+                """, logger: logger)
+            return .enrolled(name: name, credential: credential)
+        }
+    }
+
+    struct EnrolConflict: Error { let name: String }
+
+    /// Whether `credential` is the current, unrevoked one of its node; marks the contact.
+    public func authenticate(_ credential: BoxCredential) async throws -> Bool {
+        let rows = try await client.query("""
+            UPDATE boxes SET last_contact = now()
+            WHERE node_id = \(Int64(bitPattern: credential.node)) AND credential_hash = \(Self.hash(credential.secret))
+              AND revoked_at IS NULL
+            RETURNING node_id
+            """, logger: logger)
+        for try await _ in rows.decode(Int64.self) { return true }
+        return false
+    }
+
+    /// Revokes the box called `name`; false when there is none.
+    public func revoke(name: String) async throws -> Bool {
+        let rows = try await client.query("UPDATE boxes SET revoked_at = now() WHERE name = \(name) AND revoked_at IS NULL RETURNING node_id",
+                                          logger: logger)
+        for try await _ in rows.decode(Int64.self) { return true }
+        return false
+    }
+
+    static func hash(_ text: String) -> ByteBuffer {
+        ByteBuffer(bytes: Array(SHA256.hash(data: Array(text.utf8))))
+    }
+
+    // MARK: Upload
+
+    public enum UploadOutcome: Sendable, Equatable {
+        case stored(UploadAnswer)
+        case refused(status: Int, Refusal)
+    }
+
+    /// Stores a batch in one transaction, idempotently: events already held with the same hash
+    /// are duplicates; one held with another hash refuses the whole batch (409) and is recorded
+    /// in `conflicts`. The contiguous mark moves to `through` when the batch starts at or before
+    /// the mark plus one (urgent batches never move it).
+    public func upload(_ batch: UploadBatch, node: UInt64, events decoded: [(seq: UInt64, kind: UInt32, timeUs: UInt64, payload: [UInt8], hash: [UInt8])]) async throws -> UploadOutcome {
+        let nodeID = Int64(bitPattern: node)
+        let epoch = Int32(bitPattern: batch.epoch)
+        do {
+            return try await store(batch, nodeID: nodeID, epoch: epoch, decoded)
+        } catch let conflict as ConflictFound {
+            // The batch was rolled back; the conflict is recorded on its own and shown on both sides.
+            try await recordConflict(node: node, epoch: batch.epoch, seq: conflict.seq, held: conflict.held, sent: conflict.sent)
+            logger.warning("hub: refused an event whose content differs from the one held",
+                           metadata: ["node": "\(NodeIDText.format(node))", "epoch": "\(batch.epoch)", "seq": "\(conflict.seq)"])
+            return .refused(status: 409, Refusal(error: "conflict",
+                                                 message: "the hub holds a different event at sequence \(conflict.seq) of epoch \(batch.epoch)",
+                                                 seq: conflict.seq))
+        }
+    }
+
+    private func store(_ batch: UploadBatch, nodeID: Int64, epoch: Int32,
+                       _ decoded: [(seq: UInt64, kind: UInt32, timeUs: UInt64, payload: [UInt8], hash: [UInt8])]) async throws -> UploadOutcome {
+        try await client.withTransaction(logger: logger) { connection -> UploadOutcome in
+            try await connection.query("INSERT INTO box_epochs (node_id, epoch) VALUES (\(nodeID), \(epoch)) ON CONFLICT DO NOTHING", logger: logger)
+            var held: Int64 = 0
+            var highest: Int64 = 0
+            for try await (h, top) in try await connection.query(
+                "SELECT held_through, highest FROM box_epochs WHERE node_id = \(nodeID) AND epoch = \(epoch) FOR UPDATE",
+                logger: logger).decode((Int64, Int64).self) {
+                held = h
+                highest = top
+            }
+            let heldThrough = UInt64(held)
+            if !batch.urgent, batch.from > heldThrough &+ 1 {
+                return .refused(status: 409, Refusal(error: "out_of_order", message: "this batch starts after a gap: the hub holds through \(heldThrough)",
+                                                     heldThrough: heldThrough))
+            }
+            var inserted = 0
+            if !decoded.isEmpty {
+                let seqs = decoded.map { Int64(bitPattern: $0.seq) }
+                let kinds = decoded.map { Int32(bitPattern: $0.kind) }
+                let times = decoded.map { Int64(bitPattern: $0.timeUs) }
+                let hashes = decoded.map { ByteBuffer(bytes: $0.hash) }
+                let payloads = decoded.map { ByteBuffer(bytes: $0.payload) }
+                let rows = try await connection.query("""
+                    INSERT INTO events (node_id, epoch, seq, kind, time_us, hash, payload)
+                    SELECT \(nodeID), \(epoch), s, k, t, h, p
+                    FROM unnest(\(seqs)::bigint[], \(kinds)::integer[], \(times)::bigint[], \(hashes)::bytea[], \(payloads)::bytea[]) AS u(s, k, t, h, p)
+                    ON CONFLICT (node_id, epoch, seq) DO NOTHING
+                    RETURNING seq
+                    """, logger: logger)
+                var new = Set<Int64>()
+                for try await (s) in rows.decode(Int64.self) { new.insert(s) }
+                inserted = new.count
+                if inserted < decoded.count {
+                    let repeated = decoded.filter { !new.contains(Int64(bitPattern: $0.seq)) }
+                    let held = try await connection.query("""
+                        SELECT seq, hash FROM events WHERE node_id = \(nodeID) AND epoch = \(epoch)
+                          AND seq = ANY(\(repeated.map { Int64(bitPattern: $0.seq) })::bigint[])
+                        """, logger: logger)
+                    var stored: [Int64: ByteBuffer] = [:]
+                    for try await (s, h) in held.decode((Int64, ByteBuffer).self) { stored[s] = h }
+                    for e in repeated {
+                        let mine = stored[Int64(bitPattern: e.seq)].map { Array($0.readableBytesView) }
+                        if let mine, mine != e.hash {
+                            throw ConflictFound(seq: e.seq, held: mine, sent: e.hash)
+                        }
+                    }
+                }
+            }
+            let top = decoded.map { Int64(bitPattern: $0.seq) }.max() ?? 0
+            let newHeld = batch.urgent ? held : max(held, Int64(bitPattern: batch.through))
+            try await connection.query("""
+                UPDATE box_epochs SET held_through = \(newHeld), highest = \(max(highest, top, newHeld))
+                WHERE node_id = \(nodeID) AND epoch = \(epoch)
+                """, logger: logger)
+            return .stored(UploadAnswer(epoch: batch.epoch, heldThrough: UInt64(newHeld), accepted: inserted,
+                                        duplicates: decoded.count - inserted))
+        }
+    }
+
+    struct ConflictFound: Error {
+        let seq: UInt64
+        let held: [UInt8]
+        let sent: [UInt8]
+    }
+
+    /// Records a refused conflict (after its batch was rolled back).
+    func recordConflict(node: UInt64, epoch: UInt32, seq: UInt64, held: [UInt8], sent: [UInt8]) async throws {
+        try await client.query("""
+            INSERT INTO conflicts (node_id, epoch, seq, held_hash, sent_hash)
+            VALUES (\(Int64(bitPattern: node)), \(Int32(bitPattern: epoch)), \(Int64(bitPattern: seq)), \(ByteBuffer(bytes: held)), \(ByteBuffer(bytes: sent)))
+            """, logger: logger)
+    }
+
+    /// What the hub holds of `node`.
+    public func syncState(node: UInt64) async throws -> SyncState {
+        let nodeID = Int64(bitPattern: node)
+        var epochs: [SyncState.Epoch] = []
+        for try await (e, h, top) in try await client.query(
+            "SELECT epoch, held_through, highest FROM box_epochs WHERE node_id = \(nodeID) ORDER BY epoch", logger: logger)
+            .decode((Int32, Int64, Int64).self) {
+            epochs.append(SyncState.Epoch(epoch: UInt32(bitPattern: e), heldThrough: UInt64(bitPattern: h), highest: UInt64(bitPattern: top)))
+        }
+        var conflicts = 0
+        for try await (n) in try await client.query("SELECT count(*) FROM conflicts WHERE node_id = \(nodeID)", logger: logger).decode(Int64.self) {
+            conflicts = Int(n)
+        }
+        return SyncState(node: NodeIDText.format(node), epochs: epochs, conflicts: conflicts)
+    }
+
+    /// Every event held of `node`'s `epoch`, by sequence (tests compare these with the box's log).
+    public func events(node: UInt64, epoch: UInt32) async throws -> [(seq: UInt64, kind: UInt32, timeUs: UInt64, hash: [UInt8])] {
+        var out: [(seq: UInt64, kind: UInt32, timeUs: UInt64, hash: [UInt8])] = []
+        for try await (s, k, t, h) in try await client.query("""
+            SELECT seq, kind, time_us, hash FROM events
+            WHERE node_id = \(Int64(bitPattern: node)) AND epoch = \(Int32(bitPattern: epoch)) ORDER BY seq
+            """, logger: logger).decode((Int64, Int32, Int64, ByteBuffer).self) {
+            out.append((UInt64(bitPattern: s), UInt32(bitPattern: k), UInt64(bitPattern: t), Array(h.readableBytesView)))
+        }
+        return out
+    }
+}

@@ -1,0 +1,185 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import NIOCore
+import VigilEvents
+import VigilHex
+import VigilHubProtocol
+
+/// The box-facing API, `/api/v1` (OpenAPI: `Sources/VigilHub/openapi.yaml`).
+///
+/// Anonymous: health, the hub's certificate and fingerprint, and enrolment with a single-use
+/// token. Everything else needs the box's own credential for the node in the path.
+struct SyncRoutes: Sendable {
+    let database: HubDatabase
+    let identity: HubIdentity
+    let logger: Logger
+
+    /// An upload's body at most (a batch is bounded by the box at 1 MiB of payload).
+    static let maxUploadBytes = 4 << 20
+    /// Events in one batch at most.
+    static let maxBatchEvents = 5_000
+    static let maxEnrolBytes = 4_096
+
+    func register(on router: Router<BasicRequestContext>) {
+        let api = router.group("api/v1")
+        api.get("health") { _, _ in Self.json(["status": "ok"]) }
+        api.get("hub") { _, _ in Self.json(["fingerprint": identity.fingerprint]) }
+        api.get("hub/certificate") { _, _ in
+            Response(status: .ok, headers: [.contentType: "application/x-pem-file"],
+                     body: .init(byteBuffer: ByteBuffer(string: identity.certificatePEM)))
+        }
+        api.post("boxes/enrol") { request, _ in try await enrol(request) }
+        api.post("boxes/{node}/events") { request, context in try await upload(request, context) }
+        api.get("boxes/{node}/sync") { request, context in try await sync(request, context) }
+    }
+
+    // MARK: Handlers
+
+    func enrol(_ request: Request) async throws -> Response {
+        let enrol: EnrolRequest
+        switch await Self.decode(EnrolRequest.self, request, limit: Self.maxEnrolBytes) {
+        case .success(let e): enrol = e
+        case .failure(let refusal): return refusal.response
+        }
+        guard let node = NodeIDText.parse(enrol.node) else {
+            return Self.refuse(.badRequest, "bad_node", "node must be 16 lower-case hex digits")
+        }
+        do {
+            switch try await database.enrol(token: enrol.token, node: node) {
+            case .enrolled(let name, let credential):
+                logger.info("hub: a box joined", metadata: ["node": "\(enrol.node)", "name": "\(name)"])
+                return Self.json(EnrolAnswer(node: enrol.node, name: name, credential: credential))
+            case .tokenRefused:
+                return Self.refuse(.forbidden, "token_refused", "this enrolment token is unknown, used or expired")
+            case .nameTaken(let name):
+                return Self.refuse(.conflict, "name_taken", "another box is already called \(name)")
+            }
+        } catch let conflict as HubDatabase.EnrolConflict {
+            return Self.refuse(.conflict, "name_taken", "another box is already called \(conflict.name)")
+        }
+    }
+
+    func upload(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
+        let node: UInt64
+        switch await authenticate(request, context) {
+        case .success(let n): node = n
+        case .failure(let refusal): return refusal.response
+        }
+        let batch: UploadBatch
+        switch await Self.decode(UploadBatch.self, request, limit: Self.maxUploadBytes) {
+        case .success(let b): batch = b
+        case .failure(let refusal): return refusal.response
+        }
+        switch Self.validate(batch, node: node) {
+        case .failure(let refusal): return refusal.response
+        case .success(let decoded):
+            switch try await database.upload(batch, node: node, events: decoded) {
+            case .stored(let answer): return Self.json(answer)
+            case .refused(let status, let refusal): return Self.json(refusal, status: HTTPResponse.Status(code: status))
+            }
+        }
+    }
+
+    func sync(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
+        switch await authenticate(request, context) {
+        case .success(let node): return Self.json(try await database.syncState(node: node))
+        case .failure(let refusal): return refusal.response
+        }
+    }
+
+    // MARK: Checks
+
+    /// The credential must be the current one of the node named in the path.
+    func authenticate(_ request: Request, _ context: BasicRequestContext) async -> Result<UInt64, Refused> {
+        guard let text = context.parameters.get("node"), let node = NodeIDText.parse(text) else {
+            return .failure(Refused(Self.refuse(.badRequest, "bad_node", "the path's node must be 16 lower-case hex digits")))
+        }
+        guard let header = request.headers[.authorization], let credential = BoxCredential(headerValue: header) else {
+            return .failure(Refused(Self.refuse(.unauthorized, "unauthenticated", "a box credential is needed (Authorization: Bearer NODE.SECRET)")))
+        }
+        guard credential.node == node else {
+            return .failure(Refused(Self.refuse(.forbidden, "wrong_box", "this credential belongs to another box")))
+        }
+        do {
+            guard try await database.authenticate(credential) else {
+                return .failure(Refused(Self.refuse(.unauthorized, "unauthenticated", "unknown or revoked credential")))
+            }
+        } catch {
+            logger.error("hub: the database failed while checking a credential", metadata: ["error": "\(String(reflecting: error))"])
+            return .failure(Refused(Self.refuse(.serviceUnavailable, "database_unavailable", "the hub's database is not answering; try again")))
+        }
+        return .success(node)
+    }
+
+    typealias DecodedEvent = (seq: UInt64, kind: UInt32, timeUs: UInt64, payload: [UInt8], hash: [UInt8])
+
+    /// A batch the hub can store: its own node, a sane range, events in order inside it, each
+    /// one's hash right, each a kind that may leave a box and readable as that kind.
+    static func validate(_ batch: UploadBatch, node: UInt64) -> Result<[DecodedEvent], Refused> {
+        func bad(_ code: String, _ message: String) -> Result<[DecodedEvent], Refused> {
+            .failure(Refused(refuse(.unprocessableContent, code, message)))
+        }
+        guard NodeIDText.parse(batch.node) == node else { return bad("wrong_box", "the batch names another box") }
+        guard batch.from >= 1, batch.through >= batch.from else { return bad("bad_range", "from must be at least 1 and through at least from") }
+        guard batch.events.count <= maxBatchEvents else { return bad("too_many_events", "at most \(maxBatchEvents) events a batch") }
+        var decoded: [DecodedEvent] = []
+        decoded.reserveCapacity(batch.events.count)
+        var previous: UInt64 = 0
+        for e in batch.events {
+            guard e.seq >= batch.from, e.seq <= batch.through, e.seq > previous else {
+                return bad("bad_order", "event \(e.seq) is out of order or outside \(batch.from)...\(batch.through)")
+            }
+            previous = e.seq
+            guard let payload = Data(base64Encoded: e.payload).map(Array.init), let hash = Hex.decode(e.hash), hash.count == 32 else {
+                return bad("bad_event", "event \(e.seq): payload must be base64 and hash 64 hex digits")
+            }
+            guard ContentHash.of(kind: e.kind, timeMicroseconds: e.timeUs, payload: payload) == e.hash.lowercased() else {
+                return bad("hash_mismatch", "event \(e.seq): the hash does not match its content")
+            }
+            guard let kind = EventKind(rawValue: Int(e.kind)), EventKind.known.contains(kind), SharePolicy.leavesBox(kind) else {
+                return bad("not_shared", "event \(e.seq): kind \(e.kind) never leaves a box (scan data and exposure data stay there)")
+            }
+            guard (try? EventCodec.decode(kind: e.kind, payload: payload, sequence: e.seq)) != nil else {
+                return bad("bad_event", "event \(e.seq): the payload is not a readable \(kind.name)")
+            }
+            decoded.append((e.seq, e.kind, e.timeUs, payload, hash))
+        }
+        return .success(decoded)
+    }
+
+    // MARK: JSON
+
+    /// A refusal already made into a response.
+    struct Refused: Error {
+        let response: Response
+        init(_ response: Response) { self.response = response }
+    }
+
+    static func decode<T: Decodable>(_ type: T.Type, _ request: Request, limit: Int) async -> Result<T, Refused> {
+        let body: ByteBuffer
+        do {
+            body = try await request.body.collect(upTo: limit)
+        } catch {
+            return .failure(Refused(refuse(.contentTooLarge, "too_large", "the body is over \(limit) bytes")))
+        }
+        do {
+            return .success(try JSONDecoder().decode(T.self, from: Data(body.readableBytesView)))
+        } catch {
+            return .failure(Refused(refuse(.badRequest, "bad_json", "the body is not a valid \(T.self): \(error)")))
+        }
+    }
+
+    static func refuse(_ status: HTTPResponse.Status, _ code: String, _ message: String) -> Response {
+        json(Refusal(error: code, message: message), status: status)
+    }
+
+    static func json(_ value: some Encodable, status: HTTPResponse.Status = .ok) -> Response {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        let data = (try? encoder.encode(value)) ?? Data(#"{"error":"internal","message":"cannot encode the answer"}"#.utf8)
+        return Response(status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: data)))
+    }
+}
+

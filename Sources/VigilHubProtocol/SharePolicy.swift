@@ -1,0 +1,57 @@
+import VigilEvents
+
+/// What leaves a box for the hub (README "Hub"): the shelter's safety record, never contact data.
+///
+/// Calls for help and alerts, the escalation ladder and its messages, check-ins, residents,
+/// the node's health and radio state go up. Scan hits, exposure data and anything heard about
+/// other people's devices never do; nor do the box's own bookkeeping of the sync. Residents'
+/// contacts (phone numbers, addresses of relatives) stay on the box unless the shelter chooses
+/// to share them (`hub.share_contacts`).
+public struct SharePolicy: Sendable, Equatable {
+    public var shareContacts: Bool
+
+    public init(shareContacts: Bool = false) {
+        self.shareContacts = shareContacts
+    }
+
+    /// Whether events of `kind` leave the box at all (`EventKind.leavesBox`).
+    public static func leavesBox(_ kind: EventKind) -> Bool { kind.leavesBox }
+
+    /// Calls for help and their cancels go before anything else in a backlog.
+    public static func isUrgent(_ kind: EventKind) -> Bool {
+        switch kind {
+        case .alertRaised, .alertCancelled, .alertReaffirmed: true
+        default: false
+        }
+    }
+
+    /// The body as it is uploaded: a resident's contacts removed unless shared. nil when the
+    /// event does not leave the box.
+    public func uploaded(_ body: EventBody) -> EventBody? {
+        guard Self.leavesBox(body.kind) else { return nil }
+        switch body {
+        case .residentEnrolled(let r) where !shareContacts:
+            return .residentEnrolled(Self.redacted(r))
+        case .residentUpdated(let r) where !shareContacts:
+            return .residentUpdated(Self.redacted(r))
+        default:
+            return body
+        }
+    }
+
+    /// Contacts' names stay (a coordinator sees who is to be called); their addresses and the
+    /// resident's own do not.
+    static func redacted(_ resident: Resident) -> Resident {
+        var r = resident
+        r.contacts = r.contacts.map { contact in
+            var c = contact
+            c.address = c.address.isEmpty ? "" : Self.kept
+            return c
+        }
+        if !r.ownAddress.isEmpty { r.ownAddress = Self.kept }
+        return r
+    }
+
+    /// What an address that stayed on the box reads as at the hub.
+    public static let kept = "(kept on the box)"
+}

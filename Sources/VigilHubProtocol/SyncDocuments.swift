@@ -1,0 +1,166 @@
+import Crypto
+import Foundation
+import VigilEvents
+import VigilHex
+
+/// The documents of the sync API (`/api/v1`, README "Hub"; the OpenAPI document is
+/// `Sources/VigilHub/openapi.yaml`). JSON with snake_case keys; 64-bit numbers as JSON numbers
+/// (node ids, which use all 64 bits, as 16 hex digits).
+
+/// A box's events, `from` through `through` of its log under `epoch`. Sequences in that range
+/// that are not listed do not leave the box (`SharePolicy`). `urgent` batches carry calls for help
+/// ahead of a backlog: the hub stores them but its contiguous mark moves only with ordinary ones.
+public struct UploadBatch: Codable, Sendable, Equatable {
+    public var node: String
+    public var epoch: UInt32
+    public var from: UInt64
+    public var through: UInt64
+    public var urgent: Bool
+    public var events: [UploadedEvent]
+
+    public init(node: String, epoch: UInt32, from: UInt64, through: UInt64, urgent: Bool = false, events: [UploadedEvent]) {
+        self.node = node
+        self.epoch = epoch
+        self.from = from
+        self.through = through
+        self.urgent = urgent
+        self.events = events
+    }
+}
+
+/// One event as it leaves the box: its identity (node, epoch, `seq`), its content and the
+/// content's hash. The payload is the protobuf message of the kind, base64.
+public struct UploadedEvent: Codable, Sendable, Equatable {
+    public var seq: UInt64
+    public var kind: UInt32
+    public var timeUs: UInt64
+    public var payload: String
+    public var hash: String
+
+    enum CodingKeys: String, CodingKey { case seq, kind, timeUs = "time_us", payload, hash }
+
+    public init(seq: UInt64, kind: UInt32, timeUs: UInt64, payload: String, hash: String) {
+        self.seq = seq
+        self.kind = kind
+        self.timeUs = timeUs
+        self.payload = payload
+        self.hash = hash
+    }
+
+    /// The event as it is uploaded, or nil when it does not leave the box.
+    public init?(_ event: Event, policy: SharePolicy) {
+        guard let body = policy.uploaded(event.body) else { return nil }
+        let (kind, payload) = EventCodec.encode(body)
+        self.init(seq: event.sequence, kind: kind, timeUs: event.timeMicroseconds,
+                  payload: Data(payload).base64EncodedString(),
+                  hash: ContentHash.of(kind: kind, timeMicroseconds: event.timeMicroseconds, payload: payload))
+    }
+}
+
+/// The content hash of an uploaded event: SHA-256 over kind, time and payload (each length- or
+/// width-fixed, so no two events share an input), hex.
+public enum ContentHash {
+    public static func of(kind: UInt32, timeMicroseconds: UInt64, payload: [UInt8]) -> String {
+        var hasher = SHA256()
+        withUnsafeBytes(of: kind.bigEndian) { hasher.update(bufferPointer: $0) }
+        withUnsafeBytes(of: timeMicroseconds.bigEndian) { hasher.update(bufferPointer: $0) }
+        hasher.update(data: payload)
+        return Hex.encode(Array(hasher.finalize()))
+    }
+}
+
+/// The hub's answer to an upload (200).
+public struct UploadAnswer: Codable, Sendable, Equatable {
+    public var epoch: UInt32
+    /// Every event of this box's `epoch` at or below this is held (or never left the box).
+    public var heldThrough: UInt64
+    public var accepted: Int
+    public var duplicates: Int
+
+    enum CodingKeys: String, CodingKey { case epoch, heldThrough = "held_through", accepted, duplicates }
+
+    public init(epoch: UInt32, heldThrough: UInt64, accepted: Int, duplicates: Int) {
+        self.epoch = epoch
+        self.heldThrough = heldThrough
+        self.accepted = accepted
+        self.duplicates = duplicates
+    }
+}
+
+/// What the hub holds of a box (GET `/api/v1/boxes/{node}/sync`): per epoch, the contiguous
+/// mark and the highest sequence stored.
+public struct SyncState: Codable, Sendable, Equatable {
+    public struct Epoch: Codable, Sendable, Equatable {
+        public var epoch: UInt32
+        public var heldThrough: UInt64
+        public var highest: UInt64
+        enum CodingKeys: String, CodingKey { case epoch, heldThrough = "held_through", highest }
+        public init(epoch: UInt32, heldThrough: UInt64, highest: UInt64) {
+            self.epoch = epoch
+            self.heldThrough = heldThrough
+            self.highest = highest
+        }
+    }
+    public var node: String
+    public var epochs: [Epoch]
+    public var conflicts: Int
+
+    public init(node: String, epochs: [Epoch], conflicts: Int) {
+        self.node = node
+        self.epochs = epochs
+        self.conflicts = conflicts
+    }
+}
+
+/// Every refusal: a stable code a program can act on and a sentence for people.
+public struct Refusal: Codable, Sendable, Equatable, Error {
+    public var error: String
+    public var message: String
+    /// For `conflict`: the sequence whose content differs. For `out_of_order`: the hub's mark.
+    public var seq: UInt64?
+    public var heldThrough: UInt64?
+
+    enum CodingKeys: String, CodingKey { case error, message, seq, heldThrough = "held_through" }
+
+    public init(error: String, message: String, seq: UInt64? = nil, heldThrough: UInt64? = nil) {
+        self.error = error
+        self.message = message
+        self.seq = seq
+        self.heldThrough = heldThrough
+    }
+}
+
+/// A box joining with a single-use token (POST `/api/v1/boxes/enrol`).
+public struct EnrolRequest: Codable, Sendable, Equatable {
+    public var token: String
+    public var node: String
+    public init(token: String, node: String) {
+        self.token = token
+        self.node = node
+    }
+}
+
+/// The box's own credential: shown once, stored by the hub only as a hash.
+public struct EnrolAnswer: Codable, Sendable, Equatable {
+    public var node: String
+    public var name: String
+    public var credential: String
+    public init(node: String, name: String, credential: String) {
+        self.node = node
+        self.name = name
+        self.credential = credential
+    }
+}
+
+/// Node ids on the wire: 16 lower-case hex digits.
+public enum NodeIDText {
+    public static func format(_ id: UInt64) -> String {
+        let digits = String(id, radix: 16)
+        return String(repeating: "0", count: max(0, 16 - digits.count)) + digits
+    }
+
+    public static func parse(_ text: some StringProtocol) -> UInt64? {
+        guard text.count == 16, text.allSatisfy({ $0.isHexDigit && !$0.isUppercase }) else { return nil }
+        return UInt64(text, radix: 16)
+    }
+}

@@ -1,0 +1,146 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOSSL
+import VigilHubProtocol
+
+/// The box's HTTPS client of one hub. It trusts exactly the hub's certificate it pinned at join
+/// (no CA, no host name: a shelter's hub is reached by address) and sends the box's credential.
+public final class HubClient: Sendable {
+    public let url: String
+    let http: HTTPClient
+    let credential: BoxCredential?
+
+    public enum Failure: Error, CustomStringConvertible, Sendable {
+        /// The hub could not be reached or did not answer in time.
+        case unreachable(String)
+        /// The hub answered with a refusal.
+        case refused(status: Int, Refusal)
+        /// The hub answered something this box cannot read.
+        case badAnswer(String)
+        /// The hub is not the one the token or the pin names.
+        case wrongHub(String)
+
+        public var description: String {
+            switch self {
+            case .unreachable(let s): "the hub is unreachable: \(s)"
+            case .refused(let status, let r): "the hub refused (\(status) \(r.error)): \(r.message)"
+            case .badAnswer(let s): "the hub's answer is unreadable: \(s)"
+            case .wrongHub(let s): s
+            }
+        }
+    }
+
+    /// A client that trusts only `certificatePEM`.
+    public init(url: String, certificatePEM: String, credential: BoxCredential?) throws(Failure) {
+        self.url = url.hasSuffix("/") ? String(url.dropLast()) : url
+        self.credential = credential
+        var tls = TLSConfiguration.makeClientConfiguration()
+        do {
+            tls.trustRoots = .certificates(try NIOSSLCertificate.fromPEMBytes(Array(certificatePEM.utf8)))
+        } catch {
+            throw .badAnswer("the pinned certificate is unreadable: \(error)")
+        }
+        tls.certificateVerification = .noHostnameVerification
+        http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: Self.configuration(tls))
+    }
+
+    private init(url: String, unverified: Void) {
+        self.url = url.hasSuffix("/") ? String(url.dropLast()) : url
+        credential = nil
+        var tls = TLSConfiguration.makeClientConfiguration()
+        tls.certificateVerification = .none
+        http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: Self.configuration(tls))
+    }
+
+    static func configuration(_ tls: TLSConfiguration) -> HTTPClient.Configuration {
+        var c = HTTPClient.Configuration(tlsConfiguration: tls)
+        c.timeout = .init(connect: .seconds(5), read: .seconds(30))
+        c.redirectConfiguration = .disallow
+        return c
+    }
+
+    /// Fetches the hub's certificate over an unverified connection and checks it against the
+    /// fingerprint an enrolment token carries: nothing secret is sent before this matches.
+    public static func pinnedCertificate(url: String, fingerprint: String) async throws(Failure) -> String {
+        let probe = HubClient(url: url, unverified: ())
+        defer { probe.close() }
+        let (status, body) = try await probe.send("GET", "/api/v1/hub/certificate", body: nil, limit: 64 << 10)
+        guard status == 200, let pem = String(bytes: body, encoding: .utf8) else {
+            throw .badAnswer("no certificate at \(url) (HTTP \(status))")
+        }
+        guard let seen = CertificateFingerprint.of(pem: pem) else { throw .badAnswer("the certificate at \(url) is not PEM") }
+        guard seen == fingerprint.lowercased() else {
+            throw .wrongHub("the hub at \(url) is not the hub this token was made by (its certificate is \(seen.prefix(16))…, the token names \(fingerprint.prefix(16))…)")
+        }
+        return pem
+    }
+
+    public func enrol(token: String, node: UInt64) async throws(Failure) -> EnrolAnswer {
+        try await call("POST", "/api/v1/boxes/enrol", EnrolRequest(token: token, node: NodeIDText.format(node)), as: EnrolAnswer.self)
+    }
+
+    public func upload(_ batch: UploadBatch) async throws(Failure) -> UploadAnswer {
+        try await call("POST", "/api/v1/boxes/\(batch.node)/events", batch, as: UploadAnswer.self)
+    }
+
+    public func syncState(node: UInt64) async throws(Failure) -> SyncState {
+        try await call("GET", "/api/v1/boxes/\(NodeIDText.format(node))/sync", Optional<UploadBatch>.none, as: SyncState.self)
+    }
+
+    /// Closes the connections (waits for none).
+    public func close() {
+        http.shutdown { _ in }
+    }
+
+    // MARK: Requests
+
+    private func call<Body: Encodable, Answer: Decodable>(_ method: String, _ path: String, _ body: Body?, as: Answer.Type) async throws(Failure) -> Answer {
+        let data: [UInt8]?
+        do { data = try body.map { Array(try JSONEncoder().encode($0)) } } catch { throw .badAnswer("cannot encode the request: \(error)") }
+        let (status, answer) = try await send(method, path, body: data, limit: 8 << 20)
+        guard (200..<300).contains(status) else {
+            let refusal = (try? JSONDecoder().decode(Refusal.self, from: Data(answer)))
+                ?? Refusal(error: "http_\(status)", message: String(decoding: answer.prefix(200), as: UTF8.self))
+            throw .refused(status: status, refusal)
+        }
+        do { return try JSONDecoder().decode(Answer.self, from: Data(answer)) } catch {
+            throw .badAnswer("\(error)")
+        }
+    }
+
+    private func send(_ method: String, _ path: String, body: [UInt8]?, limit: Int) async throws(Failure) -> (Int, [UInt8]) {
+        var request = HTTPClientRequest(url: url + path)
+        request.method = .RAW(value: method)
+        if let credential { request.headers.add(name: "Authorization", value: credential.headerValue) }
+        if let body {
+            request.headers.add(name: "Content-Type", value: "application/json")
+            request.body = .bytes(ByteBuffer(bytes: body))
+        }
+        do {
+            let response = try await http.execute(request, timeout: .seconds(60))
+            let bytes = try await response.body.collect(upTo: limit)
+            return (Int(response.status.code), Array(bytes.readableBytesView))
+        } catch {
+            throw .unreachable("\(error)")
+        }
+    }
+}
+
+/// Joining a hub (`vigil hub join`): check the hub is the one the token names, trade the token
+/// for the box's own credential, and keep both in `DATA/hub.json`.
+public enum HubJoin {
+    public static func join(url: String, token: EnrolmentToken, dataDirectory: String) async throws -> HubLinks.Link {
+        let node = try NodeIdentity.load(dataDirectory: dataDirectory)
+        let certificate = try await HubClient.pinnedCertificate(url: url, fingerprint: token.hubFingerprint)
+        let client = try HubClient(url: url, certificatePEM: certificate, credential: nil)
+        defer { client.close() }
+        let answer = try await client.enrol(token: token.secret, node: node)
+        let link = HubLinks.Link(url: url, fingerprint: token.hubFingerprint, certificate: certificate,
+                                 name: answer.name, credential: answer.credential)
+        var links = try HubLinks.load(dataDirectory: dataDirectory)
+        links.upsert(link)
+        try links.save(dataDirectory: dataDirectory)
+        return link
+    }
+}

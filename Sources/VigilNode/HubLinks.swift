@@ -1,0 +1,69 @@
+import Foundation
+import VigilHubProtocol
+import VigilSystem
+
+/// The hubs this box has joined (`vigil hub join`), kept in `DATA/hub.json` (mode 0600: it holds
+/// the box's credentials). Each entry pins its hub's certificate.
+public struct HubLinks: Codable, Sendable, Equatable {
+    public struct Link: Codable, Sendable, Equatable {
+        public var url: String
+        /// The hub certificate's SHA-256, hex (the hub's identity in events and status).
+        public var fingerprint: String
+        /// The pinned certificate, PEM.
+        public var certificate: String
+        /// The box's name at the hub.
+        public var name: String
+        /// The box's credential at the hub (`BoxCredential.secret`).
+        public var credential: String
+
+        public init(url: String, fingerprint: String, certificate: String, name: String, credential: String) {
+            self.url = url
+            self.fingerprint = fingerprint
+            self.certificate = certificate
+            self.name = name
+            self.credential = credential
+        }
+    }
+
+    public var hubs: [Link] = []
+
+    public init(hubs: [Link] = []) { self.hubs = hubs }
+
+    public static func path(dataDirectory: String) -> String { dataDirectory + "/hub.json" }
+
+    /// The links in `DATA/hub.json`; none when the box has joined no hub.
+    public static func load(dataDirectory: String) throws(NodeError) -> HubLinks {
+        let path = path(dataDirectory: dataDirectory)
+        guard FileManager.default.fileExists(atPath: path) else { return HubLinks() }
+        do {
+            return try JSONDecoder().decode(HubLinks.self, from: Data(contentsOf: URL(fileURLWithPath: path)))
+        } catch {
+            throw .unsupported("\(path) is unreadable (\(error)); join the hub again with `vigil hub join`")
+        }
+    }
+
+    /// Writes the links atomically and durably, readable by the box's user only.
+    public func save(dataDirectory: String) throws(NodeError) {
+        let path = Self.path(dataDirectory: dataDirectory)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        let data: Data
+        do { data = try encoder.encode(self) } catch { throw .unsupported("cannot encode the hub links: \(error)") }
+        let temporary = path + ".new"
+        do throws(SystemError) {
+            let file = try FileDescriptor.open(temporary, flags: O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode: 0o600)
+            try file.writeAll(Array(data))
+            try file.fsync()
+            guard rename(temporary, path) == 0 else { throw SystemError("rename", path, errno: Errno.current) }
+            try FileSystem.syncDirectory(dataDirectory)
+        } catch {
+            throw .system(error)
+        }
+    }
+
+    /// Adds or replaces the link to the hub at `link.fingerprint`.
+    public mutating func upsert(_ link: Link) {
+        hubs.removeAll { $0.fingerprint == link.fingerprint }
+        hubs.append(link)
+    }
+}

@@ -1,0 +1,326 @@
+import Foundation
+import Logging
+import VigilCore
+import VigilEvents
+import VigilHubProtocol
+import VigilLog
+
+/// The box's side of the hub sync (README "Hub"): every event that leaves the box reaches the
+/// hub exactly once, and what the hub acknowledged is logged as events.
+///
+/// The loop side (this component) only hands the worker snapshots of the sync state and appends
+/// the events the worker asks for. The worker runs beside the loop: it reads the log in its own
+/// read transactions, talks HTTPS, and never touches the node's state, so a slow or absent hub
+/// never holds up the loop.
+final class HubUplink: NodeComponent {
+    unowned let node: Node
+    private var worker: UplinkWorker?
+    private var task: Task<Void, Never>?
+    private var changed = false
+    private var urgent: [UInt64] = []
+
+    init(node: Node) { self.node = node }
+
+    func open() throws(NodeError) {
+        let links = try HubLinks.load(dataDirectory: node.configuration.dataDirectory)
+        guard let link = links.hubs.first else { return }
+        let client: HubClient
+        do {
+            client = try HubClient(url: link.url, certificatePEM: link.certificate,
+                                   credential: BoxCredential(node: node.nodeID, secret: link.credential))
+        } catch {
+            throw .unsupported("hub \(link.url): \(error)")
+        }
+        worker = UplinkWorker(node: node, client: client, hub: link.fingerprint, log: node.log,
+                              policy: SharePolicy(shareContacts: node.configuration.hubShareContacts),
+                              logger: node.logger)
+    }
+
+    func start() throws(NodeError) {
+        guard let worker else { return }
+        worker.offer(snapshot())
+        task = Task.detached { await worker.run() }
+    }
+
+    func applied(_ event: Event) {
+        guard worker != nil else { return }
+        let kind = event.body.kind
+        if kind.leavesBox || kind == .hubAcknowledged || kind == .hubEpochStarted { changed = true }
+        if SharePolicy.isUrgent(kind) { urgent.append(event.sequence) }
+    }
+
+    func reconcile() {
+        guard let worker, changed else { return }
+        changed = false
+        worker.offer(snapshot())
+        urgent.removeAll()
+    }
+
+    func stop() {
+        task?.cancel()
+        worker?.close()
+    }
+
+    private func snapshot() -> UplinkSnapshot {
+        let book = node.projections.hub
+        return UplinkSnapshot(epoch: book.epoch, syncedThrough: book.syncedThrough, appliedThrough: node.projections.appliedThrough,
+                              urgent: urgent)
+    }
+}
+
+/// What the worker needs of the node's state, as of one loop turn.
+struct UplinkSnapshot: Sendable, Equatable {
+    var epoch: UInt32
+    var syncedThrough: UInt64
+    var appliedThrough: UInt64
+    /// Calls for help applied since the last snapshot.
+    var urgent: [UInt64]
+}
+
+/// The upload loop beside the node's loop.
+final class UplinkWorker: @unchecked Sendable {
+    let node: Node
+    let client: HubClient
+    let hub: String
+    let log: EventLog
+    let policy: SharePolicy
+    let logger: Logger
+    private var snapshots: AsyncStream<UplinkSnapshot>.AsyncIterator
+    private let offerTo: AsyncStream<UplinkSnapshot>.Continuation
+
+    /// A batch holds at most this many events, and this many payload bytes.
+    static let batchEvents = 1_000
+    static let batchBytes = 1 << 20
+    /// Records read for one batch at most (a long run of scan hits is skipped in steps).
+    static let scanLimit = 200_000
+
+    init(node: Node, client: HubClient, hub: String, log: EventLog, policy: SharePolicy, logger: Logger) {
+        self.node = node
+        self.client = client
+        self.hub = hub
+        self.log = log
+        self.policy = policy
+        self.logger = logger
+        let (stream, continuation) = AsyncStream.makeStream(of: UplinkSnapshot.self, bufferingPolicy: .unbounded)
+        // One iterator for the worker's whole life: an AsyncStream has a single consumer.
+        snapshots = stream.makeAsyncIterator()
+        offerTo = continuation
+    }
+
+    /// From the loop: the latest state (calls for help accumulate until the worker takes them).
+    func offer(_ snapshot: UplinkSnapshot) { offerTo.yield(snapshot) }
+
+    func close() {
+        offerTo.finish()
+        client.close()
+    }
+
+    // MARK: The loop
+
+    private var state = UplinkSnapshot(epoch: 0, syncedThrough: 0, appliedThrough: 0, urgent: [])
+    /// Calls for help not yet sent.
+    private var urgentPending: [UInt64] = []
+    /// Sequences after `syncedThrough` known to hold nothing that leaves the box.
+    private var emptyThrough: UInt64 = 0
+    private var checkedHub = false
+    private var failures = 0
+
+    func run() async {
+        guard let first = await snapshots.next() else { return }
+        take(first)
+        while !Task.isCancelled {
+            // Everything offered so far, without waiting.
+            do {
+                let progressed = try await step()
+                failures = 0
+                if progressed { continue }
+            } catch let failure as HubClient.Failure {
+                failures += 1
+                let delay = min(60.0, 0.5 * pow(2.0, Double(min(failures, 8))))
+                logger.warning("hub: sync failed; retrying", metadata: ["error": "\(failure)", "retry_s": "\(delay)"])
+                checkedHub = false
+                do { try await Task.sleep(for: .seconds(delay)) } catch { return }
+                continue
+            } catch {
+                return // cancelled
+            }
+            // Nothing to send: wait for the loop's next snapshot.
+            guard let next = await snapshots.next() else { return }
+            take(next)
+        }
+    }
+
+    private func take(_ snapshot: UplinkSnapshot) {
+        if snapshot.epoch != state.epoch || snapshot.syncedThrough < state.syncedThrough { emptyThrough = 0 }
+        urgentPending.append(contentsOf: snapshot.urgent)
+        state = snapshot
+        urgentPending.removeAll { $0 <= state.syncedThrough }
+    }
+
+    /// One exchange with the hub. Returns whether it made progress (so the next one follows at
+    /// once); false when there is nothing to send.
+    private func step() async throws -> Bool {
+        if !checkedHub {
+            try await checkHub()
+            checkedHub = true
+        }
+        if !urgentPending.isEmpty {
+            let sequences = urgentPending
+            let events = try read(sequences: Set(sequences))
+            if !events.isEmpty {
+                let batch = UploadBatch(node: NodeIDText.format(node.nodeID), epoch: state.epoch,
+                                        from: events[0].seq, through: events[events.count - 1].seq, urgent: true, events: events)
+                _ = try await upload(batch)
+            }
+            urgentPending.removeAll { sequences.contains($0) }
+            return true
+        }
+        guard state.appliedThrough > max(state.syncedThrough, emptyThrough) else { return false }
+        let from = state.syncedThrough + 1
+        let (events, through) = try readBatch(after: max(state.syncedThrough, emptyThrough), upTo: state.appliedThrough)
+        guard !events.isEmpty else {
+            emptyThrough = through
+            return through < state.appliedThrough
+        }
+        let batch = UploadBatch(node: NodeIDText.format(node.nodeID), epoch: state.epoch, from: from, through: through, events: events)
+        guard let answer = try await upload(batch) else { return true }
+        let covered = min(answer.heldThrough, batch.through)
+        guard covered > state.syncedThrough else { return false }
+        var ack = HubAcknowledged()
+        ack.hub = hub
+        ack.epoch = state.epoch
+        ack.throughSequence = covered
+        ack.accepted = UInt64(answer.accepted)
+        try await appendAndWait(.hubAcknowledged(ack)) { $0.syncedThrough >= covered || $0.epoch != ack.epoch }
+        return true
+    }
+
+    /// Sends a batch; a conflict or a hub that holds less than the box thinks is answered by
+    /// logging what changes (a new epoch, the hub's mark) and nil is returned.
+    private func upload(_ batch: UploadBatch) async throws -> UploadAnswer? {
+        let refusal: Refusal
+        do {
+            let answer = try await client.upload(batch)
+            logger.debug("hub: batch stored", metadata: ["from": "\(batch.from)", "through": "\(batch.through)",
+                                                        "events": "\(batch.events.count)", "accepted": "\(answer.accepted)"])
+            return answer
+        } catch {
+            guard case .refused(409, let r) = error else { throw error }
+            refusal = r
+        }
+        switch refusal.error {
+        case "conflict":
+            logger.error("hub: the hub holds other content at one of this box's sequences; uploading under a new epoch",
+                         metadata: ["epoch": "\(batch.epoch)", "seq": "\(refusal.seq ?? 0)"])
+            try await startEpoch(reason: .conflict, hubHeld: refusal.heldThrough ?? 0)
+        case "out_of_order":
+            // The hub holds less than this box recorded (a hub restored from a backup): its mark
+            // is the truth, and what it lacks is sent again.
+            let held = refusal.heldThrough ?? 0
+            logger.warning("hub: the hub holds less than it acknowledged; sending again from its mark",
+                           metadata: ["hub_held_through": "\(held)", "box_synced_through": "\(state.syncedThrough)"])
+            var ack = HubAcknowledged()
+            ack.hub = hub
+            ack.epoch = state.epoch
+            ack.throughSequence = held
+            try await appendAndWait(.hubAcknowledged(ack)) { $0.syncedThrough <= held || $0.epoch != ack.epoch }
+        default:
+            throw HubClient.Failure.refused(status: 409, refusal)
+        }
+        return nil
+    }
+
+    /// Asks the hub what it holds of this box: more than the box's own log (a restored SD card)
+    /// starts a new epoch, so no identity is used twice.
+    private func checkHub() async throws {
+        let held = try await client.syncState(node: node.nodeID)
+        guard let mine = held.epochs.first(where: { $0.epoch == state.epoch }) else { return }
+        let last = try log.read { try $0.lastSequence() }
+        if mine.highest > last || mine.heldThrough > last {
+            logger.warning("hub: the hub holds more of this box's log than the box has; starting a new epoch",
+                           metadata: ["hub_highest": "\(mine.highest)", "box_last": "\(last)"])
+            try await startEpoch(reason: .hubAhead, hubHeld: mine.heldThrough)
+        } else if mine.heldThrough > state.syncedThrough, mine.heldThrough <= state.appliedThrough {
+            // An acknowledgement this box did not live to log.
+            var ack = HubAcknowledged()
+            ack.hub = hub
+            ack.epoch = state.epoch
+            ack.throughSequence = mine.heldThrough
+            let covered = mine.heldThrough
+            try await appendAndWait(.hubAcknowledged(ack)) { $0.syncedThrough >= covered || $0.epoch != ack.epoch }
+        }
+    }
+
+    private func startEpoch(reason: HubEpochStarted.Reason, hubHeld: UInt64) async throws {
+        var e = HubEpochStarted()
+        e.hub = hub
+        e.epoch = state.epoch + 1
+        e.firstSequence = state.syncedThrough + 1
+        e.reason = reason
+        e.hubHeldThrough = hubHeld
+        let epoch = e.epoch
+        try await appendAndWait(.hubEpochStarted(e)) { $0.epoch >= epoch }
+    }
+
+    /// Appends on the loop and waits for a snapshot in which `done` holds (the event applied).
+    private func appendAndWait(_ body: EventBody, until done: @escaping (UplinkSnapshot) -> Bool) async throws {
+        node.onLoop { node in node.append(body) }
+        while !done(state) {
+            try Task.checkCancellation()
+            guard let next = await snapshots.next() else { throw CancellationError() }
+            take(next)
+        }
+    }
+
+    // MARK: Reading the log
+
+    /// The events after `after` that leave the box, up to a batch's bounds; and the last sequence
+    /// the batch covers (everything up to it was read).
+    private func readBatch(after: UInt64, upTo limit: UInt64) throws -> ([UploadedEvent], UInt64) {
+        var events: [UploadedEvent] = []
+        var bytes = 0
+        var through = after
+        var scanned = 0
+        let policy = policy
+        try log.read { txn in
+            try txn.forEach(from: after + 1) { result in
+                guard case .success(let view) = result else {
+                    if case .failure(let corrupt) = result { through = corrupt.sequence }
+                    return true
+                }
+                guard view.sequence <= limit else { return false }
+                scanned += 1
+                if let kind = EventKind(rawValue: Int(view.kind)), kind.leavesBox,
+                   let body = try? EventCodec.decode(kind: view.kind, payload: view.payload, sequence: view.sequence),
+                   let e = UploadedEvent(Event(sequence: view.sequence, timeMicroseconds: view.timeMicroseconds, body: body), policy: policy) {
+                    if !events.isEmpty, events.count >= Self.batchEvents || bytes + e.payload.count > Self.batchBytes { return false }
+                    events.append(e)
+                    bytes += e.payload.count
+                }
+                through = view.sequence
+                return scanned < Self.scanLimit
+            }
+        }
+        return (events, through)
+    }
+
+    /// The events at `sequences` that leave the box.
+    private func read(sequences: Set<UInt64>) throws -> [UploadedEvent] {
+        guard let low = sequences.min(), let high = sequences.max() else { return [] }
+        var events: [UploadedEvent] = []
+        let policy = policy
+        try log.read { txn in
+            try txn.forEach(from: low) { result in
+                guard case .success(let view) = result else { return true }
+                guard view.sequence <= high else { return false }
+                guard sequences.contains(view.sequence),
+                      let body = try? EventCodec.decode(kind: view.kind, payload: view.payload, sequence: view.sequence),
+                      let e = UploadedEvent(Event(sequence: view.sequence, timeMicroseconds: view.timeMicroseconds, body: body), policy: policy)
+                else { return true }
+                events.append(e)
+                return true
+            }
+        }
+        return events
+    }
+}

@@ -1,0 +1,111 @@
+import ArgumentParser
+import Foundation
+import Logging
+import VigilHub
+import Yams
+
+@main
+struct VigilHubCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "vigil-hub",
+        abstract: "The shelter network's hub: boxes sync with it, coordinators see every box (README \"Hub\").",
+        subcommands: [Serve.self, Enroll.self, Revoke.self]
+    )
+}
+
+/// Options every subcommand shares.
+struct HubOptions: ParsableArguments {
+    @Option(name: .long, help: "The hub's data directory: its TLS identity and, without database.url, its PostgreSQL cluster.")
+    var data: String = "./hub-data"
+
+    @Option(name: .long, help: "A YAML file with database.url and listen (default: DATA/hub.yaml if it exists).")
+    var config: String?
+
+    @Option(name: .long, help: "postgres://USER:PASSWORD@HOST:PORT/DATABASE: use this server instead of a cluster of the hub's own.")
+    var databaseURL: String?
+
+    @Option(name: .long, help: "Log level: trace, debug, info, notice, warning, error, critical.")
+    var logLevel: String = "info"
+
+    func hubConfiguration() throws -> HubConfiguration {
+        var c = HubConfiguration(dataDirectory: data)
+        let path = config ?? data + "/hub.yaml"
+        if FileManager.default.fileExists(atPath: path) {
+            let text = try String(contentsOfFile: path, encoding: .utf8)
+            guard let root = try Yams.load(yaml: text) as? [String: Any] else {
+                throw ValidationError("\(path): expected a mapping")
+            }
+            for key in root.keys where !["database", "listen"].contains(key) {
+                throw ValidationError("\(path): unknown key \(key)")
+            }
+            if let database = root["database"] as? [String: Any] {
+                for key in database.keys where key != "url" { throw ValidationError("\(path): unknown key database.\(key)") }
+                c.databaseURL = database["url"] as? String
+            }
+            if let listen = root["listen"] as? String { try c.setListen(listen) }
+        }
+        if let databaseURL { c.databaseURL = databaseURL }
+        return c
+    }
+
+    func logger() -> Logger {
+        var logger = Logger(label: "vigil-hub")
+        logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
+        return logger
+    }
+}
+
+struct Serve: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Run the hub (HTTPS).")
+
+    @OptionGroup var options: HubOptions
+
+    @Option(name: .long, help: "HOST:PORT to listen on (default 0.0.0.0:8443).")
+    var listen: String?
+
+    func run() async throws {
+        var c = try options.hubConfiguration()
+        if let listen { try c.setListen(listen) }
+        try await Hub.run(c, logger: options.logger()) { port in
+            // One line for scripts and tests that start the hub on port 0.
+            FileHandle.standardOutput.write(Data("vigil-hub: listening on port \(port)\n".utf8))
+        }
+    }
+}
+
+struct Enroll: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Make a single-use token for a new box called NAME; the token is the last line printed.")
+
+    @OptionGroup var options: HubOptions
+
+    @Argument(help: "The box's name at the hub (unique).")
+    var name: String
+
+    func validate() throws {
+        guard !name.isEmpty, name.count <= 64, name.allSatisfy({ $0.isLetter || $0.isNumber || "-_. ".contains($0) }) else {
+            throw ValidationError("NAME: 1 to 64 letters, digits, spaces, '-', '_' or '.'")
+        }
+    }
+
+    func run() async throws {
+        let token = try await Hub.enrol(name: name, configuration: try options.hubConfiguration(), logger: options.logger())
+        print("On the box: vigil hub join https://HUB-ADDRESS:8443 --token TOKEN (single use, valid 7 days). TOKEN:")
+        print(token)
+    }
+}
+
+struct Revoke: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Revoke the box called NAME: its credential stops working at once.")
+
+    @OptionGroup var options: HubOptions
+
+    @Argument var name: String
+
+    func run() async throws {
+        guard try await Hub.revoke(name: name, configuration: try options.hubConfiguration(), logger: options.logger()) else {
+            throw ValidationError("no box called \(name) (or it is already revoked)")
+        }
+        print("revoked \(name)")
+    }
+}

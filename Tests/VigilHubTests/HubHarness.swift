@@ -1,0 +1,210 @@
+import AsyncHTTPClient
+import Foundation
+import Logging
+import NIOCore
+import NIOSSL
+import Testing
+import VigilCore
+import VigilEvents
+import VigilHub
+import VigilHubProtocol
+import VigilLog
+import VigilSystem
+import VigilTestSupport
+@testable import VigilNode
+
+/// Silent, unless VIGIL_TEST_LOG is set (then everything the hub and the boxes log, on stderr).
+let quietLogger: Logger = {
+    guard let level = ProcessInfo.processInfo.environment["VIGIL_TEST_LOG"] else {
+        return Logger(label: "test") { _ in SwiftLogNoOpLogHandler() }
+    }
+    var logger = Logger(label: "test")
+    logger.logLevel = Logger.Level(rawValue: level) ?? .debug
+    return logger
+}()
+
+/// A real hub for a test: its own PostgreSQL cluster (Debian's initdb and pg_ctl, as the hub
+/// runs it without `database.url`) in a temporary directory, and the hub's HTTPS server on
+/// loopback, in this process. Nothing is mocked.
+final class HubHarness: @unchecked Sendable {
+    let directory: TemporaryDirectory
+    var hubData: String { directory.path("hub") }
+    private var task: Task<Void, any Error>?
+    private(set) var port = 0
+
+    init(_ label: String = "hub") {
+        directory = TemporaryDirectory(label)
+        // The cluster runs as the postgres user when the tests run as root: let it through.
+        _ = chmod(directory.path, 0o711)
+    }
+
+    deinit {
+        task?.cancel()
+        if let cluster = try? LocalCluster(dataDirectory: hubData, logger: quietLogger) { cluster.stopAlways() }
+    }
+
+    var url: String { "https://127.0.0.1:\(port)" }
+    var configuration: HubConfiguration { HubConfiguration(dataDirectory: hubData, host: "127.0.0.1", port: port) }
+
+    /// Starts the hub (again on the same port after a stop) and returns once it listens.
+    func start() async throws {
+        let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
+        let configuration = configuration
+        task = Task {
+            defer { continuation.finish() }
+            try await Hub.run(configuration, logger: quietLogger) { continuation.yield($0) }
+        }
+        for await p in ports {
+            port = p
+            return
+        }
+        let failure: (any Error)? = await { () async -> (any Error)? in
+            do { try await task?.value; return nil } catch { return error }
+        }()
+        throw HarnessError("the hub did not start: \(failure.map { "\($0)" } ?? "it stopped")")
+    }
+
+    /// Stops the hub's server (its cluster too, as `vigil-hub` does at exit).
+    func stop() async {
+        task?.cancel()
+        _ = try? await task?.value
+        task = nil
+    }
+
+    func enrolmentToken(for name: String) async throws -> EnrolmentToken {
+        let text = try await Hub.enrol(name: name, configuration: configuration, logger: quietLogger)
+        return try #require(EnrolmentToken(text: text))
+    }
+
+    /// Runs `body` against the hub's database directly (what the tests compare with the boxes).
+    func database<T: Sendable>(_ body: @escaping @Sendable (HubDatabase) async throws -> T) async throws -> T {
+        let cluster = try LocalCluster(dataDirectory: hubData, logger: quietLogger)
+        return try await Hub.withDatabase(configuration, cluster: cluster, logger: quietLogger, body)
+    }
+
+    /// An HTTPS client that trusts this hub's certificate, for requests made by hand.
+    func rawClient() throws -> HTTPClient {
+        let pem = try String(contentsOfFile: hubData + "/tls/hub.crt", encoding: .utf8)
+        var tls = TLSConfiguration.makeClientConfiguration()
+        tls.trustRoots = .certificates(try NIOSSLCertificate.fromPEMBytes(Array(pem.utf8)))
+        tls.certificateVerification = .noHostnameVerification
+        return HTTPClient(eventLoopGroupProvider: .singleton, configuration: .init(tlsConfiguration: tls))
+    }
+}
+
+struct HarnessError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// A box: a node on a manual clock with the simulated radio and board, joined to a hub.
+final class Box: @unchecked Sendable {
+    let directory: TemporaryDirectory
+    let clock = ManualClock()
+    private(set) var node: Node?
+    private var task: Task<Void, any Error>?
+
+    init(_ label: String = #function) {
+        directory = TemporaryDirectory(label)
+    }
+
+    var configuration: NodeConfiguration {
+        var c = NodeConfiguration()
+        c.dataDirectory = directory.path
+        c.simulation.advertisers = 4
+        c.simulation.minIntervalMicroseconds = 50_000
+        c.simulation.maxIntervalMicroseconds = 150_000
+        c.scanWindowMicroseconds = 300_000
+        c.commitWindowMicroseconds = 1_000
+        c.initialMapBytes = 4 << 20
+        return c
+    }
+
+    func join(_ hub: HubHarness, as name: String) async throws {
+        let token = try await hub.enrolmentToken(for: name)
+        _ = try await HubJoin.join(url: hub.url, token: token, dataDirectory: directory.path)
+    }
+
+    func start() async throws {
+        let node = try Node(configuration: configuration, clock: clock, monotonic: clock, logger: quietLogger)
+        self.node = node
+        task = Task { try await node.runOnOwnThread(duration: nil) }
+        await settle()
+    }
+
+    func stop() async throws {
+        guard let node, let task else { return }
+        node.requestStop(reason: "test")
+        try await task.value
+        self.node = nil
+        self.task = nil
+    }
+
+    /// Appends `body` on the node's loop and waits until it is applied.
+    func append(_ body: EventBody) async {
+        guard let node else { return }
+        node.onLoop { $0.append(body) }
+        await settle()
+    }
+
+    /// Lets simulated time pass (the radio hears its advertisers).
+    func advance(byMicroseconds total: UInt64) async {
+        var left = total
+        while left > 0 {
+            let d = min(100_000, left)
+            clock.advance(byMicroseconds: d)
+            await settle()
+            left -= d
+        }
+    }
+
+    func settle() async {
+        guard let node else { return }
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in node.whenSettled { _ in c.resume() } }
+    }
+
+    func read<T: Sendable>(_ body: @escaping @Sendable (Node) -> T) async -> T? {
+        guard let node else { return nil }
+        return await withCheckedContinuation { (c: CheckedContinuation<T, Never>) in node.onLoop { c.resume(returning: body($0)) } }
+    }
+
+    /// Waits (up to `seconds`, in real time: the hub is a real server) until the box has logged
+    /// the hub's acknowledgement of every event that leaves it.
+    func waitUntilSynced(seconds: Double = 30) async throws {
+        let deadline = ContinuousClock.now + .seconds(seconds)
+        while ContinuousClock.now < deadline {
+            if let done = await read({ n in
+                n.projections.hub.syncedThrough >= Self.lastShareable(n) && n.projections.hub.acknowledgements > 0
+            }), done { return }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        let state = await read { n in (n.projections.hub.syncedThrough, Self.lastShareable(n)) }
+        throw HarnessError("the box did not sync in \(seconds) s: synced through \(state?.0 ?? 0), last shared event \(state?.1 ?? 0)")
+    }
+
+    static func lastShareable(_ node: Node) -> UInt64 {
+        var last: UInt64 = 0
+        try? node.log.read { txn in
+            try txn.forEach(from: 0) { result in
+                if case .success(let v) = result, let kind = EventKind(rawValue: Int(v.kind)), kind.leavesBox { last = v.sequence }
+                return true
+            }
+        }
+        return last
+    }
+
+    /// Every event of the box's log that leaves it, as the hub must hold it (same identity,
+    /// same hash), read from the log on disk.
+    func expectedAtHub(policy: SharePolicy = SharePolicy(), from: UInt64 = 0) throws -> [(seq: UInt64, kind: UInt32, hash: String)] {
+        let log = try EventLog.openReadOnly(directory: directory.path)
+        var out: [(seq: UInt64, kind: UInt32, hash: String)] = []
+        try log.read { txn in
+            try txn.forEach(from: from) { result in
+                guard case .event(let e) = Replay.input(result), let u = UploadedEvent(e, policy: policy) else { return true }
+                out.append((u.seq, u.kind, u.hash))
+                return true
+            }
+        }
+        return out
+    }
+}
