@@ -121,7 +121,16 @@ public struct HubDatabase: Sendable {
         for i in secret.indices { secret[i] = rng.next() }
         let credential = Base64URL.encode(secret)
         let nodeID = Int64(bitPattern: node)
-        return try await client.withTransaction(logger: logger) { connection -> EnrolOutcome in
+        do {
+            return try await enrolTransaction(token: token, nodeID: nodeID, credential: credential)
+        } catch let error as PostgresTransactionError {
+            if let conflict = error.closureError as? EnrolConflict { return .nameTaken(conflict.name) }
+            throw error
+        }
+    }
+
+    private func enrolTransaction(token: String, nodeID: Int64, credential: String) async throws -> EnrolOutcome {
+        try await client.withTransaction(logger: logger) { connection -> EnrolOutcome in
             var name: String?
             for try await (n) in try await connection.query("""
                 UPDATE enrolment_tokens SET used_at = now(), used_by = \(nodeID)
@@ -183,10 +192,9 @@ public struct HubDatabase: Sendable {
     public func upload(_ batch: UploadBatch, node: UInt64, events decoded: [(seq: UInt64, kind: UInt32, timeUs: UInt64, payload: [UInt8], hash: [UInt8])]) async throws -> UploadOutcome {
         let nodeID = Int64(bitPattern: node)
         let epoch = Int32(bitPattern: batch.epoch)
-        do {
-            return try await store(batch, nodeID: nodeID, epoch: epoch, decoded)
-        } catch let conflict as ConflictFound {
-            // The batch was rolled back; the conflict is recorded on its own and shown on both sides.
+        let outcome = try await store(batch, nodeID: nodeID, epoch: epoch, decoded)
+        if case .conflict(let conflict) = outcome {
+            // Nothing of the batch was stored; the conflict is recorded and shown on both sides.
             try await recordConflict(node: node, epoch: batch.epoch, seq: conflict.seq, held: conflict.held, sent: conflict.sent)
             logger.warning("hub: refused an event whose content differs from the one held",
                            metadata: ["node": "\(NodeIDText.format(node))", "epoch": "\(batch.epoch)", "seq": "\(conflict.seq)"])
@@ -194,11 +202,18 @@ public struct HubDatabase: Sendable {
                                                  message: "the hub holds a different event at sequence \(conflict.seq) of epoch \(batch.epoch)",
                                                  seq: conflict.seq))
         }
+        guard case .done(let result) = outcome else { return .refused(status: 500, Refusal(error: "internal", message: "")) }
+        return result
+    }
+
+    enum StoreOutcome: Sendable {
+        case done(UploadOutcome)
+        case conflict(ConflictFound)
     }
 
     private func store(_ batch: UploadBatch, nodeID: Int64, epoch: Int32,
-                       _ decoded: [(seq: UInt64, kind: UInt32, timeUs: UInt64, payload: [UInt8], hash: [UInt8])]) async throws -> UploadOutcome {
-        try await client.withTransaction(logger: logger) { connection -> UploadOutcome in
+                       _ decoded: [(seq: UInt64, kind: UInt32, timeUs: UInt64, payload: [UInt8], hash: [UInt8])]) async throws -> StoreOutcome {
+        try await client.withTransaction(logger: logger) { connection -> StoreOutcome in
             try await connection.query("INSERT INTO box_epochs (node_id, epoch) VALUES (\(nodeID), \(epoch)) ON CONFLICT DO NOTHING", logger: logger)
             var held: Int64 = 0
             var highest: Int64 = 0
@@ -210,11 +225,24 @@ public struct HubDatabase: Sendable {
             }
             let heldThrough = UInt64(held)
             if !batch.urgent, batch.from > heldThrough &+ 1 {
-                return .refused(status: 409, Refusal(error: "out_of_order", message: "this batch starts after a gap: the hub holds through \(heldThrough)",
-                                                     heldThrough: heldThrough))
+                return .done(.refused(status: 409, Refusal(error: "out_of_order", message: "this batch starts after a gap: the hub holds through \(heldThrough)",
+                                                           heldThrough: heldThrough)))
             }
             var inserted = 0
             if !decoded.isEmpty {
+                // Events already held must be the same (the box row is locked: no other upload
+                // of this box runs meanwhile); checked before anything is inserted.
+                let existing = try await connection.query("""
+                    SELECT seq, hash FROM events WHERE node_id = \(nodeID) AND epoch = \(epoch)
+                      AND seq = ANY(\(decoded.map { Int64(bitPattern: $0.seq) })::bigint[])
+                    """, logger: logger)
+                var stored: [Int64: ByteBuffer] = [:]
+                for try await (s, h) in existing.decode((Int64, ByteBuffer).self) { stored[s] = h }
+                for e in decoded {
+                    if let mine = stored[Int64(bitPattern: e.seq)].map({ Array($0.readableBytesView) }), mine != e.hash {
+                        return .conflict(ConflictFound(seq: e.seq, held: mine, sent: e.hash))
+                    }
+                }
                 let seqs = decoded.map { Int64(bitPattern: $0.seq) }
                 let kinds = decoded.map { Int32(bitPattern: $0.kind) }
                 let times = decoded.map { Int64(bitPattern: $0.timeUs) }
@@ -230,21 +258,6 @@ public struct HubDatabase: Sendable {
                 var new = Set<Int64>()
                 for try await (s) in rows.decode(Int64.self) { new.insert(s) }
                 inserted = new.count
-                if inserted < decoded.count {
-                    let repeated = decoded.filter { !new.contains(Int64(bitPattern: $0.seq)) }
-                    let held = try await connection.query("""
-                        SELECT seq, hash FROM events WHERE node_id = \(nodeID) AND epoch = \(epoch)
-                          AND seq = ANY(\(repeated.map { Int64(bitPattern: $0.seq) })::bigint[])
-                        """, logger: logger)
-                    var stored: [Int64: ByteBuffer] = [:]
-                    for try await (s, h) in held.decode((Int64, ByteBuffer).self) { stored[s] = h }
-                    for e in repeated {
-                        let mine = stored[Int64(bitPattern: e.seq)].map { Array($0.readableBytesView) }
-                        if let mine, mine != e.hash {
-                            throw ConflictFound(seq: e.seq, held: mine, sent: e.hash)
-                        }
-                    }
-                }
             }
             let top = decoded.map { Int64(bitPattern: $0.seq) }.max() ?? 0
             let newHeld = batch.urgent ? held : max(held, Int64(bitPattern: batch.through))
@@ -252,12 +265,12 @@ public struct HubDatabase: Sendable {
                 UPDATE box_epochs SET held_through = \(newHeld), highest = \(max(highest, top, newHeld))
                 WHERE node_id = \(nodeID) AND epoch = \(epoch)
                 """, logger: logger)
-            return .stored(UploadAnswer(epoch: batch.epoch, heldThrough: UInt64(newHeld), accepted: inserted,
-                                        duplicates: decoded.count - inserted))
+            return .done(.stored(UploadAnswer(epoch: batch.epoch, heldThrough: UInt64(newHeld), accepted: inserted,
+                                              duplicates: decoded.count - inserted)))
         }
     }
 
-    struct ConflictFound: Error {
+    struct ConflictFound: Sendable {
         let seq: UInt64
         let held: [UInt8]
         let sent: [UInt8]

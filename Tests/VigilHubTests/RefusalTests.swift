@@ -1,0 +1,140 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import Testing
+import VigilEvents
+import VigilHub
+import VigilHubProtocol
+import VigilTestSupport
+@testable import VigilNode
+
+/// Bad input gets a clear refusal and changes nothing (issue 11, "Must hold").
+@Suite(.serialized) struct RefusalTests {
+    struct Joined {
+        let node: UInt64
+        let credential: BoxCredential
+    }
+
+    /// A box directory joined to `hub` (no node runs: requests are made by hand).
+    static func join(_ hub: HubHarness, _ directory: TemporaryDirectory, as name: String) async throws -> Joined {
+        let link = try await HubJoin.join(url: hub.url, token: try await hub.enrolmentToken(for: name), dataDirectory: directory.path)
+        let node = try NodeIdentity.load(dataDirectory: directory.path)
+        return Joined(node: node, credential: BoxCredential(node: node, secret: link.credential))
+    }
+
+    static func event(_ seq: UInt64, _ body: EventBody, time: UInt64 = 1_767_225_600_000_000) -> UploadedEvent {
+        let (kind, payload) = EventCodec.encode(body)
+        return UploadedEvent(seq: seq, kind: kind, timeUs: time, payload: Data(payload).base64EncodedString(),
+                             hash: ContentHash.of(kind: kind, timeMicroseconds: time, payload: payload))
+    }
+
+    static func checkIn(_ resident: String) -> EventBody {
+        var c = CheckIn()
+        c.resident = resident
+        c.source = .checkInButton
+        return .checkIn(c)
+    }
+
+    /// POSTs `body` and returns the status and the refusal code (if any).
+    static func post(_ client: HTTPClient, _ url: String, _ body: [UInt8], authorization: String?) async throws -> (Int, String?) {
+        var request = HTTPClientRequest(url: url)
+        request.method = .POST
+        request.headers.add(name: "Content-Type", value: "application/json")
+        if let authorization { request.headers.add(name: "Authorization", value: authorization) }
+        request.body = .bytes(ByteBuffer(bytes: body))
+        let response = try await client.execute(request, timeout: .seconds(30))
+        let answer = try await response.body.collect(upTo: 1 << 20)
+        let refusal = try? JSONDecoder().decode(Refusal.self, from: Data(answer.readableBytesView))
+        return (Int(response.status.code), refusal?.error)
+    }
+
+    static func encode(_ batch: UploadBatch) throws -> [UInt8] { Array(try JSONEncoder().encode(batch)) }
+
+    @Test func badRequestsAreRefusedClearlyAndChangeNothing() async throws {
+        let hub = HubHarness()
+        try await hub.start()
+        let boxA = TemporaryDirectory("box-a")
+        let boxB = TemporaryDirectory("box-b")
+        let a = try await Self.join(hub, boxA, as: "a")
+        let b = try await Self.join(hub, boxB, as: "b")
+        let client = try hub.rawClient()
+        let urlA = hub.url + "/api/v1/boxes/\(NodeIDText.format(a.node))/events"
+        let good = UploadBatch(node: NodeIDText.format(a.node), epoch: 0, from: 1, through: 3,
+                               events: [Self.event(1, Self.checkIn("R-1")), Self.event(3, Self.checkIn("R-3"))])
+
+        // Stored once; the same batch again (a lost answer, a replay) changes nothing.
+        #expect(try await Self.post(client, urlA, Self.encode(good), authorization: a.credential.headerValue).0 == 200)
+        #expect(try await Self.post(client, urlA, Self.encode(good), authorization: a.credential.headerValue).0 == 200)
+        let held = try await hub.database { try await $0.events(node: a.node, epoch: 0) }
+        #expect(held.map(\.seq) == [1, 3])
+        let state = try await hub.database { try await $0.syncState(node: a.node) }
+        #expect(state.epochs.first?.heldThrough == 3)
+
+        // Same identity, other content: 409, recorded as a conflict, nothing stored.
+        var changed = good
+        changed.events[0] = Self.event(1, Self.checkIn("R-forged"))
+        #expect(try await Self.post(client, urlA, Self.encode(changed), authorization: a.credential.headerValue) == (409, "conflict"))
+        #expect(try await hub.database { try await $0.syncState(node: a.node) }.conflicts == 1)
+
+        // Out of order: a batch that leaves a gap after the hub's mark.
+        let gap = UploadBatch(node: good.node, epoch: 0, from: 10, through: 10, events: [Self.event(10, Self.checkIn("R-10"))])
+        #expect(try await Self.post(client, urlA, Self.encode(gap), authorization: a.credential.headerValue) == (409, "out_of_order"))
+
+        // No credential, a wrong one, another box's, and a batch naming another box.
+        #expect(try await Self.post(client, urlA, Self.encode(good), authorization: nil) == (401, "unauthenticated"))
+        let wrong = BoxCredential(node: a.node, secret: String(repeating: "x", count: 43))
+        #expect(try await Self.post(client, urlA, Self.encode(good), authorization: wrong.headerValue) == (401, "unauthenticated"))
+        #expect(try await Self.post(client, urlA, Self.encode(good), authorization: b.credential.headerValue) == (403, "wrong_box"))
+        let urlB = hub.url + "/api/v1/boxes/\(NodeIDText.format(b.node))/events"
+        #expect(try await Self.post(client, urlB, Self.encode(good), authorization: b.credential.headerValue) == (422, "wrong_box"))
+
+        // Malformed, oversized, unshared kinds, bad hashes, disorder inside a batch.
+        #expect(try await Self.post(client, urlA, Array("{\"node\":".utf8), authorization: a.credential.headerValue) == (400, "bad_json"))
+        let huge = [UInt8](repeating: UInt8(ascii: " "), count: 5 << 20)
+        #expect(try await Self.post(client, urlA, huge, authorization: a.credential.headerValue).0 == 413)
+        var hit = ScanHit()
+        hit.address = 0xAABB_CCDD_EEFF
+        hit.count = 1
+        let scan = UploadBatch(node: good.node, epoch: 0, from: 4, through: 4, events: [Self.event(4, .scanHit(hit))])
+        #expect(try await Self.post(client, urlA, Self.encode(scan), authorization: a.credential.headerValue) == (422, "not_shared"))
+        var badHash = UploadBatch(node: good.node, epoch: 0, from: 4, through: 4, events: [Self.event(4, Self.checkIn("R-4"))])
+        badHash.events[0].hash = String(repeating: "0", count: 64)
+        #expect(try await Self.post(client, urlA, Self.encode(badHash), authorization: a.credential.headerValue) == (422, "hash_mismatch"))
+        let disorder = UploadBatch(node: good.node, epoch: 0, from: 4, through: 6,
+                                   events: [Self.event(6, Self.checkIn("R-6")), Self.event(5, Self.checkIn("R-5"))])
+        #expect(try await Self.post(client, urlA, Self.encode(disorder), authorization: a.credential.headerValue) == (422, "bad_order"))
+
+        // None of that changed what the hub holds.
+        #expect(try await hub.database { try await $0.events(node: a.node, epoch: 0) }.map(\.seq) == [1, 3])
+        #expect(try await hub.database { try await $0.syncState(node: a.node) }.epochs.first?.heldThrough == 3)
+
+        // A revoked box is refused at once; a used token cannot enrol again.
+        let revoked = try await Hub.revoke(name: "a", configuration: hub.configuration, logger: quietLogger)
+        #expect(revoked)
+        #expect(try await Self.post(client, urlA, Self.encode(good), authorization: a.credential.headerValue) == (401, "unauthenticated"))
+        let token = try await hub.enrolmentToken(for: "c")
+        let enrol = Array(try JSONEncoder().encode(EnrolRequest(token: token.secret, node: "00000000000000c1")))
+        #expect(try await Self.post(client, hub.url + "/api/v1/boxes/enrol", enrol, authorization: nil).0 == 200)
+        let again = Array(try JSONEncoder().encode(EnrolRequest(token: token.secret, node: "00000000000000c2")))
+        #expect(try await Self.post(client, hub.url + "/api/v1/boxes/enrol", again, authorization: nil) == (403, "token_refused"))
+        try await client.shutdown()
+        await hub.stop()
+    }
+
+    @Test func aBoxJoinsOnlyTheHubItsTokenNames() async throws {
+        let hub = HubHarness()
+        try await hub.start()
+        let other = HubHarness("other-hub")
+        try await other.start()
+        let box = TemporaryDirectory("box")
+        // A token from `other`, used against `hub`: the box sees a different certificate and
+        // sends nothing.
+        let token = try await other.enrolmentToken(for: "x")
+        await #expect(throws: HubClient.Failure.self) {
+            _ = try await HubJoin.join(url: hub.url, token: token, dataDirectory: box.path)
+        }
+        #expect(!FileManager.default.fileExists(atPath: box.path("hub.json")))
+        await other.stop()
+        await hub.stop()
+    }
+}
