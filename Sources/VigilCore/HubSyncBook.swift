@@ -20,6 +20,10 @@ public struct HubSyncBook: Projection {
     public private(set) var conflicts: UInt64 = 0
     /// Events that leave the box, over the whole log.
     public private(set) var shareableEvents: UInt64 = 0
+    /// The hub feed's position this box has taken everything up to (each item once).
+    public private(set) var feedCursor: UInt64 = 0
+    /// Items taken from the feed.
+    public private(set) var received: UInt64 = 0
 
     public init() {}
 
@@ -45,6 +49,9 @@ public struct HubSyncBook: Projection {
             syncedThrough = e.firstSequence > 0 ? e.firstSequence - 1 : 0
             epochsStarted += 1
             if e.reason == .conflict { conflicts += 1 }
+        case .hubReceived(let r):
+            feedCursor = max(feedCursor, r.position)
+            received += 1
         default:
             countIfShared(event.body.kind)
         }

@@ -142,6 +142,14 @@ public struct Projections: Projection {
             exposures.apply(.event(event))
         case .hubAcknowledged, .hubEpochStarted:
             hub.apply(event)
+        case .hubReceived(let r):
+            // An item at or before the cursor was taken already (the feed was read again).
+            guard r.position > hub.feedCursor else { break }
+            hub.apply(event)
+            if let item = Self.fromHub(r, event: event) {
+                alerts.apply(alertEvent: item)
+                settleAlarms()
+            }
         case .exposureKeysPublished:
             exposures.apply(.event(event))
         default:
@@ -156,6 +164,31 @@ public struct Projections: Projection {
     @inline(__always)
     public func needsWholeEvent(forScanHit hit: ScanHitFields) -> Bool {
         escalations.wasEverTag(hit.address & 0xFFFF_FFFF_FFFF)
+    }
+
+    /// A feed item as the alert book takes it: a call for help raised at another box is one
+    /// received here (merged by id with the same alert heard over the air); its cancel,
+    /// re-affirmation or acknowledgement was made elsewhere. nil for anything else.
+    static func fromHub(_ r: HubReceived, event: Event) -> Event? {
+        guard let body = try? EventCodec.decode(kind: r.kind, payload: [UInt8](r.payload), sequence: event.sequence) else { return nil }
+        let origin = r.originNode == 0 ? UInt64.max : r.originNode
+        let item: EventBody
+        switch body {
+        case .alertRaised(var a), .alertReceived(var a):
+            if a.heardFrom == 0 { a.heardFrom = origin }
+            item = .alertReceived(a)
+        case .alertCancelled(var c):
+            if c.heardFrom == 0 { c.heardFrom = origin }
+            item = .alertCancelled(c)
+        case .alertReaffirmed(let x):
+            item = .alertReaffirmed(x)
+        case .alertAcknowledged(var k):
+            if k.heardFrom == 0 { k.heardFrom = origin }
+            item = .alertAcknowledged(k)
+        default:
+            return nil
+        }
+        return Event(sequence: event.sequence, timeMicroseconds: event.timeMicroseconds, body: item)
     }
 
     /// What the last retention event deletes (nil before the first): the log's purge follows it.

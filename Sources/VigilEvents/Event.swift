@@ -41,6 +41,7 @@ public typealias AlertReaffirmed = Vigil_Events_V1_AlertReaffirmed
 public typealias DowntimeDetected = Vigil_Events_V1_DowntimeDetected
 public typealias HubAcknowledged = Vigil_Events_V1_HubAcknowledged
 public typealias HubEpochStarted = Vigil_Events_V1_HubEpochStarted
+public typealias HubReceived = Vigil_Events_V1_HubReceived
 
 /// What happened. One case per event kind in the catalogue (README "Event catalogue").
 public enum EventBody: Sendable, Equatable {
@@ -68,6 +69,7 @@ public enum EventBody: Sendable, Equatable {
     case downtimeDetected(DowntimeDetected)
     case hubAcknowledged(HubAcknowledged)
     case hubEpochStarted(HubEpochStarted)
+    case hubReceived(HubReceived)
 
     public var kind: EventKind {
         switch self {
@@ -95,6 +97,7 @@ public enum EventBody: Sendable, Equatable {
         case .downtimeDetected: .downtimeDetected
         case .hubAcknowledged: .hubAcknowledged
         case .hubEpochStarted: .hubEpochStarted
+        case .hubReceived: .hubReceived
         }
     }
 
@@ -147,6 +150,7 @@ extension EventKind {
         case .downtimeDetected: "downtime-detected"
         case .hubAcknowledged: "hub-acknowledged"
         case .hubEpochStarted: "hub-epoch-started"
+        case .hubReceived: "hub-received"
         case .UNRECOGNIZED(let n): "kind-\(n)"
         }
     }
@@ -156,7 +160,7 @@ extension EventKind {
         .buttonInput, .nodeStarted, .nodeStopped, .radioStateChanged,
         .residentEnrolled, .residentUpdated, .residentRemoved, .deadlineReached, .alarmAcknowledged, .outboxAttempt,
         .exposureDetected, .contactRetention, .exposureKeysPublished, .alertAcknowledged,
-        .alertExpired, .alertReaffirmed, .downtimeDetected, .hubAcknowledged, .hubEpochStarted,
+        .alertExpired, .alertReaffirmed, .downtimeDetected, .hubAcknowledged, .hubEpochStarted, .hubReceived,
     ]
 
     public init?(name: String) {
@@ -176,7 +180,7 @@ extension EventKind {
              .nodeStarted, .nodeStopped, .radioStateChanged, .downtimeDetected:
             true
         case .scanHit, .exposureDetected, .contactRetention, .exposureKeysPublished,
-             .buttonInput, .hubAcknowledged, .hubEpochStarted, .unspecified, .UNRECOGNIZED:
+             .buttonInput, .hubAcknowledged, .hubEpochStarted, .hubReceived, .unspecified, .UNRECOGNIZED:
             false
         }
     }

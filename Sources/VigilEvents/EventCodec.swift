@@ -60,6 +60,7 @@ public enum EventCodec {
         case .downtimeDetected(let m): payload = serialize(m)
         case .hubAcknowledged(let m): payload = serialize(m)
         case .hubEpochStarted(let m): payload = serialize(m)
+        case .hubReceived(let m): payload = serialize(m)
         }
         return (kind, payload)
     }
@@ -102,6 +103,7 @@ public enum EventCodec {
             case .downtimeDetected: return .downtimeDetected(try parse(payload))
             case .hubAcknowledged: return .hubAcknowledged(try parse(payload))
             case .hubEpochStarted: return .hubEpochStarted(try parse(payload))
+            case .hubReceived: return .hubReceived(try parse(payload))
             case .unspecified, .UNRECOGNIZED:
                 throw EventDecodingError(sequence: sequence, reason: .unknownKind(kind))
             }

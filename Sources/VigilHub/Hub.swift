@@ -61,8 +61,9 @@ public enum Hub {
         let client = PostgresClient(configuration: try configuration.postgresConfiguration(cluster: cluster), backgroundLogger: logger)
         let database = HubDatabase(client: client, logger: logger)
 
+        let signal = FeedSignal()
         let router = Router(context: BasicRequestContext.self)
-        SyncRoutes(database: database, identity: identity, logger: logger).register(on: router)
+        SyncRoutes(database: database, identity: identity, signal: signal, logger: logger).register(on: router)
         let app = Application(
             router: router,
             server: try .tls(.http1(), tlsConfiguration: identity.serverTLS()),
@@ -75,7 +76,8 @@ public enum Hub {
             logger: logger
         )
         let migration = MigrationService(database: database, app: app)
-        let group = ServiceGroup(configuration: .init(services: [.init(service: client), .init(service: migration)],
+        let listener = FeedListener(client: client, signal: signal, logger: logger)
+        let group = ServiceGroup(configuration: .init(services: [.init(service: client), .init(service: migration), .init(service: listener)],
                                                       gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()
     }

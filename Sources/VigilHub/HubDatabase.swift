@@ -70,7 +70,30 @@ public struct HubDatabase: Sendable {
             at timestamptz NOT NULL DEFAULT now()
         );
         """,
+        // v2: the download feed. `position` is gap-free and commits in order: one writer at a
+        // time (an advisory lock held to commit), so a reader never skips a row committed late.
+        """
+        CREATE TABLE feed (
+            position bigint PRIMARY KEY,
+            origin_node bigint NOT NULL,
+            origin_epoch integer NOT NULL,
+            origin_seq bigint NOT NULL,
+            kind integer NOT NULL,
+            time_us bigint NOT NULL,
+            payload bytea NOT NULL,
+            created_at timestamptz NOT NULL DEFAULT now()
+        );
+        CREATE INDEX feed_origin ON feed (origin_node, position)
+        """,
     ]
+
+    /// Kinds the feed carries to every other box: calls for help and what answers them.
+    static let feedKinds: Set<UInt32> = [
+        UInt32(EventKind.alertRaised.rawValue), UInt32(EventKind.alertCancelled.rawValue),
+        UInt32(EventKind.alertReaffirmed.rawValue), UInt32(EventKind.alertAcknowledged.rawValue),
+    ]
+    /// The channel NOTIFY wakes long polls on, in every hub process.
+    static let feedChannel = "vigil_feed"
 
     public func migrate() async throws {
         try await client.withTransaction(logger: logger) { connection in
@@ -258,6 +281,8 @@ public struct HubDatabase: Sendable {
                 var new = Set<Int64>()
                 for try await (s) in rows.decode(Int64.self) { new.insert(s) }
                 inserted = new.count
+                let forFeed = decoded.filter { new.contains(Int64(bitPattern: $0.seq)) && Self.feedKinds.contains($0.kind) }
+                if !forFeed.isEmpty { try await appendToFeed(forFeed, nodeID: nodeID, epoch: epoch, connection) }
             }
             let top = decoded.map { Int64(bitPattern: $0.seq) }.max() ?? 0
             let newHeld = batch.urgent ? held : max(held, Int64(bitPattern: batch.through))
@@ -268,6 +293,43 @@ public struct HubDatabase: Sendable {
             return .done(.stored(UploadAnswer(epoch: batch.epoch, heldThrough: UInt64(newHeld), accepted: inserted,
                                               duplicates: decoded.count - inserted)))
         }
+    }
+
+    /// Gives the new items the next feed positions, in this transaction (the lock is held to its
+    /// commit, so positions commit in order), and wakes the long polls when it commits.
+    private func appendToFeed(_ items: [(seq: UInt64, kind: UInt32, timeUs: UInt64, payload: [UInt8], hash: [UInt8])],
+                              nodeID: Int64, epoch: Int32, _ connection: PostgresConnection) async throws {
+        try await connection.query("SELECT pg_advisory_xact_lock(7431002)", logger: logger)
+        try await connection.query("""
+            INSERT INTO feed (position, origin_node, origin_epoch, origin_seq, kind, time_us, payload)
+            SELECT (SELECT coalesce(max(position), 0) FROM feed) + row_number() OVER (ORDER BY s), \(nodeID), \(epoch), s, k, t, p
+            FROM unnest(\(items.map { Int64(bitPattern: $0.seq) })::bigint[], \(items.map { Int32(bitPattern: $0.kind) })::integer[],
+                        \(items.map { Int64(bitPattern: $0.timeUs) })::bigint[], \(items.map { ByteBuffer(bytes: $0.payload) })::bytea[]) AS u(s, k, t, p)
+            """, logger: logger)
+        try await connection.query("SELECT pg_notify(\(Self.feedChannel), '')", logger: logger)
+    }
+
+    /// A feed item as the hub serves it.
+    public struct FeedItem: Sendable, Equatable {
+        public var position: UInt64
+        public var originNode: UInt64
+        public var kind: UInt32
+        public var timeUs: UInt64
+        public var payload: [UInt8]
+    }
+
+    /// Feed items after `position` that did not come from `node`, oldest first.
+    public func feed(after position: UInt64, for node: UInt64, limit: Int = 200) async throws -> [FeedItem] {
+        var items: [FeedItem] = []
+        for try await (p, o, k, t, payload) in try await client.query("""
+            SELECT position, origin_node, kind, time_us, payload FROM feed
+            WHERE position > \(Int64(bitPattern: position)) AND origin_node <> \(Int64(bitPattern: node))
+            ORDER BY position LIMIT \(limit)
+            """, logger: logger).decode((Int64, Int64, Int32, Int64, ByteBuffer).self) {
+            items.append(FeedItem(position: UInt64(bitPattern: p), originNode: UInt64(bitPattern: o), kind: UInt32(bitPattern: k),
+                                  timeUs: UInt64(bitPattern: t), payload: Array(payload.readableBytesView)))
+        }
+        return items
     }
 
     struct ConflictFound: Sendable {

@@ -14,7 +14,11 @@ import VigilHubProtocol
 struct SyncRoutes: Sendable {
     let database: HubDatabase
     let identity: HubIdentity
+    let signal: FeedSignal
     let logger: Logger
+
+    /// A long poll waits at most this long (seconds) for a new item.
+    static let maxWaitSeconds = 30.0
 
     /// An upload's body at most (a batch is bounded by the box at 1 MiB of payload).
     static let maxUploadBytes = 4 << 20
@@ -33,6 +37,7 @@ struct SyncRoutes: Sendable {
         api.post("boxes/enrol") { request, _ in try await enrol(request) }
         api.post("boxes/{node}/events") { request, context in try await upload(request, context) }
         api.get("boxes/{node}/sync") { request, context in try await sync(request, context) }
+        api.get("boxes/{node}/feed") { request, context in try await feed(request, context) }
     }
 
     // MARK: Handlers
@@ -86,6 +91,36 @@ struct SyncRoutes: Sendable {
         switch await authenticate(request, context) {
         case .success(let node): return Self.json(try await database.syncState(node: node))
         case .failure(let refusal): return refusal.response
+        }
+    }
+
+    /// Items after `after` from other boxes and coordinators; waits up to `wait` seconds for
+    /// one when there is none (a long poll, woken by any hub process's commit).
+    func feed(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
+        let node: UInt64
+        switch await authenticate(request, context) {
+        case .success(let n): node = n
+        case .failure(let refusal): return refusal.response
+        }
+        let query = request.uri.queryParameters
+        guard let after = UInt64(query["after"].map(String.init) ?? "0") else {
+            return Self.refuse(.badRequest, "bad_query", "after must be a feed position (0 or more)")
+        }
+        guard let wait = Double(query["wait"].map(String.init) ?? "0"), wait >= 0, wait <= Self.maxWaitSeconds else {
+            return Self.refuse(.badRequest, "bad_query", "wait must be 0 to \(Int(Self.maxWaitSeconds)) seconds")
+        }
+        let deadline = ContinuousClock.now + .seconds(wait)
+        while true {
+            let items = try await database.feed(after: after, for: node)
+            let left = deadline - ContinuousClock.now
+            if !items.isEmpty || left <= .zero {
+                let entries = items.map {
+                    FeedEntry(position: $0.position, origin: $0.originNode == 0 ? "" : NodeIDText.format($0.originNode),
+                              kind: $0.kind, timeUs: $0.timeUs, payload: Data($0.payload).base64EncodedString())
+                }
+                return Self.json(FeedAnswer(items: entries, cursor: items.last?.position ?? after))
+            }
+            await signal.wait(seconds: Double(left.components.seconds) + Double(left.components.attoseconds) / 1e18)
         }
     }
 

@@ -164,3 +164,35 @@ public enum NodeIDText {
         return UInt64(text, radix: 16)
     }
 }
+
+/// What a box fetches (GET `/api/v1/boxes/{node}/feed?after=P&wait=S`): items after its
+/// cursor, oldest first; none when the wait ended first. `cursor` is the last position returned.
+public struct FeedAnswer: Codable, Sendable, Equatable {
+    public var items: [FeedEntry]
+    public var cursor: UInt64
+
+    public init(items: [FeedEntry], cursor: UInt64) {
+        self.items = items
+        self.cursor = cursor
+    }
+}
+
+/// One feed item: the event of `kind` as its origin logged it (protobuf, base64). `origin` is the
+/// box's node id, or empty for a coordinator at the hub.
+public struct FeedEntry: Codable, Sendable, Equatable {
+    public var position: UInt64
+    public var origin: String
+    public var kind: UInt32
+    public var timeUs: UInt64
+    public var payload: String
+
+    enum CodingKeys: String, CodingKey { case position, origin, kind, timeUs = "time_us", payload }
+
+    public init(position: UInt64, origin: String, kind: UInt32, timeUs: UInt64, payload: String) {
+        self.position = position
+        self.origin = origin
+        self.kind = kind
+        self.timeUs = timeUs
+        self.payload = payload
+    }
+}

@@ -88,6 +88,12 @@ public final class HubClient: Sendable {
         try await call("GET", "/api/v1/boxes/\(NodeIDText.format(node))/sync", Optional<UploadBatch>.none, as: SyncState.self)
     }
 
+    /// Feed items after `after` (waiting up to `wait` seconds for one).
+    public func feed(node: UInt64, after: UInt64, wait: Int) async throws(Failure) -> FeedAnswer {
+        try await call("GET", "/api/v1/boxes/\(NodeIDText.format(node))/feed?after=\(after)&wait=\(wait)",
+                       Optional<UploadBatch>.none, as: FeedAnswer.self)
+    }
+
     /// Closes the connections (waits for none).
     public func close() {
         http.shutdown { _ in }

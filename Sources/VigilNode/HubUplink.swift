@@ -15,7 +15,8 @@ import VigilLog
 final class HubUplink: NodeComponent {
     unowned let node: Node
     private var worker: UplinkWorker?
-    private var task: Task<Void, Never>?
+    private var downlink: DownlinkWorker?
+    private var tasks: [Task<Void, Never>] = []
     private var changed = false
     private var urgent: [UInt64] = []
 
@@ -34,37 +35,43 @@ final class HubUplink: NodeComponent {
         worker = UplinkWorker(node: node, client: client, hub: link.fingerprint, log: node.log,
                               policy: SharePolicy(shareContacts: node.configuration.hubShareContacts),
                               logger: node.logger)
+        downlink = DownlinkWorker(node: node, client: client, hub: link.fingerprint, logger: node.logger)
     }
 
     func start() throws(NodeError) {
-        guard let worker else { return }
-        worker.offer(snapshot())
-        task = Task.detached { await worker.run() }
+        guard let worker, let downlink else { return }
+        let now = snapshot()
+        worker.offer(now)
+        downlink.offer(now)
+        tasks = [Task.detached { await worker.run() }, Task.detached { await downlink.run() }]
     }
 
     func applied(_ event: Event) {
         guard worker != nil else { return }
         let kind = event.body.kind
-        if kind.leavesBox || kind == .hubAcknowledged || kind == .hubEpochStarted { changed = true }
+        if kind.leavesBox || kind == .hubAcknowledged || kind == .hubEpochStarted || kind == .hubReceived { changed = true }
         if SharePolicy.isUrgent(kind) { urgent.append(event.sequence) }
     }
 
     func reconcile() {
         guard let worker, changed else { return }
         changed = false
-        worker.offer(snapshot())
+        let now = snapshot()
+        worker.offer(now)
+        downlink?.offer(now)
         urgent.removeAll()
     }
 
     func stop() {
-        task?.cancel()
+        for t in tasks { t.cancel() }
+        downlink?.close()
         worker?.close()
     }
 
     private func snapshot() -> UplinkSnapshot {
         let book = node.projections.hub
         return UplinkSnapshot(epoch: book.epoch, syncedThrough: book.syncedThrough, appliedThrough: node.projections.appliedThrough,
-                              urgent: urgent)
+                              urgent: urgent, feedCursor: book.feedCursor)
     }
 }
 
@@ -75,6 +82,8 @@ struct UplinkSnapshot: Sendable, Equatable {
     var appliedThrough: UInt64
     /// Calls for help applied since the last snapshot.
     var urgent: [UInt64]
+    /// The hub feed's position the box has taken everything up to.
+    var feedCursor: UInt64 = 0
 }
 
 /// The upload loop beside the node's loop.
@@ -322,5 +331,71 @@ final class UplinkWorker: @unchecked Sendable {
             }
         }
         return events
+    }
+}
+
+/// The download loop beside the node's loop: long-polls the hub's feed from the box's cursor and
+/// appends each item with its position (one `HubReceived` event), so an item is applied once
+/// even when the feed is read again after a crash.
+final class DownlinkWorker: @unchecked Sendable {
+    let node: Node
+    let client: HubClient
+    let hub: String
+    let logger: Logger
+    private var snapshots: AsyncStream<UplinkSnapshot>.AsyncIterator
+    private let offerTo: AsyncStream<UplinkSnapshot>.Continuation
+    private var cursor: UInt64 = 0
+    /// Seconds the hub may hold a poll open (under the client's 30 s read timeout).
+    static let pollSeconds = 25
+
+    init(node: Node, client: HubClient, hub: String, logger: Logger) {
+        self.node = node
+        self.client = client
+        self.hub = hub
+        self.logger = logger
+        let (stream, continuation) = AsyncStream.makeStream(of: UplinkSnapshot.self, bufferingPolicy: .bufferingNewest(1))
+        snapshots = stream.makeAsyncIterator()
+        offerTo = continuation
+    }
+
+    func offer(_ snapshot: UplinkSnapshot) { offerTo.yield(snapshot) }
+
+    func close() { offerTo.finish() }
+
+    func run() async {
+        guard let first = await snapshots.next() else { return }
+        cursor = first.feedCursor
+        var failures = 0
+        while !Task.isCancelled {
+            do {
+                let answer = try await client.feed(node: node.nodeID, after: cursor, wait: Self.pollSeconds)
+                failures = 0
+                guard let last = answer.items.last?.position, last > cursor else { continue }
+                var bodies: [EventBody] = []
+                for item in answer.items where item.position > cursor {
+                    guard let payload = Data(base64Encoded: item.payload) else { continue }
+                    var r = HubReceived()
+                    r.hub = hub
+                    r.position = item.position
+                    r.originNode = item.origin.isEmpty ? 0 : NodeIDText.parse(item.origin) ?? 0
+                    r.kind = item.kind
+                    r.timeUs = item.timeUs
+                    r.payload = payload
+                    bodies.append(.hubReceived(r))
+                }
+                let received = bodies
+                node.onLoop { node in for b in received { node.append(b) } }
+                while cursor < last {
+                    guard let next = await snapshots.next() else { return }
+                    cursor = max(cursor, next.feedCursor)
+                }
+                logger.info("hub: items received from the feed", metadata: ["count": "\(bodies.count)", "cursor": "\(cursor)"])
+            } catch {
+                failures += 1
+                let delay = min(60.0, 0.5 * pow(2.0, Double(min(failures, 8))))
+                logger.warning("hub: the feed cannot be read; retrying", metadata: ["error": "\(error)", "retry_s": "\(delay)"])
+                do { try await Task.sleep(for: .seconds(delay)) } catch { return }
+            }
+        }
     }
 }

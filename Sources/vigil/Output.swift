@@ -62,6 +62,7 @@ enum EventFormatting {
             case .downtimeDetected(let m): payload = try m.jsonString(options: options)
             case .hubAcknowledged(let m): payload = try m.jsonString(options: options)
             case .hubEpochStarted(let m): payload = try m.jsonString(options: options)
+            case .hubReceived(let m): payload = try m.jsonString(options: options)
             }
         } catch {
             return #"{"seq":\#(event.sequence),"error":"cannot format payload"}"#
@@ -105,6 +106,10 @@ enum EventFormatting {
             summary = "hub \(a.hub.prefix(12)) holds epoch \(a.epoch) through \(a.throughSequence) (\(a.accepted) new)"
         case .hubEpochStarted(let e):
             summary = "upload epoch \(e.epoch) from \(e.firstSequence) on (\(e.reason); hub held \(e.hubHeldThrough))"
+        case .hubReceived(let r):
+            let kind = EventKind(rawValue: Int(r.kind)).map(\.name) ?? "kind-\(r.kind)"
+            let origin = r.originNode == 0 ? "a coordinator" : "box \(String(r.originNode, radix: 16))"
+            summary = "from the hub (feed \(r.position)): \(kind) by \(origin)"
         }
         return "\(event.sequence)\t\(time(event.timeMicroseconds))\t\(event.body.kind.name)\t\(summary)" + (sync.map { " [\($0)]" } ?? "")
     }

@@ -97,10 +97,10 @@ enum Fixtures {
 
     /// The kinds schema 7 added, every field set (from the v7 golden stream).
     static var schema7Bodies: [EventBody] {
-        goldenEventsV7.suffix(2).map(\.body)
+        goldenEventsV7.suffix(3).map(\.body)
     }
 
-    /// The v7 golden stream: all of v6 and the two kinds schema 7 added (the hub).
+    /// The v7 golden stream: all of v6 and the three kinds schema 7 added (the hub).
     static var goldenEventsV7: [(timeMicroseconds: UInt64, body: EventBody)] {
         var acknowledged = HubAcknowledged()
         acknowledged.hub = String(repeating: "ab", count: 32)
@@ -113,7 +113,14 @@ enum Fixtures {
         epoch.firstSequence = 1_234_568
         epoch.reason = .hubAhead
         epoch.hubHeldThrough = 2_000_000
-        let added: [EventBody] = [.hubAcknowledged(acknowledged), .hubEpochStarted(epoch)]
+        var received = HubReceived()
+        received.hub = String(repeating: "ef", count: 32)
+        received.position = 77
+        received.originNode = 0x0A11_CE01
+        received.kind = UInt32(EventKind.alertRaised.rawValue)
+        received.timeUs = 1_593_570_000_000_000
+        received.payload = Data([0x0A, 0x02, 0x08, 0x01])
+        let added: [EventBody] = [.hubAcknowledged(acknowledged), .hubEpochStarted(epoch), .hubReceived(received)]
         let base = goldenEventsV6.last?.timeMicroseconds ?? start
         return goldenEventsV6 + added.enumerated().map { (base + UInt64($0.offset + 1) * 250_000, $0.element) }
     }
@@ -435,6 +442,7 @@ extension EventBody {
         case .downtimeDetected(let m): m
         case .hubAcknowledged(let m): m
         case .hubEpochStarted(let m): m
+        case .hubReceived(let m): m
         }
     }
 
@@ -465,6 +473,7 @@ extension EventBody {
         case .downtimeDetected: self = .downtimeDetected(try DowntimeDetected(jsonString: json))
         case .hubAcknowledged: self = .hubAcknowledged(try HubAcknowledged(jsonString: json))
         case .hubEpochStarted: self = .hubEpochStarted(try HubEpochStarted(jsonString: json))
+        case .hubReceived: self = .hubReceived(try HubReceived(jsonString: json))
         case .unspecified, .UNRECOGNIZED: throw GoldenFormatError("no payload type for kind \(kind.name)")
         }
     }

@@ -75,6 +75,7 @@ public nonisolated enum Vigil_Events_V1_EventKind: SwiftProtobuf.Enum, Swift.Cas
   /// Added in schema version 7 (the hub: what it acknowledged, the box's upload epochs).
   case hubAcknowledged // = 23
   case hubEpochStarted // = 24
+  case hubReceived // = 25
   case UNRECOGNIZED(Int)
 
   public init() {
@@ -108,6 +109,7 @@ public nonisolated enum Vigil_Events_V1_EventKind: SwiftProtobuf.Enum, Swift.Cas
     case 22: self = .downtimeDetected
     case 23: self = .hubAcknowledged
     case 24: self = .hubEpochStarted
+    case 25: self = .hubReceived
     default: self = .UNRECOGNIZED(rawValue)
     }
   }
@@ -139,6 +141,7 @@ public nonisolated enum Vigil_Events_V1_EventKind: SwiftProtobuf.Enum, Swift.Cas
     case .downtimeDetected: return 22
     case .hubAcknowledged: return 23
     case .hubEpochStarted: return 24
+    case .hubReceived: return 25
     case .UNRECOGNIZED(let i): return i
     }
   }
@@ -170,6 +173,7 @@ public nonisolated enum Vigil_Events_V1_EventKind: SwiftProtobuf.Enum, Swift.Cas
     .downtimeDetected,
     .hubAcknowledged,
     .hubEpochStarted,
+    .hubReceived,
   ]
 
 }
@@ -1412,12 +1416,41 @@ public nonisolated struct Vigil_Events_V1_HubEpochStarted: Sendable {
   public init() {}
 }
 
+/// An item the hub's feed carried to this box (README "Hub: download"): another box's call for
+/// help, cancel or acknowledgement, or one a coordinator made at the hub. `position` is the feed's
+/// gap-free order: the box appends the item and its position in one event, so an item is applied
+/// once. The item is the event of `kind` as its origin logged it (`payload`).
+public nonisolated struct Vigil_Events_V1_HubReceived: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var hub: String = String()
+
+  public var position: UInt64 = 0
+
+  /// the box it came from; 0: a coordinator at the hub
+  public var originNode: UInt64 = 0
+
+  /// an EventKind: ALERT_RAISED, ALERT_CANCELLED, ALERT_REAFFIRMED, ALERT_ACKNOWLEDGED
+  public var kind: UInt32 = 0
+
+  /// when its origin logged it
+  public var timeUs: UInt64 = 0
+
+  public var payload: Data = Data()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
 // MARK: - Code below here is support for the SwiftProtobuf runtime.
 
 fileprivate nonisolated let _protobuf_package = "vigil.events.v1"
 
 nonisolated extension Vigil_Events_V1_EventKind: SwiftProtobuf._ProtoNameProviding {
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0EVENT_KIND_UNSPECIFIED\0\u{1}SCAN_HIT\0\u{1}ALERT_RECEIVED\0\u{1}ALERT_RAISED\0\u{1}ALERT_CANCELLED\0\u{1}CHECK_IN\0\u{1}BUTTON_INPUT\0\u{1}NODE_STARTED\0\u{1}NODE_STOPPED\0\u{1}RADIO_STATE_CHANGED\0\u{1}RESIDENT_ENROLLED\0\u{1}RESIDENT_UPDATED\0\u{1}RESIDENT_REMOVED\0\u{1}DEADLINE_REACHED\0\u{1}ALARM_ACKNOWLEDGED\0\u{1}OUTBOX_ATTEMPT\0\u{1}EXPOSURE_DETECTED\0\u{1}CONTACT_RETENTION\0\u{1}EXPOSURE_KEYS_PUBLISHED\0\u{1}ALERT_ACKNOWLEDGED\0\u{1}ALERT_EXPIRED\0\u{1}ALERT_REAFFIRMED\0\u{1}DOWNTIME_DETECTED\0\u{1}HUB_ACKNOWLEDGED\0\u{1}HUB_EPOCH_STARTED\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0EVENT_KIND_UNSPECIFIED\0\u{1}SCAN_HIT\0\u{1}ALERT_RECEIVED\0\u{1}ALERT_RAISED\0\u{1}ALERT_CANCELLED\0\u{1}CHECK_IN\0\u{1}BUTTON_INPUT\0\u{1}NODE_STARTED\0\u{1}NODE_STOPPED\0\u{1}RADIO_STATE_CHANGED\0\u{1}RESIDENT_ENROLLED\0\u{1}RESIDENT_UPDATED\0\u{1}RESIDENT_REMOVED\0\u{1}DEADLINE_REACHED\0\u{1}ALARM_ACKNOWLEDGED\0\u{1}OUTBOX_ATTEMPT\0\u{1}EXPOSURE_DETECTED\0\u{1}CONTACT_RETENTION\0\u{1}EXPOSURE_KEYS_PUBLISHED\0\u{1}ALERT_ACKNOWLEDGED\0\u{1}ALERT_EXPIRED\0\u{1}ALERT_REAFFIRMED\0\u{1}DOWNTIME_DETECTED\0\u{1}HUB_ACKNOWLEDGED\0\u{1}HUB_EPOCH_STARTED\0\u{1}HUB_RECEIVED\0")
 }
 
 nonisolated extension Vigil_Events_V1_AddressType: SwiftProtobuf._ProtoNameProviding {
@@ -3026,4 +3059,59 @@ nonisolated extension Vigil_Events_V1_HubEpochStarted: SwiftProtobuf.Message, Sw
 
 nonisolated extension Vigil_Events_V1_HubEpochStarted.Reason: SwiftProtobuf._ProtoNameProviding {
   public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0REASON_UNSPECIFIED\0\u{1}HUB_AHEAD\0\u{1}CONFLICT\0")
+}
+
+nonisolated extension Vigil_Events_V1_HubReceived: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".HubReceived"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}hub\0\u{1}position\0\u{3}origin_node\0\u{1}kind\0\u{3}time_us\0\u{1}payload\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.hub) }()
+      case 2: try { try decoder.decodeSingularUInt64Field(value: &self.position) }()
+      case 3: try { try decoder.decodeSingularUInt64Field(value: &self.originNode) }()
+      case 4: try { try decoder.decodeSingularUInt32Field(value: &self.kind) }()
+      case 5: try { try decoder.decodeSingularUInt64Field(value: &self.timeUs) }()
+      case 6: try { try decoder.decodeSingularBytesField(value: &self.payload) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.hub.isEmpty {
+      try visitor.visitSingularStringField(value: self.hub, fieldNumber: 1)
+    }
+    if self.position != 0 {
+      try visitor.visitSingularUInt64Field(value: self.position, fieldNumber: 2)
+    }
+    if self.originNode != 0 {
+      try visitor.visitSingularUInt64Field(value: self.originNode, fieldNumber: 3)
+    }
+    if self.kind != 0 {
+      try visitor.visitSingularUInt32Field(value: self.kind, fieldNumber: 4)
+    }
+    if self.timeUs != 0 {
+      try visitor.visitSingularUInt64Field(value: self.timeUs, fieldNumber: 5)
+    }
+    if !self.payload.isEmpty {
+      try visitor.visitSingularBytesField(value: self.payload, fieldNumber: 6)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Vigil_Events_V1_HubReceived, rhs: Vigil_Events_V1_HubReceived) -> Bool {
+    if lhs.hub != rhs.hub {return false}
+    if lhs.position != rhs.position {return false}
+    if lhs.originNode != rhs.originNode {return false}
+    if lhs.kind != rhs.kind {return false}
+    if lhs.timeUs != rhs.timeUs {return false}
+    if lhs.payload != rhs.payload {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
 }

@@ -1,0 +1,82 @@
+import Logging
+import PostgresNIO
+import ServiceLifecycle
+
+/// Wakes the long polls of this hub process when any hub process commits a feed item: one
+/// connection LISTENs on the feed's channel (NOTIFY is sent in the inserting transaction, so it
+/// arrives after the commit, in every process). A lost connection is made again; polls that
+/// waited meanwhile end at their timeout and ask again, so nothing is missed.
+actor FeedSignal {
+    private var waiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
+    private var nextID: UInt64 = 0
+
+    /// Resumes every waiter.
+    func notifyAll() {
+        let all = waiters
+        waiters.removeAll()
+        for (id, w) in all {
+            released.insert(id) // its own timeout's release, still to come, must not park again
+            w.resume()
+        }
+    }
+
+    /// Waits until the next notification or `seconds`, whichever comes first.
+    func wait(seconds: Double) async {
+        nextID += 1
+        let id = nextID
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await self.park(id) }
+            group.addTask {
+                try? await Task.sleep(for: .seconds(seconds))
+                await self.release(id)
+            }
+            await group.next()
+            group.cancelAll()
+            await self.release(id)
+        }
+        finish(id)
+    }
+
+    /// Ids released before they parked (the timeout won the race to the actor).
+    private var released: Set<UInt64> = []
+
+    private func park(_ id: UInt64) async {
+        if released.remove(id) != nil { return }
+        await withCheckedContinuation { waiters[id] = $0 }
+    }
+
+    private func release(_ id: UInt64) {
+        if let waiter = waiters.removeValue(forKey: id) { waiter.resume() } else { released.insert(id) }
+    }
+
+    /// Forgets a finished wait's id.
+    private func finish(_ id: UInt64) { released.remove(id) }
+}
+
+/// The LISTEN side, as a service beside the server.
+struct FeedListener: Service {
+    let client: PostgresClient
+    let signal: FeedSignal
+    let logger: Logger
+
+    func run() async throws {
+        while !Task.isCancelled {
+            do {
+                try await client.withConnection { connection in
+                    try await connection.listen(on: HubDatabase.feedChannel) { notifications in
+                        // Wake everyone once the listener is up: a poll that started before it
+                        // may have missed a notification.
+                        await signal.notifyAll()
+                        for try await _ in notifications { await signal.notifyAll() }
+                    }
+                }
+            } catch is CancellationError {
+                return
+            } catch {
+                if Task.isCancelled { return }
+                logger.warning("hub: the feed listener lost its connection; listening again", metadata: ["error": "\(String(reflecting: error))"])
+                try? await Task.sleep(for: .seconds(1))
+            }
+        }
+    }
+}

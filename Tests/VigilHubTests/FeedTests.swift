@@ -1,0 +1,81 @@
+import Foundation
+import Testing
+import VigilCore
+import VigilEvents
+import VigilHub
+import VigilHubProtocol
+import VigilTestSupport
+@testable import VigilNode
+
+/// Download (issue 11, item 4): a call for help at one box reaches every other box through the
+/// hub, once, merged with the same alert heard over the air.
+@Suite(.serialized) struct FeedTests {
+    /// Waits (real time: the hub is a real server) until `condition` holds on `box`'s loop.
+    static func eventually(_ box: Box, seconds: Double = 30, _ what: String,
+                           _ condition: @escaping @Sendable (Node) -> Bool) async throws {
+        let deadline = ContinuousClock.now + .seconds(seconds)
+        while ContinuousClock.now < deadline {
+            if await box.read(condition) == true { return }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        throw HarnessError("not within \(seconds) s: \(what)")
+    }
+
+    @Test func anSOSAtOneBoxReachesAnotherOutOfRadioRangeOnceAndItsCancelFollows() async throws {
+        let hub = HubHarness()
+        try await hub.start()
+        let a = Box("box-a")
+        let b = Box("box-b")
+        try await a.join(hub, as: "a")
+        try await b.join(hub, as: "b")
+        try await a.start()
+        try await b.start()
+        let aNode = try #require(await a.read { $0.nodeID })
+
+        let sos = { () -> Alert in
+            var sos = Alert()
+            sos.id = AlertID(origin: aNode, counter: 1)
+            sos.kind = .sos
+            sos.severity = .critical
+            sos.text = "SOS in hall A"
+            return sos
+        }()
+        await a.append(.alertRaised(sos))
+        let key = sos.id.text
+        let origin = sos.id.origin
+        try await Self.eventually(b, "box B has A's SOS as an active call for help") { n in
+            n.projections.alerts.active.contains { $0.origin == origin && $0.counter == 1 && !$0.raisedHere }
+        }
+        // B heard the same alert over the air too: still one alert, the copy counted.
+        var heard = sos
+        heard.hops = 1
+        heard.heardFrom = 0x77
+        await b.append(.alertReceived(heard))
+        let (count, duplicates) = try #require(await b.read { n in
+            (n.projections.alerts.alerts.values.filter { $0.origin == origin && $0.counter == 1 }.count,
+             n.projections.alerts.alerts[key]?.duplicates ?? 0)
+        })
+        #expect(count == 1 && duplicates >= 1)
+
+        // A cancels: B's copy ends too.
+        var cancel = AlertCancelled()
+        cancel.id = sos.id
+        cancel.by = aNode
+        await a.append(.alertCancelled(cancel))
+        try await Self.eventually(b, "box B sees the cancel") { n in n.projections.alerts.alerts[key]?.cancelled == true }
+
+        // Each item was taken once, with its position; A never got its own items back.
+        let bBook = try #require(await b.read { $0.projections.hub })
+        #expect(bBook.received == 2 && bBook.feedCursor == 2)
+        #expect(await a.read { $0.projections.hub.received } == 0)
+
+        // B restarts: it asks from its cursor and takes nothing twice.
+        try await b.stop()
+        try await b.start()
+        try await Task.sleep(for: .milliseconds(300)) // a poll that would bring items back, if any
+        #expect(await b.read { $0.projections.hub.received } == 2)
+        try await a.stop()
+        try await b.stop()
+        await hub.stop()
+    }
+}
