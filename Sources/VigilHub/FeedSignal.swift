@@ -9,6 +9,15 @@ import ServiceLifecycle
 actor FeedSignal {
     private var waiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
     private var nextID: UInt64 = 0
+    /// The hub is shutting down: long polls answer now instead of holding the shutdown up.
+    private var closing = false
+
+    var isClosing: Bool { closing }
+
+    func shutDown() {
+        closing = true
+        notifyAll()
+    }
 
     /// Resumes every waiter.
     func notifyAll() {
@@ -22,6 +31,7 @@ actor FeedSignal {
 
     /// Waits until the next notification or `seconds`, whichever comes first.
     func wait(seconds: Double) async {
+        guard !closing else { return }
         nextID += 1
         let id = nextID
         await withTaskGroup(of: Void.self) { group in
@@ -60,7 +70,16 @@ struct FeedListener: Service {
     let logger: Logger
 
     func run() async throws {
-        while !Task.isCancelled {
+        // At shutdown: long polls answer at once, and the LISTEN ends (it would wait for ever).
+        try await withGracefulShutdownHandler {
+            try await cancelWhenGracefulShutdown { try await listen() }
+        } onGracefulShutdown: {
+            Task { await signal.shutDown() }
+        }
+    }
+
+    private func listen() async throws {
+        while !Task.isCancelled && !Task.isShuttingDownGracefully {
             do {
                 try await client.withConnection { connection in
                     try await connection.listen(on: HubDatabase.feedChannel) { notifications in

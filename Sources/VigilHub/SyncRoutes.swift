@@ -120,6 +120,7 @@ struct SyncRoutes: Sendable {
                 }
                 return Self.json(FeedAnswer(items: entries, cursor: items.last?.position ?? after))
             }
+            guard await !signal.isClosing else { return Self.json(FeedAnswer(items: [], cursor: after)) }
             await signal.wait(seconds: Double(left.components.seconds) + Double(left.components.attoseconds) / 1e18)
         }
     }

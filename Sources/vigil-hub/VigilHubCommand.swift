@@ -48,10 +48,16 @@ struct HubOptions: ParsableArguments {
         return c
     }
 
+    /// Logs go to stderr (stdout carries the one "listening" line scripts read), for every
+    /// library the hub uses.
     func logger() -> Logger {
-        var logger = Logger(label: "vigil-hub")
-        logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
-        return logger
+        let level = Logger.Level(rawValue: logLevel) ?? .info
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        return Logger(label: "vigil-hub")
     }
 }
 
@@ -66,6 +72,8 @@ struct Serve: AsyncParsableCommand {
     func run() async throws {
         var c = try options.hubConfiguration()
         if let listen { try c.setListen(listen) }
+        // A reader of stdout that went away must not kill the hub.
+        signal(SIGPIPE, SIG_IGN)
         try await Hub.run(c, logger: options.logger()) { port in
             // One line for scripts and tests that start the hub on port 0.
             FileHandle.standardOutput.write(Data("vigil-hub: listening on port \(port)\n".utf8))

@@ -23,14 +23,25 @@ let quietLogger: Logger = {
     return logger
 }()
 
-/// A real hub for a test: its own PostgreSQL cluster (Debian's initdb and pg_ctl, as the hub
-/// runs it without `database.url`) in a temporary directory, and the hub's HTTPS server on
-/// loopback, in this process. Nothing is mocked.
+/// A real hub for a test: the built `vigil-hub serve` as a child process, with its own
+/// PostgreSQL cluster (Debian's initdb and pg_ctl, as the hub runs it without `database.url`) in
+/// a temporary directory, on loopback. Nothing is mocked; `kill()` is a kill -9.
 final class HubHarness: @unchecked Sendable {
     let directory: TemporaryDirectory
     var hubData: String { directory.path("hub") }
-    private var task: Task<Void, any Error>?
+    private var process: Process?
+    /// Its stdout, kept open while it runs.
+    private var output: Pipe?
     private(set) var port = 0
+
+    /// scripts/test exports VIGIL_BINARY (the `vigil` binary); vigil-hub is built beside it.
+    static var binary: String {
+        if let path = ProcessInfo.processInfo.environment["VIGIL_BINARY"] {
+            return URL(fileURLWithPath: path).deletingLastPathComponent().appendingPathComponent("vigil-hub").path
+        }
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        return root.appendingPathComponent(".build/debug/vigil-hub").path
+    }
 
     init(_ label: String = "hub") {
         directory = TemporaryDirectory(label)
@@ -39,36 +50,63 @@ final class HubHarness: @unchecked Sendable {
     }
 
     deinit {
-        task?.cancel()
+        if let process, process.isRunning { Glibc.kill(process.processIdentifier, SIGKILL); process.waitUntilExit() }
         if let cluster = try? LocalCluster(dataDirectory: hubData, logger: quietLogger) { cluster.stopAlways() }
     }
 
     var url: String { "https://127.0.0.1:\(port)" }
     var configuration: HubConfiguration { HubConfiguration(dataDirectory: hubData, host: "127.0.0.1", port: port) }
 
-    /// Starts the hub (again on the same port after a stop) and returns once it listens.
+    /// Starts `vigil-hub serve` (again on the same port after a stop) and returns once it listens.
     func start() async throws {
-        let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
-        let configuration = configuration
-        task = Task {
-            defer { continuation.finish() }
-            try await Hub.run(configuration, logger: quietLogger) { continuation.yield($0) }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Self.binary)
+        process.arguments = ["serve", "--data", hubData, "--listen", "127.0.0.1:\(port)",
+                             "--log-level", ProcessInfo.processInfo.environment["VIGIL_TEST_LOG"] ?? "critical"]
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = ProcessInfo.processInfo.environment["VIGIL_TEST_LOG"] == nil ? FileHandle.nullDevice : FileHandle.standardError
+        try process.run()
+        self.process = process
+        self.output = out
+        // Its first line says where it listens (it makes its cluster first: seconds, not more).
+        let line = await offPool { () -> String in
+            var data = Data()
+            while !data.contains(UInt8(ascii: "\n")) {
+                let chunk = out.fileHandleForReading.availableData
+                if chunk.isEmpty { break }
+                data.append(chunk)
+            }
+            return String(decoding: data, as: UTF8.self)
         }
-        for await p in ports {
-            port = p
-            return
+        guard let range = line.range(of: "listening on port "), let p = Int(line[range.upperBound...].prefix { $0.isNumber }) else {
+            throw HarnessError("vigil-hub did not start (\(Self.binary)): \(line)")
         }
-        let failure: (any Error)? = await { () async -> (any Error)? in
-            do { try await task?.value; return nil } catch { return error }
-        }()
-        throw HarnessError("the hub did not start: \(failure.map { "\($0)" } ?? "it stopped")")
+        port = p
     }
 
-    /// Stops the hub's server (its cluster too, as `vigil-hub` does at exit).
+    /// Stops the hub as a service manager would (SIGTERM: it finishes what it does, stops its
+    /// cluster if it started it).
     func stop() async {
-        task?.cancel()
-        _ = try? await task?.value
-        task = nil
+        guard let process else { return }
+        process.terminate()
+        await Self.exited(process)
+        self.process = nil
+    }
+
+    /// kill -9: nothing finishes; the cluster it started keeps running (the next start reuses it).
+    func kill() async {
+        guard let process else { return }
+        Glibc.kill(process.processIdentifier, SIGKILL)
+        await Self.exited(process)
+        self.process = nil
+    }
+
+    /// Waits until `process` has exited (Foundation's waitUntilExit can miss the exit of a child
+    /// whose own children live on: the cluster the hub started).
+    static func exited(_ process: Process) async {
+        let deadline = ContinuousClock.now + .seconds(60)
+        while process.isRunning, ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(20)) }
     }
 
     func enrolmentToken(for name: String) async throws -> EnrolmentToken {
@@ -76,9 +114,11 @@ final class HubHarness: @unchecked Sendable {
         return try #require(EnrolmentToken(text: text))
     }
 
-    /// Runs `body` against the hub's database directly (what the tests compare with the boxes).
+    /// Runs `body` against the hub's database directly (what the tests compare with the boxes);
+    /// the cluster is started if the hub is not running.
     func database<T: Sendable>(_ body: @escaping @Sendable (HubDatabase) async throws -> T) async throws -> T {
         let cluster = try LocalCluster(dataDirectory: hubData, logger: quietLogger)
+        try cluster.start()
         return try await Hub.withDatabase(configuration, cluster: cluster, logger: quietLogger, body)
     }
 
@@ -89,6 +129,14 @@ final class HubHarness: @unchecked Sendable {
         tls.trustRoots = .certificates(try NIOSSLCertificate.fromPEMBytes(Array(pem.utf8)))
         tls.certificateVerification = .noHostnameVerification
         return HTTPClient(eventLoopGroupProvider: .singleton, configuration: .init(tlsConfiguration: tls))
+    }
+}
+
+/// Runs a blocking call on a thread of its own: blocking a thread of Swift's cooperative pool
+/// (two on this machine) would stall every other test.
+func offPool<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+    await withCheckedContinuation { continuation in
+        Thread.detachNewThread { continuation.resume(returning: body()) }
     }
 }
 
@@ -144,6 +192,14 @@ final class Box: @unchecked Sendable {
     func append(_ body: EventBody) async {
         guard let node else { return }
         node.onLoop { $0.append(body) }
+        await settle()
+    }
+
+    /// Appends all of `bodies` in one turn of the node's loop (one group commit) and waits until
+    /// they are applied.
+    func append(all bodies: [EventBody]) async {
+        guard let node else { return }
+        node.onLoop { n in for b in bodies { n.append(b) } }
         await settle()
     }
 

@@ -92,12 +92,12 @@ import VigilTestSupport
         await hub.stop()
 
         // The box keeps working: 300 events while the hub is away, and the backlog is visible.
-        for i in 0..<300 {
+        await box.append(all: (0..<300).map { i in
             var c = CheckIn()
             c.resident = "R-\(i % 7)"
             c.source = .checkInButton
-            await box.append(.checkIn(c))
-        }
+            return .checkIn(c)
+        })
         await box.append(Self.sos(2))
         let pending = try HubSyncMark.read(EventLog.openReadOnly(directory: box.directory.path)).backlog
         #expect(pending >= 301)
