@@ -94,8 +94,8 @@ final class UplinkWorker: @unchecked Sendable {
     let log: EventLog
     let policy: SharePolicy
     let logger: Logger
-    private var snapshots: AsyncStream<UplinkSnapshot>.AsyncIterator
-    private let offerTo: AsyncStream<UplinkSnapshot>.Continuation
+    /// Every snapshot counts (calls for help accumulate in them).
+    private let snapshots = SnapshotMailbox(newestOnly: false)
 
     /// A batch holds at most this many events, and this many payload bytes.
     static let batchEvents = 1_000
@@ -110,17 +110,13 @@ final class UplinkWorker: @unchecked Sendable {
         self.log = log
         self.policy = policy
         self.logger = logger
-        let (stream, continuation) = AsyncStream.makeStream(of: UplinkSnapshot.self, bufferingPolicy: .unbounded)
-        // One iterator for the worker's whole life: an AsyncStream has a single consumer.
-        snapshots = stream.makeAsyncIterator()
-        offerTo = continuation
     }
 
     /// From the loop: the latest state (calls for help accumulate until the worker takes them).
-    func offer(_ snapshot: UplinkSnapshot) { offerTo.yield(snapshot) }
+    func offer(_ snapshot: UplinkSnapshot) { snapshots.offer(snapshot) }
 
     func close() {
-        offerTo.finish()
+        snapshots.close()
         client.close()
     }
 
@@ -132,7 +128,7 @@ final class UplinkWorker: @unchecked Sendable {
     /// Sequences after `syncedThrough` known to hold nothing that leaves the box.
     private var emptyThrough: UInt64 = 0
     private var checkedHub = false
-    private var failures = 0
+    private var retry = HubRetry()
 
     func run() async {
         guard let first = await snapshots.next() else { return }
@@ -141,14 +137,11 @@ final class UplinkWorker: @unchecked Sendable {
             // Everything offered so far, without waiting.
             do {
                 let progressed = try await step()
-                failures = 0
+                retry.succeeded()
                 if progressed { continue }
             } catch let failure as HubClient.Failure {
-                failures += 1
-                let delay = min(60.0, 0.5 * pow(2.0, Double(min(failures, 8))))
-                logger.warning("hub: sync failed; retrying", metadata: ["error": "\(failure)", "retry_s": "\(delay)"])
                 checkedHub = false
-                do { try await Task.sleep(for: .seconds(delay)) } catch { return }
+                guard await retry.wait(after: failure, "hub: sync failed; retrying", logger) else { return }
                 continue
             } catch {
                 return // cancelled
@@ -342,8 +335,8 @@ final class DownlinkWorker: @unchecked Sendable {
     let client: HubClient
     let hub: String
     let logger: Logger
-    private var snapshots: AsyncStream<UplinkSnapshot>.AsyncIterator
-    private let offerTo: AsyncStream<UplinkSnapshot>.Continuation
+    /// Only the cursor matters: the newest snapshot replaces older ones.
+    private let snapshots = SnapshotMailbox(newestOnly: true)
     private var cursor: UInt64 = 0
     /// Seconds the hub may hold a poll open (under the client's 30 s read timeout).
     static let pollSeconds = 25
@@ -353,23 +346,20 @@ final class DownlinkWorker: @unchecked Sendable {
         self.client = client
         self.hub = hub
         self.logger = logger
-        let (stream, continuation) = AsyncStream.makeStream(of: UplinkSnapshot.self, bufferingPolicy: .bufferingNewest(1))
-        snapshots = stream.makeAsyncIterator()
-        offerTo = continuation
     }
 
-    func offer(_ snapshot: UplinkSnapshot) { offerTo.yield(snapshot) }
+    func offer(_ snapshot: UplinkSnapshot) { snapshots.offer(snapshot) }
 
-    func close() { offerTo.finish() }
+    func close() { snapshots.close() }
 
     func run() async {
         guard let first = await snapshots.next() else { return }
         cursor = first.feedCursor
-        var failures = 0
+        var retry = HubRetry()
         while !Task.isCancelled {
             do {
                 let answer = try await client.feed(node: node.nodeID, after: cursor, wait: Self.pollSeconds)
-                failures = 0
+                retry.succeeded()
                 guard let last = answer.items.last?.position, last > cursor else { continue }
                 var bodies: [EventBody] = []
                 for item in answer.items where item.position > cursor {
@@ -391,11 +381,43 @@ final class DownlinkWorker: @unchecked Sendable {
                 }
                 logger.info("hub: items received from the feed", metadata: ["count": "\(bodies.count)", "cursor": "\(cursor)"])
             } catch {
-                failures += 1
-                let delay = min(60.0, 0.5 * pow(2.0, Double(min(failures, 8))))
-                logger.warning("hub: the feed cannot be read; retrying", metadata: ["error": "\(error)", "retry_s": "\(delay)"])
-                do { try await Task.sleep(for: .seconds(delay)) } catch { return }
+                guard await retry.wait(after: error, "hub: the feed cannot be read; retrying", logger) else { return }
             }
         }
+    }
+}
+
+/// The loop's snapshots for one worker: the loop offers from its thread, the worker takes them
+/// in order (an AsyncStream has a single consumer, so one iterator for the worker's whole life).
+final class SnapshotMailbox: @unchecked Sendable {
+    private var iterator: AsyncStream<UplinkSnapshot>.AsyncIterator
+    private let continuation: AsyncStream<UplinkSnapshot>.Continuation
+
+    init(newestOnly: Bool) {
+        let (stream, continuation) = AsyncStream.makeStream(of: UplinkSnapshot.self,
+                                                            bufferingPolicy: newestOnly ? .bufferingNewest(1) : .unbounded)
+        iterator = stream.makeAsyncIterator()
+        self.continuation = continuation
+    }
+
+    func offer(_ snapshot: UplinkSnapshot) { continuation.yield(snapshot) }
+    func close() { continuation.finish() }
+    /// The next snapshot; nil once closed.
+    func next() async -> UplinkSnapshot? { await iterator.next() }
+}
+
+/// How the hub workers wait after a failure: the project's one back-off rule, 0.5 s doubling to
+/// a minute.
+struct HubRetry {
+    private var backoff = Backoff(base: 500_000, max: 60_000_000)
+
+    mutating func succeeded() { backoff.reset() }
+
+    /// Logs the failure and sleeps; false when the task was cancelled meanwhile.
+    mutating func wait(after error: any Error, _ message: Logger.Message, _ logger: Logger) async -> Bool {
+        let microseconds = backoff.next()
+        logger.warning(message, metadata: ["error": "\(error)", "retry_s": "\(Double(microseconds) / 1_000_000)"])
+        do { try await Task.sleep(for: .microseconds(microseconds)) } catch { return false }
+        return true
     }
 }
