@@ -41,6 +41,8 @@ int cvigil_spawn_io(pid_t *pid, const char *path, char *const argv[], int stdin_
     posix_spawn_file_actions_adddup2(&actions, stdin_fd, 0);
     posix_spawn_file_actions_adddup2(&actions, out_fd, 1);
     posix_spawn_file_actions_adddup2(&actions, out_fd, 2);
+    // Nothing else of ours: a daemon it starts (PostgreSQL) must not hold our sockets or pipes.
+    posix_spawn_file_actions_addclosefrom_np(&actions, 3);
     // From "/": a program run as another user may not be allowed into the caller's directory.
     posix_spawn_file_actions_addchdir_np(&actions, "/");
     rc = posix_spawn(pid, path, &actions, NULL, argv, environ);

@@ -62,10 +62,16 @@ final class HubHarness: @unchecked Sendable {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: Self.binary)
         process.arguments = ["serve", "--data", hubData, "--listen", "127.0.0.1:\(port)",
-                             "--log-level", ProcessInfo.processInfo.environment["VIGIL_TEST_LOG"] ?? "critical"]
+                             "--log-level", ProcessInfo.processInfo.environment["VIGIL_TEST_LOG"] ?? "info"]
         let out = Pipe()
         process.standardOutput = out
-        process.standardError = ProcessInfo.processInfo.environment["VIGIL_TEST_LOG"] == nil ? FileHandle.nullDevice : FileHandle.standardError
+        // Its log, kept with the test's files (a failing test's hub says what it did).
+        if !FileManager.default.fileExists(atPath: directory.path("hub.log")) {
+            FileManager.default.createFile(atPath: directory.path("hub.log"), contents: nil)
+        }
+        let log = FileHandle(forWritingAtPath: directory.path("hub.log"))
+        log?.seekToEndOfFile()
+        process.standardError = log ?? FileHandle.nullDevice
         try process.run()
         self.process = process
         self.output = out
@@ -105,8 +111,14 @@ final class HubHarness: @unchecked Sendable {
     /// Waits until `process` has exited (Foundation's waitUntilExit can miss the exit of a child
     /// whose own children live on: the cluster the hub started).
     static func exited(_ process: Process) async {
+        let pid = process.processIdentifier
         let deadline = ContinuousClock.now + .seconds(60)
-        while process.isRunning, ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(20)) }
+        while process.isRunning, ContinuousClock.now < deadline {
+            var status: Int32 = 0
+            let reaped = waitpid(pid, &status, WNOHANG)
+            if reaped == pid || (reaped < 0 && errno == ECHILD) { return }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
     }
 
     func enrolmentToken(for name: String) async throws -> EnrolmentToken {

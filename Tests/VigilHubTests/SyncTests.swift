@@ -109,6 +109,36 @@ import VigilTestSupport
         await hub.stop()
     }
 
+    @Test func aHubKilledMidUploadAndPostgreSQLRestartedUnderLoadLoseNothingAndDuplicateNothing() async throws {
+        let hub = HubHarness()
+        try await hub.start()
+        let box = Box("killed")
+        try await box.join(hub, as: "annex")
+        await hub.stop()
+        try await box.start()
+        let node = try #require(await box.read { $0.nodeID })
+        // A backlog of 3,000 events (three batches and more) built while the hub was away.
+        await box.append(all: (0..<3_000).map { i in
+            var c = CheckIn()
+            c.resident = "R-\(i % 11)"
+            c.source = .checkInButton
+            return .checkIn(c)
+        })
+        try await hub.start()
+        // Killed (-9) as soon as the first batch is acknowledged: later ones are mid-flight.
+        try await FeedTests.eventually(box, seconds: 90, "a first acknowledgement") { $0.projections.hub.syncedThrough > 0 }
+        await hub.kill()
+        let before = try #require(await box.read { $0.projections.hub.syncedThrough })
+        try await hub.start()
+        // PostgreSQL restarted while the box drains.
+        try await FeedTests.eventually(box, seconds: 90, "another acknowledgement") { $0.projections.hub.syncedThrough > before }
+        try LocalCluster(dataDirectory: hub.hubData, logger: quietLogger).restart()
+        try await box.waitUntilSynced(seconds: 120)
+        try await Self.expectHubHolds(hub, box, node: node)
+        try await box.stop()
+        await hub.stop()
+    }
+
     @Test func aBoxRestoredFromAnOlderCardStartsANewEpochInsteadOfColliding() async throws {
         let hub = HubHarness()
         try await hub.start()

@@ -96,7 +96,8 @@ static inline int cvigil_pidfd_open(pid_t pid) { return (int)syscall(SYS_pidfd_o
 
 // Spawns `path` with `argv` (NULL-terminated), stdin from `stdin_fd`, stdout to /dev/null and
 // stderr to `stderr_fd`; other descriptors are close-on-exec. Returns 0 or an errno.
-/// posix_spawn with stdin from `stdin_fd` and stdout and stderr both to `out_fd`, in "/".
+/// posix_spawn with stdin from `stdin_fd` and stdout and stderr both to `out_fd`, no other
+/// descriptor, in "/".
 int cvigil_spawn_io(pid_t *pid, const char *path, char *const argv[], int stdin_fd, int out_fd);
 int cvigil_spawn(pid_t *pid, const char *path, char *const argv[], int stdin_fd, int stderr_fd);
 
