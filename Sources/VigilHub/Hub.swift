@@ -38,10 +38,18 @@ public struct HubConfiguration: Sendable {
                                                 password: nil, database: cluster.databaseName)
         }
         guard let text = databaseURL, let url = URLComponents(string: text), url.scheme == "postgres" || url.scheme == "postgresql",
-              let host = url.host, let user = url.user else {
-            throw .configuration("database.url must look like postgres://USER:PASSWORD@HOST:PORT/DATABASE")
+              let user = url.user else {
+            throw .configuration("database.url must look like postgres://USER:PASSWORD@HOST:PORT/DATABASE (or ?host=/socket/directory)")
         }
         let database = url.path.hasPrefix("/") ? String(url.path.dropFirst()) : url.path
+        // libpq's convention: a host that is a directory means the Unix socket in it.
+        if let directory = url.queryItems?.first(where: { $0.name == "host" })?.value, directory.hasPrefix("/") {
+            return PostgresClient.Configuration(unixSocketPath: "\(directory)/.s.PGSQL.\(url.port ?? 5432)", username: user,
+                                                password: url.password, database: database.isEmpty ? nil : database)
+        }
+        guard let host = url.host, !host.isEmpty else {
+            throw .configuration("database.url names no host")
+        }
         return PostgresClient.Configuration(host: host, port: url.port ?? 5432, username: user, password: url.password,
                                             database: database.isEmpty ? nil : database, tls: .disable)
     }

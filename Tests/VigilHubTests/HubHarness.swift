@@ -33,6 +33,8 @@ final class HubHarness: @unchecked Sendable {
     /// Its stdout, kept open while it runs.
     private var output: Pipe?
     private(set) var port = 0
+    /// A database of another hub's (`--database-url`); nil: this hub's own cluster.
+    var databaseURL: String?
 
     /// scripts/test exports VIGIL_BINARY (the `vigil` binary); vigil-hub is built beside it.
     static var binary: String {
@@ -55,13 +57,15 @@ final class HubHarness: @unchecked Sendable {
     }
 
     var url: String { "https://127.0.0.1:\(port)" }
-    var configuration: HubConfiguration { HubConfiguration(dataDirectory: hubData, host: "127.0.0.1", port: port) }
+    var configuration: HubConfiguration {
+        HubConfiguration(dataDirectory: hubData, host: "127.0.0.1", port: port, databaseURL: databaseURL)
+    }
 
     /// Starts `vigil-hub serve` (again on the same port after a stop) and returns once it listens.
     func start() async throws {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: Self.binary)
-        process.arguments = ["serve", "--data", hubData, "--listen", "127.0.0.1:\(port)",
+        process.arguments = ["serve"] + (databaseURL.map { ["--database-url", $0] } ?? []) + ["--data", hubData, "--listen", "127.0.0.1:\(port)",
                              "--log-level", ProcessInfo.processInfo.environment["VIGIL_TEST_LOG"] ?? "info"]
         let out = Pipe()
         process.standardOutput = out
@@ -129,6 +133,7 @@ final class HubHarness: @unchecked Sendable {
     /// Runs `body` against the hub's database directly (what the tests compare with the boxes);
     /// the cluster is started if the hub is not running.
     func database<T: Sendable>(_ body: @escaping @Sendable (HubDatabase) async throws -> T) async throws -> T {
+        if databaseURL != nil { return try await Hub.withDatabase(configuration, cluster: nil, logger: quietLogger, body) }
         let cluster = try LocalCluster(dataDirectory: hubData, logger: quietLogger)
         try cluster.start()
         return try await Hub.withDatabase(configuration, cluster: cluster, logger: quietLogger, body)
