@@ -142,6 +142,7 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
+            exclude: ["openapi.yaml"],
             swiftSettings: strict
         ),
         .executableTarget(
