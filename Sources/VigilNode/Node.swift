@@ -45,6 +45,7 @@ public final class Node: @unchecked Sendable {
     private var fatal: NodeError?
     /// Waiting for nothing to be pending (`whenSettled`).
     private var settledWaiters: [@Sendable (Node) -> Void] = []
+    private var stateWaiters: [(holds: @Sendable (Node) -> Bool, done: @Sendable (Node) -> Void)] = []
 
     // The components. Lazy because each holds the node, which exists only once every stored
     // property is set; `init` makes them all, in this order, before returning.
@@ -154,6 +155,24 @@ public final class Node: @unchecked Sendable {
     /// after injecting input or advancing a manual clock, instead of sleeping.
     public func whenSettled(_ done: @escaping @Sendable (Node) -> Void) {
         onLoop { node in node.settledWaiters.append(done) }
+    }
+
+    /// Calls `done` on the loop once `holds` is true of the node's state: at once if it is, else
+    /// after the batch of durable events that makes it so. Event-driven (the state changes only
+    /// when events are applied); tests of things beside the loop (the hub sync) wait on this.
+    public func whenState(_ holds: @escaping @Sendable (Node) -> Bool, _ done: @escaping @Sendable (Node) -> Void) {
+        onLoop { node in
+            if holds(node) { done(node) } else { node.stateWaiters.append((holds, done)) }
+        }
+    }
+
+    private func callStateWaiters() {
+        guard !stateWaiters.isEmpty else { return }
+        var waiting: [(holds: @Sendable (Node) -> Bool, done: @Sendable (Node) -> Void)] = []
+        for w in stateWaiters {
+            if w.holds(self) { w.done(self) } else { waiting.append(w) }
+        }
+        stateWaiters = waiting
     }
 
     private func callSettledWaiters() {
@@ -287,6 +306,7 @@ public final class Node: @unchecked Sendable {
     private func reconcile() {
         reconcileOutputs()
         for c in components { c.reconcile() }
+        callStateWaiters()
     }
 
     // MARK: Outputs

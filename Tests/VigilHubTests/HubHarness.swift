@@ -116,12 +116,10 @@ final class HubHarness: @unchecked Sendable {
     /// whose own children live on: the cluster the hub started).
     static func exited(_ process: Process) async {
         let pid = process.processIdentifier
-        let deadline = ContinuousClock.now + .seconds(60)
-        while process.isRunning, ContinuousClock.now < deadline {
+        await offPool {
             var status: Int32 = 0
-            let reaped = waitpid(pid, &status, WNOHANG)
-            if reaped == pid || (reaped < 0 && errno == ECHILD) { return }
-            try? await Task.sleep(for: .milliseconds(20))
+            // Returns when it exits, or at once if Foundation reaped it first (ECHILD).
+            while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
         }
     }
 
@@ -241,18 +239,33 @@ final class Box: @unchecked Sendable {
         return await withCheckedContinuation { (c: CheckedContinuation<T, Never>) in node.onLoop { c.resume(returning: body($0)) } }
     }
 
-    /// Waits (up to `seconds`, in real time: the hub is a real server) until the box has logged
-    /// the hub's acknowledgement of every event that leaves it.
-    func waitUntilSynced(seconds: Double = 30) async throws {
-        let deadline = ContinuousClock.now + .seconds(seconds)
-        while ContinuousClock.now < deadline {
-            if let done = await read({ n in
-                n.projections.hub.syncedThrough >= Self.lastShareable(n) && n.projections.hub.acknowledgements > 0
-            }), done { return }
-            try await Task.sleep(for: .milliseconds(20))
+    /// Waits until `condition` holds of the box's state, event-driven (`Node.whenState`): the
+    /// state changes only when the uplink or the downlink logs what the hub answered. `seconds`
+    /// only bounds a failing test (the hub is a real server, on real time).
+    func until(_ what: String, seconds: Double = 60, _ condition: @escaping @Sendable (Node) -> Bool) async throws {
+        guard let node else { throw HarnessError("the box is not running") }
+        let met = await withTaskGroup(of: Bool.self) { group in
+            group.addTask {
+                await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in node.whenState(condition) { _ in c.resume() } }
+                return true
+            }
+            group.addTask {
+                try? await Task.sleep(for: .seconds(seconds))
+                return false
+            }
+            let first = await group.next() ?? false
+            group.cancelAll()
+            if !first { node.requestStop(reason: "test timed out") } // ends the state wait
+            return first
         }
-        let state = await read { n in (n.projections.hub.syncedThrough, Self.lastShareable(n)) }
-        throw HarnessError("the box did not sync in \(seconds) s: synced through \(state?.0 ?? 0), last shared event \(state?.1 ?? 0)")
+        if !met { throw HarnessError("not within \(seconds) s: \(what)") }
+    }
+
+    /// Waits until the box has logged the hub's acknowledgement of every event that leaves it.
+    func waitUntilSynced(seconds: Double = 60) async throws {
+        try await until("the box synced", seconds: seconds) { n in
+            n.projections.hub.acknowledgements > 0 && n.projections.hub.syncedThrough >= Self.lastShareable(n)
+        }
     }
 
     static func lastShareable(_ node: Node) -> UInt64 {

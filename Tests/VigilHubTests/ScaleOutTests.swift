@@ -35,13 +35,13 @@ import VigilTestSupport
         let call = sos
         await a.append(.alertRaised(call))
         // B, on the other process, has it: the NOTIFY crossed processes.
-        try await FeedTests.eventually(b, "box B (on hub 2) has box A's SOS (on hub 1)") { n in
+        try await b.until("box B (on hub 2) has box A's SOS (on hub 1)") { n in
             n.projections.alerts.active.contains { $0.origin == aNode && $0.counter == 1 && !$0.raisedHere }
         }
         var answer = AlertAcknowledged()
         answer.id = call.id
         await b.append(.alertAcknowledged(answer))
-        try await FeedTests.eventually(a, "box A (on hub 1) sees B's acknowledgement") { n in
+        try await a.until("box A (on hub 1) sees B's acknowledgement") { n in
             n.projections.alerts.acknowledgement(of: n.projections.alerts.alerts[call.id.text]!) != nil
         }
         try await a.waitUntilSynced()

@@ -126,12 +126,12 @@ import VigilTestSupport
         })
         try await hub.start()
         // Killed (-9) as soon as the first batch is acknowledged: later ones are mid-flight.
-        try await FeedTests.eventually(box, seconds: 90, "a first acknowledgement") { $0.projections.hub.syncedThrough > 0 }
+        try await box.until("a first acknowledgement", seconds: 90) { $0.projections.hub.syncedThrough > 0 }
         await hub.kill()
         let before = try #require(await box.read { $0.projections.hub.syncedThrough })
         try await hub.start()
         // PostgreSQL restarted while the box drains.
-        try await FeedTests.eventually(box, seconds: 90, "another acknowledgement") { $0.projections.hub.syncedThrough > before }
+        try await box.until("another acknowledgement", seconds: 90) { $0.projections.hub.syncedThrough > before }
         try LocalCluster(dataDirectory: hub.hubData, logger: quietLogger).restart()
         try await box.waitUntilSynced(seconds: 120)
         try await Self.expectHubHolds(hub, box, node: node)
@@ -159,14 +159,8 @@ import VigilTestSupport
         try await restored.start()
         #expect(await restored.read { $0.nodeID } == node)
         await restored.append(Self.sos(100))
-        let epoch = try await { () async throws -> UInt32 in
-            let deadline = ContinuousClock.now + .seconds(30)
-            while ContinuousClock.now < deadline {
-                if let e = await restored.read({ $0.projections.hub.epoch }), e > 0 { return e }
-                try await Task.sleep(for: .milliseconds(20))
-            }
-            throw HarnessError("no new epoch")
-        }()
+        try await restored.until("a new epoch") { $0.projections.hub.epoch > 0 }
+        let epoch = try #require(await restored.read { $0.projections.hub.epoch })
         try await restored.waitUntilSynced()
         #expect(epoch == 1)
         let state = try await hub.database { try await $0.syncState(node: node) }
