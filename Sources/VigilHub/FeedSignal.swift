@@ -13,6 +13,9 @@ actor FeedSignal {
     private var closing = false
 
     var isClosing: Bool { closing }
+    /// Notifications so far. A poll reads it before it queries the feed and waits only if it is
+    /// unchanged, so a commit that lands between the query and the wait is not missed.
+    private(set) var generation: UInt64 = 0
 
     func shutDown() {
         closing = true
@@ -21,6 +24,7 @@ actor FeedSignal {
 
     /// Resumes every waiter.
     func notifyAll() {
+        generation &+= 1
         let all = waiters
         waiters.removeAll()
         for (id, w) in all {
@@ -29,9 +33,10 @@ actor FeedSignal {
         }
     }
 
-    /// Waits until the next notification or `seconds`, whichever comes first.
-    func wait(seconds: Double) async {
-        guard !closing else { return }
+    /// Waits until a notification after `seen` (a `generation` read earlier) or `seconds`,
+    /// whichever comes first.
+    func wait(after seen: UInt64, seconds: Double) async {
+        guard !closing, generation == seen else { return }
         nextID += 1
         let id = nextID
         await withTaskGroup(of: Void.self) { group in

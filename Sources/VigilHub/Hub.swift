@@ -50,8 +50,18 @@ public struct HubConfiguration: Sendable {
         guard let host = url.host, !host.isEmpty else {
             throw .configuration("database.url names no host")
         }
+        // Over TCP the password and residents' data cross a network: TLS unless the URL says
+        // `sslmode=disable` (a server on the same machine or a private link).
+        let mode = url.queryItems?.first(where: { $0.name == "sslmode" })?.value ?? "require"
+        let tls: PostgresClient.Configuration.TLS
+        switch mode {
+        case "disable": tls = .disable
+        case "prefer", "allow": tls = .prefer(.makeClientConfiguration())
+        case "require", "verify-ca", "verify-full": tls = .require(.makeClientConfiguration())
+        default: throw .configuration("database.url: sslmode must be disable, prefer or require, not \(mode)")
+        }
         return PostgresClient.Configuration(host: host, port: url.port ?? 5432, username: user, password: url.password,
-                                            database: database.isEmpty ? nil : database, tls: .disable)
+                                            database: database.isEmpty ? nil : database, tls: tls)
     }
 }
 

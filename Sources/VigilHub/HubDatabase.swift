@@ -87,11 +87,9 @@ public struct HubDatabase: Sendable {
         """,
     ]
 
-    /// Kinds the feed carries to every other box: calls for help and what answers them.
-    static let feedKinds: Set<UInt32> = [
-        UInt32(EventKind.alertRaised.rawValue), UInt32(EventKind.alertCancelled.rawValue),
-        UInt32(EventKind.alertReaffirmed.rawValue), UInt32(EventKind.alertAcknowledged.rawValue),
-    ]
+    /// An item the feed carries is at most this big (an alert with its text is far smaller), so
+    /// a page of items always fits what a box reads.
+    public static let maxFeedPayload = 4_096
     /// The channel NOTIFY wakes long polls on, in every hub process.
     static let feedChannel = "vigil_feed"
 
@@ -134,6 +132,8 @@ public struct HubDatabase: Sendable {
         case tokenRefused
         /// Another box already has the name the token was made for.
         case nameTaken(String)
+        /// This node is enrolled under another name: the token is for a different box.
+        case nodeEnrolled(String)
     }
 
     /// Uses a token once: the box `node` gets a new credential (a box that joins again gets a
@@ -147,7 +147,9 @@ public struct HubDatabase: Sendable {
         do {
             return try await enrolTransaction(token: token, nodeID: nodeID, credential: credential)
         } catch let error as PostgresTransactionError {
-            if let conflict = error.closureError as? EnrolConflict { return .nameTaken(conflict.name) }
+            if let conflict = error.closureError as? EnrolConflict {
+                return conflict.nodeEnrolled ? .nodeEnrolled(conflict.name) : .nameTaken(conflict.name)
+            }
             throw error
         }
     }
@@ -165,7 +167,13 @@ public struct HubDatabase: Sendable {
             for try await (h) in try await connection.query("SELECT node_id FROM boxes WHERE name = \(name)", logger: logger).decode(Int64.self) {
                 holder = h
             }
-            if let holder, holder != nodeID { throw EnrolConflict(name: name) }
+            if let holder, holder != nodeID { throw EnrolConflict(name: name, nodeEnrolled: false) }
+            // A node already enrolled under another name cannot be taken over by a token made for
+            // a different box (a cloned card, or someone who read the node id in the feed): a
+            // box that lost its credential joins again with a token made for its own name.
+            for try await (existing) in try await connection.query("SELECT name FROM boxes WHERE node_id = \(nodeID)", logger: logger).decode(String.self) {
+                if existing != name { throw EnrolConflict(name: existing, nodeEnrolled: true) }
+            }
             try await connection.query("""
                 INSERT INTO boxes (node_id, name, credential_hash) VALUES (\(nodeID), \(name), \(Self.hash(credential)))
                 ON CONFLICT (node_id) DO UPDATE SET name = excluded.name, credential_hash = excluded.credential_hash,
@@ -175,7 +183,11 @@ public struct HubDatabase: Sendable {
         }
     }
 
-    struct EnrolConflict: Error { let name: String }
+    struct EnrolConflict: Error {
+        let name: String
+        /// The node is enrolled under `name` already (else: `name` belongs to another node).
+        let nodeEnrolled: Bool
+    }
 
     /// Whether `credential` is the current, unrevoked one of its node; marks the contact.
     public func authenticate(_ credential: BoxCredential) async throws -> Bool {
@@ -212,7 +224,7 @@ public struct HubDatabase: Sendable {
     /// are duplicates; one held with another hash refuses the whole batch (409) and is recorded
     /// in `conflicts`. The contiguous mark moves to `through` when the batch starts at or before
     /// the mark plus one (urgent batches never move it).
-    public func upload(_ batch: UploadBatch, node: UInt64, events decoded: [(seq: UInt64, kind: UInt32, timeUs: UInt64, payload: [UInt8], hash: [UInt8])]) async throws -> UploadOutcome {
+    public func upload(_ batch: UploadBatch, node: UInt64, events decoded: [IncomingEvent]) async throws -> UploadOutcome {
         let nodeID = Int64(bitPattern: node)
         let epoch = Int32(bitPattern: batch.epoch)
         let outcome = try await store(batch, nodeID: nodeID, epoch: epoch, decoded)
@@ -235,9 +247,14 @@ public struct HubDatabase: Sendable {
     }
 
     private func store(_ batch: UploadBatch, nodeID: Int64, epoch: Int32,
-                       _ decoded: [(seq: UInt64, kind: UInt32, timeUs: UInt64, payload: [UInt8], hash: [UInt8])]) async throws -> StoreOutcome {
+                       _ decoded: [IncomingEvent]) async throws -> StoreOutcome {
         try await client.withTransaction(logger: logger) { connection -> StoreOutcome in
-            try await connection.query("INSERT INTO box_epochs (node_id, epoch) VALUES (\(nodeID), \(epoch)) ON CONFLICT DO NOTHING", logger: logger)
+            // A new epoch's mark starts just before its first sequence: what came before it was
+            // acknowledged under an earlier epoch.
+            try await connection.query("""
+                INSERT INTO box_epochs (node_id, epoch, held_through) VALUES (\(nodeID), \(epoch), \(Int64(bitPattern: batch.epochFirst - 1)))
+                ON CONFLICT DO NOTHING
+                """, logger: logger)
             var held: Int64 = 0
             var highest: Int64 = 0
             for try await (h, top) in try await connection.query(
@@ -281,7 +298,7 @@ public struct HubDatabase: Sendable {
                 var new = Set<Int64>()
                 for try await (s) in rows.decode(Int64.self) { new.insert(s) }
                 inserted = new.count
-                let forFeed = decoded.filter { new.contains(Int64(bitPattern: $0.seq)) && Self.feedKinds.contains($0.kind) }
+                let forFeed = decoded.filter { new.contains(Int64(bitPattern: $0.seq)) && $0.feeds }
                 if !forFeed.isEmpty { try await appendToFeed(forFeed, nodeID: nodeID, epoch: epoch, connection) }
             }
             let top = decoded.map { Int64(bitPattern: $0.seq) }.max() ?? 0
@@ -297,7 +314,7 @@ public struct HubDatabase: Sendable {
 
     /// Gives the new items the next feed positions, in this transaction (the lock is held to its
     /// commit, so positions commit in order), and wakes the long polls when it commits.
-    private func appendToFeed(_ items: [(seq: UInt64, kind: UInt32, timeUs: UInt64, payload: [UInt8], hash: [UInt8])],
+    private func appendToFeed(_ items: [IncomingEvent],
                               nodeID: Int64, epoch: Int32, _ connection: PostgresConnection) async throws {
         try await connection.query("SELECT pg_advisory_xact_lock(7431002)", logger: logger)
         try await connection.query("""
@@ -307,6 +324,18 @@ public struct HubDatabase: Sendable {
                         \(items.map { Int64(bitPattern: $0.timeUs) })::bigint[], \(items.map { ByteBuffer(bytes: $0.payload) })::bytea[]) AS u(s, k, t, p)
             """, logger: logger)
         try await connection.query("SELECT pg_notify(\(Self.feedChannel), '')", logger: logger)
+    }
+
+    /// An uploaded event, checked (`SyncRoutes.validate`).
+    public struct IncomingEvent: Sendable {
+        public var seq: UInt64
+        public var kind: UInt32
+        public var timeUs: UInt64
+        public var payload: [UInt8]
+        public var hash: [UInt8]
+        /// Whether the feed carries it to the other boxes: an alert made at this box (a raise,
+        /// re-affirmation or cancel of its own alert, or its answer to another's call).
+        public var feeds: Bool
     }
 
     /// A feed item as the hub serves it.

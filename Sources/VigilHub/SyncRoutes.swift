@@ -48,8 +48,8 @@ struct SyncRoutes: Sendable {
         case .success(let e): enrol = e
         case .failure(let refusal): return refusal.response
         }
-        guard let node = NodeIDText.parse(enrol.node) else {
-            return Self.refuse(.badRequest, "bad_node", "node must be 16 lower-case hex digits")
+        guard let node = NodeIDText.parse(enrol.node), node != 0 else {
+            return Self.refuse(.badRequest, "bad_node", "node must be 16 lower-case hex digits, not all zero")
         }
         do {
             switch try await database.enrol(token: enrol.token, node: node) {
@@ -60,9 +60,9 @@ struct SyncRoutes: Sendable {
                 return Self.refuse(.forbidden, "token_refused", "this enrolment token is unknown, used or expired")
             case .nameTaken(let name):
                 return Self.refuse(.conflict, "name_taken", "another box is already called \(name)")
+            case .nodeEnrolled(let name):
+                return Self.refuse(.conflict, "node_enrolled", "this node is enrolled as \(name); join again with a token made for that name")
             }
-        } catch let conflict as HubDatabase.EnrolConflict {
-            return Self.refuse(.conflict, "name_taken", "another box is already called \(conflict.name)")
         }
     }
 
@@ -111,6 +111,7 @@ struct SyncRoutes: Sendable {
         }
         let deadline = ContinuousClock.now + .seconds(wait)
         while true {
+            let seen = await signal.generation
             let items = try await database.feed(after: after, for: node)
             let left = deadline - ContinuousClock.now
             if !items.isEmpty || left <= .zero {
@@ -121,7 +122,7 @@ struct SyncRoutes: Sendable {
                 return Self.json(FeedAnswer(items: entries, cursor: items.last?.position ?? after))
             }
             guard await !signal.isClosing else { return Self.json(FeedAnswer(items: [], cursor: after)) }
-            await signal.wait(seconds: Double(left.components.seconds) + Double(left.components.attoseconds) / 1e18)
+            await signal.wait(after: seen, seconds: Double(left.components.seconds) + Double(left.components.attoseconds) / 1e18)
         }
     }
 
@@ -149,7 +150,7 @@ struct SyncRoutes: Sendable {
         return .success(node)
     }
 
-    typealias DecodedEvent = (seq: UInt64, kind: UInt32, timeUs: UInt64, payload: [UInt8], hash: [UInt8])
+    typealias DecodedEvent = HubDatabase.IncomingEvent
 
     /// A batch the hub can store: its own node, a sane range, events in order inside it, each
     /// one's hash right, each a kind that may leave a box and readable as that kind.
@@ -158,7 +159,9 @@ struct SyncRoutes: Sendable {
             .failure(Refused(refuse(.unprocessableContent, code, message)))
         }
         guard NodeIDText.parse(batch.node) == node else { return bad("wrong_box", "the batch names another box") }
-        guard batch.from >= 1, batch.through >= batch.from else { return bad("bad_range", "from must be at least 1 and through at least from") }
+        guard batch.from >= 1, batch.through >= batch.from, batch.epochFirst >= 1, batch.epochFirst <= batch.from else {
+            return bad("bad_range", "from must be at least 1 and at least epoch_first, and through at least from")
+        }
         guard batch.events.count <= maxBatchEvents else { return bad("too_many_events", "at most \(maxBatchEvents) events a batch") }
         var decoded: [DecodedEvent] = []
         decoded.reserveCapacity(batch.events.count)
@@ -177,10 +180,33 @@ struct SyncRoutes: Sendable {
             guard let kind = EventKind(rawValue: Int(e.kind)), EventKind.known.contains(kind), SharePolicy.leavesBox(kind) else {
                 return bad("not_shared", "event \(e.seq): kind \(e.kind) never leaves a box (scan data and exposure data stay there)")
             }
-            guard (try? EventCodec.decode(kind: e.kind, payload: payload, sequence: e.seq)) != nil else {
+            guard let body = try? EventCodec.decode(kind: e.kind, payload: payload, sequence: e.seq) else {
                 return bad("bad_event", "event \(e.seq): the payload is not a readable \(kind.name)")
             }
-            decoded.append((e.seq, e.kind, e.timeUs, payload, hash))
+            // A box speaks for its own alerts only: what the feed would carry to every box must
+            // not name another box as its origin.
+            let feeds: Bool
+            switch body {
+            case .alertRaised(let a):
+                guard a.id.origin == node else { return bad("forged_origin", "event \(e.seq): an alert raised here must have this box as its origin") }
+                feeds = true
+            case .alertReaffirmed(let r):
+                guard r.id.origin == node else { return bad("forged_origin", "event \(e.seq): only the box that raised an alert re-affirms it") }
+                feeds = true
+            case .alertCancelled(let c):
+                // A cancel heard over the air is recorded, not fed again; one made here must be of
+                // this box's own alert.
+                if c.heardFrom == 0, c.id.origin != node { return bad("forged_origin", "event \(e.seq): a box cancels only its own alerts") }
+                feeds = c.heardFrom == 0
+            case .alertAcknowledged(let k):
+                feeds = k.heardFrom == 0
+            default:
+                feeds = false
+            }
+            if feeds, payload.count > HubDatabase.maxFeedPayload {
+                return bad("too_large", "event \(e.seq): an alert is at most \(HubDatabase.maxFeedPayload) bytes")
+            }
+            decoded.append(DecodedEvent(seq: e.seq, kind: e.kind, timeUs: e.timeUs, payload: payload, hash: hash, feeds: feeds))
         }
         return .success(decoded)
     }

@@ -13,14 +13,21 @@ import VigilHex
 public struct UploadBatch: Codable, Sendable, Equatable {
     public var node: String
     public var epoch: UInt32
+    /// The first sequence of this epoch: the hub's mark for a new epoch starts just before it
+    /// (earlier sequences were acknowledged under an earlier epoch).
+    public var epochFirst: UInt64
     public var from: UInt64
     public var through: UInt64
     public var urgent: Bool
     public var events: [UploadedEvent]
 
-    public init(node: String, epoch: UInt32, from: UInt64, through: UInt64, urgent: Bool = false, events: [UploadedEvent]) {
+    enum CodingKeys: String, CodingKey { case node, epoch, epochFirst = "epoch_first", from, through, urgent, events }
+
+    public init(node: String, epoch: UInt32, epochFirst: UInt64 = 1, from: UInt64, through: UInt64, urgent: Bool = false,
+                events: [UploadedEvent]) {
         self.node = node
         self.epoch = epoch
+        self.epochFirst = epochFirst
         self.from = from
         self.through = through
         self.urgent = urgent

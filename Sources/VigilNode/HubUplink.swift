@@ -71,7 +71,7 @@ final class HubUplink: NodeComponent {
     private func snapshot() -> UplinkSnapshot {
         let book = node.projections.hub
         return UplinkSnapshot(epoch: book.epoch, syncedThrough: book.syncedThrough, appliedThrough: node.projections.appliedThrough,
-                              urgent: urgent, feedCursor: book.feedCursor)
+                              urgent: urgent, feedCursor: book.feedCursor, epochFirst: book.epochFirstSequence)
     }
 }
 
@@ -84,6 +84,8 @@ struct UplinkSnapshot: Sendable, Equatable {
     var urgent: [UInt64]
     /// The hub feed's position the box has taken everything up to.
     var feedCursor: UInt64 = 0
+    /// The first sequence of the current epoch.
+    var epochFirst: UInt64 = 1
 }
 
 /// The upload loop beside the node's loop.
@@ -139,12 +141,13 @@ final class UplinkWorker: @unchecked Sendable {
                 let progressed = try await step()
                 retry.succeeded()
                 if progressed { continue }
-            } catch let failure as HubClient.Failure {
-                checkedHub = false
-                guard await retry.wait(after: failure, "hub: sync failed; retrying", logger) else { return }
-                continue
+            } catch is CancellationError {
+                return
             } catch {
-                return // cancelled
+                // The hub unreachable or refusing, or the log unreadable for a moment: try again.
+                checkedHub = false
+                guard await retry.wait(after: error, "hub: sync failed; retrying", logger) else { return }
+                continue
             }
             // Nothing to send: wait for the loop's next snapshot.
             guard let next = await snapshots.next() else { return }
@@ -170,7 +173,7 @@ final class UplinkWorker: @unchecked Sendable {
             let sequences = urgentPending
             let events = try read(sequences: Set(sequences))
             if !events.isEmpty {
-                let batch = UploadBatch(node: NodeIDText.format(node.nodeID), epoch: state.epoch,
+                let batch = UploadBatch(node: NodeIDText.format(node.nodeID), epoch: state.epoch, epochFirst: state.epochFirst,
                                         from: events[0].seq, through: events[events.count - 1].seq, urgent: true, events: events)
                 _ = try await upload(batch)
             }
@@ -184,7 +187,8 @@ final class UplinkWorker: @unchecked Sendable {
             emptyThrough = through
             return through < state.appliedThrough
         }
-        let batch = UploadBatch(node: NodeIDText.format(node.nodeID), epoch: state.epoch, from: from, through: through, events: events)
+        let batch = UploadBatch(node: NodeIDText.format(node.nodeID), epoch: state.epoch, epochFirst: state.epochFirst,
+                                from: from, through: through, events: events)
         guard let answer = try await upload(batch) else { return true }
         let covered = min(answer.heldThrough, batch.through)
         guard covered > state.syncedThrough else { return false }
@@ -192,7 +196,7 @@ final class UplinkWorker: @unchecked Sendable {
         ack.hub = hub
         ack.epoch = state.epoch
         ack.throughSequence = covered
-        ack.accepted = UInt64(answer.accepted)
+        ack.accepted = UInt64(clamping: answer.accepted)
         try await appendAndWait(.hubAcknowledged(ack)) { $0.syncedThrough >= covered || $0.epoch != ack.epoch }
         return true
     }
@@ -241,22 +245,20 @@ final class UplinkWorker: @unchecked Sendable {
         if mine.highest > last || mine.heldThrough > last {
             logger.warning("hub: the hub holds more of this box's log than the box has; starting a new epoch",
                            metadata: ["hub_highest": "\(mine.highest)", "box_last": "\(last)"])
-            try await startEpoch(reason: .hubAhead, hubHeld: mine.heldThrough)
-        } else if mine.heldThrough > state.syncedThrough, mine.heldThrough <= state.appliedThrough {
-            // An acknowledgement this box did not live to log.
-            var ack = HubAcknowledged()
-            ack.hub = hub
-            ack.epoch = state.epoch
-            ack.throughSequence = mine.heldThrough
-            let covered = mine.heldThrough
-            try await appendAndWait(.hubAcknowledged(ack)) { $0.syncedThrough >= covered || $0.epoch != ack.epoch }
+            try await startEpoch(reason: .hubAhead, hubHeld: mine.heldThrough, known: held)
         }
+        // The hub holding more than this box acknowledged is not taken on trust: the upload goes
+        // on from the box's own mark, and the hub's hashes tell duplicates from conflicts.
     }
 
-    private func startEpoch(reason: HubEpochStarted.Reason, hubHeld: UInt64) async throws {
+    /// A new epoch, numbered after every epoch the hub knows of this box (a restored card may
+    /// remember fewer than the hub has).
+    private func startEpoch(reason: HubEpochStarted.Reason, hubHeld: UInt64, known: SyncState? = nil) async throws {
+        let held: SyncState
+        if let known { held = known } else { held = try await client.syncState(node: node.nodeID) }
         var e = HubEpochStarted()
         e.hub = hub
-        e.epoch = state.epoch + 1
+        e.epoch = max(state.epoch, held.epochs.map(\.epoch).max() ?? 0) + 1
         e.firstSequence = state.syncedThrough + 1
         e.reason = reason
         e.hubHeldThrough = hubHeld

@@ -147,6 +147,20 @@ final class HubHarness: @unchecked Sendable {
     }
 }
 
+/// The first of several answers to one waiter (a condition met, or its time bound).
+final class OneAnswer: @unchecked Sendable {
+    private let lock = NSLock()
+    private var continuation: CheckedContinuation<Bool, Never>?
+    func wait(_ c: CheckedContinuation<Bool, Never>) { lock.withLock { continuation = c } }
+    func give(_ value: Bool) {
+        let c = lock.withLock { () -> CheckedContinuation<Bool, Never>? in
+            defer { continuation = nil }
+            return continuation
+        }
+        c?.resume(returning: value)
+    }
+}
+
 /// Runs a blocking call on a thread of its own: blocking a thread of Swift's cooperative pool
 /// (two on this machine) would stall every other test.
 func offPool<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
@@ -244,19 +258,14 @@ final class Box: @unchecked Sendable {
     /// only bounds a failing test (the hub is a real server, on real time).
     func until(_ what: String, seconds: Double = 60, _ condition: @escaping @Sendable (Node) -> Bool) async throws {
         guard let node else { throw HarnessError("the box is not running") }
-        let met = await withTaskGroup(of: Bool.self) { group in
-            group.addTask {
-                await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in node.whenState(condition) { _ in c.resume() } }
-                return true
-            }
-            group.addTask {
+        let answer = OneAnswer()
+        let met = await withCheckedContinuation { (c: CheckedContinuation<Bool, Never>) in
+            answer.wait(c)
+            node.whenState(condition) { _ in answer.give(true) }
+            Task {
                 try? await Task.sleep(for: .seconds(seconds))
-                return false
+                answer.give(false)
             }
-            let first = await group.next() ?? false
-            group.cancelAll()
-            if !first { node.requestStop(reason: "test timed out") } // ends the state wait
-            return first
         }
         if !met { throw HarnessError("not within \(seconds) s: \(what)") }
     }

@@ -104,6 +104,13 @@ import VigilTestSupport
                                    events: [Self.event(6, Self.checkIn("R-6")), Self.event(5, Self.checkIn("R-5"))])
         #expect(try await Self.post(client, urlA, Self.encode(disorder), authorization: a.credential.headerValue) == (422, "bad_order"))
 
+        // An alert in another box's name, which the feed would carry to every box.
+        var forged = Alert()
+        forged.id = AlertID(origin: b.node, counter: 9)
+        forged.kind = .sos
+        let forgery = UploadBatch(node: good.node, epoch: 0, from: 4, through: 4, events: [Self.event(4, .alertRaised(forged))])
+        #expect(try await Self.post(client, urlA, Self.encode(forgery), authorization: a.credential.headerValue) == (422, "forged_origin"))
+
         // None of that changed what the hub holds.
         #expect(try await hub.database { try await $0.events(node: a.node, epoch: 0) }.map(\.seq) == [1, 3])
         #expect(try await hub.database { try await $0.syncState(node: a.node) }.epochs.first?.heldThrough == 3)
@@ -117,6 +124,13 @@ import VigilTestSupport
         #expect(try await Self.post(client, hub.url + "/api/v1/boxes/enrol", enrol, authorization: nil).0 == 200)
         let again = Array(try JSONEncoder().encode(EnrolRequest(token: token.secret, node: "00000000000000c2")))
         #expect(try await Self.post(client, hub.url + "/api/v1/boxes/enrol", again, authorization: nil) == (403, "token_refused"))
+        // A token made for another box cannot take over an enrolled node (its id is no secret).
+        let other = try await hub.enrolmentToken(for: "d")
+        let takeover = Array(try JSONEncoder().encode(EnrolRequest(token: other.secret, node: NodeIDText.format(b.node))))
+        #expect(try await Self.post(client, hub.url + "/api/v1/boxes/enrol", takeover, authorization: nil) == (409, "node_enrolled"))
+        #expect(try await Self.post(client, urlB, Self.encode(UploadBatch(node: NodeIDText.format(b.node), epoch: 0, from: 1, through: 1,
+                                                                          events: [Self.event(1, Self.checkIn("R-b"))])),
+                                    authorization: b.credential.headerValue).0 == 200, "b's own credential still works")
         try await client.shutdown()
         await hub.stop()
     }

@@ -14,9 +14,10 @@ import VigilTestSupport
 /// The box and a real hub (PostgreSQL, HTTPS): upload exactly once, what leaves the box, and
 /// recovery when either side lost something (issue 11, items 2, 3 and 5).
 @Suite(.serialized) struct SyncTests {
-    static func sos(_ counter: UInt32) -> EventBody {
+    /// A call for help raised at the box `origin` (a box speaks only for its own alerts).
+    static func sos(_ counter: UInt32, at origin: UInt64) -> EventBody {
         var a = Alert()
-        a.id = AlertID(origin: 0x1234, counter: counter)
+        a.id = AlertID(origin: origin, counter: counter)
         a.kind = .sos
         a.severity = .critical
         a.text = "SOS at the front desk"
@@ -54,7 +55,7 @@ import VigilTestSupport
         let node = try #require(await box.read { $0.nodeID })
         await box.append(Self.resident())
         await box.advance(byMicroseconds: 2_000_000) // scan hits: they must never leave the box
-        await box.append(Self.sos(1))
+        await box.append(Self.sos(1, at: node))
         try await box.waitUntilSynced()
 
         try await Self.expectHubHolds(hub, box, node: node)
@@ -87,7 +88,7 @@ import VigilTestSupport
         try await box.join(hub, as: "hall")
         try await box.start()
         let node = try #require(await box.read { $0.nodeID })
-        await box.append(Self.sos(1))
+        await box.append(Self.sos(1, at: node))
         try await box.waitUntilSynced()
         await hub.stop()
 
@@ -98,7 +99,7 @@ import VigilTestSupport
             c.source = .checkInButton
             return .checkIn(c)
         })
-        await box.append(Self.sos(2))
+        await box.append(Self.sos(2, at: node))
         let pending = try HubSyncMark.read(EventLog.openReadOnly(directory: box.directory.path)).backlog
         #expect(pending >= 301)
 
@@ -146,7 +147,7 @@ import VigilTestSupport
         try await box.join(hub, as: "gym")
         try await box.start()
         let node = try #require(await box.read { $0.nodeID })
-        for i in 1...20 { await box.append(Self.sos(UInt32(i))) }
+        for i in 1...20 { await box.append(Self.sos(UInt32(i), at: node)) }
         try await box.waitUntilSynced()
         try await box.stop()
 
@@ -158,7 +159,7 @@ import VigilTestSupport
         }
         try await restored.start()
         #expect(await restored.read { $0.nodeID } == node)
-        await restored.append(Self.sos(100))
+        await restored.append(Self.sos(100, at: node))
         try await restored.until("a new epoch") { $0.projections.hub.epoch > 0 }
         let epoch = try #require(await restored.read { $0.projections.hub.epoch })
         try await restored.waitUntilSynced()
