@@ -5,6 +5,7 @@ import Logging
 import NIOCore
 import PostgresNIO
 import ServiceLifecycle
+import VigilHubProtocol
 
 /// How a hub runs (`vigil-hub serve`).
 public struct HubConfiguration: Sendable {
@@ -109,7 +110,7 @@ public enum Hub {
         return try await withDatabase(configuration, cluster: cluster, logger: logger) { database in
             try await database.migrate()
             let secret = try await database.createEnrolmentToken(name: name)
-            return EnrolmentTokenText.make(secret: secret, fingerprint: identity.fingerprint)
+            return EnrolmentToken(secret: secret, hubFingerprint: identity.fingerprint).text
         }
     }
 
@@ -135,10 +136,6 @@ public enum Hub {
             return result
         }
     }
-}
-
-enum EnrolmentTokenText {
-    static func make(secret: String, fingerprint: String) -> String { "vigil1.\(secret).\(fingerprint)" }
 }
 
 /// Migrates the schema, then runs the HTTP server: no request is served on an old schema.

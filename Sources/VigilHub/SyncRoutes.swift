@@ -177,7 +177,7 @@ struct SyncRoutes: Sendable {
             guard ContentHash.of(kind: e.kind, timeMicroseconds: e.timeUs, payload: payload) == e.hash.lowercased() else {
                 return bad("hash_mismatch", "event \(e.seq): the hash does not match its content")
             }
-            guard let kind = EventKind(rawValue: Int(e.kind)), EventKind.known.contains(kind), SharePolicy.leavesBox(kind) else {
+            guard let kind = EventKind(rawValue: Int(e.kind)), EventKind.known.contains(kind), kind.leavesBox else {
                 return bad("not_shared", "event \(e.seq): kind \(e.kind) never leaves a box (scan data and exposure data stay there)")
             }
             guard let body = try? EventCodec.decode(kind: e.kind, payload: payload, sequence: e.seq) else {

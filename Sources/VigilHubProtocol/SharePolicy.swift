@@ -14,9 +14,6 @@ public struct SharePolicy: Sendable, Equatable {
         self.shareContacts = shareContacts
     }
 
-    /// Whether events of `kind` leave the box at all (`EventKind.leavesBox`).
-    public static func leavesBox(_ kind: EventKind) -> Bool { kind.leavesBox }
-
     /// Calls for help and their cancels go before anything else in a backlog.
     public static func isUrgent(_ kind: EventKind) -> Bool {
         switch kind {
@@ -28,7 +25,7 @@ public struct SharePolicy: Sendable, Equatable {
     /// The body as it is uploaded: a resident's contacts removed unless shared. nil when the
     /// event does not leave the box.
     public func uploaded(_ body: EventBody) -> EventBody? {
-        guard Self.leavesBox(body.kind) else { return nil }
+        guard body.kind.leavesBox else { return nil }
         switch body {
         case .residentEnrolled(let r) where !shareContacts:
             return .residentEnrolled(Self.redacted(r))
