@@ -173,6 +173,20 @@ public struct DeviceList: Projection {
         pruned += UInt64(before - devices.count)
     }
 
+    /// How many distinct addresses were heard in `[start, end)` (a stay that began before `end`
+    /// and was last heard at or after `start`), and how many of them `isTag` says are tags. Exact
+    /// for any minute whose end is less than the prune horizon ago (a device is forgotten only
+    /// after that long unheard).
+    public func heard(from start: UInt64, until end: UInt64, isTag: (UInt64) -> Bool) -> (advertisers: Int, tags: Int) {
+        var advertisers = 0
+        var tags = 0
+        for device in devices.values where device.firstSeenMicroseconds < end && device.lastSeenMicroseconds >= start {
+            advertisers += 1
+            if isTag(device.address) { tags += 1 }
+        }
+        return (advertisers, tags)
+    }
+
     /// Devices sorted by (address type, address), for display and stable encoding.
     public var sorted: [Device] { devices.keys.sorted().compactMap { devices[$0] } }
 

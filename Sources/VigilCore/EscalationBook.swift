@@ -111,6 +111,8 @@ public struct EscalationBook: Projection {
     /// same id continues the numbering, so its messages never reuse an old outbox id.
     public private(set) var retiredLadders: [String: UInt32] = [:]
     public var hasTags: Bool { !tagOwners.isEmpty }
+    /// Whether `address` is a current resident's tag.
+    public func isTag(_ address: UInt64) -> Bool { !tagOwners.isEmpty && tagOwners[address & 0xFFFF_FFFF_FFFF] != nil }
     /// Every address that was ever a resident's BLE tag (48 bits) → the sequence of the event
     /// that first made it one: sightings after that were the ladder's data when they were
     /// applied, so retention never deletes them (replay would differ).

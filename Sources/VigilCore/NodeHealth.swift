@@ -30,9 +30,20 @@ public struct NodeHealth: Projection {
     public var radioState: Int = 0
     public var radioAdapter: String = ""
     public var radioStateSequence: UInt64 = 0
+    /// When the radio's state last changed (0 before the first change, or in older checkpoints).
+    public var radioStateChangedMicroseconds: UInt64 = 0
     public var firstEventMicroseconds: UInt64 = 0
     public var lastEventMicroseconds: UInt64 = 0
     public var buttonEdges: UInt64 = 0
+    /// The newest occupancy sample (nil before the first; older checkpoints have none).
+    public var occupancy: Occupancy?
+
+    /// One minute's count of advertisers heard (`OccupancySampled`).
+    public struct Occupancy: Codable, Equatable, Sendable {
+        public var minuteStartMicroseconds: UInt64
+        public var advertisers: UInt32
+        public var tags: UInt32
+    }
 
     public init() {}
 
@@ -76,8 +87,13 @@ public struct NodeHealth: Projection {
             radioState = change.state.rawValue
             radioAdapter = change.adapter
             radioStateSequence = event.sequence
+            radioStateChangedMicroseconds = event.timeMicroseconds
         case .buttonInput:
             buttonEdges += 1
+        case .occupancySampled(let o):
+            if o.minuteStartUs >= occupancy?.minuteStartMicroseconds ?? 0 {
+                occupancy = Occupancy(minuteStartMicroseconds: o.minuteStartUs, advertisers: o.advertisers, tags: o.tags)
+            }
         default:
             break
         }

@@ -42,7 +42,9 @@ public struct Projections: Projection {
     /// v6: retention forgets only what it deletes (the retention ledger, device stays, the
     /// sequence each tag was enrolled at).
     /// v7: schema 7 (the hub's acknowledgements and the box's upload epochs).
-    public static let checkpointName = "projections.v7"
+    /// v8: schema 8 (occupancy): the health projection keeps the newest sample and when the radio
+    /// last changed state.
+    public static let checkpointName = "projections.v8"
 
     public init(settings: ProjectionSettings = ProjectionSettings()) {
         devices = DeviceList(pruneAfterMicroseconds: settings.devicePruneAfterMicroseconds)

@@ -42,6 +42,7 @@ public typealias DowntimeDetected = Vigil_Events_V1_DowntimeDetected
 public typealias HubAcknowledged = Vigil_Events_V1_HubAcknowledged
 public typealias HubEpochStarted = Vigil_Events_V1_HubEpochStarted
 public typealias HubReceived = Vigil_Events_V1_HubReceived
+public typealias OccupancySampled = Vigil_Events_V1_OccupancySampled
 
 /// What happened. One case per event kind in the catalogue (README "Event catalogue").
 public enum EventBody: Sendable, Equatable {
@@ -70,6 +71,7 @@ public enum EventBody: Sendable, Equatable {
     case hubAcknowledged(HubAcknowledged)
     case hubEpochStarted(HubEpochStarted)
     case hubReceived(HubReceived)
+    case occupancySampled(OccupancySampled)
 
     public var kind: EventKind {
         switch self {
@@ -98,6 +100,7 @@ public enum EventBody: Sendable, Equatable {
         case .hubAcknowledged: .hubAcknowledged
         case .hubEpochStarted: .hubEpochStarted
         case .hubReceived: .hubReceived
+        case .occupancySampled: .occupancySampled
         }
     }
 
@@ -151,6 +154,7 @@ extension EventKind {
         case .hubAcknowledged: "hub-acknowledged"
         case .hubEpochStarted: "hub-epoch-started"
         case .hubReceived: "hub-received"
+        case .occupancySampled: "occupancy-sampled"
         case .UNRECOGNIZED(let n): "kind-\(n)"
         }
     }
@@ -161,6 +165,7 @@ extension EventKind {
         .residentEnrolled, .residentUpdated, .residentRemoved, .deadlineReached, .alarmAcknowledged, .outboxAttempt,
         .exposureDetected, .contactRetention, .exposureKeysPublished, .alertAcknowledged,
         .alertExpired, .alertReaffirmed, .downtimeDetected, .hubAcknowledged, .hubEpochStarted, .hubReceived,
+        .occupancySampled,
     ]
 
     public init?(name: String) {
@@ -177,7 +182,7 @@ extension EventKind {
         case .alertRaised, .alertReceived, .alertCancelled, .alertAcknowledged, .alertExpired, .alertReaffirmed,
              .deadlineReached, .outboxAttempt, .alarmAcknowledged, .checkIn,
              .residentEnrolled, .residentUpdated, .residentRemoved,
-             .nodeStarted, .nodeStopped, .radioStateChanged, .downtimeDetected:
+             .nodeStarted, .nodeStopped, .radioStateChanged, .downtimeDetected, .occupancySampled:
             true
         case .scanHit, .exposureDetected, .contactRetention, .exposureKeysPublished,
              .buttonInput, .hubAcknowledged, .hubEpochStarted, .hubReceived, .unspecified, .UNRECOGNIZED:

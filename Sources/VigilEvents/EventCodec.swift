@@ -61,6 +61,7 @@ public enum EventCodec {
         case .hubAcknowledged(let m): payload = serialize(m)
         case .hubEpochStarted(let m): payload = serialize(m)
         case .hubReceived(let m): payload = serialize(m)
+        case .occupancySampled(let m): payload = serialize(m)
         }
         return (kind, payload)
     }
@@ -104,6 +105,7 @@ public enum EventCodec {
             case .hubAcknowledged: return .hubAcknowledged(try parse(payload))
             case .hubEpochStarted: return .hubEpochStarted(try parse(payload))
             case .hubReceived: return .hubReceived(try parse(payload))
+            case .occupancySampled: return .occupancySampled(try parse(payload))
             case .unspecified, .UNRECOGNIZED:
                 throw EventDecodingError(sequence: sequence, reason: .unknownKind(kind))
             }

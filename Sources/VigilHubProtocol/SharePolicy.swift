@@ -9,9 +9,12 @@ import VigilEvents
 /// to share them (`hub.share_contacts`).
 public struct SharePolicy: Sendable, Equatable {
     public var shareContacts: Bool
+    /// The per-minute count of advertisers heard (on by default: a number, never an address).
+    public var shareOccupancy: Bool
 
-    public init(shareContacts: Bool = false) {
+    public init(shareContacts: Bool = false, shareOccupancy: Bool = true) {
         self.shareContacts = shareContacts
+        self.shareOccupancy = shareOccupancy
     }
 
     /// Calls for help and their cancels go before anything else in a backlog.
@@ -31,6 +34,8 @@ public struct SharePolicy: Sendable, Equatable {
             return .residentEnrolled(Self.redacted(r))
         case .residentUpdated(let r) where !shareContacts:
             return .residentUpdated(Self.redacted(r))
+        case .occupancySampled where !shareOccupancy:
+            return nil
         default:
             return body
         }

@@ -62,6 +62,7 @@ public final class Node: @unchecked Sendable {
     private(set) lazy var downtime = DowntimeReport(node: self)
     private(set) lazy var zones = TimeZoneWatch(node: self)
     private(set) lazy var uplink = HubUplink(node: self)
+    private(set) lazy var occupancy = OccupancySampler(node: self)
     /// In the order they start, hear events and stop.
     private var components: [any NodeComponent] = []
 
@@ -125,7 +126,7 @@ public final class Node: @unchecked Sendable {
         projections = Projections(settings: configuration.projections)
         initialAir = boot.air
         failures.target = self
-        components = [intake, airAlerts, buttons, ladder, expiries, deliveries, retention, checkpoints, control, downtime, zones, uplink]
+        components = [intake, airAlerts, buttons, ladder, expiries, deliveries, retention, checkpoints, control, downtime, zones, occupancy, uplink]
         do {
             try restore()
         } catch {

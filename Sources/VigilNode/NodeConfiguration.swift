@@ -47,6 +47,9 @@ public struct NodeConfiguration: Sendable {
     /// Issue 11: residents' contact addresses go to the hub too (`hub.share_contacts`; off: only
     /// their names, so a coordinator sees who is to be called).
     public var hubShareContacts = false
+    /// The per-minute count of advertisers heard goes to the hub (`hub.share_occupancy`; a count,
+    /// never an address).
+    public var hubShareOccupancy = true
     /// Where the configuration came from, for messages.
     public var source = "(defaults)"
 
@@ -235,6 +238,7 @@ public struct NodeConfiguration: Sendable {
         }
         if var hub = try root.section("hub") {
             if let v = try hub.bool("share_contacts") { config.hubShareContacts = v }
+            if let v = try hub.bool("share_occupancy") { config.hubShareOccupancy = v }
             try hub.finish()
         }
         if var p = try root.section("projections") {

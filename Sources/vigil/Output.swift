@@ -63,6 +63,7 @@ enum EventFormatting {
             case .hubAcknowledged(let m): payload = try m.jsonString(options: options)
             case .hubEpochStarted(let m): payload = try m.jsonString(options: options)
             case .hubReceived(let m): payload = try m.jsonString(options: options)
+            case .occupancySampled(let m): payload = try m.jsonString(options: options)
             }
         } catch {
             return #"{"seq":\#(event.sequence),"error":"cannot format payload"}"#
@@ -110,6 +111,8 @@ enum EventFormatting {
             let kind = EventKind(rawValue: Int(r.kind)).map(\.name) ?? "kind-\(r.kind)"
             let origin = r.originNode == 0 ? "a coordinator" : "box \(String(r.originNode, radix: 16))"
             summary = "from the hub (feed \(r.position)): \(kind) by \(origin)"
+        case .occupancySampled(let o):
+            summary = "\(o.advertisers) advertisers heard in the minute from \(time(o.minuteStartUs)) (\(o.tags) tags)" + (o.radioOn ? "" : ", radio off part of it")
         }
         return "\(event.sequence)\t\(time(event.timeMicroseconds))\t\(event.body.kind.name)\t\(summary)" + (sync.map { " [\($0)]" } ?? "")
     }

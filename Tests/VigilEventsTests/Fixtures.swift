@@ -92,10 +92,15 @@ enum Fixtures {
             .scanHit(hit), .alertReceived(received), .alertRaised(raised), .alertCancelled(cancelled),
             .checkIn(checkIn), .buttonInput(button), .nodeStarted(started), .nodeStopped(stopped),
             .radioStateChanged(radio),
-        ] + schema2Bodies + schema4Bodies + schema5Bodies + schema6Bodies + schema7Bodies
+        ] + schema2Bodies + schema4Bodies + schema5Bodies + schema6Bodies + schema7Bodies + schema8Bodies
     }
 
     /// The kinds schema 7 added, every field set (from the v7 golden stream).
+    /// The kind schema 8 added, every field set (from the v8 golden stream).
+    static var schema8Bodies: [EventBody] {
+        goldenEventsV8.suffix(1).map(\.body)
+    }
+
     static var schema7Bodies: [EventBody] {
         goldenEventsV7.suffix(3).map(\.body)
     }
@@ -123,6 +128,17 @@ enum Fixtures {
         let added: [EventBody] = [.hubAcknowledged(acknowledged), .hubEpochStarted(epoch), .hubReceived(received)]
         let base = goldenEventsV6.last?.timeMicroseconds ?? start
         return goldenEventsV6 + added.enumerated().map { (base + UInt64($0.offset + 1) * 250_000, $0.element) }
+    }
+
+    /// The v8 golden stream: all of v7 and the kind schema 8 added (occupancy).
+    static var goldenEventsV8: [(timeMicroseconds: UInt64, body: EventBody)] {
+        var occupancy = OccupancySampled()
+        occupancy.minuteStartUs = 1_593_570_060_000_000
+        occupancy.advertisers = 1_873
+        occupancy.tags = 41
+        occupancy.radioOn = true
+        let base = goldenEventsV7.last?.timeMicroseconds ?? start
+        return goldenEventsV7 + [(base + 250_000, .occupancySampled(occupancy))]
     }
 
     /// The kinds schema 6 added, every field set (from the v6 golden stream).
@@ -443,6 +459,7 @@ extension EventBody {
         case .hubAcknowledged(let m): m
         case .hubEpochStarted(let m): m
         case .hubReceived(let m): m
+        case .occupancySampled(let m): m
         }
     }
 
@@ -474,6 +491,7 @@ extension EventBody {
         case .hubAcknowledged: self = .hubAcknowledged(try HubAcknowledged(jsonString: json))
         case .hubEpochStarted: self = .hubEpochStarted(try HubEpochStarted(jsonString: json))
         case .hubReceived: self = .hubReceived(try HubReceived(jsonString: json))
+        case .occupancySampled: self = .occupancySampled(try OccupancySampled(jsonString: json))
         case .unspecified, .UNRECOGNIZED: throw GoldenFormatError("no payload type for kind \(kind.name)")
         }
     }

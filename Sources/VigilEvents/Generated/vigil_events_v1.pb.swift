@@ -76,6 +76,9 @@ public nonisolated enum Vigil_Events_V1_EventKind: SwiftProtobuf.Enum, Swift.Cas
   case hubAcknowledged // = 23
   case hubEpochStarted // = 24
   case hubReceived // = 25
+
+  /// Added in schema version 8 (the hub's page: how many people are at each shelter).
+  case occupancySampled // = 26
   case UNRECOGNIZED(Int)
 
   public init() {
@@ -110,6 +113,7 @@ public nonisolated enum Vigil_Events_V1_EventKind: SwiftProtobuf.Enum, Swift.Cas
     case 23: self = .hubAcknowledged
     case 24: self = .hubEpochStarted
     case 25: self = .hubReceived
+    case 26: self = .occupancySampled
     default: self = .UNRECOGNIZED(rawValue)
     }
   }
@@ -142,6 +146,7 @@ public nonisolated enum Vigil_Events_V1_EventKind: SwiftProtobuf.Enum, Swift.Cas
     case .hubAcknowledged: return 23
     case .hubEpochStarted: return 24
     case .hubReceived: return 25
+    case .occupancySampled: return 26
     case .UNRECOGNIZED(let i): return i
     }
   }
@@ -174,6 +179,7 @@ public nonisolated enum Vigil_Events_V1_EventKind: SwiftProtobuf.Enum, Swift.Cas
     .hubAcknowledged,
     .hubEpochStarted,
     .hubReceived,
+    .occupancySampled,
   ]
 
 }
@@ -1445,12 +1451,38 @@ public nonisolated struct Vigil_Events_V1_HubReceived: Sendable {
   public init() {}
 }
 
+/// How many distinct advertisers this box heard in one wall-clock minute: an estimate of how many
+/// people (phones, tags, wearables) are at the shelter, which is all that leaves the box of what
+/// the radio hears (README "Hub: what leaves the box"). Phones that rotate their address during the
+/// minute count twice, so it is an upper estimate; no address is in it.
+public nonisolated struct Vigil_Events_V1_OccupancySampled: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// the minute it covers: [minute_start_us, minute_start_us + 60 s)
+  public var minuteStartUs: UInt64 = 0
+
+  /// distinct addresses heard in it
+  public var advertisers: UInt32 = 0
+
+  /// of them, residents' tags
+  public var tags: UInt32 = 0
+
+  /// false: the radio was off for part of the minute (the count is partial)
+  public var radioOn: Bool = false
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
 // MARK: - Code below here is support for the SwiftProtobuf runtime.
 
 fileprivate nonisolated let _protobuf_package = "vigil.events.v1"
 
 nonisolated extension Vigil_Events_V1_EventKind: SwiftProtobuf._ProtoNameProviding {
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0EVENT_KIND_UNSPECIFIED\0\u{1}SCAN_HIT\0\u{1}ALERT_RECEIVED\0\u{1}ALERT_RAISED\0\u{1}ALERT_CANCELLED\0\u{1}CHECK_IN\0\u{1}BUTTON_INPUT\0\u{1}NODE_STARTED\0\u{1}NODE_STOPPED\0\u{1}RADIO_STATE_CHANGED\0\u{1}RESIDENT_ENROLLED\0\u{1}RESIDENT_UPDATED\0\u{1}RESIDENT_REMOVED\0\u{1}DEADLINE_REACHED\0\u{1}ALARM_ACKNOWLEDGED\0\u{1}OUTBOX_ATTEMPT\0\u{1}EXPOSURE_DETECTED\0\u{1}CONTACT_RETENTION\0\u{1}EXPOSURE_KEYS_PUBLISHED\0\u{1}ALERT_ACKNOWLEDGED\0\u{1}ALERT_EXPIRED\0\u{1}ALERT_REAFFIRMED\0\u{1}DOWNTIME_DETECTED\0\u{1}HUB_ACKNOWLEDGED\0\u{1}HUB_EPOCH_STARTED\0\u{1}HUB_RECEIVED\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0EVENT_KIND_UNSPECIFIED\0\u{1}SCAN_HIT\0\u{1}ALERT_RECEIVED\0\u{1}ALERT_RAISED\0\u{1}ALERT_CANCELLED\0\u{1}CHECK_IN\0\u{1}BUTTON_INPUT\0\u{1}NODE_STARTED\0\u{1}NODE_STOPPED\0\u{1}RADIO_STATE_CHANGED\0\u{1}RESIDENT_ENROLLED\0\u{1}RESIDENT_UPDATED\0\u{1}RESIDENT_REMOVED\0\u{1}DEADLINE_REACHED\0\u{1}ALARM_ACKNOWLEDGED\0\u{1}OUTBOX_ATTEMPT\0\u{1}EXPOSURE_DETECTED\0\u{1}CONTACT_RETENTION\0\u{1}EXPOSURE_KEYS_PUBLISHED\0\u{1}ALERT_ACKNOWLEDGED\0\u{1}ALERT_EXPIRED\0\u{1}ALERT_REAFFIRMED\0\u{1}DOWNTIME_DETECTED\0\u{1}HUB_ACKNOWLEDGED\0\u{1}HUB_EPOCH_STARTED\0\u{1}HUB_RECEIVED\0\u{1}OCCUPANCY_SAMPLED\0")
 }
 
 nonisolated extension Vigil_Events_V1_AddressType: SwiftProtobuf._ProtoNameProviding {
@@ -3111,6 +3143,51 @@ nonisolated extension Vigil_Events_V1_HubReceived: SwiftProtobuf.Message, SwiftP
     if lhs.kind != rhs.kind {return false}
     if lhs.timeUs != rhs.timeUs {return false}
     if lhs.payload != rhs.payload {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Vigil_Events_V1_OccupancySampled: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".OccupancySampled"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}minute_start_us\0\u{1}advertisers\0\u{1}tags\0\u{3}radio_on\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt64Field(value: &self.minuteStartUs) }()
+      case 2: try { try decoder.decodeSingularUInt32Field(value: &self.advertisers) }()
+      case 3: try { try decoder.decodeSingularUInt32Field(value: &self.tags) }()
+      case 4: try { try decoder.decodeSingularBoolField(value: &self.radioOn) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.minuteStartUs != 0 {
+      try visitor.visitSingularUInt64Field(value: self.minuteStartUs, fieldNumber: 1)
+    }
+    if self.advertisers != 0 {
+      try visitor.visitSingularUInt32Field(value: self.advertisers, fieldNumber: 2)
+    }
+    if self.tags != 0 {
+      try visitor.visitSingularUInt32Field(value: self.tags, fieldNumber: 3)
+    }
+    if self.radioOn != false {
+      try visitor.visitSingularBoolField(value: self.radioOn, fieldNumber: 4)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Vigil_Events_V1_OccupancySampled, rhs: Vigil_Events_V1_OccupancySampled) -> Bool {
+    if lhs.minuteStartUs != rhs.minuteStartUs {return false}
+    if lhs.advertisers != rhs.advertisers {return false}
+    if lhs.tags != rhs.tags {return false}
+    if lhs.radioOn != rhs.radioOn {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

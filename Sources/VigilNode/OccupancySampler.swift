@@ -1,0 +1,65 @@
+import VigilCore
+import VigilEvents
+
+/// How many people are at the shelter, minute by minute: when a wall-clock minute has ended (and
+/// the scan window that straddles its end has been reported), `OccupancySampled` records how many
+/// distinct advertisers were heard in it. That count is what the hub shows coordinators instead
+/// of anything the radio heard (README "Hub: what leaves the box").
+///
+/// Only the latest complete minute is sampled: after downtime nothing is back-filled, since what
+/// was heard then is not known. Nothing is sampled while the radio is off (a 0 would read as an
+/// empty shelter).
+final class OccupancySampler: NodeComponent {
+    unowned let node: Node
+    static let timer = Scheduler.Timer("occupancy")
+    static let minuteMicroseconds: UInt64 = 60_000_000
+    /// After a minute ends, the scan window that was open at its end must be reported before the
+    /// minute is counted.
+    static let graceMicroseconds: UInt64 = 5_000_000
+    private var lastSampledMinute: UInt64 = 0
+
+    init(node: Node) { self.node = node }
+
+    func start() throws(NodeError) {
+        lastSampledMinute = node.projections.health.occupancy?.minuteStartMicroseconds ?? 0
+        node.scheduler.register(Self.timer) { [unowned self] in sample() }
+        arm()
+    }
+
+    func stop() { node.scheduler.cancel(Self.timer) }
+
+    /// The minute that has most recently ended at least the grace before `now`.
+    static func latestCompleteMinute(at now: UInt64) -> UInt64? {
+        guard now >= graceMicroseconds + minuteMicroseconds else { return nil }
+        let end = (now - graceMicroseconds) / minuteMicroseconds * minuteMicroseconds
+        return end - minuteMicroseconds
+    }
+
+    private func sample() {
+        defer { arm() }
+        guard !node.stopping, let minute = Self.latestCompleteMinute(at: node.clock.nowMicroseconds()),
+              minute > lastSampledMinute else { return }
+        let p = node.projections
+        guard p.health.radioState == RadioState.on.rawValue else { return }
+        // A device is forgotten after `device prune` unheard: a minute that ended longer ago
+        // than that cannot be counted exactly (the clock jumped, or the loop was held up).
+        let now = node.clock.nowMicroseconds()
+        guard now - (minute + Self.minuteMicroseconds) < p.devices.pruneAfterMicroseconds else { return }
+        let heard = p.devices.heard(from: minute, until: minute + Self.minuteMicroseconds, isTag: { p.escalations.isTag($0) })
+        var o = OccupancySampled()
+        o.minuteStartUs = minute
+        o.advertisers = UInt32(clamping: heard.advertisers)
+        o.tags = UInt32(clamping: heard.tags)
+        // The radio came on during the minute: part of it was not heard.
+        o.radioOn = p.health.radioStateChangedMicroseconds <= minute
+        lastSampledMinute = minute
+        node.append(.occupancySampled(o), time: now)
+    }
+
+    private func arm() {
+        guard !node.stopping else { return }
+        let now = node.clock.nowMicroseconds()
+        let next = (now / Self.minuteMicroseconds + 1) * Self.minuteMicroseconds + Self.graceMicroseconds
+        node.scheduler.schedule(Self.timer, atNanoseconds: node.monotonicDeadline(forWallMicroseconds: next))
+    }
+}
