@@ -131,7 +131,7 @@ let package = Package(
         .target(
             name: "VigilHub",
             dependencies: [
-                "VigilHubProtocol", "VigilEvents", "VigilHex", "VigilSystem",
+                "VigilHubProtocol", "VigilEvents", "VigilCore", "VigilHex", "VigilSystem",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -141,6 +141,8 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                // scrypt for coordinators' passwords.
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
             ],
             exclude: ["openapi.yaml"],
             swiftSettings: strict

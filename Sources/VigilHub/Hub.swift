@@ -83,6 +83,8 @@ public enum Hub {
         let signal = FeedSignal()
         let router = Router(context: BasicRequestContext.self)
         SyncRoutes(database: database, identity: identity, signal: signal, logger: logger).register(on: router)
+        CoordinatorRoutes(database: database, logger: logger, now: { UInt64(max(0, Date().timeIntervalSince1970 * 1_000_000)) })
+            .register(on: router)
         let app = Application(
             router: router,
             server: try .tls(.http1(), tlsConfiguration: identity.serverTLS()),
@@ -111,6 +113,21 @@ public enum Hub {
             try await database.migrate()
             let secret = try await database.createEnrolmentToken(name: name)
             return EnrolmentToken(secret: secret, hubFingerprint: identity.fingerprint).text
+        }
+    }
+
+    /// `vigil-hub coordinator NAME`: adds a coordinator or gives one a new password.
+    public static func setCoordinator(name: String, password: String, configuration: HubConfiguration, logger: Logger) async throws {
+        guard password.count >= PasswordHash.minimumLength else {
+            throw HubError.configuration("a coordinator's password needs at least \(PasswordHash.minimumLength) characters")
+        }
+        let hash = try PasswordHash.make(password)
+        let cluster = configuration.databaseURL == nil ? try LocalCluster(dataDirectory: configuration.dataDirectory, logger: logger) : nil
+        try cluster?.start()
+        defer { cluster?.stop() }
+        try await withDatabase(configuration, cluster: cluster, logger: logger) { database in
+            try await database.migrate()
+            try await database.setCoordinator(name: name, passwordHash: hash)
         }
     }
 

@@ -85,6 +85,38 @@ public struct HubDatabase: Sendable {
         );
         CREATE INDEX feed_origin ON feed (origin_node, position)
         """,
+        // v3: the coordinators' page. What each box last said of itself, coordinators and their
+        // sessions, failed sign-ins (rate limit), and the network's own alert origin (alerts a
+        // coordinator raises carry it as their origin).
+        """
+        ALTER TABLE boxes ADD COLUMN site text, ADD COLUMN latitude double precision, ADD COLUMN longitude double precision,
+            ADD COLUMN backlog bigint, ADD COLUMN reported_at timestamptz,
+            ADD COLUMN occupancy integer, ADD COLUMN occupancy_minute_us bigint;
+        CREATE INDEX events_kind ON events (node_id, kind, epoch, seq);
+        ALTER TABLE feed ADD COLUMN coordinator text;
+        CREATE TABLE coordinators (
+            name text PRIMARY KEY,
+            password_hash text NOT NULL,
+            created_at timestamptz NOT NULL DEFAULT now()
+        );
+        CREATE TABLE sessions (
+            token_hash bytea PRIMARY KEY,
+            coordinator text NOT NULL REFERENCES coordinators (name) ON DELETE CASCADE,
+            csrf text NOT NULL,
+            created_at timestamptz NOT NULL DEFAULT now(),
+            expires_at timestamptz NOT NULL
+        );
+        CREATE TABLE login_failures (
+            name text NOT NULL,
+            at timestamptz NOT NULL DEFAULT now()
+        );
+        CREATE INDEX login_failures_name ON login_failures (name, at);
+        CREATE TABLE network (
+            alert_origin bigint NOT NULL
+        );
+        INSERT INTO network (alert_origin) VALUES ((random() * 9.2e18)::bigint | 1);
+        CREATE SEQUENCE coordinator_alert_counter
+        """,
     ]
 
     /// An item the feed carries is at most this big (an alert with its text is far smaller), so
@@ -301,6 +333,7 @@ public struct HubDatabase: Sendable {
                 let forFeed = decoded.filter { new.contains(Int64(bitPattern: $0.seq)) && $0.feeds }
                 if !forFeed.isEmpty { try await appendToFeed(forFeed, nodeID: nodeID, epoch: epoch, connection) }
             }
+            try await recordReport(batch.box, occupancy: decoded, nodeID: nodeID, connection)
             let top = decoded.map { Int64(bitPattern: $0.seq) }.max() ?? 0
             let newHeld = batch.urgent ? held : max(held, Int64(bitPattern: batch.through))
             try await connection.query("""
@@ -310,6 +343,32 @@ public struct HubDatabase: Sendable {
             return .done(.stored(UploadAnswer(epoch: batch.epoch, heldThrough: UInt64(newHeld), accepted: inserted,
                                               duplicates: decoded.count - inserted)))
         }
+    }
+
+    /// What the box said of itself with the batch, and its newest occupancy sample, for the
+    /// coordinators' page.
+    private func recordReport(_ report: BoxReport?, occupancy decoded: [IncomingEvent], nodeID: Int64,
+                              _ connection: PostgresConnection) async throws {
+        if let report {
+            let position = report.coordinates
+            try await connection.query("""
+                UPDATE boxes SET site = \(report.site.map(Self.printable)), latitude = \(position?.latitude),
+                    longitude = \(position?.longitude), backlog = \(Int64(clamping: report.backlog)), reported_at = now()
+                WHERE node_id = \(nodeID)
+                """, logger: logger)
+        }
+        if let sample = decoded.compactMap(\.occupancy).max(by: { $0.minute < $1.minute }) {
+            try await connection.query("""
+                UPDATE boxes SET occupancy = \(Int32(clamping: sample.advertisers)), occupancy_minute_us = \(Int64(clamping: sample.minute))
+                WHERE node_id = \(nodeID) AND coalesce(occupancy_minute_us, -1) <= \(Int64(clamping: sample.minute))
+                """, logger: logger)
+        }
+    }
+
+    /// A box's text as the page shows it: no control characters (PostgreSQL refuses NUL), at
+    /// most 120 characters.
+    static func printable(_ text: String) -> String {
+        String(String.UnicodeScalarView(text.unicodeScalars.filter { !CharacterSet.controlCharacters.contains($0) }).prefix(120))
     }
 
     /// Gives the new items the next feed positions, in this transaction (the lock is held to its
@@ -336,6 +395,8 @@ public struct HubDatabase: Sendable {
         /// Whether the feed carries it to the other boxes: an alert made at this box (a raise,
         /// re-affirmation or cancel of its own alert, or its answer to another's call).
         public var feeds: Bool
+        /// An occupancy sample's minute and count.
+        public var occupancy: (minute: UInt64, advertisers: UInt32)? = nil
     }
 
     /// A feed item as the hub serves it.

@@ -186,6 +186,7 @@ struct SyncRoutes: Sendable {
             // A box speaks for its own alerts only: what the feed would carry to every box must
             // not name another box as its origin.
             let feeds: Bool
+            var occupancy: (minute: UInt64, advertisers: UInt32)?
             switch body {
             case .alertRaised(let a):
                 guard a.id.origin == node else { return bad("forged_origin", "event \(e.seq): an alert raised here must have this box as its origin") }
@@ -200,13 +201,17 @@ struct SyncRoutes: Sendable {
                 feeds = c.heardFrom == 0
             case .alertAcknowledged(let k):
                 feeds = k.heardFrom == 0
+            case .occupancySampled(let o):
+                feeds = false
+                occupancy = (o.minuteStartUs, o.advertisers)
             default:
                 feeds = false
             }
             if feeds, payload.count > HubDatabase.maxFeedPayload {
                 return bad("too_large", "event \(e.seq): an alert is at most \(HubDatabase.maxFeedPayload) bytes")
             }
-            decoded.append(DecodedEvent(seq: e.seq, kind: e.kind, timeUs: e.timeUs, payload: payload, hash: hash, feeds: feeds))
+            decoded.append(DecodedEvent(seq: e.seq, kind: e.kind, timeUs: e.timeUs, payload: payload, hash: hash, feeds: feeds,
+                                       occupancy: occupancy))
         }
         return .success(decoded)
     }

@@ -36,6 +36,13 @@ public enum Base64URL {
             .replacingOccurrences(of: "/", with: "_")
             .replacingOccurrences(of: "=", with: "")
     }
+
+    /// nil for text that is not base64url (padding optional).
+    public static func decode(_ text: String) -> [UInt8]? {
+        var standard = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        while standard.count % 4 != 0 { standard += "=" }
+        return Data(base64Encoded: standard).map(Array.init)
+    }
 }
 
 /// A box's credential as it travels: `Authorization: Bearer <node hex>.<secret>`. The hub keeps

@@ -20,11 +20,14 @@ public struct UploadBatch: Codable, Sendable, Equatable {
     public var through: UInt64
     public var urgent: Bool
     public var events: [UploadedEvent]
+    /// What the box says of itself with each batch, for the coordinators' page (optional: older
+    /// boxes send none).
+    public var box: BoxReport?
 
-    enum CodingKeys: String, CodingKey { case node, epoch, epochFirst = "epoch_first", from, through, urgent, events }
+    enum CodingKeys: String, CodingKey { case node, epoch, epochFirst = "epoch_first", from, through, urgent, events, box }
 
     public init(node: String, epoch: UInt32, epochFirst: UInt64 = 1, from: UInt64, through: UInt64, urgent: Bool = false,
-                events: [UploadedEvent]) {
+                events: [UploadedEvent], box: BoxReport? = nil) {
         self.node = node
         self.epoch = epoch
         self.epochFirst = epochFirst
@@ -32,6 +35,32 @@ public struct UploadBatch: Codable, Sendable, Equatable {
         self.through = through
         self.urgent = urgent
         self.events = events
+        self.box = box
+    }
+}
+
+/// The box's own account with a batch: where it stands (`site.name`, `site.location`) and how
+/// much of its log is still to send after this batch.
+public struct BoxReport: Codable, Sendable, Equatable {
+    public var site: String?
+    /// "latitude,longitude" in degrees, as `site.location` holds it.
+    public var location: String?
+    /// Log records after this batch that the hub does not hold yet.
+    public var backlog: UInt64
+
+    public init(site: String? = nil, location: String? = nil, backlog: UInt64) {
+        self.site = site
+        self.location = location
+        self.backlog = backlog
+    }
+
+    /// The location as degrees, when it is two numbers in range.
+    public var coordinates: (latitude: Double, longitude: Double)? {
+        guard let text = location else { return nil }
+        let parts = text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+        guard parts.count == 2, let lat = Double(parts[0]), let lon = Double(parts[1]),
+              (-90...90).contains(lat), (-180...180).contains(lon) else { return nil }
+        return (lat, lon)
     }
 }
 

@@ -33,7 +33,8 @@ final class HubUplink: NodeComponent {
             throw .unsupported("hub \(link.url): \(error)")
         }
         worker = UplinkWorker(node: node, client: client, hub: link.fingerprint, log: node.log,
-                              policy: SharePolicy(shareContacts: node.configuration.hubShareContacts),
+                              policy: SharePolicy(shareContacts: node.configuration.hubShareContacts,
+                                                  shareOccupancy: node.configuration.hubShareOccupancy),
                               logger: node.logger)
         downlink = DownlinkWorker(node: node, client: client, hub: link.fingerprint, logger: node.logger)
     }
@@ -96,6 +97,8 @@ final class UplinkWorker: @unchecked Sendable {
     let log: EventLog
     let policy: SharePolicy
     let logger: Logger
+    /// `site.name` and `site.location`, sent with every batch for the coordinators' map.
+    let site: (name: String, location: String)
     /// Every snapshot counts (calls for help accumulate in them).
     private let snapshots = SnapshotMailbox(newestOnly: false)
 
@@ -112,6 +115,14 @@ final class UplinkWorker: @unchecked Sendable {
         self.log = log
         self.policy = policy
         self.logger = logger
+        let ladder = node.configuration.projections.ladder
+        site = (ladder.siteName, ladder.siteLocation)
+    }
+
+    /// The box's account of itself with a batch that ends at `through`.
+    private func report(through: UInt64) -> BoxReport {
+        BoxReport(site: site.name.isEmpty ? nil : site.name, location: site.location.isEmpty ? nil : site.location,
+                  backlog: state.appliedThrough > through ? state.appliedThrough - through : 0)
     }
 
     /// From the loop: the latest state (calls for help accumulate until the worker takes them).
@@ -174,7 +185,8 @@ final class UplinkWorker: @unchecked Sendable {
             let events = try read(sequences: Set(sequences))
             if !events.isEmpty {
                 let batch = UploadBatch(node: NodeIDText.format(node.nodeID), epoch: state.epoch, epochFirst: state.epochFirst,
-                                        from: events[0].seq, through: events[events.count - 1].seq, urgent: true, events: events)
+                                        from: events[0].seq, through: events[events.count - 1].seq, urgent: true, events: events,
+                                        box: report(through: state.syncedThrough))
                 _ = try await upload(batch)
             }
             urgentPending.removeAll { sequences.contains($0) }
@@ -188,7 +200,7 @@ final class UplinkWorker: @unchecked Sendable {
             return through < state.appliedThrough
         }
         let batch = UploadBatch(node: NodeIDText.format(node.nodeID), epoch: state.epoch, epochFirst: state.epochFirst,
-                                from: from, through: through, events: events)
+                                from: from, through: through, events: events, box: report(through: through))
         guard let answer = try await upload(batch) else { return true }
         let covered = min(answer.heldThrough, batch.through)
         guard covered > state.syncedThrough else { return false }

@@ -9,7 +9,7 @@ struct VigilHubCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "vigil-hub",
         abstract: "The shelter network's hub: boxes sync with it, coordinators see every box (README \"Hub\").",
-        subcommands: [Serve.self, Enroll.self, Revoke.self]
+        subcommands: [Serve.self, Enroll.self, Revoke.self, Coordinator.self]
     )
 }
 
@@ -115,5 +115,32 @@ struct Revoke: AsyncParsableCommand {
             throw ValidationError("no box called \(name) (or it is already revoked)")
         }
         print("revoked \(name)")
+    }
+}
+
+struct Coordinator: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Add the coordinator NAME, or give them a new password (their sessions end). The password is read from standard input.")
+
+    @OptionGroup var options: HubOptions
+
+    @Argument(help: "The coordinator's sign-in name.")
+    var name: String
+
+    func validate() throws {
+        guard !name.isEmpty, name.count <= 64, name.allSatisfy({ $0.isLetter || $0.isNumber || "-_.@".contains($0) }) else {
+            throw ValidationError("NAME: 1 to 64 letters, digits, '-', '_', '.' or '@'")
+        }
+    }
+
+    func run() async throws {
+        // One line from stdin: a terminal, a pipe or a secret file, never the command line
+        // (where `ps` and shell history would show it).
+        if isatty(STDIN_FILENO) != 0 { FileHandle.standardError.write(Data("Password for \(name): ".utf8)) }
+        guard let password = readLine(strippingNewline: true), !password.isEmpty else {
+            throw ValidationError("no password on standard input")
+        }
+        try await Hub.setCoordinator(name: name, password: password, configuration: try options.hubConfiguration(), logger: options.logger())
+        print("coordinator \(name) can sign in")
     }
 }

@@ -138,12 +138,14 @@ final class HubHarness: @unchecked Sendable {
     }
 
     /// An HTTPS client that trusts this hub's certificate, for requests made by hand.
-    func rawClient() throws -> HTTPClient {
+    func rawClient(followRedirects: Bool = true) throws -> HTTPClient {
         let pem = try String(contentsOfFile: hubData + "/tls/hub.crt", encoding: .utf8)
         var tls = TLSConfiguration.makeClientConfiguration()
         tls.trustRoots = .certificates(try NIOSSLCertificate.fromPEMBytes(Array(pem.utf8)))
         tls.certificateVerification = .noHostnameVerification
-        return HTTPClient(eventLoopGroupProvider: .singleton, configuration: .init(tlsConfiguration: tls))
+        var configuration = HTTPClient.Configuration(tlsConfiguration: tls)
+        if !followRedirects { configuration.redirectConfiguration = .disallow }
+        return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
     }
 }
 
@@ -180,6 +182,8 @@ final class Box: @unchecked Sendable {
     let clock = ManualClock()
     private(set) var node: Node?
     private var task: Task<Void, any Error>?
+    /// `site.name` and `site.location` (none by default).
+    var site: (name: String, location: String)?
 
     init(_ label: String = #function) {
         directory = TemporaryDirectory(label)
@@ -194,6 +198,10 @@ final class Box: @unchecked Sendable {
         c.scanWindowMicroseconds = 300_000
         c.commitWindowMicroseconds = 1_000
         c.initialMapBytes = 4 << 20
+        if let site {
+            c.projections.ladder.siteName = site.name
+            c.projections.ladder.siteLocation = site.location
+        }
         return c
     }
 

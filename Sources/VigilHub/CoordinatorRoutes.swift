@@ -1,0 +1,193 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import NIOCore
+import VigilEvents
+import VigilHubProtocol
+
+/// The coordinators' page: sign in with a password, see every box, act (raise an alert for the
+/// network, acknowledge a call for help, cancel a network alert).
+///
+/// Access: nothing here is readable or writable without a session. The session cookie is
+/// HttpOnly, Secure and SameSite=Strict; every form carries the session's CSRF token as well,
+/// and a POST without the right one changes nothing (403). Pages send a Content-Security-Policy
+/// that allows no script, no frame and no form target elsewhere.
+struct CoordinatorRoutes: Sendable {
+    let database: HubDatabase
+    let logger: Logger
+    let now: @Sendable () -> UInt64
+
+    static let cookieName = "vigil_hub_session"
+    static let maxFormBytes = 16 * 1_024
+
+    func register(on router: Router<BasicRequestContext>) {
+        router.get("/") { request, _ in try await overview(request) }
+        router.get("login") { _, _ in Self.html(CoordinatorPage.signIn()) }
+        router.post("login") { request, _ in try await signIn(request) }
+        router.post("logout") { request, _ in try await withSession(request) { session, token, _ in
+            try await database.signOut(token: token)
+            logger.info("hub: a coordinator signed out", metadata: ["coordinator": "\(session.coordinator)"])
+            return Self.redirect("/login", cookie: "\(Self.cookieName)=; Path=/; Max-Age=0; HttpOnly; Secure; SameSite=Strict")
+        } }
+        router.post("alerts") { request, _ in try await withSession(request) { session, _, form in
+            try await raise(form, by: session.coordinator)
+        } }
+        router.post("alerts/ack") { request, _ in try await withSession(request) { session, _, form in
+            try await act(form, by: session.coordinator, acknowledge: true)
+        } }
+        router.post("alerts/cancel") { request, _ in try await withSession(request) { session, _, form in
+            try await act(form, by: session.coordinator, acknowledge: false)
+        } }
+        router.get("static/hub.css") { _, _ in
+            Response(status: .ok, headers: [.contentType: "text/css; charset=utf-8", .cacheControl: "max-age=3600"],
+                     body: .init(byteBuffer: ByteBuffer(string: CoordinatorPage.stylesheet)))
+        }
+    }
+
+    // MARK: Handlers
+
+    func overview(_ request: Request) async throws -> Response {
+        guard let token = Self.sessionToken(request), let session = try await database.session(token: token) else {
+            return Self.redirect("/login")
+        }
+        let notice = request.uri.queryParameters["done"].flatMap { Self.notices[String($0)] }
+        let o = try await database.overview(nowMicroseconds: now())
+        return Self.html(CoordinatorPage.overview(o, coordinator: session.coordinator, csrf: session.csrf, notice: notice))
+    }
+
+    static let notices: [String: String] = [
+        "raised": "The alert was raised: every box hears it at its next feed read (within seconds).",
+        "acknowledged": "Acknowledged: the box that called, and every other box, hear that help is coming.",
+        "cancelled": "The alert was cancelled for every box.",
+        "already": "That was already done (by you or another coordinator): nothing new was sent.",
+    ]
+
+    struct SignInForm: Decodable { var name: String; var password: String }
+
+    func signIn(_ request: Request) async throws -> Response {
+        guard let form = await Self.form(SignInForm.self, request) else {
+            return Self.html(CoordinatorPage.signIn(message: "Give a name and a password."), status: .badRequest)
+        }
+        switch try await database.signIn(name: form.name, password: form.password) {
+        case .signedIn(let token, _):
+            logger.info("hub: a coordinator signed in", metadata: ["coordinator": "\(form.name)"])
+            return Self.redirect("/", cookie: "\(Self.cookieName)=\(token); Path=/; Max-Age=\(HubDatabase.sessionSeconds); HttpOnly; Secure; SameSite=Strict")
+        case .refused:
+            logger.notice("hub: a sign-in was refused", metadata: ["name": "\(form.name.prefix(64))"])
+            return Self.html(CoordinatorPage.signIn(message: "Wrong name or password."), status: .unauthorized)
+        case .rateLimited(let seconds):
+            logger.warning("hub: sign-ins refused for a while after repeated failures", metadata: ["name": "\(form.name.prefix(64))"])
+            var response = Self.html(CoordinatorPage.signIn(message: "Too many failed sign-ins for this name: try again in \((seconds + 59) / 60) minutes."),
+                                     status: .tooManyRequests)
+            response.headers[.retryAfter] = "\(seconds)"
+            return response
+        }
+    }
+
+    func raise(_ fields: [String: String], by coordinator: String) async throws -> Response {
+        guard let slug = fields["kind"], let kind = CoordinatorPage.kind(slug: slug),
+              let text = fields["text"]?.trimmingCharacters(in: .whitespacesAndNewlines), !text.isEmpty, text.utf8.count <= 200,
+              let hours = fields["hours"].flatMap(Int.init), (1...168).contains(hours) else {
+            return Self.html(CoordinatorPage.message("Not raised", "An alert needs a kind, a text of at most 200 bytes and 1 to 168 hours."),
+                             status: .badRequest)
+        }
+        let severity: AlertSeverity = kind == .info ? .info : (kind == .areaHazard ? .warning : .critical)
+        let id = try await database.raiseAlert(by: coordinator, kind: kind, severity: severity, text: text,
+                                               validSeconds: hours * 3_600, nowMicroseconds: now())
+        logger.notice("hub: a coordinator raised an alert for the network",
+                      metadata: ["coordinator": "\(coordinator)", "alert": "\(id.text)", "kind": "\(slug)"])
+        return Self.redirect("/?done=raised")
+    }
+
+    func act(_ fields: [String: String], by coordinator: String, acknowledge: Bool) async throws -> Response {
+        guard let id = fields["alert"].flatMap(Self.alertID) else {
+            return Self.html(CoordinatorPage.message("Nothing done", "That is not an alert id."), status: .badRequest)
+        }
+        let outcome = acknowledge
+            ? try await database.acknowledge(id, by: coordinator, nowMicroseconds: now())
+            : try await database.cancelNetworkAlert(id, by: coordinator, nowMicroseconds: now())
+        switch outcome {
+        case .done:
+            logger.notice(acknowledge ? "hub: a coordinator acknowledged an alert" : "hub: a coordinator cancelled a network alert",
+                          metadata: ["coordinator": "\(coordinator)", "alert": "\(id.text)"])
+            return Self.redirect(acknowledge ? "/?done=acknowledged" : "/?done=cancelled")
+        case .alreadyDone:
+            return Self.redirect("/?done=already")
+        case .unknownAlert:
+            return Self.html(CoordinatorPage.message("Nothing done", "The hub knows no such alert."), status: .notFound)
+        }
+    }
+
+    // MARK: Sessions and forms
+
+    /// Runs `body` for a POST from a signed-in coordinator whose form carries the session's CSRF
+    /// token; anything else changes nothing.
+    func withSession(_ request: Request,
+                     _ body: (HubDatabase.Session, String, [String: String]) async throws -> Response) async throws -> Response {
+        guard let token = Self.sessionToken(request), let session = try await database.session(token: token) else {
+            return Self.html(CoordinatorPage.message("Signed out", "Sign in again to do that."), status: .unauthorized)
+        }
+        guard let fields = await Self.fields(request),
+              PasswordHash.constantTimeEqual(Array((fields["csrf"] ?? "").utf8), Array(session.csrf.utf8)) else {
+            logger.warning("hub: a coordinator's form came without its CSRF token; nothing done", metadata: ["coordinator": "\(session.coordinator)"])
+            return Self.html(CoordinatorPage.message("Refused", "This form is stale or did not come from this hub's page. Reload the page and try again."),
+                             status: .forbidden)
+        }
+        return try await body(session, token, fields)
+    }
+
+    static func sessionToken(_ request: Request) -> String? {
+        guard let value = request.cookies[cookieName]?.value, !value.isEmpty, value.count <= 64 else { return nil }
+        return value
+    }
+
+    static func form<T: Decodable>(_ type: T.Type, _ request: Request) async -> T? {
+        guard let body = try? await request.body.collect(upTo: maxFormBytes) else { return nil }
+        return try? URLEncodedFormDecoder().decode(T.self, from: String(buffer: body))
+    }
+
+    /// The form's fields (the last of a repeated name wins).
+    static func fields(_ request: Request) async -> [String: String]? {
+        guard let body = try? await request.body.collect(upTo: maxFormBytes) else { return nil }
+        var out: [String: String] = [:]
+        for pair in String(buffer: body).split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            guard let name = parts.first.flatMap({ String($0).replacingOccurrences(of: "+", with: " ").removingPercentEncoding }) else { return nil }
+            let value = parts.count > 1 ? String(parts[1]).replacingOccurrences(of: "+", with: " ").removingPercentEncoding : ""
+            guard let value else { return nil }
+            out[name] = value
+        }
+        return out
+    }
+
+    /// "ORIGIN-HEX:COUNTER" (`AlertID.text`).
+    static func alertID(_ text: String) -> AlertID? {
+        let parts = text.split(separator: ":")
+        guard parts.count == 2, let origin = UInt64(parts[0], radix: 16), let counter = UInt32(parts[1]) else { return nil }
+        return AlertID(origin: origin, counter: counter)
+    }
+
+    // MARK: Responses
+
+    static let securityHeaders: [(HTTPField.Name, String)] = [
+        (.contentSecurityPolicy, "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"),
+        (.xContentTypeOptions, "nosniff"),
+        (HTTPField.Name("Referrer-Policy") ?? .cacheControl, "no-referrer"),
+        (.cacheControl, "no-store"),
+    ]
+
+    static func html(_ text: String, status: HTTPResponse.Status = .ok) -> Response {
+        var headers: HTTPFields = [.contentType: "text/html; charset=utf-8"]
+        for (name, value) in securityHeaders { headers[name] = value }
+        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(string: text)))
+    }
+
+    /// 303 See Other: after a POST the browser GETs the page (a reload does not repeat the POST).
+    static func redirect(_ location: String, cookie: String? = nil) -> Response {
+        var headers: HTTPFields = [.location: location]
+        for (name, value) in securityHeaders { headers[name] = value }
+        if let cookie { headers[.setCookie] = cookie }
+        return Response(status: .seeOther, headers: headers)
+    }
+}

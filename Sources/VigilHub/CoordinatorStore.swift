@@ -1,0 +1,215 @@
+import Foundation
+import Logging
+import NIOCore
+import NIOPosix
+import PostgresNIO
+import VigilEvents
+import VigilHubProtocol
+
+/// Coordinators, their sessions and what they do at the hub, in PostgreSQL like everything else
+/// (any hub process serves any coordinator).
+///
+/// Contract: a session is a random token the browser holds in an HttpOnly cookie; the database
+/// keeps its SHA-256 and a CSRF token every form must carry. Five failed sign-ins for one name in
+/// 15 minutes refuse that name for the rest of the window, whichever hub process is asked.
+extension HubDatabase {
+    public static let sessionSeconds = 12 * 3_600
+    public static let failuresAllowed = 5
+    public static let failureWindowSeconds = 15 * 60
+
+    /// Adds the coordinator `name`, or gives them a new password (their sessions end).
+    public func setCoordinator(name: String, passwordHash: String) async throws {
+        try await client.withTransaction(logger: logger) { connection in
+            try await connection.query("""
+                INSERT INTO coordinators (name, password_hash) VALUES (\(name), \(passwordHash))
+                ON CONFLICT (name) DO UPDATE SET password_hash = excluded.password_hash
+                """, logger: logger)
+            try await connection.query("DELETE FROM sessions WHERE coordinator = \(name)", logger: logger)
+        }
+    }
+
+    public enum SignIn: Sendable, Equatable {
+        case signedIn(token: String, csrf: String)
+        /// Unknown name or wrong password: one answer for both.
+        case refused
+        case rateLimited(retryAfterSeconds: Int)
+    }
+
+    /// Checks a password (scrypt, off the event loops) and opens a session.
+    public func signIn(name: String, password: String) async throws -> SignIn {
+        var failures = 0
+        var oldest: Double = 0
+        for try await (n, age) in try await client.query("""
+            SELECT count(*), coalesce(extract(epoch FROM now() - min(at)), 0)::float8 FROM login_failures
+            WHERE name = \(name) AND at > now() - make_interval(secs => \(Double(Self.failureWindowSeconds)))
+            """, logger: logger).decode((Int64, Double).self) {
+            failures = Int(n)
+            oldest = age
+        }
+        if failures >= Self.failuresAllowed {
+            return .rateLimited(retryAfterSeconds: max(1, Self.failureWindowSeconds - Int(oldest)))
+        }
+        var stored: String?
+        for try await (h) in try await client.query("SELECT password_hash FROM coordinators WHERE name = \(name)", logger: logger)
+            .decode(String.self) { stored = h }
+        // An unknown name costs the same scrypt as a known one: timing says nothing.
+        let hash = stored ?? Self.decoyHash
+        let matches = try await NIOThreadPool.singleton.runIfActive { PasswordHash.verify(password, against: hash) }
+        guard matches, stored != nil else {
+            try await client.query("INSERT INTO login_failures (name) VALUES (\(name))", logger: logger)
+            return .refused
+        }
+        let token = Self.randomText()
+        let csrf = Self.randomText()
+        try await client.withTransaction(logger: logger) { connection in
+            try await connection.query("DELETE FROM login_failures WHERE name = \(name)", logger: logger)
+            try await connection.query("DELETE FROM sessions WHERE expires_at < now()", logger: logger)
+            try await connection.query("""
+                INSERT INTO sessions (token_hash, coordinator, csrf, expires_at)
+                VALUES (\(Self.hash(token)), \(name), \(csrf), now() + make_interval(secs => \(Double(Self.sessionSeconds))))
+                """, logger: logger)
+        }
+        return .signedIn(token: token, csrf: csrf)
+    }
+
+    /// A hash of no password anyone has, so unknown names take as long as known ones.
+    static let decoyHash = (try? PasswordHash.make(randomText())) ?? ""
+
+    public struct Session: Sendable, Equatable {
+        public var coordinator: String
+        public var csrf: String
+    }
+
+    /// The live session a cookie names, if any.
+    public func session(token: String) async throws -> Session? {
+        for try await (name, csrf) in try await client.query("""
+            SELECT coordinator, csrf FROM sessions WHERE token_hash = \(Self.hash(token)) AND expires_at > now()
+            """, logger: logger).decode((String, String).self) {
+            return Session(coordinator: name, csrf: csrf)
+        }
+        return nil
+    }
+
+    public func signOut(token: String) async throws {
+        try await client.query("DELETE FROM sessions WHERE token_hash = \(Self.hash(token))", logger: logger)
+    }
+
+    static func randomText() -> String {
+        var bytes = [UInt8](repeating: 0, count: 32)
+        var rng = SystemRandomNumberGenerator()
+        for i in bytes.indices { bytes[i] = rng.next() }
+        return Base64URL.encode(bytes)
+    }
+
+    // MARK: What coordinators do
+
+    /// The origin of alerts coordinators raise (one per database, so every hub process agrees).
+    public func networkAlertOrigin() async throws -> UInt64 {
+        for try await (o) in try await client.query("SELECT alert_origin FROM network LIMIT 1", logger: logger).decode(Int64.self) {
+            return UInt64(bitPattern: o)
+        }
+        throw HubError.configuration("the database has no network row (migration 3 did not run)")
+    }
+
+    /// Raises an alert for every box of the network; returns its id.
+    public func raiseAlert(by coordinator: String, kind: AlertKind, severity: AlertSeverity, text: String,
+                           validSeconds: Int, nowMicroseconds: UInt64) async throws -> AlertID {
+        let origin = try await networkAlertOrigin()
+        return try await client.withTransaction(logger: logger) { connection -> AlertID in
+            var counter: Int64 = 0
+            for try await (c) in try await connection.query("SELECT nextval('coordinator_alert_counter')", logger: logger).decode(Int64.self) {
+                counter = c
+            }
+            var alert = Alert()
+            alert.id = AlertID(origin: origin, counter: UInt32(truncatingIfNeeded: counter))
+            alert.kind = kind
+            alert.severity = severity
+            alert.text = text
+            alert.expiresAtUs = nowMicroseconds &+ UInt64(validSeconds) &* 1_000_000
+            let (k, payload) = EventCodec.encode(.alertRaised(alert))
+            try await appendCoordinatorItem(kind: k, payload: payload, coordinator: coordinator, nowMicroseconds: nowMicroseconds, connection)
+            return alert.id
+        }
+    }
+
+    public enum CoordinatorAction: Sendable, Equatable {
+        case done
+        case unknownAlert
+        /// Already done (a second click, or another coordinator): nothing new is sent.
+        case alreadyDone
+    }
+
+    /// Acknowledges an alert raised at a box ("help is coming"), for every box to hear.
+    public func acknowledge(_ id: AlertID, by coordinator: String, nowMicroseconds: UInt64) async throws -> CoordinatorAction {
+        try await client.withTransaction(logger: logger) { connection -> CoordinatorAction in
+            try await connection.query("SELECT pg_advisory_xact_lock(7431002)", logger: logger)
+            guard let raised = try await raisedAlert(id, connection) else { return .unknownAlert }
+            if try await coordinatorItemExists(kind: .alertAcknowledged, id: id, connection) { return .alreadyDone }
+            var ack = AlertAcknowledged()
+            ack.id = id
+            ack.expiresAtUs = raised.expiresAtUs
+            ack.severity = raised.severity
+            let (k, payload) = EventCodec.encode(.alertAcknowledged(ack))
+            try await appendCoordinatorItem(kind: k, payload: payload, coordinator: coordinator, nowMicroseconds: nowMicroseconds, connection)
+            return .done
+        }
+    }
+
+    /// Cancels an alert a coordinator raised (boxes cancel their own).
+    public func cancelNetworkAlert(_ id: AlertID, by coordinator: String, nowMicroseconds: UInt64) async throws -> CoordinatorAction {
+        let origin = try await networkAlertOrigin()
+        guard id.origin == origin else { return .unknownAlert }
+        return try await client.withTransaction(logger: logger) { connection -> CoordinatorAction in
+            try await connection.query("SELECT pg_advisory_xact_lock(7431002)", logger: logger)
+            guard let raised = try await raisedAlert(id, connection) else { return .unknownAlert }
+            if try await coordinatorItemExists(kind: .alertCancelled, id: id, connection) { return .alreadyDone }
+            var cancel = AlertCancelled()
+            cancel.id = id
+            cancel.by = origin
+            cancel.reason = "cancelled by \(coordinator) at the hub"
+            cancel.expiresAtUs = raised.expiresAtUs
+            cancel.severity = raised.severity
+            let (k, payload) = EventCodec.encode(.alertCancelled(cancel))
+            try await appendCoordinatorItem(kind: k, payload: payload, coordinator: coordinator, nowMicroseconds: nowMicroseconds, connection)
+            return .done
+        }
+    }
+
+    /// The alert as raised, from the feed.
+    private func raisedAlert(_ id: AlertID, _ connection: PostgresConnection) async throws -> Alert? {
+        for try await (payload) in try await connection.query("""
+            SELECT payload FROM feed WHERE kind = \(Int32(EventKind.alertRaised.rawValue))
+              AND (origin_node = \(Int64(bitPattern: id.origin)) OR origin_node = 0) ORDER BY position
+            """, logger: logger).decode(ByteBuffer.self) {
+            if case .alertRaised(let a)? = try? EventCodec.decode(kind: UInt32(EventKind.alertRaised.rawValue),
+                                                                  payload: Array(payload.readableBytesView), sequence: 0),
+               a.id == id { return a }
+        }
+        return nil
+    }
+
+    private func coordinatorItemExists(kind: EventKind, id: AlertID, _ connection: PostgresConnection) async throws -> Bool {
+        for try await (payload) in try await connection.query("""
+            SELECT payload FROM feed WHERE kind = \(Int32(kind.rawValue)) AND origin_node = 0
+            """, logger: logger).decode(ByteBuffer.self) {
+            switch try? EventCodec.decode(kind: UInt32(kind.rawValue), payload: Array(payload.readableBytesView), sequence: 0) {
+            case .alertAcknowledged(let k)?: if k.id == id { return true }
+            case .alertCancelled(let c)?: if c.id == id { return true }
+            default: continue
+            }
+        }
+        return false
+    }
+
+    /// One coordinator item at the next feed position (origin node 0), waking the long polls.
+    private func appendCoordinatorItem(kind: UInt32, payload: [UInt8], coordinator: String, nowMicroseconds: UInt64,
+                                       _ connection: PostgresConnection) async throws {
+        try await connection.query("SELECT pg_advisory_xact_lock(7431002)", logger: logger)
+        try await connection.query("""
+            INSERT INTO feed (position, origin_node, origin_epoch, origin_seq, kind, time_us, payload, coordinator)
+            VALUES ((SELECT coalesce(max(position), 0) + 1 FROM feed), 0, 0, 0, \(Int32(bitPattern: kind)),
+                    \(Int64(bitPattern: nowMicroseconds)), \(ByteBuffer(bytes: payload)), \(coordinator))
+            """, logger: logger)
+        try await connection.query("SELECT pg_notify(\(Self.feedChannel), '')", logger: logger)
+    }
+}

@@ -1,0 +1,168 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import Testing
+import VigilCore
+import VigilEvents
+import VigilHub
+import VigilHubProtocol
+import VigilTestSupport
+@testable import VigilNode
+
+/// The coordinators' page (issue 11, item 7): a coordinator signs in, sees every box on a map
+/// with its occupancy and open calls for help, acknowledges a call, raises an alert for the
+/// network; the boxes hear both. Driven in headless Chromium, with screenshots.
+@Suite(.serialized) struct CoordinatorPageTests {
+    static let coordinator = "maria"
+    static let password = "correct horse battery"
+
+    /// Two boxes at two sites; A has people around it, a resident whose ladder started and an SOS.
+    static func network(_ hub: HubHarness) async throws -> (a: Box, b: Box, sos: Alert) {
+        try await hub.start()
+        try await hub.database { try await $0.setCoordinator(name: coordinator, passwordHash: try PasswordHash.make(password)) }
+        let a = Box("page-a")
+        a.site = ("Shelter North <b>", "-33.8688,151.2093")
+        let b = Box("page-b")
+        b.site = ("Shelter South", "-33.9200,151.1500")
+        try await a.join(hub, as: "north")
+        try await b.join(hub, as: "south")
+        try await a.start()
+        try await b.start()
+        let aNode = try #require(await a.read { $0.nodeID })
+        var r = Resident()
+        r.id = "room-12"
+        r.name = "Ana Ruiz"
+        r.room = "12"
+        r.mode = .time
+        r.intervalUs = 60_000_000
+        r.confirmUs = 3_600_000_000
+        await a.append(.residentEnrolled(r))
+        // A minute and a bit: the radio hears its advertisers, a minute is sampled, and the
+        // resident's ladder asks "are you OK?".
+        await a.advance(byMicroseconds: 70_000_000)
+        var sos = Alert()
+        sos.id = AlertID(origin: aNode, counter: 1)
+        sos.kind = .sos
+        sos.severity = .critical
+        sos.text = "Fall in the kitchen"
+        await a.append(.alertRaised(sos))
+        try await a.waitUntilSynced()
+        try await b.waitUntilSynced()
+        return (a, b, sos)
+    }
+
+    @Test func aCoordinatorSeesTheNetworkAcknowledgesACallAndRaisesAnAlertInABrowser() async throws {
+        let hub = HubHarness("page")
+        let (a, b, sos) = try await Self.network(hub)
+        let sampled = await a.read { $0.projections.health.occupancy?.advertisers ?? 0 } ?? 0
+        #expect(sampled > 0, "box A sampled its occupancy")
+        #expect(await a.read { $0.projections.escalations.residents["room-12"]?.ladderStep } == .prompt)
+
+        let output = Self.outputDirectory("hub-page")
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("browser/hub_page.py").path
+        let run = await offPool {
+            runProcess("/usr/bin/env", ["python3", script, hub.url, Self.coordinator, Self.password, "north", sos.id.text, "room-12", output])
+        }
+        #expect(run.status == 0, "the browser's checks:\n\(run.output)")
+        print(run.output)
+
+        // The boxes heard what the coordinator did: A its call acknowledged ("help is coming"),
+        // B the network's evacuation alert.
+        let key = sos.id.text
+        try await a.until("box A has the coordinator's acknowledgement of its SOS") { n in
+            n.projections.alerts.acknowledgements[key].map { !$0.madeHere } ?? false
+        }
+        let origin = try await hub.database { try await $0.networkAlertOrigin() }
+        try await b.until("box B has the network's alert") { n in
+            n.projections.alerts.active.contains { $0.origin == origin && $0.kind == AlertKind.evacuate.rawValue }
+        }
+        try await a.stop()
+        try await b.stop()
+        await hub.stop()
+    }
+
+    @Test func nothingIsShownOrDoneWithoutASessionAndItsCSRFTokenAndGuessingIsSlowedDown() async throws {
+        let hub = HubHarness("page-access")
+        let (a, b, _) = try await Self.network(hub)
+        let client = try hub.rawClient(followRedirects: false)
+
+        // Anonymous: the overview sends to sign in; a POST changes nothing.
+        let anonymous = try await client.execute(HTTPClientRequest(url: hub.url + "/"), timeout: .seconds(10))
+        #expect(anonymous.status == .seeOther && anonymous.headers.first(name: "location") == "/login")
+        var post = HTTPClientRequest(url: hub.url + "/alerts")
+        post.method = .POST
+        post.headers.add(name: "content-type", value: "application/x-www-form-urlencoded")
+        post.body = .bytes(ByteBuffer(string: "csrf=x&kind=fire&text=forged&hours=1"))
+        #expect(try await client.execute(post, timeout: .seconds(10)).status == .unauthorized)
+
+        // Signed in, but a form without the session's CSRF token (another site's form) is refused.
+        let cookie = try await signIn(client, hub, password: Self.password)
+        var forged = post
+        forged.headers.add(name: "cookie", value: cookie)
+        #expect(try await client.execute(forged, timeout: .seconds(10)).status == .forbidden)
+        let feedItems = try await hub.database { db in try await db.overview(nowMicroseconds: 0).alerts.filter(\.fromCoordinator).count }
+        #expect(feedItems == 0, "nothing was raised")
+
+        // The page escapes what boxes say about themselves.
+        var page = HTTPClientRequest(url: hub.url + "/")
+        page.headers.add(name: "cookie", value: cookie)
+        let html = String(buffer: try await client.execute(page, timeout: .seconds(10)).body.collect(upTo: 1 << 20))
+        #expect(html.contains("Shelter North &lt;b&gt;") && !html.contains("Shelter North <b>"))
+        #expect(html.contains("id=\"map\""))
+
+        // Five wrong passwords: the sixth try is refused even with the right one, for a while.
+        for _ in 0..<HubDatabase.failuresAllowed {
+            #expect(try await signInStatus(client, hub, password: "guess-guess") == 401)
+        }
+        #expect(try await signInStatus(client, hub, password: Self.password) == 429)
+        try await client.shutdown()
+        try await a.stop()
+        try await b.stop()
+        await hub.stop()
+    }
+
+    func signInStatus(_ client: HTTPClient, _ hub: HubHarness, password: String) async throws -> UInt {
+        var request = HTTPClientRequest(url: hub.url + "/login")
+        request.method = .POST
+        request.headers.add(name: "content-type", value: "application/x-www-form-urlencoded")
+        request.body = .bytes(ByteBuffer(string: "name=\(Self.coordinator)&password=\(password.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")"))
+        return try await client.execute(request, timeout: .seconds(20)).status.code
+    }
+
+    /// The session cookie ("name=value") a successful sign-in sets.
+    func signIn(_ client: HTTPClient, _ hub: HubHarness, password: String) async throws -> String {
+        var request = HTTPClientRequest(url: hub.url + "/login")
+        request.method = .POST
+        request.headers.add(name: "content-type", value: "application/x-www-form-urlencoded")
+        request.body = .bytes(ByteBuffer(string: "name=\(Self.coordinator)&password=\(password.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")"))
+        let response = try await client.execute(request, timeout: .seconds(20))
+        let setCookie = try #require(response.headers.first(name: "set-cookie"))
+        #expect(setCookie.contains("HttpOnly") && setCookie.contains("Secure") && setCookie.contains("SameSite=Strict"))
+        return String(setCookie.prefix { $0 != ";" })
+    }
+
+    /// Where a test's screenshots go: `VIGIL_TEST_OUTPUT/NAME` (scripts/test sets it), else
+    /// `.build/test-output/NAME`.
+    static func outputDirectory(_ name: String) -> String {
+        if let base = ProcessInfo.processInfo.environment["VIGIL_TEST_OUTPUT"] { return base + "/" + name }
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        return root.appendingPathComponent(".build/test-output/\(name)").path
+    }
+}
+
+/// Runs a program to its end; its stdout and stderr together.
+func runProcess(_ path: String, _ arguments: [String]) -> (status: Int32, output: String) {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: path)
+    process.arguments = arguments
+    let pipe = Pipe()
+    process.standardOutput = pipe
+    process.standardError = pipe
+    do { try process.run() } catch { return (-1, "cannot run \(path): \(error)") }
+    let data = pipe.fileHandleForReading.readDataToEndOfFile()
+    let pid = process.processIdentifier
+    var status: Int32 = 0
+    while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+    return ((status >> 8) & 0xFF, String(decoding: data, as: UTF8.self))
+}

@@ -1,0 +1,127 @@
+#!/usr/bin/env python3
+"""Drives the hub's coordinator page in headless Chromium (Debian's chromium and chromedriver,
+selenium from PyPI) the way a coordinator would: sign in (a wrong password first), find the box
+that called for help on the map and in the list, acknowledge its call, raise an alert for the
+network, look at it on a phone-sized screen. Asserts on the DOM at every step and saves a
+screenshot of each state in OUTPUT.
+
+Usage: hub_page.py URL NAME PASSWORD CALLING-BOX ALERT-ID RESIDENT OUTPUT
+Exit 0 when every check holds; otherwise the failed check is on stderr (and a screenshot of
+the page as it was is saved as failure.png).
+"""
+import os
+import sys
+
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support import expected_conditions
+from selenium.webdriver.support.ui import Select, WebDriverWait
+
+url, name, password, calling_box, alert_id, resident, output = sys.argv[1:8]
+os.makedirs(output, exist_ok=True)
+
+options = webdriver.ChromeOptions()
+options.binary_location = "/usr/bin/chromium"
+for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+             # The hub's certificate is self-signed (boxes pin it); the browser is told to go on.
+             "--ignore-certificate-errors", "--window-size=1280,1400"):
+    options.add_argument(flag)
+driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+driver.set_page_load_timeout(30)
+
+
+def shot(label):
+    path = os.path.join(output, f"{label}.png")
+    driver.save_screenshot(path)
+    print(f"screenshot: {path}")
+
+
+def check(condition, what):
+    if not condition:
+        shot("failure")
+        raise AssertionError(what)
+    print(f"ok: {what}")
+
+
+def submit(button):
+    """Clicks a form's button and waits for the page the POST leads to (the old one goes stale)."""
+    page = driver.find_element(By.TAG_NAME, "html")
+    button.click()
+    WebDriverWait(driver, 15).until(expected_conditions.staleness_of(page))
+
+
+def one(css):
+    found = driver.find_elements(By.CSS_SELECTOR, css)
+    check(len(found) == 1, f"exactly one {css} (found {len(found)})")
+    return found[0]
+
+
+try:
+    # Nothing is shown without a session: the page sends the browser to sign in.
+    driver.get(url + "/")
+    check(driver.current_url.endswith("/login"), "an anonymous visit lands on the sign-in page")
+    shot("1-sign-in")
+
+    one("input[name=name]").send_keys(name)
+    one("input[name=password]").send_keys(password + "-wrong")
+    submit(one("#sign-in button[type=submit]"))
+    check("Wrong name or password" in one("#sign-in-error").text, "a wrong password is refused with a clear message")
+
+    one("input[name=name]").send_keys(name)
+    one("input[name=password]").send_keys(password)
+    submit(one("#sign-in button[type=submit]"))
+    check(driver.current_url.rstrip("/") == url, "the right password opens the overview")
+    cookie = driver.get_cookie("vigil_hub_session")
+    check(cookie is not None and cookie.get("httpOnly") and cookie.get("secure") and cookie.get("sameSite") == "Strict",
+          "the session cookie is HttpOnly, Secure and SameSite=Strict")
+
+    check(one("#open-calls b").text == "1", "the summary counts one open call for help")
+    dot = one(f"#map g.box-dot.calling[data-box='{calling_box}']")
+    check(dot.find_element(By.CSS_SELECTOR, "circle").get_attribute("r") == "12", "the calling box is drawn large and red on the map")
+    check(len(driver.find_elements(By.CSS_SELECTOR, "#map g.box-dot")) == 2, "both boxes are on the map")
+    row = one(f"#open-alerts tr.alert.call.open[data-alert='{alert_id}']")
+    check(calling_box in row.text and "SOS" in row.text, "the call for help is listed with the box that raised it")
+    check("nobody yet" in row.find_element(By.CSS_SELECTOR, ".acks").text, "nobody has acknowledged it yet")
+    box_row = one(f"#boxes tr.box[data-box='{calling_box}']")
+    occupancy = box_row.find_element(By.CSS_SELECTOR, ".occupancy").text.split()[0]
+    check(occupancy.isdigit() and int(occupancy) > 0, f"the box's occupancy is a count ({occupancy})")
+    check(box_row.find_element(By.CSS_SELECTOR, ".calls").text == "1", "the box list shows its open call")
+    check(one(f"#escalations tr.escalation[data-resident='{resident}']") is not None, "the resident in an escalation is listed")
+    shot("2-overview-call-for-help")
+
+    submit(row.find_element(By.CSS_SELECTOR, "button.ack"))
+    check("Acknowledged" in one("#notice").text, "acknowledging says what happened")
+    row = one(f"#open-alerts tr.alert[data-alert='{alert_id}']")
+    check(f"coordinator {name}" in row.find_element(By.CSS_SELECTOR, ".acks").text, "the call shows the coordinator's acknowledgement")
+    check(not row.find_elements(By.CSS_SELECTOR, "button.ack"), "the acknowledge button is gone once acknowledged")
+    shot("3-acknowledged")
+
+    form = one("#raise-alert")
+    Select(form.find_element(By.NAME, "kind")).select_by_value("evacuate")
+    form.find_element(By.NAME, "text").send_keys("Move to the upper floor")
+    submit(form.find_element(By.CSS_SELECTOR, "button[type=submit]"))
+    check("raised" in one("#notice").text, "raising an alert says what happened")
+    raised = [r for r in driver.find_elements(By.CSS_SELECTOR, "#open-alerts tr.alert.open") if "Move to the upper floor" in r.text]
+    check(len(raised) == 1 and f"coordinator {name}" in raised[0].text and "Evacuate" in raised[0].text,
+          "the network alert is listed as the coordinator's")
+    shot("4-network-alert")
+
+    driver.set_window_size(390, 1600)
+    driver.refresh()
+    check(one("#open-calls").is_displayed(), "the summary is readable on a phone-sized screen")
+    width = driver.execute_script("return document.documentElement.scrollWidth")
+    check(width <= 400, f"the page does not scroll sideways on a phone ({width}px wide)")
+    cancel = one("#open-alerts button.cancel")
+    check(cancel.is_displayed() and cancel.rect["x"] + cancel.rect["width"] <= 390,
+          "a row's button is within the phone's screen (rows become cards)")
+    shot("5-phone")
+
+    driver.set_window_size(1280, 1400)
+    submit(one("form[action='/logout'] button"))
+    check(driver.current_url.endswith("/login"), "signing out returns to the sign-in page")
+    driver.get(url + "/")
+    check(driver.current_url.endswith("/login"), "after signing out the overview needs a new sign-in")
+finally:
+    driver.quit()
+print("hub page: every check held")
