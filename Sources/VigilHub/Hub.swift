@@ -70,9 +70,9 @@ public struct HubConfiguration: Sendable {
 /// It keeps nothing outside PostgreSQL.
 public enum Hub {
     /// Runs until the task is cancelled or the process gets SIGTERM/SIGINT. `onListening` gets
-    /// the bound port (useful with port 0).
+    /// the bound port (useful with port 0) and the certificate's fingerprint.
     public static func run(_ configuration: HubConfiguration, logger: Logger,
-                           onListening: @escaping @Sendable (Int) -> Void = { _ in }) async throws {
+                           onListening: @escaping @Sendable (_ port: Int, _ fingerprint: String) -> Void = { _, _ in }) async throws {
         let cluster = configuration.databaseURL == nil ? try LocalCluster(dataDirectory: configuration.dataDirectory, logger: logger) : nil
         try cluster?.start()
         defer { cluster?.stop() }
@@ -92,7 +92,7 @@ public enum Hub {
             onServerRunning: { channel in
                 let port = channel.localAddress?.port ?? configuration.port
                 logger.info("hub: listening", metadata: ["port": "\(port)", "fingerprint": "\(identity.fingerprint)"])
-                onListening(port)
+                onListening(port, identity.fingerprint)
             },
             logger: logger
         )

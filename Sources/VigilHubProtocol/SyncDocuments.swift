@@ -55,13 +55,7 @@ public struct BoxReport: Codable, Sendable, Equatable {
     }
 
     /// The location as degrees, when it is two numbers in range.
-    public var coordinates: (latitude: Double, longitude: Double)? {
-        guard let text = location else { return nil }
-        let parts = text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
-        guard parts.count == 2, let lat = Double(parts[0]), let lon = Double(parts[1]),
-              (-90...90).contains(lat), (-180...180).contains(lon) else { return nil }
-        return (lat, lon)
-    }
+    public var coordinates: GeoPoint? { location.flatMap(GeoPoint.init(text:)) }
 }
 
 /// One event as it leaves the box: its identity (node, epoch, `seq`), its content and the

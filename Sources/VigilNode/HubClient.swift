@@ -136,15 +136,44 @@ public final class HubClient: Sendable {
 /// Joining a hub (`vigil hub join`): check the hub is the one the token names, trade the token
 /// for the box's own credential, and keep both in `DATA/hub.json`.
 public enum HubJoin {
-    public static func join(url: String, token: EnrolmentToken, dataDirectory: String) async throws -> HubLinks.Link {
+    public static func join(url: String, token: EnrolmentToken, dataDirectory: String, location: String? = nil) async throws -> HubLinks.Link {
         let node = try NodeIdentity.load(dataDirectory: dataDirectory)
         let certificate = try await HubClient.pinnedCertificate(url: url, fingerprint: token.hubFingerprint)
         let client = try HubClient(url: url, certificatePEM: certificate, credential: nil)
         defer { client.close() }
         let answer = try await client.enrol(token: token.secret, node: node)
         let link = HubLinks.Link(url: url, fingerprint: token.hubFingerprint, certificate: certificate,
-                                 name: answer.name, credential: answer.credential)
+                                 name: answer.name, credential: answer.credential, location: location)
         var links = try HubLinks.load(dataDirectory: dataDirectory)
+        // Joining again is joining a network anew: the new credential replaces the old one at
+        // every entry point of that network (they share its database).
+        for index in links.hubs.indices { links.hubs[index].credential = answer.credential; links.hubs[index].name = answer.name }
+        links.upsert(link)
+        try links.save(dataDirectory: dataDirectory)
+        return link
+    }
+
+    /// Adds another entry point of the network the box has joined (`vigil hub add`): a hub
+    /// process on the same database, elsewhere. Its certificate must be `fingerprint`, and it
+    /// must know this box's credential (else it is another network, and nothing is kept).
+    public static func addEntryPoint(url: String, fingerprint: String, location: String?, dataDirectory: String) async throws -> HubLinks.Link {
+        var links = try HubLinks.load(dataDirectory: dataDirectory)
+        guard let joined = links.hubs.first else {
+            throw HubClient.Failure.wrongHub("the box has joined no hub yet: `vigil hub join URL --token TOKEN` first")
+        }
+        let node = try NodeIdentity.load(dataDirectory: dataDirectory)
+        let certificate = try await HubClient.pinnedCertificate(url: url, fingerprint: fingerprint)
+        let client = try HubClient(url: url, certificatePEM: certificate, credential: BoxCredential(node: node, secret: joined.credential))
+        defer { client.close() }
+        do {
+            _ = try await client.syncState(node: node)
+        } catch {
+            // (A `catch .refused(let status, _) where` pattern here crashes Swift 6.3's SILGen.)
+            guard case .refused(let status, _) = error, status == 401 || status == 403 else { throw error }
+            throw HubClient.Failure.wrongHub("the hub at \(url) does not know this box: it is not an entry point of the network the box joined")
+        }
+        let link = HubLinks.Link(url: url, fingerprint: fingerprint, certificate: certificate, name: joined.name,
+                                 credential: joined.credential, location: location)
         links.upsert(link)
         try links.save(dataDirectory: dataDirectory)
         return link

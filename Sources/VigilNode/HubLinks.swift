@@ -15,13 +15,17 @@ public struct HubLinks: Codable, Sendable, Equatable {
         public var name: String
         /// The box's credential at the hub (`BoxCredential.secret`).
         public var credential: String
+        /// The hub's reference location, "LATITUDE,LONGITUDE" (`--location`): the box uses the
+        /// nearest hub that answers.
+        public var location: String?
 
-        public init(url: String, fingerprint: String, certificate: String, name: String, credential: String) {
+        public init(url: String, fingerprint: String, certificate: String, name: String, credential: String, location: String? = nil) {
             self.url = url
             self.fingerprint = fingerprint
             self.certificate = certificate
             self.name = name
             self.credential = credential
+            self.location = location
         }
     }
 

@@ -16,6 +16,7 @@ final class HubUplink: NodeComponent {
     unowned let node: Node
     private var worker: UplinkWorker?
     private var downlink: DownlinkWorker?
+    private var choice: HubChoice?
     private var tasks: [Task<Void, Never>] = []
     private var changed = false
     private var urgent: [UInt64] = []
@@ -24,19 +25,21 @@ final class HubUplink: NodeComponent {
 
     func open() throws(NodeError) {
         let links = try HubLinks.load(dataDirectory: node.configuration.dataDirectory)
-        guard let link = links.hubs.first else { return }
-        let client: HubClient
+        guard !links.hubs.isEmpty else { return }
+        let choice: HubChoice
         do {
-            client = try HubClient(url: link.url, certificatePEM: link.certificate,
-                                   credential: BoxCredential(node: node.nodeID, secret: link.credential))
+            choice = try HubChoice(links: links.hubs, node: node.nodeID,
+                                   site: GeoPoint(text: node.configuration.projections.ladder.siteLocation),
+                                   clock: node.clock, logger: node.logger)
         } catch {
-            throw .unsupported("hub \(link.url): \(error)")
+            throw .unsupported("DATA/hub.json: \(error)")
         }
-        worker = UplinkWorker(node: node, client: client, hub: link.fingerprint, log: node.log,
+        worker = UplinkWorker(node: node, choice: choice, log: node.log,
                               policy: SharePolicy(shareContacts: node.configuration.hubShareContacts,
                                                   shareOccupancy: node.configuration.hubShareOccupancy),
                               logger: node.logger)
-        downlink = DownlinkWorker(node: node, client: client, hub: link.fingerprint, logger: node.logger)
+        downlink = DownlinkWorker(node: node, choice: choice, logger: node.logger)
+        self.choice = choice
     }
 
     func start() throws(NodeError) {
@@ -67,6 +70,7 @@ final class HubUplink: NodeComponent {
         for t in tasks { t.cancel() }
         downlink?.close()
         worker?.close()
+        choice?.close()
     }
 
     private func snapshot() -> UplinkSnapshot {
@@ -92,8 +96,7 @@ struct UplinkSnapshot: Sendable, Equatable {
 /// The upload loop beside the node's loop.
 final class UplinkWorker: @unchecked Sendable {
     let node: Node
-    let client: HubClient
-    let hub: String
+    let choice: HubChoice
     let log: EventLog
     let policy: SharePolicy
     let logger: Logger
@@ -108,10 +111,10 @@ final class UplinkWorker: @unchecked Sendable {
     /// Records read for one batch at most (a long run of scan hits is skipped in steps).
     static let scanLimit = 200_000
 
-    init(node: Node, client: HubClient, hub: String, log: EventLog, policy: SharePolicy, logger: Logger) {
+    init(node: Node, choice: HubChoice, log: EventLog, policy: SharePolicy, logger: Logger) {
         self.node = node
-        self.client = client
-        self.hub = hub
+        self.choice = choice
+        self.using = choice.current()
         self.log = log
         self.policy = policy
         self.logger = logger
@@ -128,10 +131,12 @@ final class UplinkWorker: @unchecked Sendable {
     /// From the loop: the latest state (calls for help accumulate until the worker takes them).
     func offer(_ snapshot: UplinkSnapshot) { snapshots.offer(snapshot) }
 
-    func close() {
-        snapshots.close()
-        client.close()
-    }
+    func close() { snapshots.close() }
+
+    /// The hub of the exchange under way (`HubChoice`), chosen at the start of each.
+    private var using: (index: Int, hub: HubChoice.Hub)
+    private var client: HubClient { using.hub.client }
+    private var hub: String { using.hub.fingerprint }
 
     // MARK: The loop
 
@@ -147,16 +152,23 @@ final class UplinkWorker: @unchecked Sendable {
         guard let first = await snapshots.next() else { return }
         take(first)
         while !Task.isCancelled {
+            let next = choice.current()
+            // Another hub of the network: what it holds of this box is asked first.
+            if next.index != using.index { checkedHub = false }
+            using = next
             // Everything offered so far, without waiting.
             do {
                 let progressed = try await step()
                 retry.succeeded()
+                choice.answered(using.index)
                 if progressed { continue }
             } catch is CancellationError {
                 return
             } catch {
-                // The hub unreachable or refusing, or the log unreadable for a moment: try again.
+                // The hub unreachable or refusing, or the log unreadable for a moment: try again,
+                // at once at the next nearest hub when this one did not answer.
                 checkedHub = false
+                if HubChoice.isNoAnswer(error), choice.didNotAnswer(using.index, error) { continue }
                 guard await retry.wait(after: error, "hub: sync failed; retrying", logger) else { return }
                 continue
             }
@@ -346,8 +358,7 @@ final class UplinkWorker: @unchecked Sendable {
 /// even when the feed is read again after a crash.
 final class DownlinkWorker: @unchecked Sendable {
     let node: Node
-    let client: HubClient
-    let hub: String
+    let choice: HubChoice
     let logger: Logger
     /// Only the cursor matters: the newest snapshot replaces older ones.
     private let snapshots = SnapshotMailbox(newestOnly: true)
@@ -355,10 +366,9 @@ final class DownlinkWorker: @unchecked Sendable {
     /// Seconds the hub may hold a poll open (under the client's 30 s read timeout).
     static let pollSeconds = 25
 
-    init(node: Node, client: HubClient, hub: String, logger: Logger) {
+    init(node: Node, choice: HubChoice, logger: Logger) {
         self.node = node
-        self.client = client
-        self.hub = hub
+        self.choice = choice
         self.logger = logger
     }
 
@@ -371,15 +381,19 @@ final class DownlinkWorker: @unchecked Sendable {
         cursor = first.feedCursor
         var retry = HubRetry()
         while !Task.isCancelled {
+            // Every hub of the network serves the one feed, in the one order: the cursor holds
+            // across a failover.
+            let (index, hub) = choice.current()
             do {
-                let answer = try await client.feed(node: node.nodeID, after: cursor, wait: Self.pollSeconds)
+                let answer = try await hub.client.feed(node: node.nodeID, after: cursor, wait: Self.pollSeconds)
                 retry.succeeded()
+                choice.answered(index)
                 guard let last = answer.items.last?.position, last > cursor else { continue }
                 var bodies: [EventBody] = []
                 for item in answer.items where item.position > cursor {
                     guard let payload = Data(base64Encoded: item.payload) else { continue }
                     var r = HubReceived()
-                    r.hub = hub
+                    r.hub = hub.fingerprint
                     r.position = item.position
                     r.originNode = item.origin.isEmpty ? 0 : NodeIDText.parse(item.origin) ?? 0
                     r.kind = item.kind
@@ -395,6 +409,7 @@ final class DownlinkWorker: @unchecked Sendable {
                 }
                 logger.info("hub: items received from the feed", metadata: ["count": "\(bodies.count)", "cursor": "\(cursor)"])
             } catch {
+                if HubChoice.isNoAnswer(error), choice.didNotAnswer(index, error) { continue }
                 guard await retry.wait(after: error, "hub: the feed cannot be read; retrying", logger) else { return }
             }
         }

@@ -1,6 +1,7 @@
 import Foundation
 import VigilBoard
 import VigilCore
+import VigilHubProtocol
 import VigilLog
 import VigilRadio
 import VigilSystem
@@ -254,10 +255,8 @@ public struct NodeConfiguration: Sendable {
 
     /// "lat,lon" in degrees, normalised (no spaces), or nil.
     static func parseLocation(_ text: String) -> String? {
-        let parts = text.split(separator: ",", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
-        guard parts.count == 2, let lat = Double(parts[0]), let lon = Double(parts[1]),
-              (-90...90).contains(lat), (-180...180).contains(lon) else { return nil }
-        return "\(parts[0]),\(parts[1])"
+        guard GeoPoint(text: text) != nil else { return nil }
+        return text.filter { !$0.isWhitespace }
     }
 
     /// Resolves a board by path or by name in the usual places; `sim` falls back to the built-in

@@ -74,9 +74,10 @@ struct Serve: AsyncParsableCommand {
         if let listen { try c.setListen(listen) }
         // A reader of stdout that went away must not kill the hub.
         signal(SIGPIPE, SIG_IGN)
-        try await Hub.run(c, logger: options.logger()) { port in
-            // One line for scripts and tests that start the hub on port 0.
-            FileHandle.standardOutput.write(Data("vigil-hub: listening on port \(port)\n".utf8))
+        try await Hub.run(c, logger: options.logger()) { port, fingerprint in
+            // One line for scripts and tests that start the hub on port 0; the identity boxes pin
+            // (`vigil hub add URL --fingerprint`).
+            FileHandle.standardOutput.write(Data("vigil-hub: listening on port \(port), certificate \(fingerprint)\n".utf8))
         }
     }
 }

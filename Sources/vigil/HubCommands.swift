@@ -6,8 +6,8 @@ import VigilNode
 struct HubCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "hub",
-        abstract: "The shelter network's hub: join one (README \"Hub\").",
-        subcommands: [Join.self]
+        abstract: "The shelter network's hub: join one, add its other entry points (README \"Hub\").",
+        subcommands: [Join.self, Add.self]
     )
 
     struct Join: AsyncParsableCommand {
@@ -27,10 +27,16 @@ struct HubCommand: AsyncParsableCommand {
         @Option(help: "The token `vigil-hub enroll` printed.")
         var token: String
 
+        @Option(help: "The hub's reference location, LATITUDE,LONGITUDE: with several hubs the box uses the nearest that answers (from site.location).")
+        var location: String?
+
         func run() async throws {
             try await reportingErrors {
                 guard url.hasPrefix("https://"), URL(string: url)?.host != nil else {
                     throw CLIError("URL must be https://HOST:PORT", code: 64)
+                }
+                if let location, GeoPoint(text: location) == nil {
+                    throw CLIError("--location must be LATITUDE,LONGITUDE in degrees (33.4351,-112.0108)", code: 64)
                 }
                 guard let parsed = EnrolmentToken(text: token) else {
                     throw CLIError("that is not an enrolment token (vigil1.SECRET.FINGERPRINT, as `vigil-hub enroll` prints it)", code: 64)
@@ -44,12 +50,57 @@ struct HubCommand: AsyncParsableCommand {
                 let node = try NodeIdentity.load(dataDirectory: dir)
                 let link: HubLinks.Link
                 do {
-                    link = try await HubJoin.join(url: url, token: parsed, dataDirectory: dir)
+                    link = try await HubJoin.join(url: url, token: parsed, dataDirectory: dir, location: location)
                 } catch let failure as HubClient.Failure {
                     if case .refused = failure { throw CLIError("\(failure)", code: 77) } // EX_NOPERM
                     throw CLIError("\(failure)", code: 69) // EX_UNAVAILABLE
                 }
                 FileOutput.standardOutput.write("joined \(url) as \(link.name) (node \(NodeIDText.format(node)), hub \(parsed.hubFingerprint.prefix(16))…); the node syncs from its next start\n")
+            }
+        }
+    }
+
+    struct Add: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Add another entry point of the network this box joined: a hub process on the same database, elsewhere.",
+            discussion: """
+            The box checks the hub at URL presents the certificate FINGERPRINT (`vigil-hub serve` \
+            prints it) and knows this box's credential. With --location on each hub and \
+            site.location in the configuration, the box uses the nearest hub that answers and \
+            fails over to the next. A running node uses it from its next start.
+            """)
+
+        @OptionGroup var options: DataOptions
+
+        @Argument(help: "The hub's address, https://HOST:PORT.")
+        var url: String
+
+        @Option(help: "The hub's certificate SHA-256, hex (64 digits).")
+        var fingerprint: String
+
+        @Option(help: "The hub's reference location, LATITUDE,LONGITUDE.")
+        var location: String?
+
+        func run() async throws {
+            try await reportingErrors {
+                guard url.hasPrefix("https://"), URL(string: url)?.host != nil else {
+                    throw CLIError("URL must be https://HOST:PORT", code: 64)
+                }
+                let fingerprint = fingerprint.lowercased()
+                guard fingerprint.count == 64, fingerprint.allSatisfy(\.isHexDigit) else {
+                    throw CLIError("--fingerprint must be 64 hex digits", code: 64)
+                }
+                if let location, GeoPoint(text: location) == nil {
+                    throw CLIError("--location must be LATITUDE,LONGITUDE in degrees (33.4351,-112.0108)", code: 64)
+                }
+                let dir = try options.load().configuration.dataDirectory
+                do {
+                    let link = try await HubJoin.addEntryPoint(url: url, fingerprint: fingerprint, location: location, dataDirectory: dir)
+                    FileOutput.standardOutput.write("added \(url) (hub \(fingerprint.prefix(16))…) for \(link.name); the node uses it from its next start\n")
+                } catch let failure as HubClient.Failure {
+                    if case .refused = failure { throw CLIError("\(failure)", code: 77) }
+                    throw CLIError("\(failure)", code: 69)
+                }
             }
         }
     }

@@ -115,9 +115,13 @@ struct HubStatusLine: Encodable {
     var lastAcknowledgedMicroseconds: UInt64
     var acknowledgements: UInt64
     var conflicts: UInt64
+    /// Entry points of the network the box lists (`vigil hub join`, `vigil hub add`).
+    var hubsListed: Int
 
     init(links: HubLinks, mark: HubSyncMark) {
-        let link = links.hubs.first
+        // The hub in use: the one that last acknowledged (after a failover, not the first joined).
+        let link = links.hubs.first { $0.fingerprint == mark.book.hub } ?? links.hubs.first
+        hubsListed = links.hubs.count
         url = link?.url
         name = link?.name
         hub = mark.book.hub.isEmpty ? (link?.fingerprint ?? "") : mark.book.hub
@@ -139,6 +143,7 @@ struct HubStatusLine: Encodable {
             ? ", last acknowledgement \(EventFormatting.time(lastAcknowledgedMicroseconds)) (\(acknowledgements) in all)"
             : ", nothing acknowledged yet"
         if conflicts > 0 { line += ", \(conflicts) conflicts (new epochs)" }
+        if hubsListed > 1 { line += "; \(hubsListed) entry points listed, the nearest that answers is used" }
         return line
     }
 }

@@ -33,6 +33,8 @@ final class HubHarness: @unchecked Sendable {
     /// Its stdout, kept open while it runs.
     private var output: Pipe?
     private(set) var port = 0
+    /// Its certificate's SHA-256, hex, as `serve` prints it.
+    private(set) var fingerprint = ""
     /// A database of another hub's (`--database-url`); nil: this hub's own cluster.
     var databaseURL: String?
 
@@ -93,6 +95,7 @@ final class HubHarness: @unchecked Sendable {
             throw HarnessError("vigil-hub did not start (\(Self.binary)): \(line)")
         }
         port = p
+        if let c = line.range(of: "certificate ") { fingerprint = String(line[c.upperBound...].prefix { $0.isHexDigit }) }
     }
 
     /// Stops the hub as a service manager would (SIGTERM: it finishes what it does, stops its
@@ -205,9 +208,9 @@ final class Box: @unchecked Sendable {
         return c
     }
 
-    func join(_ hub: HubHarness, as name: String) async throws {
+    func join(_ hub: HubHarness, as name: String, location: String? = nil) async throws {
         let token = try await hub.enrolmentToken(for: name)
-        _ = try await HubJoin.join(url: hub.url, token: token, dataDirectory: directory.path)
+        _ = try await HubJoin.join(url: hub.url, token: token, dataDirectory: directory.path, location: location)
     }
 
     func start() async throws {
