@@ -39,6 +39,11 @@ final class HubHarness: @unchecked Sendable {
     var databaseURL: String?
 
     /// scripts/test exports VIGIL_BINARY (the `vigil` binary); vigil-hub is built beside it.
+    /// The box's CLI, built beside `vigil-hub`.
+    static var vigilBinary: String {
+        URL(fileURLWithPath: binary).deletingLastPathComponent().appendingPathComponent("vigil").path
+    }
+
     static var binary: String {
         if let path = ProcessInfo.processInfo.environment["VIGIL_BINARY"] {
             return URL(fileURLWithPath: path).deletingLastPathComponent().appendingPathComponent("vigil-hub").path
@@ -302,7 +307,13 @@ final class Box: @unchecked Sendable {
     /// Every event of the box's log that leaves it, as the hub must hold it (same identity,
     /// same hash), read from the log on disk.
     func expectedAtHub(policy: SharePolicy = SharePolicy(), from: UInt64 = 0) throws -> [(seq: UInt64, kind: UInt32, hash: String)] {
-        let log = try EventLog.openReadOnly(directory: directory.path)
+        try Self.expectedAtHub(directory: directory.path, policy: policy, from: from)
+    }
+
+    /// The same for the log in `directory` (a box run as a process).
+    static func expectedAtHub(directory: String, policy: SharePolicy = SharePolicy(),
+                              from: UInt64 = 0) throws -> [(seq: UInt64, kind: UInt32, hash: String)] {
+        let log = try EventLog.openReadOnly(directory: directory)
         var out: [(seq: UInt64, kind: UInt32, hash: String)] = []
         try log.read { txn in
             try txn.forEach(from: from) { result in
