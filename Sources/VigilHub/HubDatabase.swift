@@ -422,6 +422,32 @@ public struct HubDatabase: Sendable {
         return items
     }
 
+    /// Every feed item after `position` (all origins), oldest first (`FeedCache`).
+    func feedWindow(after position: UInt64, limit: Int) async throws -> [FeedItem] {
+        try await feedRows("""
+            SELECT position, origin_node, kind, time_us, payload FROM feed WHERE position > \(Int64(bitPattern: position))
+            ORDER BY position LIMIT \(limit)
+            """)
+    }
+
+    /// The newest `limit` feed items, oldest first (`FeedCache`).
+    func feedTail(limit: Int) async throws -> [FeedItem] {
+        try await feedRows("""
+            SELECT position, origin_node, kind, time_us, payload FROM (
+                SELECT position, origin_node, kind, time_us, payload FROM feed ORDER BY position DESC LIMIT \(limit)) AS t
+            ORDER BY position
+            """)
+    }
+
+    private func feedRows(_ query: PostgresQuery) async throws -> [FeedItem] {
+        var items: [FeedItem] = []
+        for try await (p, o, k, t, payload) in try await client.query(query, logger: logger).decode((Int64, Int64, Int32, Int64, ByteBuffer).self) {
+            items.append(FeedItem(position: UInt64(bitPattern: p), originNode: UInt64(bitPattern: o), kind: UInt32(bitPattern: k),
+                                  timeUs: UInt64(bitPattern: t), payload: Array(payload.readableBytesView)))
+        }
+        return items
+    }
+
     struct ConflictFound: Sendable {
         let seq: UInt64
         let held: [UInt8]

@@ -15,6 +15,7 @@ struct SyncRoutes: Sendable {
     let database: HubDatabase
     let identity: HubIdentity
     let signal: FeedSignal
+    let cache: FeedCache
     let logger: Logger
 
     /// A long poll waits at most this long (seconds) for a new item.
@@ -112,7 +113,11 @@ struct SyncRoutes: Sendable {
         let deadline = ContinuousClock.now + .seconds(wait)
         while true {
             let seen = await signal.generation
-            let items = try await database.feed(after: after, for: node)
+            // A long poll reads through this process's shared window; a plain read (wait=0)
+            // asks the database, so it sees every commit up to now.
+            let items = wait > 0
+                ? try await cache.items(after: after, for: node, generation: seen, limit: 200, database: database)
+                : try await database.feed(after: after, for: node)
             let left = deadline - ContinuousClock.now
             if !items.isEmpty || left <= .zero {
                 let entries = items.map {

@@ -1,0 +1,86 @@
+import Foundation
+
+/// The feed's newest items, shared by this process's long polls. When a notification says the
+/// feed grew, one query reads what is new and every waiting poll answers from here; without it,
+/// 200 boxes polling meant 200 queries for each new item, queued on the connection pool, and the
+/// last box heard of an SOS long after the first.
+///
+/// Correctness stays with PostgreSQL: positions commit in order (`HubDatabase.appendToFeed`), so
+/// reading "after the highest position read" never skips a row. A poll whose cursor is older than
+/// the window asks the database itself. Without a notification for `maxAgeSeconds` (the listener
+/// reconnecting, say) the next poll reads again anyway, as polls did before.
+actor FeedCache {
+    /// Items at most in the window (each at most 4 KiB).
+    static let capacity = 2_000
+    static let maxAgeSeconds = 5.0
+
+    private var window: [HubDatabase.FeedItem] = []
+    /// The window holds every item in (floor, through].
+    private var floor: UInt64 = 0
+    private var through: UInt64 = 0
+    private var loaded = false
+    private var readGeneration: UInt64 = 0
+    private var readAt = ContinuousClock.now
+    private var reading: Task<Void, any Error>?
+
+    /// Items after `after` that did not come from `node`, oldest first, as of notification
+    /// `generation` (`FeedSignal.generation`, read before this call).
+    func items(after: UInt64, for node: UInt64, generation: UInt64, limit: Int,
+               database: HubDatabase) async throws -> [HubDatabase.FeedItem] {
+        if !loaded || generation != readGeneration || ContinuousClock.now - readAt > .seconds(Self.maxAgeSeconds) {
+            try await refresh(generation: generation, database: database)
+        }
+        guard after >= floor else { return try await database.feed(after: after, for: node, limit: limit) }
+        var out: [HubDatabase.FeedItem] = []
+        // The window is in position order: start at the first item after the cursor.
+        var low = 0, high = window.count
+        while low < high {
+            let mid = (low + high) / 2
+            if window[mid].position <= after { low = mid + 1 } else { high = mid }
+        }
+        for item in window[low...] where item.originNode != node {
+            out.append(item)
+            if out.count == limit { break }
+        }
+        return out
+    }
+
+    /// One read for every poll waiting on it.
+    private func refresh(generation: UInt64, database: HubDatabase) async throws {
+        if let reading {
+            try await reading.value
+            if loaded && readGeneration == generation { return }
+        }
+        let task = Task { try await read(generation: generation, database: database) }
+        reading = task
+        defer { if reading == task { reading = nil } }
+        try await task.value
+    }
+
+    private func read(generation: UInt64, database: HubDatabase) async throws {
+        let started = ContinuousClock.now
+        if !loaded {
+            let tail = try await database.feedTail(limit: Self.capacity)
+            guard !loaded else { return }
+            window = tail
+            through = tail.last?.position ?? 0
+            floor = tail.count < Self.capacity ? 0 : (tail.first?.position ?? 1) - 1
+            loaded = true
+        } else {
+            while true {
+                let read = try await database.feedWindow(after: through, limit: Self.capacity)
+                // Another read may have appended meanwhile (the actor is re-entered at the await).
+                let new = read.filter { $0.position > through }
+                window.append(contentsOf: new)
+                through = new.last?.position ?? through
+                if read.count < Self.capacity { break }
+            }
+            if window.count > Self.capacity {
+                window.removeFirst(window.count - Self.capacity)
+                floor = (window.first?.position ?? 1) - 1
+            }
+        }
+        readGeneration = generation
+        readAt = started
+    }
+}
