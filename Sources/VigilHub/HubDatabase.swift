@@ -223,11 +223,17 @@ public struct HubDatabase: Sendable {
 
     /// Whether `credential` is the current, unrevoked one of its node; marks the contact.
     public func authenticate(_ credential: BoxCredential) async throws -> Bool {
+        // The contact is written at most every 10 s a box (it polls the feed constantly, and every
+        // row write is WAL): one statement either way.
+        let node = Int64(bitPattern: credential.node)
+        let hash = Self.hash(credential.secret)
         let rows = try await client.query("""
-            UPDATE boxes SET last_contact = now()
-            WHERE node_id = \(Int64(bitPattern: credential.node)) AND credential_hash = \(Self.hash(credential.secret))
-              AND revoked_at IS NULL
-            RETURNING node_id
+            WITH touched AS (
+                UPDATE boxes SET last_contact = now()
+                WHERE node_id = \(node) AND credential_hash = \(hash) AND revoked_at IS NULL
+                  AND (last_contact IS NULL OR last_contact < now() - interval '10 seconds')
+            )
+            SELECT node_id FROM boxes WHERE node_id = \(node) AND credential_hash = \(hash) AND revoked_at IS NULL
             """, logger: logger)
         for try await _ in rows.decode(Int64.self) { return true }
         return false
@@ -259,9 +265,12 @@ public struct HubDatabase: Sendable {
     public func upload(_ batch: UploadBatch, node: UInt64, events decoded: [IncomingEvent]) async throws -> UploadOutcome {
         let nodeID = Int64(bitPattern: node)
         let epoch = Int32(bitPattern: batch.epoch)
-        let outcome = try await store(batch, nodeID: nodeID, epoch: epoch, decoded)
-        if case .conflict(let conflict) = outcome {
-            // Nothing of the batch was stored; the conflict is recorded and shown on both sides.
+        do {
+            return try await store(batch, nodeID: nodeID, epoch: epoch, decoded)
+        } catch let error as PostgresTransactionError {
+            guard let conflict = error.closureError as? ConflictFound else { throw error }
+            // The batch was rolled back: nothing of it is stored. The conflict is recorded and
+            // shown on both sides.
             try await recordConflict(node: node, epoch: batch.epoch, seq: conflict.seq, held: conflict.held, sent: conflict.sent)
             logger.warning("hub: refused an event whose content differs from the one held",
                            metadata: ["node": "\(NodeIDText.format(node))", "epoch": "\(batch.epoch)", "seq": "\(conflict.seq)"])
@@ -269,52 +278,34 @@ public struct HubDatabase: Sendable {
                                                  message: "the hub holds a different event at sequence \(conflict.seq) of epoch \(batch.epoch)",
                                                  seq: conflict.seq))
         }
-        guard case .done(let result) = outcome else { return .refused(status: 500, Refusal(error: "internal", message: "")) }
-        return result
     }
 
-    enum StoreOutcome: Sendable {
-        case done(UploadOutcome)
-        case conflict(ConflictFound)
-    }
-
+    /// One transaction of four statements in the usual case (every event new): lock the epoch's
+    /// row (made if new), insert, and move the mark with the box's report. Connections are what
+    /// 200 boxes uploading at once wait for, so each round trip counts (`hub_ingest_eps`).
     private func store(_ batch: UploadBatch, nodeID: Int64, epoch: Int32,
-                       _ decoded: [IncomingEvent]) async throws -> StoreOutcome {
-        try await client.withTransaction(logger: logger) { connection -> StoreOutcome in
+                       _ decoded: [IncomingEvent]) async throws -> UploadOutcome {
+        try await client.withTransaction(logger: logger) { connection -> UploadOutcome in
             // A new epoch's mark starts just before its first sequence: what came before it was
-            // acknowledged under an earlier epoch.
-            try await connection.query("""
-                INSERT INTO box_epochs (node_id, epoch, held_through) VALUES (\(nodeID), \(epoch), \(Int64(bitPattern: batch.epochFirst - 1)))
-                ON CONFLICT DO NOTHING
-                """, logger: logger)
+            // acknowledged under an earlier epoch. The upsert also locks the row: no other upload
+            // of this box's epoch runs until this one commits.
             var held: Int64 = 0
             var highest: Int64 = 0
-            for try await (h, top) in try await connection.query(
-                "SELECT held_through, highest FROM box_epochs WHERE node_id = \(nodeID) AND epoch = \(epoch) FOR UPDATE",
-                logger: logger).decode((Int64, Int64).self) {
+            for try await (h, top) in try await connection.query("""
+                INSERT INTO box_epochs (node_id, epoch, held_through) VALUES (\(nodeID), \(epoch), \(Int64(bitPattern: batch.epochFirst - 1)))
+                ON CONFLICT (node_id, epoch) DO UPDATE SET held_through = box_epochs.held_through
+                RETURNING held_through, highest
+                """, logger: logger).decode((Int64, Int64).self) {
                 held = h
                 highest = top
             }
             let heldThrough = UInt64(held)
             if !batch.urgent, batch.from > heldThrough &+ 1 {
-                return .done(.refused(status: 409, Refusal(error: "out_of_order", message: "this batch starts after a gap: the hub holds through \(heldThrough)",
-                                                           heldThrough: heldThrough)))
+                return .refused(status: 409, Refusal(error: "out_of_order", message: "this batch starts after a gap: the hub holds through \(heldThrough)",
+                                                     heldThrough: heldThrough))
             }
             var inserted = 0
             if !decoded.isEmpty {
-                // Events already held must be the same (the box row is locked: no other upload
-                // of this box runs meanwhile); checked before anything is inserted.
-                let existing = try await connection.query("""
-                    SELECT seq, hash FROM events WHERE node_id = \(nodeID) AND epoch = \(epoch)
-                      AND seq = ANY(\(decoded.map { Int64(bitPattern: $0.seq) })::bigint[])
-                    """, logger: logger)
-                var stored: [Int64: ByteBuffer] = [:]
-                for try await (s, h) in existing.decode((Int64, ByteBuffer).self) { stored[s] = h }
-                for e in decoded {
-                    if let mine = stored[Int64(bitPattern: e.seq)].map({ Array($0.readableBytesView) }), mine != e.hash {
-                        return .conflict(ConflictFound(seq: e.seq, held: mine, sent: e.hash))
-                    }
-                }
                 let seqs = decoded.map { Int64(bitPattern: $0.seq) }
                 let kinds = decoded.map { Int32(bitPattern: $0.kind) }
                 let times = decoded.map { Int64(bitPattern: $0.timeUs) }
@@ -330,39 +321,54 @@ public struct HubDatabase: Sendable {
                 var new = Set<Int64>()
                 for try await (s) in rows.decode(Int64.self) { new.insert(s) }
                 inserted = new.count
+                // Events already held (a batch sent again) must be the same: checked only when
+                // there are some. A difference throws, so the transaction rolls back whole.
+                if inserted < decoded.count {
+                    let again = decoded.filter { !new.contains(Int64(bitPattern: $0.seq)) }
+                    var stored: [Int64: ByteBuffer] = [:]
+                    for try await (s, h) in try await connection.query("""
+                        SELECT seq, hash FROM events WHERE node_id = \(nodeID) AND epoch = \(epoch)
+                          AND seq = ANY(\(again.map { Int64(bitPattern: $0.seq) })::bigint[])
+                        """, logger: logger).decode((Int64, ByteBuffer).self) { stored[s] = h }
+                    for e in again {
+                        if let mine = stored[Int64(bitPattern: e.seq)].map({ Array($0.readableBytesView) }), mine != e.hash {
+                            throw ConflictFound(seq: e.seq, held: mine, sent: e.hash)
+                        }
+                    }
+                }
                 let forFeed = decoded.filter { new.contains(Int64(bitPattern: $0.seq)) && $0.feeds }
                 if !forFeed.isEmpty { try await appendToFeed(forFeed, nodeID: nodeID, epoch: epoch, connection) }
             }
-            try await recordReport(batch.box, occupancy: decoded, nodeID: nodeID, connection)
             let top = decoded.map { Int64(bitPattern: $0.seq) }.max() ?? 0
             let newHeld = batch.urgent ? held : max(held, Int64(bitPattern: batch.through))
-            try await connection.query("""
-                UPDATE box_epochs SET held_through = \(newHeld), highest = \(max(highest, top, newHeld))
-                WHERE node_id = \(nodeID) AND epoch = \(epoch)
-                """, logger: logger)
-            return .done(.stored(UploadAnswer(epoch: batch.epoch, heldThrough: UInt64(newHeld), accepted: inserted,
-                                              duplicates: decoded.count - inserted)))
+            try await updateMarkAndReport(batch.box, occupancy: decoded, nodeID: nodeID, epoch: epoch,
+                                          held: newHeld, highest: max(highest, top, newHeld), connection)
+            return .stored(UploadAnswer(epoch: batch.epoch, heldThrough: UInt64(newHeld), accepted: inserted,
+                                        duplicates: decoded.count - inserted))
         }
     }
 
-    /// What the box said of itself with the batch, and its newest occupancy sample, for the
-    /// coordinators' page.
-    private func recordReport(_ report: BoxReport?, occupancy decoded: [IncomingEvent], nodeID: Int64,
-                              _ connection: PostgresConnection) async throws {
-        if let report {
-            let position = report.coordinates
-            try await connection.query("""
-                UPDATE boxes SET site = \(report.site.map(Self.printable)), latitude = \(position?.latitude),
-                    longitude = \(position?.longitude), backlog = \(Int64(clamping: report.backlog)), reported_at = now()
-                WHERE node_id = \(nodeID)
-                """, logger: logger)
-        }
-        if let sample = decoded.compactMap(\.occupancy).max(by: { $0.minute < $1.minute }) {
-            try await connection.query("""
-                UPDATE boxes SET occupancy = \(Int32(clamping: sample.advertisers)), occupancy_minute_us = \(Int64(clamping: sample.minute))
-                WHERE node_id = \(nodeID) AND coalesce(occupancy_minute_us, -1) <= \(Int64(clamping: sample.minute))
-                """, logger: logger)
-        }
+    /// Moves the epoch's mark and records what the box said of itself (its site, location and
+    /// backlog) and its newest occupancy sample, for the coordinators' page: one statement.
+    private func updateMarkAndReport(_ report: BoxReport?, occupancy decoded: [IncomingEvent], nodeID: Int64, epoch: Int32,
+                                     held: Int64, highest: Int64, _ connection: PostgresConnection) async throws {
+        let position = report?.coordinates
+        let sample = decoded.compactMap(\.occupancy).max(by: { $0.minute < $1.minute })
+        try await connection.query("""
+            WITH mark AS (
+                UPDATE box_epochs SET held_through = \(held), highest = \(highest) WHERE node_id = \(nodeID) AND epoch = \(epoch)
+            )
+            UPDATE boxes SET
+                site = CASE WHEN \(report != nil) THEN \(report?.site.map(Self.printable)) ELSE site END,
+                latitude = CASE WHEN \(report != nil) THEN \(position?.latitude) ELSE latitude END,
+                longitude = CASE WHEN \(report != nil) THEN \(position?.longitude) ELSE longitude END,
+                backlog = coalesce(\(report.map { Int64(clamping: $0.backlog) }), backlog),
+                reported_at = CASE WHEN \(report != nil) THEN now() ELSE reported_at END,
+                occupancy = CASE WHEN \(sample.map { Int64(clamping: $0.minute) })::bigint >= coalesce(occupancy_minute_us, -1)
+                                 THEN \(sample.map { Int32(clamping: $0.advertisers) }) ELSE occupancy END,
+                occupancy_minute_us = greatest(occupancy_minute_us, \(sample.map { Int64(clamping: $0.minute) }))
+            WHERE node_id = \(nodeID)
+            """, logger: logger)
     }
 
     /// A box's text as the page shows it: no control characters (PostgreSQL refuses NUL), at
@@ -448,7 +454,7 @@ public struct HubDatabase: Sendable {
         return items
     }
 
-    struct ConflictFound: Sendable {
+    struct ConflictFound: Error, Sendable {
         let seq: UInt64
         let held: [UInt8]
         let sent: [UInt8]

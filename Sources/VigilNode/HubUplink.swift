@@ -102,8 +102,8 @@ final class UplinkWorker: @unchecked Sendable {
     let logger: Logger
     /// `site.name` and `site.location`, sent with every batch for the coordinators' map.
     let site: (name: String, location: String)
-    /// Every snapshot counts (calls for help accumulate in them).
-    private let snapshots = SnapshotMailbox(newestOnly: false)
+    /// The newest snapshot, with every call for help since the last one taken.
+    private let snapshots = SnapshotMailbox()
 
     /// A batch holds at most this many events, and this many payload bytes.
     static let batchEvents = 1_000
@@ -360,8 +360,8 @@ final class DownlinkWorker: @unchecked Sendable {
     let node: Node
     let choice: HubChoice
     let logger: Logger
-    /// Only the cursor matters: the newest snapshot replaces older ones.
-    private let snapshots = SnapshotMailbox(newestOnly: true)
+    /// Only the cursor matters.
+    private let snapshots = SnapshotMailbox()
     private var cursor: UInt64 = 0
     /// Seconds the hub may hold a poll open (under the client's 30 s read timeout).
     static let pollSeconds = 25
@@ -416,23 +416,56 @@ final class DownlinkWorker: @unchecked Sendable {
     }
 }
 
-/// The loop's snapshots for one worker: the loop offers from its thread, the worker takes them
-/// in order (an AsyncStream has a single consumer, so one iterator for the worker's whole life).
+/// The loop's snapshots for one worker: the loop offers from its thread, the worker takes them.
+/// Only the newest is kept (bounded however long the hub is away); the calls for help of the
+/// ones it replaces are carried over, so none is missed.
 final class SnapshotMailbox: @unchecked Sendable {
-    private var iterator: AsyncStream<UplinkSnapshot>.AsyncIterator
-    private let continuation: AsyncStream<UplinkSnapshot>.Continuation
+    private let lock = NSLock()
+    private var pending: UplinkSnapshot?
+    private var waiter: CheckedContinuation<UplinkSnapshot?, Never>?
+    private var closed = false
 
-    init(newestOnly: Bool) {
-        let (stream, continuation) = AsyncStream.makeStream(of: UplinkSnapshot.self,
-                                                            bufferingPolicy: newestOnly ? .bufferingNewest(1) : .unbounded)
-        iterator = stream.makeAsyncIterator()
-        self.continuation = continuation
+    func offer(_ snapshot: UplinkSnapshot) {
+        lock.lock()
+        guard !closed else { lock.unlock(); return }
+        var merged = snapshot
+        if let earlier = pending { merged.urgent = earlier.urgent + snapshot.urgent }
+        if let waiter {
+            self.waiter = nil
+            lock.unlock()
+            waiter.resume(returning: merged)
+            return
+        }
+        pending = merged
+        lock.unlock()
     }
 
-    func offer(_ snapshot: UplinkSnapshot) { continuation.yield(snapshot) }
-    func close() { continuation.finish() }
-    /// The next snapshot; nil once closed.
-    func next() async -> UplinkSnapshot? { await iterator.next() }
+    func close() {
+        lock.lock()
+        closed = true
+        let waiter = self.waiter
+        self.waiter = nil
+        lock.unlock()
+        waiter?.resume(returning: nil)
+    }
+
+    /// The newest snapshot (waiting for one); nil once closed. One taker at a time.
+    func next() async -> UplinkSnapshot? {
+        await withCheckedContinuation { continuation in
+            lock.lock()
+            if let pending {
+                self.pending = nil
+                lock.unlock()
+                continuation.resume(returning: pending)
+            } else if closed {
+                lock.unlock()
+                continuation.resume(returning: nil)
+            } else {
+                waiter = continuation
+                lock.unlock()
+            }
+        }
+    }
 }
 
 /// How the hub workers wait after a failure: the project's one back-off rule, 0.5 s doubling to
