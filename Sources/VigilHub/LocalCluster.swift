@@ -67,6 +67,15 @@ public final class LocalCluster: Sendable {
         } catch {
             throw .setup("cannot make \(socketDirectory): \(error)")
         }
+        // Under /tmp anyone could have made the directory first, or left a link there to somewhere
+        // else: it must be a real directory, owned by us (or postgres), before the server's
+        // socket goes in it.
+        let owner = runsAsRoot ? FileSystem.userID(named: "postgres") : getuid()
+        let entry: FileSystem.Entry
+        do { entry = try FileSystem.entry(socketDirectory) } catch { throw .setup("cannot check \(socketDirectory): \(error)") }
+        guard entry.isDirectory, !entry.isSymbolicLink, entry.owner == owner || entry.owner == getuid() else {
+            throw .setup("\(socketDirectory) is not a directory of this hub's own (a link, or another user's): remove it, or use a shorter DATA path")
+        }
         if runsAsRoot {
             // The postgres user must reach its directories through DATA (and DATA's parents).
             try checkTraversable(parentOf: dataDirectory)

@@ -200,6 +200,27 @@ public enum FileSystem {
 
     public static func remove(_ path: String) { _ = unlink(path) }
 
+    /// What `path` itself is (lstat: a symbolic link is not followed).
+    public struct Entry: Sendable, Equatable {
+        public var isDirectory: Bool
+        public var isSymbolicLink: Bool
+        public var owner: UInt32
+        public var mode: UInt32
+    }
+
+    public static func entry(_ path: String) throws(SystemError) -> Entry {
+        var st = stat()
+        guard lstat(path, &st) == 0 else { throw SystemError("lstat", path, errno: Errno.current) }
+        let type = st.st_mode & S_IFMT
+        return Entry(isDirectory: type == S_IFDIR, isSymbolicLink: type == S_IFLNK, owner: st.st_uid, mode: st.st_mode & 0o7777)
+    }
+
+    /// The uid of the user called `name`, if there is one.
+    public static func userID(named name: String) -> UInt32? {
+        guard let entry = getpwnam(name) else { return nil }
+        return entry.pointee.pw_uid
+    }
+
     /// Creates `path` with `contents` and `mode`, failing if it exists (EEXIST: never overwrites),
     /// and makes it durable. The file is never readable by others, not even for a moment: the
     /// mode is set by open itself. For secrets (keys) that must not be lost or leaked.
