@@ -179,7 +179,7 @@ struct SyncRoutes: Sendable {
             guard let payload = Data(base64Encoded: e.payload).map(Array.init), let hash = Hex.decode(e.hash), hash.count == 32 else {
                 return bad("bad_event", "event \(e.seq): payload must be base64 and hash 64 hex digits")
             }
-            guard ContentHash.of(kind: e.kind, timeMicroseconds: e.timeUs, payload: payload) == e.hash.lowercased() else {
+            guard ContentHash.bytes(kind: e.kind, timeMicroseconds: e.timeUs, payload: payload) == hash else {
                 return bad("hash_mismatch", "event \(e.seq): the hash does not match its content")
             }
             guard let kind = EventKind(rawValue: Int(e.kind)), EventKind.known.contains(kind), kind.leavesBox else {

@@ -91,11 +91,16 @@ public struct UploadedEvent: Codable, Sendable, Equatable {
 /// width-fixed, so no two events share an input), hex.
 public enum ContentHash {
     public static func of(kind: UInt32, timeMicroseconds: UInt64, payload: [UInt8]) -> String {
+        Hex.encode(bytes(kind: kind, timeMicroseconds: timeMicroseconds, payload: payload))
+    }
+
+    /// The same hash as bytes (the hub compares these: no text per event).
+    public static func bytes(kind: UInt32, timeMicroseconds: UInt64, payload: [UInt8]) -> [UInt8] {
         var hasher = SHA256()
         withUnsafeBytes(of: kind.bigEndian) { hasher.update(bufferPointer: $0) }
         withUnsafeBytes(of: timeMicroseconds.bigEndian) { hasher.update(bufferPointer: $0) }
         hasher.update(data: payload)
-        return Hex.encode(Array(hasher.finalize()))
+        return Array(hasher.finalize())
     }
 }
 
