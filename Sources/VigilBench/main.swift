@@ -24,6 +24,9 @@ func runBenchmarks(_ options: Options) throws {
     if ScanReportBench.metrics.contains(where: reporter.wants) {
         try ScanReportBench(plan: plan, options: options, reporter: reporter).run()
     }
+    if HubBench.metrics.contains(where: reporter.wants) {
+        try HubBench(plan: plan, options: options, reporter: reporter).run()
+    }
     if reporter.wants(GAENMatchBench.metric) {
         try GAENMatchBench(plan: plan, options: options, reporter: reporter).run()
     }

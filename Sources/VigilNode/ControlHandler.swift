@@ -89,3 +89,19 @@ final class ControlHandler: NodeComponent {
         }
     }
 }
+
+extension Node {
+    /// Judges `command` on the loop exactly as the control socket does and appends the event it
+    /// becomes; `accepted` gets the answer on the loop thread once the event is appended (its
+    /// sequence and alert id; durable shortly after) or refused. For programs that run a node in
+    /// their own process: the benchmarks, and the box's own web page next.
+    public func submit(_ command: NodeCommand, accepted: @escaping @Sendable (NodeReply) -> Void) {
+        onLoop { node in
+            switch node.control.answer(command) {
+            case .now(let reply): accepted(reply)
+            case .whenDurable(let sequence, let alert): accepted(.durable(sequence, alert: alert))
+            }
+        }
+    }
+}
+
