@@ -20,6 +20,9 @@ final class HubUplink: NodeComponent {
     private var tasks: [Task<Void, Never>] = []
     private var changed = false
     private var urgent: [UInt64] = []
+    /// Events the workers asked for that the log refused (at once or at its commit): a worker
+    /// waiting for one to apply must stop waiting.
+    private var refusals: UInt64 = 0
 
     init(node: Node) { self.node = node }
 
@@ -76,7 +79,27 @@ final class HubUplink: NodeComponent {
     private func snapshot() -> UplinkSnapshot {
         let book = node.projections.hub
         return UplinkSnapshot(epoch: book.epoch, syncedThrough: book.syncedThrough, appliedThrough: node.projections.appliedThrough,
-                              urgent: urgent, feedCursor: book.feedCursor, epochFirst: book.epochFirstSequence)
+                              urgent: urgent, feedCursor: book.feedCursor, epochFirst: book.epochFirstSequence, refusals: refusals)
+    }
+
+    func refused(_ event: Event) {
+        switch event.body.kind {
+        case .hubAcknowledged, .hubEpochStarted, .hubReceived: appendRefused()
+        default: break
+        }
+    }
+
+    /// Appends for a worker, on the loop; a refusal at once is told to the workers like one at
+    /// commit (`refused`).
+    func append(forWorker bodies: [EventBody]) {
+        for body in bodies where node.append(body) == nil { appendRefused() }
+    }
+
+    private func appendRefused() {
+        refusals &+= 1
+        let now = snapshot()
+        worker?.offer(now)
+        downlink?.offer(now)
     }
 }
 
@@ -91,6 +114,14 @@ struct UplinkSnapshot: Sendable, Equatable {
     var feedCursor: UInt64 = 0
     /// The first sequence of the current epoch.
     var epochFirst: UInt64 = 1
+    /// Worker appends the log refused so far.
+    var refusals: UInt64 = 0
+}
+
+/// The log refused an event a hub worker appended (the log is failing): the exchange is given up
+/// and retried with back-off, instead of waiting for an event that will never apply.
+struct HubAppendRefused: Error, CustomStringConvertible {
+    var description: String { "the log refused the sync's event; retrying" }
 }
 
 /// The upload loop beside the node's loop.
@@ -292,11 +323,13 @@ final class UplinkWorker: @unchecked Sendable {
 
     /// Appends on the loop and waits for a snapshot in which `done` holds (the event applied).
     private func appendAndWait(_ body: EventBody, until done: @escaping (UplinkSnapshot) -> Bool) async throws {
-        node.onLoop { node in node.append(body) }
+        let refusals = state.refusals
+        node.onLoop { node in node.uplink.append(forWorker: [body]) }
         while !done(state) {
             try Task.checkCancellation()
             guard let next = await snapshots.next() else { throw CancellationError() }
             take(next)
+            if state.refusals != refusals { throw HubAppendRefused() }
         }
     }
 
@@ -363,6 +396,7 @@ final class DownlinkWorker: @unchecked Sendable {
     /// Only the cursor matters.
     private let snapshots = SnapshotMailbox()
     private var cursor: UInt64 = 0
+    private var refusals: UInt64 = 0
     /// Seconds the hub may hold a poll open (under the client's 30 s read timeout).
     static let pollSeconds = 25
 
@@ -379,6 +413,7 @@ final class DownlinkWorker: @unchecked Sendable {
     func run() async {
         guard let first = await snapshots.next() else { return }
         cursor = first.feedCursor
+        refusals = first.refusals
         var retry = HubRetry()
         while !Task.isCancelled {
             // Every hub of the network serves the one feed, in the one order: the cursor holds
@@ -402,10 +437,14 @@ final class DownlinkWorker: @unchecked Sendable {
                     bodies.append(.hubReceived(r))
                 }
                 let received = bodies
-                node.onLoop { node in for b in received { node.append(b) } }
+                node.onLoop { node in node.uplink.append(forWorker: received) }
                 while cursor < last {
                     guard let next = await snapshots.next() else { return }
                     cursor = max(cursor, next.feedCursor)
+                    if next.refusals != refusals {
+                        refusals = next.refusals
+                        throw HubAppendRefused()
+                    }
                 }
                 logger.info("hub: items received from the feed", metadata: ["count": "\(bodies.count)", "cursor": "\(cursor)"])
             } catch {
