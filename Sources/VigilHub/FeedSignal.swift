@@ -104,3 +104,23 @@ struct FeedListener: Service {
         }
     }
 }
+
+/// Long polls held open per box in this process: a box needs one (two while a poll it gave up on
+/// is still being answered), and a misbehaving one must not hold the server's tasks and database
+/// connections. Polls over the limit are refused at once (429).
+actor PollLimit {
+    static let perBox = 2
+    private var open: [UInt64: Int] = [:]
+
+    func enter(_ node: UInt64) -> Bool {
+        let count = open[node, default: 0]
+        guard count < Self.perBox else { return false }
+        open[node] = count + 1
+        return true
+    }
+
+    func leave(_ node: UInt64) {
+        let count = open[node, default: 1] - 1
+        open[node] = count > 0 ? count : nil
+    }
+}

@@ -16,6 +16,7 @@ struct SyncRoutes: Sendable {
     let identity: HubIdentity
     let signal: FeedSignal
     let cache: FeedCache
+    let polls = PollLimit()
     let logger: Logger
 
     /// A long poll waits at most this long (seconds) for a new item.
@@ -110,6 +111,11 @@ struct SyncRoutes: Sendable {
         guard let wait = Double(query["wait"].map(String.init) ?? "0"), wait >= 0, wait <= Self.maxWaitSeconds else {
             return Self.refuse(.badRequest, "bad_query", "wait must be 0 to \(Int(Self.maxWaitSeconds)) seconds")
         }
+        let admitted = wait == 0 ? true : await polls.enter(node)
+        guard admitted else {
+            return Self.refuse(.tooManyRequests, "too_many_polls", "this box already holds \(PollLimit.perBox) long polls open; wait for their answers")
+        }
+        defer { if wait > 0 { Task { await polls.leave(node) } } }
         let deadline = ContinuousClock.now + .seconds(wait)
         while true {
             let seen = await signal.generation

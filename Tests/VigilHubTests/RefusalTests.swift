@@ -135,6 +135,36 @@ import VigilTestSupport
         await hub.stop()
     }
 
+    @Test func aBoxHoldsAtMostTwoLongPollsOpen() async throws {
+        let hub = HubHarness("polls")
+        try await hub.start()
+        let dir = TemporaryDirectory("box-polls")
+        let a = try await Self.join(hub, dir, as: "a")
+        let client = try hub.rawClient()
+        let url = hub.url + "/api/v1/boxes/\(NodeIDText.format(a.node))/feed?after=0&wait=5"
+        func poll() async throws -> UInt {
+            var request = HTTPClientRequest(url: url)
+            request.headers.add(name: "authorization", value: a.credential.headerValue)
+            let response = try await client.execute(request, timeout: .seconds(20))
+            _ = try await response.body.collect(upTo: 1 << 20)
+            return response.status.code
+        }
+        // Three polls at once on an empty feed: two wait (5 s), the third is refused at once.
+        let started = ContinuousClock.now
+        let answers = try await withThrowingTaskGroup(of: (UInt, Duration).self) { group in
+            for _ in 0..<3 { group.addTask { (try await poll(), ContinuousClock.now - started) } }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(answers.map(\.0).sorted() == [200, 200, 429])
+        #expect(answers.filter { $0.0 == 429 }.allSatisfy { $0.1 < .seconds(3) }, "the third is refused at once, not held")
+        // With the two answered, the box may poll again.
+        var plain = HTTPClientRequest(url: hub.url + "/api/v1/boxes/\(NodeIDText.format(a.node))/feed?after=0&wait=0.1")
+        plain.headers.add(name: "authorization", value: a.credential.headerValue)
+        #expect(try await client.execute(plain, timeout: .seconds(10)).status.code == 200)
+        try await client.shutdown()
+        await hub.stop()
+    }
+
     @Test func aBoxJoinsOnlyTheHubItsTokenNames() async throws {
         let hub = HubHarness()
         try await hub.start()
