@@ -61,6 +61,13 @@ struct HubOptions: ParsableArguments {
     }
 }
 
+/// A box's or a coordinator's name: 1 to 64 letters, digits and the characters in `also`.
+func validateName(_ name: String, also: String, described: String) throws {
+    guard !name.isEmpty, name.count <= 64, name.allSatisfy({ $0.isLetter || $0.isNumber || also.contains($0) }) else {
+        throw ValidationError("NAME: 1 to 64 letters, digits, \(described)")
+    }
+}
+
 struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Run the hub (HTTPS).")
 
@@ -91,11 +98,7 @@ struct Enroll: AsyncParsableCommand {
     @Argument(help: "The box's name at the hub (unique).")
     var name: String
 
-    func validate() throws {
-        guard !name.isEmpty, name.count <= 64, name.allSatisfy({ $0.isLetter || $0.isNumber || "-_. ".contains($0) }) else {
-            throw ValidationError("NAME: 1 to 64 letters, digits, spaces, '-', '_' or '.'")
-        }
-    }
+    func validate() throws { try validateName(name, also: "-_. ", described: "spaces, '-', '_' or '.'") }
 
     func run() async throws {
         let token = try await Hub.enrol(name: name, configuration: try options.hubConfiguration(), logger: options.logger())
@@ -128,11 +131,7 @@ struct Coordinator: AsyncParsableCommand {
     @Argument(help: "The coordinator's sign-in name.")
     var name: String
 
-    func validate() throws {
-        guard !name.isEmpty, name.count <= 64, name.allSatisfy({ $0.isLetter || $0.isNumber || "-_.@".contains($0) }) else {
-            throw ValidationError("NAME: 1 to 64 letters, digits, '-', '_', '.' or '@'")
-        }
-    }
+    func validate() throws { try validateName(name, also: "-_.@", described: "'-', '_', '.' or '@'") }
 
     func run() async throws {
         // One line from stdin: a terminal, a pipe or a secret file, never the command line

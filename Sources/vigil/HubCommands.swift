@@ -10,6 +10,26 @@ struct HubCommand: AsyncParsableCommand {
         subcommands: [Join.self, Add.self]
     )
 
+    /// What `join` and `add` check of their arguments.
+    static func check(url: String, location: String?) throws {
+        guard url.hasPrefix("https://"), URL(string: url)?.host != nil else {
+            throw CLIError("URL must be https://HOST:PORT", code: 64)
+        }
+        if let location, GeoPoint(text: location) == nil {
+            throw CLIError("--location must be LATITUDE,LONGITUDE in degrees (33.4351,-112.0108)", code: 64)
+        }
+    }
+
+    /// A hub's refusal exits 77 (EX_NOPERM); a hub that cannot be reached or read, 69 (EX_UNAVAILABLE).
+    static func exitCodes<T>(_ body: () async throws -> T) async throws -> T {
+        do {
+            return try await body()
+        } catch let failure as HubClient.Failure {
+            if case .refused = failure { throw CLIError("\(failure)", code: 77) }
+            throw CLIError("\(failure)", code: 69)
+        }
+    }
+
     struct Join: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Join the hub at URL with a token from `vigil-hub enroll NAME` (single use).",
@@ -32,12 +52,7 @@ struct HubCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await reportingErrors {
-                guard url.hasPrefix("https://"), URL(string: url)?.host != nil else {
-                    throw CLIError("URL must be https://HOST:PORT", code: 64)
-                }
-                if let location, GeoPoint(text: location) == nil {
-                    throw CLIError("--location must be LATITUDE,LONGITUDE in degrees (33.4351,-112.0108)", code: 64)
-                }
+                try HubCommand.check(url: url, location: location)
                 guard let parsed = EnrolmentToken(text: token) else {
                     throw CLIError("that is not an enrolment token (vigil1.SECRET.FINGERPRINT, as `vigil-hub enroll` prints it)", code: 64)
                 }
@@ -48,12 +63,8 @@ struct HubCommand: AsyncParsableCommand {
                     throw CLIError("cannot make \(dir): \(error.localizedDescription)")
                 }
                 let node = try NodeIdentity.load(dataDirectory: dir)
-                let link: HubLinks.Link
-                do {
-                    link = try await HubJoin.join(url: url, token: parsed, dataDirectory: dir, location: location)
-                } catch let failure as HubClient.Failure {
-                    if case .refused = failure { throw CLIError("\(failure)", code: 77) } // EX_NOPERM
-                    throw CLIError("\(failure)", code: 69) // EX_UNAVAILABLE
+                let link = try await HubCommand.exitCodes {
+                    try await HubJoin.join(url: url, token: parsed, dataDirectory: dir, location: location)
                 }
                 FileOutput.standardOutput.write("joined \(url) as \(link.name) (node \(NodeIDText.format(node)), hub \(parsed.hubFingerprint.prefix(16))…); the node syncs from its next start\n")
             }
@@ -83,24 +94,16 @@ struct HubCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await reportingErrors {
-                guard url.hasPrefix("https://"), URL(string: url)?.host != nil else {
-                    throw CLIError("URL must be https://HOST:PORT", code: 64)
-                }
+                try HubCommand.check(url: url, location: location)
                 let fingerprint = fingerprint.lowercased()
                 guard fingerprint.count == 64, fingerprint.allSatisfy(\.isHexDigit) else {
                     throw CLIError("--fingerprint must be 64 hex digits", code: 64)
                 }
-                if let location, GeoPoint(text: location) == nil {
-                    throw CLIError("--location must be LATITUDE,LONGITUDE in degrees (33.4351,-112.0108)", code: 64)
-                }
                 let dir = try options.load().configuration.dataDirectory
-                do {
-                    let link = try await HubJoin.addEntryPoint(url: url, fingerprint: fingerprint, location: location, dataDirectory: dir)
-                    FileOutput.standardOutput.write("added \(url) (hub \(fingerprint.prefix(16))…) for \(link.name); the node uses it from its next start\n")
-                } catch let failure as HubClient.Failure {
-                    if case .refused = failure { throw CLIError("\(failure)", code: 77) }
-                    throw CLIError("\(failure)", code: 69)
+                let link = try await HubCommand.exitCodes {
+                    try await HubJoin.addEntryPoint(url: url, fingerprint: fingerprint, location: location, dataDirectory: dir)
                 }
+                FileOutput.standardOutput.write("added \(url) (hub \(fingerprint.prefix(16))…) for \(link.name); the node uses it from its next start\n")
             }
         }
     }
