@@ -61,14 +61,19 @@ struct CoordinatorRoutes: Sendable {
         "acknowledged": "Acknowledged: the box that called, and every other box, hear that help is coming.",
         "cancelled": "The alert was cancelled for every box.",
         "already": "That was already done (by you or another coordinator): nothing new was sent.",
+        "ended": "That alert was cancelled already: nothing was sent.",
     ]
 
-    struct SignInForm: Decodable { var name: String; var password: String }
-
     func signIn(_ request: Request) async throws -> Response {
-        guard let form = await Self.form(SignInForm.self, request) else {
+        // A sign-in form posted from another site would sign this browser in as someone else
+        // (login CSRF): a browser says where a form came from.
+        if let origin = request.headers[.origin], !Self.sameOrigin(origin, request) {
+            return Self.html(CoordinatorPage.signIn(message: "Sign in from this hub's own page."), status: .forbidden)
+        }
+        guard let fields = await Self.fields(request), let name = fields["name"], let password = fields["password"] else {
             return Self.html(CoordinatorPage.signIn(message: "Give a name and a password."), status: .badRequest)
         }
+        let form = (name: name, password: password)
         switch try await database.signIn(name: form.name, password: form.password) {
         case .signedIn(let token, _):
             logger.info("hub: a coordinator signed in", metadata: ["coordinator": "\(form.name)"])
@@ -114,6 +119,8 @@ struct CoordinatorRoutes: Sendable {
             return Self.redirect(acknowledge ? "/?done=acknowledged" : "/?done=cancelled")
         case .alreadyDone:
             return Self.redirect("/?done=already")
+        case .ended:
+            return Self.redirect("/?done=ended")
         case .unknownAlert:
             return Self.html(CoordinatorPage.message("Nothing done", "The hub knows no such alert."), status: .notFound)
         }
@@ -142,9 +149,10 @@ struct CoordinatorRoutes: Sendable {
         return value
     }
 
-    static func form<T: Decodable>(_ type: T.Type, _ request: Request) async -> T? {
-        guard let body = try? await request.body.collect(upTo: maxFormBytes) else { return nil }
-        return try? URLEncodedFormDecoder().decode(T.self, from: String(buffer: body))
+    /// Whether an `Origin` header names the host the request was sent to.
+    static func sameOrigin(_ origin: String, _ request: Request) -> Bool {
+        guard let host = request.head.authority else { return false }
+        return origin == "https://" + host
     }
 
     /// The form's fields (the last of a repeated name wins).
@@ -173,7 +181,9 @@ struct CoordinatorRoutes: Sendable {
     static let securityHeaders: [(HTTPField.Name, String)] = [
         (.contentSecurityPolicy, "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"),
         (.xContentTypeOptions, "nosniff"),
-        (HTTPField.Name("Referrer-Policy") ?? .cacheControl, "no-referrer"),
+        // same-origin, not no-referrer: with no-referrer a browser sends "Origin: null" on its own
+        // forms, and the sign-in form's origin check needs the real one.
+        (HTTPField.Name("Referrer-Policy") ?? .cacheControl, "same-origin"),
         (.cacheControl, "no-store"),
     ]
 

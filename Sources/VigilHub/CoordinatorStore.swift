@@ -1,7 +1,6 @@
 import Foundation
 import Logging
 import NIOCore
-import NIOPosix
 import PostgresNIO
 import VigilEvents
 import VigilHubProtocol
@@ -35,18 +34,33 @@ extension HubDatabase {
         case rateLimited(retryAfterSeconds: Int)
     }
 
-    /// Checks a password (scrypt, off the event loops) and opens a session.
+    /// Whether `name` can be a coordinator's (`vigil-hub coordinator` takes only such names):
+    /// anything else is refused before it costs a query or a hash.
+    public static func isCoordinatorName(_ name: String) -> Bool {
+        !name.isEmpty && name.count <= 64 && name.allSatisfy { $0.isLetter || $0.isNumber || "-_.@".contains($0) }
+    }
+
+    /// Checks a password (scrypt, off the event loops, at most two at a time) and opens a session.
+    ///
+    /// Every attempt is recorded and counted before the password is checked, under a lock per
+    /// name: parallel attempts cannot all slip under the limit, and the rows of the window are
+    /// all there are (older ones are deleted as attempts come).
     public func signIn(name: String, password: String) async throws -> SignIn {
-        var failures = 0
-        var oldest: Double = 0
-        for try await (n, age) in try await client.query("""
-            SELECT count(*), coalesce(extract(epoch FROM now() - min(at)), 0)::float8 FROM login_failures
-            WHERE name = \(name) AND at > now() - make_interval(secs => \(Double(Self.failureWindowSeconds)))
-            """, logger: logger).decode((Int64, Double).self) {
-            failures = Int(n)
-            oldest = age
+        guard Self.isCoordinatorName(name), password.utf8.count <= 256 else { return .refused }
+        let window = Double(Self.failureWindowSeconds)
+        let (attempts, oldest) = try await client.withTransaction(logger: logger) { connection -> (Int, Double) in
+            try await connection.query("SELECT pg_advisory_xact_lock(\(Self.signInLock), hashtext(\(name)))", logger: logger)
+            try await connection.query("DELETE FROM login_failures WHERE at < now() - make_interval(secs => \(window))", logger: logger)
+            var counted = (0, 0.0)
+            for try await (n, age) in try await connection.query("""
+                SELECT count(*), coalesce(extract(epoch FROM now() - min(at)), 0)::float8 FROM login_failures WHERE name = \(name)
+                """, logger: logger).decode((Int64, Double).self) { counted = (Int(n), age) }
+            if counted.0 < Self.failuresAllowed {
+                try await connection.query("INSERT INTO login_failures (name) VALUES (\(name))", logger: logger)
+            }
+            return counted
         }
-        if failures >= Self.failuresAllowed {
+        if attempts >= Self.failuresAllowed {
             return .rateLimited(retryAfterSeconds: max(1, Self.failureWindowSeconds - Int(oldest)))
         }
         var stored: String?
@@ -54,11 +68,8 @@ extension HubDatabase {
             .decode(String.self) { stored = h }
         // An unknown name costs the same scrypt as a known one: timing says nothing.
         let hash = stored ?? Self.decoyHash
-        let matches = try await NIOThreadPool.singleton.runIfActive { PasswordHash.verify(password, against: hash) }
-        guard matches, stored != nil else {
-            try await client.query("INSERT INTO login_failures (name) VALUES (\(name))", logger: logger)
-            return .refused
-        }
+        let matches = await Self.scrypt.run { PasswordHash.verify(password, against: hash) }
+        guard matches, stored != nil else { return .refused } // the attempt stays counted
         let token = Self.randomText()
         let csrf = Self.randomText()
         try await client.withTransaction(logger: logger) { connection in
@@ -71,6 +82,11 @@ extension HubDatabase {
         }
         return .signedIn(token: token, csrf: csrf)
     }
+
+    /// The advisory lock space of sign-in attempts (the feed's is `feedLock`).
+    static let signInLock: Int32 = 7431003
+    /// Password checks at once, per hub process: sign-in attempts cannot take every core.
+    static let scrypt = Gate(width: 2)
 
     /// A hash of no password anyone has, so unknown names take as long as known ones.
     static let decoyHash = (try? PasswordHash.make(randomText())) ?? ""
@@ -127,7 +143,8 @@ extension HubDatabase {
             alert.text = text
             alert.expiresAtUs = nowMicroseconds &+ UInt64(validSeconds) &* 1_000_000
             let (k, payload) = EventCodec.encode(.alertRaised(alert))
-            try await appendCoordinatorItem(kind: k, payload: payload, coordinator: coordinator, nowMicroseconds: nowMicroseconds, connection)
+            try await appendToFeed([NewFeedItem(seq: 0, kind: k, timeUs: nowMicroseconds, payload: payload)],
+                                   origin: 0, epoch: 0, coordinator: coordinator, connection)
             return alert.id
         }
     }
@@ -137,40 +154,52 @@ extension HubDatabase {
         case unknownAlert
         /// Already done (a second click, or another coordinator): nothing new is sent.
         case alreadyDone
+        /// The alert was cancelled: there is nothing to answer any more.
+        case ended
     }
 
-    /// Acknowledges an alert raised at a box ("help is coming"), for every box to hear.
+    /// Acknowledges a call for help raised at a box ("help is coming"), for every box to hear.
     public func acknowledge(_ id: AlertID, by coordinator: String, nowMicroseconds: UInt64) async throws -> CoordinatorAction {
-        try await client.withTransaction(logger: logger) { connection -> CoordinatorAction in
-            try await connection.query("SELECT pg_advisory_xact_lock(7431002)", logger: logger)
-            guard let raised = try await raisedAlert(id, connection) else { return .unknownAlert }
-            if try await coordinatorItemExists(kind: .alertAcknowledged, id: id, connection) { return .alreadyDone }
+        let network = try await networkAlertOrigin()
+        guard id.origin != network else { return .unknownAlert } // the network's own alerts are cancelled, not answered
+        return try await answer(id, with: .alertAcknowledged, by: coordinator, nowMicroseconds: nowMicroseconds) { raised in
             var ack = AlertAcknowledged()
             ack.id = id
             ack.expiresAtUs = raised.expiresAtUs
             ack.severity = raised.severity
-            let (k, payload) = EventCodec.encode(.alertAcknowledged(ack))
-            try await appendCoordinatorItem(kind: k, payload: payload, coordinator: coordinator, nowMicroseconds: nowMicroseconds, connection)
-            return .done
+            return .alertAcknowledged(ack)
         }
     }
 
     /// Cancels an alert a coordinator raised (boxes cancel their own).
     public func cancelNetworkAlert(_ id: AlertID, by coordinator: String, nowMicroseconds: UInt64) async throws -> CoordinatorAction {
-        let origin = try await networkAlertOrigin()
-        guard id.origin == origin else { return .unknownAlert }
-        return try await client.withTransaction(logger: logger) { connection -> CoordinatorAction in
-            try await connection.query("SELECT pg_advisory_xact_lock(7431002)", logger: logger)
-            guard let raised = try await raisedAlert(id, connection) else { return .unknownAlert }
-            if try await coordinatorItemExists(kind: .alertCancelled, id: id, connection) { return .alreadyDone }
+        let network = try await networkAlertOrigin()
+        guard id.origin == network else { return .unknownAlert }
+        return try await answer(id, with: .alertCancelled, by: coordinator, nowMicroseconds: nowMicroseconds) { raised in
             var cancel = AlertCancelled()
             cancel.id = id
-            cancel.by = origin
+            cancel.by = network
             cancel.reason = "cancelled by \(coordinator) at the hub"
             cancel.expiresAtUs = raised.expiresAtUs
             cancel.severity = raised.severity
-            let (k, payload) = EventCodec.encode(.alertCancelled(cancel))
-            try await appendCoordinatorItem(kind: k, payload: payload, coordinator: coordinator, nowMicroseconds: nowMicroseconds, connection)
+            return .alertCancelled(cancel)
+        }
+    }
+
+    /// A coordinator's answer to the alert `id` (made by `make` from the alert as raised), put
+    /// on the feed once: under the feed's lock, so two coordinators clicking together send one.
+    private func answer(_ id: AlertID, with kind: EventKind, by coordinator: String, nowMicroseconds: UInt64,
+                        make: @escaping @Sendable (Alert) -> EventBody) async throws -> CoordinatorAction {
+        try await client.withTransaction(logger: logger) { connection -> CoordinatorAction in
+            try await connection.query("SELECT pg_advisory_xact_lock(\(Self.feedLock))", logger: logger)
+            guard let raised = try await raisedAlert(id, connection) else { return .unknownAlert }
+            if try await feedHas(.alertCancelled, of: id, fromCoordinators: false, connection) {
+                return kind == .alertCancelled ? .alreadyDone : .ended
+            }
+            if try await feedHas(kind, of: id, fromCoordinators: true, connection) { return .alreadyDone }
+            let (k, payload) = EventCodec.encode(make(raised))
+            try await appendToFeed([NewFeedItem(seq: 0, kind: k, timeUs: nowMicroseconds, payload: payload)],
+                                   origin: 0, epoch: 0, coordinator: coordinator, connection)
             return .done
         }
     }
@@ -188,9 +217,11 @@ extension HubDatabase {
         return nil
     }
 
-    private func coordinatorItemExists(kind: EventKind, id: AlertID, _ connection: PostgresConnection) async throws -> Bool {
+    /// Whether the feed holds an item of `kind` (an acknowledgement or a cancel) of alert `id`:
+    /// from coordinators only, or from anyone.
+    private func feedHas(_ kind: EventKind, of id: AlertID, fromCoordinators: Bool, _ connection: PostgresConnection) async throws -> Bool {
         for try await (payload) in try await connection.query("""
-            SELECT payload FROM feed WHERE kind = \(Int32(kind.rawValue)) AND origin_node = 0
+            SELECT payload FROM feed WHERE kind = \(Int32(kind.rawValue)) AND (origin_node = 0 OR NOT \(fromCoordinators))
             """, logger: logger).decode(ByteBuffer.self) {
             switch try? EventCodec.decode(kind: UInt32(kind.rawValue), payload: Array(payload.readableBytesView), sequence: 0) {
             case .alertAcknowledged(let k)?: if k.id == id { return true }
@@ -200,16 +231,35 @@ extension HubDatabase {
         }
         return false
     }
+}
 
-    /// One coordinator item at the next feed position (origin node 0), waking the long polls.
-    private func appendCoordinatorItem(kind: UInt32, payload: [UInt8], coordinator: String, nowMicroseconds: UInt64,
-                                       _ connection: PostgresConnection) async throws {
-        try await connection.query("SELECT pg_advisory_xact_lock(7431002)", logger: logger)
-        try await connection.query("""
-            INSERT INTO feed (position, origin_node, origin_epoch, origin_seq, kind, time_us, payload, coordinator)
-            VALUES ((SELECT coalesce(max(position), 0) + 1 FROM feed), 0, 0, 0, \(Int32(bitPattern: kind)),
-                    \(Int64(bitPattern: nowMicroseconds)), \(ByteBuffer(bytes: payload)), \(coordinator))
-            """, logger: logger)
-        try await connection.query("SELECT pg_notify(\(Self.feedChannel), '')", logger: logger)
+/// At most `width` pieces of blocking work at once, each on its own thread (never on the event
+/// loops or Swift's cooperative pool); the others wait their turn.
+actor Gate {
+    let width: Int
+    private var running = 0
+    private var waiting: [CheckedContinuation<Void, Never>] = []
+
+    init(width: Int) { self.width = width }
+
+    nonisolated func run<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
+        await enter()
+        let result = await withCheckedContinuation { (continuation: CheckedContinuation<T, Never>) in
+            Thread.detachNewThread { continuation.resume(returning: work()) }
+        }
+        await leave()
+        return result
+    }
+
+    private func enter() async {
+        if running < width {
+            running += 1
+            return
+        }
+        await withCheckedContinuation { waiting.append($0) }
+    }
+
+    private func leave() {
+        if waiting.isEmpty { running -= 1 } else { waiting.removeFirst().resume() }
     }
 }
