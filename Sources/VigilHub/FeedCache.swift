@@ -27,7 +27,7 @@ actor FeedCache {
     /// `generation` (`FeedSignal.generation`, read before this call).
     func items(after: UInt64, for node: UInt64, generation: UInt64, limit: Int,
                database: HubDatabase) async throws -> [HubDatabase.FeedItem] {
-        if !loaded || generation != readGeneration || ContinuousClock.now - readAt > .seconds(Self.maxAgeSeconds) {
+        if !loaded || generation > readGeneration || ContinuousClock.now - readAt > .seconds(Self.maxAgeSeconds) {
             try await refresh(generation: generation, database: database)
         }
         guard after >= floor else { return try await database.feed(after: after, for: node, limit: limit) }
@@ -47,9 +47,12 @@ actor FeedCache {
 
     /// One read for every poll waiting on it.
     private func refresh(generation: UInt64, database: HubDatabase) async throws {
-        if let reading {
-            try await reading.value
-            if loaded && readGeneration == generation { return }
+        // Wait for the reads under way (another poll may start a newer one meanwhile: the actor
+        // is re-entered at each await); read again only if none covered this generation.
+        while let current = reading {
+            try await current.value
+            if loaded && readGeneration >= generation && ContinuousClock.now - readAt <= .seconds(Self.maxAgeSeconds) { return }
+            if reading == current { break } // finished; whoever started it has not cleared it yet
         }
         let task = Task { try await read(generation: generation, database: database) }
         reading = task
@@ -80,7 +83,7 @@ actor FeedCache {
                 floor = (window.first?.position ?? 1) - 1
             }
         }
-        readGeneration = generation
+        readGeneration = max(readGeneration, generation)
         readAt = started
     }
 }

@@ -337,7 +337,10 @@ public struct HubDatabase: Sendable {
                     }
                 }
                 let forFeed = decoded.filter { new.contains(Int64(bitPattern: $0.seq)) && $0.feeds }
-                if !forFeed.isEmpty { try await appendToFeed(forFeed, nodeID: nodeID, epoch: epoch, connection) }
+                if !forFeed.isEmpty {
+                    try await appendToFeed(forFeed.map { NewFeedItem(seq: $0.seq, kind: $0.kind, timeUs: $0.timeUs, payload: $0.payload) },
+                                           origin: nodeID, epoch: epoch, connection)
+                }
             }
             let top = decoded.map { Int64(bitPattern: $0.seq) }.max() ?? 0
             let newHeld = batch.urgent ? held : max(held, Int64(bitPattern: batch.through))
@@ -353,7 +356,8 @@ public struct HubDatabase: Sendable {
     private func updateMarkAndReport(_ report: BoxReport?, occupancy decoded: [IncomingEvent], nodeID: Int64, epoch: Int32,
                                      held: Int64, highest: Int64, _ connection: PostgresConnection) async throws {
         let position = report?.coordinates
-        let sample = decoded.compactMap(\.occupancy).max(by: { $0.minute < $1.minute })
+        // The last sample in the log's order (batches come in order; urgent ones hold none).
+        let sample = decoded.last { $0.occupancy != nil }?.occupancy
         try await connection.query("""
             WITH mark AS (
                 UPDATE box_epochs SET held_through = \(held), highest = \(highest) WHERE node_id = \(nodeID) AND epoch = \(epoch)
@@ -364,9 +368,8 @@ public struct HubDatabase: Sendable {
                 longitude = CASE WHEN \(report != nil) THEN \(position?.longitude) ELSE longitude END,
                 backlog = coalesce(\(report.map { Int64(clamping: $0.backlog) }), backlog),
                 reported_at = CASE WHEN \(report != nil) THEN now() ELSE reported_at END,
-                occupancy = CASE WHEN \(sample.map { Int64(clamping: $0.minute) })::bigint >= coalesce(occupancy_minute_us, -1)
-                                 THEN \(sample.map { Int32(clamping: $0.advertisers) }) ELSE occupancy END,
-                occupancy_minute_us = greatest(occupancy_minute_us, \(sample.map { Int64(clamping: $0.minute) }))
+                occupancy = coalesce(\(sample.map { Int32(clamping: $0.advertisers) }), occupancy),
+                occupancy_minute_us = coalesce(\(sample.map { Int64(clamping: $0.minute) }), occupancy_minute_us)
             WHERE node_id = \(nodeID)
             """, logger: logger)
     }
@@ -377,16 +380,29 @@ public struct HubDatabase: Sendable {
         String(String.UnicodeScalarView(text.unicodeScalars.filter { !CharacterSet.controlCharacters.contains($0) }).prefix(120))
     }
 
+    /// The advisory lock the feed's positions are given under (held to commit).
+    static let feedLock: Int64 = 7431002
+
+    /// An item about to go on the feed.
+    struct NewFeedItem: Sendable {
+        var seq: UInt64
+        var kind: UInt32
+        var timeUs: UInt64
+        var payload: [UInt8]
+    }
+
     /// Gives the new items the next feed positions, in this transaction (the lock is held to its
-    /// commit, so positions commit in order), and wakes the long polls when it commits.
-    private func appendToFeed(_ items: [IncomingEvent],
-                              nodeID: Int64, epoch: Int32, _ connection: PostgresConnection) async throws {
-        try await connection.query("SELECT pg_advisory_xact_lock(7431002)", logger: logger)
+    /// commit, so positions commit in order), and wakes the long polls when it commits. `origin`
+    /// 0 with `coordinator`: made at the hub.
+    func appendToFeed(_ items: [NewFeedItem], origin: Int64, epoch: Int32, coordinator: String? = nil,
+                      _ connection: PostgresConnection) async throws {
+        try await connection.query("SELECT pg_advisory_xact_lock(\(Self.feedLock))", logger: logger)
         try await connection.query("""
-            INSERT INTO feed (position, origin_node, origin_epoch, origin_seq, kind, time_us, payload)
-            SELECT (SELECT coalesce(max(position), 0) FROM feed) + row_number() OVER (ORDER BY s), \(nodeID), \(epoch), s, k, t, p
+            INSERT INTO feed (position, origin_node, origin_epoch, origin_seq, kind, time_us, payload, coordinator)
+            SELECT (SELECT coalesce(max(position), 0) FROM feed) + row_number() OVER (ORDER BY o), \(origin), \(epoch), s, k, t, p, \(coordinator)
             FROM unnest(\(items.map { Int64(bitPattern: $0.seq) })::bigint[], \(items.map { Int32(bitPattern: $0.kind) })::integer[],
-                        \(items.map { Int64(bitPattern: $0.timeUs) })::bigint[], \(items.map { ByteBuffer(bytes: $0.payload) })::bytea[]) AS u(s, k, t, p)
+                        \(items.map { Int64(bitPattern: $0.timeUs) })::bigint[], \(items.map { ByteBuffer(bytes: $0.payload) })::bytea[])
+                 WITH ORDINALITY AS u(s, k, t, p, o)
             """, logger: logger)
         try await connection.query("SELECT pg_notify(\(Self.feedChannel), '')", logger: logger)
     }
@@ -416,16 +432,11 @@ public struct HubDatabase: Sendable {
 
     /// Feed items after `position` that did not come from `node`, oldest first.
     public func feed(after position: UInt64, for node: UInt64, limit: Int = 200) async throws -> [FeedItem] {
-        var items: [FeedItem] = []
-        for try await (p, o, k, t, payload) in try await client.query("""
+        try await feedRows("""
             SELECT position, origin_node, kind, time_us, payload FROM feed
             WHERE position > \(Int64(bitPattern: position)) AND origin_node <> \(Int64(bitPattern: node))
             ORDER BY position LIMIT \(limit)
-            """, logger: logger).decode((Int64, Int64, Int32, Int64, ByteBuffer).self) {
-            items.append(FeedItem(position: UInt64(bitPattern: p), originNode: UInt64(bitPattern: o), kind: UInt32(bitPattern: k),
-                                  timeUs: UInt64(bitPattern: t), payload: Array(payload.readableBytesView)))
-        }
-        return items
+            """)
     }
 
     /// Every feed item after `position` (all origins), oldest first (`FeedCache`).

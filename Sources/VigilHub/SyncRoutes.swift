@@ -111,11 +111,23 @@ struct SyncRoutes: Sendable {
         guard let wait = Double(query["wait"].map(String.init) ?? "0"), wait >= 0, wait <= Self.maxWaitSeconds else {
             return Self.refuse(.badRequest, "bad_query", "wait must be 0 to \(Int(Self.maxWaitSeconds)) seconds")
         }
-        let admitted = wait == 0 ? true : await polls.enter(node)
-        guard admitted else {
+        guard wait > 0 else { return try await poll(after: after, for: node, wait: 0) }
+        guard await polls.enter(node) else {
             return Self.refuse(.tooManyRequests, "too_many_polls", "this box already holds \(PollLimit.perBox) long polls open; wait for their answers")
         }
-        defer { if wait > 0 { Task { await polls.leave(node) } } }
+        // The slot is given back before the answer goes, so the box's next poll finds it free.
+        do {
+            let answer = try await poll(after: after, for: node, wait: wait)
+            await polls.leave(node)
+            return answer
+        } catch {
+            await polls.leave(node)
+            throw error
+        }
+    }
+
+    /// Items after `after`, waiting up to `wait` seconds for one.
+    func poll(after: UInt64, for node: UInt64, wait: Double) async throws -> Response {
         let deadline = ContinuousClock.now + .seconds(wait)
         while true {
             let seen = await signal.generation
@@ -214,7 +226,8 @@ struct SyncRoutes: Sendable {
                 feeds = k.heardFrom == 0
             case .occupancySampled(let o):
                 feeds = false
-                occupancy = (o.minuteStartUs, o.advertisers)
+                // A minute the radio was off for part of is no head count.
+                occupancy = o.radioOn ? (o.minuteStartUs, o.advertisers) : nil
             default:
                 feeds = false
             }
