@@ -35,7 +35,7 @@ public struct NodeHealth: Projection {
     public var firstEventMicroseconds: UInt64 = 0
     public var lastEventMicroseconds: UInt64 = 0
     public var buttonEdges: UInt64 = 0
-    /// The newest occupancy sample (nil before the first; older checkpoints have none).
+    /// The last occupancy sample logged (nil before the first; older checkpoints have none).
     public var occupancy: Occupancy?
 
     /// One minute's count of advertisers heard (`OccupancySampled`).
@@ -91,9 +91,8 @@ public struct NodeHealth: Projection {
         case .buttonInput:
             buttonEdges += 1
         case .occupancySampled(let o):
-            if o.minuteStartUs >= occupancy?.minuteStartMicroseconds ?? 0 {
-                occupancy = Occupancy(minuteStartMicroseconds: o.minuteStartUs, advertisers: o.advertisers, tags: o.tags)
-            }
+            // The newest in the log (after a clock step back, its minute may be earlier).
+            occupancy = Occupancy(minuteStartMicroseconds: o.minuteStartUs, advertisers: o.advertisers, tags: o.tags)
         default:
             break
         }

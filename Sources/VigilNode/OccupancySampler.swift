@@ -37,8 +37,10 @@ final class OccupancySampler: NodeComponent {
 
     private func sample() {
         defer { arm() }
+        // "Not the minute sampled last", not "after it": a clock stepped back must not stop the
+        // sampling until it catches up again.
         guard !node.stopping, let minute = Self.latestCompleteMinute(at: node.clock.nowMicroseconds()),
-              minute > lastSampledMinute else { return }
+              minute != lastSampledMinute else { return }
         let p = node.projections
         guard p.health.radioState == RadioState.on.rawValue else { return }
         // A device is forgotten after `device prune` unheard: a minute that ended longer ago
