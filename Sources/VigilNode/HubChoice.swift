@@ -39,13 +39,23 @@ final class HubChoice: Sendable {
     /// `links` in the order they were joined; `site` is the box's `site.location`.
     init(links: [HubLinks.Link], node: UInt64, site: GeoPoint?, clock: any WallClock, logger: Logger) throws(HubClient.Failure) {
         var hubs: [Hub] = []
+        var firstFailure: HubClient.Failure?
         for index in HubRoute.order(links.map { $0.location.flatMap(GeoPoint.init(text:)) }, from: site) {
             let link = links[index]
-            let client = try HubClient(url: link.url, certificatePEM: link.certificate,
+            let client: HubClient
+            do {
+                client = try HubClient(url: link.url, certificatePEM: link.certificate,
                                        credential: BoxCredential(node: node, secret: link.credential))
+            } catch {
+                // One unreadable entry does not cut the box off from the others.
+                logger.error("hub: an entry point in hub.json is unusable; using the others", metadata: ["hub": "\(link.url)", "error": "\(error)"])
+                firstFailure = firstFailure ?? error
+                continue
+            }
             let distance = site.flatMap { s in link.location.flatMap(GeoPoint.init(text:)).map { s.kilometres(to: $0) } }
             hubs.append(Hub(client: client, link: link, kilometres: distance))
         }
+        if hubs.isEmpty, let firstFailure { throw firstFailure }
         self.hubs = hubs
         self.clock = clock
         self.logger = logger

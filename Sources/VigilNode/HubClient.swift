@@ -144,12 +144,9 @@ public enum HubJoin {
         let answer = try await client.enrol(token: token.secret, node: node)
         let link = HubLinks.Link(url: url, fingerprint: token.hubFingerprint, certificate: certificate,
                                  name: answer.name, credential: answer.credential, location: location)
-        var links = try HubLinks.load(dataDirectory: dataDirectory)
-        // Joining again is joining a network anew: the new credential replaces the old one at
-        // every entry point of that network (they share its database).
-        for index in links.hubs.indices { links.hubs[index].credential = answer.credential; links.hubs[index].name = answer.name }
-        links.upsert(link)
-        try links.save(dataDirectory: dataDirectory)
+        // Joining is joining a network anew: the links to the one before go (their credential is
+        // no longer this box's); its other entry points are added again with `vigil hub add`.
+        try HubLinks(hubs: [link]).save(dataDirectory: dataDirectory)
         return link
     }
 
