@@ -31,7 +31,7 @@ import VigilTestSupport
         let aNode = try #require(await a.read { $0.nodeID })
         var r = Resident()
         r.id = "room-12"
-        r.name = "Ana Ruiz"
+        r.name = "Ana & <Ruiz>"
         r.room = "12"
         r.mode = .time
         r.intervalUs = 60_000_000
@@ -44,7 +44,7 @@ import VigilTestSupport
         sos.id = AlertID(origin: aNode, counter: 1)
         sos.kind = .sos
         sos.severity = .critical
-        sos.text = "Fall in the kitchen"
+        sos.text = "Fall in the <kitchen>"
         await a.append(.alertRaised(sos))
         try await a.waitUntilSynced()
         try await b.waitUntilSynced()
@@ -96,11 +96,27 @@ import VigilTestSupport
         post.body = .bytes(ByteBuffer(string: "csrf=x&kind=fire&text=forged&hours=1"))
         #expect(try await client.execute(post, timeout: .seconds(10)).status == .unauthorized)
 
-        // Signed in, but a form without the session's CSRF token (another site's form) is refused.
-        let cookie = try await signIn(client, hub, password: Self.password)
-        var forged = post
-        forged.headers.add(name: "cookie", value: cookie)
-        #expect(try await client.execute(forged, timeout: .seconds(10)).status == .forbidden)
+        // A sign-in form posted from another site is refused (login CSRF).
+        var elsewhere = HTTPClientRequest(url: hub.url + "/login")
+        elsewhere.method = .POST
+        elsewhere.headers.add(name: "content-type", value: "application/x-www-form-urlencoded")
+        elsewhere.headers.add(name: "origin", value: "https://evil.example")
+        elsewhere.body = .bytes(ByteBuffer(string: "name=\(Self.coordinator)&password=correct+horse+battery"))
+        let refusedSignIn = try await client.execute(elsewhere, timeout: .seconds(10))
+        #expect(refusedSignIn.status == .forbidden && refusedSignIn.headers.first(name: "set-cookie") == nil)
+
+        // Signed in, but a form without the session's CSRF token (another site's form) is refused,
+        // on every action.
+        let cookie = try #require(try await signIn(client, hub, password: Self.password).cookie)
+        for (path, form) in [("/alerts", "csrf=x&kind=fire&text=forged&hours=1"), ("/alerts", "kind=fire&text=forged&hours=1"),
+                             ("/alerts/ack", "csrf=&alert=1:1"), ("/alerts/cancel", "alert=1:1"), ("/logout", "csrf=")] {
+            var forged = HTTPClientRequest(url: hub.url + path)
+            forged.method = .POST
+            forged.headers.add(name: "content-type", value: "application/x-www-form-urlencoded")
+            forged.headers.add(name: "cookie", value: cookie)
+            forged.body = .bytes(ByteBuffer(string: form))
+            #expect(try await client.execute(forged, timeout: .seconds(10)).status == .forbidden, "\(path) without the token")
+        }
         let feedItems = try await hub.database { db in try await db.overview(nowMicroseconds: 0).alerts.filter(\.fromCoordinator).count }
         #expect(feedItems == 0, "nothing was raised")
 
@@ -109,37 +125,35 @@ import VigilTestSupport
         page.headers.add(name: "cookie", value: cookie)
         let html = String(buffer: try await client.execute(page, timeout: .seconds(10)).body.collect(upTo: 1 << 20))
         #expect(html.contains("Shelter North &lt;b&gt;") && !html.contains("Shelter North <b>"))
+        #expect(html.contains("Fall in the &lt;kitchen&gt;") && !html.contains("<kitchen>"), "an alert's text is escaped")
+        #expect(html.contains("Ana &amp; &lt;Ruiz&gt;") && !html.contains("<Ruiz>"), "a resident's name is escaped")
+        #expect(html.contains("id=\"open-alerts\""), "the session still works: the forged logout did nothing")
         #expect(html.contains("id=\"map\""))
 
         // Five wrong passwords: the sixth try is refused even with the right one, for a while.
         for _ in 0..<HubDatabase.failuresAllowed {
-            #expect(try await signInStatus(client, hub, password: "guess-guess") == 401)
+            #expect(try await signIn(client, hub, password: "guess-guess").status == 401)
         }
-        #expect(try await signInStatus(client, hub, password: Self.password) == 429)
+        #expect(try await signIn(client, hub, password: Self.password).status == 429)
         try await client.shutdown()
         try await a.stop()
         try await b.stop()
         await hub.stop()
     }
 
-    func signInStatus(_ client: HTTPClient, _ hub: HubHarness, password: String) async throws -> UInt {
+    /// A sign-in with `password`: its status, and the session cookie ("name=value") it set.
+    func signIn(_ client: HTTPClient, _ hub: HubHarness, password: String) async throws -> (status: UInt, cookie: String?) {
         var request = HTTPClientRequest(url: hub.url + "/login")
         request.method = .POST
         request.headers.add(name: "content-type", value: "application/x-www-form-urlencoded")
-        request.body = .bytes(ByteBuffer(string: "name=\(Self.coordinator)&password=\(password.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")"))
-        return try await client.execute(request, timeout: .seconds(20)).status.code
-    }
-
-    /// The session cookie ("name=value") a successful sign-in sets.
-    func signIn(_ client: HTTPClient, _ hub: HubHarness, password: String) async throws -> String {
-        var request = HTTPClientRequest(url: hub.url + "/login")
-        request.method = .POST
-        request.headers.add(name: "content-type", value: "application/x-www-form-urlencoded")
+        request.headers.add(name: "origin", value: hub.url)
         request.body = .bytes(ByteBuffer(string: "name=\(Self.coordinator)&password=\(password.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")"))
         let response = try await client.execute(request, timeout: .seconds(20))
-        let setCookie = try #require(response.headers.first(name: "set-cookie"))
-        #expect(setCookie.contains("HttpOnly") && setCookie.contains("Secure") && setCookie.contains("SameSite=Strict"))
-        return String(setCookie.prefix { $0 != ";" })
+        let cookie = response.headers.first(name: "set-cookie")
+        if let cookie {
+            #expect(cookie.contains("HttpOnly") && cookie.contains("Secure") && cookie.contains("SameSite=Strict"))
+        }
+        return (response.status.code, cookie.map { String($0.prefix { $0 != ";" }) })
     }
 
     /// Where a test's screenshots go: `VIGIL_TEST_OUTPUT/NAME` (scripts/test sets it), else
@@ -161,8 +175,7 @@ func runProcess(_ path: String, _ arguments: [String]) -> (status: Int32, output
     process.standardError = pipe
     do { try process.run() } catch { return (-1, "cannot run \(path): \(error)") }
     let data = pipe.fileHandleForReading.readDataToEndOfFile()
-    let pid = process.processIdentifier
-    var status: Int32 = 0
-    while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-    return ((status >> 8) & 0xFF, String(decoding: data, as: UTF8.self))
+    process.waitUntilExit()
+    let status = process.terminationReason == .uncaughtSignal ? 128 + process.terminationStatus : process.terminationStatus
+    return (status, String(decoding: data, as: UTF8.self))
 }

@@ -157,6 +157,16 @@ final class HubHarness: @unchecked Sendable {
     }
 }
 
+/// Waits (off the pool) for a child that leaves no daemon behind to end, and gives its exit
+/// status, or 128 + the signal that ended it. (Foundation reaps its children itself, so a
+/// `waitpid` of ours can find nothing and read a status of 0.)
+func exitStatus(of process: Process) async -> Int32 {
+    await offPool {
+        process.waitUntilExit()
+        return process.terminationReason == .uncaughtSignal ? 128 + process.terminationStatus : process.terminationStatus
+    }
+}
+
 /// The first of several answers to one waiter (a condition met, or its time bound).
 final class OneAnswer: @unchecked Sendable {
     private let lock = NSLock()
