@@ -92,7 +92,7 @@ public struct HubDatabase: Sendable {
         ALTER TABLE boxes ADD COLUMN site text, ADD COLUMN latitude double precision, ADD COLUMN longitude double precision,
             ADD COLUMN backlog bigint, ADD COLUMN reported_at timestamptz,
             ADD COLUMN occupancy integer, ADD COLUMN occupancy_minute_us bigint;
-        CREATE INDEX events_kind ON events (node_id, kind, epoch, seq);
+        CREATE INDEX events_kind ON events (kind, node_id, epoch, seq);
         ALTER TABLE feed ADD COLUMN coordinator text;
         CREATE TABLE coordinators (
             name text PRIMARY KEY,

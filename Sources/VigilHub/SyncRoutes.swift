@@ -31,7 +31,13 @@ struct SyncRoutes: Sendable {
     func register(on router: Router<BasicRequestContext>) {
         let api = router.group("api/v1")
         api.get("health") { _, _ in Self.json(["status": "ok"]) }
-        api.get("hub") { _, _ in Self.json(["fingerprint": identity.fingerprint]) }
+        api.get("hub") { _, _ in
+            do {
+                return Self.json(HubInfo(fingerprint: identity.fingerprint, network: NodeIDText.format(try await database.networkAlertOrigin())))
+            } catch {
+                return Self.refuse(.serviceUnavailable, "database_unavailable", "the hub's database is not answering; try again")
+            }
+        }
         api.get("hub/certificate") { _, _ in
             Response(status: .ok, headers: [.contentType: "application/x-pem-file"],
                      body: .init(byteBuffer: ByteBuffer(string: identity.certificatePEM)))

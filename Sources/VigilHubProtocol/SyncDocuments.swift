@@ -175,6 +175,19 @@ public struct EnrolRequest: Codable, Sendable, Equatable {
     }
 }
 
+/// `GET /api/v1/hub`: who the hub is (its certificate) and which network it serves (every hub
+/// process on one database answers the same network id). Anonymous: a box checks it before it
+/// sends its credential to a hub it is told to add.
+public struct HubInfo: Codable, Sendable, Equatable {
+    public var fingerprint: String
+    public var network: String
+
+    public init(fingerprint: String, network: String) {
+        self.fingerprint = fingerprint
+        self.network = network
+    }
+}
+
 /// The box's own credential: shown once, stored by the hub only as a hash.
 public struct EnrolAnswer: Codable, Sendable, Equatable {
     public var node: String

@@ -84,6 +84,11 @@ public final class HubClient: Sendable {
         try await call("POST", "/api/v1/boxes/\(batch.node)/events", batch, as: UploadAnswer.self)
     }
 
+    /// Who the hub is and which network it serves (anonymous: no credential is sent).
+    public func info() async throws(Failure) -> HubInfo {
+        try await call("GET", "/api/v1/hub", Optional<UploadBatch>.none, as: HubInfo.self)
+    }
+
     public func syncState(node: UInt64) async throws(Failure) -> SyncState {
         try await call("GET", "/api/v1/boxes/\(NodeIDText.format(node))/sync", Optional<UploadBatch>.none, as: SyncState.self)
     }
@@ -142,8 +147,9 @@ public enum HubJoin {
         let client = try HubClient(url: url, certificatePEM: certificate, credential: nil)
         defer { client.close() }
         let answer = try await client.enrol(token: token.secret, node: node)
+        let network = try await client.info().network
         let link = HubLinks.Link(url: url, fingerprint: token.hubFingerprint, certificate: certificate,
-                                 name: answer.name, credential: answer.credential, location: location)
+                                 name: answer.name, credential: answer.credential, location: location, network: network)
         // Joining is joining a network anew: the links to the one before go (their credential is
         // no longer this box's); its other entry points are added again with `vigil hub add`.
         try HubLinks(hubs: [link]).save(dataDirectory: dataDirectory)
@@ -160,6 +166,19 @@ public enum HubJoin {
         }
         let node = try NodeIdentity.load(dataDirectory: dataDirectory)
         let certificate = try await HubClient.pinnedCertificate(url: url, fingerprint: fingerprint)
+        // The credential goes only to a hub of the network it belongs to: asked first, without it.
+        let anonymous = try HubClient(url: url, certificatePEM: certificate, credential: nil)
+        let network: String
+        do {
+            network = try await anonymous.info().network
+            anonymous.close()
+        } catch {
+            anonymous.close()
+            throw error
+        }
+        if let joinedNetwork = joined.network, joinedNetwork != network {
+            throw HubClient.Failure.wrongHub("the hub at \(url) serves another network (\(network), not \(joinedNetwork)): nothing was sent to it")
+        }
         let client = try HubClient(url: url, certificatePEM: certificate, credential: BoxCredential(node: node, secret: joined.credential))
         defer { client.close() }
         do {
@@ -170,7 +189,7 @@ public enum HubJoin {
             throw HubClient.Failure.wrongHub("the hub at \(url) does not know this box: it is not an entry point of the network the box joined")
         }
         let link = HubLinks.Link(url: url, fingerprint: fingerprint, certificate: certificate, name: joined.name,
-                                 credential: joined.credential, location: location)
+                                 credential: joined.credential, location: location, network: network)
         links.upsert(link)
         try links.save(dataDirectory: dataDirectory)
         return link

@@ -18,14 +18,19 @@ public struct HubLinks: Codable, Sendable, Equatable {
         /// The hub's reference location, "LATITUDE,LONGITUDE" (`--location`): the box uses the
         /// nearest hub that answers.
         public var location: String?
+        /// The network the hub serves (`HubInfo.network`): every entry point of one network
+        /// answers the same (nil in links written before it existed).
+        public var network: String?
 
-        public init(url: String, fingerprint: String, certificate: String, name: String, credential: String, location: String? = nil) {
+        public init(url: String, fingerprint: String, certificate: String, name: String, credential: String, location: String? = nil,
+                    network: String? = nil) {
             self.url = url
             self.fingerprint = fingerprint
             self.certificate = certificate
             self.name = name
             self.credential = credential
             self.location = location
+            self.network = network
         }
     }
 

@@ -114,4 +114,28 @@ import VigilTestSupport
         try await other.stop()
         for region in Self.regions.reversed() { await (try hub(region.name)).stop() }
     }
+
+    @Test func aHubOfAnotherNetworkIsRefusedBeforeTheBoxSendsItsCredential() async throws {
+        let mine = HubHarness("hub-mine")
+        try await mine.start()
+        let theirs = HubHarness("hub-theirs") // its own database: another network
+        try await theirs.start()
+        let box = Box("joined-mine")
+        try await box.join(mine, as: "box")
+        let before = try HubLinks.load(dataDirectory: box.directory.path)
+        #expect(before.hubs.first?.network != nil, "the join recorded the network")
+        do {
+            _ = try await HubJoin.addEntryPoint(url: theirs.url, fingerprint: theirs.fingerprint, location: nil, dataDirectory: box.directory.path)
+            Issue.record("a hub of another network was added")
+        } catch {
+            #expect("\(error)".contains("another network"))
+        }
+        #expect(try HubLinks.load(dataDirectory: box.directory.path) == before, "hub.json is unchanged")
+        // The other network's database never saw this box's credential: no request of it came.
+        let node = try NodeIdentity.load(dataDirectory: box.directory.path)
+        let seen = try await theirs.database { try await $0.syncState(node: node) }
+        #expect(seen.epochs.isEmpty)
+        await theirs.stop()
+        await mine.stop()
+    }
 }
