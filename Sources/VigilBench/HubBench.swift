@@ -245,12 +245,17 @@ struct HubBench {
         for i in 0..<(alerts + 2) {
             let raised = monotonicNanoseconds()
             let reply = OneShot<NodeReply>()
-            let arrived: UInt64 = await withCheckedContinuation { continuation in
-                a.node.submit(.raiseAlert(AlertRequest(kind: "sos", lifetimeMicroseconds: 3_600_000_000, text: "bench \(i)"))) { answer in
-                    reply.give(answer)
-                    guard answer.ok, let key = answer.alert else { continuation.resume(returning: 0); return }
-                    b.node.whenState({ $0.projections.alerts.alerts[key] != nil }) { _ in continuation.resume(returning: monotonicNanoseconds()) }
-                }
+            let arrival = OneShot<UInt64>()
+            a.node.submit(.raiseAlert(AlertRequest(kind: "sos", lifetimeMicroseconds: 3_600_000_000, text: "bench \(i)"))) { answer in
+                reply.give(answer)
+                guard answer.ok, let key = answer.alert else { arrival.give(0); return }
+                b.node.whenState({ $0.projections.alerts.alerts[key] != nil }) { _ in arrival.give(monotonicNanoseconds()) }
+            }
+            // Bounded: a box that never hears it fails the run instead of hanging it.
+            guard let arrived = await arrival.value(timeoutSeconds: 30) else {
+                try? await a.stop()
+                try? await b.stop()
+                throw BenchError("hub: box B did not get SOS \(i) within 30 s")
             }
             guard arrived > 0 else { throw BenchError("hub: box A refused the SOS: \(String(describing: reply.peek()))") }
             if i >= 2 { latencies.append(arrived - raised) } // two warm-up alerts
