@@ -131,7 +131,10 @@ struct Coordinator: AsyncParsableCommand {
     @Argument(help: "The coordinator's sign-in name.")
     var name: String
 
-    func validate() throws { try validateName(name, also: "-_.@", described: "'-', '_', '.' or '@'") }
+    func validate() throws {
+        // The hub's own rule: a name it would refuse at sign-in is refused here.
+        guard HubDatabase.isCoordinatorName(name) else { throw ValidationError("NAME: 1 to 64 letters, digits, '-', '_', '.' or '@'") }
+    }
 
     func run() async throws {
         // One line from stdin: a terminal, a pipe or a secret file, never the command line
