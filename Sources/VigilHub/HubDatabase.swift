@@ -311,32 +311,38 @@ public struct HubDatabase: Sendable {
                 let times = decoded.map { Int64(bitPattern: $0.timeUs) }
                 let hashes = decoded.map { ByteBuffer(bytes: $0.hash) }
                 let payloads = decoded.map { ByteBuffer(bytes: $0.payload) }
-                let rows = try await connection.query("""
-                    INSERT INTO events (node_id, epoch, seq, kind, time_us, hash, payload)
-                    SELECT \(nodeID), \(epoch), s, k, t, h, p
-                    FROM unnest(\(seqs)::bigint[], \(kinds)::integer[], \(times)::bigint[], \(hashes)::bytea[], \(payloads)::bytea[]) AS u(s, k, t, h, p)
-                    ON CONFLICT (node_id, epoch, seq) DO NOTHING
-                    RETURNING seq
-                    """, logger: logger)
-                var new = Set<Int64>()
-                for try await (s) in rows.decode(Int64.self) { new.insert(s) }
-                inserted = new.count
+                // One row back, not one per event: how many were new, and which of the items
+                // that feed the other boxes.
+                let feeding = decoded.filter(\.feeds).map { Int64(bitPattern: $0.seq) }
+                var fed: [Int64] = []
+                for try await (count, new) in try await connection.query("""
+                    WITH stored AS (
+                        INSERT INTO events (node_id, epoch, seq, kind, time_us, hash, payload)
+                        SELECT \(nodeID), \(epoch), s, k, t, h, p
+                        FROM unnest(\(seqs)::bigint[], \(kinds)::integer[], \(times)::bigint[], \(hashes)::bytea[], \(payloads)::bytea[]) AS u(s, k, t, h, p)
+                        ON CONFLICT (node_id, epoch, seq) DO NOTHING
+                        RETURNING seq
+                    )
+                    SELECT count(*), coalesce(array_agg(seq) FILTER (WHERE seq = ANY(\(feeding)::bigint[])), '{}')::bigint[] FROM stored
+                    """, logger: logger).decode((Int64, [Int64]).self) {
+                    inserted = Int(count)
+                    fed = new
+                }
                 // Events already held (a batch sent again) must be the same: checked only when
                 // there are some. A difference throws, so the transaction rolls back whole.
                 if inserted < decoded.count {
-                    let again = decoded.filter { !new.contains(Int64(bitPattern: $0.seq)) }
                     var stored: [Int64: ByteBuffer] = [:]
                     for try await (s, h) in try await connection.query("""
-                        SELECT seq, hash FROM events WHERE node_id = \(nodeID) AND epoch = \(epoch)
-                          AND seq = ANY(\(again.map { Int64(bitPattern: $0.seq) })::bigint[])
+                        SELECT seq, hash FROM events WHERE node_id = \(nodeID) AND epoch = \(epoch) AND seq = ANY(\(seqs)::bigint[])
                         """, logger: logger).decode((Int64, ByteBuffer).self) { stored[s] = h }
-                    for e in again {
+                    for e in decoded {
                         if let mine = stored[Int64(bitPattern: e.seq)].map({ Array($0.readableBytesView) }), mine != e.hash {
                             throw ConflictFound(seq: e.seq, held: mine, sent: e.hash)
                         }
                     }
                 }
-                let forFeed = decoded.filter { new.contains(Int64(bitPattern: $0.seq)) && $0.feeds }
+                let newlyFed = Set(fed)
+                let forFeed = decoded.filter { $0.feeds && newlyFed.contains(Int64(bitPattern: $0.seq)) }
                 if !forFeed.isEmpty {
                     try await appendToFeed(forFeed.map { NewFeedItem(seq: $0.seq, kind: $0.kind, timeUs: $0.timeUs, payload: $0.payload) },
                                            origin: nodeID, epoch: epoch, connection)
