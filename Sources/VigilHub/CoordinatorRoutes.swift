@@ -73,16 +73,15 @@ struct CoordinatorRoutes: Sendable {
         guard let fields = await Self.fields(request), let name = fields["name"], let password = fields["password"] else {
             return Self.html(CoordinatorPage.signIn(message: "Give a name and a password."), status: .badRequest)
         }
-        let form = (name: name, password: password)
-        switch try await database.signIn(name: form.name, password: form.password) {
+        switch try await database.signIn(name: name, password: password) {
         case .signedIn(let token, _):
-            logger.info("hub: a coordinator signed in", metadata: ["coordinator": "\(form.name)"])
+            logger.info("hub: a coordinator signed in", metadata: ["coordinator": "\(name)"])
             return Self.redirect("/", cookie: "\(Self.cookieName)=\(token); Path=/; Max-Age=\(HubDatabase.sessionSeconds); HttpOnly; Secure; SameSite=Strict")
         case .refused:
-            logger.notice("hub: a sign-in was refused", metadata: ["name": "\(form.name.prefix(64))"])
+            logger.notice("hub: a sign-in was refused", metadata: ["name": "\(name.prefix(64))"])
             return Self.html(CoordinatorPage.signIn(message: "Wrong name or password."), status: .unauthorized)
         case .rateLimited(let seconds):
-            logger.warning("hub: sign-ins refused for a while after repeated failures", metadata: ["name": "\(form.name.prefix(64))"])
+            logger.warning("hub: sign-ins refused for a while after repeated failures", metadata: ["name": "\(name.prefix(64))"])
             var response = Self.html(CoordinatorPage.signIn(message: "Too many failed sign-ins for this name: try again in \((seconds + 59) / 60) minutes."),
                                      status: .tooManyRequests)
             response.headers[.retryAfter] = "\(seconds)"

@@ -105,12 +105,8 @@ public enum Hub {
 
     /// `vigil-hub enroll NAME`: a token for a new box, with the hub's fingerprint in it.
     public static func enrol(name: String, configuration: HubConfiguration, logger: Logger) async throws -> String {
-        let cluster = configuration.databaseURL == nil ? try LocalCluster(dataDirectory: configuration.dataDirectory, logger: logger) : nil
-        try cluster?.start()
-        defer { cluster?.stop() }
         let identity = try HubIdentity.loadOrCreate(dataDirectory: configuration.dataDirectory, logger: logger)
-        return try await withDatabase(configuration, cluster: cluster, logger: logger) { database in
-            try await database.migrate()
+        return try await administer(configuration, logger: logger) { database in
             let secret = try await database.createEnrolmentToken(name: name)
             return EnrolmentToken(secret: secret, hubFingerprint: identity.fingerprint).text
         }
@@ -122,23 +118,24 @@ public enum Hub {
             throw HubError.configuration("a coordinator's password needs at least \(PasswordHash.minimumLength) characters")
         }
         let hash = try PasswordHash.make(password)
-        let cluster = configuration.databaseURL == nil ? try LocalCluster(dataDirectory: configuration.dataDirectory, logger: logger) : nil
-        try cluster?.start()
-        defer { cluster?.stop() }
-        try await withDatabase(configuration, cluster: cluster, logger: logger) { database in
-            try await database.migrate()
-            try await database.setCoordinator(name: name, passwordHash: hash)
-        }
+        try await administer(configuration, logger: logger) { try await $0.setCoordinator(name: name, passwordHash: hash) }
     }
 
     /// `vigil-hub revoke NAME`.
     public static func revoke(name: String, configuration: HubConfiguration, logger: Logger) async throws -> Bool {
+        try await administer(configuration, logger: logger) { try await $0.revoke(name: name) }
+    }
+
+    /// An administrative command's database: the hub's own cluster started for it when there is
+    /// no `database.url` (stopped after), the schema migrated.
+    static func administer<T: Sendable>(_ configuration: HubConfiguration, logger: Logger,
+                                        _ body: @escaping @Sendable (HubDatabase) async throws -> T) async throws -> T {
         let cluster = configuration.databaseURL == nil ? try LocalCluster(dataDirectory: configuration.dataDirectory, logger: logger) : nil
         try cluster?.start()
         defer { cluster?.stop() }
         return try await withDatabase(configuration, cluster: cluster, logger: logger) { database in
             try await database.migrate()
-            return try await database.revoke(name: name)
+            return try await body(database)
         }
     }
 

@@ -131,7 +131,7 @@ import VigilTestSupport
             #expect("\(error)".contains("another network"))
         }
         #expect(try HubLinks.load(dataDirectory: box.directory.path) == before, "hub.json is unchanged")
-        // The other network's database never saw this box's credential: no request of it came.
+        // The other network holds nothing of this box (the refusal came before any request of it).
         let node = try NodeIdentity.load(dataDirectory: box.directory.path)
         let seen = try await theirs.database { try await $0.syncState(node: node) }
         #expect(seen.epochs.isEmpty)
