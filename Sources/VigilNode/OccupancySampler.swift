@@ -39,13 +39,14 @@ final class OccupancySampler: NodeComponent {
         defer { arm() }
         // "Not the minute sampled last", not "after it": a clock stepped back must not stop the
         // sampling until it catches up again.
-        guard !node.stopping, let minute = Self.latestCompleteMinute(at: node.clock.nowMicroseconds()),
-              minute != lastSampledMinute else { return }
+        // One reading of the clock: a second one, stepped back, would make the age check below
+        // subtract past zero.
+        let now = node.clock.nowMicroseconds()
+        guard !node.stopping, let minute = Self.latestCompleteMinute(at: now), minute != lastSampledMinute else { return }
         let p = node.projections
         guard p.health.radioState == RadioState.on.rawValue else { return }
         // A device is forgotten after `device prune` unheard: a minute that ended longer ago
         // than that cannot be counted exactly (the clock jumped, or the loop was held up).
-        let now = node.clock.nowMicroseconds()
         guard now - (minute + Self.minuteMicroseconds) < p.devices.pruneAfterMicroseconds else { return }
         let heard = p.devices.heard(from: minute, until: minute + Self.minuteMicroseconds, isTag: { p.escalations.isTag($0) })
         var o = OccupancySampled()
