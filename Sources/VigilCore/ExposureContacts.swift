@@ -295,7 +295,62 @@ public struct ExposureBook: Projection {
     public private(set) var lastRetentionMicroseconds: UInt64 = 0
     public private(set) var keysPublished: UInt64 = 0
 
+    /// A diagnosis-key file the hub offered (`ExposureKeysOffered` inside a `HubReceived`) that
+    /// this box has not matched or refused yet: the box's key-file worker takes these, oldest first.
+    public struct KeyFileOffer: Codable, Equatable, Sendable {
+        public var fileID: UInt64
+        public var sha256Hex: String
+        public var bytes: UInt64
+        public var keys: UInt32
+        public var name: String
+        /// The hub that offered it (its certificate's fingerprint).
+        public var hub: String
+        public var offeredMicroseconds: UInt64
+    }
+
+    /// How the last offered file ended here.
+    public struct KeyFileOutcome: Codable, Equatable, Sendable {
+        public var fileID: UInt64
+        public var name: String
+        public var keys: UInt32
+        public var exposures: UInt32
+        public var highRisk: UInt32
+        /// Empty: matched.
+        public var refused: String
+        public var atMicroseconds: UInt64
+    }
+
+    /// Offers waiting, by the hub's file id. Bounded: a hub offering files faster than a box can
+    /// match them (one a day is usual) has the excess counted in `keyFileOffersDropped`, never held.
+    public private(set) var keyFileOffers: [UInt64: KeyFileOffer] = [:]
+    public static let maximumKeyFileOffers = 256
+    public private(set) var keyFileOffersDropped: UInt64 = 0
+    public private(set) var keyFilesMatched: UInt64 = 0
+    public private(set) var keyFilesRefused: UInt64 = 0
+    public private(set) var lastKeyFile: KeyFileOutcome?
+
+    /// The next offer to take: the oldest by the hub's id.
+    public var nextKeyFileOffer: KeyFileOffer? {
+        keyFileOffers.keys.min().flatMap { keyFileOffers[$0] }
+    }
+
     public init() {}
+
+    /// An offer carried by the hub's feed (the caller decoded it from a `HubReceived` not taken
+    /// before). A file matched or refused earlier is not offered again: the box keeps its outcome.
+    public mutating func offered(_ offer: ExposureKeysOffered, hub: String, atMicroseconds time: UInt64) {
+        guard keyFileOffers[offer.fileID] == nil, !settled.contains(offer.fileID) else { return }
+        guard keyFileOffers.count < Self.maximumKeyFileOffers else {
+            keyFileOffersDropped &+= 1
+            return
+        }
+        keyFileOffers[offer.fileID] = KeyFileOffer(fileID: offer.fileID, sha256Hex: Hex.encode(offer.sha256), bytes: offer.bytes,
+                                                   keys: offer.keys, name: offer.name, hub: hub, offeredMicroseconds: time)
+    }
+
+    /// The ids of files matched or refused, newest last, so an offer seen again (a hub restored
+    /// from a backup replays its feed) is not matched twice. Bounded like the offers.
+    private var settled: [UInt64] = []
 
     public static func key(identifier: Data, firstSeen: UInt64) -> String {
         Hex.encode(identifier) + "@" + String(firstSeen)
@@ -325,6 +380,15 @@ public struct ExposureBook: Projection {
             entries = entries.filter { $0.value.lastSeenMicroseconds >= r.cutoffUs }
         case .exposureKeysPublished(let p):
             keysPublished &+= UInt64(p.keys)
+        case .exposureKeysMatched(let m):
+            keyFileOffers[m.fileID] = nil
+            if !settled.contains(m.fileID) {
+                settled.append(m.fileID)
+                if settled.count > Self.maximumKeyFileOffers { settled.removeFirst(settled.count - Self.maximumKeyFileOffers) }
+            }
+            if m.refused.isEmpty { keyFilesMatched &+= 1 } else { keyFilesRefused &+= 1 }
+            lastKeyFile = KeyFileOutcome(fileID: m.fileID, name: m.name, keys: m.keys, exposures: m.exposures, highRisk: m.highRisk,
+                                         refused: m.refused, atMicroseconds: event.timeMicroseconds)
         default:
             break
         }

@@ -44,7 +44,9 @@ public struct Projections: Projection {
     /// v7: schema 7 (the hub's acknowledgements and the box's upload epochs).
     /// v8: schema 8 (occupancy): the health projection keeps the newest sample and when the radio
     /// last changed state.
-    public static let checkpointName = "projections.v8"
+    /// v9: schema 9 (diagnosis-key files from the hub): the exposure book keeps the offers not yet
+    /// matched and how the last one ended.
+    public static let checkpointName = "projections.v9"
 
     public init(settings: ProjectionSettings = ProjectionSettings()) {
         devices = DeviceList(pruneAfterMicroseconds: settings.devicePruneAfterMicroseconds)
@@ -151,8 +153,11 @@ public struct Projections: Projection {
             if let item = Self.fromHub(r, event: event) {
                 alerts.apply(alertEvent: item)
                 settleAlarms()
+            } else if r.kind == EventKind.exposureKeysOffered.rawValue,
+                      case .exposureKeysOffered(let offer)? = try? EventCodec.decode(kind: r.kind, payload: [UInt8](r.payload), sequence: event.sequence) {
+                exposures.offered(offer, hub: r.hub, atMicroseconds: time)
             }
-        case .exposureKeysPublished:
+        case .exposureKeysPublished, .exposureKeysMatched:
             exposures.apply(.event(event))
         default:
             break

@@ -43,6 +43,8 @@ public typealias HubAcknowledged = Vigil_Events_V1_HubAcknowledged
 public typealias HubEpochStarted = Vigil_Events_V1_HubEpochStarted
 public typealias HubReceived = Vigil_Events_V1_HubReceived
 public typealias OccupancySampled = Vigil_Events_V1_OccupancySampled
+public typealias ExposureKeysOffered = Vigil_Events_V1_ExposureKeysOffered
+public typealias ExposureKeysMatched = Vigil_Events_V1_ExposureKeysMatched
 
 /// What happened. One case per event kind in the catalogue (README "Event catalogue").
 public enum EventBody: Sendable, Equatable {
@@ -72,6 +74,8 @@ public enum EventBody: Sendable, Equatable {
     case hubEpochStarted(HubEpochStarted)
     case hubReceived(HubReceived)
     case occupancySampled(OccupancySampled)
+    case exposureKeysOffered(ExposureKeysOffered)
+    case exposureKeysMatched(ExposureKeysMatched)
 
     public var kind: EventKind {
         switch self {
@@ -101,6 +105,8 @@ public enum EventBody: Sendable, Equatable {
         case .hubEpochStarted: .hubEpochStarted
         case .hubReceived: .hubReceived
         case .occupancySampled: .occupancySampled
+        case .exposureKeysOffered: .exposureKeysOffered
+        case .exposureKeysMatched: .exposureKeysMatched
         }
     }
 
@@ -155,6 +161,8 @@ extension EventKind {
         case .hubEpochStarted: "hub-epoch-started"
         case .hubReceived: "hub-received"
         case .occupancySampled: "occupancy-sampled"
+        case .exposureKeysOffered: "exposure-keys-offered"
+        case .exposureKeysMatched: "exposure-keys-matched"
         case .UNRECOGNIZED(let n): "kind-\(n)"
         }
     }
@@ -165,7 +173,7 @@ extension EventKind {
         .residentEnrolled, .residentUpdated, .residentRemoved, .deadlineReached, .alarmAcknowledged, .outboxAttempt,
         .exposureDetected, .contactRetention, .exposureKeysPublished, .alertAcknowledged,
         .alertExpired, .alertReaffirmed, .downtimeDetected, .hubAcknowledged, .hubEpochStarted, .hubReceived,
-        .occupancySampled,
+        .occupancySampled, .exposureKeysOffered, .exposureKeysMatched,
     ]
 
     public init?(name: String) {
@@ -184,7 +192,7 @@ extension EventKind {
              .residentEnrolled, .residentUpdated, .residentRemoved,
              .nodeStarted, .nodeStopped, .radioStateChanged, .downtimeDetected, .occupancySampled:
             true
-        case .scanHit, .exposureDetected, .contactRetention, .exposureKeysPublished,
+        case .scanHit, .exposureDetected, .contactRetention, .exposureKeysPublished, .exposureKeysOffered, .exposureKeysMatched,
              .buttonInput, .hubAcknowledged, .hubEpochStarted, .hubReceived, .unspecified, .UNRECOGNIZED:
             false
         }

@@ -62,6 +62,8 @@ public enum EventCodec {
         case .hubEpochStarted(let m): payload = serialize(m)
         case .hubReceived(let m): payload = serialize(m)
         case .occupancySampled(let m): payload = serialize(m)
+        case .exposureKeysOffered(let m): payload = serialize(m)
+        case .exposureKeysMatched(let m): payload = serialize(m)
         }
         return (kind, payload)
     }
@@ -106,6 +108,8 @@ public enum EventCodec {
             case .hubEpochStarted: return .hubEpochStarted(try parse(payload))
             case .hubReceived: return .hubReceived(try parse(payload))
             case .occupancySampled: return .occupancySampled(try parse(payload))
+            case .exposureKeysOffered: return .exposureKeysOffered(try parse(payload))
+            case .exposureKeysMatched: return .exposureKeysMatched(try parse(payload))
             case .unspecified, .UNRECOGNIZED:
                 throw EventDecodingError(sequence: sequence, reason: .unknownKind(kind))
             }

@@ -64,6 +64,8 @@ enum EventFormatting {
             case .hubEpochStarted(let m): payload = try m.jsonString(options: options)
             case .hubReceived(let m): payload = try m.jsonString(options: options)
             case .occupancySampled(let m): payload = try m.jsonString(options: options)
+            case .exposureKeysOffered(let m): payload = try m.jsonString(options: options)
+            case .exposureKeysMatched(let m): payload = try m.jsonString(options: options)
             }
         } catch {
             return #"{"seq":\#(event.sequence),"error":"cannot format payload"}"#
@@ -113,6 +115,11 @@ enum EventFormatting {
             summary = "from the hub (feed \(r.position)): \(kind) by \(origin)"
         case .occupancySampled(let o):
             summary = "\(o.advertisers) advertisers heard in the minute from \(time(o.minuteStartUs)) (\(o.tags) tags)" + (o.radioOn ? "" : ", radio off part of it")
+        case .exposureKeysOffered(let o): summary = "key file \(o.fileID) \"\(o.name)\" offered: \(o.keys) keys, \(o.bytes) bytes"
+        case .exposureKeysMatched(let m):
+            summary = m.refused.isEmpty
+                ? "key file \(m.fileID) \"\(m.name)\" matched: \(m.keys) keys, \(m.exposures) new exposures (\(m.highRisk) high risk), signed by \(m.signedBy)"
+                : "key file \(m.fileID) \"\(m.name)\" refused: \(m.refused)"
         }
         return "\(event.sequence)\t\(time(event.timeMicroseconds))\t\(event.body.kind.name)\t\(summary)" + (sync.map { " [\($0)]" } ?? "")
     }

@@ -10,7 +10,8 @@ struct EventModelTests {
                           "resident-enrolled", "resident-updated", "resident-removed", "deadline-reached",
                           "alarm-acknowledged", "outbox-attempt", "exposure-detected", "contact-retention",
                           "exposure-keys-published", "alert-acknowledged", "alert-expired", "alert-reaffirmed",
-                          "downtime-detected", "hub-acknowledged", "hub-epoch-started", "hub-received", "occupancy-sampled"])
+                          "downtime-detected", "hub-acknowledged", "hub-epoch-started", "hub-received", "occupancy-sampled",
+                          "exposure-keys-offered", "exposure-keys-matched"])
         for kind in EventKind.known { #expect(EventKind(name: kind.name) == kind) }
         #expect(EventKind(name: "unspecified") == nil)
         #expect(EventKind(name: "kind-200") == nil)

@@ -92,15 +92,20 @@ enum Fixtures {
             .scanHit(hit), .alertReceived(received), .alertRaised(raised), .alertCancelled(cancelled),
             .checkIn(checkIn), .buttonInput(button), .nodeStarted(started), .nodeStopped(stopped),
             .radioStateChanged(radio),
-        ] + schema2Bodies + schema4Bodies + schema5Bodies + schema6Bodies + schema7Bodies + schema8Bodies
+        ] + schema2Bodies + schema4Bodies + schema5Bodies + schema6Bodies + schema7Bodies + schema8Bodies + schema9Bodies
     }
 
-    /// The kinds schema 7 added, every field set (from the v7 golden stream).
     /// The kind schema 8 added, every field set (from the v8 golden stream).
     static var schema8Bodies: [EventBody] {
         goldenEventsV8.suffix(1).map(\.body)
     }
 
+    /// The kinds schema 9 added, every field set (from the v9 golden stream).
+    static var schema9Bodies: [EventBody] {
+        goldenEventsV9.suffix(2).map(\.body)
+    }
+
+    /// The kinds schema 7 added, every field set (from the v7 golden stream).
     static var schema7Bodies: [EventBody] {
         goldenEventsV7.suffix(3).map(\.body)
     }
@@ -139,6 +144,29 @@ enum Fixtures {
         occupancy.radioOn = true
         let base = goldenEventsV7.last?.timeMicroseconds ?? start
         return goldenEventsV7 + [(base + 250_000, .occupancySampled(occupancy))]
+    }
+
+    /// The v9 golden stream: all of v8 and the kinds schema 9 added (diagnosis-key files from the hub).
+    static var goldenEventsV9: [(timeMicroseconds: UInt64, body: EventBody)] {
+        var offered = ExposureKeysOffered()
+        offered.fileID = 12
+        offered.sha256 = Data((0..<32).map { UInt8($0 * 7 & 0xFF) })
+        offered.bytes = 288_123
+        offered.keys = 9_876
+        offered.name = "2020-07-01 daily"
+        var matched = ExposureKeysMatched()
+        matched.fileID = 12
+        matched.sha256 = offered.sha256
+        matched.name = offered.name
+        matched.keys = 9_876
+        matched.matchedIdentifiers = 31
+        matched.exposures = 3
+        matched.highRisk = 1
+        matched.withdrawn = 2
+        matched.refused = "no exposure.verification_keys are configured"
+        matched.signedBy = "310 v1"
+        let base = goldenEventsV8.last?.timeMicroseconds ?? start
+        return goldenEventsV8 + [(base + 250_000, .exposureKeysOffered(offered)), (base + 500_000, .exposureKeysMatched(matched))]
     }
 
     /// The kinds schema 6 added, every field set (from the v6 golden stream).
@@ -460,6 +488,8 @@ extension EventBody {
         case .hubEpochStarted(let m): m
         case .hubReceived(let m): m
         case .occupancySampled(let m): m
+        case .exposureKeysOffered(let m): m
+        case .exposureKeysMatched(let m): m
         }
     }
 
@@ -492,6 +522,8 @@ extension EventBody {
         case .hubEpochStarted: self = .hubEpochStarted(try HubEpochStarted(jsonString: json))
         case .hubReceived: self = .hubReceived(try HubReceived(jsonString: json))
         case .occupancySampled: self = .occupancySampled(try OccupancySampled(jsonString: json))
+        case .exposureKeysOffered: self = .exposureKeysOffered(try ExposureKeysOffered(jsonString: json))
+        case .exposureKeysMatched: self = .exposureKeysMatched(try ExposureKeysMatched(jsonString: json))
         case .unspecified, .UNRECOGNIZED: throw GoldenFormatError("no payload type for kind \(kind.name)")
         }
     }

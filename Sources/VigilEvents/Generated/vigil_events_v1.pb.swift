@@ -79,6 +79,10 @@ public nonisolated enum Vigil_Events_V1_EventKind: SwiftProtobuf.Enum, Swift.Cas
 
   /// Added in schema version 8 (the hub's page: how many people are at each shelter).
   case occupancySampled // = 26
+
+  /// Added in schema version 9 (diagnosis-key files over the hub's feed, matched by every box).
+  case exposureKeysOffered // = 27
+  case exposureKeysMatched // = 28
   case UNRECOGNIZED(Int)
 
   public init() {
@@ -114,6 +118,8 @@ public nonisolated enum Vigil_Events_V1_EventKind: SwiftProtobuf.Enum, Swift.Cas
     case 24: self = .hubEpochStarted
     case 25: self = .hubReceived
     case 26: self = .occupancySampled
+    case 27: self = .exposureKeysOffered
+    case 28: self = .exposureKeysMatched
     default: self = .UNRECOGNIZED(rawValue)
     }
   }
@@ -147,6 +153,8 @@ public nonisolated enum Vigil_Events_V1_EventKind: SwiftProtobuf.Enum, Swift.Cas
     case .hubEpochStarted: return 24
     case .hubReceived: return 25
     case .occupancySampled: return 26
+    case .exposureKeysOffered: return 27
+    case .exposureKeysMatched: return 28
     case .UNRECOGNIZED(let i): return i
     }
   }
@@ -180,6 +188,8 @@ public nonisolated enum Vigil_Events_V1_EventKind: SwiftProtobuf.Enum, Swift.Cas
     .hubEpochStarted,
     .hubReceived,
     .occupancySampled,
+    .exposureKeysOffered,
+    .exposureKeysMatched,
   ]
 
 }
@@ -1477,12 +1487,80 @@ public nonisolated struct Vigil_Events_V1_OccupancySampled: Sendable {
   public init() {}
 }
 
+/// A signed diagnosis-key file (GAEN export.bin + export.sig) the hub holds for every box of its
+/// network (README "Hub: diagnosis keys"). Logged by the hub as a feed item (origin: the hub); a box
+/// holds it inside the HubReceived that carried it, fetches the file, checks it against `sha256` and
+/// against its own verification keys, matches it, and logs the outcome (ExposureKeysMatched).
+public nonisolated struct Vigil_Events_V1_ExposureKeysOffered: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// the hub's id: GET /api/v1/boxes/{node}/key-files/{file_id}/export.bin
+  public var fileID: UInt64 = 0
+
+  /// of export.bin
+  public var sha256: Data = Data()
+
+  /// export.bin's size
+  public var bytes: UInt64 = 0
+
+  /// keys and revised keys in it (as the hub read them, not trusted)
+  public var keys: UInt32 = 0
+
+  /// what the hub's operator called it
+  public var name: String = String()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// A box matched an offered key file against the identifiers it heard, or refused it: `refused` says
+/// why (the hub no longer has it, a different hash, a bad or missing signature, no verification key
+/// configured). The exposure windows found were logged before it (ExposureDetected, source
+/// "hub:" + name), so once this is in the log the offer is done. Never uploaded.
+public nonisolated struct Vigil_Events_V1_ExposureKeysMatched: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var fileID: UInt64 = 0
+
+  public var sha256: Data = Data()
+
+  public var name: String = String()
+
+  /// keys read from the file (0 when refused)
+  public var keys: UInt32 = 0
+
+  public var matchedIdentifiers: UInt32 = 0
+
+  /// new exposure windows logged
+  public var exposures: UInt32 = 0
+
+  public var highRisk: UInt32 = 0
+
+  /// revoked keys that withdrew earlier exposures
+  public var withdrawn: UInt32 = 0
+
+  /// empty: matched
+  public var refused: String = String()
+
+  /// the verification key id and version that signed it
+  public var signedBy: String = String()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
 // MARK: - Code below here is support for the SwiftProtobuf runtime.
 
 fileprivate nonisolated let _protobuf_package = "vigil.events.v1"
 
 nonisolated extension Vigil_Events_V1_EventKind: SwiftProtobuf._ProtoNameProviding {
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0EVENT_KIND_UNSPECIFIED\0\u{1}SCAN_HIT\0\u{1}ALERT_RECEIVED\0\u{1}ALERT_RAISED\0\u{1}ALERT_CANCELLED\0\u{1}CHECK_IN\0\u{1}BUTTON_INPUT\0\u{1}NODE_STARTED\0\u{1}NODE_STOPPED\0\u{1}RADIO_STATE_CHANGED\0\u{1}RESIDENT_ENROLLED\0\u{1}RESIDENT_UPDATED\0\u{1}RESIDENT_REMOVED\0\u{1}DEADLINE_REACHED\0\u{1}ALARM_ACKNOWLEDGED\0\u{1}OUTBOX_ATTEMPT\0\u{1}EXPOSURE_DETECTED\0\u{1}CONTACT_RETENTION\0\u{1}EXPOSURE_KEYS_PUBLISHED\0\u{1}ALERT_ACKNOWLEDGED\0\u{1}ALERT_EXPIRED\0\u{1}ALERT_REAFFIRMED\0\u{1}DOWNTIME_DETECTED\0\u{1}HUB_ACKNOWLEDGED\0\u{1}HUB_EPOCH_STARTED\0\u{1}HUB_RECEIVED\0\u{1}OCCUPANCY_SAMPLED\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0EVENT_KIND_UNSPECIFIED\0\u{1}SCAN_HIT\0\u{1}ALERT_RECEIVED\0\u{1}ALERT_RAISED\0\u{1}ALERT_CANCELLED\0\u{1}CHECK_IN\0\u{1}BUTTON_INPUT\0\u{1}NODE_STARTED\0\u{1}NODE_STOPPED\0\u{1}RADIO_STATE_CHANGED\0\u{1}RESIDENT_ENROLLED\0\u{1}RESIDENT_UPDATED\0\u{1}RESIDENT_REMOVED\0\u{1}DEADLINE_REACHED\0\u{1}ALARM_ACKNOWLEDGED\0\u{1}OUTBOX_ATTEMPT\0\u{1}EXPOSURE_DETECTED\0\u{1}CONTACT_RETENTION\0\u{1}EXPOSURE_KEYS_PUBLISHED\0\u{1}ALERT_ACKNOWLEDGED\0\u{1}ALERT_EXPIRED\0\u{1}ALERT_REAFFIRMED\0\u{1}DOWNTIME_DETECTED\0\u{1}HUB_ACKNOWLEDGED\0\u{1}HUB_EPOCH_STARTED\0\u{1}HUB_RECEIVED\0\u{1}OCCUPANCY_SAMPLED\0\u{1}EXPOSURE_KEYS_OFFERED\0\u{1}EXPOSURE_KEYS_MATCHED\0")
 }
 
 nonisolated extension Vigil_Events_V1_AddressType: SwiftProtobuf._ProtoNameProviding {
@@ -3188,6 +3266,131 @@ nonisolated extension Vigil_Events_V1_OccupancySampled: SwiftProtobuf.Message, S
     if lhs.advertisers != rhs.advertisers {return false}
     if lhs.tags != rhs.tags {return false}
     if lhs.radioOn != rhs.radioOn {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Vigil_Events_V1_ExposureKeysOffered: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ExposureKeysOffered"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}file_id\0\u{1}sha256\0\u{1}bytes\0\u{1}keys\0\u{1}name\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt64Field(value: &self.fileID) }()
+      case 2: try { try decoder.decodeSingularBytesField(value: &self.sha256) }()
+      case 3: try { try decoder.decodeSingularUInt64Field(value: &self.bytes) }()
+      case 4: try { try decoder.decodeSingularUInt32Field(value: &self.keys) }()
+      case 5: try { try decoder.decodeSingularStringField(value: &self.name) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.fileID != 0 {
+      try visitor.visitSingularUInt64Field(value: self.fileID, fieldNumber: 1)
+    }
+    if !self.sha256.isEmpty {
+      try visitor.visitSingularBytesField(value: self.sha256, fieldNumber: 2)
+    }
+    if self.bytes != 0 {
+      try visitor.visitSingularUInt64Field(value: self.bytes, fieldNumber: 3)
+    }
+    if self.keys != 0 {
+      try visitor.visitSingularUInt32Field(value: self.keys, fieldNumber: 4)
+    }
+    if !self.name.isEmpty {
+      try visitor.visitSingularStringField(value: self.name, fieldNumber: 5)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Vigil_Events_V1_ExposureKeysOffered, rhs: Vigil_Events_V1_ExposureKeysOffered) -> Bool {
+    if lhs.fileID != rhs.fileID {return false}
+    if lhs.sha256 != rhs.sha256 {return false}
+    if lhs.bytes != rhs.bytes {return false}
+    if lhs.keys != rhs.keys {return false}
+    if lhs.name != rhs.name {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Vigil_Events_V1_ExposureKeysMatched: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ExposureKeysMatched"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}file_id\0\u{1}sha256\0\u{1}name\0\u{1}keys\0\u{3}matched_identifiers\0\u{1}exposures\0\u{3}high_risk\0\u{1}withdrawn\0\u{1}refused\0\u{3}signed_by\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt64Field(value: &self.fileID) }()
+      case 2: try { try decoder.decodeSingularBytesField(value: &self.sha256) }()
+      case 3: try { try decoder.decodeSingularStringField(value: &self.name) }()
+      case 4: try { try decoder.decodeSingularUInt32Field(value: &self.keys) }()
+      case 5: try { try decoder.decodeSingularUInt32Field(value: &self.matchedIdentifiers) }()
+      case 6: try { try decoder.decodeSingularUInt32Field(value: &self.exposures) }()
+      case 7: try { try decoder.decodeSingularUInt32Field(value: &self.highRisk) }()
+      case 8: try { try decoder.decodeSingularUInt32Field(value: &self.withdrawn) }()
+      case 9: try { try decoder.decodeSingularStringField(value: &self.refused) }()
+      case 10: try { try decoder.decodeSingularStringField(value: &self.signedBy) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.fileID != 0 {
+      try visitor.visitSingularUInt64Field(value: self.fileID, fieldNumber: 1)
+    }
+    if !self.sha256.isEmpty {
+      try visitor.visitSingularBytesField(value: self.sha256, fieldNumber: 2)
+    }
+    if !self.name.isEmpty {
+      try visitor.visitSingularStringField(value: self.name, fieldNumber: 3)
+    }
+    if self.keys != 0 {
+      try visitor.visitSingularUInt32Field(value: self.keys, fieldNumber: 4)
+    }
+    if self.matchedIdentifiers != 0 {
+      try visitor.visitSingularUInt32Field(value: self.matchedIdentifiers, fieldNumber: 5)
+    }
+    if self.exposures != 0 {
+      try visitor.visitSingularUInt32Field(value: self.exposures, fieldNumber: 6)
+    }
+    if self.highRisk != 0 {
+      try visitor.visitSingularUInt32Field(value: self.highRisk, fieldNumber: 7)
+    }
+    if self.withdrawn != 0 {
+      try visitor.visitSingularUInt32Field(value: self.withdrawn, fieldNumber: 8)
+    }
+    if !self.refused.isEmpty {
+      try visitor.visitSingularStringField(value: self.refused, fieldNumber: 9)
+    }
+    if !self.signedBy.isEmpty {
+      try visitor.visitSingularStringField(value: self.signedBy, fieldNumber: 10)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Vigil_Events_V1_ExposureKeysMatched, rhs: Vigil_Events_V1_ExposureKeysMatched) -> Bool {
+    if lhs.fileID != rhs.fileID {return false}
+    if lhs.sha256 != rhs.sha256 {return false}
+    if lhs.name != rhs.name {return false}
+    if lhs.keys != rhs.keys {return false}
+    if lhs.matchedIdentifiers != rhs.matchedIdentifiers {return false}
+    if lhs.exposures != rhs.exposures {return false}
+    if lhs.highRisk != rhs.highRisk {return false}
+    if lhs.withdrawn != rhs.withdrawn {return false}
+    if lhs.refused != rhs.refused {return false}
+    if lhs.signedBy != rhs.signedBy {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
