@@ -17,19 +17,13 @@ struct ExposureCommand: AsyncParsableCommand {
 
 /// The contacts this box recorded, rebuilt from its log (since the last retention).
 func loadContacts(_ dir: String, settings: ExposureContacts.Settings) throws -> ExposureContacts {
-    let log = try openForReading(dir)
-    var contacts = ExposureContacts(settings: settings)
     do {
-        try log.read { txn in
-            try txn.forEach(from: 0) { result in
-                if case .event(let e) = Replay.input(result) { contacts.apply(e) }
-                return true
-            }
-        }
+        return try ExposureKeyMatching.contacts(in: try openForReading(dir), settings: settings)
+    } catch let error as CLIError {
+        throw error
     } catch {
         throw CLIError("\(error)")
     }
-    return contacts
 }
 
 struct ExposureImport: AsyncParsableCommand {
@@ -61,16 +55,11 @@ struct ExposureImport: AsyncParsableCommand {
         try await reportingErrors {
             let configuration = try options.load().configuration
             let dir = configuration.dataDirectory
-            var verificationKeys: [ExportVerificationKey] = []
-            for path in configuration.exposure.verificationKeys + keys {
-                guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
-                    throw CLIError("cannot read the verification key \(path)", code: 66)
-                }
-                do {
-                    verificationKeys.append(try ExportVerificationKey(pem: text))
-                } catch {
-                    throw CLIError("\(path): \(error)", code: 65)
-                }
+            let verificationKeys: [ExportVerificationKey]
+            do {
+                verificationKeys = try ExposureKeyMatching.verificationKeys(configuration.exposure.verificationKeys + keys)
+            } catch {
+                throw CLIError("\(error)", code: 65)
             }
             guard !verificationKeys.isEmpty || allowUnsigned else {
                 throw CLIError("no verification keys: set exposure.verification_keys (or --key), or pass --allow-unsigned", code: 64)
@@ -86,19 +75,18 @@ struct ExposureImport: AsyncParsableCommand {
             } catch {
                 throw CLIError("\(error)")
             }
-            // Every file first (verified), then the keys once each: the same key can be in a daily
-            // and an hourly batch, or revised; the last one seen wins.
+            // Every file first (verified), then the keys once each (`ExposureKeyMatching`).
             var progress = Progress(total: files.count)
             var summary = ImportSummary(identifiers: matcher.index.count)
             let started = monotonicNanoseconds()
-            var latest: [TemporaryExposureKey: (key: DiagnosisKey, file: String)] = [:]
+            var imported: [(source: String, keys: [DiagnosisKey])] = []
             for file in files {
                 do {
-                    let imported = try DiagnosisKeyFiles.load(path: file, verifier: verifier, allowUnsigned: allowUnsigned)
+                    let loaded = try DiagnosisKeyFiles.load(path: file, verifier: verifier, allowUnsigned: allowUnsigned)
                     summary.files += 1
-                    summary.keys += imported.file.keys.count + imported.file.revisedKeys.count
-                    summary.skippedKeys += imported.file.skipped.count
-                    for k in imported.file.keys + imported.file.revisedKeys { latest[k.key] = (k, file) }
+                    summary.keys += loaded.file.keys.count + loaded.file.revisedKeys.count
+                    summary.skippedKeys += loaded.file.skipped.count
+                    imported.append((file, loaded.file.keys + loaded.file.revisedKeys))
                 } catch {
                     summary.refused.append("\(error)")
                     FileOutput.standardError.write((progress.terminal ? "\n" : "") + "refused: \(error)\n")
@@ -106,42 +94,23 @@ struct ExposureImport: AsyncParsableCommand {
                 progress.step(file)
             }
             progress.finish()
-            var known = try currentState(dir).exposures.entries.mapValues {
-                (highRisk: $0.highRisk, milli: Int(($0.weightedMinutes * 1_000).rounded()), diagnosisKeyHex: $0.diagnosisKeyHex)
+            let outcome: ExposureKeyMatching.Outcome
+            do {
+                outcome = try ExposureKeyMatching.match(imported, matcher: matcher, contacts: contacts,
+                                                        known: ExposureKeyMatching.known(try currentState(dir).exposures))
+            } catch let error as CLIError {
+                throw error
+            } catch {
+                throw CLIError("\(error)")
             }
-            // A revoked key withdraws the exposures it produced before.
-            for (k, file) in latest.values where k.isRevoked {
-                let hex = k.key.keyData.hex
-                guard known.values.contains(where: { $0.diagnosisKeyHex == hex }) else { continue }
-                var withdrawal = ExposureDetected()
-                withdrawal.withdrawn = true
-                withdrawal.diagnosisKey = Data(k.key.keyData.bytes)
-                withdrawal.source = file
-                try CommandSender.send(.recordExposure(ExposureRecord(withdrawal)), dataDirectory: dir)
-                known = known.filter { $0.value.diagnosisKeyHex != hex }
-                summary.withdrawn += 1
+            for record in outcome.records {
+                try CommandSender.send(.recordExposure(ExposureRecord(record)), dataDirectory: dir)
             }
-            let byFile = Dictionary(grouping: latest.values, by: \.file)
-            for file in byFile.keys.sorted() {
-                let matches: [ExposureMatcher.Match]
-                do {
-                    matches = try matcher.match(byFile[file, default: []].map(\.key))
-                } catch {
-                    throw CLIError("\(file): \(error)")
-                }
-                summary.matchedIdentifiers += matches.count
-                for x in ExposureMatcher.detections(matches, contacts: contacts, source: file) {
-                    let key = ExposureBook.key(identifier: x.identifier, firstSeen: x.firstSeenUs)
-                    if let existing = known[key], existing.highRisk == x.highRisk, existing.milli == Int(x.weightedMinutesMilli) {
-                        summary.alreadyKnown += 1
-                        continue
-                    }
-                    try CommandSender.send(.recordExposure(ExposureRecord(x)), dataDirectory: dir)
-                    known[key] = (x.highRisk, Int(x.weightedMinutesMilli), Hex.encode(x.diagnosisKey))
-                    summary.exposures += 1
-                    if x.highRisk { summary.highRisk += 1 }
-                }
-            }
+            summary.matchedIdentifiers = outcome.matchedIdentifiers
+            summary.exposures = outcome.exposures
+            summary.highRisk = outcome.highRisk
+            summary.alreadyKnown = outcome.alreadyKnown
+            summary.withdrawn = outcome.withdrawn
             summary.seconds = Double(monotonicNanoseconds() - started) / 1e9
             summary.revoked = Int(matcher.revokedSkipped)
             summary.outsideTolerance = Int(matcher.outsideTolerance)
