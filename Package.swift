@@ -131,7 +131,7 @@ let package = Package(
         .target(
             name: "VigilHub",
             dependencies: [
-                "VigilHubProtocol", "VigilEvents", "VigilCore", "VigilHex", "VigilSystem",
+                "VigilHubProtocol", "VigilEvents", "VigilCore", "VigilHex", "VigilSystem", "VigilExposure",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),

@@ -121,6 +121,21 @@ public enum Hub {
         try await administer(configuration, logger: logger) { try await $0.setCoordinator(name: name, passwordHash: hash) }
     }
 
+    /// `vigil-hub keys add`: holds a diagnosis-key export and offers it to every box.
+    public static func addKeyFile(name: String, exportBin: [UInt8], exportSig: [UInt8]?, nowMicroseconds: UInt64,
+                                  configuration: HubConfiguration, logger: Logger) async throws -> KeyFileAdded {
+        let keys = try KeyFiles.check(name: name, exportBin: exportBin, exportSig: exportSig)
+        let sig = exportSig ?? []
+        return try await administer(configuration, logger: logger) {
+            try await $0.addKeyFile(name: name, exportBin: exportBin, exportSig: sig, keys: keys, nowMicroseconds: nowMicroseconds)
+        }
+    }
+
+    /// `vigil-hub keys list`.
+    public static func keyFiles(configuration: HubConfiguration, logger: Logger) async throws -> [KeyFileSummary] {
+        try await administer(configuration, logger: logger) { try await $0.keyFiles() }
+    }
+
     /// `vigil-hub revoke NAME`.
     public static func revoke(name: String, configuration: HubConfiguration, logger: Logger) async throws -> Bool {
         try await administer(configuration, logger: logger) { try await $0.revoke(name: name) }

@@ -117,6 +117,18 @@ public struct HubDatabase: Sendable {
         INSERT INTO network (alert_origin) VALUES ((random() * 9.2e18)::bigint | 1);
         CREATE SEQUENCE coordinator_alert_counter
         """,
+        // v4: diagnosis-key files, each offered on the feed (`KeyFiles`).
+        """
+        CREATE TABLE key_files (
+            id bigserial PRIMARY KEY,
+            name text NOT NULL,
+            sha256 bytea NOT NULL UNIQUE,
+            export_bin bytea NOT NULL,
+            export_sig bytea NOT NULL,
+            keys integer NOT NULL,
+            added_at timestamptz NOT NULL DEFAULT now()
+        )
+        """,
     ]
 
     /// An item the feed carries is at most this big (an alert with its text is far smaller), so

@@ -46,6 +46,28 @@ struct SyncRoutes: Sendable {
         api.post("boxes/{node}/events") { request, context in try await upload(request, context) }
         api.get("boxes/{node}/sync") { request, context in try await sync(request, context) }
         api.get("boxes/{node}/feed") { request, context in try await feed(request, context) }
+        api.get("boxes/{node}/key-files/{file}/{part}") { request, context in try await keyFile(request, context) }
+    }
+
+    /// A part of a key file the feed offered, for an enrolled box.
+    func keyFile(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
+        switch await authenticate(request, context) {
+        case .success: break
+        case .failure(let refusal): return refusal.response
+        }
+        guard let text = context.parameters.get("file"), let id = UInt64(text), id > 0, id <= UInt64(Int64.max) else {
+            return Self.refuse(.badRequest, "bad_file", "the path's file must be a key file id (1 or more)")
+        }
+        let signature: Bool
+        switch context.parameters.get("part") {
+        case "export.bin": signature = false
+        case "export.sig": signature = true
+        default: return Self.refuse(.notFound, "unknown_part", "a key file has two parts: export.bin and export.sig")
+        }
+        guard let bytes = try await database.keyFilePart(id: id, signature: signature) else {
+            return Self.refuse(.notFound, "unknown_file", "the hub holds no key file \(id)")
+        }
+        return Response(status: .ok, headers: [.contentType: "application/octet-stream"], body: .init(byteBuffer: bytes))
     }
 
     // MARK: Handlers

@@ -9,7 +9,7 @@ struct VigilHubCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "vigil-hub",
         abstract: "The shelter network's hub: boxes sync with it, coordinators see every box (README \"Hub\").",
-        subcommands: [Serve.self, Enroll.self, Revoke.self, Coordinator.self]
+        subcommands: [Serve.self, Enroll.self, Revoke.self, Coordinator.self, Keys.self]
     )
 }
 
@@ -145,5 +145,70 @@ struct Coordinator: AsyncParsableCommand {
         }
         try await Hub.setCoordinator(name: name, password: password, configuration: try options.hubConfiguration(), logger: options.logger())
         print("coordinator \(name) can sign in")
+    }
+}
+
+struct Keys: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Diagnosis-key files for every box: add a signed export (offered on the feed), list those held.",
+        subcommands: [KeysAdd.self, KeysList.self])
+}
+
+struct KeysAdd: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "add",
+        abstract: "Hold a signed diagnosis-key export and offer it to every box, which checks and matches it.",
+        discussion: """
+        PATH is a directory holding export.bin and export.sig (a GAEN export, unzipped), or an export.bin with its \
+        .sig beside it. The hub checks that it is an export and is signed; each box checks the signature against \
+        its own exposure.verification_keys. Adding the same export.bin again offers nothing new.
+        """)
+
+    @OptionGroup var options: HubOptions
+
+    @Argument(help: "The export's directory, or its export.bin.")
+    var path: String
+
+    @Option(help: "What coordinators and boxes call it (default: the directory's name).")
+    var name: String?
+
+    func run() async throws {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
+            throw ValidationError("\(path): no such file or directory")
+        }
+        let directory = isDirectory.boolValue ? path : (path as NSString).deletingLastPathComponent
+        let binPath = isDirectory.boolValue ? directory + "/export.bin" : path
+        let pairedSig = (binPath as NSString).deletingPathExtension + ".sig"
+        let sigPath = FileManager.default.fileExists(atPath: pairedSig) ? pairedSig : directory + "/export.sig"
+        guard let bin = FileManager.default.contents(atPath: binPath) else { throw ValidationError("cannot read \(binPath)") }
+        let sig = FileManager.default.contents(atPath: sigPath)
+        let label = name ?? ((isDirectory.boolValue ? path : directory) as NSString).lastPathComponent
+        let now = UInt64(max(0, Date().timeIntervalSince1970 * 1_000_000))
+        let added: KeyFileAdded
+        do {
+            added = try await Hub.addKeyFile(name: label, exportBin: Array(bin), exportSig: sig.map(Array.init), nowMicroseconds: now,
+                                             configuration: try options.hubConfiguration(), logger: options.logger())
+        } catch let refusal as KeyFileRefusal {
+            throw ValidationError("\(path): \(refusal)")
+        }
+        switch added {
+        case .added(let f): print("key file \(f.id) \"\(f.name)\": \(f.keys) keys, offered to every box")
+        case .alreadyHeld(let f): print("already held as key file \(f.id) \"\(f.name)\" (same export.bin): nothing offered again")
+        }
+    }
+}
+
+struct KeysList: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "list", abstract: "The key files the hub holds, newest first.")
+
+    @OptionGroup var options: HubOptions
+
+    func run() async throws {
+        let files = try await Hub.keyFiles(configuration: try options.hubConfiguration(), logger: options.logger())
+        if files.isEmpty { print("no key files") }
+        for f in files {
+            print("\(f.id)\t\(ISO8601DateFormatter().string(from: f.addedAt))\t\(f.keys) keys\t\(f.bytes) bytes\t\(f.sha256Hex.prefix(16))…\t\(f.name)")
+        }
     }
 }

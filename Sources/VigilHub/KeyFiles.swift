@@ -1,0 +1,135 @@
+import Crypto
+import Foundation
+import Logging
+import NIOCore
+import PostgresNIO
+import VigilEvents
+import VigilExposure
+import VigilHex
+
+/// Diagnosis-key files for every box of the network (README "Hub: diagnosis keys").
+///
+/// A health authority's signed export (export.bin + export.sig) is added at the hub once; its
+/// offer goes on the feed, and every box fetches the file with its own credential, checks the
+/// signature against its own verification keys and matches it. The hub checks only that the file
+/// is an export and is signed at all: it is not trusted with the keys' authenticity (a box refuses
+/// a file its configured keys did not sign), so a compromised hub cannot make exposures up.
+public struct KeyFileSummary: Sendable, Equatable {
+    public var id: UInt64
+    public var name: String
+    public var sha256Hex: String
+    public var bytes: UInt64
+    public var keys: UInt32
+    public var addedAt: Date
+}
+
+/// What adding a file did.
+public enum KeyFileAdded: Sendable, Equatable {
+    case added(KeyFileSummary)
+    /// The same export.bin was added before (by its SHA-256): nothing was offered again.
+    case alreadyHeld(KeyFileSummary)
+}
+
+/// Why a key file was not added.
+public enum KeyFileRefusal: Error, Sendable, Equatable, CustomStringConvertible {
+    case notAnExport(String)
+    case unsigned
+    case badName
+
+    public var description: String {
+        switch self {
+        case .notAnExport(let detail): "not a diagnosis-key export: \(detail)"
+        case .unsigned: "no export.sig: boxes match only signed files, so an unsigned one is not offered"
+        case .badName: "the name must be 1 to \(KeyFiles.maximumNameLength) printable characters"
+        }
+    }
+}
+
+public enum KeyFiles {
+    public static let maximumNameLength = 120
+
+    /// Checks an export as the hub can: it parses as one, and it carries a signature file.
+    /// Returns the number of keys (and revised keys) in it.
+    public static func check(name: String, exportBin: [UInt8], exportSig: [UInt8]?) throws(KeyFileRefusal) -> UInt32 {
+        guard !name.isEmpty, name.count <= maximumNameLength, name.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0.value != 0x7F }) else {
+            throw .badName
+        }
+        guard let exportSig, !exportSig.isEmpty else { throw .unsigned }
+        guard exportBin.count <= DiagnosisKeyImport.maximumFileBytes else {
+            throw .notAnExport("\(exportBin.count) bytes, more than \(DiagnosisKeyImport.maximumFileBytes >> 20) MiB")
+        }
+        do {
+            let file = try DiagnosisKeyFile(exportBin: exportBin)
+            return UInt32(clamping: file.keys.count + file.revisedKeys.count)
+        } catch {
+            throw .notAnExport("\(error)")
+        }
+    }
+}
+
+extension HubDatabase {
+    /// Stores the file and puts its offer on the feed, in one transaction: a file is held and
+    /// offered, or neither. The same export.bin twice is held once.
+    public func addKeyFile(name: String, exportBin: [UInt8], exportSig: [UInt8], keys: UInt32, nowMicroseconds: UInt64) async throws -> KeyFileAdded {
+        let sha = Array(SHA256.hash(data: exportBin))
+        return try await client.withTransaction(logger: logger) { connection -> KeyFileAdded in
+            // The feed's lock first: two hubs adding the same file wait for each other here.
+            try await connection.query("SELECT pg_advisory_xact_lock(\(Self.feedLock))", logger: logger)
+            if let held = try await keyFiles(where: "sha256 = $1", ByteBuffer(bytes: sha), connection).first {
+                return .alreadyHeld(held)
+            }
+            var id: Int64 = 0
+            for try await (newID) in try await connection.query("""
+                INSERT INTO key_files (name, sha256, export_bin, export_sig, keys)
+                VALUES (\(name), \(ByteBuffer(bytes: sha)), \(ByteBuffer(bytes: exportBin)), \(ByteBuffer(bytes: exportSig)), \(Int32(bitPattern: keys)))
+                RETURNING id
+                """, logger: logger).decode(Int64.self) { id = newID }
+            var offer = ExposureKeysOffered()
+            offer.fileID = UInt64(id)
+            offer.sha256 = Data(sha)
+            offer.bytes = UInt64(exportBin.count)
+            offer.keys = keys
+            offer.name = name
+            let (kind, payload) = EventCodec.encode(.exposureKeysOffered(offer))
+            try await appendToFeed([NewFeedItem(seq: 0, kind: kind, timeUs: nowMicroseconds, payload: payload)], origin: 0, epoch: 0,
+                                   connection)
+            guard let added = try await keyFiles(where: "id = $1", id, connection).first else {
+                throw HubError.database("the key file just added is not there")
+            }
+            return .added(added)
+        }
+    }
+
+    /// The key files held, newest first.
+    public func keyFiles(limit: Int = 100) async throws -> [KeyFileSummary] {
+        try await client.withConnection { connection in
+            try await keyFiles(where: "true", nil as Int64?, connection, limit: limit)
+        }
+    }
+
+    /// One part of a key file (`export.bin` or `export.sig`), nil when the hub does not hold it.
+    public func keyFilePart(id: UInt64, signature: Bool) async throws -> ByteBuffer? {
+        let query: PostgresQuery = signature
+            ? "SELECT export_sig FROM key_files WHERE id = \(Int64(bitPattern: id))"
+            : "SELECT export_bin FROM key_files WHERE id = \(Int64(bitPattern: id))"
+        for try await (bytes) in try await client.query(query, logger: logger).decode(ByteBuffer.self) { return bytes }
+        return nil
+    }
+
+    private func keyFiles(where condition: String, _ value: (some PostgresEncodable & Sendable)?, _ connection: PostgresConnection,
+                          limit: Int = 1) async throws -> [KeyFileSummary] {
+        var bindings = PostgresBindings()
+        if let value { try bindings.append(value) }
+        let sql = """
+            SELECT id, name, sha256, octet_length(export_bin), keys, added_at FROM key_files WHERE \(condition)
+            ORDER BY id DESC LIMIT \(limit)
+            """
+        var files: [KeyFileSummary] = []
+        for try await (id, name, sha, bytes, keys, added) in try await connection.query(PostgresQuery(unsafeSQL: sql, binds: bindings), logger: logger)
+            .decode((Int64, String, ByteBuffer, Int32, Int32, Date).self) {
+            files.append(KeyFileSummary(id: UInt64(id), name: name, sha256Hex: Hex.encode(Array(sha.readableBytesView)),
+                                        bytes: UInt64(bytes), keys: UInt32(bitPattern: keys), addedAt: added))
+        }
+        return files
+    }
+}
