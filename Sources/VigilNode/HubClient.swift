@@ -99,6 +99,19 @@ public final class HubClient: Sendable {
                        Optional<UploadBatch>.none, as: FeedAnswer.self)
     }
 
+    /// A part of a key file the feed offered (`export.bin`, or `export.sig` with `signature`),
+    /// at most `limit` bytes.
+    public func keyFilePart(node: UInt64, file: UInt64, signature: Bool, limit: Int) async throws(Failure) -> [UInt8] {
+        let (status, answer) = try await send("GET", "/api/v1/boxes/\(NodeIDText.format(node))/key-files/\(file)/export.\(signature ? "sig" : "bin")",
+                                              body: nil, limit: limit)
+        guard status == 200 else {
+            let refusal = (try? JSONDecoder().decode(Refusal.self, from: Data(answer)))
+                ?? Refusal(error: "http_\(status)", message: String(decoding: answer.prefix(200), as: UTF8.self))
+            throw .refused(status: status, refusal)
+        }
+        return answer
+    }
+
     /// Closes the connections (waits for none).
     public func close() {
         http.shutdown { _ in }

@@ -16,6 +16,8 @@ final class HubUplink: NodeComponent {
     unowned let node: Node
     private var worker: UplinkWorker?
     private var downlink: DownlinkWorker?
+    private var keyFiles: KeyFileWorker?
+    private var keyFilesChanged = false
     private var choice: HubChoice?
     private var tasks: [Task<Void, Never>] = []
     private var changed = false
@@ -42,15 +44,17 @@ final class HubUplink: NodeComponent {
                                                   shareOccupancy: node.configuration.hubShareOccupancy),
                               logger: node.logger)
         downlink = DownlinkWorker(node: node, choice: choice, logger: node.logger)
+        keyFiles = KeyFileWorker(node: node, choice: choice, logger: node.logger)
         self.choice = choice
     }
 
     func start() throws(NodeError) {
-        guard let worker, let downlink else { return }
+        guard let worker, let downlink, let keyFiles else { return }
         let now = snapshot()
         worker.offer(now)
         downlink.offer(now)
-        tasks = [Task.detached { await worker.run() }, Task.detached { await downlink.run() }]
+        keyFiles.offer(keyFileJob())
+        tasks = [Task.detached { await worker.run() }, Task.detached { await downlink.run() }, Task.detached { await keyFiles.run() }]
     }
 
     func applied(_ event: Event) {
@@ -58,9 +62,14 @@ final class HubUplink: NodeComponent {
         let kind = event.body.kind
         if kind.leavesBox || kind == .hubAcknowledged || kind == .hubEpochStarted || kind == .hubReceived { changed = true }
         if SharePolicy.isUrgent(kind) { urgent.append(event.sequence) }
+        if kind == .hubReceived || kind == .exposureKeysMatched { keyFilesChanged = true }
     }
 
     func reconcile() {
+        if keyFilesChanged, let keyFiles {
+            keyFilesChanged = false
+            keyFiles.offer(keyFileJob())
+        }
         guard let worker, changed else { return }
         changed = false
         let now = snapshot()
@@ -71,6 +80,7 @@ final class HubUplink: NodeComponent {
 
     func stop() {
         for t in tasks { t.cancel() }
+        keyFiles?.close()
         downlink?.close()
         worker?.close()
         choice?.close()
@@ -84,7 +94,7 @@ final class HubUplink: NodeComponent {
 
     func refused(_ event: Event) {
         switch event.body.kind {
-        case .hubAcknowledged, .hubEpochStarted, .hubReceived: appendRefused()
+        case .hubAcknowledged, .hubEpochStarted, .hubReceived, .exposureKeysMatched, .exposureDetected: appendRefused()
         default: break
         }
     }
@@ -100,6 +110,14 @@ final class HubUplink: NodeComponent {
         let now = snapshot()
         worker?.offer(now)
         downlink?.offer(now)
+        keyFiles?.offer(keyFileJob())
+    }
+
+    /// The oldest key file offered and not settled, for the key-file worker.
+    private func keyFileJob() -> KeyFileJob {
+        let book = node.projections.exposures
+        let offer = book.nextKeyFileOffer
+        return KeyFileJob(offer: offer, known: offer == nil ? [:] : ExposureKeyMatching.known(book), refusals: refusals)
     }
 }
 

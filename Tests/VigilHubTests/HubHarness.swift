@@ -202,6 +202,8 @@ final class Box: @unchecked Sendable {
     private var task: Task<Void, any Error>?
     /// `site.name` and `site.location` (none by default).
     var site: (name: String, location: String)?
+    /// `exposure.verification_keys` (none by default).
+    var verificationKeys: [String] = []
 
     init(_ label: String = #function) {
         directory = TemporaryDirectory(label)
@@ -216,6 +218,7 @@ final class Box: @unchecked Sendable {
         c.scanWindowMicroseconds = 300_000
         c.commitWindowMicroseconds = 1_000
         c.initialMapBytes = 4 << 20
+        c.exposure.verificationKeys = verificationKeys
         if let site {
             c.projections.ladder.siteName = site.name
             c.projections.ladder.siteLocation = site.location
