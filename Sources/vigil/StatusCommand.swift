@@ -77,6 +77,7 @@ struct Status: AsyncParsableCommand {
                 out += "  \(e.id) (\(e.attempts) attempts): \(cause)\n"
             }
         }
+        out += exposureText(s.exposures)
         out += "check-ins: \(s.checkIns.residents.count) residents\n"
         for (name, c) in s.checkIns.residents.sorted(by: { $0.key < $1.key }) {
             out += "  \(name): last \(EventFormatting.time(c.microseconds)) (\(c.total) total)\n"
@@ -94,6 +95,21 @@ struct Status: AsyncParsableCommand {
         }
         return out
     }
+}
+
+/// Exposures found, and the hub's key files: matched, refused (why), waiting.
+func exposureText(_ x: ExposureBook) -> String {
+    var out = "exposures: \(x.entries.count) found (\(x.highRisk.count) high risk)"
+    if x.keyFilesMatched + x.keyFilesRefused > 0 || !x.keyFileOffers.isEmpty {
+        out += "; key files from the hub: \(x.keyFilesMatched) matched, \(x.keyFilesRefused) refused, \(x.keyFileOffers.count) waiting"
+        if x.keyFileOffersDropped > 0 { out += ", \(x.keyFileOffersDropped) dropped (too many waiting)" }
+    }
+    out += "\n"
+    if let last = x.lastKeyFile {
+        out += "  last key file: \"\(last.name)\" at \(EventFormatting.time(last.atMicroseconds)): "
+        out += last.refused.isEmpty ? "\(last.keys) keys, \(last.exposures) new exposures (\(last.highRisk) high risk)\n" : "REFUSED: \(last.refused)\n"
+    }
+    return out
 }
 
 struct StatusReport: Encodable {

@@ -188,4 +188,60 @@ struct ExposureContactsTests {
         book.apply(.event(Event(sequence: 9, timeMicroseconds: micros(3_000), body: .contactRetention(retention))))
         #expect(book.entries.isEmpty)
     }
+
+    /// A feed item offering key file `id`, at feed position `position`.
+    static func offer(_ id: UInt64, position: UInt64) -> EventBody {
+        var o = ExposureKeysOffered()
+        o.fileID = id
+        o.sha256 = Data(repeating: UInt8(truncatingIfNeeded: id), count: 32)
+        o.keys = 10
+        o.name = "file \(id)"
+        let (kind, payload) = EventCodec.encode(.exposureKeysOffered(o))
+        var r = HubReceived()
+        r.hub = "hub"
+        r.position = position
+        r.kind = kind
+        r.payload = Data(payload)
+        return .hubReceived(r)
+    }
+
+    static func matched(_ id: UInt64, refused: String = "") -> EventBody {
+        var m = ExposureKeysMatched()
+        m.fileID = id
+        m.name = "file \(id)"
+        m.keys = 10
+        m.exposures = refused.isEmpty ? 2 : 0
+        m.refused = refused
+        return .exposureKeysMatched(m)
+    }
+
+    @Test func keyFilesOfferedByTheHubWaitOldestFirstUntilSettledAndAreNeverOfferedTwice() {
+        var stream = EventStream()
+        stream.add(Self.offer(7, position: 3), at: 10)
+        stream.add(Self.offer(5, position: 4), at: 11)
+        stream.add(Self.offer(5, position: 4), at: 12) // the feed read again after a crash: not taken
+        var state = Projections().applying(all: stream.inputs)
+        #expect(state.exposures.keyFileOffers.count == 2 && state.exposures.nextKeyFileOffer?.fileID == 5)
+        #expect(state.exposures.nextKeyFileOffer?.sha256Hex == String(repeating: "05", count: 32))
+
+        stream.add(Self.matched(5), at: 13)
+        stream.add(Self.matched(7, refused: "bad signature"), at: 14)
+        // A hub restored from a backup offers file 5 again at a new position: it is settled here.
+        stream.add(Self.offer(5, position: 9), at: 15)
+        state = Projections().applying(all: stream.inputs)
+        #expect(state.exposures.keyFileOffers.isEmpty && state.exposures.nextKeyFileOffer == nil)
+        #expect(state.exposures.keyFilesMatched == 1 && state.exposures.keyFilesRefused == 1)
+        #expect(state.exposures.lastKeyFile?.fileID == 7 && state.exposures.lastKeyFile?.refused == "bad signature")
+
+        // The same stream replayed gives the same book (what the checkpoint holds).
+        #expect(Projections().applying(all: stream.inputs).exposures == state.exposures)
+    }
+
+    @Test func aHubOfferingMoreFilesThanABoxCanHoldHasTheExcessCountedNotKept() {
+        var stream = EventStream()
+        let limit = ExposureBook.maximumKeyFileOffers
+        for i in 1...(limit + 3) { stream.add(Self.offer(UInt64(i), position: UInt64(i)), at: Double(i)) }
+        let state = Projections().applying(all: stream.inputs)
+        #expect(state.exposures.keyFileOffers.count == limit && state.exposures.keyFileOffersDropped == 3)
+    }
 }

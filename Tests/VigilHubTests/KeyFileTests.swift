@@ -113,6 +113,10 @@ import VigilTestSupport
         try await c.until("box C refused the file") { $0.projections.exposures.keyFilesRefused == 1 }
         let refusedC = try #require(await c.read { $0.projections.exposures.lastKeyFile?.refused ?? "" })
         #expect(refusedC.contains("exposure.verification_keys"), "\(refusedC)")
+        // People see it in `vigil status`.
+        let status = await offPool { runProcess(HubHarness.vigilBinary, ["status", "--data", c.directory.path]) }
+        #expect(status.output.contains("key files from the hub: 0 matched, 1 refused, 0 waiting")
+                && status.output.contains("REFUSED: no exposure.verification_keys"), "\(status.output)")
 
         // A restart re-reads the feed from its cursor and replays the log: nothing is matched
         // or logged again.
