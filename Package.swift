@@ -81,7 +81,8 @@ let package = Package(
         // an event's identity and content hash, the upload and acknowledgement documents. Pure.
         .target(
             name: "VigilHubProtocol",
-            dependencies: ["VigilEvents", "VigilHex", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: ["VigilEvents", "VigilHex", .product(name: "Crypto", package: "swift-crypto"),
+                           .product(name: "SwiftProtobuf", package: "swift-protobuf")],
             swiftSettings: strict
         ),
         // Radio adapters: the simulation and BlueZ's HCI socket; the over-the-air frames.
@@ -117,7 +118,9 @@ let package = Package(
             name: "VigilNode",
             dependencies: [
                 "VigilLog", "VigilEvents", "VigilCore", "VigilRadio", "VigilBoard", "VigilSystem", "VigilExposure",
-                "VigilHubProtocol",
+                "VigilHubProtocol", "VigilHex",
+                // SHA-256 of the hub's key files (checked against the hash the feed offered).
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -225,7 +228,8 @@ let package = Package(
             name: "VigilHubTests",
             dependencies: [
                 "VigilHub", "VigilHubProtocol", "VigilNode", "VigilLog", "VigilEvents", "VigilCore", "VigilSystem",
-                "VigilHex", "VigilTestSupport",
+                "VigilHex", "VigilTestSupport", "VigilExposure",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -126,9 +126,9 @@ struct HubBench {
                 c.source = .checkInButton
                 let (kind, payload) = EventCodec.encode(.checkIn(c))
                 let time = 1_767_225_600_000_000 + s * 1_000_000
-                let hash = ContentHash.of(kind: kind, timeMicroseconds: time, payload: payload)
-                uploaded.append(UploadedEvent(seq: s, kind: kind, timeUs: time, payload: Data(payload).base64EncodedString(), hash: hash))
-                rows.append(Row(seq: s, kind: kind, timeUs: time, payload: payload, hash: Hex.decode(hash) ?? []))
+                let hash = ContentHash.bytes(kind: kind, timeMicroseconds: time, payload: payload)
+                uploaded.append(UploadedEvent(seq: s, kind: kind, timeUs: time, payload: payload, hash: hash))
+                rows.append(Row(seq: s, kind: kind, timeUs: time, payload: payload, hash: hash))
             }
             out.append((UploadBatch(node: NodeIDText.format(box), epoch: 0, from: seq, through: last, events: uploaded,
                                     box: BoxReport(backlog: UInt64(events) - last)), rows))
@@ -146,7 +146,8 @@ struct HubBench {
             let boxes = try await enrol(database, count: Self.boxes, label: "ingest\(run)")
             let perBox = eventsPerBox
             let work = boxes.map { box in (box, Self.batches(for: box.node, events: perBox)) }
-            let bodies = try work.map { box, batches in (box, try batches.map { ByteBuffer(bytes: try JSONEncoder().encode($0.batch)) }) }
+            // The binary body, as boxes send it (`HubClient.upload`).
+            let bodies = try work.map { box, batches in (box, try batches.map { ByteBuffer(bytes: try $0.batch.protobuf()) }) }
             let total = Self.boxes * perBox
 
             // Through the hub: every box at once, each batch after the previous one's answer.
@@ -157,7 +158,7 @@ struct HubBench {
                         for body in batches {
                             var request = HTTPClientRequest(url: url + "/api/v1/boxes/\(NodeIDText.format(box.node))/events")
                             request.method = .POST
-                            request.headers.add(name: "content-type", value: "application/json")
+                            request.headers.add(name: "content-type", value: UploadBatch.protobufContentType)
                             request.headers.add(name: "authorization", value: box.credential.headerValue)
                             request.body = .bytes(body)
                             let response = try await http.execute(request, timeout: .seconds(120))

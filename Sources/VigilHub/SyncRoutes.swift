@@ -103,7 +103,7 @@ struct SyncRoutes: Sendable {
         case .failure(let refusal): return refusal.response
         }
         let batch: UploadBatch
-        switch await Self.decode(UploadBatch.self, request, limit: Self.maxUploadBytes) {
+        switch await Self.decodeBatch(request) {
         case .success(let b): batch = b
         case .failure(let refusal): return refusal.response
         }
@@ -222,9 +222,8 @@ struct SyncRoutes: Sendable {
                 return bad("bad_order", "event \(e.seq) is out of order or outside \(batch.from)...\(batch.through)")
             }
             previous = e.seq
-            guard let payload = Data(base64Encoded: e.payload).map(Array.init), let hash = Hex.decode(e.hash), hash.count == 32 else {
-                return bad("bad_event", "event \(e.seq): payload must be base64 and hash 64 hex digits")
-            }
+            let (payload, hash) = (e.payload, e.hash)
+            guard hash.count == 32 else { return bad("bad_event", "event \(e.seq): the hash must be 32 bytes (64 hex digits)") }
             guard ContentHash.bytes(kind: e.kind, timeMicroseconds: e.timeUs, payload: payload) == hash else {
                 return bad("hash_mismatch", "event \(e.seq): the hash does not match its content")
             }
@@ -274,6 +273,25 @@ struct SyncRoutes: Sendable {
     struct Refused: Error {
         let response: Response
         init(_ response: Response) { self.response = response }
+    }
+
+    /// An upload's body: the binary batch a box sends (`application/x-protobuf`), or the JSON
+    /// document (anything else; tools and the API check use it).
+    static func decodeBatch(_ request: Request) async -> Result<UploadBatch, Refused> {
+        guard let type = request.headers[.contentType], type.lowercased().hasPrefix(UploadBatch.protobufContentType) else {
+            return await decode(UploadBatch.self, request, limit: maxUploadBytes)
+        }
+        let body: ByteBuffer
+        do {
+            body = try await request.body.collect(upTo: maxUploadBytes)
+        } catch {
+            return .failure(Refused(refuse(.contentTooLarge, "too_large", "the body is over \(maxUploadBytes) bytes")))
+        }
+        do {
+            return .success(try UploadBatch(protobuf: Array(body.readableBytesView)))
+        } catch {
+            return .failure(Refused(refuse(.badRequest, "bad_body", "the body is not a binary upload batch: \(error)")))
+        }
     }
 
     static func decode<T: Decodable>(_ type: T.Type, _ request: Request, limit: Int) async -> Result<T, Refused> {

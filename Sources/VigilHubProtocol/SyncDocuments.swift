@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import SwiftProtobuf
 import VigilEvents
 import VigilHex
 
@@ -59,17 +60,18 @@ public struct BoxReport: Codable, Sendable, Equatable {
 }
 
 /// One event as it leaves the box: its identity (node, epoch, `seq`), its content and the
-/// content's hash. The payload is the protobuf message of the kind, base64.
+/// content's hash. In JSON the payload (the kind's protobuf message) is base64 and the hash hex;
+/// in the binary body both are bytes.
 public struct UploadedEvent: Codable, Sendable, Equatable {
     public var seq: UInt64
     public var kind: UInt32
     public var timeUs: UInt64
-    public var payload: String
-    public var hash: String
+    public var payload: [UInt8]
+    public var hash: [UInt8]
 
     enum CodingKeys: String, CodingKey { case seq, kind, timeUs = "time_us", payload, hash }
 
-    public init(seq: UInt64, kind: UInt32, timeUs: UInt64, payload: String, hash: String) {
+    public init(seq: UInt64, kind: UInt32, timeUs: UInt64, payload: [UInt8], hash: [UInt8]) {
         self.seq = seq
         self.kind = kind
         self.timeUs = timeUs
@@ -81,9 +83,74 @@ public struct UploadedEvent: Codable, Sendable, Equatable {
     public init?(_ event: Event, policy: SharePolicy) {
         guard let body = policy.uploaded(event.body) else { return nil }
         let (kind, payload) = EventCodec.encode(body)
-        self.init(seq: event.sequence, kind: kind, timeUs: event.timeMicroseconds,
-                  payload: Data(payload).base64EncodedString(),
-                  hash: ContentHash.of(kind: kind, timeMicroseconds: event.timeMicroseconds, payload: payload))
+        self.init(seq: event.sequence, kind: kind, timeUs: event.timeMicroseconds, payload: payload,
+                  hash: ContentHash.bytes(kind: kind, timeMicroseconds: event.timeMicroseconds, payload: payload))
+    }
+
+    public init(from decoder: any Swift.Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        seq = try c.decode(UInt64.self, forKey: .seq)
+        kind = try c.decode(UInt32.self, forKey: .kind)
+        timeUs = try c.decode(UInt64.self, forKey: .timeUs)
+        guard let payload = Data(base64Encoded: try c.decode(String.self, forKey: .payload)) else {
+            throw DecodingError.dataCorruptedError(forKey: .payload, in: c, debugDescription: "event \(seq): the payload is not base64")
+        }
+        guard let hash = Hex.decode(try c.decode(String.self, forKey: .hash)), hash.count == 32 else {
+            throw DecodingError.dataCorruptedError(forKey: .hash, in: c, debugDescription: "event \(seq): the hash is not 64 hex digits")
+        }
+        self.payload = Array(payload)
+        self.hash = hash
+    }
+
+    public func encode(to encoder: any Swift.Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(seq, forKey: .seq)
+        try c.encode(kind, forKey: .kind)
+        try c.encode(timeUs, forKey: .timeUs)
+        try c.encode(Data(payload).base64EncodedString(), forKey: .payload)
+        try c.encode(Hex.encode(hash), forKey: .hash)
+    }
+}
+
+/// The binary body of an upload (`Content-Type: application/x-protobuf`; `Protos/vigil/sync`):
+/// what a box sends, the JSON document's fields with payloads and hashes as bytes.
+extension UploadBatch {
+    public static let protobufContentType = "application/x-protobuf"
+
+    public func protobuf() throws -> [UInt8] {
+        var m = Vigil_Sync_V1_UploadBatch()
+        m.node = node
+        m.epoch = epoch
+        m.epochFirst = epochFirst
+        m.from = from
+        m.through = through
+        m.urgent = urgent
+        m.events = events.map { e in
+            var u = Vigil_Sync_V1_UploadedEvent()
+            u.seq = e.seq
+            u.kind = e.kind
+            u.timeUs = e.timeUs
+            u.payload = Data(e.payload)
+            u.hash = Data(e.hash)
+            return u
+        }
+        if let box {
+            var r = Vigil_Sync_V1_BoxReport()
+            if let site = box.site { r.site = site }
+            if let location = box.location { r.location = location }
+            r.backlog = box.backlog
+            m.box = r
+        }
+        return try m.serializedBytes()
+    }
+
+    /// A binary body read back; throws when the bytes are not one.
+    public init(protobuf bytes: [UInt8]) throws {
+        let m = try Vigil_Sync_V1_UploadBatch(serializedBytes: bytes)
+        self.init(node: m.node, epoch: m.epoch, epochFirst: m.epochFirst, from: m.from, through: m.through, urgent: m.urgent,
+                  events: m.events.map { UploadedEvent(seq: $0.seq, kind: $0.kind, timeUs: $0.timeUs, payload: Array($0.payload), hash: Array($0.hash)) },
+                  box: m.hasBox ? BoxReport(site: m.box.hasSite ? m.box.site : nil, location: m.box.hasLocation ? m.box.location : nil,
+                                            backlog: m.box.backlog) : nil)
     }
 }
 

@@ -80,8 +80,13 @@ public final class HubClient: Sendable {
         try await call("POST", "/api/v1/boxes/enrol", EnrolRequest(token: token, node: NodeIDText.format(node)), as: EnrolAnswer.self)
     }
 
+    /// Sends a batch in binary (`application/x-protobuf`): no base64 or hex on either side.
     public func upload(_ batch: UploadBatch) async throws(Failure) -> UploadAnswer {
-        try await call("POST", "/api/v1/boxes/\(batch.node)/events", batch, as: UploadAnswer.self)
+        let body: [UInt8]
+        do { body = try batch.protobuf() } catch { throw .badAnswer("cannot encode the batch: \(error)") }
+        let (status, answer) = try await send("POST", "/api/v1/boxes/\(batch.node)/events", body: body, limit: 1 << 20,
+                                              contentType: UploadBatch.protobufContentType)
+        return try Self.answer(status, answer, as: UploadAnswer.self)
     }
 
     /// Who the hub is and which network it serves (anonymous: no credential is sent).
@@ -123,6 +128,11 @@ public final class HubClient: Sendable {
         let data: [UInt8]?
         do { data = try body.map { Array(try JSONEncoder().encode($0)) } } catch { throw .badAnswer("cannot encode the request: \(error)") }
         let (status, answer) = try await send(method, path, body: data, limit: 8 << 20)
+        return try Self.answer(status, answer, as: Answer.self)
+    }
+
+    /// A JSON answer, or the hub's refusal.
+    private static func answer<Answer: Decodable>(_ status: Int, _ answer: [UInt8], as: Answer.Type) throws(Failure) -> Answer {
         guard (200..<300).contains(status) else {
             let refusal = (try? JSONDecoder().decode(Refusal.self, from: Data(answer)))
                 ?? Refusal(error: "http_\(status)", message: String(decoding: answer.prefix(200), as: UTF8.self))
@@ -133,12 +143,13 @@ public final class HubClient: Sendable {
         }
     }
 
-    private func send(_ method: String, _ path: String, body: [UInt8]?, limit: Int) async throws(Failure) -> (Int, [UInt8]) {
+    private func send(_ method: String, _ path: String, body: [UInt8]?, limit: Int,
+                      contentType: String = "application/json") async throws(Failure) -> (Int, [UInt8]) {
         var request = HTTPClientRequest(url: url + path)
         request.method = .RAW(value: method)
         if let credential { request.headers.add(name: "Authorization", value: credential.headerValue) }
         if let body {
-            request.headers.add(name: "Content-Type", value: "application/json")
+            request.headers.add(name: "Content-Type", value: contentType)
             request.body = .bytes(ByteBuffer(bytes: body))
         }
         do {

@@ -331,7 +331,7 @@ final class Box: @unchecked Sendable {
         try log.read { txn in
             try txn.forEach(from: from) { result in
                 guard case .event(let e) = Replay.input(result), let u = UploadedEvent(e, policy: policy) else { return true }
-                out.append((u.seq, u.kind, u.hash))
+                out.append((u.seq, u.kind, Hex.encode(u.hash)))
                 return true
             }
         }

@@ -24,8 +24,8 @@ import VigilTestSupport
 
     static func event(_ seq: UInt64, _ body: EventBody, time: UInt64 = 1_767_225_600_000_000) -> UploadedEvent {
         let (kind, payload) = EventCodec.encode(body)
-        return UploadedEvent(seq: seq, kind: kind, timeUs: time, payload: Data(payload).base64EncodedString(),
-                             hash: ContentHash.of(kind: kind, timeMicroseconds: time, payload: payload))
+        return UploadedEvent(seq: seq, kind: kind, timeUs: time, payload: payload,
+                             hash: ContentHash.bytes(kind: kind, timeMicroseconds: time, payload: payload))
     }
 
     static func checkIn(_ resident: String) -> EventBody {
@@ -36,10 +36,11 @@ import VigilTestSupport
     }
 
     /// POSTs `body` and returns the status and the refusal code (if any).
-    static func post(_ client: HTTPClient, _ url: String, _ body: [UInt8], authorization: String?) async throws -> (Int, String?) {
+    static func post(_ client: HTTPClient, _ url: String, _ body: [UInt8], authorization: String?,
+                     contentType: String = "application/json") async throws -> (Int, String?) {
         var request = HTTPClientRequest(url: url)
         request.method = .POST
-        request.headers.add(name: "Content-Type", value: "application/json")
+        request.headers.add(name: "Content-Type", value: contentType)
         if let authorization { request.headers.add(name: "Authorization", value: authorization) }
         request.body = .bytes(ByteBuffer(bytes: body))
         let response = try await client.execute(request, timeout: .seconds(30))
@@ -62,9 +63,11 @@ import VigilTestSupport
         let good = UploadBatch(node: NodeIDText.format(a.node), epoch: 0, from: 1, through: 3,
                                events: [Self.event(1, Self.checkIn("R-1")), Self.event(3, Self.checkIn("R-3"))])
 
-        // Stored once; the same batch again (a lost answer, a replay) changes nothing.
+        // Stored once; the same batch again (a lost answer, a replay; in binary, as boxes send
+        // it) changes nothing.
         #expect(try await Self.post(client, urlA, Self.encode(good), authorization: a.credential.headerValue).0 == 200)
-        #expect(try await Self.post(client, urlA, Self.encode(good), authorization: a.credential.headerValue).0 == 200)
+        #expect(try await Self.post(client, urlA, try good.protobuf(), authorization: a.credential.headerValue,
+                                    contentType: UploadBatch.protobufContentType).0 == 200)
         let held = try await hub.database { try await $0.events(node: a.node, epoch: 0) }
         #expect(held.map(\.seq) == [1, 3])
         let state = try await hub.database { try await $0.syncState(node: a.node) }
@@ -92,13 +95,25 @@ import VigilTestSupport
         #expect(try await Self.post(client, urlA, Array("{\"node\":".utf8), authorization: a.credential.headerValue) == (400, "bad_json"))
         let huge = [UInt8](repeating: UInt8(ascii: " "), count: 5 << 20)
         #expect(try await Self.post(client, urlA, huge, authorization: a.credential.headerValue).0 == 413)
+        // The binary body boxes send: bytes that are no batch, a hash of the wrong length, and
+        // the JSON base64 and hex checks.
+        let binary = UploadBatch.protobufContentType
+        #expect(try await Self.post(client, urlA, [0xFF, 0xFF, 0xFF], authorization: a.credential.headerValue, contentType: binary)
+                == (400, "bad_body"))
+        #expect(try await Self.post(client, urlA, huge, authorization: a.credential.headerValue, contentType: binary).0 == 413)
+        var shortHash = UploadBatch(node: good.node, epoch: 0, from: 4, through: 4, events: [Self.event(4, Self.checkIn("R-4"))])
+        shortHash.events[0].hash = [1, 2, 3]
+        #expect(try await Self.post(client, urlA, try shortHash.protobuf(), authorization: a.credential.headerValue, contentType: binary)
+                == (422, "bad_event"))
+        let notBase64 = #"{"node":"\#(good.node)","epoch":0,"epoch_first":1,"from":4,"through":4,"urgent":false,"events":[{"seq":4,"kind":5,"time_us":1,"payload":"***","hash":"00"}]}"#
+        #expect(try await Self.post(client, urlA, Array(notBase64.utf8), authorization: a.credential.headerValue) == (400, "bad_json"))
         var hit = ScanHit()
         hit.address = 0xAABB_CCDD_EEFF
         hit.count = 1
         let scan = UploadBatch(node: good.node, epoch: 0, from: 4, through: 4, events: [Self.event(4, .scanHit(hit))])
         #expect(try await Self.post(client, urlA, Self.encode(scan), authorization: a.credential.headerValue) == (422, "not_shared"))
         var badHash = UploadBatch(node: good.node, epoch: 0, from: 4, through: 4, events: [Self.event(4, Self.checkIn("R-4"))])
-        badHash.events[0].hash = String(repeating: "0", count: 64)
+        badHash.events[0].hash = [UInt8](repeating: 0, count: 32)
         #expect(try await Self.post(client, urlA, Self.encode(badHash), authorization: a.credential.headerValue) == (422, "hash_mismatch"))
         let disorder = UploadBatch(node: good.node, epoch: 0, from: 4, through: 6,
                                    events: [Self.event(6, Self.checkIn("R-6")), Self.event(5, Self.checkIn("R-5"))])
