@@ -292,104 +292,105 @@ public struct HubDatabase: Sendable {
         }
     }
 
-    /// One transaction of four statements in the usual case (every event new): lock the epoch's
-    /// row (made if new), insert, and move the mark with the box's report. Connections are what
-    /// 200 boxes uploading at once wait for, so each round trip counts (`hub_ingest_eps`).
+    /// One transaction of one statement in the usual case (every event new): the epoch's row is
+    /// upserted (which locks it, so no other upload of this box's epoch runs until this one
+    /// commits) with its new mark already, the events are inserted unless the batch leaves a gap,
+    /// and the box's report recorded. Connections are what 200 boxes uploading at once wait for,
+    /// so each round trip counts (`hub_ingest_eps`).
     private func store(_ batch: UploadBatch, nodeID: Int64, epoch: Int32,
                        _ decoded: [IncomingEvent]) async throws -> UploadOutcome {
-        try await client.withTransaction(logger: logger) { connection -> UploadOutcome in
-            // A new epoch's mark starts just before its first sequence: what came before it was
-            // acknowledged under an earlier epoch. The upsert also locks the row: no other upload
-            // of this box's epoch runs until this one commits.
-            var held: Int64 = 0
-            var highest: Int64 = 0
-            for try await (h, top) in try await connection.query("""
-                INSERT INTO box_epochs (node_id, epoch, held_through) VALUES (\(nodeID), \(epoch), \(Int64(bitPattern: batch.epochFirst - 1)))
-                ON CONFLICT (node_id, epoch) DO UPDATE SET held_through = box_epochs.held_through
-                RETURNING held_through, highest
-                """, logger: logger).decode((Int64, Int64).self) {
-                held = h
-                highest = top
-            }
-            let heldThrough = UInt64(held)
-            if !batch.urgent, batch.from > heldThrough &+ 1 {
-                return .refused(status: 409, Refusal(error: "out_of_order", message: "this batch starts after a gap: the hub holds through \(heldThrough)",
-                                                     heldThrough: heldThrough))
-            }
-            var inserted = 0
-            if !decoded.isEmpty {
-                let seqs = decoded.map { Int64(bitPattern: $0.seq) }
-                let kinds = decoded.map { Int32(bitPattern: $0.kind) }
-                let times = decoded.map { Int64(bitPattern: $0.timeUs) }
-                let hashes = decoded.map { ByteBuffer(bytes: $0.hash) }
-                let payloads = decoded.map { ByteBuffer(bytes: $0.payload) }
-                // One row back, not one per event: how many were new, and which of the items
-                // that feed the other boxes.
-                let feeding = decoded.filter(\.feeds).map { Int64(bitPattern: $0.seq) }
-                var fed: [Int64] = []
-                for try await (count, new) in try await connection.query("""
-                    WITH stored AS (
-                        INSERT INTO events (node_id, epoch, seq, kind, time_us, hash, payload)
-                        SELECT \(nodeID), \(epoch), s, k, t, h, p
-                        FROM unnest(\(seqs)::bigint[], \(kinds)::integer[], \(times)::bigint[], \(hashes)::bytea[], \(payloads)::bytea[]) AS u(s, k, t, h, p)
-                        ON CONFLICT (node_id, epoch, seq) DO NOTHING
-                        RETURNING seq
-                    )
-                    SELECT count(*), coalesce(array_agg(seq) FILTER (WHERE seq = ANY(\(feeding)::bigint[])), '{}')::bigint[] FROM stored
-                    """, logger: logger).decode((Int64, [Int64]).self) {
-                    inserted = Int(count)
-                    fed = new
-                }
-                // Events already held (a batch sent again) must be the same: checked only when
-                // there are some. A difference throws, so the transaction rolls back whole.
-                if inserted < decoded.count {
-                    var stored: [Int64: ByteBuffer] = [:]
-                    for try await (s, h) in try await connection.query("""
-                        SELECT seq, hash FROM events WHERE node_id = \(nodeID) AND epoch = \(epoch) AND seq = ANY(\(seqs)::bigint[])
-                        """, logger: logger).decode((Int64, ByteBuffer).self) { stored[s] = h }
-                    for e in decoded {
-                        if let mine = stored[Int64(bitPattern: e.seq)].map({ Array($0.readableBytesView) }), mine != e.hash {
-                            throw ConflictFound(seq: e.seq, held: mine, sent: e.hash)
-                        }
-                    }
-                }
-                let newlyFed = Set(fed)
-                let forFeed = decoded.filter { $0.feeds && newlyFed.contains(Int64(bitPattern: $0.seq)) }
-                if !forFeed.isEmpty {
-                    try await appendToFeed(forFeed.map { NewFeedItem(seq: $0.seq, kind: $0.kind, timeUs: $0.timeUs, payload: $0.payload) },
-                                           origin: nodeID, epoch: epoch, connection)
-                }
-            }
-            let top = decoded.map { Int64(bitPattern: $0.seq) }.max() ?? 0
-            let newHeld = batch.urgent ? held : max(held, Int64(bitPattern: batch.through))
-            try await updateMarkAndReport(batch.box, occupancy: decoded, nodeID: nodeID, epoch: epoch,
-                                          held: newHeld, highest: max(highest, top, newHeld), connection)
-            return .stored(UploadAnswer(epoch: batch.epoch, heldThrough: UInt64(newHeld), accepted: inserted,
-                                        duplicates: decoded.count - inserted))
-        }
-    }
-
-    /// Moves the epoch's mark and records what the box said of itself (its site, location and
-    /// backlog) and its newest occupancy sample, for the coordinators' page: one statement.
-    private func updateMarkAndReport(_ report: BoxReport?, occupancy decoded: [IncomingEvent], nodeID: Int64, epoch: Int32,
-                                     held: Int64, highest: Int64, _ connection: PostgresConnection) async throws {
+        let seqs = decoded.map { Int64(bitPattern: $0.seq) }
+        let kinds = decoded.map { Int32(bitPattern: $0.kind) }
+        let times = decoded.map { Int64(bitPattern: $0.timeUs) }
+        let hashes = decoded.map { ByteBuffer(bytes: $0.hash) }
+        let payloads = decoded.map { ByteBuffer(bytes: $0.payload) }
+        // Which of the new rows feed the other boxes (answered as one array, not a row each).
+        let feeding = decoded.filter(\.feeds).map { Int64(bitPattern: $0.seq) }
+        let (from, through) = (Int64(bitPattern: batch.from), Int64(bitPattern: batch.through))
+        let epochStart = Int64(bitPattern: batch.epochFirst - 1)
+        let top = seqs.max() ?? 0
+        let urgent = batch.urgent
+        let report = batch.box
         let position = report?.coordinates
         // The last sample in the log's order (batches come in order; urgent ones hold none).
         let sample = decoded.last { $0.occupancy != nil }?.occupancy
-        try await connection.query("""
-            WITH mark AS (
-                UPDATE box_epochs SET held_through = \(held), highest = \(highest) WHERE node_id = \(nodeID) AND epoch = \(epoch)
-            )
-            UPDATE boxes SET
-                site = CASE WHEN \(report != nil) THEN \(report?.site.map(Self.printable)) ELSE site END,
-                latitude = CASE WHEN \(report != nil) THEN \(position?.latitude) ELSE latitude END,
-                longitude = CASE WHEN \(report != nil) THEN \(position?.longitude) ELSE longitude END,
-                backlog = coalesce(\(report.map { Int64(clamping: $0.backlog) }), backlog),
-                reported_at = CASE WHEN \(report != nil) THEN now() ELSE reported_at END,
-                occupancy = coalesce(\(sample.map { Int32(clamping: $0.advertisers) }), occupancy),
-                occupancy_minute_us = coalesce(\(sample.map { Int64(clamping: $0.minute) }), occupancy_minute_us)
-            WHERE node_id = \(nodeID)
-            """, logger: logger)
+        return try await client.withTransaction(logger: logger) { connection -> UploadOutcome in
+            // The mark moves to `through` when the batch starts at or before the mark plus one
+            // (a new epoch's mark starts just before its first sequence: what came before it was
+            // acknowledged under an earlier epoch); urgent batches never move it. A batch that
+            // would leave a gap moves nothing and stores nothing: the mark it returns is then
+            // below `through`.
+            var held: Int64 = 0
+            var inserted = 0
+            var fed: [Int64] = []
+            for try await (h, count, new) in try await connection.query("""
+                WITH e AS (
+                    INSERT INTO box_epochs AS b (node_id, epoch, held_through, highest)
+                    VALUES (\(nodeID), \(epoch),
+                            CASE WHEN \(urgent) OR \(from) > \(epochStart) + 1 THEN \(epochStart) ELSE \(through) END,
+                            CASE WHEN \(urgent) OR \(from) <= \(epochStart) + 1
+                                 THEN greatest(\(top), CASE WHEN \(urgent) THEN \(epochStart) ELSE \(through) END) ELSE 0 END)
+                    ON CONFLICT (node_id, epoch) DO UPDATE SET
+                        held_through = CASE WHEN \(urgent) OR \(from) > b.held_through + 1 THEN b.held_through
+                                            ELSE greatest(b.held_through, \(through)) END,
+                        highest = CASE WHEN \(urgent) THEN greatest(b.highest, \(top), b.held_through)
+                                       WHEN \(from) > b.held_through + 1 THEN b.highest
+                                       ELSE greatest(b.highest, \(top), b.held_through, \(through)) END
+                    RETURNING held_through, \(urgent) OR held_through >= \(through) AS accepted
+                ),
+                stored AS (
+                    INSERT INTO events (node_id, epoch, seq, kind, time_us, hash, payload)
+                    SELECT \(nodeID), \(epoch), s, k, t, h, p
+                    FROM unnest(\(seqs)::bigint[], \(kinds)::integer[], \(times)::bigint[], \(hashes)::bytea[], \(payloads)::bytea[]) AS u(s, k, t, h, p)
+                    WHERE (SELECT accepted FROM e)
+                    ON CONFLICT (node_id, epoch, seq) DO NOTHING
+                    RETURNING seq
+                ),
+                reported AS (
+                    UPDATE boxes SET
+                        site = CASE WHEN \(report != nil) THEN \(report?.site.map(Self.printable)) ELSE site END,
+                        latitude = CASE WHEN \(report != nil) THEN \(position?.latitude) ELSE latitude END,
+                        longitude = CASE WHEN \(report != nil) THEN \(position?.longitude) ELSE longitude END,
+                        backlog = coalesce(\(report.map { Int64(clamping: $0.backlog) }), backlog),
+                        reported_at = CASE WHEN \(report != nil) THEN now() ELSE reported_at END,
+                        occupancy = coalesce(\(sample.map { Int32(clamping: $0.advertisers) }), occupancy),
+                        occupancy_minute_us = coalesce(\(sample.map { Int64(clamping: $0.minute) }), occupancy_minute_us)
+                    WHERE node_id = \(nodeID) AND (SELECT accepted FROM e)
+                )
+                SELECT (SELECT held_through FROM e), (SELECT count(*) FROM stored),
+                       (SELECT coalesce(array_agg(seq) FILTER (WHERE seq = ANY(\(feeding)::bigint[])), '{}')::bigint[] FROM stored)
+                """, logger: logger).decode((Int64, Int64, [Int64]).self) {
+                held = h
+                inserted = Int(count)
+                fed = new
+            }
+            if !urgent, held < through {
+                let heldThrough = UInt64(bitPattern: held)
+                return .refused(status: 409, Refusal(error: "out_of_order", message: "this batch starts after a gap: the hub holds through \(heldThrough)",
+                                                     heldThrough: heldThrough))
+            }
+            // Events already held (a batch sent again) must be the same: checked only when there
+            // are some. A difference throws, so the transaction rolls back whole.
+            if inserted < decoded.count {
+                var stored: [Int64: ByteBuffer] = [:]
+                for try await (s, h) in try await connection.query("""
+                    SELECT seq, hash FROM events WHERE node_id = \(nodeID) AND epoch = \(epoch) AND seq = ANY(\(seqs)::bigint[])
+                    """, logger: logger).decode((Int64, ByteBuffer).self) { stored[s] = h }
+                for e in decoded {
+                    if let mine = stored[Int64(bitPattern: e.seq)].map({ Array($0.readableBytesView) }), mine != e.hash {
+                        throw ConflictFound(seq: e.seq, held: mine, sent: e.hash)
+                    }
+                }
+            }
+            let newlyFed = Set(fed)
+            let forFeed = decoded.filter { $0.feeds && newlyFed.contains(Int64(bitPattern: $0.seq)) }
+            if !forFeed.isEmpty {
+                try await appendToFeed(forFeed.map { NewFeedItem(seq: $0.seq, kind: $0.kind, timeUs: $0.timeUs, payload: $0.payload) },
+                                       origin: nodeID, epoch: epoch, connection)
+            }
+            return .stored(UploadAnswer(epoch: batch.epoch, heldThrough: UInt64(bitPattern: held), accepted: inserted,
+                                        duplicates: decoded.count - inserted))
+        }
     }
 
     /// A box's text as the page shows it: no control characters (PostgreSQL refuses NUL), at
