@@ -305,7 +305,9 @@ public struct ExposureBook: Projection {
         public var name: String
         /// The hub that offered it (its certificate's fingerprint).
         public var hub: String
+        /// When the hub logged it (its clock), and the sequence of the box's event that took it.
         public var offeredMicroseconds: UInt64
+        public var offeredSequence: UInt64
     }
 
     /// How the last offered file ended here.
@@ -320,37 +322,46 @@ public struct ExposureBook: Projection {
         public var atMicroseconds: UInt64
     }
 
-    /// Offers waiting, by the hub's file id. Bounded: a hub offering files faster than a box can
-    /// match them (one a day is usual) has the excess counted in `keyFileOffersDropped`, never held.
-    public private(set) var keyFileOffers: [UInt64: KeyFileOffer] = [:]
+    /// Offers waiting, by the SHA-256 of their export.bin (hex): what a file is, whatever id a
+    /// hub gave it (a hub restored from a backup hands its ids out again). Bounded: when a hub
+    /// offers more than a box holds (a new box reads the whole feed), the oldest waiting offer
+    /// goes, counted in `keyFileOffersDropped`: the newest files matter most, and a file older
+    /// than the contact retention can match nothing anyway.
+    public private(set) var keyFileOffers: [String: KeyFileOffer] = [:]
     public static let maximumKeyFileOffers = 256
     public private(set) var keyFileOffersDropped: UInt64 = 0
     public private(set) var keyFilesMatched: UInt64 = 0
     public private(set) var keyFilesRefused: UInt64 = 0
     public private(set) var lastKeyFile: KeyFileOutcome?
 
-    /// The next offer to take: the oldest by the hub's id.
+    /// The next offer to take: the one that came first (the hub's id breaks a tie).
     public var nextKeyFileOffer: KeyFileOffer? {
-        keyFileOffers.keys.min().flatMap { keyFileOffers[$0] }
+        keyFileOffers.values.min { ($0.offeredSequence, $0.fileID) < ($1.offeredSequence, $1.fileID) }
     }
 
     public init() {}
 
     /// An offer carried by the hub's feed (the caller decoded it from a `HubReceived` not taken
-    /// before). A file matched or refused earlier is not offered again: the box keeps its outcome.
-    public mutating func offered(_ offer: ExposureKeysOffered, hub: String, atMicroseconds time: UInt64) {
-        guard keyFileOffers[offer.fileID] == nil, !settled.contains(offer.fileID) else { return }
-        guard keyFileOffers.count < Self.maximumKeyFileOffers else {
+    /// before, logged at `sequence`). A file matched or refused earlier is not offered again.
+    public mutating func offered(_ offer: ExposureKeysOffered, hub: String, sequence: UInt64, atMicroseconds time: UInt64) {
+        let sha = Hex.encode(offer.sha256)
+        guard offer.sha256.count == 32, keyFileOffers[sha] == nil, !settled.contains(sha) else { return }
+        if keyFileOffers.count >= Self.maximumKeyFileOffers, let oldest = nextKeyFileOffer {
+            keyFileOffers[oldest.sha256Hex] = nil
             keyFileOffersDropped &+= 1
-            return
         }
-        keyFileOffers[offer.fileID] = KeyFileOffer(fileID: offer.fileID, sha256Hex: Hex.encode(offer.sha256), bytes: offer.bytes,
-                                                   keys: offer.keys, name: offer.name, hub: hub, offeredMicroseconds: time)
+        keyFileOffers[sha] = KeyFileOffer(fileID: offer.fileID, sha256Hex: sha, bytes: offer.bytes, keys: offer.keys,
+                                          name: Self.printable(offer.name), hub: hub, offeredMicroseconds: time, offeredSequence: sequence)
     }
 
-    /// The ids of files matched or refused, newest last, so an offer seen again (a hub restored
-    /// from a backup replays its feed) is not matched twice. Bounded like the offers.
-    private var settled: [UInt64] = []
+    /// A name from the hub as people see it: no control characters, at most 120 characters.
+    static func printable(_ text: String) -> String {
+        String(String.UnicodeScalarView(text.unicodeScalars.filter { !($0.value < 0x20 || (0x7F...0x9F).contains($0.value)) }).prefix(120))
+    }
+
+    /// The SHA-256 (hex) of files matched or refused, newest last, so an offer seen again (a hub
+    /// restored from a backup replays its feed) is not matched twice. Bounded like the offers.
+    private var settled: [String] = []
 
     public static func key(identifier: Data, firstSeen: UInt64) -> String {
         Hex.encode(identifier) + "@" + String(firstSeen)
@@ -381,11 +392,12 @@ public struct ExposureBook: Projection {
         case .exposureKeysPublished(let p):
             keysPublished &+= UInt64(p.keys)
         case .exposureKeysMatched(let m):
-            keyFileOffers[m.fileID] = nil
-            if !settled.contains(m.fileID) {
-                settled.append(m.fileID)
-                if settled.count > Self.maximumKeyFileOffers { settled.removeFirst(settled.count - Self.maximumKeyFileOffers) }
-            }
+            // The outcome of a file already settled (appended twice) counts once.
+            let sha = Hex.encode(m.sha256)
+            keyFileOffers[sha] = nil
+            guard !settled.contains(sha) else { return }
+            settled.append(sha)
+            if settled.count > Self.maximumKeyFileOffers { settled.removeFirst(settled.count - Self.maximumKeyFileOffers) }
             if m.refused.isEmpty { keyFilesMatched &+= 1 } else { keyFilesRefused &+= 1 }
             lastKeyFile = KeyFileOutcome(fileID: m.fileID, name: m.name, keys: m.keys, exposures: m.exposures, highRisk: m.highRisk,
                                          refused: m.refused, atMicroseconds: event.timeMicroseconds)

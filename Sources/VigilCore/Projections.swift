@@ -155,7 +155,7 @@ public struct Projections: Projection {
                 settleAlarms()
             } else if r.kind == EventKind.exposureKeysOffered.rawValue,
                       case .exposureKeysOffered(let offer)? = try? EventCodec.decode(kind: r.kind, payload: [UInt8](r.payload), sequence: event.sequence) {
-                exposures.offered(offer, hub: r.hub, atMicroseconds: time)
+                exposures.offered(offer, hub: r.hub, sequence: event.sequence, atMicroseconds: r.timeUs)
             }
         case .exposureKeysPublished, .exposureKeysMatched:
             exposures.apply(.event(event))

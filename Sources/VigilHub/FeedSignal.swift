@@ -124,3 +124,27 @@ actor PollLimit {
         open[node] = count > 0 ? count : nil
     }
 }
+
+/// Key-file parts served at once by this hub process: each is read whole from PostgreSQL (up to
+/// 64 MiB), and every box fetches a new file as soon as the feed offers it. Past the limit a box
+/// is told to come back (503 `busy`, Retry-After), so memory stays bounded by the limit, not by
+/// the number of boxes. A slot is held until its bytes are written; one whose writer never ran
+/// (the box went away first) is taken back after `lease`, so a lost slot cannot shut the door.
+actor KeyFileSlots {
+    static let limit = 4
+    static let lease: Duration = .seconds(300)
+    private var held: [UInt64: ContinuousClock.Instant] = [:]
+    private var next: UInt64 = 0
+
+    /// A slot's token, or nil when all are taken.
+    func enter() -> UInt64? {
+        let now = ContinuousClock.now
+        held = held.filter { now - $0.value < Self.lease }
+        guard held.count < Self.limit else { return nil }
+        next &+= 1
+        held[next] = now
+        return next
+    }
+
+    func leave(_ token: UInt64) { held[token] = nil }
+}

@@ -34,12 +34,14 @@ public enum KeyFileAdded: Sendable, Equatable {
 public enum KeyFileRefusal: Error, Sendable, Equatable, CustomStringConvertible {
     case notAnExport(String)
     case unsigned
+    case badSignatureFile(String)
     case badName
 
     public var description: String {
         switch self {
         case .notAnExport(let detail): "not a diagnosis-key export: \(detail)"
         case .unsigned: "no export.sig: boxes match only signed files, so an unsigned one is not offered"
+        case .badSignatureFile(let detail): "export.sig: \(detail)"
         case .badName: "the name must be 1 to \(KeyFiles.maximumNameLength) printable characters"
         }
     }
@@ -47,14 +49,20 @@ public enum KeyFileRefusal: Error, Sendable, Equatable, CustomStringConvertible 
 
 public enum KeyFiles {
     public static let maximumNameLength = 120
+    /// A signature file holds a few signatures of ~100 bytes: a box reads at most this much.
+    public static let maximumSignatureBytes = 64 << 10
 
-    /// Checks an export as the hub can: it parses as one, and it carries a signature file.
-    /// Returns the number of keys (and revised keys) in it.
+    /// Checks an export as the hub can: it parses as one, and it carries a signature file a box
+    /// will read. Returns the number of keys (and revised keys) in it.
     public static func check(name: String, exportBin: [UInt8], exportSig: [UInt8]?) throws(KeyFileRefusal) -> UInt32 {
-        guard !name.isEmpty, name.count <= maximumNameLength, name.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0.value != 0x7F }) else {
+        guard !name.isEmpty, name.count <= maximumNameLength, name.utf8.count <= 4 * maximumNameLength,
+              name.unicodeScalars.allSatisfy({ !($0.value < 0x20 || (0x7F...0x9F).contains($0.value)) }) else {
             throw .badName
         }
         guard let exportSig, !exportSig.isEmpty else { throw .unsigned }
+        guard exportSig.count <= maximumSignatureBytes else {
+            throw .badSignatureFile("\(exportSig.count) bytes, more than \(maximumSignatureBytes >> 10) KiB")
+        }
         guard exportBin.count <= DiagnosisKeyImport.maximumFileBytes else {
             throw .notAnExport("\(exportBin.count) bytes, more than \(DiagnosisKeyImport.maximumFileBytes >> 20) MiB")
         }
@@ -69,21 +77,26 @@ public enum KeyFiles {
 
 extension HubDatabase {
     /// Stores the file and puts its offer on the feed, in one transaction: a file is held and
-    /// offered, or neither. The same export.bin twice is held once.
+    /// offered, or neither. The same export.bin twice is held once. The file goes in before the
+    /// feed's lock is taken, so calls for help going on the feed never wait behind megabytes.
     public func addKeyFile(name: String, exportBin: [UInt8], exportSig: [UInt8], keys: UInt32, nowMicroseconds: UInt64) async throws -> KeyFileAdded {
         let sha = Array(SHA256.hash(data: exportBin))
         return try await client.withTransaction(logger: logger) { connection -> KeyFileAdded in
-            // The feed's lock first: two hubs adding the same file wait for each other here.
-            try await connection.query("SELECT pg_advisory_xact_lock(\(Self.feedLock))", logger: logger)
-            if let held = try await keyFiles(where: "sha256 = $1", ByteBuffer(bytes: sha), connection).first {
-                return .alreadyHeld(held)
-            }
-            var id: Int64 = 0
+            var id: Int64?
             for try await (newID) in try await connection.query("""
                 INSERT INTO key_files (name, sha256, export_bin, export_sig, keys)
                 VALUES (\(name), \(ByteBuffer(bytes: sha)), \(ByteBuffer(bytes: exportBin)), \(ByteBuffer(bytes: exportSig)), \(Int32(bitPattern: keys)))
+                ON CONFLICT (sha256) DO NOTHING
                 RETURNING id
                 """, logger: logger).decode(Int64.self) { id = newID }
+            guard let id else {
+                guard let held = try await keyFileSummaries(connection.query("""
+                    SELECT id, name, sha256, octet_length(export_bin), keys, added_at FROM key_files WHERE sha256 = \(ByteBuffer(bytes: sha))
+                    """, logger: logger)).first else {
+                    throw HubError.database("a key file with this SHA-256 is held and not found")
+                }
+                return .alreadyHeld(held)
+            }
             var offer = ExposureKeysOffered()
             offer.fileID = UInt64(id)
             offer.sha256 = Data(sha)
@@ -93,17 +106,18 @@ extension HubDatabase {
             let (kind, payload) = EventCodec.encode(.exposureKeysOffered(offer))
             try await appendToFeed([NewFeedItem(seq: 0, kind: kind, timeUs: nowMicroseconds, payload: payload)], origin: 0, epoch: 0,
                                    connection)
-            guard let added = try await keyFiles(where: "id = $1", id, connection).first else {
-                throw HubError.database("the key file just added is not there")
-            }
-            return .added(added)
+            return .added(KeyFileSummary(id: UInt64(id), name: name, sha256Hex: Hex.encode(sha), bytes: UInt64(exportBin.count),
+                                         keys: keys, addedAt: Date()))
         }
     }
 
-    /// The key files held, newest first.
+    /// The key files held, newest first (at most `limit`, 1 to 1,000).
     public func keyFiles(limit: Int = 100) async throws -> [KeyFileSummary] {
-        try await client.withConnection { connection in
-            try await keyFiles(where: "true", nil as Int64?, connection, limit: limit)
+        let limit = Int64(min(max(limit, 1), 1_000))
+        return try await client.withConnection { connection in
+            try await keyFileSummaries(connection.query("""
+                SELECT id, name, sha256, octet_length(export_bin), keys, added_at FROM key_files ORDER BY id DESC LIMIT \(limit)
+                """, logger: logger))
         }
     }
 
@@ -116,17 +130,9 @@ extension HubDatabase {
         return nil
     }
 
-    private func keyFiles(where condition: String, _ value: (some PostgresEncodable & Sendable)?, _ connection: PostgresConnection,
-                          limit: Int = 1) async throws -> [KeyFileSummary] {
-        var bindings = PostgresBindings()
-        if let value { try bindings.append(value) }
-        let sql = """
-            SELECT id, name, sha256, octet_length(export_bin), keys, added_at FROM key_files WHERE \(condition)
-            ORDER BY id DESC LIMIT \(limit)
-            """
+    private func keyFileSummaries(_ rows: PostgresRowSequence) async throws -> [KeyFileSummary] {
         var files: [KeyFileSummary] = []
-        for try await (id, name, sha, bytes, keys, added) in try await connection.query(PostgresQuery(unsafeSQL: sql, binds: bindings), logger: logger)
-            .decode((Int64, String, ByteBuffer, Int32, Int32, Date).self) {
+        for try await (id, name, sha, bytes, keys, added) in rows.decode((Int64, String, ByteBuffer, Int32, Int32, Date).self) {
             files.append(KeyFileSummary(id: UInt64(id), name: name, sha256Hex: Hex.encode(Array(sha.readableBytesView)),
                                         bytes: UInt64(bytes), keys: UInt32(bitPattern: keys), addedAt: added))
         }

@@ -17,6 +17,7 @@ struct SyncRoutes: Sendable {
     let signal: FeedSignal
     let cache: FeedCache
     let polls = PollLimit()
+    let keyFileSlots = KeyFileSlots()
     let logger: Logger
 
     /// A long poll waits at most this long (seconds) for a new item.
@@ -64,10 +65,35 @@ struct SyncRoutes: Sendable {
         case "export.sig": signature = true
         default: return Self.refuse(.notFound, "unknown_part", "a key file has two parts: export.bin and export.sig")
         }
-        guard let bytes = try await database.keyFilePart(id: id, signature: signature) else {
+        guard let slot = await keyFileSlots.enter() else {
+            var busy = Self.refuse(.serviceUnavailable, "busy", "\(KeyFileSlots.limit) key files are being sent; try again in a few seconds")
+            busy.headers[.retryAfter] = "5"
+            return busy
+        }
+        let part: ByteBuffer?
+        do {
+            part = try await database.keyFilePart(id: id, signature: signature)
+        } catch {
+            await keyFileSlots.leave(slot)
+            throw error
+        }
+        guard let bytes = part else {
+            await keyFileSlots.leave(slot)
             return Self.refuse(.notFound, "unknown_file", "the hub holds no key file \(id)")
         }
-        return Response(status: .ok, headers: [.contentType: "application/octet-stream"], body: .init(byteBuffer: bytes))
+        // The slot is held until the bytes are written (or the box went away).
+        let slots = keyFileSlots
+        return Response(status: .ok, headers: [.contentType: "application/octet-stream"],
+                        body: ResponseBody(contentLength: bytes.readableBytes) { writer in
+                            do {
+                                try await writer.write(bytes)
+                                try await writer.finish(nil)
+                                await slots.leave(slot)
+                            } catch {
+                                await slots.leave(slot)
+                                throw error
+                            }
+                        })
     }
 
     // MARK: Handlers

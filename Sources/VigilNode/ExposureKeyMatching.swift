@@ -108,18 +108,29 @@ public enum ExposureKeyMatching {
     }
 
     /// The verification keys of `exposure.verification_keys` (PEM files), read and parsed.
-    public static func verificationKeys(_ paths: [String]) throws(NodeError) -> [ExportVerificationKey] {
+    public static func verificationKeys(_ paths: [String]) throws(VerificationKeyError) -> [ExportVerificationKey] {
         var keys: [ExportVerificationKey] = []
         for path in paths {
-            guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
-                throw .unsupported("cannot read the verification key \(path)")
-            }
+            guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { throw .unreadable(path: path) }
             do {
                 keys.append(try ExportVerificationKey(pem: text))
             } catch {
-                throw .unsupported("\(path): \(error)")
+                throw .invalid(path: path, detail: "\(error)")
             }
         }
         return keys
+    }
+}
+
+/// A verification key that cannot be used.
+public enum VerificationKeyError: Error, Sendable, CustomStringConvertible {
+    case unreadable(path: String)
+    case invalid(path: String, detail: String)
+
+    public var description: String {
+        switch self {
+        case .unreadable(let path): "cannot read the verification key \(path)"
+        case .invalid(let path, let detail): "\(path): \(detail)"
+        }
     }
 }

@@ -99,7 +99,7 @@ final class HubChoice: Sendable {
         switch failure {
         case .unreachable: return true
         case .refused(let status, _): return status >= 500
-        case .badAnswer, .wrongHub: return false
+        case .badAnswer, .wrongHub, .tooLarge: return false
         }
     }
 

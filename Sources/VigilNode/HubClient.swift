@@ -20,6 +20,8 @@ public final class HubClient: Sendable {
         case badAnswer(String)
         /// The hub is not the one the token or the pin names.
         case wrongHub(String)
+        /// The answer is longer than the box reads.
+        case tooLarge(limit: Int)
 
         public var description: String {
             switch self {
@@ -27,6 +29,7 @@ public final class HubClient: Sendable {
             case .refused(let status, let r): "the hub refused (\(status) \(r.error)): \(r.message)"
             case .badAnswer(let s): "the hub's answer is unreadable: \(s)"
             case .wrongHub(let s): s
+            case .tooLarge(let limit): "the hub's answer is longer than \(limit) bytes"
             }
         }
     }
@@ -106,9 +109,11 @@ public final class HubClient: Sendable {
 
     /// A part of a key file the feed offered (`export.bin`, or `export.sig` with `signature`),
     /// at most `limit` bytes.
+    /// A large file on a slow link takes long: the whole exchange may take up to 10 minutes (the
+    /// read timeout still ends one that stalls). A part over `limit` is `.tooLarge`.
     public func keyFilePart(node: UInt64, file: UInt64, signature: Bool, limit: Int) async throws(Failure) -> [UInt8] {
         let (status, answer) = try await send("GET", "/api/v1/boxes/\(NodeIDText.format(node))/key-files/\(file)/export.\(signature ? "sig" : "bin")",
-                                              body: nil, limit: limit)
+                                              body: nil, limit: limit, timeout: .minutes(10))
         guard status == 200 else {
             let refusal = (try? JSONDecoder().decode(Refusal.self, from: Data(answer)))
                 ?? Refusal(error: "http_\(status)", message: String(decoding: answer.prefix(200), as: UTF8.self))
@@ -144,7 +149,7 @@ public final class HubClient: Sendable {
     }
 
     private func send(_ method: String, _ path: String, body: [UInt8]?, limit: Int,
-                      contentType: String = "application/json") async throws(Failure) -> (Int, [UInt8]) {
+                      contentType: String = "application/json", timeout: TimeAmount = .seconds(60)) async throws(Failure) -> (Int, [UInt8]) {
         var request = HTTPClientRequest(url: url + path)
         request.method = .RAW(value: method)
         if let credential { request.headers.add(name: "Authorization", value: credential.headerValue) }
@@ -153,9 +158,11 @@ public final class HubClient: Sendable {
             request.body = .bytes(ByteBuffer(bytes: body))
         }
         do {
-            let response = try await http.execute(request, timeout: .seconds(60))
+            let response = try await http.execute(request, timeout: timeout)
             let bytes = try await response.body.collect(upTo: limit)
             return (Int(response.status.code), Array(bytes.readableBytesView))
+        } catch is NIOTooManyBytesError {
+            throw .tooLarge(limit: limit)
         } catch {
             throw .unreachable("\(error)")
         }

@@ -25,6 +25,8 @@ final class HubUplink: NodeComponent {
     /// Events the workers asked for that the log refused (at once or at its commit): a worker
     /// waiting for one to apply must stop waiting.
     private var refusals: UInt64 = 0
+    /// The key-file worker's appends the log refused (at once or at commit).
+    private var keyFileRefusals: UInt64 = 0
 
     init(node: Node) { self.node = node }
 
@@ -94,15 +96,34 @@ final class HubUplink: NodeComponent {
 
     func refused(_ event: Event) {
         switch event.body.kind {
-        case .hubAcknowledged, .hubEpochStarted, .hubReceived, .exposureKeysMatched, .exposureDetected: appendRefused()
+        case .hubAcknowledged, .hubEpochStarted, .hubReceived: appendRefused()
+        case .exposureKeysMatched, .exposureDetected:
+            // (An exposure the CLI sent counts too: the worker then only matches once more.)
+            keyFileRefusals &+= 1
+            keyFiles?.offer(keyFileJob())
         default: break
         }
     }
 
-    /// Appends for a worker, on the loop; a refusal at once is told to the workers like one at
-    /// commit (`refused`).
+    /// Appends for a worker, on the loop, in order, stopping at the first the log refuses (a
+    /// later feed item must not be taken before an earlier one); a refusal at once is told to the
+    /// workers like one at commit (`refused`).
     func append(forWorker bodies: [EventBody]) {
-        for body in bodies where node.append(body) == nil { appendRefused() }
+        for body in bodies where node.append(body) == nil {
+            appendRefused()
+            return
+        }
+    }
+
+    /// Appends a key file's exposures and outcome, stopping at the first refusal (the outcome
+    /// then never goes without its exposures). Returns whether all were taken, and the count of
+    /// refusals after it: the worker's mark for "applied, or refused since".
+    func append(forKeyFiles bodies: [EventBody]) -> (accepted: Bool, refusals: UInt64) {
+        for body in bodies where node.append(body) == nil {
+            keyFileRefusals &+= 1
+            return (false, keyFileRefusals)
+        }
+        return (true, keyFileRefusals)
     }
 
     private func appendRefused() {
@@ -110,14 +131,13 @@ final class HubUplink: NodeComponent {
         let now = snapshot()
         worker?.offer(now)
         downlink?.offer(now)
-        keyFiles?.offer(keyFileJob())
     }
 
     /// The oldest key file offered and not settled, for the key-file worker.
     private func keyFileJob() -> KeyFileJob {
         let book = node.projections.exposures
         let offer = book.nextKeyFileOffer
-        return KeyFileJob(offer: offer, known: offer == nil ? [:] : ExposureKeyMatching.known(book), refusals: refusals)
+        return KeyFileJob(offer: offer, known: offer == nil ? [:] : ExposureKeyMatching.known(book), refusals: keyFileRefusals)
     }
 }
 

@@ -59,6 +59,8 @@ struct ExposureImport: AsyncParsableCommand {
             do {
                 verificationKeys = try ExposureKeyMatching.verificationKeys(configuration.exposure.verificationKeys + keys)
             } catch {
+                // 66: a key file is missing; 65: it is not a key.
+                if case .unreadable? = error as? VerificationKeyError { throw CLIError("\(error)", code: 66) }
                 throw CLIError("\(error)", code: 65)
             }
             guard !verificationKeys.isEmpty || allowUnsigned else {

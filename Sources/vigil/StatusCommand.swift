@@ -33,12 +33,14 @@ struct Status: AsyncParsableCommand {
                 encoder.outputFormatting = [.sortedKeys]
                 FileOutput.standardOutput.write(String(decoding: try encoder.encode(report), as: UTF8.self) + "\n")
             } else {
-                FileOutput.standardOutput.write(text(state, space: space, live: live, dir: dir, hub: hub))
+                FileOutput.standardOutput.write(text(state, space: space, live: live, dir: dir, hub: hub,
+                                                     verificationKeys: configuration.exposure.verificationKeys.count))
             }
         }
     }
 
-    private func text(_ s: Projections, space: (usedBytes: Int, mapBytes: Int, pageSize: Int), live: LiveStatus?, dir: String, hub: HubStatusLine) -> String {
+    private func text(_ s: Projections, space: (usedBytes: Int, mapBytes: Int, pageSize: Int), live: LiveStatus?, dir: String, hub: HubStatusLine,
+                      verificationKeys: Int) -> String {
         var out = ""
         let running = live.map { "running for \(Int($0.uptimeSeconds)) s" } ?? "not running"
         out += "node \(String(s.health.nodeID, radix: 16)) at \(dir): \(running)\n"
@@ -77,7 +79,7 @@ struct Status: AsyncParsableCommand {
                 out += "  \(e.id) (\(e.attempts) attempts): \(cause)\n"
             }
         }
-        out += exposureText(s.exposures)
+        out += exposureText(s.exposures, verificationKeys: verificationKeys)
         out += "check-ins: \(s.checkIns.residents.count) residents\n"
         for (name, c) in s.checkIns.residents.sorted(by: { $0.key < $1.key }) {
             out += "  \(name): last \(EventFormatting.time(c.microseconds)) (\(c.total) total)\n"
@@ -98,11 +100,14 @@ struct Status: AsyncParsableCommand {
 }
 
 /// Exposures found, and the hub's key files: matched, refused (why), waiting.
-func exposureText(_ x: ExposureBook) -> String {
+func exposureText(_ x: ExposureBook, verificationKeys: Int) -> String {
     var out = "exposures: \(x.entries.count) found (\(x.highRisk.count) high risk)"
     if x.keyFilesMatched + x.keyFilesRefused > 0 || !x.keyFileOffers.isEmpty {
         out += "; key files from the hub: \(x.keyFilesMatched) matched, \(x.keyFilesRefused) refused, \(x.keyFileOffers.count) waiting"
         if x.keyFileOffersDropped > 0 { out += ", \(x.keyFileOffersDropped) dropped (too many waiting)" }
+        if !x.keyFileOffers.isEmpty && verificationKeys == 0 {
+            out += " (they wait: no exposure.verification_keys are configured to check them with)"
+        }
     }
     out += "\n"
     if let last = x.lastKeyFile {

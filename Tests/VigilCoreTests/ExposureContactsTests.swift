@@ -190,12 +190,18 @@ struct ExposureContactsTests {
     }
 
     /// A feed item offering key file `id`, at feed position `position`.
-    static func offer(_ id: UInt64, position: UInt64) -> EventBody {
+    /// A made-up SHA-256 for file number `file`.
+    static func sha(_ file: UInt64) -> Data {
+        Data(repeating: UInt8(truncatingIfNeeded: file), count: 30) + [UInt8(truncatingIfNeeded: file >> 8), UInt8(truncatingIfNeeded: file)]
+    }
+
+    /// A feed item offering file number `file`, under the hub's `id`.
+    static func offer(_ file: UInt64, position: UInt64, id: UInt64? = nil) -> EventBody {
         var o = ExposureKeysOffered()
-        o.fileID = id
-        o.sha256 = Data(repeating: UInt8(truncatingIfNeeded: id), count: 32)
+        o.fileID = id ?? file
+        o.sha256 = Self.sha(file)
         o.keys = 10
-        o.name = "file \(id)"
+        o.name = "file \(file)"
         let (kind, payload) = EventCodec.encode(.exposureKeysOffered(o))
         var r = HubReceived()
         r.hub = "hub"
@@ -208,6 +214,7 @@ struct ExposureContactsTests {
     static func matched(_ id: UInt64, refused: String = "") -> EventBody {
         var m = ExposureKeysMatched()
         m.fileID = id
+        m.sha256 = Self.sha(id)
         m.name = "file \(id)"
         m.keys = 10
         m.exposures = refused.isEmpty ? 2 : 0
@@ -215,33 +222,57 @@ struct ExposureContactsTests {
         return .exposureKeysMatched(m)
     }
 
-    @Test func keyFilesOfferedByTheHubWaitOldestFirstUntilSettledAndAreNeverOfferedTwice() {
+    @Test func keyFilesOfferedByTheHubWaitInOrderUntilSettledAndAreNeverOfferedTwice() {
         var stream = EventStream()
         stream.add(Self.offer(7, position: 3), at: 10)
         stream.add(Self.offer(5, position: 4), at: 11)
-        stream.add(Self.offer(5, position: 4), at: 12) // the feed read again after a crash: not taken
+        stream.add(Self.offer(7, position: 5), at: 12) // the same file offered again: held once
         var state = Projections().applying(all: stream.inputs)
-        #expect(state.exposures.keyFileOffers.count == 2 && state.exposures.nextKeyFileOffer?.fileID == 5)
-        #expect(state.exposures.nextKeyFileOffer?.sha256Hex == String(repeating: "05", count: 32))
+        #expect(state.exposures.keyFileOffers.count == 2 && state.exposures.nextKeyFileOffer?.fileID == 7)
+        #expect(state.exposures.nextKeyFileOffer?.sha256Hex == String(repeating: "07", count: 30) + "0007")
 
-        stream.add(Self.matched(5), at: 13)
-        stream.add(Self.matched(7, refused: "bad signature"), at: 14)
-        // A hub restored from a backup offers file 5 again at a new position: it is settled here.
-        stream.add(Self.offer(5, position: 9), at: 15)
+        stream.add(Self.matched(7), at: 13)
+        stream.add(Self.matched(7), at: 13.5) // an outcome appended twice counts once
+        stream.add(Self.matched(5, refused: "bad signature"), at: 14)
+        // A hub restored from a backup offers file 7 again, under another id: it is settled here.
+        stream.add(Self.offer(7, position: 9, id: 1), at: 15)
         state = Projections().applying(all: stream.inputs)
         #expect(state.exposures.keyFileOffers.isEmpty && state.exposures.nextKeyFileOffer == nil)
         #expect(state.exposures.keyFilesMatched == 1 && state.exposures.keyFilesRefused == 1)
-        #expect(state.exposures.lastKeyFile?.fileID == 7 && state.exposures.lastKeyFile?.refused == "bad signature")
+        #expect(state.exposures.lastKeyFile?.fileID == 5 && state.exposures.lastKeyFile?.refused == "bad signature")
 
-        // The same stream replayed gives the same book (what the checkpoint holds).
+        // The same stream replayed gives the same book, and the checkpoint holds all of it.
         #expect(Projections().applying(all: stream.inputs).exposures == state.exposures)
+        let restored = try? JSONDecoder().decode(Projections.self, from: JSONEncoder().encode(state))
+        #expect(restored?.exposures == state.exposures)
+        stream.add(Self.offer(7, position: 10, id: 2), at: 16)
+        #expect(restored.map { $0.applying(.event(stream.events[stream.events.count - 1])).exposures.keyFileOffers.isEmpty } == true,
+                "a checkpoint remembers what was settled")
     }
 
-    @Test func aHubOfferingMoreFilesThanABoxCanHoldHasTheExcessCountedNotKept() {
+    @Test func aHubOfferingMoreFilesThanABoxHoldsLosesTheOldestNotTheNewest() {
         var stream = EventStream()
         let limit = ExposureBook.maximumKeyFileOffers
         for i in 1...(limit + 3) { stream.add(Self.offer(UInt64(i), position: UInt64(i)), at: Double(i)) }
         let state = Projections().applying(all: stream.inputs)
         #expect(state.exposures.keyFileOffers.count == limit && state.exposures.keyFileOffersDropped == 3)
+        #expect(state.exposures.nextKeyFileOffer?.fileID == 4, "files 1-3 went")
+        #expect(state.exposures.keyFileOffers.values.contains { $0.fileID == UInt64(limit + 3) })
+    }
+
+    @Test func aNameFromTheHubLosesItsControlCharacters() {
+        var stream = EventStream()
+        var o = ExposureKeysOffered()
+        o.fileID = 1
+        o.sha256 = Data(repeating: 1, count: 32)
+        o.name = "daily\u{1B}[2J\u{85}batch" + String(repeating: "x", count: 300)
+        let (kind, payload) = EventCodec.encode(.exposureKeysOffered(o))
+        var r = HubReceived()
+        r.position = 1
+        r.kind = kind
+        r.payload = Data(payload)
+        stream.add(.hubReceived(r), at: 1)
+        let name = Projections().applying(all: stream.inputs).exposures.nextKeyFileOffer?.name
+        #expect(name?.hasPrefix("daily[2Jbatch") == true && name?.count == 120, "\(String(describing: name))")
     }
 }

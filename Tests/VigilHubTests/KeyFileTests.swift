@@ -109,14 +109,17 @@ import VigilTestSupport
         try await b.until("box B refused the file") { $0.projections.exposures.keyFilesRefused == 1 }
         let refusedB = try #require(await b.read { ($0.projections.exposures.lastKeyFile?.refused ?? "", $0.projections.exposures.entries.count) })
         #expect(refusedB.0.contains("signature") && refusedB.1 == 0, "\(refusedB)")
-        // C: no key configured: refused with the setting named.
-        try await c.until("box C refused the file") { $0.projections.exposures.keyFilesRefused == 1 }
-        let refusedC = try #require(await c.read { $0.projections.exposures.lastKeyFile?.refused ?? "" })
-        #expect(refusedC.contains("exposure.verification_keys"), "\(refusedC)")
-        // People see it in `vigil status`.
+        // C: no key configured: the file waits (`vigil status` says why), and is matched once
+        // the operator configures the key and restarts.
+        try await c.until("box C holds the offer") { $0.projections.exposures.keyFileOffers.count == 1 }
         let status = await offPool { runProcess(HubHarness.vigilBinary, ["status", "--data", c.directory.path]) }
-        #expect(status.output.contains("key files from the hub: 0 matched, 1 refused, 0 waiting")
-                && status.output.contains("REFUSED: no exposure.verification_keys"), "\(status.output)")
+        #expect(status.output.contains("key files from the hub: 0 matched, 0 refused, 1 waiting")
+                && status.output.contains("no exposure.verification_keys are configured"), "\(status.output)")
+        try await c.stop()
+        c.verificationKeys = [authorityPEM]
+        try await c.start()
+        try await c.until("box C matched the file once it had the key") { $0.projections.exposures.keyFilesMatched == 1 }
+        #expect(await c.read { $0.projections.exposures.highRisk.count } == 1)
 
         // A restart re-reads the feed from its cursor and replays the log: nothing is matched
         // or logged again.
@@ -153,7 +156,8 @@ import VigilTestSupport
         let key = try TemporaryExposureKey(keyData: (0..<16).map { UInt8($0) }, rollingStartIntervalNumber: Self.dayStart)
         let signed = try Self.export(files.path, "signed", signer: signer, keys: [DiagnosisKey(key: key)])
 
-        // Unsigned, and not an export at all: refused at the hub, nothing offered.
+        // Unsigned, not an export at all, a signature file too large for a box to read:
+        // refused at the hub, nothing offered.
         let unsigned = files.path + "/unsigned"
         try FileManager.default.createDirectory(atPath: unsigned, withIntermediateDirectories: true)
         try FileManager.default.copyItem(atPath: signed + "/export.bin", toPath: unsigned + "/export.bin")
@@ -165,6 +169,12 @@ import VigilTestSupport
         try FileManager.default.copyItem(atPath: signed + "/export.sig", toPath: garbage + "/export.sig")
         let notExport = await offPool { runProcess(HubHarness.binary, ["keys", "add", garbage, "--data", hub.hubData]) }
         #expect(notExport.status != 0 && notExport.output.contains("not a diagnosis-key export"), "\(notExport.output)")
+        let bigSig = files.path + "/big-sig"
+        try FileManager.default.createDirectory(atPath: bigSig, withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: signed + "/export.bin", toPath: bigSig + "/export.bin")
+        try Data(count: 65 << 10).write(to: URL(fileURLWithPath: bigSig + "/export.sig"))
+        let tooBig = await offPool { runProcess(HubHarness.binary, ["keys", "add", bigSig, "--data", hub.hubData]) }
+        #expect(tooBig.status != 0 && tooBig.output.contains("export.sig"), "\(tooBig.output)")
         #expect(try await hub.database { try await $0.keyFiles() }.isEmpty)
 
         let added = await offPool { runProcess(HubHarness.binary, ["keys", "add", signed, "--data", hub.hubData]) }
@@ -188,6 +198,7 @@ import VigilTestSupport
         #expect(try await get("key-files/\(id)/export.bin", as: node &+ 1, credential: credential).0 == 401)
         #expect(try await get("key-files/\(id + 1)/export.bin", as: node, credential: credential).0 == 404)
         #expect(try await get("key-files/0/export.bin", as: node, credential: credential).0 == 400)
+        #expect(try await get("key-files/\(id)/export.zip", as: node, credential: credential).0 == 404)
         let bin = try await get("key-files/\(id)/export.bin", as: node, credential: credential)
         let binOnDisk = Array(try Data(contentsOf: URL(fileURLWithPath: signed + "/export.bin")))
         #expect(bin.0 == 200 && bin.1 == binOnDisk)
@@ -195,5 +206,39 @@ import VigilTestSupport
         let sigOnDisk = Array(try Data(contentsOf: URL(fileURLWithPath: signed + "/export.sig")))
         #expect(sig.0 == 200 && sig.1 == sigOnDisk)
         try await client.shutdown()
+    }
+
+    @Test func aBoxRefusesAFileThatIsNotTheOneOfferedOrIsGoneAndLogsWhy() async throws {
+        let hub = HubHarness("hub-keys-tampered")
+        try await hub.start()
+        defer { Task { await hub.stop() } }
+        let files = TemporaryDirectory("key-files-tampered")
+        try FileManager.default.createDirectory(atPath: files.path, withIntermediateDirectories: true)
+        let signer = ExportSigner(privateKey: P256.Signing.PrivateKey(), keyID: "310", keyVersion: "v1")
+        let pem = files.path + "/authority.pem"
+        try signer.privateKey.publicKey.pemRepresentation.write(toFile: pem, atomically: true, encoding: .utf8)
+        let key = try TemporaryExposureKey(keyData: (0..<16).map { UInt8($0 + 9) }, rollingStartIntervalNumber: Self.dayStart)
+        let box = Box("keys-tampered")
+        box.verificationKeys = [pem]
+        try await box.join(hub, as: "shelter")
+
+        // Two files offered while the box is off; then the hub's copy of one is altered (a
+        // broken disk, or someone with the database) and the other deleted.
+        for name in ["first", "second"] {
+            let export = try Self.export(files.path, name, signer: signer, keys: [DiagnosisKey(key: key, transmissionRiskLevel: name == "first" ? 1 : 2)])
+            let added = await offPool { runProcess(HubHarness.binary, ["keys", "add", export, "--data", hub.hubData]) }
+            #expect(added.status == 0, "\(added.output)")
+        }
+        try await hub.database { db in
+            try await db.client.query("UPDATE key_files SET export_bin = export_bin || '\\x00'::bytea WHERE name = 'first'", logger: quietLogger)
+            try await db.client.query("DELETE FROM key_files WHERE name = 'second'", logger: quietLogger)
+        }
+        try await box.start()
+        try await box.until("both files refused") { $0.projections.exposures.keyFilesRefused == 2 }
+        let reasons = await offPool { runProcess(HubHarness.vigilBinary, ["log", "tail", "--data", box.directory.path, "-n", "200"]) }
+        #expect(reasons.output.contains("\"first\" refused: export.bin is not the file the hub offered"), "\(reasons.output)")
+        #expect(reasons.output.contains("\"second\" refused: the hub no longer holds this file"), "\(reasons.output)")
+        #expect(await box.read { $0.projections.exposures.entries.isEmpty } == true)
+        try await box.stop()
     }
 }
