@@ -10,6 +10,7 @@ final class DownlinkWorker: @unchecked Sendable {
     let node: Node
     let choice: HubChoice
     let logger: Logger
+    let problems: HubProblems
     /// Only the cursor matters.
     private let snapshots = SnapshotMailbox()
     private var cursor: UInt64 = 0
@@ -17,9 +18,10 @@ final class DownlinkWorker: @unchecked Sendable {
     /// Seconds the hub may hold a poll open (under the client's 30 s read timeout).
     static let pollSeconds = 25
 
-    init(node: Node, choice: HubChoice, logger: Logger) {
+    init(node: Node, choice: HubChoice, problems: HubProblems, logger: Logger) {
         self.node = node
         self.choice = choice
+        self.problems = problems
         self.logger = logger
     }
 
@@ -31,7 +33,7 @@ final class DownlinkWorker: @unchecked Sendable {
         guard let first = await snapshots.next() else { return }
         cursor = first.feedCursor
         refusals = first.refusals
-        var retry = HubRetry()
+        var retry = HubRetry(.download, problems: problems)
         while !Task.isCancelled {
             // Every hub of the network serves the one feed, in the one order: the cursor holds
             // across a failover.

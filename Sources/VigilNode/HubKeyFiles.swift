@@ -39,6 +39,7 @@ final class KeyFileWorker: @unchecked Sendable {
     let node: Node
     let choice: HubChoice
     let logger: Logger
+    let problems: HubProblems
     let settings: ExposureContacts.Settings
     let toleranceMicroseconds: UInt64
     /// The keys files must be signed by, or why they could not be read.
@@ -48,9 +49,10 @@ final class KeyFileWorker: @unchecked Sendable {
     /// Tries of one file that failed for a reason of the box's own, before it is refused.
     static let localAttempts = 5
 
-    init(node: Node, choice: HubChoice, logger: Logger) {
+    init(node: Node, choice: HubChoice, problems: HubProblems, logger: Logger) {
         self.node = node
         self.choice = choice
+        self.problems = problems
         self.logger = logger
         settings = node.configuration.exposure.contacts
         toleranceMicroseconds = node.configuration.exposure.matchToleranceMicroseconds
@@ -72,7 +74,7 @@ final class KeyFileWorker: @unchecked Sendable {
         // until the loop applies its outcome the same offer comes back, and is not matched again
         // unless the log refused one of the appends since.
         var submitted: (sha: String, refusals: UInt64)?
-        var retry = HubRetry()
+        var retry = HubRetry(.keyFiles, problems: problems)
         var waitingForKeys = false
         for await job in jobs {
             guard let offer = job.offer else { continue }

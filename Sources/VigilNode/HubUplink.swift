@@ -18,6 +18,8 @@ final class HubUplink: NodeComponent {
     private var downlink: DownlinkWorker?
     private var keyFiles: KeyFileWorker?
     private var keyFilesChanged = false
+    /// What the workers keep failing at (`vigil status`).
+    let problems: HubProblems
     private var choice: HubChoice?
     private var tasks: [Task<Void, Never>] = []
     private var changed = false
@@ -28,7 +30,12 @@ final class HubUplink: NodeComponent {
     /// The key-file worker's appends the log refused (at once or at commit).
     private var keyFileRefusals: UInt64 = 0
 
-    init(node: Node) { self.node = node }
+    init(node: Node) {
+        self.node = node
+        // Whoever waits on the node's state (tests, a page) hears when the sync starts or stops
+        // failing, though no event says so.
+        problems = HubProblems { [weak node] in node?.onLoop { $0.recheckState() } }
+    }
 
     func open() throws(NodeError) {
         let links = try HubLinks.load(dataDirectory: node.configuration.dataDirectory)
@@ -44,9 +51,9 @@ final class HubUplink: NodeComponent {
         worker = UplinkWorker(node: node, choice: choice, log: node.log,
                               policy: SharePolicy(shareContacts: node.configuration.hubShareContacts,
                                                   shareOccupancy: node.configuration.hubShareOccupancy),
-                              logger: node.logger)
-        downlink = DownlinkWorker(node: node, choice: choice, logger: node.logger)
-        keyFiles = KeyFileWorker(node: node, choice: choice, logger: node.logger)
+                              problems: problems, logger: node.logger)
+        downlink = DownlinkWorker(node: node, choice: choice, problems: problems, logger: node.logger)
+        keyFiles = KeyFileWorker(node: node, choice: choice, problems: problems, logger: node.logger)
         self.choice = choice
     }
 
@@ -180,7 +187,8 @@ final class UplinkWorker: @unchecked Sendable {
     /// Records read for one batch at most (a long run of scan hits is skipped in steps).
     static let scanLimit = 200_000
 
-    init(node: Node, choice: HubChoice, log: EventLog, policy: SharePolicy, logger: Logger) {
+    init(node: Node, choice: HubChoice, log: EventLog, policy: SharePolicy, problems: HubProblems, logger: Logger) {
+        retry = HubRetry(.upload, problems: problems)
         self.node = node
         self.choice = choice
         self.using = choice.current()
@@ -215,7 +223,7 @@ final class UplinkWorker: @unchecked Sendable {
     /// Sequences after `syncedThrough` known to hold nothing that leaves the box.
     private var emptyThrough: UInt64 = 0
     private var checkedHub = false
-    private var retry = HubRetry()
+    private var retry: HubRetry
 
     func run() async {
         guard let first = await snapshots.next() else { return }

@@ -167,6 +167,10 @@ public final class Node: @unchecked Sendable {
         }
     }
 
+    /// Something beside the loop changed what `whenState` conditions read (the hub sync's
+    /// problems): they are asked again. On the loop.
+    func recheckState() { callStateWaiters() }
+
     private func callStateWaiters() {
         guard !stateWaiters.isEmpty else { return }
         var waiting: [(holds: @Sendable (Node) -> Bool, done: @Sendable (Node) -> Void)] = []

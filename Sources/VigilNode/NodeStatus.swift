@@ -32,6 +32,8 @@ public struct LiveStatus: Sendable, Codable {
     /// Alert frames being advertised ("cancel " prefix for cancels).
     public var onAir: [String]
     public var hci: HCIRadioCounters?
+    /// What the hub sync keeps failing at (nil: nothing, or no hub).
+    public var hubProblem: String?
 }
 
 public enum VigilVersion {
@@ -50,6 +52,6 @@ extension Node {
                 Dictionary(uniqueKeysWithValues: OutputLine.allCases.map { ($0.rawValue, b.level($0)) })
             } ?? [:],
             openWindowAdvertisers: intake.scanWindow.pendingAdvertisers, air: airAlerts.air.counters,
-            onAir: airAlerts.onAirDescriptions, hci: (radio as? HCIRadio)?.counters)
+            onAir: airAlerts.onAirDescriptions, hci: (radio as? HCIRadio)?.counters, hubProblem: uplink.problems.summary)
     }
 }

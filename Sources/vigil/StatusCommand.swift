@@ -51,6 +51,7 @@ struct Status: AsyncParsableCommand {
         out += "events: " + kinds.joined(separator: ", ") + "\n"
         if s.health.lastEventMicroseconds > 0 { out += "last event: \(EventFormatting.time(s.health.lastEventMicroseconds))\n" }
         out += hub.text + "\n"
+        if let problem = live?.hubProblem { out += "hub PROBLEM: \(problem)\n" }
         out += "radio: \(RadioState(rawValue: s.health.radioState).map { "\($0)" } ?? "unknown") \(s.health.radioAdapter)\n"
         out += "devices: \(s.devices.devices.count) (pruned \(s.devices.pruned))\n"
         for d in s.devices.sorted.sorted(by: { $0.lastSeenMicroseconds > $1.lastSeenMicroseconds }).prefix(5) {

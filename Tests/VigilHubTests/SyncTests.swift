@@ -81,6 +81,27 @@ import VigilTestSupport
         await hub.stop()
     }
 
+    @Test func aHubThatKeepsRefusingIsShownInTheLiveStatus() async throws {
+        let hub = HubHarness()
+        try await hub.start()
+        let box = Box()
+        try await box.join(hub, as: "front-desk")
+        try await box.start()
+        try await box.waitUntilSynced()
+        #expect(await box.read { $0.liveStatus().hubProblem } == .some(nil), "nothing failing")
+
+        // The box is revoked: its uploads and its feed are refused, retried, and shown.
+        #expect(try await Hub.revoke(name: "front-desk", configuration: hub.configuration, logger: quietLogger))
+        await box.append(Self.resident())
+        try await box.until("the refusal is in the live status") { node in
+            node.liveStatus().hubProblem.map { $0.contains("upload failing") && $0.contains("401") } ?? false
+        }
+        let problem = try #require(await box.read { $0.liveStatus().hubProblem } ?? nil)
+        #expect(problem.contains("unknown or revoked credential"), "\(problem)")
+        try await box.stop()
+        await hub.stop()
+    }
+
     @Test func aBacklogBuiltWhileTheHubIsDownIsDrainedWithoutLossOrDuplicates() async throws {
         let hub = HubHarness()
         try await hub.start()
