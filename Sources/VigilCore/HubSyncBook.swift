@@ -22,8 +22,12 @@ public struct HubSyncBook: Projection {
     public private(set) var shareableEvents: UInt64 = 0
     /// The hub feed's position this box has taken everything up to (each item once).
     public private(set) var feedCursor: UInt64 = 0
+    /// The fingerprint of the item taken at `feedCursor` (`FeedItemDigest`; 0 at the start).
+    public private(set) var feedCursorDigest: UInt64 = 0
     /// Items taken from the feed.
     public private(set) var received: UInt64 = 0
+    /// Times the hub's feed was found given out again (`HubFeedRewound`).
+    public private(set) var feedRewinds: UInt64 = 0
 
     public init() {}
 
@@ -50,8 +54,16 @@ public struct HubSyncBook: Projection {
             epochsStarted += 1
             if e.reason == .conflict { conflicts += 1 }
         case .hubReceived(let r):
-            feedCursor = max(feedCursor, r.position)
+            if r.position > feedCursor {
+                feedCursor = r.position
+                feedCursorDigest = FeedItemDigest.of(kind: r.kind, timeMicroseconds: r.timeUs, payload: r.payload)
+            }
             received += 1
+        case .hubFeedRewound:
+            // Everything is read again; what was taken before is merged, not applied twice.
+            feedCursor = 0
+            feedCursorDigest = 0
+            feedRewinds += 1
         default:
             countIfShared(event.body.kind)
         }

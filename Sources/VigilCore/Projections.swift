@@ -44,8 +44,9 @@ public struct Projections: Projection {
     /// v7: schema 7 (the hub's acknowledgements and the box's upload epochs).
     /// v8: schema 8 (occupancy): the health projection keeps the newest sample and when the radio
     /// last changed state.
-    /// v9: schema 9 (diagnosis-key files from the hub): the exposure book keeps the offers not yet
-    /// matched and how the last one ended.
+    /// v9: schema 9 (diagnosis-key files from the hub, a feed given out again): the exposure book
+    /// keeps the offers not yet matched and how the last one ended; the hub book the fingerprint
+    /// of the feed item at its cursor.
     public static let checkpointName = "projections.v9"
 
     public init(settings: ProjectionSettings = ProjectionSettings()) {
@@ -144,7 +145,7 @@ public struct Projections: Projection {
         case .exposureDetected:
             retention.exposures.add(day: DayTally.day(ofMicroseconds: time))
             exposures.apply(.event(event))
-        case .hubAcknowledged, .hubEpochStarted:
+        case .hubAcknowledged, .hubEpochStarted, .hubFeedRewound:
             hub.apply(event)
         case .hubReceived(let r):
             // An item at or before the cursor was taken already (the feed was read again).

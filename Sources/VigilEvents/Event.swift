@@ -45,6 +45,7 @@ public typealias HubReceived = Vigil_Events_V1_HubReceived
 public typealias OccupancySampled = Vigil_Events_V1_OccupancySampled
 public typealias ExposureKeysOffered = Vigil_Events_V1_ExposureKeysOffered
 public typealias ExposureKeysMatched = Vigil_Events_V1_ExposureKeysMatched
+public typealias HubFeedRewound = Vigil_Events_V1_HubFeedRewound
 
 /// What happened. One case per event kind in the catalogue (README "Event catalogue").
 public enum EventBody: Sendable, Equatable {
@@ -76,6 +77,7 @@ public enum EventBody: Sendable, Equatable {
     case occupancySampled(OccupancySampled)
     case exposureKeysOffered(ExposureKeysOffered)
     case exposureKeysMatched(ExposureKeysMatched)
+    case hubFeedRewound(HubFeedRewound)
 
     public var kind: EventKind {
         switch self {
@@ -107,6 +109,7 @@ public enum EventBody: Sendable, Equatable {
         case .occupancySampled: .occupancySampled
         case .exposureKeysOffered: .exposureKeysOffered
         case .exposureKeysMatched: .exposureKeysMatched
+        case .hubFeedRewound: .hubFeedRewound
         }
     }
 
@@ -163,6 +166,7 @@ extension EventKind {
         case .occupancySampled: "occupancy-sampled"
         case .exposureKeysOffered: "exposure-keys-offered"
         case .exposureKeysMatched: "exposure-keys-matched"
+        case .hubFeedRewound: "hub-feed-rewound"
         case .UNRECOGNIZED(let n): "kind-\(n)"
         }
     }
@@ -173,7 +177,7 @@ extension EventKind {
         .residentEnrolled, .residentUpdated, .residentRemoved, .deadlineReached, .alarmAcknowledged, .outboxAttempt,
         .exposureDetected, .contactRetention, .exposureKeysPublished, .alertAcknowledged,
         .alertExpired, .alertReaffirmed, .downtimeDetected, .hubAcknowledged, .hubEpochStarted, .hubReceived,
-        .occupancySampled, .exposureKeysOffered, .exposureKeysMatched,
+        .occupancySampled, .exposureKeysOffered, .exposureKeysMatched, .hubFeedRewound,
     ]
 
     public init?(name: String) {
@@ -193,7 +197,7 @@ extension EventKind {
              .nodeStarted, .nodeStopped, .radioStateChanged, .downtimeDetected, .occupancySampled:
             true
         case .scanHit, .exposureDetected, .contactRetention, .exposureKeysPublished, .exposureKeysOffered, .exposureKeysMatched,
-             .buttonInput, .hubAcknowledged, .hubEpochStarted, .hubReceived, .unspecified, .UNRECOGNIZED:
+             .buttonInput, .hubAcknowledged, .hubEpochStarted, .hubReceived, .hubFeedRewound, .unspecified, .UNRECOGNIZED:
             false
         }
     }

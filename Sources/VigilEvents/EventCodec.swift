@@ -64,6 +64,7 @@ public enum EventCodec {
         case .occupancySampled(let m): payload = serialize(m)
         case .exposureKeysOffered(let m): payload = serialize(m)
         case .exposureKeysMatched(let m): payload = serialize(m)
+        case .hubFeedRewound(let m): payload = serialize(m)
         }
         return (kind, payload)
     }
@@ -110,6 +111,7 @@ public enum EventCodec {
             case .occupancySampled: return .occupancySampled(try parse(payload))
             case .exposureKeysOffered: return .exposureKeysOffered(try parse(payload))
             case .exposureKeysMatched: return .exposureKeysMatched(try parse(payload))
+            case .hubFeedRewound: return .hubFeedRewound(try parse(payload))
             case .unspecified, .UNRECOGNIZED:
                 throw EventDecodingError(sequence: sequence, reason: .unknownKind(kind))
             }

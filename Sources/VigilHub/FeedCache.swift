@@ -24,13 +24,16 @@ actor FeedCache {
     private var reading: Task<Void, any Error>?
 
     /// Items after `after` that did not come from `node`, oldest first, as of notification
-    /// `generation` (`FeedSignal.generation`, read before this call).
+    /// `generation` (`FeedSignal.generation`, read before this call), with the newest position
+    /// and the item at `after`. nil when the window cannot say: a cursor older than the window,
+    /// or one past it (this process may lag the one the box used before; only the database says
+    /// a position is gone).
     func items(after: UInt64, for node: UInt64, generation: UInt64, limit: Int,
-               database: HubDatabase) async throws -> [HubDatabase.FeedItem] {
+               database: HubDatabase) async throws -> HubDatabase.FeedPage? {
         if !loaded || generation > readGeneration || ContinuousClock.now - readAt > .seconds(Self.maxAgeSeconds) {
             try await refresh(generation: generation, database: database)
         }
-        guard after >= floor else { return try await database.feed(after: after, for: node, limit: limit) }
+        guard after >= floor, after <= through else { return nil }
         var out: [HubDatabase.FeedItem] = []
         // The window is in position order: start at the first item after the cursor.
         var low = 0, high = window.count
@@ -38,11 +41,14 @@ actor FeedCache {
             let mid = (low + high) / 2
             if window[mid].position <= after { low = mid + 1 } else { high = mid }
         }
+        let atCursor = low > 0 && window[low - 1].position == after ? window[low - 1] : nil
+        // A cursor inside the window with no item there: the database decides.
+        if after > 0 && after > floor && atCursor == nil { return nil }
         for item in window[low...] where item.originNode != node {
             out.append(item)
             if out.count == limit { break }
         }
-        return out
+        return HubDatabase.FeedPage(items: out, head: through, atCursor: atCursor)
     }
 
     /// One read for every poll waiting on it.

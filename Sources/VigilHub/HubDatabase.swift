@@ -449,6 +449,27 @@ public struct HubDatabase: Sendable {
         public var payload: [UInt8]
     }
 
+    /// A page of the feed for a box, with what it needs to check its cursor.
+    public struct FeedPage: Sendable {
+        public var items: [FeedItem]
+        /// The newest position the feed holds.
+        public var head: UInt64
+        /// The item at the cursor asked after (nil: none, or the cursor is 0).
+        public var atCursor: FeedItem?
+    }
+
+    /// Feed items after `position` that did not come from `node`, with the newest position and
+    /// the item at `position`, from the database (the truth: positions commit in order).
+    public func feedPage(after position: UInt64, for node: UInt64, limit: Int = 200) async throws -> FeedPage {
+        let items = try await feed(after: position, for: node, limit: limit)
+        var head: Int64 = 0
+        for try await (h) in try await client.query("SELECT coalesce(max(position), 0) FROM feed", logger: logger).decode(Int64.self) { head = h }
+        let at = position == 0 ? [] : try await feedRows("""
+            SELECT position, origin_node, kind, time_us, payload FROM feed WHERE position = \(Int64(bitPattern: position))
+            """)
+        return FeedPage(items: items, head: UInt64(bitPattern: head), atCursor: at.first)
+    }
+
     /// Feed items after `position` that did not come from `node`, oldest first.
     public func feed(after position: UInt64, for node: UInt64, limit: Int = 200) async throws -> [FeedItem] {
         try await feedRows("""

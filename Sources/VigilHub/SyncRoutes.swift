@@ -185,18 +185,23 @@ struct SyncRoutes: Sendable {
         let deadline = ContinuousClock.now + .seconds(wait)
         while true {
             let seen = await signal.generation
-            // A long poll reads through this process's shared window; a plain read (wait=0)
-            // asks the database, so it sees every commit up to now.
-            let items = wait > 0
-                ? try await cache.items(after: after, for: node, generation: seen, limit: 200, database: database)
-                : try await database.feed(after: after, for: node)
+            // A long poll reads through this process's shared window; a plain read (wait=0), or
+            // a cursor the window cannot judge, asks the database, so it sees every commit up to now.
+            var page: HubDatabase.FeedPage?
+            if wait > 0 { page = try await cache.items(after: after, for: node, generation: seen, limit: 200, database: database) }
+            if page == nil { page = try await database.feedPage(after: after, for: node) }
+            guard let page else { continue }
+            let items = page.items
             let left = deadline - ContinuousClock.now
-            if !items.isEmpty || left <= .zero {
+            // A cursor the feed no longer holds as it was is answered at once: the box reads again.
+            let atCursor = page.atCursor.map { FeedAnswer.digestText(FeedItemDigest.of(kind: $0.kind, timeMicroseconds: $0.timeUs, payload: $0.payload)) }
+            let lost = after > 0 && page.atCursor == nil
+            if !items.isEmpty || left <= .zero || lost {
                 let entries = items.map {
                     FeedEntry(position: $0.position, origin: $0.originNode == 0 ? "" : NodeIDText.format($0.originNode),
                               kind: $0.kind, timeUs: $0.timeUs, payload: Data($0.payload).base64EncodedString())
                 }
-                return Self.json(FeedAnswer(items: entries, cursor: items.last?.position ?? after))
+                return Self.json(FeedAnswer(items: entries, cursor: items.last?.position ?? after, head: page.head, atCursor: atCursor))
             }
             guard await !signal.isClosing else { return Self.json(FeedAnswer(items: [], cursor: after)) }
             await signal.wait(after: seen, seconds: Double(left.components.seconds) + Double(left.components.attoseconds) / 1e18)

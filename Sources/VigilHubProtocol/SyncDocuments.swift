@@ -285,11 +285,24 @@ public enum NodeIDText {
 public struct FeedAnswer: Codable, Sendable, Equatable {
     public var items: [FeedEntry]
     public var cursor: UInt64
+    /// The newest position the feed holds (any origin).
+    public var head: UInt64?
+    /// `FeedItemDigest` of the item the hub holds at `after`, 16 hex digits; absent when `after`
+    /// is 0 or the hub holds no item there. A box whose own differs (or that gets `head` without
+    /// it) sees a feed given out again: a hub restored from a backup.
+    public var atCursor: String?
 
-    public init(items: [FeedEntry], cursor: UInt64) {
+    enum CodingKeys: String, CodingKey { case items, cursor, head, atCursor = "at_cursor" }
+
+    public init(items: [FeedEntry], cursor: UInt64, head: UInt64? = nil, atCursor: String? = nil) {
         self.items = items
         self.cursor = cursor
+        self.head = head
+        self.atCursor = atCursor
     }
+
+    /// The digest as text, as `atCursor` carries it.
+    public static func digestText(_ digest: UInt64) -> String { NodeIDText.format(digest) }
 }
 
 /// One feed item: the event of `kind` as its origin logged it (protobuf, base64). `origin` is the

@@ -69,7 +69,9 @@ final class HubUplink: NodeComponent {
     func applied(_ event: Event) {
         guard worker != nil else { return }
         let kind = event.body.kind
-        if kind.leavesBox || kind == .hubAcknowledged || kind == .hubEpochStarted || kind == .hubReceived { changed = true }
+        if kind.leavesBox || kind == .hubAcknowledged || kind == .hubEpochStarted || kind == .hubReceived || kind == .hubFeedRewound {
+            changed = true
+        }
         if SharePolicy.isUrgent(kind) { urgent.append(event.sequence) }
         if kind == .hubReceived || kind == .exposureKeysMatched { keyFilesChanged = true }
     }
@@ -98,12 +100,13 @@ final class HubUplink: NodeComponent {
     private func snapshot() -> UplinkSnapshot {
         let book = node.projections.hub
         return UplinkSnapshot(epoch: book.epoch, syncedThrough: book.syncedThrough, appliedThrough: node.projections.appliedThrough,
-                              urgent: urgent, feedCursor: book.feedCursor, epochFirst: book.epochFirstSequence, refusals: refusals)
+                              urgent: urgent, feedCursor: book.feedCursor, feedCursorDigest: book.feedCursorDigest,
+                              feedRewinds: book.feedRewinds, epochFirst: book.epochFirstSequence, refusals: refusals)
     }
 
     func refused(_ event: Event) {
         switch event.body.kind {
-        case .hubAcknowledged, .hubEpochStarted, .hubReceived: appendRefused()
+        case .hubAcknowledged, .hubEpochStarted, .hubReceived, .hubFeedRewound: appendRefused()
         case .exposureKeysMatched, .exposureDetected:
             // (An exposure the CLI sent counts too: the worker then only matches once more.)
             keyFileRefusals &+= 1
@@ -155,8 +158,12 @@ struct UplinkSnapshot: Sendable, Equatable {
     var appliedThrough: UInt64
     /// Calls for help applied since the last snapshot.
     var urgent: [UInt64]
-    /// The hub feed's position the box has taken everything up to.
+    /// The hub feed's position the box has taken everything up to, and the fingerprint of the
+    /// item it took there.
     var feedCursor: UInt64 = 0
+    var feedCursorDigest: UInt64 = 0
+    /// Times the feed was found given out again (`HubFeedRewound`).
+    var feedRewinds: UInt64 = 0
     /// The first sequence of the current epoch.
     var epochFirst: UInt64 = 1
     /// Worker appends the log refused so far.

@@ -66,6 +66,7 @@ enum EventFormatting {
             case .occupancySampled(let m): payload = try m.jsonString(options: options)
             case .exposureKeysOffered(let m): payload = try m.jsonString(options: options)
             case .exposureKeysMatched(let m): payload = try m.jsonString(options: options)
+            case .hubFeedRewound(let m): payload = try m.jsonString(options: options)
             }
         } catch {
             return #"{"seq":\#(event.sequence),"error":"cannot format payload"}"#
@@ -120,6 +121,8 @@ enum EventFormatting {
             summary = m.refused.isEmpty
                 ? "key file \(m.fileID) \"\(m.name)\" matched: \(m.keys) keys, \(m.exposures) new exposures (\(m.highRisk) high risk), signed by \(m.signedBy)"
                 : "key file \(m.fileID) \"\(m.name)\" refused: \(m.refused)"
+        case .hubFeedRewound(let r):
+            summary = "the hub's feed no longer holds what was taken at \(r.fromPosition) (\(r.cursorMissing ? "gone" : "another item"); its newest is \(r.hubHead)): read again from the start"
         }
         return "\(event.sequence)\t\(time(event.timeMicroseconds))\t\(event.body.kind.name)\t\(summary)" + (sync.map { " [\($0)]" } ?? "")
     }

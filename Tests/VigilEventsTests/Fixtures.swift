@@ -102,7 +102,7 @@ enum Fixtures {
 
     /// The kinds schema 9 added, every field set (from the v9 golden stream).
     static var schema9Bodies: [EventBody] {
-        goldenEventsV9.suffix(2).map(\.body)
+        goldenEventsV9.suffix(3).map(\.body)
     }
 
     /// The kinds schema 7 added, every field set (from the v7 golden stream).
@@ -146,7 +146,8 @@ enum Fixtures {
         return goldenEventsV7 + [(base + 250_000, .occupancySampled(occupancy))]
     }
 
-    /// The v9 golden stream: all of v8 and the kinds schema 9 added (diagnosis-key files from the hub).
+    /// The v9 golden stream: all of v8 and the kinds schema 9 added (diagnosis-key files from the hub,
+    /// a feed given out again).
     static var goldenEventsV9: [(timeMicroseconds: UInt64, body: EventBody)] {
         var offered = ExposureKeysOffered()
         offered.fileID = 12
@@ -166,7 +167,13 @@ enum Fixtures {
         matched.refused = "no exposure.verification_keys are configured"
         matched.signedBy = "310 v1"
         let base = goldenEventsV8.last?.timeMicroseconds ?? start
-        return goldenEventsV8 + [(base + 250_000, .exposureKeysOffered(offered)), (base + 500_000, .exposureKeysMatched(matched))]
+        var rewound = HubFeedRewound()
+        rewound.hub = String(repeating: "12", count: 32)
+        rewound.fromPosition = 912
+        rewound.hubHead = 640
+        rewound.cursorMissing = true
+        return goldenEventsV8 + [(base + 250_000, .exposureKeysOffered(offered)), (base + 500_000, .exposureKeysMatched(matched)),
+                                 (base + 750_000, .hubFeedRewound(rewound))]
     }
 
     /// The kinds schema 6 added, every field set (from the v6 golden stream).
@@ -490,6 +497,7 @@ extension EventBody {
         case .occupancySampled(let m): m
         case .exposureKeysOffered(let m): m
         case .exposureKeysMatched(let m): m
+        case .hubFeedRewound(let m): m
         }
     }
 
@@ -524,6 +532,7 @@ extension EventBody {
         case .occupancySampled: self = .occupancySampled(try OccupancySampled(jsonString: json))
         case .exposureKeysOffered: self = .exposureKeysOffered(try ExposureKeysOffered(jsonString: json))
         case .exposureKeysMatched: self = .exposureKeysMatched(try ExposureKeysMatched(jsonString: json))
+        case .hubFeedRewound: self = .hubFeedRewound(try HubFeedRewound(jsonString: json))
         case .unspecified, .UNRECOGNIZED: throw GoldenFormatError("no payload type for kind \(kind.name)")
         }
     }

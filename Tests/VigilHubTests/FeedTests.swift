@@ -71,4 +71,53 @@ import VigilTestSupport
         try await b.stop()
         await hub.stop()
     }
+
+    @Test func aHubRestoredFromABackupGivesPositionsOutAgainAndABoxStillGetsEveryNewAlert() async throws {
+        let hub = HubHarness("hub-restored")
+        try await hub.start()
+        let a = Box("restore-a")
+        let b = Box("restore-b")
+        try await a.join(hub, as: "a")
+        try await b.join(hub, as: "b")
+        try await a.start()
+        try await b.start()
+        let aNode = try #require(await a.read { $0.nodeID })
+        func sos(_ counter: UInt32) -> Alert {
+            var sos = Alert()
+            sos.id = AlertID(origin: aNode, counter: counter)
+            sos.kind = .sos
+            sos.severity = .critical
+            sos.expiresAtUs = 0 // only a cancel ends it: taking it again must not sound it again
+            return sos
+        }
+        await a.append(.alertRaised(sos(1)))
+        var cancel = AlertCancelled()
+        cancel.id = sos(1).id
+        cancel.by = aNode
+        await a.append(.alertCancelled(cancel))
+        try await b.until("box B took the SOS and its cancel") { $0.projections.hub.feedCursor == 2 }
+
+        // The hub is restored from a backup taken before the cancel reached the feed: stopped,
+        // its feed back to position 1, started again. A's next call for help gets position 2
+        // again, where box B took the cancel.
+        await hub.stop()
+        try await hub.database { db in
+            try await db.client.query("DELETE FROM feed WHERE position >= 2", logger: quietLogger)
+        }
+        try await hub.start()
+        await a.append(.alertRaised(sos(2)))
+        let second = sos(2).id
+        try await b.until("box B has the second SOS from the restored hub") { n in
+            n.projections.alerts.active.contains { $0.origin == second.origin && $0.counter == second.counter }
+        }
+        let firstKey = sos(1).id.text
+        let state = try #require(await b.read { n in
+            (n.projections.hub.feedRewinds, n.projections.alerts.alerts[firstKey]?.cancelled, n.projections.alerts.active.count)
+        })
+        #expect(state.0 == 1, "one rewind logged")
+        #expect(state.1 == true && state.2 == 1, "the first SOS, taken again, stays cancelled: \(state)")
+        try await a.stop()
+        try await b.stop()
+        await hub.stop()
+    }
 }

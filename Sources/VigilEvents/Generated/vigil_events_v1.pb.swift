@@ -83,6 +83,7 @@ public nonisolated enum Vigil_Events_V1_EventKind: SwiftProtobuf.Enum, Swift.Cas
   /// Added in schema version 9 (diagnosis-key files over the hub's feed, matched by every box).
   case exposureKeysOffered // = 27
   case exposureKeysMatched // = 28
+  case hubFeedRewound // = 29
   case UNRECOGNIZED(Int)
 
   public init() {
@@ -120,6 +121,7 @@ public nonisolated enum Vigil_Events_V1_EventKind: SwiftProtobuf.Enum, Swift.Cas
     case 26: self = .occupancySampled
     case 27: self = .exposureKeysOffered
     case 28: self = .exposureKeysMatched
+    case 29: self = .hubFeedRewound
     default: self = .UNRECOGNIZED(rawValue)
     }
   }
@@ -155,6 +157,7 @@ public nonisolated enum Vigil_Events_V1_EventKind: SwiftProtobuf.Enum, Swift.Cas
     case .occupancySampled: return 26
     case .exposureKeysOffered: return 27
     case .exposureKeysMatched: return 28
+    case .hubFeedRewound: return 29
     case .UNRECOGNIZED(let i): return i
     }
   }
@@ -190,6 +193,7 @@ public nonisolated enum Vigil_Events_V1_EventKind: SwiftProtobuf.Enum, Swift.Cas
     .occupancySampled,
     .exposureKeysOffered,
     .exposureKeysMatched,
+    .hubFeedRewound,
   ]
 
 }
@@ -1555,12 +1559,37 @@ public nonisolated struct Vigil_Events_V1_ExposureKeysMatched: Sendable {
   public init() {}
 }
 
+/// The hub's feed no longer holds what this box took at its cursor (a hub restored from a backup
+/// gives positions out again): the box reads the feed again from the start. What it had taken is
+/// merged by id (alerts) or by hash (key files), so nothing is applied twice; what the restored hub
+/// holds at reused positions is no longer skipped. Never uploaded.
+public nonisolated struct Vigil_Events_V1_HubFeedRewound: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var hub: String = String()
+
+  /// the box's cursor
+  public var fromPosition: UInt64 = 0
+
+  /// the newest position the hub holds
+  public var hubHead: UInt64 = 0
+
+  /// true: the hub holds no item at the cursor; false: another item
+  public var cursorMissing: Bool = false
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
 // MARK: - Code below here is support for the SwiftProtobuf runtime.
 
 fileprivate nonisolated let _protobuf_package = "vigil.events.v1"
 
 nonisolated extension Vigil_Events_V1_EventKind: SwiftProtobuf._ProtoNameProviding {
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0EVENT_KIND_UNSPECIFIED\0\u{1}SCAN_HIT\0\u{1}ALERT_RECEIVED\0\u{1}ALERT_RAISED\0\u{1}ALERT_CANCELLED\0\u{1}CHECK_IN\0\u{1}BUTTON_INPUT\0\u{1}NODE_STARTED\0\u{1}NODE_STOPPED\0\u{1}RADIO_STATE_CHANGED\0\u{1}RESIDENT_ENROLLED\0\u{1}RESIDENT_UPDATED\0\u{1}RESIDENT_REMOVED\0\u{1}DEADLINE_REACHED\0\u{1}ALARM_ACKNOWLEDGED\0\u{1}OUTBOX_ATTEMPT\0\u{1}EXPOSURE_DETECTED\0\u{1}CONTACT_RETENTION\0\u{1}EXPOSURE_KEYS_PUBLISHED\0\u{1}ALERT_ACKNOWLEDGED\0\u{1}ALERT_EXPIRED\0\u{1}ALERT_REAFFIRMED\0\u{1}DOWNTIME_DETECTED\0\u{1}HUB_ACKNOWLEDGED\0\u{1}HUB_EPOCH_STARTED\0\u{1}HUB_RECEIVED\0\u{1}OCCUPANCY_SAMPLED\0\u{1}EXPOSURE_KEYS_OFFERED\0\u{1}EXPOSURE_KEYS_MATCHED\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0EVENT_KIND_UNSPECIFIED\0\u{1}SCAN_HIT\0\u{1}ALERT_RECEIVED\0\u{1}ALERT_RAISED\0\u{1}ALERT_CANCELLED\0\u{1}CHECK_IN\0\u{1}BUTTON_INPUT\0\u{1}NODE_STARTED\0\u{1}NODE_STOPPED\0\u{1}RADIO_STATE_CHANGED\0\u{1}RESIDENT_ENROLLED\0\u{1}RESIDENT_UPDATED\0\u{1}RESIDENT_REMOVED\0\u{1}DEADLINE_REACHED\0\u{1}ALARM_ACKNOWLEDGED\0\u{1}OUTBOX_ATTEMPT\0\u{1}EXPOSURE_DETECTED\0\u{1}CONTACT_RETENTION\0\u{1}EXPOSURE_KEYS_PUBLISHED\0\u{1}ALERT_ACKNOWLEDGED\0\u{1}ALERT_EXPIRED\0\u{1}ALERT_REAFFIRMED\0\u{1}DOWNTIME_DETECTED\0\u{1}HUB_ACKNOWLEDGED\0\u{1}HUB_EPOCH_STARTED\0\u{1}HUB_RECEIVED\0\u{1}OCCUPANCY_SAMPLED\0\u{1}EXPOSURE_KEYS_OFFERED\0\u{1}EXPOSURE_KEYS_MATCHED\0\u{1}HUB_FEED_REWOUND\0")
 }
 
 nonisolated extension Vigil_Events_V1_AddressType: SwiftProtobuf._ProtoNameProviding {
@@ -3391,6 +3420,51 @@ nonisolated extension Vigil_Events_V1_ExposureKeysMatched: SwiftProtobuf.Message
     if lhs.withdrawn != rhs.withdrawn {return false}
     if lhs.refused != rhs.refused {return false}
     if lhs.signedBy != rhs.signedBy {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Vigil_Events_V1_HubFeedRewound: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".HubFeedRewound"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}hub\0\u{3}from_position\0\u{3}hub_head\0\u{3}cursor_missing\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.hub) }()
+      case 2: try { try decoder.decodeSingularUInt64Field(value: &self.fromPosition) }()
+      case 3: try { try decoder.decodeSingularUInt64Field(value: &self.hubHead) }()
+      case 4: try { try decoder.decodeSingularBoolField(value: &self.cursorMissing) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.hub.isEmpty {
+      try visitor.visitSingularStringField(value: self.hub, fieldNumber: 1)
+    }
+    if self.fromPosition != 0 {
+      try visitor.visitSingularUInt64Field(value: self.fromPosition, fieldNumber: 2)
+    }
+    if self.hubHead != 0 {
+      try visitor.visitSingularUInt64Field(value: self.hubHead, fieldNumber: 3)
+    }
+    if self.cursorMissing != false {
+      try visitor.visitSingularBoolField(value: self.cursorMissing, fieldNumber: 4)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Vigil_Events_V1_HubFeedRewound, rhs: Vigil_Events_V1_HubFeedRewound) -> Bool {
+    if lhs.hub != rhs.hub {return false}
+    if lhs.fromPosition != rhs.fromPosition {return false}
+    if lhs.hubHead != rhs.hubHead {return false}
+    if lhs.cursorMissing != rhs.cursorMissing {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
