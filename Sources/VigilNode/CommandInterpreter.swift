@@ -39,7 +39,7 @@ public struct CommandInterpreter {
 
     public func interpret(_ command: NodeCommand) -> Outcome {
         switch command {
-        case .ping, .status, .press:
+        case .ping, .status, .press, .reloadHubLinks:
             return .refused(.invalid, "\(command.name) is answered by the node, not logged")
         case .checkIn(let r): return checkIn(r)
         case .enrolResident(let s): return enrol(s)

@@ -45,6 +45,14 @@ final class ControlHandler: NodeComponent {
             return .now(reply)
         case .press(let press):
             return .now(self.press(press))
+        case .reloadHubLinks:
+            guard !node.stopping else { return .now(.refused(.unavailable, "the node is stopping")) }
+            do {
+                try node.uplink.reload()
+                return .now(.done)
+            } catch {
+                return .now(.refused(.invalid, "\(error)"))
+            }
         default:
             guard !node.stopping else { return .now(.refused(.unavailable, "the node is stopping")) }
             switch interpreter.interpret(command) {

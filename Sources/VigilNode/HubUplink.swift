@@ -97,6 +97,23 @@ final class HubUplink: NodeComponent {
         choice?.close()
     }
 
+    /// `DATA/hub.json` changed while the node runs (`vigil hub join`, `add`): the workers stop and
+    /// start again with the new list, from the log's marks (the upload's mark, the feed's cursor),
+    /// so nothing is sent or taken twice. An exchange under way is given up; what it had appended
+    /// stays. On the loop.
+    func reload() throws(NodeError) {
+        stop()
+        tasks = []
+        (worker, downlink, keyFiles, choice) = (nil, nil, nil, nil)
+        changed = false
+        keyFilesChanged = false
+        urgent.removeAll()
+        problems.reset()
+        try open()
+        try start()
+        node.logger.notice("hub: the list of hubs changed; the sync starts again with it", metadata: ["hubs": "\(choice?.hubs.count ?? 0)"])
+    }
+
     private func snapshot() -> UplinkSnapshot {
         let book = node.projections.hub
         return UplinkSnapshot(epoch: book.epoch, syncedThrough: book.syncedThrough, appliedThrough: node.projections.appliedThrough,

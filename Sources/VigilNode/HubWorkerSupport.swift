@@ -80,6 +80,11 @@ public final class HubProblems: @unchecked Sendable {
         if isNew { changed() }
     }
 
+    /// Forgets every failure (the workers start again).
+    func reset() {
+        if lock.withLock({ let had = !failing.isEmpty; failing.removeAll(); return had }) { changed() }
+    }
+
     func succeeded(_ part: Part) {
         if lock.withLock({ failing.removeValue(forKey: part) != nil }) { changed() }
     }

@@ -28,6 +28,8 @@ public enum NodeCommand: Sendable, Equatable {
     case recordExposure(ExposureRecord)
     /// Records that the box's own keys were published.
     case recordKeysPublished(KeysPublishedRecord)
+    /// `DATA/hub.json` changed (`vigil hub join`, `add`): the hub sync starts again with it.
+    case reloadHubLinks
 
     /// The command's name on the wire.
     public var name: String {
@@ -45,6 +47,7 @@ public enum NodeCommand: Sendable, Equatable {
         case .acknowledgeAlert: "acknowledge-alert"
         case .recordExposure: "record-exposure"
         case .recordKeysPublished: "record-keys-published"
+        case .reloadHubLinks: "reload-hub-links"
         }
     }
 }
@@ -265,6 +268,7 @@ extension NodeCommand: Codable {
         case "acknowledge-alert": self = .acknowledgeAlert(try arguments(AlertReference.self))
         case "record-exposure": self = .recordExposure(try arguments(ExposureRecord.self))
         case "record-keys-published": self = .recordKeysPublished(try arguments(KeysPublishedRecord.self))
+        case "reload-hub-links": self = .reloadHubLinks
         default:
             throw DecodingError.dataCorruptedError(forKey: .command, in: c, debugDescription: "unknown command \(name)")
         }
@@ -274,7 +278,7 @@ extension NodeCommand: Codable {
         var c = encoder.container(keyedBy: Key.self)
         try c.encode(name, forKey: .command)
         switch self {
-        case .ping, .status: break
+        case .ping, .status, .reloadHubLinks: break
         case .press(let a): try c.encode(a, forKey: .arguments)
         case .checkIn(let a): try c.encode(a, forKey: .arguments)
         case .enrolResident(let a), .updateResident(let a): try c.encode(a, forKey: .arguments)

@@ -10,6 +10,16 @@ struct HubCommand: AsyncParsableCommand {
         subcommands: [Join.self, Add.self]
     )
 
+    /// Tells a running node that `DATA/hub.json` changed; what to say about it.
+    static func reloadRunningNode(_ dir: String) -> String {
+        do {
+            let reply = try ControlClient.send(.reloadHubLinks, dataDirectory: dir, timeoutMilliseconds: 3_000)
+            return reply.ok ? "the running node syncs with it now" : "the running node could not use it: \(reply.error ?? "refused")"
+        } catch {
+            return "the node syncs from its next start"
+        }
+    }
+
     /// What `join` and `add` check of their arguments.
     static func check(url: String, location: String?) throws {
         guard url.hasPrefix("https://"), URL(string: url)?.host != nil else {
@@ -66,7 +76,8 @@ struct HubCommand: AsyncParsableCommand {
                 let link = try await HubCommand.exitCodes {
                     try await HubJoin.join(url: url, token: parsed, dataDirectory: dir, location: location)
                 }
-                FileOutput.standardOutput.write("joined \(url) as \(link.name) (node \(NodeIDText.format(node)), hub \(parsed.hubFingerprint.prefix(16))…); the node syncs from its next start\n")
+                FileOutput.standardOutput.write("joined \(url) as \(link.name) (node \(NodeIDText.format(node)), hub \(parsed.hubFingerprint.prefix(16))…); "
+                                                + HubCommand.reloadRunningNode(dir) + "\n")
             }
         }
     }
@@ -78,7 +89,7 @@ struct HubCommand: AsyncParsableCommand {
             The box checks the hub at URL presents the certificate FINGERPRINT (`vigil-hub serve` \
             prints it) and knows this box's credential. With --location on each hub and \
             site.location in the configuration, the box uses the nearest hub that answers and \
-            fails over to the next. A running node uses it from its next start.
+            fails over to the next. A running node starts using it at once.
             """)
 
         @OptionGroup var options: DataOptions
@@ -103,7 +114,7 @@ struct HubCommand: AsyncParsableCommand {
                 let link = try await HubCommand.exitCodes {
                     try await HubJoin.addEntryPoint(url: url, fingerprint: fingerprint, location: location, dataDirectory: dir)
                 }
-                FileOutput.standardOutput.write("added \(url) (hub \(fingerprint.prefix(16))…) for \(link.name); the node uses it from its next start\n")
+                FileOutput.standardOutput.write("added \(url) (hub \(fingerprint.prefix(16))…) for \(link.name); " + HubCommand.reloadRunningNode(dir) + "\n")
             }
         }
     }

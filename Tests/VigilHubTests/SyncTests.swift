@@ -102,6 +102,23 @@ import VigilTestSupport
         await hub.stop()
     }
 
+    @Test func aRunningBoxThatJoinsAHubSyncsWithoutARestart() async throws {
+        let hub = HubHarness()
+        try await hub.start()
+        let box = Box()
+        try await box.start()
+        await box.append(Self.resident())
+        // Joined with the CLI while the node runs: it tells the node, which starts syncing.
+        let token = try await hub.enrolmentToken(for: "late-joiner").text
+        let joined = await offPool { runProcess(HubHarness.vigilBinary, ["hub", "join", hub.url, "--token", token, "--data", box.directory.path]) }
+        #expect(joined.status == 0 && joined.output.contains("the running node syncs with it now"), "\(joined.output)")
+        try await box.waitUntilSynced()
+        let node = try #require(await box.read { $0.nodeID })
+        try await Self.expectHubHolds(hub, box, node: node)
+        try await box.stop()
+        await hub.stop()
+    }
+
     @Test func aBacklogBuiltWhileTheHubIsDownIsDrainedWithoutLossOrDuplicates() async throws {
         let hub = HubHarness()
         try await hub.start()
