@@ -78,6 +78,7 @@ enum CoordinatorPage {
             <section><h2>Calls for help and alerts</h2>\(alertTable(open, o, csrf: csrf, open: true))\(raiseForm(csrf: csrf))</section>
             <section><h2>Residents in an escalation</h2>\(escalations(o))</section>
             <section><h2>Boxes</h2>\(boxTable(o))</section>
+            <section><h2>Diagnosis-key files</h2>\(keyFileTable(o))</section>
             <section><h2>Ended alerts</h2>\(alertTable(Array(o.alerts.filter { !$0.isOpen(at: o.nowMicroseconds) }.prefix(30)), o, csrf: csrf, open: false))</section>
             <footer>As of \(time(o.nowMicroseconds)). This page reloads every 15 seconds.</footer>
             """
@@ -169,6 +170,25 @@ enum CoordinatorPage {
         return """
             <table id="boxes"><thead><tr><th>Box</th><th>Site</th><th>Last contact</th><th>Backlog</th><th>Occupancy</th>
             <th>Open calls</th><th>Location</th></tr></thead><tbody>\(rows)</tbody></table>
+            """
+    }
+
+    /// The key files offered to every box, newest first: each box checks and matches them itself
+    /// (what it found stays on the box).
+    static func keyFileTable(_ o: HubOverview) -> String {
+        guard !o.keyFiles.isEmpty else {
+            return "<p class=\"empty\" id=\"key-files-empty\">No diagnosis-key file offered (vigil-hub keys add DIR).</p>"
+        }
+        let rows = o.keyFiles.map { f in
+            """
+            <tr class="key-file">\(td("File", escape(f.name)))\(td("Keys", "\(f.keys)"))\(td("Size", "\(f.bytes / 1_024) KiB"))
+            \(td("Added", ago(micros(f.addedAt), o.nowMicroseconds)))\(td("SHA-256", "<code>\(escape(String(f.sha256Hex.prefix(16))))…</code>"))</tr>
+            """
+        }.joined()
+        return """
+            <table id="key-files"><thead><tr><th>File</th><th>Keys</th><th>Size</th><th>Added</th><th>SHA-256</th></tr></thead>
+            <tbody>\(rows)</tbody></table>
+            <p class="note">Every box matches these against what it heard, with its own verification keys; exposures stay on the boxes.</p>
             """
     }
 

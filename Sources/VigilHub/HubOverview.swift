@@ -54,6 +54,8 @@ public struct HubOverview: Sendable {
     public var boxes: [Box]
     public var alerts: [AlertRow]
     public var escalations: [Escalation]
+    /// The newest diagnosis-key files offered to the boxes (`vigil-hub keys add`).
+    public var keyFiles: [KeyFileSummary] = []
     public var nowMicroseconds: UInt64
 
     public var openAlerts: [AlertRow] { alerts.filter { $0.isOpen(at: nowMicroseconds) } }
@@ -79,7 +81,8 @@ extension HubDatabase {
         for index in boxes.indices {
             boxes[index].openCalls = alerts.filter { $0.id.origin == boxes[index].node && $0.isCallForHelp && $0.isOpen(at: nowMicroseconds) }.count
         }
-        return HubOverview(boxes: boxes, alerts: alerts, escalations: try await foldEscalations(names: names), nowMicroseconds: nowMicroseconds)
+        return HubOverview(boxes: boxes, alerts: alerts, escalations: try await foldEscalations(names: names),
+                           keyFiles: try await keyFiles(limit: 10), nowMicroseconds: nowMicroseconds)
     }
 
     /// The feed's alerts, each with its cancel and acknowledgements, newest first.

@@ -4,6 +4,7 @@ import NIOCore
 import Testing
 import VigilCore
 import VigilEvents
+import VigilExposure
 import VigilHub
 import VigilHubProtocol
 import VigilTestSupport
@@ -120,7 +121,11 @@ import VigilTestSupport
         let feedItems = try await hub.database { db in try await db.overview(nowMicroseconds: 0).alerts.filter(\.fromCoordinator).count }
         #expect(feedItems == 0, "nothing was raised")
 
-        // The page escapes what boxes say about themselves.
+        // The page escapes what boxes say about themselves, and lists the key files offered.
+        let export = try DiagnosisKeyFileWriter().exportBin(keys: [])
+        _ = try await hub.database { db in
+            try await db.addKeyFile(name: "week <1>", exportBin: export, exportSig: [1], keys: 0, nowMicroseconds: 0)
+        }
         var page = HTTPClientRequest(url: hub.url + "/")
         page.headers.add(name: "cookie", value: cookie)
         let html = String(buffer: try await client.execute(page, timeout: .seconds(10)).body.collect(upTo: 1 << 20))
@@ -128,6 +133,7 @@ import VigilTestSupport
         #expect(html.contains("Fall in the &lt;kitchen&gt;") && !html.contains("<kitchen>"), "an alert's text is escaped")
         #expect(html.contains("Ana &amp; &lt;Ruiz&gt;") && !html.contains("<Ruiz>"), "a resident's name is escaped")
         #expect(html.contains("id=\"open-alerts\""), "the session still works: the forged logout did nothing")
+        #expect(html.contains("id=\"key-files\"") && html.contains("week &lt;1&gt;") && !html.contains("week <1>"), "the key files, escaped")
         #expect(html.contains("id=\"map\""))
 
         // Five wrong passwords: the sixth try is refused even with the right one, for a while.
