@@ -342,10 +342,18 @@ public struct ExposureBook: Projection {
     public init() {}
 
     /// An offer carried by the hub's feed (the caller decoded it from a `HubReceived` not taken
-    /// before, logged at `sequence`). A file matched or refused earlier is not offered again.
+    /// before, logged at `sequence`). A file matched or refused earlier under the same id is not
+    /// offered again; one waiting that is offered again under another id (a hub restored from a
+    /// backup) is fetched by the newer id.
     public mutating func offered(_ offer: ExposureKeysOffered, hub: String, sequence: UInt64, atMicroseconds time: UInt64) {
         let sha = Hex.encode(offer.sha256)
-        guard offer.sha256.count == 32, keyFileOffers[sha] == nil, !settled.contains(sha) else { return }
+        guard offer.sha256.count == 32, !settled.contains(Self.settledKey(sha, offer.fileID)) else { return }
+        if var waiting = keyFileOffers[sha] {
+            waiting.fileID = offer.fileID
+            waiting.hub = hub
+            keyFileOffers[sha] = waiting
+            return
+        }
         if keyFileOffers.count >= Self.maximumKeyFileOffers, let oldest = nextKeyFileOffer {
             keyFileOffers[oldest.sha256Hex] = nil
             keyFileOffersDropped &+= 1
@@ -359,9 +367,13 @@ public struct ExposureBook: Projection {
         String(String.UnicodeScalarView(text.unicodeScalars.filter { !($0.value < 0x20 || (0x7F...0x9F).contains($0.value)) }).prefix(120))
     }
 
-    /// The SHA-256 (hex) of files matched or refused, newest last, so an offer seen again (a hub
-    /// restored from a backup replays its feed) is not matched twice. Bounded like the offers.
+    /// Files matched or refused, as SHA-256 (hex) "@" the hub's id, newest last, so an offer seen
+    /// again is not matched twice. A file the hub offers again under a new id (restored from a
+    /// backup, where the old id may name another file or none) is taken again: its exposures
+    /// already logged are not logged twice. Bounded like the offers.
     private var settled: [String] = []
+
+    static func settledKey(_ sha: String, _ fileID: UInt64) -> String { sha + "@" + String(fileID) }
 
     public static func key(identifier: Data, firstSeen: UInt64) -> String {
         Hex.encode(identifier) + "@" + String(firstSeen)
@@ -392,11 +404,13 @@ public struct ExposureBook: Projection {
         case .exposureKeysPublished(let p):
             keysPublished &+= UInt64(p.keys)
         case .exposureKeysMatched(let m):
-            // The outcome of a file already settled (appended twice) counts once.
+            // The outcome of a file already settled (appended twice) counts once. An offer of the
+            // same file under a newer id, waiting, stays.
             let sha = Hex.encode(m.sha256)
-            keyFileOffers[sha] = nil
-            guard !settled.contains(sha) else { return }
-            settled.append(sha)
+            if keyFileOffers[sha]?.fileID == m.fileID { keyFileOffers[sha] = nil }
+            let key = Self.settledKey(sha, m.fileID)
+            guard !settled.contains(key) else { return }
+            settled.append(key)
             if settled.count > Self.maximumKeyFileOffers { settled.removeFirst(settled.count - Self.maximumKeyFileOffers) }
             if m.refused.isEmpty { keyFilesMatched &+= 1 } else { keyFilesRefused &+= 1 }
             lastKeyFile = KeyFileOutcome(fileID: m.fileID, name: m.name, keys: m.keys, exposures: m.exposures, highRisk: m.highRisk,

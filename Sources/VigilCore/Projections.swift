@@ -152,6 +152,9 @@ public struct Projections: Projection {
             guard r.position > hub.feedCursor else { break }
             hub.apply(event)
             if let item = Self.fromHub(r, event: event) {
+                // Read again after a rewind, an answer to an alert this box no longer holds (long
+                // ended, forgotten) is history: applied, it would put a stale cancel on the air.
+                if r.replayed, !Self.answersKnownAlert(item, alerts) { break }
                 alerts.apply(alertEvent: item)
                 settleAlarms()
             } else if r.kind == EventKind.exposureKeysOffered.rawValue,
@@ -197,6 +200,16 @@ public struct Projections: Projection {
             return nil
         }
         return Event(sequence: event.sequence, timeMicroseconds: event.timeMicroseconds, body: item)
+    }
+
+    /// Whether `item` (from `fromHub`) is a raise, or answers an alert the book holds.
+    static func answersKnownAlert(_ item: Event, _ alerts: AlertBook) -> Bool {
+        switch item.body {
+        case .alertCancelled(let c): alerts.alerts[c.id.text] != nil
+        case .alertAcknowledged(let k): alerts.alerts[k.id.text] != nil
+        case .alertReaffirmed(let x): alerts.alerts[x.id.text] != nil
+        default: true
+        }
     }
 
     /// What the last retention event deletes (nil before the first): the log's purge follows it.

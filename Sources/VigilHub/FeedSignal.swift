@@ -132,7 +132,8 @@ actor PollLimit {
 /// (the box went away first) is taken back after `lease`, so a lost slot cannot shut the door.
 actor KeyFileSlots {
     static let limit = 4
-    static let lease: Duration = .seconds(300)
+    /// Longer than a box waits for a part (10 minutes), so a slow transfer keeps its slot.
+    static let lease: Duration = .seconds(660)
     private var held: [UInt64: ContinuousClock.Instant] = [:]
     private var next: UInt64 = 0
 

@@ -165,13 +165,19 @@ struct SyncRoutes: Sendable {
         guard let wait = Double(query["wait"].map(String.init) ?? "0"), wait >= 0, wait <= Self.maxWaitSeconds else {
             return Self.refuse(.badRequest, "bad_query", "wait must be 0 to \(Int(Self.maxWaitSeconds)) seconds")
         }
-        guard wait > 0 else { return try await poll(after: after, for: node, wait: 0) }
+        // The box's fingerprint of the item at its cursor: when the hub holds another there (or
+        // none), the answer goes at once, not after the wait.
+        let at = query["at"].map(String.init)
+        if let at, at.count != 16 || !at.allSatisfy({ $0.isHexDigit && !$0.isUppercase }) {
+            return Self.refuse(.badRequest, "bad_query", "at must be 16 lower-case hex digits")
+        }
+        guard wait > 0 else { return try await poll(after: after, for: node, wait: 0, at: at) }
         guard await polls.enter(node) else {
             return Self.refuse(.tooManyRequests, "too_many_polls", "this box already holds \(PollLimit.perBox) long polls open; wait for their answers")
         }
         // The slot is given back before the answer goes, so the box's next poll finds it free.
         do {
-            let answer = try await poll(after: after, for: node, wait: wait)
+            let answer = try await poll(after: after, for: node, wait: wait, at: at)
             await polls.leave(node)
             return answer
         } catch {
@@ -181,7 +187,7 @@ struct SyncRoutes: Sendable {
     }
 
     /// Items after `after`, waiting up to `wait` seconds for one.
-    func poll(after: UInt64, for node: UInt64, wait: Double) async throws -> Response {
+    func poll(after: UInt64, for node: UInt64, wait: Double, at: String? = nil) async throws -> Response {
         let deadline = ContinuousClock.now + .seconds(wait)
         while true {
             let seen = await signal.generation
@@ -193,9 +199,10 @@ struct SyncRoutes: Sendable {
             guard let page else { continue }
             let items = page.items
             let left = deadline - ContinuousClock.now
-            // A cursor the feed no longer holds as it was is answered at once: the box reads again.
+            // A cursor the feed no longer holds as the box took it is answered at once (when the
+            // box said what it took): the box reads again.
             let atCursor = page.atCursor.map { FeedAnswer.digestText(FeedItemDigest.of(kind: $0.kind, timeMicroseconds: $0.timeUs, payload: $0.payload)) }
-            let lost = after > 0 && page.atCursor == nil
+            let lost = at != nil && after > 0 && atCursor != at
             if !items.isEmpty || left <= .zero || lost {
                 let entries = items.map {
                     FeedEntry(position: $0.position, origin: $0.originNode == 0 ? "" : NodeIDText.format($0.originNode),

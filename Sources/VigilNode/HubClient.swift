@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Foundation
+import Synchronization
 import NIOCore
 import NIOSSL
 import VigilHubProtocol
@@ -83,14 +84,24 @@ public final class HubClient: Sendable {
         try await call("POST", "/api/v1/boxes/enrol", EnrolRequest(token: token, node: NodeIDText.format(node)), as: EnrolAnswer.self)
     }
 
-    /// Sends a batch in binary (`application/x-protobuf`): no base64 or hex on either side.
+    /// Sends a batch in binary (`application/x-protobuf`): no base64 or hex on either side. A hub
+    /// from before the binary body reads it as bad JSON: this client then sends it, and every
+    /// later batch, as JSON.
     public func upload(_ batch: UploadBatch) async throws(Failure) -> UploadAnswer {
-        let body: [UInt8]
-        do { body = try batch.protobuf() } catch { throw .badAnswer("cannot encode the batch: \(error)") }
-        let (status, answer) = try await send("POST", "/api/v1/boxes/\(batch.node)/events", body: body, limit: 1 << 20,
-                                              contentType: UploadBatch.protobufContentType)
-        return try Self.answer(status, answer, as: UploadAnswer.self)
+        let path = "/api/v1/boxes/\(batch.node)/events"
+        if !sendsJSON.withLock({ $0 }) {
+            let body: [UInt8]
+            do { body = try batch.protobuf() } catch { throw .badAnswer("cannot encode the batch: \(error)") }
+            let (status, answer) = try await send("POST", path, body: body, limit: 1 << 20, contentType: UploadBatch.protobufContentType)
+            let refusal = status == 400 || status == 415 ? try? JSONDecoder().decode(Refusal.self, from: Data(answer)) : nil
+            guard status == 415 || refusal?.error == "bad_json" else { return try Self.answer(status, answer, as: UploadAnswer.self) }
+            sendsJSON.withLock { $0 = true }
+        }
+        return try await call("POST", path, batch, as: UploadAnswer.self)
     }
+
+    /// Set once the hub showed it reads only JSON uploads.
+    private let sendsJSON = Mutex(false)
 
     /// Who the hub is and which network it serves (anonymous: no credential is sent).
     public func info() async throws(Failure) -> HubInfo {
@@ -101,10 +112,12 @@ public final class HubClient: Sendable {
         try await call("GET", "/api/v1/boxes/\(NodeIDText.format(node))/sync", Optional<UploadBatch>.none, as: SyncState.self)
     }
 
-    /// Feed items after `after` (waiting up to `wait` seconds for one).
-    public func feed(node: UInt64, after: UInt64, wait: Int) async throws(Failure) -> FeedAnswer {
-        try await call("GET", "/api/v1/boxes/\(NodeIDText.format(node))/feed?after=\(after)&wait=\(wait)",
-                       Optional<UploadBatch>.none, as: FeedAnswer.self)
+    /// Feed items after `after` (waiting up to `wait` seconds for one); `at`, the fingerprint of
+    /// the item the box took at `after`, makes a hub that holds another there answer at once.
+    public func feed(node: UInt64, after: UInt64, wait: Int, at: UInt64? = nil) async throws(Failure) -> FeedAnswer {
+        let digest = at.map { "&at=" + FeedAnswer.digestText($0) } ?? ""
+        return try await call("GET", "/api/v1/boxes/\(NodeIDText.format(node))/feed?after=\(after)&wait=\(wait)" + digest,
+                              Optional<UploadBatch>.none, as: FeedAnswer.self)
     }
 
     /// A part of a key file the feed offered (`export.bin`, or `export.sig` with `signature`),

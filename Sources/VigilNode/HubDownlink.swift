@@ -11,15 +11,17 @@ final class DownlinkWorker: @unchecked Sendable {
     let choice: HubChoice
     let logger: Logger
     let problems: HubProblems
+    let generation: UInt64
     /// Only the cursor matters.
     private let snapshots = SnapshotMailbox()
     /// Seconds the hub may hold a poll open (under the client's 30 s read timeout).
     static let pollSeconds = 25
 
-    init(node: Node, choice: HubChoice, problems: HubProblems, logger: Logger) {
+    init(node: Node, choice: HubChoice, problems: HubProblems, generation: UInt64, logger: Logger) {
         self.node = node
         self.choice = choice
         self.problems = problems
+        self.generation = generation
         self.logger = logger
     }
 
@@ -36,7 +38,8 @@ final class DownlinkWorker: @unchecked Sendable {
             // across a failover.
             let (index, hub) = choice.current()
             do {
-                let answer = try await hub.client.feed(node: node.nodeID, after: mark.feedCursor, wait: Self.pollSeconds)
+                let answer = try await hub.client.feed(node: node.nodeID, after: mark.feedCursor, wait: Self.pollSeconds,
+                                                       at: mark.feedCursor > 0 && mark.feedCursorDigest != 0 ? mark.feedCursorDigest : nil)
                 retry.succeeded()
                 choice.answered(index)
                 if let rewound = Self.rewind(answer, mark: mark, hub: hub.fingerprint) {
@@ -83,7 +86,7 @@ final class DownlinkWorker: @unchecked Sendable {
         var bytes = 0
         while bytes < Self.maximumCatchUpBytes {
             let page = try await client.feed(node: node.nodeID, after: after, wait: 0)
-            bodies += Self.received(page.items, after: after, hub: fingerprint)
+            bodies += Self.received(page.items, after: after, hub: fingerprint, replayed: true)
             bytes += page.items.reduce(0) { $0 + $1.payload.utf8.count }
             guard let last = page.items.last?.position, last > after else { break }
             after = last
@@ -96,7 +99,7 @@ final class DownlinkWorker: @unchecked Sendable {
     static let maximumCatchUpBytes = 16 << 20
 
     /// The items after `after`, as the events that take them.
-    static func received(_ items: [FeedEntry], after: UInt64, hub: String) -> [EventBody] {
+    static func received(_ items: [FeedEntry], after: UInt64, hub: String, replayed: Bool = false) -> [EventBody] {
         var bodies: [EventBody] = []
         for item in items where item.position > after {
             guard let payload = Data(base64Encoded: item.payload) else { continue }
@@ -107,6 +110,7 @@ final class DownlinkWorker: @unchecked Sendable {
             r.kind = item.kind
             r.timeUs = item.timeUs
             r.payload = payload
+            r.replayed = replayed
             bodies.append(.hubReceived(r))
         }
         return bodies
@@ -118,7 +122,8 @@ final class DownlinkWorker: @unchecked Sendable {
 
     /// Appends on the loop and waits for the snapshot in which they applied; a refusal throws.
     private func append(_ bodies: [EventBody], until applied: (UplinkSnapshot) -> Bool, from mark: UplinkSnapshot) async throws -> UplinkSnapshot {
-        node.onLoop { node in node.uplink.append(forWorker: bodies) }
+        let generation = self.generation
+        node.onLoop { node in node.uplink.append(forWorker: bodies, generation: generation) }
         var latest = mark
         while !applied(latest) {
             guard let next = await snapshots.next() else { throw CancellationError() }

@@ -40,6 +40,7 @@ final class KeyFileWorker: @unchecked Sendable {
     let choice: HubChoice
     let logger: Logger
     let problems: HubProblems
+    let generation: UInt64
     let settings: ExposureContacts.Settings
     let toleranceMicroseconds: UInt64
     /// The keys files must be signed by, or why they could not be read.
@@ -49,10 +50,11 @@ final class KeyFileWorker: @unchecked Sendable {
     /// Tries of one file that failed for a reason of the box's own, before it is refused.
     static let localAttempts = 5
 
-    init(node: Node, choice: HubChoice, problems: HubProblems, logger: Logger) {
+    init(node: Node, choice: HubChoice, problems: HubProblems, generation: UInt64, logger: Logger) {
         self.node = node
         self.choice = choice
         self.problems = problems
+        self.generation = generation
         self.logger = logger
         settings = node.configuration.exposure.contacts
         toleranceMicroseconds = node.configuration.exposure.matchToleranceMicroseconds
@@ -98,6 +100,12 @@ final class KeyFileWorker: @unchecked Sendable {
                 do {
                     bodies = try await settle(offer, known: job.known, verifier: verifier)
                 } catch {
+                    // The hub is sending its four files at once: not a failure, come back as it
+                    // asks (Retry-After: 5), spread out so the boxes do not all come back together.
+                    if case .refused(503, let r)? = error as? HubClient.Failure, r.error == "busy" {
+                        do { try await Task.sleep(for: .milliseconds(5_000 + Int.random(in: 0..<5_000))) } catch { return }
+                        continue
+                    }
                     if Self.isLocal(error) {
                         localFailures += 1
                         if localFailures >= Self.localAttempts {
@@ -112,8 +120,9 @@ final class KeyFileWorker: @unchecked Sendable {
                     }
                 }
                 guard !Task.isCancelled else { return }
+                let generation = self.generation
                 let (accepted, refusals) = await withCheckedContinuation { (c: CheckedContinuation<(Bool, UInt64), Never>) in
-                    node.onLoop { node in c.resume(returning: node.uplink.append(forKeyFiles: bodies)) }
+                    node.onLoop { node in c.resume(returning: node.uplink.append(forKeyFiles: bodies, generation: generation)) }
                 }
                 guard accepted else {
                     guard await retry.wait(after: HubAppendRefused(), "hub: the log refused a key file's events; retrying", logger) else { return }

@@ -20,6 +20,9 @@ final class HubUplink: NodeComponent {
     private var keyFilesChanged = false
     /// What the workers keep failing at (`vigil status`).
     let problems: HubProblems
+    /// The workers' set: `reload` starts a new one, and what an old worker still hands the loop
+    /// (its task is cancelled, not awaited) is dropped.
+    private(set) var generation: UInt64 = 0
     private var choice: HubChoice?
     private var tasks: [Task<Void, Never>] = []
     private var changed = false
@@ -38,8 +41,16 @@ final class HubUplink: NodeComponent {
     }
 
     func open() throws(NodeError) {
+        try choose()
+    }
+
+    /// The hubs of `DATA/hub.json` and the workers for them (none without a hub).
+    private func choose() throws(NodeError) {
         let links = try HubLinks.load(dataDirectory: node.configuration.dataDirectory)
-        guard !links.hubs.isEmpty else { return }
+        guard !links.hubs.isEmpty else {
+            (worker, downlink, keyFiles, choice) = (nil, nil, nil, nil)
+            return
+        }
         let choice: HubChoice
         do {
             choice = try HubChoice(links: links.hubs, node: node.nodeID,
@@ -51,9 +62,9 @@ final class HubUplink: NodeComponent {
         worker = UplinkWorker(node: node, choice: choice, log: node.log,
                               policy: SharePolicy(shareContacts: node.configuration.hubShareContacts,
                                                   shareOccupancy: node.configuration.hubShareOccupancy),
-                              problems: problems, logger: node.logger)
-        downlink = DownlinkWorker(node: node, choice: choice, problems: problems, logger: node.logger)
-        keyFiles = KeyFileWorker(node: node, choice: choice, problems: problems, logger: node.logger)
+                              problems: problems, generation: generation, logger: node.logger)
+        downlink = DownlinkWorker(node: node, choice: choice, problems: problems, generation: generation, logger: node.logger)
+        keyFiles = KeyFileWorker(node: node, choice: choice, problems: problems, generation: generation, logger: node.logger)
         self.choice = choice
     }
 
@@ -102,14 +113,23 @@ final class HubUplink: NodeComponent {
     /// so nothing is sent or taken twice. An exchange under way is given up; what it had appended
     /// stays. On the loop.
     func reload() throws(NodeError) {
+        // A list that cannot be used leaves the sync running with the old one: it is read (and
+        // its certificates loaded) before anything stops.
+        let links = try HubLinks.load(dataDirectory: node.configuration.dataDirectory)
+        if !links.hubs.isEmpty {
+            do {
+                try HubChoice(links: links.hubs, node: node.nodeID, site: nil, clock: node.clock, logger: node.logger).close()
+            } catch {
+                throw .unsupported("DATA/hub.json: \(error)")
+            }
+        }
         stop()
         tasks = []
-        (worker, downlink, keyFiles, choice) = (nil, nil, nil, nil)
+        generation &+= 1
         changed = false
         keyFilesChanged = false
-        urgent.removeAll()
         problems.reset()
-        try open()
+        try choose()
         try start()
         node.logger.notice("hub: the list of hubs changed; the sync starts again with it", metadata: ["hubs": "\(choice?.hubs.count ?? 0)"])
     }
@@ -135,7 +155,8 @@ final class HubUplink: NodeComponent {
     /// Appends for a worker, on the loop, in order, stopping at the first the log refuses (a
     /// later feed item must not be taken before an earlier one); a refusal at once is told to the
     /// workers like one at commit (`refused`).
-    func append(forWorker bodies: [EventBody]) {
+    func append(forWorker bodies: [EventBody], generation: UInt64) {
+        guard generation == self.generation else { return }
         for body in bodies where node.append(body) == nil {
             appendRefused()
             return
@@ -145,7 +166,8 @@ final class HubUplink: NodeComponent {
     /// Appends a key file's exposures and outcome, stopping at the first refusal (the outcome
     /// then never goes without its exposures). Returns whether all were taken, and the count of
     /// refusals after it: the worker's mark for "applied, or refused since".
-    func append(forKeyFiles bodies: [EventBody]) -> (accepted: Bool, refusals: UInt64) {
+    func append(forKeyFiles bodies: [EventBody], generation: UInt64) -> (accepted: Bool, refusals: UInt64) {
+        guard generation == self.generation else { return (false, keyFileRefusals) }
         for body in bodies where node.append(body) == nil {
             keyFileRefusals &+= 1
             return (false, keyFileRefusals)
@@ -211,8 +233,12 @@ final class UplinkWorker: @unchecked Sendable {
     /// Records read for one batch at most (a long run of scan hits is skipped in steps).
     static let scanLimit = 200_000
 
-    init(node: Node, choice: HubChoice, log: EventLog, policy: SharePolicy, problems: HubProblems, logger: Logger) {
+    /// The set of workers it belongs to (`HubUplink.generation`).
+    let generation: UInt64
+
+    init(node: Node, choice: HubChoice, log: EventLog, policy: SharePolicy, problems: HubProblems, generation: UInt64, logger: Logger) {
         retry = HubRetry(.upload, problems: problems)
+        self.generation = generation
         self.node = node
         self.choice = choice
         self.using = choice.current()
@@ -394,7 +420,8 @@ final class UplinkWorker: @unchecked Sendable {
     /// Appends on the loop and waits for a snapshot in which `done` holds (the event applied).
     private func appendAndWait(_ body: EventBody, until done: @escaping (UplinkSnapshot) -> Bool) async throws {
         let refusals = state.refusals
-        node.onLoop { node in node.uplink.append(forWorker: [body]) }
+        let generation = self.generation
+        node.onLoop { node in node.uplink.append(forWorker: [body], generation: generation) }
         while !done(state) {
             try Task.checkCancellation()
             guard let next = await snapshots.next() else { throw CancellationError() }

@@ -117,6 +117,8 @@ struct HubRetry {
 
     /// Logs the failure and sleeps; false when the task was cancelled meanwhile.
     mutating func wait(after error: any Error, _ message: Logger.Message, _ logger: Logger) async -> Bool {
+        // A worker stopped (the node stopping, the hub list reloaded) fails its exchange: no problem.
+        guard !Task.isCancelled else { return false }
         problems.failed(part, error)
         let microseconds = backoff.next()
         logger.warning(message, metadata: ["error": "\(error)", "retry_s": "\(Double(microseconds) / 1_000_000)"])

@@ -234,8 +234,8 @@ struct ExposureContactsTests {
         stream.add(Self.matched(7), at: 13)
         stream.add(Self.matched(7), at: 13.5) // an outcome appended twice counts once
         stream.add(Self.matched(5, refused: "bad signature"), at: 14)
-        // A hub restored from a backup offers file 7 again, under another id: it is settled here.
-        stream.add(Self.offer(7, position: 9, id: 1), at: 15)
+        // The feed read again (after a rewind) offers file 7 under the same id: settled here.
+        stream.add(Self.offer(7, position: 9), at: 15)
         state = Projections().applying(all: stream.inputs)
         #expect(state.exposures.keyFileOffers.isEmpty && state.exposures.nextKeyFileOffer == nil)
         #expect(state.exposures.keyFilesMatched == 1 && state.exposures.keyFilesRefused == 1)
@@ -245,9 +245,31 @@ struct ExposureContactsTests {
         #expect(Projections().applying(all: stream.inputs).exposures == state.exposures)
         let restored = try? JSONDecoder().decode(Projections.self, from: JSONEncoder().encode(state))
         #expect(restored?.exposures == state.exposures)
-        stream.add(Self.offer(7, position: 10, id: 2), at: 16)
+        stream.add(Self.offer(7, position: 10), at: 16)
         #expect(restored.map { $0.applying(.event(stream.events[stream.events.count - 1])).exposures.keyFileOffers.isEmpty } == true,
                 "a checkpoint remembers what was settled")
+
+        // A hub restored from a backup offers file 5 under a new id (its old id may name another
+        // file now): it is fetched again, by the new id.
+        stream.add(Self.offer(5, position: 11, id: 40), at: 17)
+        state = Projections().applying(all: stream.inputs)
+        #expect(state.exposures.nextKeyFileOffer?.fileID == 40)
+    }
+
+    @Test func aWaitingFileOfferedAgainUnderANewIdIsFetchedByTheNewId() {
+        var stream = EventStream()
+        stream.add(Self.offer(9, position: 1, id: 3), at: 1)
+        stream.add(Self.offer(9, position: 2, id: 12), at: 2)
+        var state = Projections().applying(all: stream.inputs)
+        #expect(state.exposures.keyFileOffers.count == 1 && state.exposures.nextKeyFileOffer?.fileID == 12)
+        // The old id's refusal (the restored hub had another file there) leaves the new offer waiting.
+        var refused = ExposureKeysMatched()
+        refused.fileID = 3
+        refused.sha256 = Self.sha(9)
+        refused.refused = "export.bin is not the file the hub offered"
+        stream.add(.exposureKeysMatched(refused), at: 3)
+        state = Projections().applying(all: stream.inputs)
+        #expect(state.exposures.nextKeyFileOffer?.fileID == 12)
     }
 
     @Test func aHubOfferingMoreFilesThanABoxHoldsLosesTheOldestNotTheNewest() {
@@ -274,5 +296,28 @@ struct ExposureContactsTests {
         stream.add(.hubReceived(r), at: 1)
         let name = Projections().applying(all: stream.inputs).exposures.nextKeyFileOffer?.name
         #expect(name?.hasPrefix("daily[2Jbatch") == true && name?.count == 120, "\(String(describing: name))")
+    }
+
+    @Test func aCancelReadAgainAfterARewindForAnAlertNoLongerHeldIsHistoryOnly() {
+        func item(_ body: EventBody, position: UInt64, replayed: Bool) -> EventBody {
+            let (kind, payload) = EventCodec.encode(body)
+            var r = HubReceived()
+            r.position = position
+            r.originNode = 7
+            r.kind = kind
+            r.payload = Data(payload)
+            r.replayed = replayed
+            return .hubReceived(r)
+        }
+        var cancel = AlertCancelled()
+        cancel.id = AlertID(origin: 7, counter: 1)
+        var stream = EventStream()
+        stream.add(item(.alertCancelled(cancel), position: 1, replayed: true), at: 1)
+        var state = Projections().applying(all: stream.inputs)
+        #expect(state.alerts.alerts.isEmpty, "a replayed cancel of an unknown alert changes nothing")
+        // The same cancel as a new item (not replayed) is taken, as before.
+        stream.add(item(.alertCancelled(cancel), position: 2, replayed: false), at: 2)
+        state = Projections().applying(all: stream.inputs)
+        #expect(state.alerts.alerts[cancel.id.text]?.cancelled == true)
     }
 }

@@ -100,9 +100,10 @@ enum Fixtures {
         goldenEventsV8.suffix(1).map(\.body)
     }
 
-    /// The kinds schema 9 added, every field set (from the v9 golden stream).
+    /// The kinds schema 9 added, every field set (from the v9 golden stream; its last event is the
+    /// field schema 9 added to HubReceived).
     static var schema9Bodies: [EventBody] {
-        goldenEventsV9.suffix(3).map(\.body)
+        goldenEventsV9.suffix(4).prefix(3).map(\.body)
     }
 
     /// The kinds schema 7 added, every field set (from the v7 golden stream).
@@ -172,8 +173,16 @@ enum Fixtures {
         rewound.fromPosition = 912
         rewound.hubHead = 640
         rewound.cursorMissing = true
+        var replayed = HubReceived()
+        replayed.hub = String(repeating: "34", count: 32)
+        replayed.position = 3
+        replayed.originNode = 0x0A11_CE02
+        replayed.kind = UInt32(EventKind.alertCancelled.rawValue)
+        replayed.timeUs = 1_593_570_100_000_000
+        replayed.payload = Data([0x0A, 0x02, 0x08, 0x02])
+        replayed.replayed = true
         return goldenEventsV8 + [(base + 250_000, .exposureKeysOffered(offered)), (base + 500_000, .exposureKeysMatched(matched)),
-                                 (base + 750_000, .hubFeedRewound(rewound))]
+                                 (base + 750_000, .hubFeedRewound(rewound)), (base + 1_000_000, .hubReceived(replayed))]
     }
 
     /// The kinds schema 6 added, every field set (from the v6 golden stream).

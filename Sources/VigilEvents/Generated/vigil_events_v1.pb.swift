@@ -1460,6 +1460,10 @@ public nonisolated struct Vigil_Events_V1_HubReceived: Sendable {
 
   public var payload: Data = Data()
 
+  /// Schema 9: taken again after the feed was found given out again (HubFeedRewound): a cancel or
+  /// acknowledgement of an alert the box does not hold (long ended, forgotten) is history only.
+  public var replayed: Bool = false
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -3202,7 +3206,7 @@ nonisolated extension Vigil_Events_V1_HubEpochStarted.Reason: SwiftProtobuf._Pro
 
 nonisolated extension Vigil_Events_V1_HubReceived: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".HubReceived"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}hub\0\u{1}position\0\u{3}origin_node\0\u{1}kind\0\u{3}time_us\0\u{1}payload\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}hub\0\u{1}position\0\u{3}origin_node\0\u{1}kind\0\u{3}time_us\0\u{1}payload\0\u{1}replayed\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -3216,6 +3220,7 @@ nonisolated extension Vigil_Events_V1_HubReceived: SwiftProtobuf.Message, SwiftP
       case 4: try { try decoder.decodeSingularUInt32Field(value: &self.kind) }()
       case 5: try { try decoder.decodeSingularUInt64Field(value: &self.timeUs) }()
       case 6: try { try decoder.decodeSingularBytesField(value: &self.payload) }()
+      case 7: try { try decoder.decodeSingularBoolField(value: &self.replayed) }()
       default: break
       }
     }
@@ -3240,6 +3245,9 @@ nonisolated extension Vigil_Events_V1_HubReceived: SwiftProtobuf.Message, SwiftP
     if !self.payload.isEmpty {
       try visitor.visitSingularBytesField(value: self.payload, fieldNumber: 6)
     }
+    if self.replayed != false {
+      try visitor.visitSingularBoolField(value: self.replayed, fieldNumber: 7)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -3250,6 +3258,7 @@ nonisolated extension Vigil_Events_V1_HubReceived: SwiftProtobuf.Message, SwiftP
     if lhs.kind != rhs.kind {return false}
     if lhs.timeUs != rhs.timeUs {return false}
     if lhs.payload != rhs.payload {return false}
+    if lhs.replayed != rhs.replayed {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
