@@ -183,6 +183,9 @@ public struct Projections: Projection {
     static func fromHub(_ r: HubReceived, event: Event) -> Event? {
         guard let body = try? EventCodec.decode(kind: r.kind, payload: [UInt8](r.payload), sequence: event.sequence) else { return nil }
         let origin = r.originNode == 0 ? UInt64.max : r.originNode
+        // Read again after a rewind, an item keeps its origin's time (when it is earlier): a cancel
+        // from long ago is not a cancel of now, to be put on the air again.
+        let time = r.replayed ? min(r.timeUs, event.timeMicroseconds) : event.timeMicroseconds
         let item: EventBody
         switch body {
         case .alertRaised(var a), .alertReceived(var a):
@@ -199,7 +202,7 @@ public struct Projections: Projection {
         default:
             return nil
         }
-        return Event(sequence: event.sequence, timeMicroseconds: event.timeMicroseconds, body: item)
+        return Event(sequence: event.sequence, timeMicroseconds: time, body: item)
     }
 
     /// Whether `item` (from `fromHub`) is a raise, or answers an alert the book holds.

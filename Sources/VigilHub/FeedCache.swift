@@ -33,8 +33,9 @@ actor FeedCache {
         if !loaded || generation > readGeneration || ContinuousClock.now - readAt > .seconds(Self.maxAgeSeconds) {
             try await refresh(generation: generation, database: database)
         }
-        // The window holds (floor, through]: a cursor at the floor itself is not in it.
-        guard after == 0 || after > floor, after <= through else { return nil }
+        // The window holds (floor, through]; a cursor at the floor itself (or 0 with an older
+        // floor) is answered by the database, below or here.
+        guard after >= floor, after <= through else { return nil }
         var out: [HubDatabase.FeedItem] = []
         // The window is in position order: start at the first item after the cursor.
         var low = 0, high = window.count
@@ -43,7 +44,8 @@ actor FeedCache {
             if window[mid].position <= after { low = mid + 1 } else { high = mid }
         }
         let atCursor = low > 0 && window[low - 1].position == after ? window[low - 1] : nil
-        // A cursor inside the window with no item there: the database decides.
+        // A cursor with no item in the window (the floor itself, or a position gone): the
+        // database decides.
         if after > 0 && atCursor == nil { return nil }
         for item in window[low...] where item.originNode != node {
             out.append(item)

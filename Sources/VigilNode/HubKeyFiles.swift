@@ -75,12 +75,14 @@ final class KeyFileWorker: @unchecked Sendable {
         // The offer handed to the loop last, and the refusal count just after it was appended:
         // until the loop applies its outcome the same offer comes back, and is not matched again
         // unless the log refused one of the appends since.
-        var submitted: (sha: String, refusals: UInt64)?
+        var submitted: (sha: String, fileID: UInt64, refusals: UInt64)?
         var retry = HubRetry(.keyFiles, problems: problems)
         var waitingForKeys = false
         for await job in jobs {
             guard let offer = job.offer else { continue }
-            if let s = submitted, s.sha == offer.sha256Hex {
+            // (The same file offered again under a new id is a new offer: the outcome handed over
+            // was for the old id, and leaves this one waiting.)
+            if let s = submitted, s.sha == offer.sha256Hex, s.fileID == offer.fileID {
                 if s.refusals == job.refusals { continue }
                 // The log refused the outcome or an exposure before it: back off, then again.
                 submitted = nil
@@ -129,7 +131,7 @@ final class KeyFileWorker: @unchecked Sendable {
                     continue
                 }
                 retry.succeeded()
-                submitted = (offer.sha256Hex, refusals)
+                submitted = (offer.sha256Hex, offer.fileID, refusals)
                 break
             }
         }

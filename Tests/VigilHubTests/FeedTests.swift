@@ -120,4 +120,31 @@ import VigilTestSupport
         try await b.stop()
         await hub.stop()
     }
+
+    @Test func aLongPollFromTheStartOfAFeedLongerThanTheSharedWindowMissesNothing() async throws {
+        let hub = HubHarness("hub-long-feed")
+        try await hub.start()
+        let box = Box("long-feed")
+        try await box.join(hub, as: "reader")
+        let credential = try #require(try HubLinks.load(dataDirectory: box.directory.path).hubs.first?.credential)
+        let node = try NodeIdentity.load(dataDirectory: box.directory.path)
+        // 2,100 items from coordinators: more than the hub's shared window holds (2,000).
+        try await hub.database { db in
+            try await db.client.query("""
+                INSERT INTO feed (position, origin_node, origin_epoch, origin_seq, kind, time_us, payload)
+                SELECT g, 0, 0, 0, 3, g, '\\x00'::bytea FROM generate_series(1, 2100) AS g
+                """, logger: quietLogger)
+        }
+        let client = try HubClient(url: hub.url, certificatePEM: try String(contentsOfFile: hub.hubData + "/tls/hub.crt", encoding: .utf8),
+                                   credential: BoxCredential(node: node, secret: credential))
+        defer { client.close() }
+        // A long poll warms the window first; then one from the start, and one from the window's floor.
+        _ = try await client.feed(node: node, after: 2_099, wait: 1)
+        let fromStart = try await client.feed(node: node, after: 0, wait: 1)
+        #expect(fromStart.items.first?.position == 1 && fromStart.items.count == 200, "\(fromStart.items.first?.position ?? 0)")
+        let fromFloor = try await client.feed(node: node, after: 100, wait: 1)
+        #expect(fromFloor.items.first?.position == 101 && fromFloor.head == 2_100 && fromFloor.atCursor != nil,
+                "a cursor at the window's floor is there: no rewind")
+        await hub.stop()
+    }
 }
