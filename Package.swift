@@ -150,6 +150,13 @@ let package = Package(
             exclude: ["openapi.yaml"],
             swiftSettings: strict
         ),
+        // libFuzzer targets for every parser of outside bytes (scripts/fuzz builds it with the
+        // fuzzer; an ordinary build replays inputs: `vigil-fuzz TARGET PATH...`).
+        .executableTarget(
+            name: "vigil-fuzz",
+            dependencies: ["VigilRadio", "VigilEvents", "VigilExposure", "VigilHubProtocol"],
+            swiftSettings: strict
+        ),
         .executableTarget(
             name: "vigil-hub",
             dependencies: [

@@ -1,0 +1,93 @@
+import Foundation
+import VigilEvents
+import VigilExposure
+import VigilHubProtocol
+import VigilRadio
+
+/// The libFuzzer targets (README "Fuzzing"): every parser of bytes from outside the box, each a
+/// function of one input that must return, never trap, and keep what it promises. `scripts/fuzz`
+/// builds this executable with `-sanitize=fuzzer,address` and runs each target; `VIGIL_FUZZ_TARGET`
+/// names the one to run. Seeds are in `Fuzz/corpus/TARGET/`.
+enum FuzzTargets {
+    static let all: [String: @Sendable ([UInt8]) -> Void] = [
+        "hci-event": hciEvent,
+        "advertising-data": advertisingData,
+        "alert-frame": alertFrame,
+        "event-codec": eventCodec,
+        "key-export": keyExport,
+        "upload-batch": uploadBatch,
+    ]
+
+    /// An HCI packet from the controller (H4: the type byte first), as the radio reads it.
+    static func hciEvent(_ bytes: [UInt8]) {
+        var parser = HCIEventParser()
+        _ = parser.parse(bytes, timeMicroseconds: 1)
+        _ = parser.parse([0x04] + bytes, timeMicroseconds: 2)
+    }
+
+    /// Advertising data (length-type-value structures) as any device in range sends it.
+    static func advertisingData(_ bytes: [UInt8]) {
+        var counts = AdvertisingDataParser.Counts()
+        let (summary, _) = AdvertisingDataParser.summarize(bytes, connectable: bytes.first.map { $0 & 1 == 1 } ?? false, counts: &counts)
+        check(summary.serviceUuids128.count <= AdvertisingDataParser.maximumUUIDs128, "at most \(AdvertisingDataParser.maximumUUIDs128) 128-bit UUIDs kept")
+    }
+
+    static let frameKey: AlertFrameKey? = try? AlertFrameKey(shelterKey: [UInt8](repeating: 0x5A, count: 32))
+
+    /// An alert frame heard over the air: decoded as it comes (almost always refused by its tag),
+    /// and the same fields encoded with the key and decoded back (the parser behind the tag).
+    static func alertFrame(_ bytes: [UInt8]) {
+        guard let key = frameKey else { return }
+        _ = try? AlertFrame.decode(bytes, key: key)
+        guard bytes.count >= 14, let type = AlertFrame.FrameType(rawValue: bytes[0] % 10 + 1) else { return }
+        func be(_ range: Range<Int>) -> UInt32 { bytes[range].reduce(UInt32(0)) { $0 << 8 | UInt32($1) } }
+        let location = bytes.count >= 22 && !type.refersToAnotherAlert
+            ? AlertFrame.Coordinates(latitudeE7: Int32(bitPattern: be(14..<18)), longitudeE7: Int32(bitPattern: be(18..<22))) : nil
+        let frame = AlertFrame(type: type, severity: AlertSeverity(rawValue: Int(bytes[1] & 3)) ?? .unspecified, hops: bytes[1] >> 2 & 7,
+                               origin: be(2..<6), counter: be(6..<9) & 0xFF_FFFF, expirySeconds: be(9..<13), location: location)
+        guard let encoded = try? frame.encode(key: key) else { return }
+        guard let decoded = try? AlertFrame.decode(encoded, key: key) else { fail("a frame this box encoded does not decode") }
+        check(decoded.type == frame.type && decoded.origin == frame.origin && decoded.counter == frame.counter
+              && decoded.expirySeconds == frame.expirySeconds && decoded.hops == frame.hops, "a frame decodes to what was encoded")
+    }
+
+    /// An event payload of any kind (the log's records, the hub's feed items): the first byte
+    /// picks the kind. What decodes encodes back to bytes that decode to the same.
+    static func eventCodec(_ bytes: [UInt8]) {
+        guard let first = bytes.first else { return }
+        let kind = UInt32(first % 32)
+        guard let body = try? EventCodec.decode(kind: kind, payload: Array(bytes.dropFirst()), sequence: 1) else { return }
+        let (again, payload) = EventCodec.encode(body)
+        let back = try? EventCodec.decode(kind: again, payload: payload, sequence: 1)
+        check(back == body, "kind \(kind): decode, encode, decode gives the same")
+    }
+
+    /// A diagnosis-key export (export.bin) and a signature file, as the hub or a USB stick gives them.
+    static func keyExport(_ bytes: [UInt8]) {
+        let split = bytes.first.map { Int($0) } ?? 0
+        let bin = Array(bytes.dropFirst().dropLast(min(split, max(0, bytes.count - 1))))
+        let sig = Array(bytes.suffix(min(split, max(0, bytes.count - 1))))
+        _ = try? DiagnosisKeyFile(exportBin: Array(bytes))
+        _ = try? DiagnosisKeyImport.parse(exportBin: Array(bytes), exportSig: nil, verifier: ExportSignatureVerifier(keys: []), allowUnsigned: true)
+        _ = try? DiagnosisKeyImport.parse(exportBin: bin, exportSig: sig, verifier: ExportSignatureVerifier(keys: []))
+    }
+
+    /// An upload as a box sends it, in binary and in JSON, as the hub reads it.
+    static func uploadBatch(_ bytes: [UInt8]) {
+        if let batch = try? UploadBatch(protobuf: bytes), let again = try? batch.protobuf() {
+            check((try? UploadBatch(protobuf: again)) == batch, "a binary batch read back is the same")
+        }
+        _ = try? JSONDecoder().decode(UploadBatch.self, from: Data(bytes))
+        _ = try? JSONDecoder().decode(FeedAnswer.self, from: Data(bytes))
+    }
+
+    static func check(_ condition: Bool, _ promise: @autoclosure () -> String) {
+        if !condition { fail(promise()) }
+    }
+
+    /// A broken promise: a crash libFuzzer records with its input.
+    static func fail(_ promise: String) -> Never {
+        FileHandle.standardError.write(Data("vigil-fuzz: broken: \(promise)\n".utf8))
+        abort()
+    }
+}
