@@ -41,23 +41,28 @@ final class HubUplink: NodeComponent {
     }
 
     func open() throws(NodeError) {
-        try choose()
+        assemble(try chooseHubs())
     }
 
-    /// The hubs of `DATA/hub.json` and the workers for them (none without a hub).
-    private func choose() throws(NodeError) {
+    /// The hubs of `DATA/hub.json`, ordered for use; nil when the box has joined none.
+    private func chooseHubs() throws(NodeError) -> HubChoice? {
         let links = try HubLinks.load(dataDirectory: node.configuration.dataDirectory)
-        guard !links.hubs.isEmpty else {
-            (worker, downlink, keyFiles, choice) = (nil, nil, nil, nil)
-            return
-        }
-        let choice: HubChoice
+        guard !links.hubs.isEmpty else { return nil }
         do {
-            choice = try HubChoice(links: links.hubs, node: node.nodeID,
-                                   site: GeoPoint(text: node.configuration.projections.ladder.siteLocation),
-                                   clock: node.clock, logger: node.logger)
+            return try HubChoice(links: links.hubs, node: node.nodeID,
+                                 site: GeoPoint(text: node.configuration.projections.ladder.siteLocation),
+                                 clock: node.clock, logger: node.logger)
         } catch {
             throw .unsupported("DATA/hub.json: \(error)")
+        }
+    }
+
+    /// The workers for `choice` (none without a hub), of the current generation.
+    private func assemble(_ choice: HubChoice?) {
+        self.choice = choice
+        guard let choice else {
+            (worker, downlink, keyFiles) = (nil, nil, nil)
+            return
         }
         worker = UplinkWorker(node: node, choice: choice, log: node.log,
                               policy: SharePolicy(shareContacts: node.configuration.hubShareContacts,
@@ -65,7 +70,6 @@ final class HubUplink: NodeComponent {
                               problems: problems, generation: generation, logger: node.logger)
         downlink = DownlinkWorker(node: node, choice: choice, problems: problems, generation: generation, logger: node.logger)
         keyFiles = KeyFileWorker(node: node, choice: choice, problems: problems, generation: generation, logger: node.logger)
-        self.choice = choice
     }
 
     func start() throws(NodeError) {
@@ -113,23 +117,16 @@ final class HubUplink: NodeComponent {
     /// so nothing is sent or taken twice. An exchange under way is given up; what it had appended
     /// stays. On the loop.
     func reload() throws(NodeError) {
-        // A list that cannot be used leaves the sync running with the old one: it is read (and
-        // its certificates loaded) before anything stops.
-        let links = try HubLinks.load(dataDirectory: node.configuration.dataDirectory)
-        if !links.hubs.isEmpty {
-            do {
-                try HubChoice(links: links.hubs, node: node.nodeID, site: nil, clock: node.clock, logger: node.logger).close()
-            } catch {
-                throw .unsupported("DATA/hub.json: \(error)")
-            }
-        }
+        // A list that cannot be used leaves the sync running with the old one: it is read, and
+        // its certificates loaded, before anything stops (once: the same choice is then used).
+        let next = try chooseHubs()
         stop()
         tasks = []
         generation &+= 1
         changed = false
         keyFilesChanged = false
         problems.reset()
-        try choose()
+        assemble(next)
         try start()
         node.logger.notice("hub: the list of hubs changed; the sync starts again with it", metadata: ["hubs": "\(choice?.hubs.count ?? 0)"])
     }
