@@ -13,8 +13,13 @@ final class OpenEnvironment: Sendable {
     let mapLock = ReadWriteLock()
     /// At most one writer per environment per process.
     let hasWriter = Mutex(false)
+    /// How records are stored. Only ever changes from `.unchecked` (a format-1 log) to a
+    /// checksummed format, when another process's node upgrades the log.
+    let recordFormat: Mutex<RecordFormat>
 
-    init(environment: LMDBEnvironment, events: MDB_dbi, checkpoints: MDB_dbi, meta: MDB_dbi, readOnly: Bool) {
+    init(environment: LMDBEnvironment, events: MDB_dbi, checkpoints: MDB_dbi, meta: MDB_dbi, readOnly: Bool,
+         recordFormat: RecordFormat) {
+        self.recordFormat = Mutex(recordFormat)
         self.environment = environment
         self.events = events
         self.checkpoints = checkpoints

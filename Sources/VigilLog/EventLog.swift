@@ -31,7 +31,11 @@ public final class EventLog: @unchecked Sendable {
     /// Set once in `open`, before the log is shared; never reassigned.
     private(set) var writer: LogWriter?
 
-    static let formatVersion: UInt32 = 1
+    /// 2: every record and checkpoint is checksummed (`RecordFormat`). 1: no checksums; read by
+    /// this build, and upgraded in place when opened for writing.
+    static let formatVersion: UInt32 = 2
+    static let formatKey = Array("format".utf8)
+    static let checksummedFromKey = Array("checksummed-from".utf8)
 
     private init(configuration: LogConfiguration, environment: OpenEnvironment,
                  events: MDB_dbi, checkpoints: MDB_dbi, meta: MDB_dbi, readOnly: Bool) {
@@ -104,26 +108,62 @@ public final class EventLog: @unchecked Sendable {
                 let events = try txn.openDatabase("events", create: !readOnly)
                 let checkpoints = try txn.openDatabase("checkpoints", create: !readOnly)
                 let meta = try txn.openDatabase("meta", create: !readOnly)
-                let versionKey = Array("format".utf8)
-                let stored = try versionKey.withUnsafeBytes { try txn.get(meta, key: $0) }
-                if let stored {
-                    guard stored.count == 4 else { throw LogError.incompatible("format marker has \(stored.count) bytes") }
-                    let version = UInt32(bigEndian: stored.loadUnaligned(as: UInt32.self))
-                    guard version == formatVersion else {
-                        throw LogError.incompatible("format \(version); this build reads format \(formatVersion)")
-                    }
-                } else if !readOnly {
-                    let value = withUnsafeBytes(of: formatVersion.bigEndian) { Array($0) }
-                    try versionKey.withUnsafeBytes { k in
-                        try value.withUnsafeBytes { v in try txn.put(meta, key: k, value: v) }
-                    }
-                }
-                return OpenEnvironment(environment: env, events: events, checkpoints: checkpoints, meta: meta, readOnly: readOnly)
+                let format = try formatOnOpen(txn, events: events, checkpoints: checkpoints, meta: meta, readOnly: readOnly)
+                return OpenEnvironment(environment: env, events: events, checkpoints: checkpoints, meta: meta,
+                                       readOnly: readOnly, recordFormat: format)
             }
         } catch let error as LMDBError where error.isNotFound {
             // commit(after:) has aborted the transaction.
             throw LogError.incompatible("not a Vigil log (its databases are missing)")
         }
+    }
+
+    /// Checks the format marker, writes it into a new log, and upgrades a format-1 log opened for
+    /// writing: records from the next sequence on are checksummed, and its checkpoints (which have
+    /// no checksum) are dropped, so the first start after the upgrade replays the log once.
+    private static func formatOnOpen(_ txn: LMDBTransaction, events: MDB_dbi, checkpoints: MDB_dbi, meta: MDB_dbi,
+                                     readOnly: Bool) throws -> RecordFormat {
+        let stored = try formatKey.withUnsafeBytes { try txn.get(meta, key: $0) }
+        guard let stored else {
+            if !readOnly {
+                try writeMeta(txn, meta: meta, key: formatKey, value: withUnsafeBytes(of: formatVersion.bigEndian) { Array($0) })
+            }
+            return .current
+        }
+        guard stored.count == 4 else { throw LogError.incompatible("format marker has \(stored.count) bytes") }
+        let version = UInt32(bigEndian: stored.loadUnaligned(as: UInt32.self))
+        switch version {
+        case 1 where readOnly:
+            return .unchecked
+        case 1:
+            let cursor = try txn.cursor(events)
+            let last = try cursor.move(.last).flatMap { sequence(fromKey: $0.key) } ?? 0
+            cursor.close()
+            try writeMeta(txn, meta: meta, key: formatKey, value: withUnsafeBytes(of: formatVersion.bigEndian) { Array($0) })
+            try writeMeta(txn, meta: meta, key: checksummedFromKey, value: withUnsafeBytes(of: (last + 1).bigEndian) { Array($0) })
+            try txn.empty(checkpoints)
+            return RecordFormat(checksummedFrom: last + 1, checksummedCheckpoints: true)
+        case formatVersion:
+            return try readFormat(txn, meta: meta)
+        default:
+            throw LogError.incompatible("format \(version); this build reads formats 1 and \(formatVersion)")
+        }
+    }
+
+    /// The record format of a format-2 log (or `.unchecked` while its marker still says 1).
+    static func readFormat(_ txn: LMDBTransaction, meta: MDB_dbi) throws -> RecordFormat {
+        let marker = try formatKey.withUnsafeBytes { try txn.get(meta, key: $0) }
+        guard let marker, marker.count == 4, UInt32(bigEndian: marker.loadUnaligned(as: UInt32.self)) >= 2 else {
+            return .unchecked
+        }
+        guard let from = try checksummedFromKey.withUnsafeBytes({ try txn.get(meta, key: $0) }), from.count == 8 else {
+            return .current
+        }
+        return RecordFormat(checksummedFrom: UInt64(bigEndian: from.loadUnaligned(as: UInt64.self)), checksummedCheckpoints: true)
+    }
+
+    private static func writeMeta(_ txn: LMDBTransaction, meta: MDB_dbi, key: [UInt8], value: [UInt8]) throws {
+        try key.withUnsafeBytes { k in try value.withUnsafeBytes { v in try txn.put(meta, key: k, value: v) } }
     }
 
     // MARK: Appending
@@ -207,10 +247,23 @@ public final class EventLog: @unchecked Sendable {
             try mapLock.withReadLock { () throws -> T in
                 let txn = try environment.begin(readOnly: true)
                 defer { txn.abort() }
-                return try body(LogReadTransaction(log: self, txn: txn))
+                return try body(LogReadTransaction(log: self, txn: txn, format: try currentFormat(txn)))
             }
         }
     }
+
+    /// The format as this process knows it; a reader of a format-1 log looks again, in case a node
+    /// has upgraded it since (the upgrade is one way, so a checksummed format is never re-read).
+    private func currentFormat(_ txn: LMDBTransaction) throws -> RecordFormat {
+        let known = shared.recordFormat.withLock { $0 }
+        guard known == .unchecked else { return known }
+        let now = try Self.readFormat(txn, meta: meta)
+        if now != known { shared.recordFormat.withLock { $0 = now } }
+        return now
+    }
+
+    /// How records of this log are stored (which carry a checksum).
+    public var recordFormat: RecordFormat { shared.recordFormat.withLock { $0 } }
 
     /// Bytes the map uses (pages up to the high-water mark) and its current size.
     public func spaceUsage() throws(LogError) -> (usedBytes: Int, mapBytes: Int, pageSize: Int) {
@@ -235,6 +288,7 @@ public struct CommitReport: Sendable {
 public struct LogReadTransaction {
     let log: EventLog
     let txn: LMDBTransaction
+    let format: RecordFormat
 
     /// The highest stored sequence, 0 when empty.
     public func lastSequence() throws(LogError) -> UInt64 { try edge(.last) }
@@ -262,7 +316,7 @@ public struct LogReadTransaction {
             while let current = entry {
                 let result: Result<StoredRecordView, CorruptRecord>
                 if let seq = sequence(fromKey: current.key) {
-                    result = StoredRecordView.parse(sequence: seq, value: current.value)
+                    result = format.parse(sequence: seq, value: current.value)
                 } else {
                     result = .failure(CorruptRecord(sequence: 0, reason: "key of \(current.key.count) bytes"))
                 }
@@ -276,11 +330,8 @@ public struct LogReadTransaction {
     public func checkpoint(named name: String) throws(LogError) -> (sequence: UInt64, state: [UInt8])? {
         try logErrors {
             let key = Array(name.utf8)
-            guard let value = try key.withUnsafeBytes({ try txn.get(log.checkpoints, key: $0) }), value.count >= 8 else {
-                return nil
-            }
-            let seq = UInt64(bigEndian: value.loadUnaligned(as: UInt64.self))
-            return (seq, Array(value[8...]))
+            guard let value = try key.withUnsafeBytes({ try txn.get(log.checkpoints, key: $0) }) else { return nil }
+            return format.parseCheckpoint(name: name, value: Array(value))
         }
     }
 

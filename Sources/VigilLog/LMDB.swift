@@ -183,6 +183,11 @@ struct LMDBTransaction {
         try lmdb("mdb_del", rc)
     }
 
+    /// Deletes every entry of the database, keeping the database itself.
+    func empty(_ dbi: MDB_dbi) throws {
+        try lmdb("mdb_drop", mdb_drop(handle, dbi, 0))
+    }
+
     func stat(_ dbi: MDB_dbi) throws -> MDB_stat {
         var s = MDB_stat()
         try lmdb("mdb_stat", mdb_stat(handle, dbi, &s))

@@ -111,6 +111,8 @@ final class LogWriter: @unchecked Sendable {
     private let stats: Mutex<LogStatistics>
     private var thread: OSThread?
 
+    /// How this log stores records: set at open (a format-1 log was upgraded then).
+    private let format: RecordFormat
     // Writer-thread only:
     private var spare = Batch()
     private var lastCommitStart: UInt64 = 0
@@ -123,6 +125,7 @@ final class LogWriter: @unchecked Sendable {
         self.config = configuration
         self.nextSequence = nextSequence
         self.onDurable = onDurable
+        self.format = environment.recordFormat.withLock { $0 }
         var initial = LogStatistics()
         initial.durableSequence = nextSequence - 1
         initial.mapSize = (try? environment.environment.info().me_mapsize) ?? configuration.initialMapSize
@@ -146,7 +149,7 @@ final class LogWriter: @unchecked Sendable {
             let seq = nextSequence
             nextSequence += 1
             let offset = incoming.bytes.count
-            record.encode(appendingTo: &incoming.bytes)
+            RecordFormat.encode(record, sequence: seq, appendingTo: &incoming.bytes)
             incoming.slots.append(Slot(sequence: seq, offset: offset, length: incoming.bytes.count - offset,
                                        sheddable: priority == .sheddable))
             if let completion { incoming.completions.append((seq, completion)) }
@@ -272,14 +275,13 @@ final class LogWriter: @unchecked Sendable {
                         purge.resume = sequence
                         break
                     }
-                    var offset = 0
-                    guard let kind = Varint.read(value, at: &offset), let time = Varint.read(value, at: &offset), offset <= value.count else {
+                    guard case .success(let view) = format.parse(sequence: sequence, value: value) else {
                         entry = try cursor.move(.next) // unreadable: left for the reader to report
                         continue
                     }
+                    let time = view.timeMicroseconds
                     purge.newerRun = time >= purge.beforeMicroseconds &+ 3_600_000_000 ? purge.newerRun + 1 : 0
-                    if time < purge.beforeMicroseconds,
-                       purge.matches(UInt32(truncatingIfNeeded: kind), sequence, UnsafeRawBufferPointer(rebasing: value[offset...])) {
+                    if time < purge.beforeMicroseconds, purge.matches(view.kind, sequence, view.payload) {
                         try cursor.deleteCurrent()
                         deleted += 1
                         // The page under `key` and `value` changed: position again by value, at the
@@ -444,7 +446,7 @@ final class LogWriter: @unchecked Sendable {
                 }
             }
             for checkpoint in checkpoints {
-                let value = withUnsafeBytes(of: checkpoint.sequence.bigEndian) { Array($0) } + checkpoint.state
+                let value = RecordFormat.encodeCheckpoint(name: checkpoint.name, sequence: checkpoint.sequence, state: checkpoint.state)
                 let key = Array(checkpoint.name.utf8)
                 try key.withUnsafeBytes { k in
                     try value.withUnsafeBytes { v in try txn.put(environment.checkpoints, key: k, value: v) }

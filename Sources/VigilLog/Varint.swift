@@ -42,7 +42,7 @@ public enum Varint {
 
 /// One event as the log stores it: the envelope fields plus an opaque, versioned payload.
 ///
-/// On disk: key = sequence (8 bytes, big-endian); value = varint kind | varint time | payload.
+/// On disk: key = sequence (8 bytes, big-endian); value as `RecordFormat` describes.
 public struct LogRecord: Sendable, Equatable {
     public var kind: UInt32
     public var timeMicroseconds: UInt64
@@ -52,18 +52,6 @@ public struct LogRecord: Sendable, Equatable {
         self.kind = kind
         self.timeMicroseconds = timeMicroseconds
         self.payload = payload
-    }
-
-    /// Appends the stored value (envelope, then payload) to `bytes`.
-    func encode(appendingTo bytes: inout [UInt8]) {
-        // The envelope is at most 5 + 10 bytes; build it on the stack.
-        var header: (UInt64, UInt64) = (0, 0)
-        let length = withUnsafeMutableBytes(of: &header) { buffer in
-            let offset = Varint.write(UInt64(kind), into: buffer, at: 0)
-            return Varint.write(timeMicroseconds, into: buffer, at: offset)
-        }
-        withUnsafeBytes(of: header) { bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: $0[..<length])) }
-        bytes.append(contentsOf: payload)
     }
 }
 
@@ -78,19 +66,6 @@ public struct StoredRecordView {
     public func copy() -> StoredRecord {
         StoredRecord(sequence: sequence,
                      record: LogRecord(kind: kind, timeMicroseconds: timeMicroseconds, payload: Array(payload)))
-    }
-
-    /// Parses the envelope of a raw LMDB value.
-    static func parse(sequence: UInt64, value: UnsafeRawBufferPointer) -> Result<StoredRecordView, CorruptRecord> {
-        var offset = 0
-        guard let kind = Varint.read(value, at: &offset), kind <= UInt64(UInt32.max) else {
-            return .failure(CorruptRecord(sequence: sequence, reason: "unreadable kind in envelope (\(value.count) bytes)"))
-        }
-        guard let time = Varint.read(value, at: &offset) else {
-            return .failure(CorruptRecord(sequence: sequence, reason: "unreadable time in envelope (\(value.count) bytes)"))
-        }
-        return .success(StoredRecordView(sequence: sequence, kind: UInt32(kind), timeMicroseconds: time,
-                                         payload: UnsafeRawBufferPointer(rebasing: value[offset...])))
     }
 }
 

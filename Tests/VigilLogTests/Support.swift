@@ -184,3 +184,32 @@ func overwriteValue(of sequence: UInt64, with bytes: [UInt8], inLogAt directory:
     let key = withUnsafeBytes(of: sequence.bigEndian) { Array($0) }
     _ = try runTool("/usr/bin/mdb_load", ["-T", "-s", "events", directory], input: escaped(key) + "\n" + escaped(bytes) + "\n")
 }
+
+/// Writes a format-1 log (the layout before record checksums) with mdb_load: the format marker,
+/// plain `varint kind | varint time | payload` values, and optionally one checkpoint.
+func makeFormatOneLog(_ records: [LogRecord], checkpoint: (name: String, sequence: UInt64, state: [UInt8])?,
+                      at directory: String) throws {
+    func escaped(_ bytes: [UInt8]) -> String {
+        bytes.map { "\\" + ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
+    }
+    func varint(_ value: UInt64) -> [UInt8] {
+        var v = value, out: [UInt8] = []
+        while v >= 0x80 { out.append(UInt8(v & 0x7F) | 0x80); v >>= 7 }
+        return out + [UInt8(v)]
+    }
+    try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+    let meta = escaped(Array("format".utf8)) + "\n" + escaped([0, 0, 0, 1]) + "\n"
+    _ = try runTool("/usr/bin/mdb_load", ["-T", "-s", "meta", directory], input: meta)
+    var events = ""
+    for (i, record) in records.enumerated() {
+        let key = withUnsafeBytes(of: UInt64(i + 1).bigEndian) { Array($0) }
+        events += escaped(key) + "\n" + escaped(varint(UInt64(record.kind)) + varint(record.timeMicroseconds) + record.payload) + "\n"
+    }
+    _ = try runTool("/usr/bin/mdb_load", ["-T", "-s", "events", directory], input: events)
+    var checkpoints = ""
+    if let checkpoint {
+        checkpoints = escaped(Array(checkpoint.name.utf8)) + "\n"
+            + escaped(withUnsafeBytes(of: checkpoint.sequence.bigEndian) { Array($0) } + checkpoint.state) + "\n"
+    }
+    _ = try runTool("/usr/bin/mdb_load", ["-T", "-s", "checkpoints", directory], input: checkpoints)
+}
