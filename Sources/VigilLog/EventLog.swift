@@ -69,8 +69,9 @@ public final class EventLog: @unchecked Sendable {
         }
         do {
             let last = try log.read { try $0.lastSequence() }
+            let floor = try log.read { try $0.nextSequenceFloor() }
             log.writer = try LogWriter(environment: log.shared, configuration: configuration,
-                                       nextSequence: last + 1, onDurable: onDurable)
+                                       nextSequence: max(last + 1, floor), onDurable: onDurable)
         } catch {
             log.shared.hasWriter.withLock { $0 = false }
             throw error
@@ -323,6 +324,16 @@ public struct LogReadTransaction {
                 guard try body(result) else { return }
                 entry = try cursor.move(.next)
             }
+        }
+    }
+
+    /// The least sequence the next append may have: set by a salvage, so a new epoch never reuses
+    /// a sequence the damaged log may have held. 0 when none was set.
+    public func nextSequenceFloor() throws(LogError) -> UInt64 {
+        try logErrors {
+            guard let value = try LogSalvage.nextSequenceKey.withUnsafeBytes({ try txn.get(log.meta, key: $0) }),
+                  value.count == 8 else { return 0 }
+            return UInt64(bigEndian: value.loadUnaligned(as: UInt64.self))
         }
     }
 

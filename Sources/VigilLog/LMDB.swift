@@ -167,6 +167,16 @@ struct LMDBTransaction {
     }
 
     /// The value for `key`, valid until the transaction ends; nil when absent.
+    /// Stores `value` unless `key` is present (MDB_NOOVERWRITE); true when it was stored.
+    func putIfAbsent(_ dbi: MDB_dbi, key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) throws -> Bool {
+        var k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
+        var v = MDB_val(mv_size: value.count, mv_data: UnsafeMutableRawPointer(mutating: value.baseAddress))
+        let rc = mdb_put(handle, dbi, &k, &v, UInt32(MDB_NOOVERWRITE))
+        if rc == MDB_KEYEXIST { return false }
+        try lmdb("mdb_put", rc)
+        return true
+    }
+
     func get(_ dbi: MDB_dbi, key: UnsafeRawBufferPointer) throws -> UnsafeRawBufferPointer? {
         var k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
         var v = MDB_val()

@@ -106,6 +106,44 @@ public struct FileDescriptor: ~Copyable, Sendable {
 }
 
 /// An eventfd: the way other threads wake the event loop.
+/// A file opened for positional reads (pread), shareable between closures. Reads through it turn
+/// an unreadable sector into an EIO error; a memory map would turn it into SIGBUS.
+public final class PositionalFile: Sendable {
+    private let descriptor: Int32
+    /// The file's size when opened.
+    public let size: Int
+
+    public init(readingAt path: String) throws(SystemError) {
+        let fd = try check("open", path) { cvigil_open(path, O_RDONLY | O_CLOEXEC, 0) }
+        var info = stat()
+        if fstat(fd, &info) != 0 {
+            let e = Errno.current
+            _ = Glibc.close(fd)
+            throw SystemError("fstat", path, errno: e)
+        }
+        descriptor = fd
+        size = Int(info.st_size)
+    }
+
+    deinit { _ = Glibc.close(descriptor) }
+
+    /// Reads `count` bytes at `offset`; fewer only at the end of the file.
+    public func read(count: Int, at offset: Int) throws(SystemError) -> [UInt8] {
+        var buffer = [UInt8](repeating: 0, count: count)
+        var done = 0
+        while done < count {
+            let n = buffer.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress! + done, count - done, off_t(offset + done)) }
+            if n > 0 { done += n; continue }
+            if n == 0 { break }
+            let e = Errno.current
+            if e == .interrupted { continue }
+            throw SystemError("pread", errno: e)
+        }
+        if done < count { buffer.removeLast(count - done) }
+        return buffer
+    }
+}
+
 public final class EventFD: Sendable {
     public let fd: Int32
     public init() throws(SystemError) {
@@ -199,6 +237,8 @@ public enum FileSystem {
     }
 
     public static func remove(_ path: String) { _ = unlink(path) }
+    /// Removes an empty directory; does nothing if it is not empty or absent.
+    public static func removeEmptyDirectory(_ path: String) { _ = rmdir(path) }
 
     /// What `path` itself is (lstat: a symbolic link is not followed).
     public struct Entry: Sendable, Equatable {

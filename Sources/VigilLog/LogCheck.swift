@@ -1,0 +1,160 @@
+import VigilSystem
+
+/// What `vigil log check` found: whether LMDB can safely read the log, and which records are not
+/// what was written.
+public struct LogCheckReport: Sendable, Codable, Equatable {
+    /// A run of consecutive sequences, inclusive.
+    public struct SequenceRange: Sendable, Codable, Equatable, CustomStringConvertible {
+        public var first: UInt64
+        public var last: UInt64
+        public init(first: UInt64, last: UInt64) { self.first = first; self.last = last }
+        public var description: String { first == last ? "\(first)" : "\(first)...\(last)" }
+        public var count: UInt64 { last - first + 1 }
+    }
+
+    public var pageSize: Int = 0
+    public var pages: UInt64 = 0
+    /// The transaction of the meta page read (the newest readable one).
+    public var transaction: UInt64 = 0
+    /// Records whose checksum matched (or format-1 records whose envelope reads).
+    public var records: UInt64 = 0
+    /// Of those, format-1 records: read, but without a checksum to check them by.
+    public var unchecked: UInt64 = 0
+    public var firstSequence: UInt64 = 0
+    public var lastSequence: UInt64 = 0
+    /// Records present whose checksum or envelope is wrong.
+    public var corruptRecords: [SequenceRange] = []
+    /// Pages that cannot be read or break LMDB's layout: opening the log with LMDB may crash.
+    public var damagedPages: [String] = []
+    /// Sequences in doubt: under damaged pages, or in a leaf holding a corrupt record (its key may
+    /// be what was mangled), as far as the tree says. They may include gaps retention made.
+    public var unreachable: [SequenceRange] = []
+    /// Seconds the check took.
+    public var seconds: Double = 0
+
+    /// Nothing wrong: LMDB may open the log and every record is what was written.
+    public var isHealthy: Bool { damagedPages.isEmpty && corruptRecords.isEmpty }
+    /// Opening the log with LMDB is safe (records may still fail their checksums: those are reported
+    /// on read and never applied).
+    public var isStructurallySound: Bool { damagedPages.isEmpty }
+}
+
+/// Checks a log without LMDB (see `LMDBFileReader`): walks the tree of every database from the
+/// newest meta page, and checks every record's checksum.
+///
+/// Contract: safe on any file, however mangled: it never maps the file and never follows an offset
+/// it has not checked, so it does not crash where LMDB would. Read-only; it never writes.
+/// Misuse: checking a log while a node writes it can report pages the writer recycled meanwhile;
+/// `vigil log check` on a live box holds an LMDB read transaction for that (see `checkLive`).
+public enum LogCheck {
+    public static func check(directory: String) throws(LogError) -> LogCheckReport {
+        try check(reader: LMDBFileReader.open(path: directory + "/data.mdb"), transaction: nil)
+    }
+
+    /// Checks the snapshot at `transaction` (the meta page with that id) when given, else the newest.
+    public static func check(reader: LMDBFileReader, transaction: UInt64?) throws(LogError) -> LogCheckReport {
+        let started = monotonicNanoseconds()
+        var report = LogCheckReport()
+        report.pageSize = reader.pageSize
+        report.pages = reader.pageCount
+        let metas = reader.metas()
+        guard let meta = transaction.flatMap({ t in metas.first { $0.transaction == t } }) ?? reader.newestMeta() else {
+            throw .incompatible("neither meta page is readable: this is not an LMDB file any more")
+        }
+        report.transaction = meta.transaction
+        var damage: [LMDBFileReader.Damage] = []
+        let databases = reader.namedDatabases(meta) { damage.append($0) }
+        let events = databases.first { $0.name == "events" }
+        if events == nil {
+            // A mangled name in the main database, or not a Vigil log at all: salvage tells them
+            // apart by finding checksummed records or not.
+            damage.append(.init(page: meta.mainRoot ?? 0, reason: "the main database does not name the events database",
+                                lowKey: [], highKey: nil))
+        }
+        // The format first: which records carry a checksum.
+        var format = RecordFormat.unchecked
+        if let metaDB = databases.first(where: { $0.name == "meta" }), let root = metaDB.root {
+            var values: [String: [UInt8]] = [:]
+            reader.walk(root: root, depth: metaDB.depth, lastPage: meta.lastPage,
+                        entry: { key, value, _, _ in values[String(decoding: key, as: UTF8.self)] = value }, damage: { damage.append($0) })
+            format = recordFormat(meta: values)
+        }
+        if let checkpoints = databases.first(where: { $0.name == "checkpoints" }), let root = checkpoints.root {
+            reader.walk(root: root, depth: checkpoints.depth, lastPage: meta.lastPage, entry: { _, _, _, _ in }, damage: { damage.append($0) })
+        }
+        var corrupt = RangeBuilder()
+        var suspect: [LogCheckReport.SequenceRange] = []
+        func range(low: [UInt8], high: [UInt8]?) -> LogCheckReport.SequenceRange {
+            let first = low.count == 8 ? low.u64BigEndian() : 1
+            let last = high.map { $0.count == 8 ? $0.u64BigEndian() &- 1 : UInt64.max } ?? UInt64.max
+            return LogCheckReport.SequenceRange(first: max(1, first), last: max(max(1, first), last))
+        }
+        if let events, let root = events.root {
+            reader.walk(root: root, depth: events.depth, lastPage: meta.lastPage, entry: { key, value, low, high in
+                guard key.count == 8 else {
+                    suspect.append(range(low: low, high: high))
+                    return
+                }
+                let sequence = key.u64BigEndian()
+                let ok = value.withUnsafeBytes { raw in
+                    if case .success = format.parse(sequence: sequence, value: raw) { return true }
+                    return false
+                }
+                if ok {
+                    report.records += 1
+                    if sequence < format.checksummedFrom { report.unchecked += 1 }
+                    if report.firstSequence == 0 { report.firstSequence = sequence }
+                    report.lastSequence = max(report.lastSequence, sequence)
+                } else {
+                    corrupt.add(sequence)
+                    // The key itself may be what was mangled: every key of its leaf is in doubt.
+                    suspect.append(range(low: low, high: high))
+                }
+            }, damage: { damage.append($0) })
+        }
+        if events == nil {
+            // The main database is damaged where it names the events: any of them may be lost.
+            report.unreachable = [LogCheckReport.SequenceRange(first: 1, last: .max)]
+        }
+        report.corruptRecords = corrupt.ranges
+        report.damagedPages = damage.map(\.description)
+        report.unreachable += suspect
+        report.unreachable += damage.compactMap { d -> LogCheckReport.SequenceRange? in
+            // Only damage in the events tree has 8-byte keys (or the open start of a range).
+            guard d.lowKey.isEmpty || d.lowKey.count == 8, d.highKey.map({ $0.count == 8 }) ?? true else { return nil }
+            let low = d.lowKey.isEmpty ? 1 : d.lowKey.u64BigEndian()
+            let high = d.highKey.map { $0.u64BigEndian() &- 1 } ?? UInt64.max
+            return low <= high ? LogCheckReport.SequenceRange(first: low, last: high) : nil
+        }
+        report.seconds = Double(monotonicNanoseconds() &- started) / 1e9
+        return report
+    }
+
+    static func recordFormat(meta values: [String: [UInt8]]) -> RecordFormat {
+        guard let marker = values["format"], marker.count == 4 else { return .unchecked }
+        let version = UInt32(marker[0]) << 24 | UInt32(marker[1]) << 16 | UInt32(marker[2]) << 8 | UInt32(marker[3])
+        guard version >= 2 else { return .unchecked }
+        guard let from = values["checksummed-from"], from.count == 8 else { return .current }
+        return RecordFormat(checksummedFrom: from.u64BigEndian(), checksummedCheckpoints: true)
+    }
+}
+
+/// Collects sequences, in ascending order, into ranges.
+struct RangeBuilder {
+    private(set) var ranges: [LogCheckReport.SequenceRange] = []
+    mutating func add(_ sequence: UInt64) {
+        if let last = ranges.last, last.last &+ 1 == sequence {
+            ranges[ranges.count - 1].last = sequence
+        } else {
+            ranges.append(.init(first: sequence, last: sequence))
+        }
+    }
+}
+
+extension Array where Element == UInt8 {
+    /// The big-endian u64 of an 8-byte key (0 for any other length).
+    func u64BigEndian() -> UInt64 {
+        guard count == 8 else { return 0 }
+        return reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+    }
+}
