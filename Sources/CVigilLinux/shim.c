@@ -6,6 +6,8 @@
 #include <fcntl.h>
 #include <spawn.h>
 #include <unistd.h>
+#include <signal.h>
+#include <string.h>
 #include "CVigilLinux.h"
 
 extern char **environ;
@@ -48,4 +50,29 @@ int cvigil_spawn_io(pid_t *pid, const char *path, char *const argv[], int stdin_
     rc = posix_spawn(pid, path, &actions, NULL, argv, environ);
     posix_spawn_file_actions_destroy(&actions);
     return rc;
+}
+
+static const char *fault_message = "";
+static int fault_status = 1;
+
+static void exit_on_fault(int signal) {
+    (void)signal;
+    // Only async-signal-safe calls: write(2) and _exit(2).
+    size_t length = 0;
+    while (fault_message[length] != 0) length++;
+    ssize_t ignored = write(STDERR_FILENO, fault_message, length);
+    (void)ignored;
+    _exit(fault_status);
+}
+
+int cvigil_exit_on_memory_fault(const char *message, int status) {
+    fault_message = message;
+    fault_status = status;
+    struct sigaction action;
+    memset(&action, 0, sizeof action);
+    action.sa_handler = exit_on_fault;
+    sigemptyset(&action.sa_mask);
+    if (sigaction(SIGSEGV, &action, NULL) != 0) return -1;
+    if (sigaction(SIGBUS, &action, NULL) != 0) return -1;
+    return 0;
 }

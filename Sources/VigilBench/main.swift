@@ -27,6 +27,9 @@ func runBenchmarks(_ options: Options) throws {
     if HubBench.metrics.contains(where: reporter.wants) {
         try HubBench(plan: plan, options: options, reporter: reporter).run()
     }
+    if SalvageBench.metrics.contains(where: reporter.wants) {
+        try SalvageBench(plan: plan, reporter: reporter).run()
+    }
     if reporter.wants(GAENMatchBench.metric) {
         try GAENMatchBench(plan: plan, options: options, reporter: reporter).run()
     }

@@ -37,6 +37,22 @@ public struct NodeHealth: Projection {
     public var buttonEdges: UInt64 = 0
     /// The last occupancy sample logged (nil before the first; older checkpoints have none).
     public var occupancy: Occupancy?
+    /// Times the log was found damaged and salvaged (`LogSalvaged`), and the last of them.
+    public var salvages: UInt64 = 0
+    public var lastSalvage: Salvage?
+
+    /// What the last salvage kept and lost, for `vigil status`.
+    public struct Salvage: Codable, Equatable, Sendable {
+        public var sequence: UInt64
+        public var timeMicroseconds: UInt64
+        public var recovered: UInt64
+        public var lostCount: UInt64
+        /// The first lost ranges ("120...180, 455"), at most eight, and whether an unknown number
+        /// after the highest recovered sequence were lost too.
+        public var lost: String
+        public var tailUnknown: Bool
+        public var keptAside: String
+    }
 
     /// One minute's count of advertisers heard (`OccupancySampled`).
     public struct Occupancy: Codable, Equatable, Sendable {
@@ -90,6 +106,12 @@ public struct NodeHealth: Projection {
             radioStateChangedMicroseconds = event.timeMicroseconds
         case .buttonInput:
             buttonEdges += 1
+        case .logSalvaged(let s):
+            salvages += 1
+            let ranges = s.lost.prefix(8).map { $0.first == $0.last ? "\($0.first)" : "\($0.first)...\($0.last)" }
+            lastSalvage = Salvage(sequence: event.sequence, timeMicroseconds: event.timeMicroseconds, recovered: s.recovered,
+                                  lostCount: s.lostCount, lost: ranges.joined(separator: ", ") + (s.lost.count > 8 ? ", ..." : ""),
+                                  tailUnknown: s.tailUnknown, keptAside: s.keptAside)
         case .occupancySampled(let o):
             // The newest in the log (after a clock step back, its minute may be earlier).
             occupancy = Occupancy(minuteStartMicroseconds: o.minuteStartUs, advertisers: o.advertisers, tags: o.tags)

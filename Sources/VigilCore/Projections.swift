@@ -47,7 +47,8 @@ public struct Projections: Projection {
     /// v9: schema 9 (diagnosis-key files from the hub, a feed given out again): the exposure book
     /// keeps the offers not yet matched and how the last one ended; the hub book the fingerprint
     /// of the feed item at its cursor.
-    public static let checkpointName = "projections.v9"
+    /// v10: schema 10 (a damaged log salvaged): the health projection keeps the last salvage.
+    public static let checkpointName = "projections.v10"
 
     public init(settings: ProjectionSettings = ProjectionSettings()) {
         devices = DeviceList(pruneAfterMicroseconds: settings.devicePruneAfterMicroseconds)

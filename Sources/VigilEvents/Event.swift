@@ -46,6 +46,7 @@ public typealias OccupancySampled = Vigil_Events_V1_OccupancySampled
 public typealias ExposureKeysOffered = Vigil_Events_V1_ExposureKeysOffered
 public typealias ExposureKeysMatched = Vigil_Events_V1_ExposureKeysMatched
 public typealias HubFeedRewound = Vigil_Events_V1_HubFeedRewound
+public typealias LogSalvaged = Vigil_Events_V1_LogSalvaged
 
 /// What happened. One case per event kind in the catalogue (README "Event catalogue").
 public enum EventBody: Sendable, Equatable {
@@ -78,6 +79,7 @@ public enum EventBody: Sendable, Equatable {
     case exposureKeysOffered(ExposureKeysOffered)
     case exposureKeysMatched(ExposureKeysMatched)
     case hubFeedRewound(HubFeedRewound)
+    case logSalvaged(LogSalvaged)
 
     public var kind: EventKind {
         switch self {
@@ -110,6 +112,7 @@ public enum EventBody: Sendable, Equatable {
         case .exposureKeysOffered: .exposureKeysOffered
         case .exposureKeysMatched: .exposureKeysMatched
         case .hubFeedRewound: .hubFeedRewound
+        case .logSalvaged: .logSalvaged
         }
     }
 
@@ -167,6 +170,7 @@ extension EventKind {
         case .exposureKeysOffered: "exposure-keys-offered"
         case .exposureKeysMatched: "exposure-keys-matched"
         case .hubFeedRewound: "hub-feed-rewound"
+        case .logSalvaged: "log-salvaged"
         case .UNRECOGNIZED(let n): "kind-\(n)"
         }
     }
@@ -177,7 +181,7 @@ extension EventKind {
         .residentEnrolled, .residentUpdated, .residentRemoved, .deadlineReached, .alarmAcknowledged, .outboxAttempt,
         .exposureDetected, .contactRetention, .exposureKeysPublished, .alertAcknowledged,
         .alertExpired, .alertReaffirmed, .downtimeDetected, .hubAcknowledged, .hubEpochStarted, .hubReceived,
-        .occupancySampled, .exposureKeysOffered, .exposureKeysMatched, .hubFeedRewound,
+        .occupancySampled, .exposureKeysOffered, .exposureKeysMatched, .hubFeedRewound, .logSalvaged,
     ]
 
     public init?(name: String) {
@@ -197,7 +201,7 @@ extension EventKind {
              .nodeStarted, .nodeStopped, .radioStateChanged, .downtimeDetected, .occupancySampled:
             true
         case .scanHit, .exposureDetected, .contactRetention, .exposureKeysPublished, .exposureKeysOffered, .exposureKeysMatched,
-             .buttonInput, .hubAcknowledged, .hubEpochStarted, .hubReceived, .hubFeedRewound, .unspecified, .UNRECOGNIZED:
+             .buttonInput, .hubAcknowledged, .hubEpochStarted, .hubReceived, .hubFeedRewound, .logSalvaged, .unspecified, .UNRECOGNIZED:
             false
         }
     }

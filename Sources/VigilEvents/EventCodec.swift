@@ -65,6 +65,7 @@ public enum EventCodec {
         case .exposureKeysOffered(let m): payload = serialize(m)
         case .exposureKeysMatched(let m): payload = serialize(m)
         case .hubFeedRewound(let m): payload = serialize(m)
+        case .logSalvaged(let m): payload = serialize(m)
         }
         return (kind, payload)
     }
@@ -112,6 +113,7 @@ public enum EventCodec {
             case .exposureKeysOffered: return .exposureKeysOffered(try parse(payload))
             case .exposureKeysMatched: return .exposureKeysMatched(try parse(payload))
             case .hubFeedRewound: return .hubFeedRewound(try parse(payload))
+            case .logSalvaged: return .logSalvaged(try parse(payload))
             case .unspecified, .UNRECOGNIZED:
                 throw EventDecodingError(sequence: sequence, reason: .unknownKind(kind))
             }

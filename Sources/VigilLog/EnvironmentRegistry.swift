@@ -16,6 +16,9 @@ final class OpenEnvironment: Sendable {
     /// How records are stored. Only ever changes from `.unchecked` (a format-1 log) to a
     /// checksummed format, when another process's node upgrades the log.
     let recordFormat: Mutex<RecordFormat>
+    /// data.mdb's identity when opened: a salvage moves the file aside and puts a fresh one in its
+    /// place, which must not be served by this environment.
+    let fileIdentity = Mutex<[UInt64]?>(nil)
 
     init(environment: LMDBEnvironment, events: MDB_dbi, checkpoints: MDB_dbi, meta: MDB_dbi, readOnly: Bool,
          recordFormat: RecordFormat) {
@@ -43,6 +46,12 @@ final class EnvironmentRegistry: Sendable {
     func open(_ configuration: LogConfiguration, flags: EnvironmentFlags, readOnly: Bool) throws -> OpenEnvironment {
         let key = FileSystem.canonicalPath(configuration.directory)
         return try open.withLock { table -> OpenEnvironment in
+            let data = try? FileSystem.entry(configuration.directory + "/data.mdb")
+            if let existing = table[key]?.value, let data, let identity = existing.fileIdentity.withLock({ $0 }),
+               identity != [data.device, data.inode] {
+                // The file was replaced (a salvage): the old environment serves the file moved aside.
+                table[key] = nil
+            }
             if let existing = table[key]?.value {
                 if !readOnly && existing.readOnly {
                     throw LogError.incompatible("\(configuration.directory) is open read-only in this process; open it for writing first")
@@ -50,6 +59,9 @@ final class EnvironmentRegistry: Sendable {
                 return existing
             }
             let opened = try EventLog.openDatabases(configuration, flags: flags, readOnly: readOnly)
+            if let now = try? FileSystem.entry(configuration.directory + "/data.mdb") {
+                opened.fileIdentity.withLock { $0 = [now.device, now.inode] }
+            }
             table[key] = Weak(value: opened)
             return opened
         }

@@ -131,7 +131,7 @@ public final class EventLog: @unchecked Sendable {
             }
             return .current
         }
-        guard stored.count == 4 else { throw LogError.incompatible("format marker has \(stored.count) bytes") }
+        guard stored.count == 4 else { throw LogError.damaged("format marker has \(stored.count) bytes") }
         let version = UInt32(bigEndian: stored.loadUnaligned(as: UInt32.self))
         switch version {
         case 1 where readOnly:

@@ -112,6 +112,8 @@ struct LMDBTransaction {
 
     func commit() throws { try lmdb("mdb_txn_commit", mdb_txn_commit(handle)) }
     func abort() { mdb_txn_abort(handle) }
+    /// The snapshot's transaction id (a read transaction's is the last committed one's).
+    var id: UInt64 { UInt64(mdb_txn_id(handle)) }
 
     /// Runs `body`, then commits. The one place that decides how a failed transaction ends:
     /// a failure in `body` aborts; a failed commit does not, because mdb_txn_commit frees the

@@ -36,10 +36,12 @@ public struct LMDBFileReader {
     public let pageCount: UInt64
 
     /// Reads `path`. The page size is taken from the first meta page that has LMDB's magic.
-    public static func open(path: String) throws(LogError) -> LMDBFileReader {
+    /// `assumingPageSize` (salvage): used when neither meta page states one, so the pages can
+    /// still be scanned for checksummed records.
+    public static func open(path: String, assumingPageSize: Int? = nil) throws(LogError) -> LMDBFileReader {
         let file: PositionalFile
         do { file = try PositionalFile(readingAt: path) } catch { throw .system(error) }
-        return try make(size: file.size) { offset, count in
+        return try make(size: file.size, assumingPageSize: assumingPageSize) { offset, count in
             let bytes = try file.read(count: count, at: offset)
             guard bytes.count == count else { throw LogError.incompatible("short read at byte \(offset): \(bytes.count) of \(count)") }
             return bytes
@@ -56,7 +58,8 @@ public struct LMDBFileReader {
         }
     }
 
-    private static func make(size: Int, read: @escaping (_ offset: Int, _ count: Int) throws -> [UInt8]) throws(LogError) -> LMDBFileReader {
+    private static func make(size: Int, assumingPageSize: Int? = nil,
+                             read: @escaping (_ offset: Int, _ count: Int) throws -> [UInt8]) throws(LogError) -> LMDBFileReader {
         guard size >= 2 * 512 else { throw .incompatible("a data file of \(size) bytes is too small to be LMDB's") }
         // Meta page 0 starts the file; its page size is in the free database's record (md_pad).
         // If page 0 is mangled, meta page 1 sits one page in and says the same.
@@ -67,6 +70,7 @@ public struct LMDBFileReader {
             let stated = Int(head.u32(40))
             if sizes.contains(stated) && (offset == 0 || offset == stated) { pageSize = stated }
         }
+        if pageSize == 0, let assumingPageSize, sizes.contains(assumingPageSize) { pageSize = assumingPageSize }
         guard pageSize != 0 else {
             throw .incompatible("neither meta page has LMDB's magic and a page size: this is not an LMDB file any more")
         }
@@ -88,6 +92,9 @@ public struct LMDBFileReader {
         public var lastPage: UInt64
         public var mainRoot: UInt64?
         public var mainDepth: Int
+        /// The free-page database: which pages the writer may reuse.
+        public var freeRoot: UInt64?
+        public var freeDepth: Int
     }
 
     /// Both meta pages, as far as they are readable.
@@ -95,10 +102,12 @@ public struct LMDBFileReader {
         (0..<UInt64(2)).compactMap { number -> Meta? in
             guard let page = try? readPage(number, 1), page.u32(16) == Self.metaMagic,
                   page.u16(10) & Self.flagMeta != 0 else { return nil }
-            let main = 16 + 24 + 48 // header, magic/version/address/mapsize, free database record
-            let root = page.u64(main + 40)
+            let free = 16 + 24 // header, then magic, version, address, map size
+            let main = free + 48 // after the free database's record
+            let root = page.u64(main + 40), freeRoot = page.u64(free + 40)
             return Meta(page: number, transaction: page.u64(144), lastPage: page.u64(136),
-                        mainRoot: root == UInt64.max ? nil : root, mainDepth: Int(page.u16(main + 6)))
+                        mainRoot: root == UInt64.max ? nil : root, mainDepth: Int(page.u16(main + 6)),
+                        freeRoot: freeRoot == UInt64.max ? nil : freeRoot, freeDepth: Int(page.u16(free + 6)))
         }
     }
 
@@ -134,7 +143,8 @@ public struct LMDBFileReader {
     /// the start; `high` nil: to the end), so a caller can tell which keys a damaged leaf held.
     public func walk(root: UInt64, depth: Int, lastPage: UInt64,
                      entry: (_ key: [UInt8], _ value: [UInt8], _ low: [UInt8], _ high: [UInt8]?) throws -> Void,
-                     damage: (Damage) -> Void) rethrows {
+                     damage: (Damage) -> Void,
+                     page visitedLeaf: ((_ number: UInt64, _ keys: [[UInt8]]) -> Void)? = nil) rethrows {
         var visited = Set<UInt64>()
         // (page, level from the top, low key, high key): a stack, children pushed in reverse.
         var stack: [(UInt64, Int, [UInt8], [UInt8]?)] = [(root, 1, [], nil)]
@@ -168,6 +178,7 @@ public struct LMDBFileReader {
                 stack.append(contentsOf: children.reversed())
             } else {
                 guard level == depth else { fail("a leaf page at level \(level) of a tree of depth \(depth)"); continue }
+                visitedLeaf?(number, nodes.map(\.key))
                 var previous: [UInt8]?
                 for node in nodes {
                     if let previous, !previous.lexicographicallyPrecedes(node.key) {

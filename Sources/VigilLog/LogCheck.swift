@@ -32,6 +32,8 @@ public struct LogCheckReport: Sendable, Codable, Equatable {
     /// Seconds the check took.
     public var seconds: Double = 0
 
+    public init() {}
+
     /// Nothing wrong: LMDB may open the log and every record is what was written.
     public var isHealthy: Bool { damagedPages.isEmpty && corruptRecords.isEmpty }
     /// Opening the log with LMDB is safe (records may still fail their checksums: those are reported
@@ -49,6 +51,31 @@ public struct LogCheckReport: Sendable, Codable, Equatable {
 public enum LogCheck {
     public static func check(directory: String) throws(LogError) -> LogCheckReport {
         try check(reader: LMDBFileReader.open(path: directory + "/data.mdb"), transaction: nil)
+    }
+
+    /// Checks a log a node may be writing: an LMDB read transaction pins a snapshot (its pages
+    /// are not reused while it lasts) and the walk reads that snapshot's meta page. Opening the
+    /// environment and beginning a read transaction read only the meta pages, which LMDB
+    /// validates; the tree is never touched through LMDB. Falls back to the newest meta when LMDB
+    /// refuses the file (then no node can be writing it either).
+    public static func checkLive(directory: String) throws(LogError) -> LogCheckReport {
+        let path = directory + "/data.mdb"
+        guard FileSystem.exists(path) else { throw .missing(directory: directory) }
+        guard let env = try? LMDBEnvironment(path: directory, flags: [.noTLS, .readOnly], mapSize: 0, maxDatabases: 4) else {
+            return try check(reader: LMDBFileReader.open(path: path), transaction: nil)
+        }
+        // A writer overwrites the older meta page with every commit: if the pinned snapshot's meta
+        // is gone by the time it is read, pin a newer one. The file is opened after pinning, so
+        // every page of the snapshot is inside the size it sees.
+        for _ in 0..<20 {
+            guard let txn = try? env.begin(readOnly: true) else { break }
+            defer { txn.abort() }
+            let pinned = txn.id
+            let reader = try LMDBFileReader.open(path: path)
+            guard reader.metas().contains(where: { $0.transaction == pinned }) else { continue }
+            return try check(reader: reader, transaction: pinned)
+        }
+        return try check(reader: LMDBFileReader.open(path: path), transaction: nil)
     }
 
     /// Checks the snapshot at `transaction` (the meta page with that id) when given, else the newest.
@@ -79,10 +106,25 @@ public enum LogCheck {
                         entry: { key, value, _, _ in values[String(decoding: key, as: UTF8.self)] = value }, damage: { damage.append($0) })
             format = recordFormat(meta: values)
         }
+        // The free-page list: a page number out of range there would have the writer overwrite a
+        // live page or write past the file, so it is checked like the trees.
+        if let root = meta.freeRoot {
+            reader.walk(root: root, depth: meta.freeDepth, lastPage: meta.lastPage, entry: { key, value, _, _ in
+                let count = value.count >= 8 ? value.u64(0) : 0
+                guard value.count >= 8, count <= UInt64((value.count - 8) / 8),
+                      (0..<Int(count)).allSatisfy({ i in let p = value.u64(8 + 8 * i); return p >= 2 && p <= meta.lastPage }) else {
+                    damage.append(.init(page: 0, reason: "the free-page list names pages outside the file", lowKey: key, highKey: nil))
+                    return
+                }
+            }, damage: { damage.append($0) })
+        }
         if let checkpoints = databases.first(where: { $0.name == "checkpoints" }), let root = checkpoints.root {
             reader.walk(root: root, depth: checkpoints.depth, lastPage: meta.lastPage, entry: { _, _, _, _ in }, damage: { damage.append($0) })
         }
         var corrupt = RangeBuilder()
+        // Damage in the events tree: its key ranges are sequences. Elsewhere keys are names or
+        // transaction ids, so other damage counts as damage but names no sequences.
+        var eventsDamage: [LMDBFileReader.Damage] = []
         var suspect: [LogCheckReport.SequenceRange] = []
         func range(low: [UInt8], high: [UInt8]?) -> LogCheckReport.SequenceRange {
             let first = low.count == 8 ? low.u64BigEndian() : 1
@@ -110,17 +152,16 @@ public enum LogCheck {
                     // The key itself may be what was mangled: every key of its leaf is in doubt.
                     suspect.append(range(low: low, high: high))
                 }
-            }, damage: { damage.append($0) })
+            }, damage: { eventsDamage.append($0) })
         }
         if events == nil {
             // The main database is damaged where it names the events: any of them may be lost.
             report.unreachable = [LogCheckReport.SequenceRange(first: 1, last: .max)]
         }
         report.corruptRecords = corrupt.ranges
-        report.damagedPages = damage.map(\.description)
+        report.damagedPages = (damage + eventsDamage).map(\.description)
         report.unreachable += suspect
-        report.unreachable += damage.compactMap { d -> LogCheckReport.SequenceRange? in
-            // Only damage in the events tree has 8-byte keys (or the open start of a range).
+        report.unreachable += eventsDamage.compactMap { d -> LogCheckReport.SequenceRange? in
             guard d.lowKey.isEmpty || d.lowKey.count == 8, d.highKey.map({ $0.count == 8 }) ?? true else { return nil }
             let low = d.lowKey.isEmpty ? 1 : d.lowKey.u64BigEndian()
             let high = d.highKey.map { $0.u64BigEndian() &- 1 } ?? UInt64.max

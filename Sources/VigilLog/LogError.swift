@@ -1,3 +1,4 @@
+import CLMDB
 import VigilSystem
 
 /// Everything that can go wrong in the event log, each with enough context to act on.
@@ -14,6 +15,8 @@ public enum LogError: Error, Sendable, CustomStringConvertible {
     case closed
     /// The environment exists but is not a Vigil log of a format this build reads.
     case incompatible(String)
+    /// The file is a damaged Vigil log (a mangled format marker): `vigil log salvage` copes.
+    case damaged(String)
 
     public var description: String {
         switch self {
@@ -26,11 +29,21 @@ public enum LogError: Error, Sendable, CustomStringConvertible {
         case .shed: return "event shed: the log writer is overloaded"
         case .closed: return "event log is closed"
         case .incompatible(let why): return "event log is incompatible: \(why)"
+        case .damaged(let why): return "the event log is corrupt: \(why)"
         }
     }
 }
 
 extension LogError {
+    /// The file is damaged (not merely of another format or version): salvaging it is the cure.
+    public var isDamage: Bool {
+        switch self {
+        case .lmdb(let e): e.code == MDB_CORRUPTED || e.code == MDB_INVALID || e.code == MDB_PAGE_NOTFOUND
+        case .damaged: true
+        default: false
+        }
+    }
+
     /// The one place any error raised inside the log layer becomes a `LogError`.
     init(wrapping error: any Error) {
         switch error {

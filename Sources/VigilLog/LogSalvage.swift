@@ -19,10 +19,15 @@ public struct SalvageReport: Sendable, Codable, Equatable {
     /// hub it uploaded to) may have had.
     public var nextSequence: UInt64 = 0
     public var seconds: Double = 0
+    /// Damage cut off the end of the log (or all of it): events after `highestRecovered` may have
+    /// existed, and how many cannot be told.
+    public var tailUnknown: Bool = false
     /// What the check found before the salvage.
     public var check = LogCheckReport()
 
     public var lostCount: UInt64 { lost.reduce(0) { $0 + $1.count } }
+
+    public init() {}
 }
 
 /// Copies every record that can be trusted out of a damaged log into a fresh one.
@@ -47,9 +52,18 @@ public enum LogSalvage {
     public static func salvage(directory: String, now: UInt64 = realtimeMicroseconds()) throws(LogError) -> SalvageReport {
         try finishInterrupted(directory: directory)
         let started = monotonicNanoseconds()
-        let reader = try LMDBFileReader.open(path: directory + "/data.mdb")
+        // 4096: the page size of every Linux machine Vigil runs on, for a file whose meta pages
+        // are both gone (its leaf pages may still hold checksummed records).
         var report = SalvageReport()
-        report.check = try LogCheck.check(reader: reader, transaction: nil)
+        // An unreadable or truncated file is still moved aside and replaced: the node goes on.
+        let reader = try? LMDBFileReader.open(path: directory + "/data.mdb", assumingPageSize: 4_096)
+        do {
+            guard let reader else { throw LogError.incompatible("data.mdb cannot be read as LMDB pages at all") }
+            report.check = try LogCheck.check(reader: reader, transaction: nil)
+        } catch {
+            report.check.damagedPages = ["\(error)"]
+            report.check.unreachable = [.init(first: 1, last: .max)]
+        }
         let temporary = directory + "/salvage-tmp"
         try logErrors {
             if FileSystem.exists(temporary) {
@@ -62,7 +76,18 @@ public enum LogSalvage {
         try copyRecords(from: reader, check: report.check, into: temporary, report: &report)
 
         // Move the damaged files aside, then the fresh log into place.
-        let aside = directory + "/corrupt-\(now / 1_000_000)"
+        report.keptAside = try setAside(directory: directory, now: now)
+        try finishInterrupted(directory: directory)
+        report.seconds = Double(monotonicNanoseconds() &- started) / 1e9
+        return report
+    }
+
+    /// Moves data.mdb and lock.mdb, untouched, into `corrupt-SECONDS/` (a number added if that
+    /// exists); returns the directory. The node then starts on a fresh log.
+    public static func setAside(directory: String, now: UInt64 = realtimeMicroseconds()) throws(LogError) -> String {
+        var aside = directory + "/corrupt-\(now / 1_000_000)"
+        var n = 1
+        while FileSystem.exists(aside) { n += 1; aside = directory + "/corrupt-\(now / 1_000_000)-\(n)" }
         try logErrors {
             try FileSystem.createDirectory(aside)
             try FileSystem.rename(directory + "/data.mdb", to: aside + "/data.mdb")
@@ -70,10 +95,7 @@ public enum LogSalvage {
             try FileSystem.syncDirectory(aside)
             try FileSystem.syncDirectory(directory)
         }
-        report.keptAside = aside
-        try finishInterrupted(directory: directory)
-        report.seconds = Double(monotonicNanoseconds() &- started) / 1e9
-        return report
+        return aside
     }
 
     /// Completes a salvage a power cut interrupted: a synced fresh log waiting in `salvage-tmp/`
@@ -96,11 +118,12 @@ public enum LogSalvage {
 
     /// Writes the fresh log in `temporary`: the tree's records, then checksummed records from every
     /// other leaf page; then the format, the next sequence, a sync and the completion marker.
-    private static func copyRecords(from reader: LMDBFileReader, check: LogCheckReport, into temporary: String,
+    private static func copyRecords(from reader: LMDBFileReader?, check: LogCheckReport, into temporary: String,
                                     report: inout SalvageReport) throws(LogError) {
-        guard let meta = reader.newestMeta() else { throw .incompatible("neither meta page is readable") }
+        let meta = reader?.newestMeta()
         try logErrors {
-            let env = try LMDBEnvironment(path: temporary, flags: [.noTLS, .noSync], mapSize: max(64 << 20, reader.pageCount.toInt * reader.pageSize * 2),
+            let fileBytes = reader.map { $0.pageCount.toInt * $0.pageSize } ?? 0
+            let env = try LMDBEnvironment(path: temporary, flags: [.noTLS, .noSync], mapSize: max(64 << 20, fileBytes * 2),
                                           maxDatabases: 4)
             var txn = try env.begin(readOnly: false)
             let events = try txn.openDatabase("events", create: true)
@@ -118,8 +141,8 @@ public enum LogSalvage {
             // The format of the damaged log: which of its records can be checked.
             // Unknown (its meta database is damaged): only checksummed records are taken.
             var format = RecordFormat.current
-            let databases = reader.namedDatabases(meta) { _ in }
-            if let m = databases.first(where: { $0.name == "meta" }), let root = m.root {
+            let databases = meta.flatMap { meta in reader.map { $0.namedDatabases(meta) { _ in } } } ?? []
+            if let reader, let meta, let m = databases.first(where: { $0.name == "meta" }), let root = m.root {
                 var values: [String: [UInt8]] = [:]
                 reader.walk(root: root, depth: m.depth, lastPage: meta.lastPage,
                             entry: { key, value, _, _ in values[String(decoding: key, as: UTF8.self)] = value }, damage: { _ in })
@@ -152,13 +175,13 @@ public enum LogSalvage {
                 }
                 return isNew
             }
-            if let e = databases.first(where: { $0.name == "events" }), let root = e.root {
+            if let reader, let meta, let e = databases.first(where: { $0.name == "events" }), let root = e.root {
                 try reader.walk(root: root, depth: e.depth, lastPage: meta.lastPage, entry: { key, value, _, _ in _ = try take(key, value, fromTree: true) },
                                 damage: { _ in })
             }
             // Every other leaf page, for records the tree no longer reaches.
             var page: UInt64 = 2
-            while page < reader.pageCount {
+            while let reader, page < reader.pageCount {
                 // Overflow pages are not skipped by their stated span (a mangled one could skip the
                 // rest of the file); their data pages fail the page-number check instead.
                 if let entries = reader.leafEntries(page: page, lastPage: reader.pageCount - 1) {
@@ -199,6 +222,7 @@ public enum LogSalvage {
             cursor.close()
             read.abort()
             report.lost = lost.ranges
+            report.tailUnknown = candidates.contains { $0.last > report.highestRecovered }
             report.nextSequence = report.highestRecovered + epochGap + 1
 
             let write = try env.begin(readOnly: false)

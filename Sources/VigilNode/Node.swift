@@ -63,6 +63,9 @@ public final class Node: @unchecked Sendable {
     private(set) lazy var zones = TimeZoneWatch(node: self)
     private(set) lazy var uplink = HubUplink(node: self)
     private(set) lazy var occupancy = OccupancySampler(node: self)
+    private(set) lazy var logIntegrity = LogIntegrity(node: self)
+    /// What the salvage at this start did, logged first once the loop runs.
+    private var salvagedAtStart: SalvageReport?
     /// In the order they start, hear events and stop.
     private var components: [any NodeComponent] = []
 
@@ -115,18 +118,18 @@ public final class Node: @unchecked Sendable {
         let loop = self.loop
         let inbox = self.commitInbox
         do {
-            log = try EventLog.open(configuration.log) { report in
+            (log, salvagedAtStart) = try LogRecovery.open(configuration, logger: logger) { report in
                 inbox.reports.withLock { $0.append(report) }
                 loop.wake()
             }
         } catch {
             lockFile.unlock()
-            throw .log(error)
+            throw error
         }
         projections = Projections(settings: configuration.projections)
         initialAir = boot.air
         failures.target = self
-        components = [intake, airAlerts, buttons, ladder, expiries, deliveries, retention, checkpoints, control, downtime, zones, occupancy, uplink]
+        components = [intake, airAlerts, buttons, ladder, expiries, deliveries, retention, checkpoints, control, downtime, zones, occupancy, uplink, logIntegrity]
         do {
             try restore()
         } catch {
@@ -206,6 +209,10 @@ public final class Node: @unchecked Sendable {
         if let duration { scheduler.schedule(Self.stopTimer, afterNanoseconds: duration &* 1_000) }
         do {
             for component in components { try component.open() }
+            if let salvaged = salvagedAtStart {
+                append(.logSalvaged(LogRecovery.event(salvaged, trigger: "start")))
+                salvagedAtStart = nil
+            }
             var started = NodeStarted()
             started.nodeID = nodeID
             started.version = VigilVersion.current
@@ -370,6 +377,9 @@ public final class Node: @unchecked Sendable {
         drainDurable() // the close acknowledged whatever was left; nothing should be pending now
         board.stop()
         control.close()
+        // A clean stop: this run did not crash reading its log, so the next start need not check
+        // it first (a failure leaves the mark, and the next start checks).
+        if fatal == nil { LogRecovery.checkedThisStart(directory: configuration.dataDirectory) }
         // The directory is free for the next node as soon as this one is done with it.
         lockFile.unlock()
         finished = true

@@ -31,6 +31,12 @@ public struct NodeConfiguration: Sendable {
     public var initialMapBytes = 64 << 20
     public var maxMapBytes = 8 << 30
     public var criticalReserve = 0.05
+    /// How often a running node checks its log's pages and checksums (`log.check_interval`;
+    /// 0 = only at a start that follows an unfinished one). The first check runs a minute in.
+    public var logCheckIntervalMicroseconds: UInt64 = 86_400_000_000
+    /// The program that checks the log in a process of its own (`vigil log check`): `vigil run`
+    /// sets it to itself. Nil (a node embedded in tests or another program): checked in-process.
+    public var logCheckExecutable: String?
     public var projections = ProjectionSettings()
     public var checkpointEveryEvents = 10_000
     public var checkpointIntervalMicroseconds: UInt64 = 30_000_000
@@ -78,6 +84,11 @@ public struct NodeConfiguration: Sendable {
         guard let text = String(data: data, encoding: .utf8) else {
             throw ConfigurationError(file: file, line: nil, message: "is not UTF-8 text")
         }
+        return try load(text: text, file: file)
+    }
+
+    /// Reads a configuration from `text` (named `file` in messages).
+    public static func load(text: String, file: String) throws -> NodeConfiguration {
         var config = NodeConfiguration()
         config.source = file
         guard var root = try ConfigReader.parse(file: file, text: text) else { return config }
@@ -198,6 +209,7 @@ public struct NodeConfiguration: Sendable {
             if let v = try log.size("initial_map") { config.initialMapBytes = v }
             if let v = try log.size("max_map") { config.maxMapBytes = v }
             if let v = try log.fraction("critical_reserve") { config.criticalReserve = v }
+            if let v = try log.duration("check_interval") { config.logCheckIntervalMicroseconds = v }
             try log.finish()
         }
         if var alarms = try root.section("alarms") {

@@ -9,6 +9,8 @@ public enum NodeError: Error, Sendable, CustomStringConvertible {
     case radio(String)
     case board(String)
     case unsupported(String)
+    /// A check found the log's pages damaged: the node stops, and its next start salvages the log.
+    case logDamaged(String)
 
     public var description: String {
         switch self {
@@ -18,6 +20,7 @@ public enum NodeError: Error, Sendable, CustomStringConvertible {
         case .radio(let why): "radio: \(why)"
         case .board(let why): "board: \(why)"
         case .unsupported(let why): why
+        case .logDamaged(let what): "the event log is damaged (\(what)); the next start salvages it"
         }
     }
 }

@@ -246,13 +246,17 @@ public enum FileSystem {
         public var isSymbolicLink: Bool
         public var owner: UInt32
         public var mode: UInt32
+        /// The file's identity: another file moved into its place has another.
+        public var device: UInt64 = 0
+        public var inode: UInt64 = 0
     }
 
     public static func entry(_ path: String) throws(SystemError) -> Entry {
         var st = stat()
         guard lstat(path, &st) == 0 else { throw SystemError("lstat", path, errno: Errno.current) }
         let type = st.st_mode & S_IFMT
-        return Entry(isDirectory: type == S_IFDIR, isSymbolicLink: type == S_IFLNK, owner: st.st_uid, mode: st.st_mode & 0o7777)
+        return Entry(isDirectory: type == S_IFDIR, isSymbolicLink: type == S_IFLNK, owner: st.st_uid, mode: st.st_mode & 0o7777,
+                     device: UInt64(st.st_dev), inode: UInt64(st.st_ino))
     }
 
     /// The uid of the user called `name`, if there is one.
@@ -313,6 +317,15 @@ public enum FileSystem {
 /// Makes writes to a closed pipe or socket fail with EPIPE instead of killing the process.
 /// Called once at start by the node and the CLI.
 public func ignoreBrokenPipes() { cvigil_ignore_sigpipe() }
+
+/// For a command reading a file through a memory map (LMDB): a damaged page (SIGSEGV) or an
+/// unreadable sector (SIGBUS) ends the process with `message` on stderr and `status`, instead of
+/// a crash. Not for the node: its crashes keep their backtraces, and its next start checks the log.
+public func exitOnMemoryFault(message: String, status: Int32) {
+    // Kept for the process's life: the handler reads it.
+    let text = strdup(message)
+    _ = cvigil_exit_on_memory_fault(text, status)
+}
 
 /// Monotonic nanoseconds, for measuring intervals (never for event times).
 public func monotonicNanoseconds() -> UInt64 { cvigil_monotonic_ns() }

@@ -7,7 +7,8 @@ import VigilSystem
 
 struct LogCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "log", abstract: "Read the event log.", subcommands: [Tail.self, Stats.self])
+        commandName: "log", abstract: "Read, check and salvage the event log.",
+        subcommands: [Tail.self, Stats.self, Check.self, Salvage.self])
 }
 
 struct Tail: AsyncParsableCommand {
@@ -165,6 +166,107 @@ struct Stats: AsyncParsableCommand {
             let perEvent = pages.entries == 0 ? 0 : Double(pages.totalBytes) / Double(pages.entries)
             out += "pages: \(pages.leafPages) leaf, \(pages.branchPages) branch, \(pages.overflowPages) overflow of \(pages.pageSize) B; depth \(pages.depth); \(String(format: "%.1f", perEvent)) B per event on disk\n"
             out += "file: \(space.usedBytes >> 10) KiB used, map \(space.mapBytes >> 20) MiB\n"
+            FileOutput.standardOutput.write(out)
+        }
+    }
+}
+
+struct Check: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Check the event log's pages and every record's checksum, without LMDB (safe on a damaged card).",
+        discussion: """
+        Exit status: 0 the log is sound; 3 pages are damaged (the node salvages the log at its next \
+        start, or stop it and run `vigil log salvage`); 4 some records fail their checksum (they are \
+        reported and never applied); 1 the check could not run. Safe while a node runs.
+        """)
+
+    @OptionGroup var options: DataOptions
+    @Flag(help: "Print the report as JSON.") var json = false
+
+    func run() async throws {
+        try await reportingErrors {
+            let dir = try options.load().configuration.dataDirectory
+            let report: LogCheckReport
+            do { report = try LogCheck.checkLive(directory: dir) } catch let error as LogError { throw CLIError(error.description) }
+            if json {
+                let encoder = JSONEncoder()
+                encoder.outputFormatting = [.sortedKeys]
+                FileOutput.standardOutput.write(String(decoding: try encoder.encode(report), as: UTF8.self) + "\n")
+            } else {
+                var out = "log \(dir): \(report.records) records checked (\(report.firstSequence)...\(report.lastSequence))"
+                if report.unchecked > 0 { out += ", \(report.unchecked) from before checksums (read, not checkable)" }
+                out += ", \(report.pages) pages of \(report.pageSize) bytes, in \(String(format: "%.2f", report.seconds)) s\n"
+                FileOutput.standardOutput.write(out)
+            }
+            let verdict = LogRecovery.exitStatus(report)
+            // One line on stderr for whoever runs it (the node reads it into its log).
+            switch verdict {
+            case .healthy:
+                if !json { FileOutput.standardOutput.write("sound\n") }
+            case .corruptRecords:
+                printError("\(report.corruptRecords.reduce(0) { $0 + $1.count }) records fail their checksum: sequences \(LogSalvageText.ranges(report.corruptRecords))")
+            case .damaged:
+                printError("DAMAGED: \(report.damagedPages.count) pages (\(report.damagedPages.first ?? "")); "
+                           + (report.unreachable.isEmpty ? "" : "sequences in doubt: \(LogSalvageText.ranges(report.unreachable)); ")
+                           + "salvage it: stop the node and run `vigil log salvage` (a node does it at its next start)")
+            }
+            if verdict != .healthy { throw ExitCode(verdict.rawValue) }
+        }
+    }
+}
+
+struct Salvage: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Copy every record that can be trusted out of a damaged log into a fresh one.",
+        discussion: """
+        The damaged data.mdb is moved, untouched, to corrupt-TIME/ in the data directory. Only \
+        records whose checksum matches are copied; what is lost is reported (and logged as \
+        log-salvaged). Refused while a node runs: a node salvages a damaged log by itself at its \
+        next start.
+        """)
+
+    @OptionGroup var options: DataOptions
+    @Flag(help: "Print the report as JSON.") var json = false
+    @Flag(help: "Salvage even a log the check finds sound (drops records that fail their checksum).") var force = false
+    @Option(help: .hidden) var forNode: String?
+
+    func run() async throws {
+        try await reportingErrors {
+            let dir = try options.load().configuration.dataDirectory
+            if let forNode {
+                // Run by a starting node, which holds the directory's lock and logs the event.
+                let report: SalvageReport
+                do { report = try LogSalvage.salvage(directory: dir) } catch let error as LogError { throw CLIError(error.description) }
+                try JSONEncoder().encode(report).write(to: URL(fileURLWithPath: forNode))
+                return
+            }
+            let outcome: (SalvageReport, LogCheckReport)?
+            do {
+                outcome = try await LogRecovery.salvageByOperator(dataDirectory: dir, force: force)
+            } catch let error as NodeError {
+                if case .alreadyRunning = error {
+                    throw CLIError("a node is running on \(dir); it salvages a damaged log by itself at its next start (or stop it, then run this)")
+                }
+                throw CLIError(error.description)
+            } catch let error as LogError {
+                throw CLIError(error.description)
+            }
+            guard let (report, _) = outcome else {
+                FileOutput.standardOutput.write(json ? "{\"salvaged\":false}\n" : "the log is sound: nothing to salvage (--force to rewrite it anyway)\n")
+                return
+            }
+            if json {
+                let encoder = JSONEncoder()
+                encoder.outputFormatting = [.sortedKeys]
+                FileOutput.standardOutput.write(String(decoding: try encoder.encode(report), as: UTF8.self) + "\n")
+                return
+            }
+            var out = "salvaged in \(String(format: "%.2f", report.seconds)) s: \(report.recovered) records kept"
+            if report.recoveredOutsideTree > 0 { out += " (\(report.recoveredOutsideTree) found outside the damaged tree)" }
+            out += ", \(report.lostCount) lost"
+            if !report.lost.isEmpty { out += " (\(LogSalvageText.ranges(report.lost)))" }
+            if report.tailUnknown { out += ", and an unknown number after \(report.highestRecovered)" }
+            out += "\nthe damaged file is kept in \(report.keptAside); new events start at \(report.nextSequence)\n"
             FileOutput.standardOutput.write(out)
         }
     }

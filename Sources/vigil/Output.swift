@@ -1,6 +1,7 @@
 import Foundation
 import SwiftProtobuf
 import VigilEvents
+import VigilNode
 import VigilSystem
 
 /// Unbuffered writes to stdout/stderr (a follower of `log tail -f` must see each line at once).
@@ -67,6 +68,7 @@ enum EventFormatting {
             case .exposureKeysOffered(let m): payload = try m.jsonString(options: options)
             case .exposureKeysMatched(let m): payload = try m.jsonString(options: options)
             case .hubFeedRewound(let m): payload = try m.jsonString(options: options)
+            case .logSalvaged(let m): payload = try m.jsonString(options: options)
             }
         } catch {
             return #"{"seq":\#(event.sequence),"error":"cannot format payload"}"#
@@ -123,6 +125,10 @@ enum EventFormatting {
                 : "key file \(m.fileID) \"\(m.name)\" refused: \(m.refused)"
         case .hubFeedRewound(let r):
             summary = "the hub's feed no longer holds what was taken at \(r.fromPosition) (\(r.cursorMissing ? "gone" : "another item"); its newest is \(r.hubHead)): read again from the start"
+        case .logSalvaged(let s):
+            summary = "the log was damaged and salvaged (\(s.trigger)): \(s.recovered) records kept, \(s.lostCount) lost"
+                + (s.lost.isEmpty ? "" : " (\(LogSalvageText.ranges(s.lost)))")
+                + (s.tailUnknown ? ", and an unknown number after \(s.highestRecovered)" : "") + "; the damaged file is in \(s.keptAside)"
         }
         return "\(event.sequence)\t\(time(event.timeMicroseconds))\t\(event.body.kind.name)\t\(summary)" + (sync.map { " [\($0)]" } ?? "")
     }

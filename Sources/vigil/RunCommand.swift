@@ -71,6 +71,9 @@ struct Run: AsyncParsableCommand {
                 return handler
             }
             let logger = Logger(label: "vigil")
+            // The log is checked and salvaged by this program in processes of their own, so a
+            // damaged page can crash only them.
+            configuration.logCheckExecutable = configuration.logCheckExecutable ?? "/proc/self/exe"
             let node: Node
             do {
                 let clock: any WallClock = try timeScale.map {

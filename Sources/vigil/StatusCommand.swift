@@ -4,6 +4,7 @@ import VigilCore
 import VigilEvents
 import VigilLog
 import VigilNode
+import VigilSystem
 
 struct Status: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -47,6 +48,11 @@ struct Status: AsyncParsableCommand {
         out += "log: \(s.appliedThrough) events, \(space.usedBytes >> 10) KiB used of a \(space.mapBytes >> 20) MiB map"
         if s.health.undecodable > 0 { out += ", \(s.health.undecodable) unreadable (last at \(s.health.lastUndecodableSequence))" }
         out += "\n"
+        if let salvage = s.health.lastSalvage {
+            out += "log SALVAGED \(s.health.salvages == 1 ? "once" : "\(s.health.salvages) times"), last at \(EventFormatting.time(salvage.timeMicroseconds)): "
+                + "\(salvage.recovered) records kept, \(salvage.lostCount) lost\(salvage.lost.isEmpty ? "" : " (\(salvage.lost))")"
+                + "\(salvage.tailUnknown ? ", and an unknown number at the end" : ""); the damaged file is in \(salvage.keptAside)\n"
+        }
         let kinds = EventKind.known.map { "\($0.name) \(s.health.count(of: $0))" }
         out += "events: " + kinds.joined(separator: ", ") + "\n"
         if s.health.lastEventMicroseconds > 0 { out += "last event: \(EventFormatting.time(s.health.lastEventMicroseconds))\n" }
@@ -171,7 +177,13 @@ struct HubStatusLine: Encodable {
 }
 
 /// Opens a node's log read-only, with messages for the usual mistakes.
+/// Opens the log for a command that reads it. LMDB reads through a memory map: a page a failing
+/// card mangled, or a sector it cannot read, would crash the command; instead it ends with a
+/// message saying what to do (`vigil log check` reads the file without the map).
 func openForReading(_ dir: String) throws -> EventLog {
+    exitOnMemoryFault(message: "vigil: the event log in \(dir) is damaged: reading it through LMDB failed (a bad page or an unreadable sector). "
+                      + "Run `vigil log check --data \(dir)`; a node salvages the log at its next start, or stop it and run `vigil log salvage`.\n",
+                      status: 1)
     do {
         return try EventLog.openReadOnly(directory: dir)
     } catch {

@@ -25,7 +25,7 @@ import Testing
         #expect(typo.stderr.contains("\(file):2: unknown setting radio.scan_windw"))
     }
 
-    @Test func aCorruptEnvironmentIsReportedNotCrashedOn() throws {
+    @Test func aCorruptEnvironmentIsReportedNotCrashedOnAndANodeSetsItAside() throws {
         let dir = TemporaryDirectory()
         try FileManager.default.createDirectory(atPath: dir.path, withIntermediateDirectories: true)
         let garbage = Data((0..<65_536).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) })
@@ -35,11 +35,19 @@ import Testing
             #expect(r.status == 1, "\(command)")
             #expect(r.stderr.contains("corrupt"), "\(command): \(r.stderr)")
         }
-        // A node refuses to start on it too, rather than overwrite it.
+        // `vigil log check` says so, without crashing.
+        let check = try CLI.run(["log", "check", "--data", dir.path])
+        #expect(check.status == 3 || check.status == 1, "\(check.stderr)")
+        // A node moves it aside, untouched, and runs on a fresh log (the button must work).
         let run = try CLI.run(["run", "--data", dir.path, "--duration", "1s"])
-        #expect(run.status != 0)
-        #expect(run.stderr.contains("corrupt"))
-        #expect(try Data(contentsOf: URL(fileURLWithPath: dir.path + "/data.mdb")) == garbage, "nothing stored is touched")
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(run.stderr.contains("salvaged"))
+        let aside = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.hasPrefix("corrupt-") }
+        #expect(aside.count == 1)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: dir.path + "/" + (aside.first ?? "") + "/data.mdb")) == garbage,
+                "nothing stored is touched")
+        let tail = try CLI.run(["log", "tail", "--data", dir.path, "-n", "100000"])
+        #expect(tail.stdout.contains("log-salvaged"))
     }
 
     @Test func badArgumentsAreRefused() throws {

@@ -92,7 +92,7 @@ enum Fixtures {
             .scanHit(hit), .alertReceived(received), .alertRaised(raised), .alertCancelled(cancelled),
             .checkIn(checkIn), .buttonInput(button), .nodeStarted(started), .nodeStopped(stopped),
             .radioStateChanged(radio),
-        ] + schema2Bodies + schema4Bodies + schema5Bodies + schema6Bodies + schema7Bodies + schema8Bodies + schema9Bodies
+        ] + schema2Bodies + schema4Bodies + schema5Bodies + schema6Bodies + schema7Bodies + schema8Bodies + schema9Bodies + schema10Bodies
     }
 
     /// The kind schema 8 added, every field set (from the v8 golden stream).
@@ -104,6 +104,11 @@ enum Fixtures {
     /// field schema 9 added to HubReceived).
     static var schema9Bodies: [EventBody] {
         goldenEventsV9.suffix(4).prefix(3).map(\.body)
+    }
+
+    /// The kind schema 10 added, every field set (from the v10 golden stream).
+    static var schema10Bodies: [EventBody] {
+        goldenEventsV10.suffix(1).map(\.body)
     }
 
     /// The kinds schema 7 added, every field set (from the v7 golden stream).
@@ -183,6 +188,30 @@ enum Fixtures {
         replayed.replayed = true
         return goldenEventsV8 + [(base + 250_000, .exposureKeysOffered(offered)), (base + 500_000, .exposureKeysMatched(matched)),
                                  (base + 750_000, .hubFeedRewound(rewound)), (base + 1_000_000, .hubReceived(replayed))]
+    }
+
+    /// Schema 10: a log salvaged after a failing card, every field set.
+    static var goldenEventsV10: [(timeMicroseconds: UInt64, body: EventBody)] {
+        var salvaged = LogSalvaged()
+        var first = LogSalvaged.Range()
+        first.first = 120
+        first.last = 180
+        var second = LogSalvaged.Range()
+        second.first = 455
+        second.last = 455
+        salvaged.lost = [first, second]
+        salvaged.lostCount = 62
+        salvaged.recovered = 99_812
+        salvaged.recoveredOutsideTree = 37
+        salvaged.highestRecovered = 100_004
+        salvaged.keptAside = "/var/lib/vigil/corrupt-1800000000"
+        salvaged.damagedPages = 3
+        salvaged.firstDamage = "page 812: free-space bounds 9...4"
+        salvaged.trigger = "start"
+        salvaged.seconds = 1.25
+        salvaged.tailUnknown = true
+        let base = goldenEventsV9.last?.timeMicroseconds ?? start
+        return goldenEventsV9 + [(base + 250_000, .logSalvaged(salvaged))]
     }
 
     /// The kinds schema 6 added, every field set (from the v6 golden stream).
@@ -507,6 +536,7 @@ extension EventBody {
         case .exposureKeysOffered(let m): m
         case .exposureKeysMatched(let m): m
         case .hubFeedRewound(let m): m
+        case .logSalvaged(let m): m
         }
     }
 
@@ -542,6 +572,7 @@ extension EventBody {
         case .exposureKeysOffered: self = .exposureKeysOffered(try ExposureKeysOffered(jsonString: json))
         case .exposureKeysMatched: self = .exposureKeysMatched(try ExposureKeysMatched(jsonString: json))
         case .hubFeedRewound: self = .hubFeedRewound(try HubFeedRewound(jsonString: json))
+        case .logSalvaged: self = .logSalvaged(try LogSalvaged(jsonString: json))
         case .unspecified, .UNRECOGNIZED: throw GoldenFormatError("no payload type for kind \(kind.name)")
         }
     }

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import VigilLog
+import VigilSystem
 
 /// A failing card, as the issue measured it: random 8-byte writes into data.mdb.
 @Suite("Checking and salvaging a damaged log")
@@ -21,7 +22,7 @@ struct SalvageTests {
     /// `writes` 8-byte runs of random bytes at random offsets past the meta pages, from `seed`.
     static func damage(_ path: String, writes: Int, seed: UInt64) throws -> [UInt8] {
         var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
-        var random = SeededGenerator(seed: seed)
+        var random = SplitMix64(seed: seed)
         for _ in 0..<writes {
             let at = Int.random(in: 8_192..<(bytes.count - 8), using: &random)
             for i in 0..<8 { bytes[at + i] = UInt8.random(in: 0...255, using: &random) }
@@ -112,18 +113,5 @@ struct SalvageTests {
             #expect(!FileManager.default.fileExists(atPath: directory + "/salvage-tmp"))
             #expect(try readAll(try EventLog.openReadOnly(directory: directory)).records.count == 100)
         }
-    }
-}
-
-/// SplitMix64, so a damage pattern is the same on every run.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

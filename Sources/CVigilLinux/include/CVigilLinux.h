@@ -30,6 +30,11 @@ static inline int cvigil_errno(void) { return errno; }
 
 // A peer that closed its end must be an EPIPE error, never a SIGPIPE that kills the node.
 static inline void cvigil_ignore_sigpipe(void) { signal(SIGPIPE, SIG_IGN); }
+
+// Installs a SIGSEGV/SIGBUS handler that writes `message` (kept, not copied) to stderr and exits
+// with `status`: for commands that read the event log through LMDB's memory map, where a damaged
+// page is a wild pointer and an unreadable sector a SIGBUS. Returns 0, or -1 with errno.
+int cvigil_exit_on_memory_fault(const char *message, int status);
 static inline ssize_t cvigil_send(int fd, const void *buffer, size_t length) { return send(fd, buffer, length, MSG_NOSIGNAL); }
 static inline void cvigil_set_errno(int value) { errno = value; }
 

@@ -13,7 +13,10 @@
 /// Each LMDB value in the events database is a small hand-coded envelope followed by one of these
 /// messages (see Sources/VigilEvents/EventCodec.swift and README "Event catalogue"):
 ///
-///   varint kind | varint time_us | payload (protobuf, the message for that kind)
+///   crc32c | varint kind | varint time_us | payload (protobuf, the message for that kind)
+///
+/// (Log format 2; format-1 logs, written before the checksum, lack the crc32c. See
+/// Sources/VigilLog/RecordFormat.swift.)
 ///
 /// Evolution rules (the golden files in Tests/VigilEventsTests/Golden prove them):
 ///   - never renumber or reuse a field or an enum value; add new fields with new numbers;
@@ -84,6 +87,9 @@ public nonisolated enum Vigil_Events_V1_EventKind: SwiftProtobuf.Enum, Swift.Cas
   case exposureKeysOffered // = 27
   case exposureKeysMatched // = 28
   case hubFeedRewound // = 29
+
+  /// Added in schema version 10 (a log that survives a failing SD card).
+  case logSalvaged // = 30
   case UNRECOGNIZED(Int)
 
   public init() {
@@ -122,6 +128,7 @@ public nonisolated enum Vigil_Events_V1_EventKind: SwiftProtobuf.Enum, Swift.Cas
     case 27: self = .exposureKeysOffered
     case 28: self = .exposureKeysMatched
     case 29: self = .hubFeedRewound
+    case 30: self = .logSalvaged
     default: self = .UNRECOGNIZED(rawValue)
     }
   }
@@ -158,6 +165,7 @@ public nonisolated enum Vigil_Events_V1_EventKind: SwiftProtobuf.Enum, Swift.Cas
     case .exposureKeysOffered: return 27
     case .exposureKeysMatched: return 28
     case .hubFeedRewound: return 29
+    case .logSalvaged: return 30
     case .UNRECOGNIZED(let i): return i
     }
   }
@@ -194,6 +202,7 @@ public nonisolated enum Vigil_Events_V1_EventKind: SwiftProtobuf.Enum, Swift.Cas
     .exposureKeysOffered,
     .exposureKeysMatched,
     .hubFeedRewound,
+    .logSalvaged,
   ]
 
 }
@@ -1588,12 +1597,70 @@ public nonisolated struct Vigil_Events_V1_HubFeedRewound: Sendable {
   public init() {}
 }
 
+/// The log was found damaged (pages LMDB cannot safely read, or records whose checksum fails) and
+/// every record that could be trusted was copied into a fresh log: this is its first event. The
+/// damaged files are kept, untouched, in `kept_aside`. Sequences between `highest_recovered` and
+/// this event's own are skipped on purpose (a new epoch: nothing the old log may have held is
+/// reused). Never uploaded.
+public nonisolated struct Vigil_Events_V1_LogSalvaged: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// sequences lost, in order; at most 64 ranges (lost_count counts all)
+  public var lost: [Vigil_Events_V1_LogSalvaged.Range] = []
+
+  /// may include records retention had deleted on purpose
+  public var lostCount: UInt64 = 0
+
+  public var recovered: UInt64 = 0
+
+  /// found in pages the damage had cut off, by their checksums
+  public var recoveredOutsideTree: UInt64 = 0
+
+  public var highestRecovered: UInt64 = 0
+
+  public var keptAside: String = String()
+
+  public var damagedPages: UInt32 = 0
+
+  /// the first damaged page, as the check described it
+  public var firstDamage: String = String()
+
+  /// "start": the check at start; "operator": `vigil log salvage`
+  public var trigger: String = String()
+
+  public var seconds: Double = 0
+
+  /// True when damage cut off the end of the log (or all of it): events after highest_recovered
+  /// may have existed, and how many cannot be told.
+  public var tailUnknown: Bool = false
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public nonisolated struct Range: Sendable {
+    // SwiftProtobuf.Message conformance is added in an extension below. See the
+    // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+    // methods supported on all messages.
+
+    public var first: UInt64 = 0
+
+    public var last: UInt64 = 0
+
+    public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+    public init() {}
+  }
+
+  public init() {}
+}
+
 // MARK: - Code below here is support for the SwiftProtobuf runtime.
 
 fileprivate nonisolated let _protobuf_package = "vigil.events.v1"
 
 nonisolated extension Vigil_Events_V1_EventKind: SwiftProtobuf._ProtoNameProviding {
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0EVENT_KIND_UNSPECIFIED\0\u{1}SCAN_HIT\0\u{1}ALERT_RECEIVED\0\u{1}ALERT_RAISED\0\u{1}ALERT_CANCELLED\0\u{1}CHECK_IN\0\u{1}BUTTON_INPUT\0\u{1}NODE_STARTED\0\u{1}NODE_STOPPED\0\u{1}RADIO_STATE_CHANGED\0\u{1}RESIDENT_ENROLLED\0\u{1}RESIDENT_UPDATED\0\u{1}RESIDENT_REMOVED\0\u{1}DEADLINE_REACHED\0\u{1}ALARM_ACKNOWLEDGED\0\u{1}OUTBOX_ATTEMPT\0\u{1}EXPOSURE_DETECTED\0\u{1}CONTACT_RETENTION\0\u{1}EXPOSURE_KEYS_PUBLISHED\0\u{1}ALERT_ACKNOWLEDGED\0\u{1}ALERT_EXPIRED\0\u{1}ALERT_REAFFIRMED\0\u{1}DOWNTIME_DETECTED\0\u{1}HUB_ACKNOWLEDGED\0\u{1}HUB_EPOCH_STARTED\0\u{1}HUB_RECEIVED\0\u{1}OCCUPANCY_SAMPLED\0\u{1}EXPOSURE_KEYS_OFFERED\0\u{1}EXPOSURE_KEYS_MATCHED\0\u{1}HUB_FEED_REWOUND\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0EVENT_KIND_UNSPECIFIED\0\u{1}SCAN_HIT\0\u{1}ALERT_RECEIVED\0\u{1}ALERT_RAISED\0\u{1}ALERT_CANCELLED\0\u{1}CHECK_IN\0\u{1}BUTTON_INPUT\0\u{1}NODE_STARTED\0\u{1}NODE_STOPPED\0\u{1}RADIO_STATE_CHANGED\0\u{1}RESIDENT_ENROLLED\0\u{1}RESIDENT_UPDATED\0\u{1}RESIDENT_REMOVED\0\u{1}DEADLINE_REACHED\0\u{1}ALARM_ACKNOWLEDGED\0\u{1}OUTBOX_ATTEMPT\0\u{1}EXPOSURE_DETECTED\0\u{1}CONTACT_RETENTION\0\u{1}EXPOSURE_KEYS_PUBLISHED\0\u{1}ALERT_ACKNOWLEDGED\0\u{1}ALERT_EXPIRED\0\u{1}ALERT_REAFFIRMED\0\u{1}DOWNTIME_DETECTED\0\u{1}HUB_ACKNOWLEDGED\0\u{1}HUB_EPOCH_STARTED\0\u{1}HUB_RECEIVED\0\u{1}OCCUPANCY_SAMPLED\0\u{1}EXPOSURE_KEYS_OFFERED\0\u{1}EXPOSURE_KEYS_MATCHED\0\u{1}HUB_FEED_REWOUND\0\u{1}LOG_SALVAGED\0")
 }
 
 nonisolated extension Vigil_Events_V1_AddressType: SwiftProtobuf._ProtoNameProviding {
@@ -3474,6 +3541,121 @@ nonisolated extension Vigil_Events_V1_HubFeedRewound: SwiftProtobuf.Message, Swi
     if lhs.fromPosition != rhs.fromPosition {return false}
     if lhs.hubHead != rhs.hubHead {return false}
     if lhs.cursorMissing != rhs.cursorMissing {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Vigil_Events_V1_LogSalvaged: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".LogSalvaged"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}lost\0\u{3}lost_count\0\u{1}recovered\0\u{3}recovered_outside_tree\0\u{3}highest_recovered\0\u{3}kept_aside\0\u{3}damaged_pages\0\u{3}first_damage\0\u{1}trigger\0\u{1}seconds\0\u{3}tail_unknown\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeRepeatedMessageField(value: &self.lost) }()
+      case 2: try { try decoder.decodeSingularUInt64Field(value: &self.lostCount) }()
+      case 3: try { try decoder.decodeSingularUInt64Field(value: &self.recovered) }()
+      case 4: try { try decoder.decodeSingularUInt64Field(value: &self.recoveredOutsideTree) }()
+      case 5: try { try decoder.decodeSingularUInt64Field(value: &self.highestRecovered) }()
+      case 6: try { try decoder.decodeSingularStringField(value: &self.keptAside) }()
+      case 7: try { try decoder.decodeSingularUInt32Field(value: &self.damagedPages) }()
+      case 8: try { try decoder.decodeSingularStringField(value: &self.firstDamage) }()
+      case 9: try { try decoder.decodeSingularStringField(value: &self.trigger) }()
+      case 10: try { try decoder.decodeSingularDoubleField(value: &self.seconds) }()
+      case 11: try { try decoder.decodeSingularBoolField(value: &self.tailUnknown) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.lost.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.lost, fieldNumber: 1)
+    }
+    if self.lostCount != 0 {
+      try visitor.visitSingularUInt64Field(value: self.lostCount, fieldNumber: 2)
+    }
+    if self.recovered != 0 {
+      try visitor.visitSingularUInt64Field(value: self.recovered, fieldNumber: 3)
+    }
+    if self.recoveredOutsideTree != 0 {
+      try visitor.visitSingularUInt64Field(value: self.recoveredOutsideTree, fieldNumber: 4)
+    }
+    if self.highestRecovered != 0 {
+      try visitor.visitSingularUInt64Field(value: self.highestRecovered, fieldNumber: 5)
+    }
+    if !self.keptAside.isEmpty {
+      try visitor.visitSingularStringField(value: self.keptAside, fieldNumber: 6)
+    }
+    if self.damagedPages != 0 {
+      try visitor.visitSingularUInt32Field(value: self.damagedPages, fieldNumber: 7)
+    }
+    if !self.firstDamage.isEmpty {
+      try visitor.visitSingularStringField(value: self.firstDamage, fieldNumber: 8)
+    }
+    if !self.trigger.isEmpty {
+      try visitor.visitSingularStringField(value: self.trigger, fieldNumber: 9)
+    }
+    if self.seconds.bitPattern != 0 {
+      try visitor.visitSingularDoubleField(value: self.seconds, fieldNumber: 10)
+    }
+    if self.tailUnknown != false {
+      try visitor.visitSingularBoolField(value: self.tailUnknown, fieldNumber: 11)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Vigil_Events_V1_LogSalvaged, rhs: Vigil_Events_V1_LogSalvaged) -> Bool {
+    if lhs.lost != rhs.lost {return false}
+    if lhs.lostCount != rhs.lostCount {return false}
+    if lhs.recovered != rhs.recovered {return false}
+    if lhs.recoveredOutsideTree != rhs.recoveredOutsideTree {return false}
+    if lhs.highestRecovered != rhs.highestRecovered {return false}
+    if lhs.keptAside != rhs.keptAside {return false}
+    if lhs.damagedPages != rhs.damagedPages {return false}
+    if lhs.firstDamage != rhs.firstDamage {return false}
+    if lhs.trigger != rhs.trigger {return false}
+    if lhs.seconds != rhs.seconds {return false}
+    if lhs.tailUnknown != rhs.tailUnknown {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Vigil_Events_V1_LogSalvaged.Range: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = Vigil_Events_V1_LogSalvaged.protoMessageName + ".Range"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}first\0\u{1}last\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt64Field(value: &self.first) }()
+      case 2: try { try decoder.decodeSingularUInt64Field(value: &self.last) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.first != 0 {
+      try visitor.visitSingularUInt64Field(value: self.first, fieldNumber: 1)
+    }
+    if self.last != 0 {
+      try visitor.visitSingularUInt64Field(value: self.last, fieldNumber: 2)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Vigil_Events_V1_LogSalvaged.Range, rhs: Vigil_Events_V1_LogSalvaged.Range) -> Bool {
+    if lhs.first != rhs.first {return false}
+    if lhs.last != rhs.last {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -1,0 +1,234 @@
+import Foundation
+import Logging
+import VigilEvents
+import VigilLog
+import VigilSystem
+
+/// Text for lost sequence ranges ("120...180, 455"), the first `limit` of them.
+public enum LogSalvageText {
+    public static func ranges(_ ranges: [LogSalvaged.Range], limit: Int = 8) -> String {
+        ranges.prefix(limit).map { $0.first == $0.last ? "\($0.first)" : "\($0.first)...\($0.last)" }.joined(separator: ", ")
+            + (ranges.count > limit ? ", ..." : "")
+    }
+
+    public static func ranges(_ ranges: [LogCheckReport.SequenceRange], limit: Int = 8) -> String {
+        ranges.prefix(limit).map(\.description).joined(separator: ", ") + (ranges.count > limit ? ", ..." : "")
+    }
+}
+
+/// What a node does about a damaged log before it opens it, and the event that records a salvage.
+public enum LogRecovery {
+    /// At most this many lost ranges go into the event (`lost_count` counts them all).
+    static let maximumRangesLogged = 64
+
+    /// The first event of a salvaged log.
+    public static func event(_ report: SalvageReport, trigger: String) -> LogSalvaged {
+        var e = LogSalvaged()
+        e.lost = report.lost.prefix(maximumRangesLogged).map { range in
+            var r = LogSalvaged.Range()
+            r.first = range.first
+            r.last = range.last
+            return r
+        }
+        e.lostCount = report.lostCount
+        e.recovered = report.recovered
+        e.recoveredOutsideTree = report.recoveredOutsideTree
+        e.highestRecovered = report.highestRecovered
+        e.keptAside = report.keptAside
+        e.damagedPages = UInt32(clamping: report.check.damagedPages.count)
+        e.firstDamage = String((report.check.damagedPages.first ?? report.check.corruptRecords.first.map { "record \($0) fails its checksum" } ?? "").prefix(512))
+        e.trigger = trigger
+        e.seconds = report.seconds
+        e.tailUnknown = report.tailUnknown
+        return e
+    }
+}
+
+extension LogRecovery {
+    /// In the data directory: a start whose log check has not finished yet. Found at the next
+    /// start, it means that start (or the run after it) ended before its log was checked, perhaps
+    /// because reading the log crashed it: the log is then checked before it is opened.
+    static let uncheckedStartMarker = "log-check-pending"
+    /// In the data directory: a check found the log damaged; the next start salvages it.
+    static let damagedMarker = "log-damaged"
+
+    /// Opens the node's log: `beforeOpen` first; then, if LMDB refuses the file as damaged (not
+    /// merely of another version), salvages it and opens the fresh one. Returns the log and what a
+    /// salvage did.
+    static func open(_ configuration: NodeConfiguration, logger: Logger,
+                     onDurable: @escaping @Sendable (CommitReport) -> Void) throws(NodeError) -> (EventLog, SalvageReport?) {
+        let directory = configuration.dataDirectory
+        var salvaged = try beforeOpen(directory: directory, executable: configuration.logCheckExecutable, logger: logger)
+        do {
+            return (try EventLog.open(configuration.log, onDurable: onDurable), salvaged)
+        } catch where error.isDamage && salvaged == nil {
+            logger.critical("the event log cannot be opened: it is damaged; salvaging it", metadata: ["error": "\(error)"])
+            salvaged = salvage(directory: directory, executable: configuration.logCheckExecutable, logger: logger)
+            FileSystem.remove(directory + "/" + damagedMarker)
+        } catch {
+            throw .log(error)
+        }
+        do {
+            return (try EventLog.open(configuration.log, onDurable: onDurable), salvaged)
+        } catch {
+            throw .log(error)
+        }
+    }
+
+    /// What `vigil log check` exits with.
+    public enum CheckExit: Int32 {
+        case healthy = 0
+        case damaged = 3
+        case corruptRecords = 4
+    }
+
+    public static func exitStatus(_ report: LogCheckReport) -> CheckExit {
+        if !report.isStructurallySound { return .damaged }
+        return report.corruptRecords.isEmpty ? .healthy : .corruptRecords
+    }
+
+    /// Before a node opens its log: finishes a salvage a power cut interrupted; checks the log
+    /// (in a process of its own when `executable` is given) if the last start never finished its
+    /// check or a check found damage; salvages a damaged log, in a process of its own too. Returns
+    /// what the salvage did, for the `LogSalvaged` event the node then logs first.
+    ///
+    /// Never throws for a damaged log: if even the salvage fails, the damaged file is moved aside
+    /// and the node starts on a fresh log, so the button and the alarms work whatever the card
+    /// did. Throws only when the directory itself cannot be written.
+    static func beforeOpen(directory: String, executable: String?, logger: Logger) throws(NodeError) -> SalvageReport? {
+        do { try LogSalvage.finishInterrupted(directory: directory) } catch { throw .log(error) }
+        let data = directory + "/data.mdb"
+        let damaged = FileSystem.exists(directory + "/" + damagedMarker)
+        let unfinished = FileSystem.exists(directory + "/" + uncheckedStartMarker)
+        do {
+            if !unfinished { try FileSystem.createExclusive(directory + "/" + uncheckedStartMarker, contents: []) }
+        } catch {
+            throw .system(error)
+        }
+        guard FileSystem.exists(data), damaged || unfinished else { return nil }
+        logger.notice("checking the event log before opening it", metadata: [
+            "why": "\(damaged ? "a check found it damaged" : "the last start ended before its log was checked")",
+        ])
+        let verdict = check(directory: directory, executable: executable, logger: logger)
+        switch verdict {
+        case .healthy, .corruptRecords:
+            FileSystem.remove(directory + "/" + damagedMarker)
+            FileSystem.remove(directory + "/" + uncheckedStartMarker)
+            return nil
+        case .damaged:
+            let report = salvage(directory: directory, executable: executable, logger: logger)
+            FileSystem.remove(directory + "/" + damagedMarker)
+            FileSystem.remove(directory + "/" + uncheckedStartMarker)
+            return report
+        }
+    }
+
+    /// The check's verdict; a checker that crashes or fails counts as damage (a salvage is never
+    /// destructive: the file is kept aside).
+    static func check(directory: String, executable: String?, logger: Logger) -> CheckExit {
+        guard let executable else {
+            do { return exitStatus(try LogCheck.check(directory: directory)) } catch {
+                logger.error("the log check failed", metadata: ["error": "\(error)"])
+                return .damaged
+            }
+        }
+        let output = directory + "/log-check.out"
+        defer { FileSystem.remove(output) }
+        do {
+            let status = try runToCompletion(path: executable, arguments: ["log", "check", "--data", directory], outputPath: output)
+            if let exit = CheckExit(rawValue: status) { return exit }
+            logger.error("the log check ended badly", metadata: [
+                "status": "\(status)", "output": "\((try? String(contentsOfFile: output, encoding: .utf8))?.prefix(500) ?? "")",
+            ])
+        } catch {
+            logger.error("the log check could not run", metadata: ["error": "\(error)"])
+            do { return exitStatus(try LogCheck.check(directory: directory)) } catch {}
+        }
+        return .damaged
+    }
+
+    /// Salvages in a process of its own (or in-process without an executable); if that fails,
+    /// moves the damaged file aside so the node starts on a fresh log.
+    static func salvage(directory: String, executable: String?, logger: Logger) -> SalvageReport {
+        if let executable {
+            let output = directory + "/log-salvage.out", reportPath = directory + "/log-salvage.json"
+            defer { FileSystem.remove(output); FileSystem.remove(reportPath) }
+            do {
+                let status = try runToCompletion(path: executable,
+                                                 arguments: ["log", "salvage", "--data", directory, "--for-node", reportPath],
+                                                 outputPath: output)
+                if status == 0, let data = FileManager.default.contents(atPath: reportPath),
+                   let report = try? JSONDecoder().decode(SalvageReport.self, from: data) {
+                    logSalvage(report, logger: logger)
+                    return report
+                }
+                logger.error("the log salvage ended badly", metadata: [
+                    "status": "\(status)", "output": "\((try? String(contentsOfFile: output, encoding: .utf8))?.prefix(500) ?? "")",
+                ])
+            } catch {
+                logger.error("the log salvage could not run", metadata: ["error": "\(error)"])
+            }
+        } else {
+            do {
+                let report = try LogSalvage.salvage(directory: directory)
+                logSalvage(report, logger: logger)
+                return report
+            } catch {
+                logger.error("the log salvage failed", metadata: ["error": "\(error)"])
+            }
+        }
+        // Last resort: keep the file, untouched, and start afresh.
+        var report = SalvageReport()
+        report.tailUnknown = true
+        report.check.damagedPages = ["the salvage failed; nothing was copied"]
+        do {
+            report.keptAside = try LogSalvage.setAside(directory: directory)
+            logger.critical("the damaged log could not be salvaged; it is kept aside and the node starts on a fresh log",
+                            metadata: ["kept": "\(report.keptAside)"])
+        } catch {
+            logger.critical("the damaged log could not even be moved aside", metadata: ["error": "\(error)"])
+        }
+        return report
+    }
+
+    private static func logSalvage(_ report: SalvageReport, logger: Logger) {
+        logger.critical("the event log was damaged and has been salvaged", metadata: [
+            "recovered": "\(report.recovered)", "lost": "\(report.lostCount)\(report.tailUnknown ? " and an unknown number at the end" : "")",
+            "lost_ranges": "\(LogSalvageText.ranges(report.lost))", "kept": "\(report.keptAside)",
+            "seconds": "\(report.seconds)",
+        ])
+    }
+
+    /// The node's log check has finished and found the log sound: a crash from now on is not
+    /// the log's doing until the next start.
+    static func checkedThisStart(directory: String) {
+        FileSystem.remove(directory + "/" + uncheckedStartMarker)
+    }
+
+    /// A running check found damage: the next start salvages.
+    static func markDamaged(directory: String) {
+        try? FileSystem.createExclusive(directory + "/" + damagedMarker, contents: [])
+    }
+
+    /// `vigil log salvage` run by a person: refuses while a node runs (the node salvages by itself
+    /// at its next start), salvages, and logs `LogSalvaged` (trigger "operator") in the fresh log.
+    /// `force`: salvage a log the check finds sound (to drop records that fail their checksums).
+    /// Returns nil when the log is sound and `force` is not given.
+    public static func salvageByOperator(dataDirectory: String, force: Bool,
+                                         now: UInt64 = realtimeMicroseconds()) async throws -> (SalvageReport, LogCheckReport)? {
+        let lock = try NodeBootstrap.lockDataDirectory(dataDirectory)
+        defer { lock.unlock() }
+        try LogSalvage.finishInterrupted(directory: dataDirectory)
+        guard FileSystem.exists(dataDirectory + "/data.mdb") else { throw LogError.missing(directory: dataDirectory) }
+        let check = try LogCheck.check(directory: dataDirectory)
+        guard force || !check.isHealthy else { return nil }
+        let report = try LogSalvage.salvage(directory: dataDirectory, now: now)
+        let log = try EventLog.open(LogConfiguration(directory: dataDirectory))
+        defer { log.close() }
+        let (kind, payload) = EventCodec.encode(.logSalvaged(event(report, trigger: "operator")))
+        let record = LogRecord(kind: kind, timeMicroseconds: now, payload: payload)
+        _ = try await log.appendDurably(record, priority: .critical)
+        FileSystem.remove(dataDirectory + "/" + damagedMarker)
+        return (report, check)
+    }
+}
