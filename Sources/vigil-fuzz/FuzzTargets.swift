@@ -2,6 +2,8 @@ import Foundation
 import VigilEvents
 import VigilExposure
 import VigilHubProtocol
+import VigilLog
+import VigilNode
 import VigilRadio
 
 /// The libFuzzer targets (README "Fuzzing"): every parser of bytes from outside the box, each a
@@ -16,6 +18,10 @@ enum FuzzTargets {
         "event-codec": eventCodec,
         "key-export": keyExport,
         "upload-batch": uploadBatch,
+        "lmdb-file": lmdbFile,
+        "btsnoop-file": btsnoopFile,
+        "configuration": configuration,
+        "control-command": controlCommand,
     ]
 
     /// An HCI packet from the controller (H4: the type byte first), as the radio reads it.
@@ -84,6 +90,48 @@ enum FuzzTargets {
         }
         _ = try? JSONDecoder().decode(UploadBatch.self, from: Data(bytes))
         _ = try? JSONDecoder().decode(FeedAnswer.self, from: Data(bytes))
+    }
+
+    /// An event log's data.mdb as a failing card left it: `vigil log check` walks it and salvage
+    /// scans its every page, without LMDB.
+    static func lmdbFile(_ bytes: [UInt8]) {
+        guard let reader = try? LMDBFileReader.inMemory(bytes) else { return }
+        if let report = try? LogCheck.check(reader: reader, transaction: nil) {
+            check(report.records >= report.unchecked, "unchecked records are among the records")
+            check(report.isHealthy == (report.damagedPages.isEmpty && report.corruptRecords.isEmpty), "healthy means nothing found")
+        }
+        var page: UInt64 = 2
+        while page < min(reader.pageCount, 64) {
+            _ = reader.leafEntries(page: page, lastPage: reader.pageCount - 1)
+            page += 1
+        }
+    }
+
+    /// A Bluetooth capture (`vigil radio replay`, a box's snoop file) as someone hands it over.
+    static func btsnoopFile(_ bytes: [UInt8]) {
+        let path = NSTemporaryDirectory() + "vigil-fuzz-\(getpid()).btsnoop"
+        guard FileManager.default.createFile(atPath: path, contents: Data(bytes)) else { return }
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        guard let reader = try? BTSnoopReader(path: path) else { return }
+        var records = 0
+        while let record = try? reader.next() {
+            check(record.packet.count <= BTSnoop.maximumPacketLength, "a record is never longer than a packet can be")
+            records += 1
+        }
+        check(records * BTSnoop.recordHeaderLength <= bytes.count, "records come from the bytes")
+    }
+
+    /// A configuration file (YAML) as a volunteer edits it.
+    static func configuration(_ bytes: [UInt8]) {
+        guard let text = String(validating: bytes, as: UTF8.self) else { return }
+        _ = try? NodeConfiguration.load(text: text, file: "fuzz.yaml")
+    }
+
+    /// A line on the control socket (any local user in the vigil group may write one).
+    static func controlCommand(_ bytes: [UInt8]) {
+        guard let command = try? JSONDecoder().decode(NodeCommand.self, from: Data(bytes)) else { return }
+        guard let again = try? JSONEncoder().encode(command) else { fail("a decoded command encodes") }
+        check((try? JSONDecoder().decode(NodeCommand.self, from: again)) == command, "a command encoded decodes to itself")
     }
 
     static func check(_ condition: Bool, _ promise: @autoclosure () -> String) {
