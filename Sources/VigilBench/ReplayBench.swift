@@ -4,6 +4,24 @@ import VigilLog
 import VigilNode
 import VigilSystem
 
+/// A log of `plan.replayEvents` mixed events (scan hits sheddable, the rest critical), appended as
+/// the node appends them, without syncs: the input of the replay and salvage benchmarks.
+func buildMixedLog(directory: String, plan: Plan) throws {
+    var configuration = LogConfiguration(directory: directory)
+    configuration.sync = .none
+    configuration.initialMapSize = 512 << 20
+    var events = MixedWorkload()
+    let result = try runVigilAppend(directory: directory, configuration: configuration, count: plan.replayEvents,
+                                    pacing: .saturated(maxInFlight: plan.maxInFlight), device: nil) { _ in
+        let next = events.next()
+        let record = LogRecord(kind: next.kind, timeMicroseconds: next.time, payload: next.payload)
+        return (record, next.kind == UInt32(EventKind.scanHit.rawValue) ? .sheddable : .critical)
+    }
+    guard result.acknowledged == plan.replayEvents else {
+        throw BenchError("the log has \(result.acknowledged) events, expected \(plan.replayEvents) (shed \(result.shed))")
+    }
+}
+
 /// replay_eps (decode + projections, with its target and whether it is met), replay_decode_eps
 /// (decode only, as replay decodes) against a raw LMDB cursor walk over the same log, and
 /// replay_share lines (with replay_eps): the fraction of replay time spent decoding and in each
@@ -69,19 +87,7 @@ struct ReplayBench {
     static let target = 2_000_000
 
     private func build(_ directory: String) throws {
-        var configuration = LogConfiguration(directory: directory)
-        configuration.sync = .none
-        configuration.initialMapSize = 512 << 20
-        var events = MixedWorkload()
-        let result = try runVigilAppend(directory: directory, configuration: configuration, count: plan.replayEvents,
-                                        pacing: .saturated(maxInFlight: plan.maxInFlight), device: nil) { _ in
-            let next = events.next()
-            let record = LogRecord(kind: next.kind, timeMicroseconds: next.time, payload: next.payload)
-            return (record, next.kind == UInt32(EventKind.scanHit.rawValue) ? .sheddable : .critical)
-        }
-        guard result.acknowledged == plan.replayEvents else {
-            throw BenchError("replay log has \(result.acknowledged) events, expected \(plan.replayEvents) (shed \(result.shed))")
-        }
+        try buildMixedLog(directory: directory, plan: plan)
     }
 
     /// Decode + Projections.apply over the whole log, timed from the read transaction's start;

@@ -18,7 +18,7 @@ struct SalvageBench {
         try withTemporaryDirectory("salvage") { base in
             let pristine = base + "/pristine"
             progress("salvage: building a log of \(plan.replayEvents) mixed events")
-            try build(pristine)
+            try buildMixedLog(directory: pristine, plan: plan)
             let damaged = try damage(pristine + "/data.mdb")
             var checks: [Double] = [], salvages: [Double] = [], walks: [Double] = []
             var last: SalvageReport?
@@ -52,21 +52,6 @@ struct SalvageBench {
                                         ("recovered_outside_tree", .int(Int(last?.recoveredOutsideTree ?? 0))),
                                         ("lost", .int(Int(last?.lostCount ?? 0))),
                                      ]))
-        }
-    }
-
-    private func build(_ directory: String) throws {
-        var configuration = LogConfiguration(directory: directory)
-        configuration.sync = .none
-        configuration.initialMapSize = 512 << 20
-        var events = MixedWorkload()
-        let result = try runVigilAppend(directory: directory, configuration: configuration, count: plan.replayEvents,
-                                        pacing: .saturated(maxInFlight: plan.maxInFlight), device: nil) { _ in
-            let next = events.next()
-            return (LogRecord(kind: next.kind, timeMicroseconds: next.time, payload: next.payload), .critical)
-        }
-        guard result.acknowledged == plan.replayEvents else {
-            throw BenchError("salvage log has \(result.acknowledged) events, expected \(plan.replayEvents)")
         }
     }
 

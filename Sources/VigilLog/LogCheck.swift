@@ -183,11 +183,14 @@ public enum LogCheck {
 /// Collects sequences, in ascending order, into ranges.
 struct RangeBuilder {
     private(set) var ranges: [LogCheckReport.SequenceRange] = []
-    mutating func add(_ sequence: UInt64) {
-        if let last = ranges.last, last.last &+ 1 == sequence {
-            ranges[ranges.count - 1].last = sequence
+    mutating func add(_ sequence: UInt64) { add(first: sequence, last: sequence) }
+
+    /// Adds `first...last`, after everything added so far.
+    mutating func add(first: UInt64, last: UInt64) {
+        if let previous = ranges.last, previous.last &+ 1 == first {
+            ranges[ranges.count - 1].last = last
         } else {
-            ranges.append(.init(first: sequence, last: sequence))
+            ranges.append(.init(first: first, last: last))
         }
     }
 }

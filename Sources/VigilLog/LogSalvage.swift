@@ -213,7 +213,7 @@ public enum LogSalvage {
                         continue
                     }
                     let holeEnd = min(high, present &- 1)
-                    for s in next...holeEnd { lost.add(s) }
+                    lost.add(first: next, last: holeEnd)
                     next = holeEnd &+ 1
                     if next == 0 { break }
                 }

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import VigilBoard
+import VigilCore
 import VigilEvents
 import VigilLog
 import VigilSystem
@@ -58,6 +59,18 @@ import VigilSystem
         try file.write(contentsOf: Data([0xF0, 0xFF])) // `lower` past `upper`
         try file.close()
         return victim.keys
+    }
+
+    /// Starts a node on `dir` (no check executable: checked in-process), stops it, and returns its
+    /// health projection as it ran.
+    static func healthAfterAStart(_ dir: TemporaryDirectory) async throws -> NodeHealth {
+        let clock = ManualClock()
+        let node = try Node(configuration: testConfiguration(dir, advertisers: 0), clock: clock, monotonic: clock,
+                            logger: quietLogger, board: try SimulatedBoard(monotonic: clock))
+        let task = await start(node)
+        let health = await onLoop(node) { $0.projections.health }
+        try await stop(node, task)
+        return health
     }
 
     @Test func aCheckFindsDamageTheNodeStopsAndItsNextStartSalvagesEverythingElse() async throws {
@@ -120,13 +133,7 @@ import VigilSystem
         try FileManager.default.createDirectory(atPath: dir.path, withIntermediateDirectories: true)
         let garbage = Data((0..<65_536).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) })
         try garbage.write(to: URL(fileURLWithPath: dir.path + "/data.mdb"))
-        let clock = ManualClock()
-        let node = try Node(configuration: testConfiguration(dir, advertisers: 0), clock: clock, monotonic: clock,
-                            logger: quietLogger, board: try SimulatedBoard(monotonic: clock))
-        let task = await start(node)
-        let salvage = await onLoop(node) { $0.projections.health.lastSalvage }
-        try await stop(node, task)
-        let s = try #require(salvage)
+        let s = try #require(try await Self.healthAfterAStart(dir).lastSalvage)
         #expect(s.recovered == 0)
         #expect(s.tailUnknown)
         #expect(try Data(contentsOf: URL(fileURLWithPath: s.keptAside + "/data.mdb")) == garbage, "kept untouched")
@@ -139,12 +146,6 @@ import VigilSystem
         #expect(!FileManager.default.fileExists(atPath: dir.path + "/log-check-pending"))
         try Data().write(to: URL(fileURLWithPath: dir.path + "/log-check-pending"))
         _ = try Self.damageAMiddleLeaf(dir)
-        let clock = ManualClock()
-        let node = try Node(configuration: testConfiguration(dir, advertisers: 0), clock: clock, monotonic: clock,
-                            logger: quietLogger, board: try SimulatedBoard(monotonic: clock))
-        let task = await start(node)
-        let salvages = await onLoop(node) { $0.projections.health.salvages }
-        try await stop(node, task)
-        #expect(salvages == 1, "checked (in-process, no executable configured) and salvaged before opening")
+        #expect(try await Self.healthAfterAStart(dir).salvages == 1, "checked (in-process, no executable configured) and salvaged before opening")
     }
 }
