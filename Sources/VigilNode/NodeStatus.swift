@@ -34,6 +34,8 @@ public struct LiveStatus: Sendable, Codable {
     public var hci: HCIRadioCounters?
     /// What the hub sync keeps failing at (nil: nothing, or no hub).
     public var hubProblem: String?
+    /// The last check of the log this run (nil: none yet): "sound", or what it found.
+    public var logCheck: String?
 }
 
 public enum VigilVersion {
@@ -52,6 +54,7 @@ extension Node {
                 Dictionary(uniqueKeysWithValues: OutputLine.allCases.map { ($0.rawValue, b.level($0)) })
             } ?? [:],
             openWindowAdvertisers: intake.scanWindow.pendingAdvertisers, air: airAlerts.air.counters,
-            onAir: airAlerts.onAirDescriptions, hci: (radio as? HCIRadio)?.counters, hubProblem: uplink.problems.summary)
+            onAir: airAlerts.onAirDescriptions, hci: (radio as? HCIRadio)?.counters, hubProblem: uplink.problems.summary,
+            logCheck: logIntegrity.last)
     }
 }

@@ -48,6 +48,7 @@ struct Status: AsyncParsableCommand {
         out += "log: \(s.appliedThrough) events, \(space.usedBytes >> 10) KiB used of a \(space.mapBytes >> 20) MiB map"
         if s.health.undecodable > 0 { out += ", \(s.health.undecodable) unreadable (last at \(s.health.lastUndecodableSequence))" }
         out += "\n"
+        if let check = live?.logCheck { out += "log check: \(check)\n" }
         if let salvage = s.health.lastSalvage {
             out += "log SALVAGED \(s.health.salvages == 1 ? "once" : "\(s.health.salvages) times"), last at \(EventFormatting.time(salvage.timeMicroseconds)): "
                 + "\(salvage.recovered) records kept, \(salvage.lostCount) lost\(salvage.lost.isEmpty ? "" : " (\(salvage.lost))")"

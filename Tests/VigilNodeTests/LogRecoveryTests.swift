@@ -128,6 +128,25 @@ import VigilSystem
         #expect(LogSalvageText.ranges(s.lost).contains("\(lostSequences.min() ?? 0)"))
     }
 
+    @Test func aSoundCheckIsShownInTheLiveStatusAndClearsTheStartsMark() async throws {
+        let dir = TemporaryDirectory()
+        _ = try await Self.makeLog(dir, count: 500)
+        var config = testConfiguration(dir, advertisers: 0)
+        config.logCheckExecutable = Self.vigil
+        config.exposure.retentionFirstCheckMicroseconds = 86_400_000_000
+        let clock = ManualClock()
+        let node = try Node(configuration: config, clock: clock, monotonic: clock, logger: quietLogger,
+                            board: try SimulatedBoard(monotonic: clock))
+        let task = await start(node)
+        #expect(FileManager.default.fileExists(atPath: dir.path + "/log-check-pending"), "marked until a check passes")
+        await advance(clock, node, byMicroseconds: 61_000_000, step: 61_000_000)
+        #expect(await untilChildProcess(node) { $0.logIntegrity.last != nil })
+        let live = await onLoop(node) { $0.liveStatus() }
+        #expect(live.logCheck == "sound")
+        #expect(!FileManager.default.fileExists(atPath: dir.path + "/log-check-pending"))
+        try await stop(node, task)
+    }
+
     @Test func aFileLMDBRefusesIsSetAsideAndTheNodeStartsOnAFreshLog() async throws {
         let dir = TemporaryDirectory()
         try FileManager.default.createDirectory(atPath: dir.path, withIntermediateDirectories: true)
