@@ -199,7 +199,7 @@ let package = Package(
         // The tests' shared helpers (one temporary directory); a library only tests depend on.
         .target(name: "VigilTestSupport", path: "Tests/VigilTestSupport", swiftSettings: strict),
         .testTarget(name: "VigilSystemTests", dependencies: ["VigilSystem", "VigilTestSupport"], swiftSettings: strict),
-        .testTarget(name: "VigilLogTests", dependencies: ["VigilLog", "VigilTestSupport"], swiftSettings: strict),
+        .testTarget(name: "VigilLogTests", dependencies: ["VigilLog", "VigilSystem", "VigilTestSupport"], swiftSettings: strict),
         .testTarget(
             name: "VigilEventsTests",
             dependencies: ["VigilEvents", .product(name: "SwiftProtobuf", package: "swift-protobuf")],
