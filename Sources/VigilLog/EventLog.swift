@@ -152,15 +152,15 @@ public final class EventLog: @unchecked Sendable {
     }
 
     /// The record format of a format-2 log (or `.unchecked` while its marker still says 1).
+    /// Unchecked only when the marker says 1 exactly and no upgrade is recorded (a mangled marker
+    /// must not let corrupt records pass as older than the checksum).
     static func readFormat(_ txn: LMDBTransaction, meta: MDB_dbi) throws -> RecordFormat {
+        if let from = try checksummedFromKey.withUnsafeBytes({ try txn.get(meta, key: $0) }), from.count == 8 {
+            return RecordFormat(checksummedFrom: UInt64(bigEndian: from.loadUnaligned(as: UInt64.self)), checksummedCheckpoints: true)
+        }
         let marker = try formatKey.withUnsafeBytes { try txn.get(meta, key: $0) }
-        guard let marker, marker.count == 4, UInt32(bigEndian: marker.loadUnaligned(as: UInt32.self)) >= 2 else {
-            return .unchecked
-        }
-        guard let from = try checksummedFromKey.withUnsafeBytes({ try txn.get(meta, key: $0) }), from.count == 8 else {
-            return .current
-        }
-        return RecordFormat(checksummedFrom: UInt64(bigEndian: from.loadUnaligned(as: UInt64.self)), checksummedCheckpoints: true)
+        if let marker, marker.count == 4, UInt32(bigEndian: marker.loadUnaligned(as: UInt32.self)) == 1 { return .unchecked }
+        return .current
     }
 
     private static func writeMeta(_ txn: LMDBTransaction, meta: MDB_dbi, key: [UInt8], value: [UInt8]) throws {
@@ -262,6 +262,12 @@ public final class EventLog: @unchecked Sendable {
         if now != known { shared.recordFormat.withLock { $0 = now } }
         return now
     }
+
+    /// Frees the reader slots of processes that died inside a read transaction (a checker killed
+    /// at its timeout): LMDB would otherwise keep their snapshot's pages from reuse. Returns how
+    /// many were freed.
+    @discardableResult
+    public func clearStaleReaders() -> Int { Int(environment.readerCheck()) }
 
     /// How records of this log are stored (which carry a checksum).
     public var recordFormat: RecordFormat { shared.recordFormat.withLock { $0 } }

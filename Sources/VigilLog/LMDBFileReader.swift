@@ -63,12 +63,21 @@ public struct LMDBFileReader {
         guard size >= 2 * 512 else { throw .incompatible("a data file of \(size) bytes is too small to be LMDB's") }
         // Meta page 0 starts the file; its page size is in the free database's record (md_pad).
         // If page 0 is mangled, meta page 1 sits one page in and says the same.
+        // A size is trusted when meta page 1 is found one such page in (its own page number 1): a
+        // flipped bit in page 0's stated size must not send every read to the wrong offset.
         let sizes = [512, 1024, 2048, 4096, 8192, 16384, 32768, 65536]
+        func isMeta(at offset: Int, number: UInt64) -> Bool {
+            guard offset + 512 <= size, let head = try? read(offset, 512) else { return false }
+            return head.u32(16) == metaMagic && head.u16(10) & flagMeta != 0 && head.u64(0) == number
+        }
         var pageSize = 0
-        for offset in [0] + sizes where pageSize == 0 && offset + 512 <= size {
-            guard let head = try? read(offset, 512), head.u32(16) == metaMagic, head.u16(10) & flagMeta != 0 else { continue }
-            let stated = Int(head.u32(40))
-            if sizes.contains(stated) && (offset == 0 || offset == stated) { pageSize = stated }
+        let stated = (try? read(0, 512)).map { Int($0.u32(40)) } ?? 0
+        if sizes.contains(stated) && isMeta(at: stated, number: 1) {
+            pageSize = stated
+        } else if let found = sizes.first(where: { isMeta(at: $0, number: 1) }) {
+            pageSize = found
+        } else if isMeta(at: 0, number: 0), sizes.contains(stated) {
+            pageSize = stated
         }
         if pageSize == 0, let assumingPageSize, sizes.contains(assumingPageSize) { pageSize = assumingPageSize }
         guard pageSize != 0 else {
@@ -144,7 +153,17 @@ public struct LMDBFileReader {
     public func walk(root: UInt64, depth: Int, lastPage: UInt64,
                      entry: (_ key: [UInt8], _ value: [UInt8], _ low: [UInt8], _ high: [UInt8]?) throws -> Void,
                      damage: (Damage) -> Void,
-                     page visitedLeaf: ((_ number: UInt64, _ keys: [[UInt8]]) -> Void)? = nil) rethrows {
+                     page visitedLeaf: ((_ number: UInt64, _ keys: [[UInt8]]) -> Void)? = nil,
+                     integerKeys: Bool = false) rethrows {
+        // LMDB orders keys as bytes, except in MDB_INTEGERKEY databases (the free-page list: its
+        // keys are transaction ids in native byte order), where 256 comes after 255.
+        func precedes(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+            if integerKeys, a.count == 8, b.count == 8 { return a.u64(0) < b.u64(0) }
+            return a.lexicographicallyPrecedes(b)
+        }
+        func inside(_ key: [UInt8], low: [UInt8], high: [UInt8]?) -> Bool {
+            (low.isEmpty || !precedes(key, low)) && (high.map { precedes(key, $0) } ?? true)
+        }
         var visited = Set<UInt64>()
         // (page, level from the top, low key, high key): a stack, children pushed in reverse.
         var stack: [(UInt64, Int, [UInt8], [UInt8]?)] = [(root, 1, [], nil)]
@@ -165,8 +184,8 @@ public struct LMDBFileReader {
                 // Separator keys ascend and stay inside what the parent gave this page; otherwise
                 // the ranges handed to the children (and reported if they are damaged) are wrong.
                 let separators = nodes.dropFirst().map(\.key)
-                guard zip(separators, separators.dropFirst()).allSatisfy({ $0.lexicographicallyPrecedes($1) }),
-                      separators.allSatisfy({ Self.inside($0, low: low, high: high) }) else {
+                guard zip(separators, separators.dropFirst()).allSatisfy({ precedes($0, $1) }),
+                      separators.allSatisfy({ inside($0, low: low, high: high) }) else {
                     fail("separator keys out of order"); continue
                 }
                 var children: [(UInt64, Int, [UInt8], [UInt8]?)] = []
@@ -181,10 +200,10 @@ public struct LMDBFileReader {
                 visitedLeaf?(number, nodes.map(\.key))
                 var previous: [UInt8]?
                 for node in nodes {
-                    if let previous, !previous.lexicographicallyPrecedes(node.key) {
+                    if let previous, !precedes(previous, node.key) {
                         fail("keys out of order"); break
                     }
-                    guard Self.inside(node.key, low: low, high: high) else { fail("a key outside the page's range"); break }
+                    guard inside(node.key, low: low, high: high) else { fail("a key outside the page's range"); break }
                     previous = node.key
                     let value: [UInt8]
                     if node.flags & Self.nodeBigData != 0 {
@@ -199,10 +218,6 @@ public struct LMDBFileReader {
                 }
             }
         }
-    }
-
-    static func inside(_ key: [UInt8], low: [UInt8], high: [UInt8]?) -> Bool {
-        !key.lexicographicallyPrecedes(low) && (high.map { key.lexicographicallyPrecedes($0) } ?? true)
     }
 
     /// The least key after `key` (as LMDB orders keys: bytes, then length).

@@ -31,6 +31,9 @@ public struct LogCheckReport: Sendable, Codable, Equatable {
     public var unreachable: [SequenceRange] = []
     /// Seconds the check took.
     public var seconds: Double = 0
+    /// Whether an LMDB read transaction held the snapshot still while it was read. Unpinned beside
+    /// a node that writes, a page reused meanwhile can look damaged: check again.
+    public var pinned: Bool = false
 
     public init() {}
 
@@ -73,7 +76,9 @@ public enum LogCheck {
             let pinned = txn.id
             let reader = try LMDBFileReader.open(path: path)
             guard reader.metas().contains(where: { $0.transaction == pinned }) else { continue }
-            return try check(reader: reader, transaction: pinned)
+            var report = try check(reader: reader, transaction: pinned)
+            report.pinned = true
+            return report
         }
         return try check(reader: LMDBFileReader.open(path: path), transaction: nil)
     }
@@ -116,7 +121,7 @@ public enum LogCheck {
                     damage.append(.init(page: 0, reason: "the free-page list names pages outside the file", lowKey: key, highKey: nil))
                     return
                 }
-            }, damage: { damage.append($0) })
+            }, damage: { damage.append($0) }, integerKeys: true)
         }
         if let checkpoints = databases.first(where: { $0.name == "checkpoints" }), let root = checkpoints.root {
             reader.walk(root: root, depth: checkpoints.depth, lastPage: meta.lastPage, entry: { _, _, _, _ in }, damage: { damage.append($0) })
@@ -171,12 +176,14 @@ public enum LogCheck {
         return report
     }
 
+    /// Records are read unchecked only when the marker says format 1 exactly and no upgrade is
+    /// recorded: a mangled marker must not let corrupt records pass as "from before checksums".
     static func recordFormat(meta values: [String: [UInt8]]) -> RecordFormat {
-        guard let marker = values["format"], marker.count == 4 else { return .unchecked }
-        let version = UInt32(marker[0]) << 24 | UInt32(marker[1]) << 16 | UInt32(marker[2]) << 8 | UInt32(marker[3])
-        guard version >= 2 else { return .unchecked }
-        guard let from = values["checksummed-from"], from.count == 8 else { return .current }
-        return RecordFormat(checksummedFrom: from.u64BigEndian(), checksummedCheckpoints: true)
+        if let from = values["checksummed-from"], from.count == 8 {
+            return RecordFormat(checksummedFrom: from.u64BigEndian(), checksummedCheckpoints: true)
+        }
+        if let marker = values["format"], marker == [0, 0, 0, 1] { return .unchecked }
+        return .current
     }
 }
 

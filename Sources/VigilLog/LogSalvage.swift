@@ -141,12 +141,20 @@ public enum LogSalvage {
             // The format of the damaged log: which of its records can be checked.
             // Unknown (its meta database is damaged): only checksummed records are taken.
             var format = RecordFormat.current
+            // The floor an earlier salvage set: the new epoch must start above it too.
+            var earlierFloor: UInt64 = 0
+            // The highest key the tree holds, even on a record that fails its checksum: that
+            // sequence was given out, so the new epoch must not reuse it.
+            var highestInTree: UInt64 = 0
             let databases = meta.flatMap { meta in reader.map { $0.namedDatabases(meta) { _ in } } } ?? []
             if let reader, let meta, let m = databases.first(where: { $0.name == "meta" }), let root = m.root {
                 var values: [String: [UInt8]] = [:]
                 reader.walk(root: root, depth: m.depth, lastPage: meta.lastPage,
                             entry: { key, value, _, _ in values[String(decoding: key, as: UTF8.self)] = value }, damage: { _ in })
                 if !values.isEmpty { format = LogCheck.recordFormat(meta: values) }
+                if let floor = values[String(decoding: nextSequenceKey, as: UTF8.self)], floor.count == 8 {
+                    earlierFloor = floor.u64BigEndian()
+                }
             }
             /// Stores a record if it reads; true when it was new. A record with a matching checksum
             /// is taken from anywhere; a format-1 record (no checksum) only from the tree, where it
@@ -176,8 +184,10 @@ public enum LogSalvage {
                 return isNew
             }
             if let reader, let meta, let e = databases.first(where: { $0.name == "events" }), let root = e.root {
-                try reader.walk(root: root, depth: e.depth, lastPage: meta.lastPage, entry: { key, value, _, _ in _ = try take(key, value, fromTree: true) },
-                                damage: { _ in })
+                try reader.walk(root: root, depth: e.depth, lastPage: meta.lastPage, entry: { key, value, _, _ in
+                    if key.count == 8 { highestInTree = max(highestInTree, key.u64BigEndian()) }
+                    _ = try take(key, value, fromTree: true)
+                }, damage: { _ in })
             }
             // Every other leaf page, for records the tree no longer reaches.
             var page: UInt64 = 2
@@ -223,7 +233,11 @@ public enum LogSalvage {
             read.abort()
             report.lost = lost.ranges
             report.tailUnknown = candidates.contains { $0.last > report.highestRecovered }
-            report.nextSequence = report.highestRecovered + epochGap + 1
+            // A key of the tree far above every record kept is more likely mangled than real: it
+            // counts only within 16M sequences of them.
+            let highestGiven = highestInTree <= report.highestRecovered &+ (1 << 24) ? max(highestInTree, report.highestRecovered)
+                : report.highestRecovered
+            report.nextSequence = max(earlierFloor, highestGiven + epochGap + 1)
 
             let write = try env.begin(readOnly: false)
             try write.commit {

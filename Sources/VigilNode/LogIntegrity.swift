@@ -39,7 +39,9 @@ final class LogIntegrity: NodeComponent {
         guard let executable = node.configuration.logCheckExecutable else { return }
         let child: ChildProcess
         do {
-            child = try ChildProcess(path: executable, arguments: ["log", "check", "--data", node.configuration.dataDirectory], input: [])
+            child = try ChildProcess(path: executable,
+                                     arguments: ["log", "check", "--data", FileSystem.canonicalPath(node.configuration.dataDirectory)],
+                                     input: [])
         } catch {
             node.logger.warning("the log check could not start", metadata: ["error": "\(error)"])
             scheduleNext()
@@ -48,6 +50,7 @@ final class LogIntegrity: NodeComponent {
         running = (child, node.monotonic.nowNanoseconds())
         guard node.loop.watch(child.exitDescriptor, "the log check", handler: { [unowned self] _ in finished() }) else {
             child.kill()
+            running = nil // the node is failing (the watch reported it); nothing to wait for
             return
         }
         node.scheduler.schedule(Self.checkTimer, afterNanoseconds: Self.timeoutNanoseconds)
@@ -57,6 +60,9 @@ final class LogIntegrity: NodeComponent {
         guard let running, let status = running.child.reap() else { return }
         node.loop.unwatch(running.child.exitDescriptor, "the log check")
         self.running = nil
+        // A checker killed (timeout) or crashed leaves its read transaction's slot in the lock
+        // file, and LMDB would keep every page since that snapshot from reuse: free the slot.
+        node.log.clearStaleReaders()
         let said = running.child.standardError().trimmingCharacters(in: .whitespacesAndNewlines)
         let directory = node.configuration.dataDirectory
         switch LogRecovery.CheckExit(rawValue: status) {

@@ -57,7 +57,7 @@ extension LogRecovery {
     /// salvage did.
     static func open(_ configuration: NodeConfiguration, logger: Logger,
                      onDurable: @escaping @Sendable (CommitReport) -> Void) throws(NodeError) -> (EventLog, SalvageReport?) {
-        let directory = configuration.dataDirectory
+        let directory = FileSystem.canonicalPath(configuration.dataDirectory)
         var salvaged = try beforeOpen(directory: directory, executable: configuration.logCheckExecutable, logger: logger)
         do {
             return (try EventLog.open(configuration.log, onDurable: onDurable), salvaged)
@@ -95,25 +95,36 @@ extension LogRecovery {
     /// Never throws for a damaged log: if even the salvage fails, the damaged file is moved aside
     /// and the node starts on a fresh log, so the button and the alarms work whatever the card
     /// did. Throws only when the directory itself cannot be written.
-    static func beforeOpen(directory: String, executable: String?, logger: Logger) throws(NodeError) -> SalvageReport? {
+    static func beforeOpen(directory given: String, executable: String?, logger: Logger) throws(NodeError) -> SalvageReport? {
+        // Absolute: the check and the salvage run in "/" (see `runToCompletion`).
+        let directory = FileSystem.canonicalPath(given)
         do { try LogSalvage.finishInterrupted(directory: directory) } catch { throw .log(error) }
         let data = directory + "/data.mdb"
         let damaged = FileSystem.exists(directory + "/" + damagedMarker)
-        let unfinished = FileSystem.exists(directory + "/" + uncheckedStartMarker)
+        // How many starts in a row ended without a clean stop or a passing check (this one counts).
+        let unclean = uncleanStarts(directory: directory) + 1
         do {
-            if !unfinished { try FileSystem.createExclusive(directory + "/" + uncheckedStartMarker, contents: []) }
+            FileSystem.remove(directory + "/" + uncheckedStartMarker)
+            try FileSystem.createExclusive(directory + "/" + uncheckedStartMarker, contents: Array("\(unclean)\n".utf8))
         } catch {
             throw .system(error)
         }
-        guard FileSystem.exists(data), damaged || unfinished else { return nil }
+        guard FileSystem.exists(data), damaged || unclean > 1 else { return nil }
         logger.notice("checking the event log before opening it", metadata: [
-            "why": "\(damaged ? "a check found it damaged" : "the last start ended before its log was checked")",
+            "why": "\(damaged ? "a check found it damaged" : "\(unclean - 1) start(s) in a row ended before the log was checked")",
         ])
-        let verdict = check(directory: directory, executable: executable, logger: logger)
+        var verdict = check(directory: directory, executable: executable, logger: logger)
+        if verdict != .damaged && unclean > maximumUncleanStarts {
+            // The check passes, yet start after start ends without a clean stop: damage the check
+            // cannot see may be crashing LMDB. A salvage rebuilds the file from its records (and
+            // keeps the old one), which ends such a loop.
+            logger.critical("the node keeps stopping before its log is checked; salvaging the log to rule it out",
+                            metadata: ["starts": "\(unclean - 1)"])
+            verdict = .damaged
+        }
         switch verdict {
         case .healthy, .corruptRecords:
             FileSystem.remove(directory + "/" + damagedMarker)
-            FileSystem.remove(directory + "/" + uncheckedStartMarker)
             return nil
         case .damaged:
             let report = salvage(directory: directory, executable: executable, logger: logger)
@@ -121,6 +132,20 @@ extension LogRecovery {
             FileSystem.remove(directory + "/" + uncheckedStartMarker)
             return report
         }
+    }
+
+    /// Unclean starts after which a log whose check passes is salvaged anyway.
+    static let maximumUncleanStarts = 3
+    /// Limits on the checks and the salvage a start waits for: a card that stalls must not keep
+    /// the node (and its button) from starting. A 4 GiB log at an SD card's 40 MB/s reads in
+    /// about 100 s; the salvage reads it twice and writes it once.
+    static let checkTimeoutMilliseconds: Int32 = 15 * 60_000
+    static let salvageTimeoutMilliseconds: Int32 = 60 * 60_000
+
+    /// The starts counted in the data directory's mark (0 without one; 1 for an old empty mark).
+    static func uncleanStarts(directory: String) -> Int {
+        guard let data = FileManager.default.contents(atPath: directory + "/" + uncheckedStartMarker) else { return 0 }
+        return Int(String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)) ?? 1
     }
 
     /// The check's verdict; a checker that crashes or fails counts as damage (a salvage is never
@@ -135,7 +160,8 @@ extension LogRecovery {
         let output = directory + "/log-check.out"
         defer { FileSystem.remove(output) }
         do {
-            let status = try runToCompletion(path: executable, arguments: ["log", "check", "--data", directory], outputPath: output)
+            let status = try runToCompletion(path: executable, arguments: ["log", "check", "--data", directory], outputPath: output,
+                                             timeoutMilliseconds: checkTimeoutMilliseconds)
             if let exit = CheckExit(rawValue: status) { return exit }
             logger.error("the log check ended badly", metadata: [
                 "status": "\(status)", "output": "\((try? String(contentsOfFile: output, encoding: .utf8))?.prefix(500) ?? "")",
@@ -149,14 +175,16 @@ extension LogRecovery {
 
     /// Salvages in a process of its own (or in-process without an executable); if that fails,
     /// moves the damaged file aside so the node starts on a fresh log.
-    static func salvage(directory: String, executable: String?, logger: Logger) -> SalvageReport {
+    static func salvage(directory given: String, executable: String?, logger: Logger) -> SalvageReport {
+        let directory = FileSystem.canonicalPath(given)
+        let before = try? FileSystem.entry(directory + "/data.mdb")
         if let executable {
             let output = directory + "/log-salvage.out", reportPath = directory + "/log-salvage.json"
             defer { FileSystem.remove(output); FileSystem.remove(reportPath) }
             do {
                 let status = try runToCompletion(path: executable,
                                                  arguments: ["log", "salvage", "--data", directory, "--for-node", reportPath],
-                                                 outputPath: output)
+                                                 outputPath: output, timeoutMilliseconds: salvageTimeoutMilliseconds)
                 if status == 0, let data = FileManager.default.contents(atPath: reportPath),
                    let report = try? JSONDecoder().decode(SalvageReport.self, from: data) {
                     logSalvage(report, logger: logger)
@@ -177,9 +205,18 @@ extension LogRecovery {
                 logger.error("the log salvage failed", metadata: ["error": "\(error)"])
             }
         }
-        // Last resort: keep the file, untouched, and start afresh.
         var report = SalvageReport()
         report.tailUnknown = true
+        // A salvage that got as far as its fresh log (and was cut short after, or could not write
+        // its report) is finished, not thrown away.
+        try? LogSalvage.finishInterrupted(directory: directory)
+        if let now = try? FileSystem.entry(directory + "/data.mdb"), let before,
+           [now.device, now.inode] != [before.device, before.inode] {
+            report.check.damagedPages = ["the salvage ran, but its report was lost"]
+            logger.critical("the event log was salvaged, but how much was kept is not known")
+            return report
+        }
+        // Last resort: keep the file, untouched, and start afresh.
         report.check.damagedPages = ["the salvage failed; nothing was copied"]
         do {
             report.keptAside = try LogSalvage.setAside(directory: directory)

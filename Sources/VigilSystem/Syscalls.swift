@@ -416,7 +416,11 @@ public func secureRandomUInt64() -> UInt64 {
 /// stderr go to `outputPath` (a file, not a pipe: a daemon the program starts keeps a pipe open
 /// for ever); it runs in "/" (as another user it may not reach the caller's directory). Waits for this process only, never for what it left running. Returns the exit
 /// status (or 128 + the signal that killed it).
-public func runToCompletion(path: String, arguments: [String], outputPath: String) throws(SystemError) -> Int32 {
+///
+/// `timeoutMilliseconds`: past it the program is killed (SIGKILL) and the status is 128 + 9; the
+/// wait is on the child's pidfd, not a sleep.
+public func runToCompletion(path: String, arguments: [String], outputPath: String,
+                            timeoutMilliseconds: Int32? = nil) throws(SystemError) -> Int32 {
     let output = try check("open", outputPath) { Glibc.open(outputPath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644) }
     defer { _ = Glibc.close(output) }
     let input = try check("open", "/dev/null") { Glibc.open("/dev/null", O_RDONLY | O_CLOEXEC) }
@@ -426,6 +430,16 @@ public func runToCompletion(path: String, arguments: [String], outputPath: Strin
     defer { for a in argv { free(a) } }
     let rc = argv.withUnsafeBufferPointer { cvigil_spawn_io(&child, path, $0.baseAddress, input, output) }
     guard rc == 0 else { throw SystemError("spawn", path, errno: Errno(rawValue: rc)) }
+    if let timeoutMilliseconds {
+        let exited = cvigil_pidfd_open(child)
+        if exited >= 0 {
+            var watched = pollfd(fd: exited, events: Int16(POLLIN), revents: 0)
+            var ready: Int32
+            repeat { ready = poll(&watched, 1, timeoutMilliseconds) } while ready < 0 && Errno.current == .interrupted
+            _ = Glibc.close(exited)
+            if ready == 0 { _ = Glibc.kill(child, SIGKILL) }
+        }
+    }
     var status: Int32 = 0
     while waitpid(child, &status, 0) < 0 {
         let e = Errno.current

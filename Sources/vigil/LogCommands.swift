@@ -186,6 +186,9 @@ struct Check: AsyncParsableCommand {
     func run() async throws {
         try await reportingErrors {
             let dir = try options.load().configuration.dataDirectory
+            // Pinning the snapshot maps the file through LMDB (only its meta pages are read).
+            exitOnMemoryFault(message: "vigil: the event log in \(dir) is damaged beyond what LMDB can open: salvage it "
+                              + "(stop the node and run `vigil log salvage`; a node does it at its next start)\n", status: 3)
             let report: LogCheckReport
             do { report = try LogCheck.checkLive(directory: dir) } catch let error as LogError { throw CLIError(error.description) }
             if json {
@@ -207,6 +210,7 @@ struct Check: AsyncParsableCommand {
                 printError("\(report.corruptRecords.reduce(0) { $0 + $1.count }) records fail their checksum: sequences \(LogSalvageText.ranges(report.corruptRecords))")
             case .damaged:
                 printError("DAMAGED: \(report.damagedPages.count) pages (\(report.damagedPages.first ?? "")); "
+                           + (report.pinned ? "" : "(read without pinning a snapshot: if a node is writing, check again) ")
                            + (report.unreachable.isEmpty ? "" : "sequences in doubt: \(LogSalvageText.ranges(report.unreachable)); ")
                            + "salvage it: stop the node and run `vigil log salvage` (a node does it at its next start)")
             }

@@ -75,7 +75,8 @@ struct SalvageTests {
             #expect(salvage.recovered > 2_000, "\(writes) writes left \(salvage.recovered) records; check \(check.damagedPages.prefix(3))")
             if check.isHealthy { #expect(salvage.lost.isEmpty && salvage.recovered == 3_000) }
             // The new epoch starts past anything the old log may have held.
-            #expect(try await log.appendDurably(sampleRecord(9), priority: .critical) == salvage.highestRecovered + LogSalvage.epochGap + 1)
+            #expect(salvage.nextSequence >= salvage.highestRecovered + LogSalvage.epochGap + 1)
+            #expect(try await log.appendDurably(sampleRecord(9), priority: .critical) == salvage.nextSequence)
             log.close()
             #expect(try LogCheck.check(directory: directory).isHealthy)
         }
@@ -112,6 +113,63 @@ struct SalvageTests {
             #expect(FileManager.default.fileExists(atPath: directory + "/data.mdb"))
             #expect(!FileManager.default.fileExists(atPath: directory + "/salvage-tmp"))
             #expect(try readAll(try EventLog.openReadOnly(directory: directory)).records.count == 100)
+        }
+    }
+}
+
+@Suite("Checking a healthy log over many commits, and salvaging twice")
+struct SalvageEdgeTests {
+    /// The free-page list's keys are transaction ids, ordered as integers: 256 comes after 255,
+    /// which byte order would call damage. Hundreds of commits, some while a reader holds an old
+    /// snapshot (so the list grows), must check clean at every step.
+    @Test func aLogCommittedHundredsOfTimesChecksCleanThroughout() async throws {
+        try await withTemporaryDirectory { base in
+            let directory = logDirectory(in: base)
+            var configuration = LogConfiguration(directory: directory)
+            configuration.sync = .none
+            let log = try EventLog.open(configuration)
+            for i in 0..<700 {
+                if i % 300 == 10 {
+                    // A reader held across 300 commits: the pages they free wait in the free-page
+                    // list, one entry per transaction, so its keys cross a multiple of 256.
+                    try log.read { _ in
+                        for j in 0..<300 {
+                            let done = DispatchSemaphore(value: 0)
+                            try log.append(sampleRecord(100_000 + i * 1_000 + j), priority: .critical) { _ in done.signal() }
+                            done.wait()
+                        }
+                    }
+                }
+                _ = try await log.appendDurably(sampleRecord(i), priority: .critical)
+                if i % 50 == 49 {
+                    let report = try LogCheck.check(directory: directory)
+                    #expect(report.isHealthy, "after \(i + 1) commits: \(report.damagedPages.prefix(2))")
+                }
+            }
+            log.close()
+        }
+    }
+
+    @Test func aSecondSalvageNeverStartsBelowTheFirstOnesEpoch() async throws {
+        try await withTemporaryDirectory { base in
+            let directory = logDirectory(in: base)
+            try await SalvageTests.makeLog(SalvageTests.records(3_000), at: directory)
+            let first = try LogSalvage.salvage(directory: directory, now: 1)
+            // Lose the fresh log's last leaf: the second salvage recovers a lower highest sequence.
+            let path = directory + "/data.mdb"
+            let reader = try LMDBFileReader.open(path: path)
+            let meta = try #require(reader.newestMeta())
+            let events = try #require(reader.namedDatabases(meta) { _ in }.first { $0.name == "events" })
+            var leaves: [UInt64] = []
+            reader.walk(root: try #require(events.root), depth: events.depth, lastPage: meta.lastPage,
+                        entry: { _, _, _, _ in }, damage: { _ in }, page: { number, _ in leaves.append(number) })
+            let file = try FileHandle(forUpdating: URL(fileURLWithPath: path))
+            try file.seek(toOffset: try #require(leaves.last) * UInt64(reader.pageSize) + 12)
+            try file.write(contentsOf: Data([0xF0, 0xFF]))
+            try file.close()
+            let second = try LogSalvage.salvage(directory: directory, now: 2)
+            #expect(second.highestRecovered < first.highestRecovered || second.recovered < first.recovered)
+            #expect(second.nextSequence >= first.nextSequence)
         }
     }
 }

@@ -147,6 +147,29 @@ import VigilSystem
         try await stop(node, task)
     }
 
+    /// The check runs in "/": a relative data directory (the default, ./var) must reach it whole,
+    /// or a sound log would be judged missing, then damaged, and set aside.
+    @Test func aRelativeDataDirectoryIsCheckedWhereItIs() async throws {
+        let dir = TemporaryDirectory()
+        _ = try await Self.makeLog(dir, count: 100)
+        try Data().write(to: URL(fileURLWithPath: dir.path + "/log-damaged"))
+        let depth = FileManager.default.currentDirectoryPath.split(separator: "/").count
+        let relative = String(repeating: "../", count: depth) + String(dir.path.dropFirst())
+        let report = try LogRecovery.beforeOpen(directory: relative, executable: Self.vigil, logger: quietLogger)
+        #expect(report == nil, "the log is sound: nothing is salvaged")
+        #expect(FileManager.default.fileExists(atPath: dir.path + "/data.mdb"))
+        #expect(!FileManager.default.fileExists(atPath: dir.path + "/log-damaged"))
+    }
+
+    @Test func startsThatKeepEndingUncleanlyEndInASalvageEvenIfTheCheckPasses() async throws {
+        let dir = TemporaryDirectory()
+        _ = try await Self.makeLog(dir, count: 100)
+        try Data("3\n".utf8).write(to: URL(fileURLWithPath: dir.path + "/log-check-pending"))
+        let report = try LogRecovery.beforeOpen(directory: dir.path, executable: nil, logger: quietLogger)
+        let salvage = try #require(report)
+        #expect(salvage.lostCount == 0 && salvage.recovered > 100)
+    }
+
     @Test func aFileLMDBRefusesIsSetAsideAndTheNodeStartsOnAFreshLog() async throws {
         let dir = TemporaryDirectory()
         try FileManager.default.createDirectory(atPath: dir.path, withIntermediateDirectories: true)
