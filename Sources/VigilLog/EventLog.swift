@@ -131,6 +131,14 @@ public final class EventLog: @unchecked Sendable {
             }
             return .current
         }
+        // An upgrade is recorded: whatever the marker now says, records from there on carry a
+        // checksum (upgrading again would read them as format 1).
+        if try checksummedFromKey.withUnsafeBytes({ try txn.get(meta, key: $0) }) != nil {
+            if !readOnly && !(stored.count == 4 && UInt32(bigEndian: stored.loadUnaligned(as: UInt32.self)) == formatVersion) {
+                try writeMeta(txn, meta: meta, key: formatKey, value: withUnsafeBytes(of: formatVersion.bigEndian) { Array($0) })
+            }
+            return try readFormat(txn, meta: meta)
+        }
         guard stored.count == 4 else { throw LogError.damaged("format marker has \(stored.count) bytes") }
         let version = UInt32(bigEndian: stored.loadUnaligned(as: UInt32.self))
         switch version {

@@ -46,6 +46,8 @@ public struct SalvageReport: Sendable, Codable, Equatable {
 public enum LogSalvage {
     /// Sequences skipped between the old log and the new epoch.
     public static let epochGap: UInt64 = 1 << 16
+    /// No record's sequence is this high (see `copyRecords`): sums stay far from overflow.
+    static let maximumSequence: UInt64 = 1 << 48
     static let nextSequenceKey = Array("next-sequence".utf8)
     static let completeMarker = "complete"
 
@@ -162,7 +164,9 @@ public enum LogSalvage {
             func take(_ key: [UInt8], _ value: [UInt8], fromTree: Bool) throws -> Bool {
                 guard key.count == 8 else { return false }
                 let sequence = key.u64BigEndian()
-                guard sequence > 0 else { return false }
+                // 2^48: a box writing a million events a second for eight years. A key above it is
+                // a mangled one (a format-1 record has no checksum to say so).
+                guard sequence > 0, sequence < maximumSequence else { return false }
                 let stored: [UInt8]? = value.withUnsafeBytes { raw in
                     var parsed = RecordFormat.current.parse(sequence: sequence, value: raw)
                     if case .failure = parsed, fromTree, sequence < format.checksummedFrom {
@@ -235,9 +239,10 @@ public enum LogSalvage {
             report.tailUnknown = candidates.contains { $0.last > report.highestRecovered }
             // A key of the tree far above every record kept is more likely mangled than real: it
             // counts only within 16M sequences of them.
-            let highestGiven = highestInTree <= report.highestRecovered &+ (1 << 24) ? max(highestInTree, report.highestRecovered)
-                : report.highestRecovered
-            report.nextSequence = max(earlierFloor, highestGiven + epochGap + 1)
+            let plausible = report.highestRecovered + (1 << 24) + 2 * epochGap
+            let highestGiven = highestInTree <= plausible ? max(highestInTree, report.highestRecovered) : report.highestRecovered
+            // The earlier floor is read from the damaged file too (no checksum): bounded the same way.
+            report.nextSequence = max(min(earlierFloor, plausible), highestGiven + epochGap + 1)
 
             let write = try env.begin(readOnly: false)
             try write.commit {

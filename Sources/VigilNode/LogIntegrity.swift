@@ -67,10 +67,10 @@ final class LogIntegrity: NodeComponent {
         let directory = node.configuration.dataDirectory
         switch LogRecovery.CheckExit(rawValue: status) {
         case .healthy?:
-            LogRecovery.checkedThisStart(directory: directory)
+            LogRecovery.checkPassed(directory: directory)
             last = "sound"
         case .corruptRecords?:
-            LogRecovery.checkedThisStart(directory: directory)
+            LogRecovery.checkPassed(directory: directory)
             last = "sound, but records fail their checksum: \(said)"
             node.logger.error("log records fail their checksum; they are reported and never applied", metadata: ["check": "\(said)"])
         case .damaged?:

@@ -65,6 +65,7 @@ extension LogRecovery {
             logger.critical("the event log cannot be opened: it is damaged; salvaging it", metadata: ["error": "\(error)"])
             salvaged = salvage(directory: directory, executable: configuration.logCheckExecutable, logger: logger)
             FileSystem.remove(directory + "/" + damagedMarker)
+            restartCount(directory: directory)
         } catch {
             throw .log(error)
         }
@@ -114,12 +115,16 @@ extension LogRecovery {
             "why": "\(damaged ? "a check found it damaged" : "\(unclean - 1) start(s) in a row ended before the log was checked")",
         ])
         var verdict = check(directory: directory, executable: executable, logger: logger)
-        if verdict != .damaged && unclean > maximumUncleanStarts {
+        let forcedBefore = FileSystem.exists(directory + "/" + forcedSalvageMarker)
+        if verdict != .damaged && unclean > maximumUncleanStarts && !forcedBefore {
             // The check passes, yet start after start ends without a clean stop: damage the check
             // cannot see may be crashing LMDB. A salvage rebuilds the file from its records (and
             // keeps the old one), which ends such a loop.
             logger.critical("the node keeps stopping before its log is checked; salvaging the log to rule it out",
                             metadata: ["starts": "\(unclean - 1)"])
+            // Once, until a check passes: a box that keeps losing power must not fill its card
+            // with copies of a sound log.
+            try? FileSystem.createExclusive(directory + "/" + forcedSalvageMarker, contents: [])
             verdict = .damaged
         }
         switch verdict {
@@ -129,9 +134,18 @@ extension LogRecovery {
         case .damaged:
             let report = salvage(directory: directory, executable: executable, logger: logger)
             FileSystem.remove(directory + "/" + damagedMarker)
-            FileSystem.remove(directory + "/" + uncheckedStartMarker)
+            restartCount(directory: directory)
             return report
         }
+    }
+
+    /// A salvage forced by unclean starts was made; no other is forced until a check passes.
+    static let forcedSalvageMarker = "log-forced-salvage"
+
+    /// After a salvage this start counts as the first of a fresh file.
+    static func restartCount(directory: String) {
+        FileSystem.remove(directory + "/" + uncheckedStartMarker)
+        try? FileSystem.createExclusive(directory + "/" + uncheckedStartMarker, contents: Array("1\n".utf8))
     }
 
     /// Unclean starts after which a log whose check passes is salvaged anyway.
@@ -220,6 +234,14 @@ extension LogRecovery {
         report.check.damagedPages = ["the salvage failed; nothing was copied"]
         do {
             report.keptAside = try LogSalvage.setAside(directory: directory)
+            // A salvage that had finished its fresh log (then failed before moving the old one)
+            // takes the place now free.
+            try? LogSalvage.finishInterrupted(directory: directory)
+            if FileSystem.exists(directory + "/data.mdb") {
+                report.check.damagedPages = ["the salvage ran, but its report was lost"]
+                logger.critical("the event log was salvaged, but how much was kept is not known", metadata: ["kept": "\(report.keptAside)"])
+                return report
+            }
             logger.critical("the damaged log could not be salvaged; it is kept aside and the node starts on a fresh log",
                             metadata: ["kept": "\(report.keptAside)"])
         } catch {
@@ -240,6 +262,12 @@ extension LogRecovery {
     /// the log's doing until the next start.
     static func checkedThisStart(directory: String) {
         FileSystem.remove(directory + "/" + uncheckedStartMarker)
+    }
+
+    /// A check passed while the node ran: the start is checked, and a salvage may be forced again.
+    static func checkPassed(directory: String) {
+        checkedThisStart(directory: directory)
+        FileSystem.remove(directory + "/" + forcedSalvageMarker)
     }
 
     /// A running check found damage: the next start salvages.

@@ -221,6 +221,7 @@ public final class Node: @unchecked Sendable {
             append(.nodeStarted(started))
             for component in components { try component.start() }
         } catch {
+            if fatal == nil { fatal = error }
             shutdownAfterFailure()
             throw error
         }
@@ -377,9 +378,9 @@ public final class Node: @unchecked Sendable {
         drainDurable() // the close acknowledged whatever was left; nothing should be pending now
         board.stop()
         control.close()
-        // A clean stop: this run did not crash reading its log, so the next start need not check
-        // it first (a failure leaves the mark, and the next start checks).
-        if fatal == nil { LogRecovery.checkedThisStart(directory: configuration.dataDirectory) }
+        // An orderly stop: this run did not crash reading its log, so the next start need not check
+        // it first. A failure of the log itself leaves the mark, and the next start checks.
+        if !(fatal?.mayBeTheLog ?? false) { LogRecovery.checkedThisStart(directory: configuration.dataDirectory) }
         // The directory is free for the next node as soon as this one is done with it.
         lockFile.unlock()
         finished = true
@@ -389,6 +390,7 @@ public final class Node: @unchecked Sendable {
     }
 
     private func shutdownAfterFailure() {
+        if !(fatal?.mayBeTheLog ?? false) { LogRecovery.checkedThisStart(directory: configuration.dataDirectory) }
         radio.stop()
         board.stop()
         control.close()

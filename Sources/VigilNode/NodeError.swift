@@ -12,6 +12,14 @@ public enum NodeError: Error, Sendable, CustomStringConvertible {
     /// A check found the log's pages damaged: the node stops, and its next start salvages the log.
     case logDamaged(String)
 
+    /// Whether the log may be what stopped the node (its next start then checks the log first).
+    public var mayBeTheLog: Bool {
+        switch self {
+        case .log, .logDamaged: true
+        default: false
+        }
+    }
+
     public var description: String {
         switch self {
         case .alreadyRunning(let dir): "another Vigil node is already running with data directory \(dir)"

@@ -435,7 +435,13 @@ public func runToCompletion(path: String, arguments: [String], outputPath: Strin
         if exited >= 0 {
             var watched = pollfd(fd: exited, events: Int16(POLLIN), revents: 0)
             var ready: Int32
-            repeat { ready = poll(&watched, 1, timeoutMilliseconds) } while ready < 0 && Errno.current == .interrupted
+            let deadline = cvigil_monotonic_ns() &+ UInt64(max(0, timeoutMilliseconds)) * 1_000_000
+            repeat {
+                // After an interruption, only what is left of the limit.
+                let now = cvigil_monotonic_ns()
+                let left = deadline > now ? Int32(min((deadline - now) / 1_000_000, UInt64(Int32.max))) : 0
+                ready = poll(&watched, 1, left)
+            } while ready < 0 && Errno.current == .interrupted
             _ = Glibc.close(exited)
             if ready == 0 { _ = Glibc.kill(child, SIGKILL) }
         }

@@ -140,6 +140,14 @@ struct CorruptRecordTests {
                 #expect(try await log.appendDurably(new, priority: .critical) == 4)
                 log.close()
             }
+            // A marker flipped back to 1 does not undo the upgrade (checksummed-from says it happened).
+            _ = try runTool("/usr/bin/mdb_load", ["-T", "-s", "meta", directory],
+                            input: Array("format".utf8).map { "\\" + String(format: "%02x", $0) }.joined() + "\n\\00\\00\\00\\01\n")
+            do {
+                let again = try EventLog.open(LogConfiguration(directory: directory))
+                #expect(again.recordFormat.checksummedFrom == 4)
+                again.close()
+            }
             let reader = try EventLog.openReadOnly(directory: directory)
             #expect(try readAll(reader).records.map(\.record) == old + [new])
             #expect(reader.recordFormat.checksummedFrom == 4)

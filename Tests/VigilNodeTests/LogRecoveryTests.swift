@@ -61,6 +61,17 @@ import VigilSystem
         return victim.keys
     }
 
+    /// A node that checks its log with the real `vigil` binary. Retention reads the oldest
+    /// records, which are what the tests damage: in this test process a crash there would take the
+    /// test runner down (on a box, systemd restarts the node and its start salvages, as another test
+    /// shows), so it waits for a day.
+    static func checkingConfiguration(_ dir: TemporaryDirectory) -> NodeConfiguration {
+        var config = testConfiguration(dir, advertisers: 0)
+        config.logCheckExecutable = vigil
+        config.exposure.retentionFirstCheckMicroseconds = 86_400_000_000
+        return config
+    }
+
     /// Starts a node on `dir` (no check executable: checked in-process), stops it, and returns its
     /// health projection as it ran.
     static func healthAfterAStart(_ dir: TemporaryDirectory) async throws -> NodeHealth {
@@ -81,12 +92,7 @@ import VigilSystem
 
         // The node opens the damaged log (its tail is intact) and runs; the check a minute in,
         // in a process of its own, finds the damage and stops the node.
-        var config = testConfiguration(dir, advertisers: 0)
-        config.logCheckExecutable = Self.vigil
-        // Retention reads the oldest records, which are what is damaged: in this test process a
-        // crash there would take the test runner down (on a box, systemd restarts the node and its
-        // start salvages, as the next test shows). Here it waits for a day.
-        config.exposure.retentionFirstCheckMicroseconds = 86_400_000_000
+        let config = Self.checkingConfiguration(dir)
         let clock = ManualClock()
         let node = try Node(configuration: config, clock: clock, monotonic: clock, logger: quietLogger,
                             board: try SimulatedBoard(monotonic: clock))
@@ -131,11 +137,8 @@ import VigilSystem
     @Test func aSoundCheckIsShownInTheLiveStatusAndClearsTheStartsMark() async throws {
         let dir = TemporaryDirectory()
         _ = try await Self.makeLog(dir, count: 500)
-        var config = testConfiguration(dir, advertisers: 0)
-        config.logCheckExecutable = Self.vigil
-        config.exposure.retentionFirstCheckMicroseconds = 86_400_000_000
         let clock = ManualClock()
-        let node = try Node(configuration: config, clock: clock, monotonic: clock, logger: quietLogger,
+        let node = try Node(configuration: Self.checkingConfiguration(dir), clock: clock, monotonic: clock, logger: quietLogger,
                             board: try SimulatedBoard(monotonic: clock))
         let task = await start(node)
         #expect(FileManager.default.fileExists(atPath: dir.path + "/log-check-pending"), "marked until a check passes")
@@ -168,6 +171,12 @@ import VigilSystem
         let report = try LogRecovery.beforeOpen(directory: dir.path, executable: nil, logger: quietLogger)
         let salvage = try #require(report)
         #expect(salvage.lostCount == 0 && salvage.recovered > 100)
+        // Once until a check passes: a box that keeps losing power does not salvage again and again.
+        try Data("3\n".utf8).write(to: URL(fileURLWithPath: dir.path + "/log-check-pending"))
+        #expect(try LogRecovery.beforeOpen(directory: dir.path, executable: nil, logger: quietLogger) == nil)
+        LogRecovery.checkPassed(directory: dir.path)
+        try Data("3\n".utf8).write(to: URL(fileURLWithPath: dir.path + "/log-check-pending"))
+        #expect(try LogRecovery.beforeOpen(directory: dir.path, executable: nil, logger: quietLogger) != nil)
     }
 
     @Test func aFileLMDBRefusesIsSetAsideAndTheNodeStartsOnAFreshLog() async throws {
