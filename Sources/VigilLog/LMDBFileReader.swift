@@ -13,7 +13,6 @@ import VigilSystem
 /// bounds or an overflow page count), node offsets after it, and nodes of `lo, hi, flags, key size`
 /// (2 bytes each), the key, then the value or an overflow page number.
 public struct LMDBFileReader {
-    public enum PageKind: Sendable { case branch, leaf, overflow, meta, other(UInt16) }
 
     static let headerSize = 16
     static let nodeHeaderSize = 8
@@ -23,7 +22,6 @@ public struct LMDBFileReader {
     static let flagMeta: UInt16 = 0x08
     static let flagLeaf2: UInt16 = 0x20
     static let nodeBigData: UInt16 = 0x01
-    static let nodeSubDatabase: UInt16 = 0x02
     static let metaMagic: UInt32 = 0xBEEF_C0DE
     /// The deepest B-tree walked; LMDB's own limit (CURSOR_STACK) is 32.
     static let maximumDepth = 32

@@ -7,8 +7,7 @@ import VigilSystem
 /// Text for lost sequence ranges ("120...180, 455"), the first `limit` of them.
 public enum LogSalvageText {
     public static func ranges(_ ranges: [LogSalvaged.Range], limit: Int = 8) -> String {
-        ranges.prefix(limit).map { $0.first == $0.last ? "\($0.first)" : "\($0.first)...\($0.last)" }.joined(separator: ", ")
-            + (ranges.count > limit ? ", ..." : "")
+        self.ranges(ranges.map { LogCheckReport.SequenceRange(first: $0.first, last: $0.last) }, limit: limit)
     }
 
     public static func ranges(_ ranges: [LogCheckReport.SequenceRange], limit: Int = 8) -> String {
@@ -165,12 +164,13 @@ extension LogRecovery {
     /// The check's verdict; a checker that crashes or fails counts as damage (a salvage is never
     /// destructive: the file is kept aside).
     static func check(directory: String, executable: String?, logger: Logger) -> CheckExit {
-        guard let executable else {
+        func inProcess() -> CheckExit {
             do { return exitStatus(try LogCheck.check(directory: directory)) } catch {
                 logger.error("the log check failed", metadata: ["error": "\(error)"])
                 return .damaged
             }
         }
+        guard let executable else { return inProcess() }
         let output = directory + "/log-check.out"
         defer { FileSystem.remove(output) }
         do {
@@ -182,7 +182,7 @@ extension LogRecovery {
             ])
         } catch {
             logger.error("the log check could not run", metadata: ["error": "\(error)"])
-            do { return exitStatus(try LogCheck.check(directory: directory)) } catch {}
+            return inProcess()
         }
         return .damaged
     }
