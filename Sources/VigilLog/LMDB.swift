@@ -1,4 +1,5 @@
 import CLMDB
+import VigilSystem
 
 // Every liblmdb call Vigil makes is in this file. Each turns a non-zero return code into an
 // `LMDBError` carrying the code and the operation, so no caller ever inspects an `Int32` result.
@@ -19,6 +20,8 @@ public struct LMDBError: Error, Sendable, Equatable, CustomStringConvertible {
     }
 
     public var isMapFull: Bool { code == MDB_MAP_FULL }
+    /// LMDB passes a failed write's errno through: ENOSPC is a full file system.
+    public var isDiskFull: Bool { code == Errno.noSpace.rawValue }
     public var isNotFound: Bool { code == MDB_NOTFOUND }
     public var isCorrupted: Bool { code == MDB_CORRUPTED || code == MDB_INVALID || code == MDB_PAGE_NOTFOUND || code == MDB_VERSION_MISMATCH }
 }

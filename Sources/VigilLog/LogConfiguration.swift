@@ -24,6 +24,13 @@ public struct LogConfiguration: Sendable {
     /// Fraction of the capped map kept for critical events: once the file is this close to the cap,
     /// sheddable events are refused so alerts, SOS and check-ins still fit.
     public var criticalReserve: Double = 0.05
+    /// Bytes kept allocated in `disk-reserve` beside data.mdb. When the file system fills up
+    /// (ENOSPC), the writer deletes it so alerts, SOS and check-ins still find room, and refuses
+    /// sheddable records until the space is back. 0 keeps no reserve.
+    public var diskReserveBytes: Int = 16 << 20
+    /// While the disk is full, how often the writer tries to allocate the reserve again (on the
+    /// next commit after this long); success ends the full-disk state.
+    public var diskReserveRetryMicroseconds: UInt64 = 60_000_000
     /// Minimum time between the starts of two commits. Appends arriving meanwhile share a commit.
     public var commitWindowMicroseconds: UInt64 = 5_000
     /// A commit starts early once this many records wait.

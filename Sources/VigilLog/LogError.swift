@@ -9,6 +9,8 @@ public enum LogError: Error, Sendable, CustomStringConvertible {
     case missing(directory: String)
     /// The map reached `maxMapSize`; the event was refused (never a crash, nothing stored is lost).
     case full(capBytes: Int)
+    /// The file system holding the log is full, even after the disk reserve was handed back.
+    case diskFull(directory: String)
     /// The writer queue was over its limit and the event was sheddable.
     case shed
     /// The log was closed before the event was written.
@@ -26,6 +28,7 @@ public enum LogError: Error, Sendable, CustomStringConvertible {
         case .system(let e): return "event log: \(e)"
         case .missing(let dir): return "no event log in \(dir) (start a node with `vigil run --data \(dir)` first)"
         case .full(let cap): return "event log is full at its cap of \(cap >> 20) MiB; raise log.max_map_mib or free space"
+        case .diskFull(let dir): return "the disk holding \(dir) is full, even its reserve; free space on it"
         case .shed: return "event shed: the log writer is overloaded"
         case .closed: return "event log is closed"
         case .incompatible(let why): return "event log is incompatible: \(why)"

@@ -20,6 +20,16 @@ public struct LogStatistics: Sendable, Equatable, Codable {
     public var writeErrors: UInt64 = 0
     /// Records deleted by retention purges.
     public var purged: UInt64 = 0
+    /// The file system is full: the disk reserve was handed back and scan hits are refused until
+    /// it can be allocated again.
+    public var diskFull = false
+    /// Appends refused while the disk was full (sheddable ones; critical ones only when even the
+    /// reserve's room is gone).
+    public var refusedDiskFull: UInt64 = 0
+    /// Bytes held in `disk-reserve` now.
+    public var diskReserveBytes: Int = 0
+    /// Times the disk filled and the reserve was handed back.
+    public var diskFullEpisodes: UInt64 = 0
 
     public init() {}
 }

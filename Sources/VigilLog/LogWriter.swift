@@ -118,6 +118,10 @@ final class LogWriter: @unchecked Sendable {
     private var lastCommitStart: UInt64 = 0
     private var awaitingMetaSync: Committed?
     private var purges: [Purge] = []
+    /// The file system said ENOSPC: the reserve file was handed back and sheddable records are
+    /// refused until the reserve can be allocated again (tried at most every `diskReserveRetryMicroseconds`).
+    private var diskFull = false
+    private var lastReserveAttempt: UInt64 = 0
 
     init(environment: OpenEnvironment, configuration: LogConfiguration, nextSequence: UInt64,
          onDurable: (@Sendable (CommitReport) -> Void)?) throws(LogError) {
@@ -204,6 +208,7 @@ final class LogWriter: @unchecked Sendable {
     // MARK: The writer loop
 
     private func run() {
+        holdDiskReserve()
         while true {
             guard var batch = take() else { break }
             purges += batch.purges
@@ -304,6 +309,14 @@ final class LogWriter: @unchecked Sendable {
                 purge.completion(.failure(.full(capBytes: config.maxMapSize)))
             }
             return
+        } catch let error as LMDBError where error.isDiskFull {
+            // A full disk: deleting needs a few copy-on-write pages too. Nothing durable changed
+            // (the transaction was aborted); keep the reserve's room for critical records and try
+            // again when the purge is asked next.
+            _ = error
+            purges.removeFirst()
+            purge.completion(.failure(.diskFull(directory: config.directory)))
+            return
         } catch {
             stats.withLock { $0.writeErrors += 1 }
             markFailed(LogError(wrapping: error))
@@ -373,8 +386,11 @@ final class LogWriter: @unchecked Sendable {
                        checkpoints: [Checkpoint]) -> WriteOutcome {
         var refused = Set<UInt64>()
         let slots = batch.slots[range]
-        // Near the cap, keep the reserve for critical events.
-        if nearCap() {
+        if diskFull && monotonicNanoseconds() &- lastReserveAttempt >= config.diskReserveRetryMicroseconds &* 1_000 {
+            holdDiskReserve()
+        }
+        // Near the cap, or on a full disk, keep what room is left for critical events.
+        if diskFull || nearCap() {
             for slot in slots where slot.sheddable { refused.insert(slot.sequence) }
         }
         var failure: LogError?
@@ -394,6 +410,19 @@ final class LogWriter: @unchecked Sendable {
                 refused.formUnion(slots.map(\.sequence))
                 failure = .full(capBytes: config.maxMapSize)
                 break attempts
+            } catch let error as LMDBError where error.isDiskFull {
+                // The file system is full. LMDB aborted the transaction before its meta page, so
+                // nothing durable changed: hand back the reserve and retry with critical records
+                // only. Only if even they do not fit are they refused (the log stays open).
+                let released = releaseDiskReserve()
+                let sheddable = slots.filter { $0.sheddable && !refused.contains($0.sequence) }.map(\.sequence)
+                if released || !sheddable.isEmpty {
+                    refused.formUnion(sheddable)
+                    continue attempts
+                }
+                refused.formUnion(slots.map(\.sequence))
+                failure = .diskFull(directory: config.directory)
+                break attempts
             } catch {
                 failure = LogError(wrapping: error)
                 stats.withLock { $0.writeErrors += 1 }
@@ -404,13 +433,13 @@ final class LogWriter: @unchecked Sendable {
         }
         let refusedForSpace: Bool
         switch failure {
-        case nil, .full?: refusedForSpace = true
+        case nil, .full?, .diskFull?: refusedForSpace = true
         default: refusedForSpace = false
         }
         let refusedCount = UInt64(refused.count)
         stats.withLock { s in
             s.commits += failure == nil ? 1 : 0
-            s.refusedFull += refusedForSpace ? refusedCount : 0
+            if diskFull { s.refusedDiskFull += refusedForSpace ? refusedCount : 0 } else { s.refusedFull += refusedForSpace ? refusedCount : 0 }
             s.largestBatch = max(s.largestBatch, slots.count)
             switch config.sync {
             case .full: s.flushes += failure == nil && flushed ? 2 : 0
@@ -459,6 +488,56 @@ final class LogWriter: @unchecked Sendable {
             s.checkpointsWritten += UInt64(checkpoints.count)
         }
         return true
+    }
+
+    /// Where the reserve is kept: beside data.mdb, on the same file system.
+    private var diskReservePath: String { config.directory + "/disk-reserve" }
+
+    /// Makes sure `disk-reserve` holds `diskReserveBytes`. Called at start and, while the disk is
+    /// full, at most every `diskReserveRetryMicroseconds`, once the file system has room for
+    /// twice the reserve: success ends the full-disk state. A partial allocation is
+    /// handed back at once, so a full disk keeps its last bytes for critical records.
+    private func holdDiskReserve() {
+        lastReserveAttempt = monotonicNanoseconds()
+        let bytes = config.diskReserveBytes
+        guard bytes > 0 else { return }
+        let path = diskReservePath
+        var held = (FileSystem.size(path) ?? 0) >= bytes
+        // After a full disk, take the reserve back only once there is room for it and as much
+        // again: taking the very bytes just handed back would end the state only to start it anew.
+        if !held && diskFull && (FileSystem.availableBytes(config.directory) ?? 0) < 2 * bytes {
+            stats.withLock { $0.diskReserveBytes = 0 }
+            return
+        }
+        if !held {
+            do {
+                try FileSystem.allocate(path, bytes: bytes)
+                held = true
+            } catch {
+                FileSystem.remove(path)
+                if error.errno == .noSpace { diskFull = true }
+            }
+        }
+        if held { diskFull = false }
+        stats.withLock { s in
+            s.diskReserveBytes = held ? bytes : 0
+            s.diskFull = diskFull
+        }
+    }
+
+    /// Hands the reserve back to the file system and enters the full-disk state. Returns whether
+    /// there was a reserve to hand back (so a retry can succeed).
+    private func releaseDiskReserve() -> Bool {
+        let hadReserve = FileSystem.exists(diskReservePath)
+        FileSystem.remove(diskReservePath)
+        if !diskFull { lastReserveAttempt = monotonicNanoseconds() }
+        diskFull = true
+        stats.withLock { s in
+            s.diskReserveBytes = 0
+            s.diskFull = true
+            s.diskFullEpisodes += hadReserve ? 1 : 0
+        }
+        return hadReserve
     }
 
     private func nearCap() -> Bool {

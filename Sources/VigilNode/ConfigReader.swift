@@ -145,8 +145,9 @@ struct ConfigReader {
     }
 
     /// Sizes like "64MiB", "8GiB", "512KiB"; a bare number is bytes.
-    mutating func size(_ key: String) throws -> Int? {
+    mutating func size(_ key: String, allowZero: Bool = false) throws -> Int? {
         guard let v = value(key) else { return nil }
+        if allowZero, v.scalar?.string == "0" { return 0 }
         let units: [(String, Int)] = [("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)]
         guard let s = v.scalar?.string else { throw error("\(name(key)) must be a size such as 64MiB", at: v) }
         for (unit, factor) in units where s.hasSuffix(unit) {

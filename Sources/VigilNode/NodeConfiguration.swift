@@ -31,6 +31,8 @@ public struct NodeConfiguration: Sendable {
     public var initialMapBytes = 64 << 20
     public var maxMapBytes = 8 << 30
     public var criticalReserve = 0.05
+    /// Bytes kept allocated beside the log and handed back when the disk fills (`log.disk_reserve`).
+    public var diskReserveBytes = 16 << 20
     /// How often a running node checks its log's pages and checksums (`log.check_interval`;
     /// 0 = only at a start that follows an unfinished one). The first check runs a minute in.
     public var logCheckIntervalMicroseconds: UInt64 = 86_400_000_000
@@ -72,6 +74,7 @@ public struct NodeConfiguration: Sendable {
         c.initialMapSize = initialMapBytes
         c.maxMapSize = max(maxMapBytes, initialMapBytes)
         c.criticalReserve = criticalReserve
+        c.diskReserveBytes = diskReserveBytes
         return c
     }
 
@@ -209,6 +212,7 @@ public struct NodeConfiguration: Sendable {
             if let v = try log.size("initial_map") { config.initialMapBytes = v }
             if let v = try log.size("max_map") { config.maxMapBytes = v }
             if let v = try log.fraction("critical_reserve") { config.criticalReserve = v }
+            if let v = try log.size("disk_reserve", allowZero: true) { config.diskReserveBytes = v }
             if let v = try log.duration("check_interval") { config.logCheckIntervalMicroseconds = v }
             try log.finish()
         }

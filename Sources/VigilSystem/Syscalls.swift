@@ -274,6 +274,32 @@ public enum FileSystem {
         try fd.fsync()
     }
 
+    /// Makes `path` hold `bytes` of allocated disk space (creating it, mode 0600), so that space
+    /// can be handed back later by removing the file. posix_fallocate reserves blocks without
+    /// writing them where the file system can (ext4, tmpfs, f2fs); elsewhere glibc writes zeros.
+    /// ENOSPC when the file system has not that much room left.
+    public static func allocate(_ path: String, bytes: Int) throws(SystemError) {
+        let fd = try FileDescriptor.open(path, flags: O_WRONLY | O_CREAT | O_CLOEXEC, mode: 0o600)
+        let rc = posix_fallocate(fd.rawValue, 0, off_t(bytes))
+        guard rc == 0 else { throw SystemError("posix_fallocate", path, errno: Errno(rawValue: rc)) }
+        try fd.fsync()
+    }
+
+    /// Bytes an unprivileged writer may still allocate on the file system holding `path` (statvfs:
+    /// f_bavail × f_frsize), or nil.
+    public static func availableBytes(_ path: String) -> Int? {
+        var info = statvfs()
+        guard statvfs(path, &info) == 0 else { return nil }
+        return Int(info.f_bavail) &* Int(info.f_frsize)
+    }
+
+    /// The size of `path` in bytes (stat: a symbolic link is followed), or nil.
+    public static func size(_ path: String) -> Int? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        return Int(info.st_size)
+    }
+
     /// Makes a rename or a new file in `directory` durable (the directory entry itself).
     public static func syncDirectory(_ directory: String) throws(SystemError) {
         let fd = try FileDescriptor.open(directory, flags: O_RDONLY | O_DIRECTORY)

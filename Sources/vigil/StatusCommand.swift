@@ -94,6 +94,11 @@ struct Status: AsyncParsableCommand {
         }
         if let live {
             out += "live: durable through \(live.log.durableSequence), \(live.log.commits) commits, \(live.log.flushes) flushes, pending \(live.pending), shed \(live.counters.shed), refused \(live.counters.refused)\n"
+            if live.log.diskFull {
+                out += "disk FULL: the log's reserve was handed back; scan hits refused (\(live.log.refusedDiskFull) so far), alerts, SOS and check-ins still logged; free space on the card\n"
+            } else if live.log.diskFullEpisodes > 0 {
+                out += "disk: was full \(live.log.diskFullEpisodes) times since start (\(live.log.refusedDiskFull) refused); the reserve is back\n"
+            }
             let lit = live.outputs.filter(\.value).keys.sorted()
             out += "outputs: \(lit.isEmpty ? "all off" : lit.joined(separator: ", ") + " on")\n"
             let a = live.air
