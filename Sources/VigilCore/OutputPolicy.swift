@@ -102,8 +102,13 @@ public enum OutputPolicy {
     /// A short chirp every five seconds while a call for help heard from another box waits for
     /// an answer: more insistent than the prompt's chirp, far from the SOS tone.
     public static let callChirp = OutputPattern.blink(periodMilliseconds: 5_000, onMilliseconds: 100)
+    /// "The card stopped taking writes": a short flash every second, unlike every other amber
+    /// pattern (a volunteer told "amber flicking: change the card" can tell it apart).
+    public static let logFailedFlash = OutputPattern.blink(periodMilliseconds: 1_000, onMilliseconds: 120)
 
-    public static func decide(_ s: Projections, running: Bool) -> [OutputLine: OutputDecision] {
+    /// `logFailure`: why the log stopped taking writes, when the node runs on from memory (not an
+    /// event: nothing can be logged then). It shows on amber after the button and the prompts.
+    public static func decide(_ s: Projections, running: Bool, logFailure: String? = nil) -> [OutputLine: OutputDecision] {
         var out = Dictionary(uniqueKeysWithValues: OutputLine.allCases.map { ($0, OutputDecision.off) })
         guard running else { return out }
         let active = s.alerts.active
@@ -149,6 +154,11 @@ public enum OutputPolicy {
             ])
         } else if !prompting.isEmpty {
             out[.amber] = OutputDecision(pattern: promptBlink, reasons: promptReasons)
+        } else if let logFailure {
+            out[.amber] = OutputDecision(pattern: logFailedFlash, reasons: [
+                OutputReason(text: "the card stopped taking writes (\(logFailure)): running from memory, nothing new is logged; replace the card",
+                             sequences: []),
+            ])
         } else if !unreachable.isEmpty {
             out[.amber] = OutputDecision(pattern: unreachableBlink, reasons: unreachable.map { e, why in
                 let cause = switch why {

@@ -295,8 +295,13 @@ public final class EventLog: @unchecked Sendable {
 public struct CommitReport: Sendable {
     /// Every accepted sequence at or below this is durable, except those in `refused`.
     public let durableThrough: UInt64
-    /// Sequences refused in this commit (log full); their events were never stored.
+    /// Sequences refused in this commit (log full, or failed); their events were never stored.
     public let refused: [UInt64]
+
+    public init(durableThrough: UInt64, refused: [UInt64]) {
+        self.durableThrough = durableThrough
+        self.refused = refused
+    }
 }
 
 /// A read-only snapshot of the log; valid only inside `EventLog.read`.

@@ -170,12 +170,12 @@ final class LogWriter: @unchecked Sendable {
 
     func enqueueCheckpoint(name: String, sequence: UInt64, state: [UInt8]) throws(LogError) {
         let accepted = lock.withLock { () -> Bool in
-            guard !stopping else { return false }
+            guard !stopping, refusingAll == nil else { return false }
             incoming.checkpoints.append(Checkpoint(name: name, sequence: sequence, state: state))
             lock.signal()
             return true
         }
-        if !accepted { throw .closed }
+        if !accepted { throw failed ?? .closed }
     }
 
     func enqueuePurge(_ purge: Purge) throws(LogError) {
@@ -386,6 +386,14 @@ final class LogWriter: @unchecked Sendable {
                        checkpoints: [Checkpoint]) -> WriteOutcome {
         var refused = Set<UInt64>()
         let slots = batch.slots[range]
+        // After a failed write or flush nothing more is committed: a later fsync may report pages
+        // clean that the failed one dropped, so a later "durable" would be a lie (work taken from
+        // the queue before the failure is refused like what arrives after it).
+        if let failure = failed {
+            let committed = Committed(firstSequence: slots.first?.sequence ?? 0, durableThrough: slots.last?.sequence ?? 0,
+                                      refused: slots.map(\.sequence), completions: completions, hasRecords: !slots.isEmpty)
+            return WriteOutcome(batch: committed, error: failure, flushed: false)
+        }
         if diskFull && monotonicNanoseconds() &- lastReserveAttempt >= config.diskReserveRetryMicroseconds &* 1_000 {
             holdDiskReserve()
         }
@@ -568,6 +576,13 @@ final class LogWriter: @unchecked Sendable {
     private func syncAndAcknowledgeAwaiting() {
         guard let pending = awaitingMetaSync else { return }
         awaitingMetaSync = nil
+        if let failure = failed {
+            // Its meta page was to be made durable by a flush that failed or never came.
+            var lost = pending
+            lost.refused = pending.hasRecords ? Array(pending.firstSequence...pending.durableThrough) : []
+            acknowledge(WriteOutcome(batch: lost, error: failure))
+            return
+        }
         do {
             try environment.environment.sync(force: true)
             stats.withLock { $0.flushes += 1 }

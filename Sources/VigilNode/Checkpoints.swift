@@ -33,6 +33,8 @@ final class Checkpoints: NodeComponent {
     /// Queues the current state as the checkpoint. A failure is logged: the next one covers it,
     /// and until then a restart replays a longer tail.
     func write() {
+        // Running from memory, the state holds events the log does not: never a checkpoint of it.
+        guard node.fromMemory == nil else { return }
         do {
             try node.log.writeCheckpoint(name: Projections.checkpointName, throughSequence: node.projections.appliedThrough,
                                          state: node.projections.encoded())

@@ -24,8 +24,8 @@ final class ControlHandler: NodeComponent {
         }
     }
 
-    func settle(durableThrough: UInt64, refused: Set<UInt64>) {
-        server?.settle(durableThrough: durableThrough, refused: refused)
+    func settle(durableThrough: UInt64, refused: Set<UInt64>, unlogged: Bool) {
+        server?.settle(durableThrough: durableThrough, refused: refused, unlogged: unlogged)
     }
 
     func close() {

@@ -117,12 +117,16 @@ final class ControlServer {
     }
 
     /// Answers the connections whose events are now durable (or were refused).
-    func settle(durableThrough: UInt64, refused: Set<UInt64>) {
+    /// `unlogged`: the node runs from memory (its log failed): what was taken is in effect but
+    /// not stored, and the reply says so.
+    func settle(durableThrough: UInt64, refused: Set<UInt64>, unlogged: Bool) {
         guard !awaiting.isEmpty else { return }
         awaiting.removeAll { waiting in
             guard waiting.sequence <= durableThrough else { return false }
-            send(refused.contains(waiting.sequence) ? .refused(.logRefused, "the log refused the event")
-                    : .durable(waiting.sequence, alert: waiting.alert), on: waiting.connection)
+            var reply = NodeReply.durable(waiting.sequence, alert: waiting.alert)
+            if unlogged { reply.unlogged = true }
+            send(refused.contains(waiting.sequence) ? .refused(.logRefused, "the log refused the event") : reply,
+                 on: waiting.connection)
             return true
         }
     }

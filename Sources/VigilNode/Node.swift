@@ -64,6 +64,9 @@ public final class Node: @unchecked Sendable {
     private(set) lazy var uplink = HubUplink(node: self)
     private(set) lazy var occupancy = OccupancySampler(node: self)
     private(set) lazy var logIntegrity = LogIntegrity(node: self)
+    /// Set once the log stopped taking writes: the node runs on from memory (`RunningFromMemory`).
+    private(set) var fromMemory: RunningFromMemory?
+    static let fromMemoryTimer = Scheduler.Timer("log-failed-restart")
     /// What the salvage at this start did, logged first once the loop runs.
     private var salvagedAtStart: SalvageReport?
     /// In the order they start, hear events and stop.
@@ -93,6 +96,7 @@ public final class Node: @unchecked Sendable {
         self.monotonic = monotonic
         self.logger = logger
         ignoreBrokenPipes()
+        ignoreFileSizeSignal()
         lockFile = try NodeBootstrap.lockDataDirectory(configuration.dataDirectory)
         let boot: NodeBootstrap
         do {
@@ -277,10 +281,48 @@ public final class Node: @unchecked Sendable {
         } catch .shed {
             counters.shed += 1
         } catch {
+            if let failure = log.failure {
+                return appendInMemory(Event(sequence: 0, timeMicroseconds: t, body: body), failure: failure)
+            }
             counters.refused += 1
             logger.critical("event not logged", metadata: ["kind": "\(body.kind.name)", "error": "\(error)"])
         }
         return nil
+    }
+
+    /// The log has failed: the event takes the next sequence in memory and goes the way of a
+    /// durable one (applied, components told, outputs reconciled) on the next turn, through a
+    /// report like the writer's that names it refused; `drainDurable` takes refused events from
+    /// memory while the log is failed.
+    private func appendInMemory(_ event: Event, failure: LogError) -> UInt64 {
+        enterMemoryMode(failure)
+        var event = event
+        event.sequence = fromMemory!.nextSequence(after: max(pending.last?.sequence ?? 0, projections.appliedThrough))
+        pending.append(event)
+        counters.appended += 1
+        commitInbox.reports.withLock { $0.append(CommitReport(durableThrough: event.sequence, refused: [event.sequence])) }
+        loop.wake()
+        return event.sequence
+    }
+
+    /// The card stopped taking writes (EIO from a write or a flush, a card gone read-only): the
+    /// log refuses everything from now on (README "Failing safe"), and the node runs on from
+    /// memory so the button, the alarms and the radio keep working. Once only.
+    private func enterMemoryMode(_ failure: LogError) {
+        guard fromMemory == nil else { return }
+        fromMemory = RunningFromMemory(since: clock.nowMicroseconds(), failure: failure.description)
+        logger.critical("the log stopped taking writes: running from memory (the button, alarms and radio work; nothing new is logged)",
+                        metadata: ["error": "\(failure)"])
+        scheduler.register(Self.fromMemoryTimer) { [unowned self] in
+            guard let memory = fromMemory else { return }
+            if memory.criticalTaken == 0 {
+                fail(.log(failure)) // nothing would be lost: let systemd try the card again
+            } else {
+                logger.critical("staying up from memory: critical events are held only in memory; replace the card",
+                                metadata: ["critical_events": "\(memory.criticalTaken)"])
+            }
+        }
+        scheduler.schedule(Self.fromMemoryTimer, afterNanoseconds: configuration.logFailedRestartAfterMicroseconds &* 1_000)
     }
 
     /// Applies what the writer reported durable, tells the components, and reconciles.
@@ -295,6 +337,14 @@ public final class Node: @unchecked Sendable {
             let refused = Set(report.refused)
             while let first = pending.first, first.sequence <= report.durableThrough {
                 _ = pending.removeFirst()
+                if refused.contains(first.sequence), let failure = log.failure {
+                    // Never stored, and nothing will be: taken from memory (the log failed).
+                    enterMemoryMode(failure)
+                    fromMemory?.took(first)
+                    projections.apply(.event(first))
+                    for c in components { c.applied(first) }
+                    continue
+                }
                 if refused.contains(first.sequence) {
                     counters.refused += 1
                     if !first.body.isSheddable {
@@ -308,11 +358,10 @@ public final class Node: @unchecked Sendable {
                 projections.apply(.event(first))
                 for c in components { c.applied(first) }
             }
-            control.settle(durableThrough: report.durableThrough, refused: refused)
+            control.settle(durableThrough: report.durableThrough, refused: log.failure == nil ? refused : [],
+                           unlogged: fromMemory != nil)
         }
-        if let failure = log.failure, fatal == nil {
-            fail(.log(failure))
-        }
+        if let failure = log.failure { enterMemoryMode(failure) }
         reconcile()
     }
 
@@ -326,7 +375,8 @@ public final class Node: @unchecked Sendable {
 
     /// Derives the desired patterns from the projections and drives the board to match.
     private func reconcileOutputs() {
-        patterns.update(OutputPolicy.decide(projections, running: !stopping), nowNanoseconds: monotonic.nowNanoseconds())
+        patterns.update(OutputPolicy.decide(projections, running: !stopping, logFailure: fromMemory?.failure),
+                        nowNanoseconds: monotonic.nowNanoseconds())
         driveOutputs()
     }
 

@@ -237,6 +237,9 @@ public struct NodeReply: Codable, Sendable {
     public var status: LiveStatus?
     public var refusal: Refusal?
     public var error: String?
+    /// The node runs from memory (its log stopped taking writes): the command took effect, but
+    /// nothing was stored (nil: stored as usual).
+    public var unlogged: Bool?
 
     public static let done = NodeReply(ok: true)
     public static func durable(_ sequence: UInt64, alert: String? = nil) -> NodeReply {

@@ -36,6 +36,11 @@ public struct NodeConfiguration: Sendable {
     /// How often a running node checks its log's pages and checksums (`log.check_interval`;
     /// 0 = only at a start that follows an unfinished one). The first check runs a minute in.
     public var logCheckIntervalMicroseconds: UInt64 = 86_400_000_000
+    /// After the log stops taking writes the node runs on from memory; this long after, if it has
+    /// taken no critical event in memory since, it exits so systemd restarts it on the card
+    /// (a passing fault then heals). With one, it stays up: a restart would lose it
+    /// (`log.failed_restart_after`).
+    public var logFailedRestartAfterMicroseconds: UInt64 = 60_000_000
     /// The program that checks the log in a process of its own (`vigil log check`): `vigil run`
     /// sets it to itself. Nil (a node embedded in tests or another program): checked in-process.
     public var logCheckExecutable: String?
@@ -214,6 +219,7 @@ public struct NodeConfiguration: Sendable {
             if let v = try log.fraction("critical_reserve") { config.criticalReserve = v }
             if let v = try log.size("disk_reserve", allowZero: true) { config.diskReserveBytes = v }
             if let v = try log.duration("check_interval") { config.logCheckIntervalMicroseconds = v }
+            if let v = try log.duration("failed_restart_after") { config.logFailedRestartAfterMicroseconds = v }
             try log.finish()
         }
         if var alarms = try root.section("alarms") {

@@ -36,6 +36,18 @@ public struct LiveStatus: Sendable, Codable {
     public var hubProblem: String?
     /// The last check of the log this run (nil: none yet): "sound", or what it found.
     public var logCheck: String?
+    /// Set when the log stopped taking writes and the node runs on from memory.
+    public var fromMemory: FromMemoryStatus?
+}
+
+/// A node running from memory, as `vigil status` shows it.
+public struct FromMemoryStatus: Sendable, Codable, Equatable {
+    /// When the log failed (µs since the epoch) and why.
+    public var sinceMicroseconds: UInt64
+    public var failure: String
+    /// Events taken in memory (not stored), and how many of them were critical.
+    public var events: UInt64
+    public var critical: UInt64
 }
 
 public enum VigilVersion {
@@ -55,6 +67,7 @@ extension Node {
             } ?? [:],
             openWindowAdvertisers: intake.scanWindow.pendingAdvertisers, air: airAlerts.air.counters,
             onAir: airAlerts.onAirDescriptions, hci: (radio as? HCIRadio)?.counters, hubProblem: uplink.problems.summary,
-            logCheck: logIntegrity.last)
+            logCheck: logIntegrity.last,
+            fromMemory: fromMemory.map { FromMemoryStatus(sinceMicroseconds: $0.since, failure: $0.failure, events: $0.taken, critical: $0.criticalTaken) })
     }
 }

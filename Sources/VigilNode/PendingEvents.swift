@@ -13,6 +13,7 @@ struct PendingEvents {
     var isEmpty: Bool { head == storage.count }
     var count: Int { storage.count - head }
     var first: Event? { isEmpty ? nil : storage[head] }
+    var last: Event? { isEmpty ? nil : storage[storage.count - 1] }
     /// The queued events, oldest first.
     var elements: ArraySlice<Event> { storage[head...] }
 

@@ -343,6 +343,9 @@ public enum FileSystem {
 /// Makes writes to a closed pipe or socket fail with EPIPE instead of killing the process.
 /// Called once at start by the node and the CLI.
 public func ignoreBrokenPipes() { cvigil_ignore_sigpipe() }
+/// A write past a file-size limit (RLIMIT_FSIZE) fails with EFBIG instead of killing the process:
+/// for the node that is a write failure like any other, handled, not a crash.
+public func ignoreFileSizeSignal() { cvigil_ignore_sigxfsz() }
 
 /// For a command reading a file through a memory map (LMDB): a damaged page (SIGSEGV) or an
 /// unreadable sector (SIGBUS) ends the process with `message` on stderr and `status`, instead of

@@ -43,6 +43,9 @@ enum CommandSender {
 
     /// The reply if it says yes; otherwise the refusal as a CLI error with its exit code.
     static func accepted(_ reply: NodeReply) throws -> NodeReply {
+        if reply.ok, reply.unlogged == true {
+            FileOutput.standardError.write("vigil: warning: the node's log stopped taking writes; this took effect but is held only in memory (replace the card)\n")
+        }
         guard !reply.ok else { return reply }
         let message = reply.error ?? "no reason given"
         switch reply.refusal {

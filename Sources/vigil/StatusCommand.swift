@@ -94,6 +94,10 @@ struct Status: AsyncParsableCommand {
         }
         if let live {
             out += "live: durable through \(live.log.durableSequence), \(live.log.commits) commits, \(live.log.flushes) flushes, pending \(live.pending), shed \(live.counters.shed), refused \(live.counters.refused)\n"
+            if let m = live.fromMemory {
+                out += "log FAILED since \(EventFormatting.time(m.sinceMicroseconds)): \(m.failure)\n"
+                out += "  running from memory: button, alarms and radio work; \(m.events) events since are not stored (\(m.critical) critical); replace the card\n"
+            }
             if live.log.diskFull {
                 out += "disk FULL: the log's reserve was handed back; scan hits refused (\(live.log.refusedDiskFull) so far), alerts, SOS and check-ins still logged; free space on the card\n"
             } else if live.log.diskFullEpisodes > 0 {

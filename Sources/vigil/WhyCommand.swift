@@ -19,9 +19,11 @@ struct Why: AsyncParsableCommand {
             let log = try openForReading(dir)
             var state = try Replay.currentState(log, settings: configuration.projections)
             state.outbox.unreachableAfterMicroseconds = configuration.notifyUnreachableAfterMicroseconds
-            let running = (try? ControlClient.send(.ping, dataDirectory: dir, timeoutMilliseconds: 1_000)) != nil
-            // Explain what the node shows, or would show if it ran.
-            let decisions = OutputPolicy.decide(state, running: true)
+            let live = try? ControlClient.send(.status, dataDirectory: dir, timeoutMilliseconds: 1_000)
+            let running = live != nil
+            // Explain what the node shows, or would show if it ran. A node whose log failed runs
+            // from memory: what it took since is not in the log, but the failure itself shows.
+            let decisions = OutputPolicy.decide(state, running: true, logFailure: live?.status?.fromMemory?.failure)
             let sequences = Set(decisions.values.flatMap { $0.reasons.flatMap(\.sequences) })
             var events: [UInt64: Event] = [:]
             try log.read { txn in
@@ -34,6 +36,7 @@ struct Why: AsyncParsableCommand {
             }
             if json {
                 var object: [String: Any] = ["running": running]
+                if let m = live?.status?.fromMemory { object["from_memory_events"] = Int(m.events) }
                 for line in OutputLine.allCases {
                     let d = decisions[line] ?? OutputDecision(pattern: .off, reasons: [])
                     object[line.rawValue] = [
@@ -46,6 +49,9 @@ struct Why: AsyncParsableCommand {
                 return
             }
             var out = running ? "" : "(no node is running; these are the outputs it would show)\n"
+            if let m = live?.status?.fromMemory {
+                out += "(the node runs from memory since its log failed: the \(m.events) events it took since are not in the log, so what follows is the log's part only)\n"
+            }
             for line in OutputLine.allCases {
                 let d = decisions[line] ?? OutputDecision(pattern: .off, reasons: [])
                 out += "\(line.rawValue): \(d.pattern)\n"

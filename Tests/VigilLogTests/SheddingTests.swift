@@ -7,9 +7,9 @@ struct SheddingTests {
         try await withTemporaryDirectory { base in
             var config = LogConfiguration(directory: logDirectory(in: base))
             config.queueLimit = 10
-            config.commitWindowMicroseconds = 30_000_000 // the queue cannot drain during the test
+            config.commitWindowMicroseconds = 600_000_000 // the queue cannot drain during the test, however slow the machine
             let log = try EventLog.open(config)
-            // The first commit starts at once; it opens a 30 s window during which the queue fills.
+            // The first commit starts at once; it opens a 10-minute window during which the queue fills.
             _ = try await log.appendDurably(sampleRecord(0), priority: .critical)
 
             let collector = CompletionCollector()
@@ -52,10 +52,10 @@ struct SheddingTests {
         try await withTemporaryDirectory { base in
             var config = LogConfiguration(directory: logDirectory(in: base))
             config.queueLimit = 1
-            config.commitWindowMicroseconds = 30_000_000
+            config.commitWindowMicroseconds = 600_000_000
             let log = try EventLog.open(config)
             _ = try await log.appendDurably(sampleRecord(0), priority: .critical)
-            try log.append(sampleRecord(1), priority: .critical) // fills the queue for 30 s
+            try log.append(sampleRecord(1), priority: .critical) // fills the queue for 10 minutes
             do {
                 _ = try await log.appendDurably(sampleRecord(2), priority: .sheddable)
                 Issue.record("a sheddable append over the queue limit was accepted")

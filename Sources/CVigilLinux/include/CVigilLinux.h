@@ -30,6 +30,7 @@ static inline int cvigil_errno(void) { return errno; }
 
 // A peer that closed its end must be an EPIPE error, never a SIGPIPE that kills the node.
 static inline void cvigil_ignore_sigpipe(void) { signal(SIGPIPE, SIG_IGN); }
+static inline void cvigil_ignore_sigxfsz(void) { signal(SIGXFSZ, SIG_IGN); }
 
 // Installs a SIGSEGV/SIGBUS handler that writes `message` (kept, not copied) to stderr and exits
 // with `status`: for commands that read the event log through LMDB's memory map, where a damaged
