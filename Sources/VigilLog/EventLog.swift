@@ -30,6 +30,8 @@ public final class EventLog: @unchecked Sendable {
     var mapLock: ReadWriteLock { shared.mapLock }
     /// Set once in `open`, before the log is shared; never reassigned.
     private(set) var writer: LogWriter?
+    /// Set once in `openUnwritable`, before the log is shared; never reassigned.
+    private(set) var unwritable: LogError?
 
     /// 2: every record and checkpoint is checksummed (`RecordFormat`). 1: no checksums; read by
     /// this build, and upgraded in place when opened for writing.
@@ -82,7 +84,21 @@ public final class EventLog: @unchecked Sendable {
     /// Opens an existing log for reading only, alongside a node that may be writing it.
     public static func openReadOnly(directory: String) throws(LogError) -> EventLog {
         guard FileSystem.exists(directory + "/data.mdb") else { throw .missing(directory: directory) }
-        return try openEnvironment(LogConfiguration(directory: directory), flags: [.noTLS, .readOnly], readOnly: true)
+        do {
+            return try openEnvironment(LogConfiguration(directory: directory), flags: [.noTLS, .readOnly], readOnly: true)
+        } catch where error.isReadOnlyFileSystem {
+            // A card the kernel turned read-only: LMDB cannot use its lock file there, and nobody
+            // can write the log, so reading without one is safe.
+            return try openEnvironment(LogConfiguration(directory: directory), flags: [.noTLS, .readOnly, .noLock], readOnly: true)
+        }
+    }
+
+    /// Opens a log that cannot be written (its file system is read-only): reads work, every append
+    /// fails with `failure`, which `failure` reports, so a node runs from memory on it.
+    public static func openUnwritable(directory: String, failure: LogError) throws(LogError) -> EventLog {
+        let log = try openReadOnly(directory: directory)
+        log.unwritable = failure
+        return log
     }
 
     private static func openEnvironment(_ configuration: LogConfiguration, flags: EnvironmentFlags,
@@ -183,7 +199,7 @@ public final class EventLog: @unchecked Sendable {
     @discardableResult
     public func append(_ record: LogRecord, priority: AppendPriority,
                        completion: (@Sendable (Result<UInt64, LogError>) -> Void)? = nil) throws(LogError) -> UInt64 {
-        guard let writer else { throw .closed }
+        guard let writer else { throw unwritable ?? .closed }
         return try writer.enqueue(record, priority: priority, completion: completion)
     }
 
@@ -234,7 +250,7 @@ public final class EventLog: @unchecked Sendable {
 
     /// The write or flush error that made the log refuse everything, if one happened. The owner
     /// should stop and restart from what is on disk.
-    public var failure: LogError? { writer?.failed }
+    public var failure: LogError? { writer?.failed ?? unwritable }
 
     /// Writes everything queued, makes it durable, acknowledges it, and stops the writer.
     /// Appends after this are refused with `.closed`.

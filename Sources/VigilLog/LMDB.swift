@@ -39,6 +39,8 @@ struct EnvironmentFlags: OptionSet {
     static let noMetaSync = EnvironmentFlags(rawValue: UInt32(MDB_NOMETASYNC))
     static let noSync = EnvironmentFlags(rawValue: UInt32(MDB_NOSYNC))
     static let noReadAhead = EnvironmentFlags(rawValue: UInt32(MDB_NORDAHEAD))
+    /// No lock file: for a log on a read-only file system, where nobody can write it anyway.
+    static let noLock = EnvironmentFlags(rawValue: UInt32(MDB_NOLOCK))
 }
 
 /// An LMDB environment: the memory map over `data.mdb` and its lock file.

@@ -38,6 +38,15 @@ public enum LogError: Error, Sendable, CustomStringConvertible {
 }
 
 extension LogError {
+    /// The file system refused to be written (EROFS, or EACCES on a read-only mount).
+    public var isReadOnlyFileSystem: Bool {
+        switch self {
+        case .lmdb(let e): e.code == Errno.readOnlyFileSystem.rawValue || e.code == Errno.accessDenied.rawValue
+        case .system(let e): e.errno == .readOnlyFileSystem || e.errno == .accessDenied
+        default: false
+        }
+    }
+
     /// The file is damaged (not merely of another format or version): salvaging it is the cure.
     public var isDamage: Bool {
         switch self {

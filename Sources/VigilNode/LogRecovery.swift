@@ -57,9 +57,16 @@ extension LogRecovery {
     static func open(_ configuration: NodeConfiguration, logger: Logger,
                      onDurable: @escaping @Sendable (CommitReport) -> Void) throws(NodeError) -> (EventLog, SalvageReport?) {
         let directory = FileSystem.canonicalPath(configuration.dataDirectory)
-        var salvaged = try beforeOpen(directory: directory, executable: configuration.logCheckExecutable, logger: logger)
+        var salvaged: SalvageReport?
+        do {
+            salvaged = try beforeOpen(directory: directory, executable: configuration.logCheckExecutable, logger: logger)
+        } catch .system(let error) where LogError.system(error).isReadOnlyFileSystem && FileSystem.exists(directory + "/data.mdb") {
+            return (try unwritable(directory: directory, LogError.system(error), logger: logger), nil)
+        }
         do {
             return (try EventLog.open(configuration.log, onDurable: onDurable), salvaged)
+        } catch where error.isReadOnlyFileSystem {
+            return (try unwritable(directory: directory, error, logger: logger), salvaged)
         } catch where error.isDamage && salvaged == nil {
             logger.critical("the event log cannot be opened: it is damaged; salvaging it", metadata: ["error": "\(error)"])
             salvaged = salvage(directory: directory, executable: configuration.logCheckExecutable, logger: logger)
@@ -73,6 +80,15 @@ extension LogRecovery {
         } catch {
             throw .log(error)
         }
+    }
+
+    /// A card the kernel turned read-only (what ext4 does after an I/O error with
+    /// errors=remount-ro, and what many cards do at the end of their life): the log is opened for
+    /// reading only and the node runs from memory on it (README "Failing safe").
+    private static func unwritable(directory: String, _ error: LogError, logger: Logger) throws(NodeError) -> EventLog {
+        logger.critical("the data directory is read-only: opening the log for reading only; the node will run from memory",
+                        metadata: ["error": "\(error)"])
+        do { return try EventLog.openUnwritable(directory: directory, failure: error) } catch { throw .log(error) }
     }
 
     /// What `vigil log check` exits with.

@@ -66,6 +66,9 @@ public final class Node: @unchecked Sendable {
     private(set) lazy var logIntegrity = LogIntegrity(node: self)
     /// Set once the log stopped taking writes: the node runs on from memory (`RunningFromMemory`).
     private(set) var fromMemory: RunningFromMemory?
+    /// The log could not be written from the start (a read-only card): a restart cannot help,
+    /// so the node never exits for one.
+    private var logUnwritableAtStart = false
     static let fromMemoryTimer = Scheduler.Timer("log-failed-restart")
     /// What the salvage at this start did, logged first once the loop runs.
     private var salvagedAtStart: SalvageReport?
@@ -131,6 +134,7 @@ public final class Node: @unchecked Sendable {
             throw error
         }
         projections = Projections(settings: configuration.projections)
+        logUnwritableAtStart = log.failure != nil
         initialAir = boot.air
         failures.target = self
         components = [intake, airAlerts, buttons, ladder, expiries, deliveries, retention, checkpoints, control, downtime, zones, occupancy, uplink, logIntegrity]
@@ -322,7 +326,9 @@ public final class Node: @unchecked Sendable {
                                 metadata: ["critical_events": "\(memory.criticalTaken)"])
             }
         }
-        scheduler.schedule(Self.fromMemoryTimer, afterNanoseconds: configuration.logFailedRestartAfterMicroseconds &* 1_000)
+        if !logUnwritableAtStart {
+            scheduler.schedule(Self.fromMemoryTimer, afterNanoseconds: configuration.logFailedRestartAfterMicroseconds &* 1_000)
+        }
     }
 
     /// Applies what the writer reported durable, tells the components, and reconciles.

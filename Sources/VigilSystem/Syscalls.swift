@@ -334,7 +334,9 @@ public enum FileSystem {
 
     /// Takes an exclusive advisory lock on `path`, or fails with EWOULDBLOCK if another process holds it.
     public static func lockExclusive(_ path: String) throws(SystemError) -> FileDescriptor {
-        let fd = try FileDescriptor.open(path, flags: O_RDWR | O_CREAT, mode: 0o640)
+        // On a read-only file system the file is opened for reading: flock needs no write access.
+        let writable = access(path, F_OK) != 0 || access(path, W_OK) == 0
+        let fd = try FileDescriptor.open(path, flags: writable ? O_RDWR | O_CREAT : O_RDONLY, mode: 0o640)
         _ = try check("flock", path) { flock(fd.rawValue, LOCK_EX | LOCK_NB) }
         return fd
     }

@@ -73,6 +73,34 @@ struct LogFailureCLITests {
     }
 }
 
+/// A card the kernel turned read-only (ext4's errors=remount-ro after an I/O error, or a card at
+/// the end of its life) before the node starts: a real read-only tmpfs mount.
+@Suite("A log on a read-only card", .enabled(if: SmallFileSystem.canMount, "mounting a tmpfs needs root"))
+struct ReadOnlyCardCLITests {
+    @Test func theNodeStartsFromMemoryAndNeverExitsForARestartThatCannotHelp() throws {
+        try SmallFileSystem.withMounted(megabytes: 64) { mount in
+            let config = try LimitedNode.configuration(in: mount)
+            #expect(try CLI.run(["run", "--config", config, "--duration", "2s"]).status == 0)
+            #expect(try CLI.run(["resident", "add", "r1", "--config", config]).status == 0)
+            try SmallFileSystem.makeReadOnly(mount)
+
+            let node = try LimitedNode.start(config: config, fileSizeLimit: nil)
+            defer { node.kill() }
+            // Past log.failed_restart_after (2 s) it is still up: a restart would find the card
+            // read-only again, with the button dead while it tries.
+            #expect(!eventually(seconds: 6) { !node.process.isRunning }, "the node must run on a read-only card")
+            // The log still reads, for people, without its lock file.
+            let status = try CLI.run(["status", "--config", config])
+            #expect(status.status == 0 && status.stdout.contains("resident-enrolled 1"), "\(status.stdout) \(status.stderr)")
+            #expect(try CLI.run(["log", "check", "--config", config]).status == 0)
+            kill(node.process.processIdentifier, SIGTERM)
+            #expect(eventually(seconds: 15) { !node.process.isRunning })
+            let stderr = String(decoding: node.stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            #expect(stderr.contains("read-only") && stderr.contains("running from memory"), "\(stderr)")
+        }
+    }
+}
+
 /// `vigil run` under prlimit, with a crowd on the simulated radio so the log grows fast.
 struct LimitedNode {
     static let prlimit = "/usr/bin/prlimit"
