@@ -20,8 +20,11 @@ public struct LMDBError: Error, Sendable, Equatable, CustomStringConvertible {
     }
 
     public var isMapFull: Bool { code == MDB_MAP_FULL }
-    /// LMDB passes a failed write's errno through: ENOSPC is a full file system.
+    /// LMDB passes a failed write's errno through: ENOSPC is a full file system. A write that
+    /// was cut short comes back as EIO ("short write, filesystem full?" in mdb_page_flush), so
+    /// EIO may be a full disk too: `LogWriter` tells the two apart.
     public var isDiskFull: Bool { code == Errno.noSpace.rawValue }
+    public var isIOError: Bool { code == Errno.io.rawValue }
     public var isNotFound: Bool { code == MDB_NOTFOUND }
     public var isCorrupted: Bool { code == MDB_CORRUPTED || code == MDB_INVALID || code == MDB_PAGE_NOTFOUND || code == MDB_VERSION_MISMATCH }
 }

@@ -38,11 +38,12 @@ public enum LogError: Error, Sendable, CustomStringConvertible {
 }
 
 extension LogError {
-    /// The file system refused to be written (EROFS, or EACCES on a read-only mount).
+    /// The file system is read-only (EROFS). Not EACCES: a permission mistake must fail loudly,
+    /// and a reader without write access to lock.mdb must not read without LMDB's reader lock.
     public var isReadOnlyFileSystem: Bool {
         switch self {
-        case .lmdb(let e): e.code == Errno.readOnlyFileSystem.rawValue || e.code == Errno.accessDenied.rawValue
-        case .system(let e): e.errno == .readOnlyFileSystem || e.errno == .accessDenied
+        case .lmdb(let e): e.code == Errno.readOnlyFileSystem.rawValue
+        case .system(let e): e.errno == .readOnlyFileSystem
         default: false
         }
     }

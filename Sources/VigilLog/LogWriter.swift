@@ -122,6 +122,10 @@ final class LogWriter: @unchecked Sendable {
     /// refused until the reserve can be allocated again (tried at most every `diskReserveRetryMicroseconds`).
     private var diskFull = false
     private var lastReserveAttempt: UInt64 = 0
+    /// A descriptor of data.mdb of the writer's own, opened at start: an fsync through it reports
+    /// any write-back error since (Linux reports one to every open descriptor), even one LMDB's
+    /// own fdatasync already consumed. How a full disk is told from a failing card.
+    private var writebackProbe: FileDescriptor?
 
     init(environment: OpenEnvironment, configuration: LogConfiguration, nextSequence: UInt64,
          onDurable: (@Sendable (CommitReport) -> Void)?) throws(LogError) {
@@ -208,6 +212,7 @@ final class LogWriter: @unchecked Sendable {
     // MARK: The writer loop
 
     private func run() {
+        writebackProbe = try? FileDescriptor.openForReading(config.directory + "/data.mdb")
         holdDiskReserve()
         while true {
             guard var batch = take() else { break }
@@ -259,6 +264,12 @@ final class LogWriter: @unchecked Sendable {
     /// refuses everything (failing safe); a full map is grown, or the purge waits for next time.
     private func purgeChunk() {
         guard var purge = purges.first else { return }
+        if let failure = failed {
+            // Nothing is written after a failure; the purge is asked again at the next start.
+            purges.removeFirst()
+            purge.completion(.failure(failure))
+            return
+        }
         var finished = false
         let started = monotonicNanoseconds()
         do {
@@ -309,11 +320,12 @@ final class LogWriter: @unchecked Sendable {
                 purge.completion(.failure(.full(capBytes: config.maxMapSize)))
             }
             return
-        } catch let error as LMDBError where error.isDiskFull {
-            // A full disk: deleting needs a few copy-on-write pages too. Nothing durable changed
-            // (the transaction was aborted); keep the reserve's room for critical records and try
-            // again when the purge is asked next.
-            _ = error
+        } catch let error as LMDBError where isFullDisk(error) {
+            // A full disk: deleting needs a few copy-on-write pages too, and deleting is what frees
+            // pages inside the log. Nothing durable changed (the transaction was aborted): hand
+            // back the reserve and go on next time; with none left, try when the purge is asked
+            // again.
+            if releaseDiskReserve() { return }
             purges.removeFirst()
             purge.completion(.failure(.diskFull(directory: config.directory)))
             return
@@ -418,10 +430,11 @@ final class LogWriter: @unchecked Sendable {
                 refused.formUnion(slots.map(\.sequence))
                 failure = .full(capBytes: config.maxMapSize)
                 break attempts
-            } catch let error as LMDBError where error.isDiskFull {
-                // The file system is full. LMDB aborted the transaction before its meta page, so
-                // nothing durable changed: hand back the reserve and retry with critical records
-                // only. Only if even they do not fit are they refused (the log stays open).
+            } catch let error as LMDBError where isFullDisk(error) {
+                // The file system is full. LMDB aborted the transaction before its meta page, and
+                // the data file's write-back is sound (`isFullDisk`), so nothing durable changed:
+                // hand back the reserve and retry with critical records only. Only if even they do
+                // not fit are they refused (the log stays open).
                 let released = releaseDiskReserve()
                 let sheddable = slots.filter { $0.sheddable && !refused.contains($0.sequence) }.map(\.sequence)
                 if released || !sheddable.isEmpty {
@@ -498,6 +511,25 @@ final class LogWriter: @unchecked Sendable {
         return true
     }
 
+    /// Whether a failed commit or purge met a full disk rather than a failing card. ENOSPC, or EIO
+    /// from a write LMDB found cut short with the file system (nearly) full; and in both cases the
+    /// data file's write-back must be sound: an error there means pages an earlier commit (or its
+    /// meta page) counted on may be gone, and the log must fail (README "Failing safe").
+    private func isFullDisk(_ error: LMDBError) -> Bool {
+        guard error.isDiskFull || error.isIOError else { return false }
+        let writebackSound: Bool = switch writebackProbe {
+        case .some(let probe): (try? probe.fsync()) != nil
+        case .none: false
+        }
+        guard writebackSound else { return false }
+        if error.isDiskFull { return true }
+        let available = FileSystem.availableBytes(config.directory) ?? .max
+        return available < Self.nearlyFullBytes
+    }
+
+    /// Below this much free space, a short write (EIO with sound write-back) is a full disk.
+    static let nearlyFullBytes = 4 << 20
+
     /// Where the reserve is kept: beside data.mdb, on the same file system.
     private var diskReservePath: String { config.directory + "/disk-reserve" }
 
@@ -508,7 +540,12 @@ final class LogWriter: @unchecked Sendable {
     private func holdDiskReserve() {
         lastReserveAttempt = monotonicNanoseconds()
         let bytes = config.diskReserveBytes
-        guard bytes > 0 else { return }
+        guard bytes > 0 else {
+            // No reserve: the disk counts as full until some room is back.
+            if diskFull, (FileSystem.availableBytes(config.directory) ?? 0) >= Self.nearlyFullBytes { diskFull = false }
+            stats.withLock { $0.diskFull = diskFull }
+            return
+        }
         let path = diskReservePath
         var held = (FileSystem.size(path) ?? 0) >= bytes
         // After a full disk, take the reserve back only once there is room for it and as much
@@ -610,7 +647,7 @@ final class LogWriter: @unchecked Sendable {
             if let error = outcome.error {
                 completion(.failure(error))
             } else if refused.contains(seq) {
-                completion(.failure(.full(capBytes: config.maxMapSize)))
+                completion(.failure(diskFull ? .diskFull(directory: config.directory) : .full(capBytes: config.maxMapSize)))
             } else {
                 completion(.success(seq))
             }

@@ -133,8 +133,12 @@ final class HubUplink: NodeComponent {
 
     private func snapshot() -> UplinkSnapshot {
         let book = node.projections.hub
-        return UplinkSnapshot(epoch: book.epoch, syncedThrough: book.syncedThrough, appliedThrough: node.projections.appliedThrough,
-                              urgent: urgent, feedCursor: book.feedCursor, feedCursorDigest: book.feedCursorDigest,
+        // Running from memory, events past the last one stored are not in the log to upload: the
+        // worker would look for them forever.
+        let stored = node.fromMemory?.lastStored ?? .max
+        return UplinkSnapshot(epoch: book.epoch, syncedThrough: book.syncedThrough,
+                              appliedThrough: min(node.projections.appliedThrough, stored),
+                              urgent: urgent.filter { $0 <= stored }, feedCursor: book.feedCursor, feedCursorDigest: book.feedCursorDigest,
                               feedRewinds: book.feedRewinds, epochFirst: book.epochFirstSequence, refusals: refusals)
     }
 

@@ -76,8 +76,15 @@ final class LogIntegrity: NodeComponent {
         case .damaged?:
             last = "DAMAGED: \(said)"
             LogRecovery.markDamaged(directory: directory)
-            node.fail(.logDamaged(said))
-            return
+            if let memory = node.fromMemory {
+                // Running from memory (the card stopped taking writes): a restart could not
+                // salvage onto this card, and would lose what is held only in memory.
+                node.logger.critical("the log is damaged; running from memory, the node stays up",
+                                     metadata: ["check": "\(said)", "held_in_memory": "\(memory.taken)"])
+            } else {
+                node.fail(.logDamaged(said))
+                return
+            }
         case nil:
             last = "the check failed (status \(status))"
             node.logger.warning("the log check failed", metadata: ["status": "\(status)", "stderr": "\(said)"])

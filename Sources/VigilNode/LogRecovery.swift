@@ -120,8 +120,16 @@ extension LogRecovery {
         // How many starts in a row ended without a clean stop or a passing check (this one counts).
         let unclean = uncleanStarts(directory: directory) + 1
         do {
-            FileSystem.remove(directory + "/" + uncheckedStartMarker)
-            try FileSystem.createExclusive(directory + "/" + uncheckedStartMarker, contents: Array("\(unclean)\n".utf8))
+            try markStart(directory: directory, unclean: unclean)
+        } catch where error.errno == .noSpace {
+            // A full card: the log's disk reserve is for exactly this; without it, the start
+            // goes on unmarked (the button matters more than the check of an unclean start).
+            FileSystem.remove(directory + "/disk-reserve")
+            do {
+                try markStart(directory: directory, unclean: unclean)
+            } catch {
+                logger.critical("the card is full: this start is not marked, so an unclean stop will not be checked", metadata: ["error": "\(error)"])
+            }
         } catch {
             throw .system(error)
         }
@@ -156,6 +164,11 @@ extension LogRecovery {
 
     /// A salvage forced by unclean starts was made; no other is forced until a check passes.
     static let forcedSalvageMarker = "log-forced-salvage"
+
+    private static func markStart(directory: String, unclean: Int) throws(SystemError) {
+        FileSystem.remove(directory + "/" + uncheckedStartMarker)
+        try FileSystem.createExclusive(directory + "/" + uncheckedStartMarker, contents: Array("\(unclean)\n".utf8))
+    }
 
     /// After a salvage this start counts as the first of a fresh file.
     static func restartCount(directory: String) {

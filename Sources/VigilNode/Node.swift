@@ -314,12 +314,17 @@ public final class Node: @unchecked Sendable {
     /// memory so the button, the alarms and the radio keep working. Once only.
     private func enterMemoryMode(_ failure: LogError) {
         guard fromMemory == nil else { return }
-        fromMemory = RunningFromMemory(since: clock.nowMicroseconds(), failure: failure.description)
+        // What the log holds: what the writer made durable before the failure, or, on a card
+        // read-only from the start, what was restored from it.
+        let lastStored = logUnwritableAtStart ? projections.appliedThrough : log.statistics.durableSequence
+        fromMemory = RunningFromMemory(since: clock.nowMicroseconds(), failure: failure.description, lastStored: lastStored)
         logger.critical("the log stopped taking writes: running from memory (the button, alarms and radio work; nothing new is logged)",
                         metadata: ["error": "\(failure)"])
         scheduler.register(Self.fromMemoryTimer) { [unowned self] in
             guard let memory = fromMemory else { return }
-            if memory.criticalTaken == 0 {
+            // Waiting ones count too: an SOS appended this turn is applied only on the next.
+            let waiting = pending.elements.contains { RunningFromMemory.mattersToPeople($0.body.kind) }
+            if memory.criticalTaken == 0 && !waiting {
                 fail(.log(failure)) // nothing would be lost: let systemd try the card again
             } else {
                 logger.critical("staying up from memory: critical events are held only in memory; replace the card",
@@ -339,11 +344,15 @@ public final class Node: @unchecked Sendable {
             return taken
         }
         guard !reports.isEmpty else { return }
+        // Once the log failed, nothing above what the writer made durable before the failure will
+        // ever be stored, whichever report (the writer's or one from `appendInMemory`) covers it.
+        let failure = log.failure
+        let durableBeforeFailure = failure == nil ? UInt64.max : log.statistics.durableSequence
         for report in reports {
             let refused = Set(report.refused)
             while let first = pending.first, first.sequence <= report.durableThrough {
                 _ = pending.removeFirst()
-                if refused.contains(first.sequence), let failure = log.failure {
+                if let failure, refused.contains(first.sequence) || first.sequence > durableBeforeFailure {
                     // Never stored, and nothing will be: taken from memory (the log failed).
                     enterMemoryMode(failure)
                     fromMemory?.took(first)
@@ -364,10 +373,10 @@ public final class Node: @unchecked Sendable {
                 projections.apply(.event(first))
                 for c in components { c.applied(first) }
             }
-            control.settle(durableThrough: report.durableThrough, refused: log.failure == nil ? refused : [],
+            control.settle(durableThrough: report.durableThrough, refused: failure == nil ? refused : [],
                            unlogged: fromMemory != nil)
         }
-        if let failure = log.failure { enterMemoryMode(failure) }
+        if let failure { enterMemoryMode(failure) }
         reconcile()
     }
 

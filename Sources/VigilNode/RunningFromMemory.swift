@@ -10,15 +10,18 @@ struct RunningFromMemory: Sendable {
     /// When the log failed (wall clock, µs), and why.
     let since: UInt64
     let failure: String
+    /// The last sequence stored in the log: everything after it is held only here.
+    let lastStored: UInt64
     /// Events taken in memory, and how many of them a restart would lose to someone's harm
     /// (`mattersToPeople`).
     private(set) var taken: UInt64 = 0
     private(set) var criticalTaken: UInt64 = 0
     private var lastSequence: UInt64 = 0
 
-    init(since: UInt64, failure: String) {
+    init(since: UInt64, failure: String, lastStored: UInt64) {
         self.since = since
         self.failure = failure
+        self.lastStored = lastStored
     }
 
     /// The next sequence for an event kept in memory: above everything the log or memory gave.

@@ -23,6 +23,7 @@ public struct Errno: Error, Hashable, Sendable, CustomStringConvertible {
     public static let connectionRefused = Errno(rawValue: ECONNREFUSED)
     public static let invalid = Errno(rawValue: EINVAL)
     public static let noSpace = Errno(rawValue: ENOSPC)
+    public static let io = Errno(rawValue: EIO)
     public static let readOnlyFileSystem = Errno(rawValue: EROFS)
     public static let badDescriptor = Errno(rawValue: EBADF)
 

@@ -90,6 +90,11 @@ public struct FileDescriptor: ~Copyable, Sendable {
         try VigilSystem.writeAll(bytes, "write") { Glibc.write(rawValue, $0, $1) }
     }
 
+    /// Opens an existing file for reading (close-on-exec).
+    public static func openForReading(_ path: String) throws(SystemError) -> FileDescriptor {
+        try open(path, flags: O_RDONLY | O_CLOEXEC)
+    }
+
     public func fsync() throws(SystemError) {
         _ = try check("fsync") { Glibc.fsync(rawValue) }
     }
@@ -290,7 +295,9 @@ public enum FileSystem {
     public static func availableBytes(_ path: String) -> Int? {
         var info = statvfs()
         guard statvfs(path, &info) == 0 else { return nil }
-        return Int(info.f_bavail) &* Int(info.f_frsize)
+        // 64-bit arithmetic: a 32-bit Pi OS has a 32-bit Int, and a card has more than 2 GiB.
+        let bytes = Int64(clamping: UInt64(info.f_bavail).multipliedReportingOverflow(by: UInt64(info.f_frsize)).partialValue)
+        return Int(clamping: bytes)
     }
 
     /// The size of `path` in bytes (stat: a symbolic link is followed), or nil.

@@ -99,7 +99,7 @@ struct Status: AsyncParsableCommand {
                 out += "  running from memory: button, alarms and radio work; \(m.events) events since are not stored (\(m.critical) critical); replace the card\n"
             }
             if live.log.diskFull {
-                out += "disk FULL: the log's reserve was handed back; scan hits refused (\(live.log.refusedDiskFull) so far), alerts, SOS and check-ins still logged; free space on the card\n"
+                out += "disk FULL: the log's reserve was handed back; scan hits refused (\(live.log.refusedDiskFull) so far), alerts, SOS and check-ins logged while the reserve's room lasts; free space on the card\n"
             } else if live.log.diskFullEpisodes > 0 {
                 out += "disk: was full \(live.log.diskFullEpisodes) times since start (\(live.log.refusedDiskFull) refused); the reserve is back\n"
             }

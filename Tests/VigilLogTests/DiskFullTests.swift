@@ -21,7 +21,10 @@ struct DiskFullTests {
         }
     }
 
-    @Test func onAFullDiskScanHitsAreRefusedAndCriticalEventsStillStored() async throws {
+    /// `leaving`: bytes left free by the filler. 0: every write fails with ENOSPC; a few KiB: the
+    /// commit's write is cut short, which LMDB reports as EIO.
+    @Test(arguments: [0, 8 << 10])
+    func onAFullDiskScanHitsAreRefusedAndCriticalEventsStillStored(leaving: Int) async throws {
         try await SmallFileSystem.withMounted(megabytes: 12) { mount in
             var config = LogConfiguration(directory: mount + "/log")
             config.initialMapSize = 64 << 20
@@ -35,7 +38,7 @@ struct DiskFullTests {
 
             // Someone else fills the card.
             let filler = mount + "/filler"
-            try SmallFileSystem.fill(filler)
+            try SmallFileSystem.fill(filler, leaving: leaving)
 
             // Sheddable records until the disk is full: they are refused, never the log.
             var sheddableRefused = 0

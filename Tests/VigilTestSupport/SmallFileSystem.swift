@@ -45,8 +45,8 @@ public enum SmallFileSystem {
         }
     }
 
-    /// Writes zeros to `path` until the file system has no room left.
-    public static func fill(_ path: String) throws {
+    /// Writes zeros to `path` until the file system has no room left, then frees `leaving` bytes.
+    public static func fill(_ path: String, leaving: Int = 0) throws {
         let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
         guard fd >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
         defer { close(fd) }
@@ -54,6 +54,12 @@ public enum SmallFileSystem {
         while true {
             let written = chunk.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
             if written <= 0 { break }
+        }
+        if leaving > 0 {
+            var info = stat()
+            guard fstat(fd, &info) == 0, ftruncate(fd, max(0, info.st_size - off_t(leaving))) == 0 else {
+                throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
+            }
         }
     }
 }

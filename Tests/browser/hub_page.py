@@ -14,8 +14,8 @@ import sys
 
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
+from selenium.common.exceptions import WebDriverException
 from selenium.webdriver.common.by import By
-from selenium.webdriver.support import expected_conditions
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
 url, name, password, calling_box, alert_id, resident, output = sys.argv[1:8]
@@ -48,7 +48,17 @@ def submit(button):
     """Clicks a form's button and waits for the page the POST leads to (the old one goes stale)."""
     page = driver.find_element(By.TAG_NAME, "html")
     button.click()
-    WebDriverWait(driver, 15).until(expected_conditions.staleness_of(page))
+
+    def gone(_):
+        # Chromedriver may answer "Node with given id does not belong to the document" instead of
+        # a stale-element error while the old document is being replaced: it is gone either way.
+        try:
+            page.is_enabled()
+            return False
+        except WebDriverException:
+            return True
+
+    WebDriverWait(driver, 15).until(gone)
 
 
 def one(css):
