@@ -58,6 +58,11 @@ extension LogRecovery {
                      onDurable: @escaping @Sendable (CommitReport) -> Void) throws(NodeError) -> (EventLog, SalvageReport?) {
         let directory = FileSystem.canonicalPath(configuration.dataDirectory)
         var salvaged: SalvageReport?
+        // A card the kernel made read-only (often while a node ran, so markers of that run are
+        // still there and cannot be replaced): nothing before the open can be written.
+        if FileSystem.isOnReadOnlyFileSystem(directory) && FileSystem.exists(directory + "/data.mdb") {
+            return (try unwritable(directory: directory, .system(SystemError("statvfs", directory, errno: .readOnlyFileSystem)), logger: logger), nil)
+        }
         do {
             salvaged = try beforeOpen(directory: directory, executable: configuration.logCheckExecutable, logger: logger)
         } catch .system(let error) where LogError.system(error).isReadOnlyFileSystem && FileSystem.exists(directory + "/data.mdb") {

@@ -300,6 +300,12 @@ public enum FileSystem {
         return Int(clamping: bytes)
     }
 
+    /// Whether the file system holding `path` is mounted read-only (statvfs ST_RDONLY).
+    public static func isOnReadOnlyFileSystem(_ path: String) -> Bool {
+        var info = statvfs()
+        return statvfs(path, &info) == 0 && (info.f_flag & UInt(ST_RDONLY)) != 0
+    }
+
     /// The size of `path` in bytes (stat: a symbolic link is followed), or nil.
     public static func size(_ path: String) -> Int? {
         var info = stat()
