@@ -301,7 +301,10 @@ public final class Node: @unchecked Sendable {
     private func appendInMemory(_ event: Event, failure: LogError) -> UInt64 {
         enterMemoryMode(failure)
         var event = event
-        event.sequence = fromMemory!.nextSequence(after: max(pending.last?.sequence ?? 0, projections.appliedThrough))
+        guard let sequence = fromMemory?.nextSequence(after: max(pending.last?.sequence ?? 0, projections.appliedThrough)) else {
+            return 0 // unreachable: enterMemoryMode has just set it
+        }
+        event.sequence = sequence
         pending.append(event)
         counters.appended += 1
         commitInbox.reports.withLock { $0.append(CommitReport(durableThrough: event.sequence, refused: [event.sequence])) }

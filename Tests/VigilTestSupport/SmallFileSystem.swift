@@ -10,37 +10,44 @@ public enum SmallFileSystem {
         let probe = NSTemporaryDirectory() + "vigil-mount-probe-\(getpid())"
         guard mkdir(probe, 0o700) == 0 else { return false }
         defer { rmdir(probe) }
-        guard mount("tmpfs", probe, "tmpfs", 0, "size=1m") == 0 else { return false }
+        guard Glibc.mount("tmpfs", probe, "tmpfs", 0, "size=1m") == 0 else { return false }
         umount2(probe, Int32(MNT_DETACH))
         return true
     }()
 
     public static func withMounted<T>(megabytes: Int, _ body: (String) async throws -> T) async throws -> T {
-        let path = NSTemporaryDirectory() + "vigil-small-fs-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: false)
-        defer { try? FileManager.default.removeItem(atPath: path) }
-        guard mount("tmpfs", path, "tmpfs", 0, "size=\(megabytes)m") == 0 else {
-            throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EPERM)
-        }
-        defer { umount2(path, Int32(MNT_DETACH)) }
+        let path = try mount(megabytes: megabytes)
+        defer { unmount(path) }
         return try await body(path)
     }
 
     /// The same, for a synchronous body.
     public static func withMounted<T>(megabytes: Int, _ body: (String) throws -> T) throws -> T {
+        let path = try mount(megabytes: megabytes)
+        defer { unmount(path) }
+        return try body(path)
+    }
+
+    /// A fresh directory with a tmpfs of `megabytes` mounted on it.
+    private static func mount(megabytes: Int) throws -> String {
         let path = NSTemporaryDirectory() + "vigil-small-fs-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: false)
-        defer { try? FileManager.default.removeItem(atPath: path) }
-        guard mount("tmpfs", path, "tmpfs", 0, "size=\(megabytes)m") == 0 else {
-            throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EPERM)
+        guard Glibc.mount("tmpfs", path, "tmpfs", 0, "size=\(megabytes)m") == 0 else {
+            let error = POSIXError(POSIXErrorCode(rawValue: errno) ?? .EPERM)
+            try? FileManager.default.removeItem(atPath: path)
+            throw error
         }
-        defer { umount2(path, Int32(MNT_DETACH)) }
-        return try body(path)
+        return path
+    }
+
+    private static func unmount(_ path: String) {
+        umount2(path, Int32(MNT_DETACH))
+        try? FileManager.default.removeItem(atPath: path)
     }
 
     /// Remounts the tmpfs at `path` read-only, as the kernel does to a card after an I/O error.
     public static func makeReadOnly(_ path: String) throws {
-        guard mount("tmpfs", path, "tmpfs", UInt(MS_REMOUNT | MS_RDONLY), nil) == 0 else {
+        guard Glibc.mount("tmpfs", path, "tmpfs", UInt(MS_REMOUNT | MS_RDONLY), nil) == 0 else {
             throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EPERM)
         }
     }
