@@ -12,25 +12,7 @@
 . "$(dirname "$0")/lib/disk.bash"
 
 load_modules
-loop_device 128
-DM_NAME=vigil-eio-restart
-SIZE=$(sectors "$LOOP")
-dmsetup create "$DM_NAME" --table "0 $SIZE linear $LOOP 0" || { bad "dmsetup create failed"; finish; }
-dmsetup mknodes "$DM_NAME"   # no udev in the VM to make /dev/mapper/NAME
-DEV=/dev/mapper/$DM_NAME
-make_fs "$DEV"
-DATA="$MNT/data"
-CONFIG="$SCRATCH/vigil.yaml"
-RESTART_AFTER=10
-cat > "$CONFIG" <<YAML
-data: $DATA
-simulation:
-  advertisers: 200    # about 100 scan hits a second: the writer commits all the time
-log:
-  failed_restart_after: ${RESTART_AFTER}s
-YAML
-
-start_node "$CONFIG" node
+node_on_failing_disk vigil-eio-restart
 ok "node running on ext4 over dm-linear ($DEV), hearing the simulated radio"
 sleep 3
 durable_before=$(status_field "$DATA" durableSequence)
@@ -82,14 +64,7 @@ else
 fi
 
 echo "3. umount, e2fsck, mount: the log checks sound and a node starts normally"
-check "umount" umount "$MNT"
-e2fsck -fy "$DEV" > "$SCRATCH/fsck.log" 2>&1; fsck_rc=$?
-check "e2fsck -fy exits 0 or 1 (exit $fsck_rc)" [ "$fsck_rc" -le 1 ]
-[ "$fsck_rc" -le 1 ] || sed 's/^/     | /' "$SCRATCH/fsck.log"
-check "mount again" mount -t ext4 "$DEV" "$MNT"
-"$VIGIL" log check --data "$DATA" > "$SCRATCH/check.log" 2>&1; check_rc=$?
-check "vigil log check exits 0 ($check_rc): $(tail -n 1 "$SCRATCH/check.log")" [ "$check_rc" = 0 ]
-[ "$check_rc" = 0 ] || sed 's/^/     | /' "$SCRATCH/check.log"
+remount_checked
 start_node "$CONFIG" node3
 ok "a node runs again"
 kill -TERM "$NODE"; wait "$NODE"; rc=$?

@@ -13,25 +13,7 @@
 . "$(dirname "$0")/lib/disk.bash"
 
 load_modules
-loop_device 128
-DM_NAME=vigil-eio
-SIZE=$(sectors "$LOOP")
-dmsetup create "$DM_NAME" --table "0 $SIZE linear $LOOP 0" || { bad "dmsetup create failed"; finish; }
-dmsetup mknodes "$DM_NAME"   # no udev in the VM to make /dev/mapper/NAME
-DEV=/dev/mapper/$DM_NAME
-make_fs "$DEV"
-DATA="$MNT/data"
-CONFIG="$SCRATCH/vigil.yaml"
-RESTART_AFTER=10
-cat > "$CONFIG" <<YAML
-data: $DATA
-simulation:
-  advertisers: 200    # about 100 scan hits a second: the writer commits all the time
-log:
-  failed_restart_after: ${RESTART_AFTER}s
-YAML
-
-start_node "$CONFIG" node
+node_on_failing_disk vigil-eio
 ok "node running on ext4 over dm-linear ($DEV)"
 check "r1 enrolled" "$VIGIL" resident add r1 --interval 4h --data "$DATA"
 start_client r1 "$DATA"
@@ -75,14 +57,7 @@ echo "     SIGTERM: the node exited with status $rc"
 
 echo "4. the disk comes back: linear table, umount, e2fsck, mount"
 dm_table "$DM_NAME" "0 $SIZE linear $LOOP 0" || bad "could not swap the table back to linear"
-check "umount" umount "$MNT"
-e2fsck -fy "$DEV" > "$SCRATCH/fsck.log" 2>&1; fsck_rc=$?
-check "e2fsck -fy exits 0 or 1 (exit $fsck_rc: 1 = errors corrected)" [ "$fsck_rc" -le 1 ]
-[ "$fsck_rc" -le 1 ] || sed 's/^/     | /' "$SCRATCH/fsck.log"
-check "mount again" mount -t ext4 "$DEV" "$MNT"
-"$VIGIL" log check --data "$DATA" > "$SCRATCH/check.log" 2>&1; check_rc=$?
-check "vigil log check exits 0 ($check_rc): $(tail -n 1 "$SCRATCH/check.log")" [ "$check_rc" = 0 ]
-[ "$check_rc" = 0 ] || sed 's/^/     | /' "$SCRATCH/check.log"
+remount_checked
 missing=$(missing_acked "$DATA")
 check "every check-in acknowledged as durable ($(acked_count)) is in the log${missing:+ (missing: $(echo $missing))}" [ -z "$missing" ]
 

@@ -12,8 +12,6 @@ set -u
 : "${GPIO_SIM:?GPIO_SIM is unset: run inside scripts/radio-vm -g 8}"
 BOARD="$VIGIL_REPO/board/vm.yaml"
 SCRATCH=$(mktemp -d)
-FAILED=0
-CHECKS=0
 BACKGROUND=()
 
 cleanup() {
@@ -22,17 +20,7 @@ cleanup() {
   rm -rf "$SCRATCH"
 }
 trap cleanup EXIT
-
-ok() { CHECKS=$((CHECKS + 1)); echo "  ok   $*"; }
-bad() { CHECKS=$((CHECKS + 1)); FAILED=$((FAILED + 1)); echo "  FAIL $*"; }
-# check "description" COMMAND...: ok if COMMAND succeeds.
-check() { local what=$1; shift; if "$@"; then ok "$what"; else bad "$what"; fi; }
-# Ends the test: exit 1 if any check failed.
-finish() {
-  echo "$CHECKS checks, $FAILED failed"
-  [ "$FAILED" -eq 0 ]
-  exit $?
-}
+. "$(dirname "${BASH_SOURCE[0]}")/checks.bash"
 
 # The simulated wiring. Line 0 is the button (active low): pull-down = pressed.
 pull() { echo "$2" > "$GPIO_SIM/sim_gpio$1/pull"; }
@@ -40,18 +28,8 @@ press() { pull 0 pull-down; }
 release() { pull 0 pull-up; }
 level() { cat "$GPIO_SIM/sim_gpio$1/value"; }
 
-now_ns() { local t=${EPOCHREALTIME/./}; echo $((10#$t * 1000)); }   # realtime, µs precision
 uptime_ns() { local u; read -r u _ < /proc/uptime; echo $(( 10#${u/./} * 10000000 )); } # centiseconds
 
-# wait_ms MILLISECONDS COMMAND...: retries COMMAND every 50 ms until it succeeds or time is up.
-wait_ms() {
-  local deadline=$(( $(now_ns) + $1 * 1000000 )); shift
-  while :; do
-    "$@" && return 0
-    [ "$(now_ns)" -lt "$deadline" ] || return 1
-    sleep 0.05
-  done
-}
 
 has_line() { grep -q -- "$2" "$1" 2>/dev/null; }
 

@@ -116,3 +116,42 @@ status_field() {
   s=$("$VIGIL" status --json --data "$1" 2>/dev/null) || return 1
   [[ "$s" =~ \"$2\":([^,}]*) ]] && echo "${BASH_REMATCH[1]}"
 }
+
+# node_on_failing_disk NAME: ext4 on a device-mapper linear target NAME over a 128 MiB loop
+# device (`dm_table` swaps it to `error`), and a node on it hearing 200 simulated advertisers
+# (about 100 scan hits a second: the writer commits all the time), log.failed_restart_after
+# RESTART_AFTER seconds. Sets DM_NAME, SIZE (sectors), DEV, DATA, CONFIG and RESTART_AFTER.
+node_on_failing_disk() {
+  loop_device 128
+  DM_NAME="$1"
+  SIZE=$(sectors "$LOOP")
+  dmsetup create "$DM_NAME" --table "0 $SIZE linear $LOOP 0" || { bad "dmsetup create failed"; finish; }
+  dmsetup mknodes "$DM_NAME"   # no udev in the VM to make /dev/mapper/NAME
+  DEV=/dev/mapper/$DM_NAME
+  make_fs "$DEV"
+  DATA="$MNT/data"
+  CONFIG="$SCRATCH/vigil.yaml"
+  RESTART_AFTER=10
+  cat > "$CONFIG" <<YAML
+data: $DATA
+simulation:
+  advertisers: 200    # about 100 scan hits a second: the writer commits all the time
+log:
+  failed_restart_after: ${RESTART_AFTER}s
+YAML
+
+  start_node "$CONFIG" node
+}
+
+# remount_checked: the disk back after a failure: umount, e2fsck -fy (exit 1 = errors corrected),
+# mount again, and `vigil log check` on DATA must pass.
+remount_checked() {
+  check "umount" umount "$MNT"
+  e2fsck -fy "$DEV" > "$SCRATCH/fsck.log" 2>&1; local fsck_rc=$?
+  check "e2fsck -fy exits 0 or 1 (exit $fsck_rc: 1 = errors corrected)" [ "$fsck_rc" -le 1 ]
+  [ "$fsck_rc" -le 1 ] || sed 's/^/     | /' "$SCRATCH/fsck.log"
+  check "mount again" mount -t ext4 "$DEV" "$MNT"
+  "$VIGIL" log check --data "$DATA" > "$SCRATCH/check.log" 2>&1; local check_rc=$?
+  check "vigil log check exits 0 ($check_rc): $(tail -n 1 "$SCRATCH/check.log")" [ "$check_rc" = 0 ]
+  [ "$check_rc" = 0 ] || sed 's/^/     | /' "$SCRATCH/check.log"
+}
