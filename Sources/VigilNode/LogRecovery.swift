@@ -171,7 +171,9 @@ extension LogRecovery {
     static let forcedSalvageMarker = "log-forced-salvage"
 
     private static func markStart(directory: String, unclean: Int) throws(SystemError) {
-        FileSystem.remove(directory + "/" + uncheckedStartMarker)
+        // Checked: on a file system ext4 stopped writing (a journal aborted after an I/O error,
+        // not remounted read-only, so statvfs does not say so) this is where EROFS shows first.
+        try FileSystem.removeIfPresent(directory + "/" + uncheckedStartMarker)
         try FileSystem.createExclusive(directory + "/" + uncheckedStartMarker, contents: Array("\(unclean)\n".utf8))
     }
 

@@ -242,6 +242,15 @@ public enum FileSystem {
     }
 
     public static func remove(_ path: String) { _ = unlink(path) }
+    /// Removes `path` if it is there; a file that cannot be removed is an error (EROFS on a card
+    /// the kernel stopped writing), unlike `remove`.
+    public static func removeIfPresent(_ path: String) throws(SystemError) {
+        guard unlink(path) == 0 else {
+            let e = Errno.current
+            if e != .noEntry { throw SystemError("unlink", path, errno: e) }
+            return
+        }
+    }
     /// Removes an empty directory; does nothing if it is not empty or absent.
     public static func removeEmptyDirectory(_ path: String) { _ = rmdir(path) }
 
