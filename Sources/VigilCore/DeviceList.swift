@@ -30,7 +30,8 @@ public struct DeviceList: Projection {
         public var rssiUnavailable: UInt64?
         /// The sequence of the first ScanHit of this stay: retention keeps this stay's sightings.
         public var firstHitSequence: UInt64
-        /// This stay's sightings that retention may delete (not a tag's), by day.
+        /// This stay's sightings that retention or a compaction may delete (not a tag's), by
+        /// ten-minute slot of event time (`SlotTally.slot`): both delete whole slots.
         public var deletableHits: DayTally
 
         public var meanRSSI: Double {
@@ -80,12 +81,13 @@ public struct DeviceList: Projection {
         if time >= nextPruneAt { prune(now: time) }
     }
 
-    /// A retention event at `time` deletes deletable sightings before `cutoffDay` except those of
-    /// the stays still going on (`RetentionPlan`). Ended stays are removed now and the prune
-    /// schedule and count start again from here, so the list from this event on is the same
-    /// whether or not the deletion has run (the deletion changes which events drove pruning
-    /// before it). Returns the keep set and how many deletable sightings before the cutoff it keeps.
-    mutating func retain(at time: UInt64, cutoffDay: UInt32) -> (keep: [UInt64: UInt64], keptBeforeCutoff: UInt64) {
+    /// A retention or compaction event at `time` deletes deletable sightings before `cutoffSlot`
+    /// except those of the stays still going on (`RetentionPlan`, `CompactionPlan`). Ended stays
+    /// are removed now and the prune schedule and count start again from here, so the list from
+    /// this event on is the same whether or not the deletion has run (the deletion changes which
+    /// events drove pruning before it). Returns the keep set and how many deletable sightings
+    /// before the cutoff it keeps.
+    mutating func retain(at time: UInt64, cutoffSlot: UInt32) -> (keep: [UInt64: UInt64], keptBeforeCutoff: UInt64) {
         prune(now: time)
         pruned = 0
         var keep: [UInt64: UInt64] = [:]
@@ -93,8 +95,8 @@ public struct DeviceList: Projection {
         var kept: UInt64 = 0
         for index in devices.indices {
             let key = devices.keys[index]
-            kept &+= devices.values[index].deletableHits.count(before: cutoffDay)
-            devices.values[index].deletableHits.collapse(before: cutoffDay)
+            kept &+= devices.values[index].deletableHits.count(before: cutoffSlot)
+            devices.values[index].deletableHits.collapse(before: cutoffSlot)
             keep[key] = devices.values[index].firstHitSequence
         }
         return (keep, kept)
@@ -112,7 +114,7 @@ public struct DeviceList: Projection {
         let scaled = hit.rssiSum.multipliedReportingOverflow(by: 100)
         let mean = measured == 0 ? 0 : scaled.overflow ? (hit.rssiSum < 0 ? Int32.min : Int32.max) : Int32(clamping: scaled.partialValue / Int64(measured))
         let key = Self.key(hit)
-        let day = DayTally.day(ofMicroseconds: time)
+        let slot = SlotTally.slot(ofMicroseconds: time)
         if let index = devices.index(forKey: key) {
             let horizon = devices.values[index].lastSeenMicroseconds.addingReportingOverflow(pruneAfterMicroseconds)
             if !horizon.overflow, time > horizon.partialValue {
@@ -125,10 +127,10 @@ public struct DeviceList: Projection {
                 // Mutate in place: no copy of the device out of the table and no second hash.
                 Self.update(&devices.values[index], with: hit, first: first, last: last, mean: mean)
             }
-            if deletable { devices.values[index].deletableHits.add(day: day) }
+            if deletable { devices.values[index].deletableHits.add(day: slot) }
         } else {
             var device = Self.newDevice(hit, first: first, last: last, mean: mean, sequence: sequence)
-            if deletable { device.deletableHits.add(day: day) }
+            if deletable { device.deletableHits.add(day: slot) }
             devices[key] = device
         }
     }

@@ -51,25 +51,56 @@ public struct ExposureContacts: Sendable {
         public init() {}
     }
 
-    /// One scan window in which the identifier was heard.
+    /// The scan hits of one identifier whose first report fell in one UTC minute: the canonical
+    /// unit of contact data. Folding is order-free (sums, minimum, maxima), so the same hits give
+    /// the same instance whether they are read raw or from a compaction's `ScanSightings`.
     public struct Instance: Codable, Equatable, Sendable {
         public var firstMicroseconds: UInt64
         public var lastMicroseconds: UInt64
+        /// Scan hits (scan windows) folded, and the advertising reports in them.
+        public var hits: UInt32
         public var reports: UInt32
-        /// Mean and strongest RSSI of the window (nil: the controller gave none).
-        public var rssiMean: Double?
+        /// Over the reports with an RSSI; `rssiMax` nil when none had one.
+        public var rssiSum: Int64
+        public var rssiUnavailable: UInt32
         public var rssiMax: Int32?
-        /// TX power the advert itself stated, if any.
+        /// The highest TX power an advert stated, if any did.
         public var advertisedTxPower: Int32?
 
-        public init(firstMicroseconds: UInt64, lastMicroseconds: UInt64, reports: UInt32, rssiMean: Double?, rssiMax: Int32?,
-                    advertisedTxPower: Int32?) {
+        public init(firstMicroseconds: UInt64, lastMicroseconds: UInt64, hits: UInt32 = 1, reports: UInt32, rssiSum: Int64,
+                    rssiUnavailable: UInt32 = 0, rssiMax: Int32?, advertisedTxPower: Int32?) {
             self.firstMicroseconds = firstMicroseconds
             self.lastMicroseconds = lastMicroseconds
+            self.hits = hits
             self.reports = reports
-            self.rssiMean = rssiMean
+            self.rssiSum = rssiSum
+            self.rssiUnavailable = rssiUnavailable
             self.rssiMax = rssiMax
             self.advertisedTxPower = advertisedTxPower
+        }
+
+        /// The UTC minute of the first report: instances of one identifier are keyed by it.
+        public var minute: UInt64 { firstMicroseconds / 60_000_000 }
+        public var measured: UInt32 { reports > rssiUnavailable ? reports - rssiUnavailable : 0 }
+        /// Mean RSSI over the measured reports (nil: the controller gave none).
+        public var rssiMean: Double? {
+            measured == 0 || rssiMax == nil ? nil : Double(rssiSum) / Double(measured)
+        }
+
+        /// Both folded: span, counts, integer sums, strongest RSSI and highest TX power. Saturating,
+        /// so a hostile but decodable record cannot trap.
+        func folded(with b: Instance) -> Instance {
+            var out = self
+            out.firstMicroseconds = min(firstMicroseconds, b.firstMicroseconds)
+            out.lastMicroseconds = max(lastMicroseconds, b.lastMicroseconds)
+            out.hits = hits.addingReportingOverflow(b.hits).overflow ? .max : hits &+ b.hits
+            out.reports = reports.addingReportingOverflow(b.reports).overflow ? .max : reports &+ b.reports
+            out.rssiUnavailable = rssiUnavailable.addingReportingOverflow(b.rssiUnavailable).overflow ? .max : rssiUnavailable &+ b.rssiUnavailable
+            let sum = rssiSum.addingReportingOverflow(b.rssiSum)
+            out.rssiSum = sum.overflow ? (b.rssiSum < 0 ? .min : .max) : sum.partialValue
+            out.rssiMax = [rssiMax, b.rssiMax].compactMap { $0 }.max()
+            out.advertisedTxPower = [advertisedTxPower, b.advertisedTxPower].compactMap { $0 }.max()
+            return out
         }
     }
 
@@ -111,9 +142,9 @@ public struct ExposureContacts: Sendable {
     /// A bound on memory: instances kept per identifier (a GAEN identifier lives ~15 min, a peer's
     /// presence id 15 min; a tag forever, so its oldest instances go first).
     public static let instancesPerTrack = 4_096
-    /// Sightings of one identifier within this of its previous one are folded into it (one
-    /// instance per minute, not per 2 s scan window): two weeks of a busy shelter fit in memory.
-    public static let foldMicroseconds: UInt64 = 60_000_000
+    /// Spans already compacted (`ScanSightings`), by start: their raw hits up to the compaction's
+    /// sequence are in its sightings, so they are not read twice (`noteCompaction`).
+    private var compactedSpans: [(start: UInt64, end: UInt64, through: UInt64)] = []
     /// At most this many instances in all (≈ 64 bytes each: 256 MB); beyond, new sightings are
     /// counted and not kept.
     public var maxInstances = 4_000_000
@@ -122,78 +153,158 @@ public struct ExposureContacts: Sendable {
         self.settings = settings
     }
 
-    /// Folds one event; only ScanHits carrying a contact identifier matter, and retention events.
+    /// Marks the span of a compaction as read from its sightings: its raw hits at or below the
+    /// compaction's sequence (a purge cut short leaves some) are skipped. Call it for every
+    /// `ScanSightings` in the log before applying the log's events (`ExposureKeyMatching.contacts`
+    /// reads the log twice).
+    public mutating func noteCompaction(_ s: ScanSightings) {
+        guard s.spanEndUs > s.spanStartUs else { return }
+        let entry = (start: s.spanStartUs, end: s.spanEndUs, through: s.throughSequence)
+        let at = compactedSpans.firstIndex { $0.start > entry.start } ?? compactedSpans.count
+        compactedSpans.insert(entry, at: at)
+    }
+
+    /// Whether a raw hit at `sequence` with event time `time` is in a compacted span's sightings.
+    private func isCompacted(time: UInt64, sequence: UInt64) -> Bool {
+        guard !compactedSpans.isEmpty else { return false }
+        // The last span starting at or before `time` (spans do not overlap).
+        var low = 0, high = compactedSpans.count
+        while low < high {
+            let mid = (low + high) / 2
+            if compactedSpans[mid].start <= time { low = mid + 1 } else { high = mid }
+        }
+        guard low > 0 else { return false }
+        let span = compactedSpans[low - 1]
+        return time < span.end && sequence <= span.through
+    }
+
+    /// The contact identifier a scan hit carries, if any: a GAEN RPI, another box's presence id,
+    /// or a configured tag's address.
+    public static func identify(_ hit: ScanHit, tags: Set<UInt64>) -> (kind: IdentifierKind, identifier: [UInt8], metadata: [UInt8])? {
+        let summary = hit.advertisement
+        if summary.gaenRpi.count == 16 { return (.gaen, Array(summary.gaenRpi), Array(summary.gaenAem)) }
+        if summary.vigilPresence.count == 16 { return (.vigilPeer, Array(summary.vigilPresence), []) }
+        if tags.contains(hit.address) {
+            return (.tag, (0..<6).map { UInt8(truncatingIfNeeded: hit.address >> UInt64(8 * (5 - $0))) }, [])
+        }
+        return nil
+    }
+
+    /// Folds one event: ScanHits carrying a contact identifier, compacted sightings, and retention.
     public mutating func apply(_ event: Event) {
-        if case .contactRetention(let r) = event.body {
+        switch event.body {
+        case .contactRetention(let r):
             retentionCutoffMicroseconds = max(retentionCutoffMicroseconds, r.cutoffUs)
             forget(before: retentionCutoffMicroseconds)
+            compactedSpans.removeAll { $0.end <= retentionCutoffMicroseconds }
+        case .scanSightings(let s):
+            apply(sightings: s)
+        case .scanHit(let hit):
+            guard !isCompacted(time: event.timeMicroseconds, sequence: event.sequence) else { return }
+            scanHitsSeen += 1
+            guard event.timeMicroseconds >= retentionCutoffMicroseconds,
+                  let (kind, identifier, metadata) = Self.identify(hit, tags: settings.tags) else { return }
+            let measured = hit.count > hit.rssiUnavailable ? hit.count - hit.rssiUnavailable : 0
+            let instance = Instance(firstMicroseconds: hit.firstSeenMicroseconds(eventTime: event.timeMicroseconds),
+                                    lastMicroseconds: hit.lastSeenMicroseconds(eventTime: event.timeMicroseconds),
+                                    hits: 1, reports: hit.count, rssiSum: measured == 0 ? 0 : hit.rssiSum,
+                                    rssiUnavailable: min(hit.rssiUnavailable, hit.count),
+                                    rssiMax: measured == 0 ? nil : hit.rssiMax,
+                                    advertisedTxPower: hit.hasTxPower ? hit.txPower : nil)
+            add(instance, kind: kind, identifier: identifier, metadata: metadata)
+        default:
+            break
+        }
+    }
+
+    private mutating func apply(sightings s: ScanSightings) {
+        scanHitsSeen &+= s.hits
+        for track in s.tracks {
+            guard let kind = IdentifierKind(rawValue: Int(track.kind)),
+                  track.identifier.count == (kind == .tag ? 6 : 16) else { continue }
+            let identifier = Array(track.identifier)
+            var minute: UInt64 = 0
+            for m in track.minutes {
+                minute &+= UInt64(m.minuteDelta)
+                let first = minute &* 60_000_000 &+ min(m.firstOffsetUs, 59_999_999)
+                let instance = Instance(firstMicroseconds: first, lastMicroseconds: first &+ m.lengthUs, hits: m.hits, reports: m.reports,
+                                        rssiSum: m.rssiSum, rssiUnavailable: m.rssiUnavailable,
+                                        rssiMax: m.reports > m.rssiUnavailable ? m.rssiMax : nil,
+                                        advertisedTxPower: m.hasTxPower ? m.txPower : nil)
+                guard instance.lastMicroseconds >= retentionCutoffMicroseconds else { continue }
+                add(instance, kind: kind, identifier: identifier, metadata: Array(track.metadata))
+            }
+        }
+    }
+
+    /// Folds `instance` into its identifier's instance of the same minute, or adds it in order.
+    private mutating func add(_ instance: Instance, kind: IdentifierKind, identifier: [UInt8], metadata: [UInt8]) {
+        guard var track = tracks[identifier] else {
+            guard instanceCount < maxInstances else { shedInstances += 1; return }
+            tracks[identifier] = Track(kind: kind, identifier: identifier, metadata: metadata, instances: [instance])
+            instanceCount += 1
             return
         }
-        guard case .scanHit(let hit) = event.body else { return }
-        scanHitsSeen += 1
-        guard event.timeMicroseconds >= retentionCutoffMicroseconds else { return }
-        let summary = hit.advertisement
-        var kind: IdentifierKind?
-        var identifier: [UInt8] = []
-        var metadata: [UInt8] = []
-        if summary.gaenRpi.count == 16 {
-            kind = .gaen
-            identifier = Array(summary.gaenRpi)
-            metadata = Array(summary.gaenAem)
-        } else if summary.vigilPresence.count == 16 {
-            kind = .vigilPeer
-            identifier = Array(summary.vigilPresence)
-        } else if settings.tags.contains(hit.address) {
-            kind = .tag
-            identifier = (0..<6).map { UInt8(truncatingIfNeeded: hit.address >> UInt64(8 * (5 - $0))) }
-        }
-        guard let kind else { return }
-        let measured = hit.count > hit.rssiUnavailable ? hit.count - hit.rssiUnavailable : 0
-        let instance = Instance(firstMicroseconds: hit.firstSeenMicroseconds(eventTime: event.timeMicroseconds),
-                                lastMicroseconds: hit.lastSeenMicroseconds(eventTime: event.timeMicroseconds),
-                                reports: hit.count,
-                                rssiMean: measured == 0 ? nil : Double(hit.rssiSum) / Double(measured),
-                                rssiMax: measured == 0 ? nil : hit.rssiMax,
-                                advertisedTxPower: hit.hasTxPower ? hit.txPower : nil)
-        if var track = tracks[identifier] {
-            if let last = track.instances.last, instance.firstMicroseconds >= last.firstMicroseconds,
-               instance.firstMicroseconds &- last.firstMicroseconds < Self.foldMicroseconds {
-                track.instances[track.instances.count - 1] = Self.fold(last, instance)
+        tracks[identifier] = nil // no copy of the instances while it changes
+        let minute = instance.minute
+        if let last = track.instances.last, last.minute == minute {
+            track.instances[track.instances.count - 1] = last.folded(with: instance)
+        } else {
+            // Almost always after the last; else its place by minute (the sightings of a
+            // compacted span come after raw hits of later minutes).
+            var low = 0, high = track.instances.count
+            if let last = track.instances.last, last.minute < minute {
+                low = high
             } else {
-                guard instanceCount < maxInstances else { shedInstances += 1; return }
+                while low < high {
+                    let mid = (low + high) / 2
+                    if track.instances[mid].minute < minute { low = mid + 1 } else { high = mid }
+                }
+            }
+            if low < track.instances.count, track.instances[low].minute == minute {
+                track.instances[low] = track.instances[low].folded(with: instance)
+            } else if instanceCount < maxInstances {
                 if track.instances.count >= Self.instancesPerTrack {
                     let dropped = track.instances.count / 2
                     track.instances.removeFirst(dropped)
                     instanceCount -= dropped
+                    low = max(0, low - dropped)
                 }
-                track.instances.append(instance)
+                track.instances.insert(instance, at: low)
                 instanceCount += 1
+            } else {
+                shedInstances += 1
             }
-            if track.metadata.isEmpty { track.metadata = metadata }
-            tracks[identifier] = track
-        } else {
-            guard instanceCount < maxInstances else { shedInstances += 1; return }
-            tracks[identifier] = Track(kind: kind, identifier: identifier, metadata: metadata, instances: [instance])
-            instanceCount += 1
         }
+        if track.metadata.isEmpty { track.metadata = metadata }
+        tracks[identifier] = track
     }
 
-    /// One instance covering both: span, reports, report-weighted mean RSSI, strongest RSSI.
-    private static func fold(_ a: Instance, _ b: Instance) -> Instance {
-        var out = a
-        out.firstMicroseconds = min(a.firstMicroseconds, b.firstMicroseconds)
-        out.lastMicroseconds = max(a.lastMicroseconds, b.lastMicroseconds)
-        out.reports = a.reports &+ b.reports
-        switch (a.rssiMean, b.rssiMean) {
-        case let (x?, y?):
-            let wa = Double(max(a.reports, 1)), wb = Double(max(b.reports, 1))
-            out.rssiMean = (x * wa + y * wb) / (wa + wb)
-        case (nil, let y): out.rssiMean = y
-        default: break
+    /// The tracks as a compaction logs them: by identifier, minutes ascending, delta-coded.
+    public func sightingTracks() -> [SightingTrack] {
+        tracks.keys.sorted { $0.lexicographicallyPrecedes($1) }.compactMap { key -> SightingTrack? in
+            guard let track = tracks[key] else { return nil }
+            var out = SightingTrack()
+            out.kind = UInt32(track.kind.rawValue)
+            out.identifier = Data(track.identifier)
+            out.metadata = Data(track.metadata)
+            var previous: UInt64 = 0
+            out.minutes = track.instances.map { i in
+                var m = MinuteSighting()
+                m.minuteDelta = UInt32(truncatingIfNeeded: i.minute &- previous)
+                previous = i.minute
+                m.firstOffsetUs = i.firstMicroseconds % 60_000_000
+                m.lengthUs = i.lastMicroseconds &- i.firstMicroseconds
+                m.hits = i.hits
+                m.reports = i.reports
+                m.rssiSum = i.rssiSum
+                m.rssiUnavailable = i.rssiUnavailable
+                if let max = i.rssiMax { m.rssiMax = max }
+                if let tx = i.advertisedTxPower { m.txPower = tx }
+                return m
+            }
+            return out
         }
-        out.rssiMax = [a.rssiMax, b.rssiMax].compactMap { $0 }.max()
-        out.advertisedTxPower = b.advertisedTxPower ?? a.advertisedTxPower
-        return out
     }
 
     /// Drops sightings before `cutoff` (and identifiers left with none).

@@ -48,7 +48,9 @@ public struct Projections: Projection {
     /// keeps the offers not yet matched and how the last one ended; the hub book the fingerprint
     /// of the feed item at its cursor.
     /// v10: schema 10 (a damaged log salvaged): the health projection keeps the last salvage.
-    public static let checkpointName = "projections.v10"
+    /// v11: schema 11 (compacted sightings): the retention ledger counts scan hits by ten-minute
+    /// slot, and each device its stay's.
+    public static let checkpointName = "projections.v11"
 
     public init(settings: ProjectionSettings = ProjectionSettings()) {
         devices = DeviceList(pruneAfterMicroseconds: settings.devicePruneAfterMicroseconds)
@@ -78,7 +80,9 @@ public struct Projections: Projection {
         case .scanHit(let hit):
             let fields = ScanHitFields(hit)
             let deletable = !escalations.wasEverTag(fields.address & 0xFFFF_FFFF_FFFF)
-            if deletable { retention.scanHits.add(day: DayTally.day(ofMicroseconds: time)) }
+            let slot = SlotTally.slot(ofMicroseconds: time)
+            if deletable { retention.scanHits.add(day: slot) }
+            retention.recentScanHits.add(slot: slot, sequence: event.sequence, deletable: deletable)
             devices.fold(fields, time: time, sequence: event.sequence, deletable: deletable)
             if escalations.hasTags { addMessages(escalations.apply(event), event) }
         case .alertRaised(let alert):
@@ -132,17 +136,31 @@ public struct Projections: Projection {
             // deletes is forgotten here, whether the deletion has run yet or not, so status
             // agrees with the log and replay of the shortened log gives the same state.
             let cutoffDay = DayTally.day(ofMicroseconds: RetentionPlan.alignedCutoff(r.cutoffUs))
-            let (keep, kept) = devices.retain(at: time, cutoffDay: cutoffDay)
-            let deletableHits = retention.scanHits.count(before: cutoffDay)
-            health.forget(deletableHits > kept ? deletableHits - kept : 0, of: .scanHit)
-            retention.scanHits.collapse(before: cutoffDay, earlier: kept)
+            let cutoffSlot = SlotTally.slot(ofMicroseconds: RetentionPlan.alignedCutoff(r.cutoffUs))
+            // Scan hits: unless a compaction already went past the cutoff (it decided then what
+            // is left of everything before it, and the next one decides again).
+            retention.retentionDeletesScanHits = cutoffSlot > retention.scanHits.floorDay
+            if retention.retentionDeletesScanHits {
+                forgetScanHits(before: cutoffSlot, at: time)
+            }
             health.forget(retention.exposures.count(before: cutoffDay), of: .exposureDetected)
             retention.exposures.collapse(before: cutoffDay, earlier: 0)
-            retention.keep = keep
+            health.forget(retention.sightings.count(before: cutoffDay), of: .scanSightings)
+            retention.sightings.collapse(before: cutoffDay, earlier: 0)
             // The alert book's hourly pruning ran at times set by events that may be deleted:
             // it runs here too, so it is in step from this event on.
             alerts.prune(now: time)
             exposures.apply(.event(event))
+        case .scanSightings(let s):
+            // The raw hits before the span's end are being deleted, but for the stays still going
+            // on (`CompactionPlan`): forgotten here, as at retention. Each compaction decides
+            // again for everything before its end, so a stay a decision kept and a later one
+            // deleted (it ended) leaves every count right.
+            retention.sightings.add(day: DayTally.day(ofMicroseconds: time))
+            forgetScanHits(before: SlotTally.slot(ofMicroseconds: s.spanEndUs), at: time)
+            retention.compaction = CompactionPlan(spanStartMicroseconds: s.spanStartUs, spanEndMicroseconds: s.spanEndUs,
+                                                  firstSequence: s.firstSequence, lastSequence: event.sequence &- 1, keep: [:])
+            alerts.prune(now: time)
         case .exposureDetected:
             retention.exposures.add(day: DayTally.day(ofMicroseconds: time))
             exposures.apply(.event(event))
@@ -221,7 +239,27 @@ public struct Projections: Projection {
         guard exposures.lastRetentionSequence > 0 else { return nil }
         return RetentionPlan(cutoffMicroseconds: RetentionPlan.alignedCutoff(exposures.lastRetentionCutoffMicroseconds),
                              throughSequence: exposures.lastRetentionSequence - 1,
-                             tagSince: escalations.tagSince, keep: retention.keep)
+                             tagSince: escalations.tagSince, keep: retention.keep, scanHits: retention.retentionDeletesScanHits)
+    }
+
+    /// What the last compaction deletes (nil before the first): the log's purge follows it.
+    public var compactionPlan: CompactionPlan? {
+        guard var plan = retention.compaction else { return nil }
+        plan.tagSince = escalations.tagSince
+        plan.keep = retention.keep
+        return plan
+    }
+
+    /// A retention or compaction at `time` deletes every deletable scan hit before `cutoffSlot`
+    /// except the stays still going on: the device list's keep set and the hits it keeps; the
+    /// rest is forgotten. The keep set replaces the last one (it covers everything before).
+    private mutating func forgetScanHits(before cutoffSlot: UInt32, at time: UInt64) {
+        let (keep, kept) = devices.retain(at: time, cutoffSlot: cutoffSlot)
+        let deletableHits = retention.scanHits.count(before: cutoffSlot)
+        health.forget(deletableHits > kept ? deletableHits - kept : 0, of: .scanHit)
+        retention.scanHits.collapse(before: cutoffSlot, earlier: kept)
+        retention.recentScanHits.drop(before: cutoffSlot)
+        retention.keep = keep
     }
 
     /// The replay hot path for the hot kind: a ScanHit as the fields replay decoded, without the
@@ -232,7 +270,9 @@ public struct Projections: Projection {
         health.recordScanHit(timeMicroseconds: time)
         devices.observe(time: time)
         alerts.observe(time: time)
-        retention.scanHits.add(day: DayTally.day(ofMicroseconds: time))
+        let slot = SlotTally.slot(ofMicroseconds: time)
+        retention.scanHits.add(day: slot)
+        retention.recentScanHits.add(slot: slot, sequence: sequence, deletable: true)
         devices.fold(hit, time: time, sequence: sequence, deletable: true)
     }
 

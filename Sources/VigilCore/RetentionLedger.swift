@@ -1,6 +1,7 @@
 import VigilEvents
 
-/// Event counts by UTC day, with every day before the latest retention cutoff in one bucket.
+/// Event counts by UTC day (or by ten-minute slot: the scan hits'), with every day before the
+/// latest cutoff in one bucket.
 ///
 /// Why by day: retention cutoffs fall on a UTC midnight, so "how many of these are older than the
 /// cutoff" is a sum over whole days, known at the retention event without reading the log.
@@ -80,7 +81,8 @@ public struct DayTally: Codable, Equatable, Sendable {
 ///
 /// A record at sequence `s` below the retention event, with event time before `cutoff`, is deleted
 /// when it is:
-/// - an ExposureDetected (its window ended before the cutoff: the exposure book dropped it), or
+/// - an ExposureDetected (its window ended before the cutoff: the exposure book dropped it),
+/// - a ScanSightings (the compacted sightings: contact data like the hits they came from), or
 /// - a ScanHit, unless
 ///   - its address had become a resident's tag before it (`tagSince[address] < s`): the ladder's
 ///     data, or
@@ -96,23 +98,28 @@ public struct RetentionPlan: Sendable, Equatable {
     /// Device key (address | type << 48) → sequence of the first sighting of its current stay.
     public var keep: [UInt64: UInt64]
 
-    public init(cutoffMicroseconds: UInt64, throughSequence: UInt64, tagSince: [UInt64: UInt64], keep: [UInt64: UInt64]) {
+    /// False once a compaction went past the cutoff: scan hits are then the compactions' to delete.
+    public var scanHits: Bool
+
+    public init(cutoffMicroseconds: UInt64, throughSequence: UInt64, tagSince: [UInt64: UInt64], keep: [UInt64: UInt64], scanHits: Bool = true) {
         self.cutoffMicroseconds = cutoffMicroseconds
         self.throughSequence = throughSequence
         self.tagSince = tagSince
         self.keep = keep
+        self.scanHits = scanHits
     }
 
     /// Whether a record the purge reached (sequence and time already checked) goes.
     /// An unreadable scan hit stays: the health projection counts it as unreadable, deleted or not.
     public func deletes(kind: UInt32, sequence: UInt64, payload: UnsafeRawBufferPointer) -> Bool {
-        if kind == UInt32(EventKind.exposureDetected.rawValue) { return true }
-        guard kind == UInt32(EventKind.scanHit.rawValue) else { return false }
+        if kind == UInt32(EventKind.exposureDetected.rawValue) || kind == UInt32(EventKind.scanSightings.rawValue) { return true }
+        guard scanHits, kind == UInt32(EventKind.scanHit.rawValue) else { return false }
         guard let hit = EventCodec.scanHitFields(payload: payload) else { return false }
         return deletes(scanHit: hit, sequence: sequence)
     }
 
     public func deletes(scanHit hit: ScanHitFields, sequence: UInt64) -> Bool {
+        guard scanHits else { return false }
         if let since = tagSince[hit.address & 0xFFFF_FFFF_FFFF], since < sequence { return false }
         if hit.count > 0, let first = keep[DeviceList.key(hit)], first <= sequence { return false }
         return true
@@ -128,16 +135,28 @@ public struct RetentionPlan: Sendable, Equatable {
 /// The projections' account of what retention can delete: counts of deletable events by day, and
 /// the devices whose sightings the last retention kept.
 public struct RetentionLedger: Codable, Equatable, Sendable {
-    /// ScanHits that were not a tag's sighting when applied, by day.
+    /// ScanHits that were not a tag's sighting when applied, by ten-minute slot of event time
+    /// (`SlotTally.slot`: retention cutoffs and compaction spans both fall on slot boundaries).
     public var scanHits = DayTally()
+    /// Whether the last retention event deletes scan hits: not once a compaction went past its
+    /// cutoff (`RetentionPlan.scanHits`).
+    public var retentionDeletesScanHits = true
     /// ExposureDetected events, by day.
     public var exposures = DayTally()
-    /// The last retention event's keep set (`RetentionPlan.keep`).
+    /// The keep set of the last retention or compaction event (`RetentionPlan.keep`,
+    /// `CompactionPlan.keep`): the stays then going on, whose hits stay raw.
     public var keep: [UInt64: UInt64] = [:]
+    /// Scan hits by ten-minute slot since the last compaction: what the next one deletes.
+    public var recentScanHits = SlotTally()
+    /// ScanSightings events, by day (retention deletes them with the rest of the contact data).
+    public var sightings = DayTally()
+    /// What the last ScanSightings event deletes (nil before the first): the log's purge follows
+    /// it, asked again at every start until the next compaction.
+    public var compaction: CompactionPlan?
 
     public init() {}
 
-    enum CodingKeys: String, CodingKey { case scanHits, exposures, keep }
+    enum CodingKeys: String, CodingKey { case scanHits, exposures, keep, recentScanHits, sightings, compaction, retentionDeletesScanHits }
 
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
@@ -145,6 +164,10 @@ public struct RetentionLedger: Codable, Equatable, Sendable {
         exposures = try c.decode(DayTally.self, forKey: .exposures)
         let pairs = try c.decode([[UInt64]].self, forKey: .keep)
         keep = Dictionary(pairs.compactMap { $0.count == 2 ? ($0[0], $0[1]) : nil }, uniquingKeysWith: { a, _ in a })
+        recentScanHits = try c.decode(SlotTally.self, forKey: .recentScanHits)
+        sightings = try c.decode(DayTally.self, forKey: .sightings)
+        compaction = try c.decodeIfPresent(CompactionPlan.self, forKey: .compaction)
+        retentionDeletesScanHits = try c.decode(Bool.self, forKey: .retentionDeletesScanHits)
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -152,5 +175,9 @@ public struct RetentionLedger: Codable, Equatable, Sendable {
         try c.encode(scanHits, forKey: .scanHits)
         try c.encode(exposures, forKey: .exposures)
         try c.encode(keep.sorted { $0.key < $1.key }.map { [$0.key, $0.value] }, forKey: .keep)
+        try c.encode(recentScanHits, forKey: .recentScanHits)
+        try c.encode(sightings, forKey: .sightings)
+        try c.encodeIfPresent(compaction, forKey: .compaction)
+        try c.encode(retentionDeletesScanHits, forKey: .retentionDeletesScanHits)
     }
 }

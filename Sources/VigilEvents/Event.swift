@@ -47,6 +47,9 @@ public typealias ExposureKeysOffered = Vigil_Events_V1_ExposureKeysOffered
 public typealias ExposureKeysMatched = Vigil_Events_V1_ExposureKeysMatched
 public typealias HubFeedRewound = Vigil_Events_V1_HubFeedRewound
 public typealias LogSalvaged = Vigil_Events_V1_LogSalvaged
+public typealias ScanSightings = Vigil_Events_V1_ScanSightings
+public typealias SightingTrack = Vigil_Events_V1_SightingTrack
+public typealias MinuteSighting = Vigil_Events_V1_MinuteSighting
 
 /// What happened. One case per event kind in the catalogue (README "Event catalogue").
 public enum EventBody: Sendable, Equatable {
@@ -80,6 +83,7 @@ public enum EventBody: Sendable, Equatable {
     case exposureKeysMatched(ExposureKeysMatched)
     case hubFeedRewound(HubFeedRewound)
     case logSalvaged(LogSalvaged)
+    case scanSightings(ScanSightings)
 
     public var kind: EventKind {
         switch self {
@@ -113,6 +117,7 @@ public enum EventBody: Sendable, Equatable {
         case .exposureKeysMatched: .exposureKeysMatched
         case .hubFeedRewound: .hubFeedRewound
         case .logSalvaged: .logSalvaged
+        case .scanSightings: .scanSightings
         }
     }
 
@@ -171,6 +176,7 @@ extension EventKind {
         case .exposureKeysMatched: "exposure-keys-matched"
         case .hubFeedRewound: "hub-feed-rewound"
         case .logSalvaged: "log-salvaged"
+        case .scanSightings: "scan-sightings"
         case .UNRECOGNIZED(let n): "kind-\(n)"
         }
     }
@@ -182,6 +188,7 @@ extension EventKind {
         .exposureDetected, .contactRetention, .exposureKeysPublished, .alertAcknowledged,
         .alertExpired, .alertReaffirmed, .downtimeDetected, .hubAcknowledged, .hubEpochStarted, .hubReceived,
         .occupancySampled, .exposureKeysOffered, .exposureKeysMatched, .hubFeedRewound, .logSalvaged,
+        .scanSightings,
     ]
 
     public init?(name: String) {
@@ -201,7 +208,7 @@ extension EventKind {
              .nodeStarted, .nodeStopped, .radioStateChanged, .downtimeDetected, .occupancySampled:
             true
         case .scanHit, .exposureDetected, .contactRetention, .exposureKeysPublished, .exposureKeysOffered, .exposureKeysMatched,
-             .buttonInput, .hubAcknowledged, .hubEpochStarted, .hubReceived, .hubFeedRewound, .logSalvaged, .unspecified, .UNRECOGNIZED:
+             .buttonInput, .hubAcknowledged, .hubEpochStarted, .hubReceived, .hubFeedRewound, .logSalvaged, .scanSightings, .unspecified, .UNRECOGNIZED:
             false
         }
     }

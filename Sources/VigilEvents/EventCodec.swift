@@ -66,6 +66,7 @@ public enum EventCodec {
         case .exposureKeysMatched(let m): payload = serialize(m)
         case .hubFeedRewound(let m): payload = serialize(m)
         case .logSalvaged(let m): payload = serialize(m)
+        case .scanSightings(let m): payload = serialize(m)
         }
         return (kind, payload)
     }
@@ -114,6 +115,7 @@ public enum EventCodec {
             case .exposureKeysMatched: return .exposureKeysMatched(try parse(payload))
             case .hubFeedRewound: return .hubFeedRewound(try parse(payload))
             case .logSalvaged: return .logSalvaged(try parse(payload))
+            case .scanSightings: return .scanSightings(try parse(payload))
             case .unspecified, .UNRECOGNIZED:
                 throw EventDecodingError(sequence: sequence, reason: .unknownKind(kind))
             }

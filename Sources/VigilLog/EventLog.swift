@@ -243,6 +243,18 @@ public final class EventLog: @unchecked Sendable {
                                                 matches: matches, completion: completion))
     }
 
+    /// Deletes the records of sequence `first...last` whose time is in `[from, before)` and that
+    /// `matches` (a compaction's span): the whole range is walked, in the same small slices.
+    public func purge(sequences first: UInt64, through last: UInt64, from fromMicroseconds: UInt64, before beforeMicroseconds: UInt64,
+                      matches: @escaping @Sendable (_ kind: UInt32, _ sequence: UInt64, _ payload: UnsafeRawBufferPointer) -> Bool,
+                      completion: @escaping @Sendable (Result<UInt64, LogError>) -> Void) throws(LogError) {
+        guard let writer else { throw .closed }
+        var purge = LogWriter.Purge(beforeMicroseconds: beforeMicroseconds, notBeforeMicroseconds: fromMicroseconds, throughSequence: last,
+                                    stopsAfterNewerRun: false, matches: matches, completion: completion)
+        purge.resume = first
+        try writer.enqueuePurge(purge)
+    }
+
     /// Sequences at or below this are durable.
     public var durableSequence: UInt64 { writer?.statistics.durableSequence ?? 0 }
 

@@ -30,7 +30,12 @@ final class LogWriter: @unchecked Sendable {
     /// left.
     struct Purge {
         var beforeMicroseconds: UInt64
+        /// Records whose time is before this are left (a compaction's span starts here).
+        var notBeforeMicroseconds: UInt64 = 0
         var throughSequence: UInt64
+        /// Whether a long run of records well past the cutoff ends the purge (retention: the log
+        /// is written in time order). A compaction knows the exact range to walk and walks it all.
+        var stopsAfterNewerRun = true
         /// (kind, payload) -> delete? Called on the writer thread for records older than the cutoff.
         var matches: @Sendable (UInt32, UInt64, UnsafeRawBufferPointer) -> Bool
         var completion: @Sendable (Result<UInt64, LogError>) -> Void
@@ -284,7 +289,7 @@ final class LogWriter: @unchecked Sendable {
                 while let (key, value) = entry {
                     guard key.count == 8 else { entry = try cursor.move(.next); continue }
                     let sequence = key.loadUnaligned(as: UInt64.self).bigEndian
-                    if sequence > purge.throughSequence || purge.newerRun >= Self.purgeNewerRunToStop { finished = true; break }
+                    if sequence > purge.throughSequence || (purge.stopsAfterNewerRun && purge.newerRun >= Self.purgeNewerRunToStop) { finished = true; break }
                     steps += 1
                     if deleted >= Self.purgeChunkDeletes
                         || (steps % 256 == 0 && (monotonicNanoseconds() &- started >= Self.purgeChunkNanoseconds || appendsWaiting())) {
@@ -297,7 +302,7 @@ final class LogWriter: @unchecked Sendable {
                     }
                     let time = view.timeMicroseconds
                     purge.newerRun = time >= purge.beforeMicroseconds &+ 3_600_000_000 ? purge.newerRun + 1 : 0
-                    if time < purge.beforeMicroseconds, purge.matches(view.kind, sequence, view.payload) {
+                    if time < purge.beforeMicroseconds, time >= purge.notBeforeMicroseconds, purge.matches(view.kind, sequence, view.payload) {
                         try cursor.deleteCurrent()
                         deleted += 1
                         // The page under `key` and `value` changed: position again by value, at the

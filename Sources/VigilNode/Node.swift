@@ -57,6 +57,7 @@ public final class Node: @unchecked Sendable {
     private(set) lazy var expiries = Expiries(node: self)
     private(set) lazy var deliveries = Deliveries(node: self)
     private(set) lazy var retention = Retention(node: self)
+    private(set) lazy var compaction = Compaction(node: self)
     private(set) lazy var checkpoints = Checkpoints(node: self)
     private(set) lazy var control = ControlHandler(node: self)
     private(set) lazy var downtime = DowntimeReport(node: self)
@@ -137,7 +138,7 @@ public final class Node: @unchecked Sendable {
         logUnwritableAtStart = log.failure != nil
         initialAir = boot.air
         failures.target = self
-        components = [intake, airAlerts, buttons, ladder, expiries, deliveries, retention, checkpoints, control, downtime, zones, occupancy, uplink, logIntegrity]
+        components = [intake, airAlerts, buttons, ladder, expiries, deliveries, retention, compaction, checkpoints, control, downtime, zones, occupancy, uplink, logIntegrity]
         do {
             try restore()
         } catch {

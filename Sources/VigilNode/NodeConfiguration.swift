@@ -41,6 +41,10 @@ public struct NodeConfiguration: Sendable {
     /// (a passing fault then heals). With one, it stays up: a restart would lose it
     /// (`log.failed_restart_after`).
     public var logFailedRestartAfterMicroseconds: UInt64 = 60_000_000
+    /// Raw scan hits older than this are folded into per-identifier, per-minute sightings and
+    /// deleted, ten minutes of them at a time (`log.compact_after`; 0 = never: raw hits stay until
+    /// retention). README "A crowded shelter".
+    public var compactAfterMicroseconds: UInt64 = 3_600_000_000
     /// The program that checks the log in a process of its own (`vigil log check`): `vigil run`
     /// sets it to itself. Nil (a node embedded in tests or another program): checked in-process.
     public var logCheckExecutable: String?
@@ -220,6 +224,7 @@ public struct NodeConfiguration: Sendable {
             if let v = try log.size("disk_reserve", allowZero: true) { config.diskReserveBytes = v }
             if let v = try log.duration("check_interval") { config.logCheckIntervalMicroseconds = v }
             if let v = try log.duration("failed_restart_after") { config.logFailedRestartAfterMicroseconds = v }
+            if let v = try log.duration("compact_after") { config.compactAfterMicroseconds = v }
             try log.finish()
         }
         if var alarms = try root.section("alarms") {

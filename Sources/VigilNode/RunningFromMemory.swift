@@ -43,7 +43,7 @@ struct RunningFromMemory: Sendable {
     static func mattersToPeople(_ kind: EventKind) -> Bool {
         switch kind {
         case .scanHit, .nodeStarted, .nodeStopped, .radioStateChanged, .occupancySampled, .downtimeDetected, .logSalvaged,
-             .contactRetention, .hubAcknowledged, .hubEpochStarted, .hubReceived, .hubFeedRewound, .exposureKeysOffered:
+             .contactRetention, .scanSightings, .hubAcknowledged, .hubEpochStarted, .hubReceived, .hubFeedRewound, .exposureKeysOffered:
             false
         default:
             true

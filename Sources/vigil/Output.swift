@@ -69,6 +69,7 @@ enum EventFormatting {
             case .exposureKeysMatched(let m): payload = try m.jsonString(options: options)
             case .hubFeedRewound(let m): payload = try m.jsonString(options: options)
             case .logSalvaged(let m): payload = try m.jsonString(options: options)
+            case .scanSightings(let m): payload = try m.jsonString(options: options)
             }
         } catch {
             return #"{"seq":\#(event.sequence),"error":"cannot format payload"}"#
@@ -129,6 +130,9 @@ enum EventFormatting {
             summary = "the log was damaged and salvaged (\(s.trigger)): \(s.recovered) records kept, \(s.lostCount) lost"
                 + (s.lost.isEmpty ? "" : " (\(LogSalvageText.ranges(s.lost)))")
                 + (s.tailUnknown ? ", and an unknown number after \(s.highestRecovered)" : "") + "; the damaged file is in \(s.keptAside)"
+        case .scanSightings(let s):
+            let minutes = s.tracks.reduce(0) { $0 + $1.minutes.count }
+            summary = "\(s.hits) scan hits from \(time(s.spanStartUs)) to \(time(s.spanEndUs)) compacted: \(s.tracks.count) contact identifiers, \(minutes) identifier-minutes"
         }
         return "\(event.sequence)\t\(time(event.timeMicroseconds))\t\(event.body.kind.name)\t\(summary)" + (sync.map { " [\($0)]" } ?? "")
     }

@@ -10,7 +10,8 @@ struct ExposureContactsTests {
     /// A sighting of `rssi` dBm lasting `span` seconds from `at` seconds.
     func sighting(at: Double, span: Double = 2, rssi: Double? = -60, tx: Int32? = nil) -> Instance {
         Instance(firstMicroseconds: micros(at), lastMicroseconds: micros(at + span), reports: 8,
-                 rssiMean: rssi, rssiMax: rssi.map { Int32($0) + 3 }, advertisedTxPower: tx)
+                 rssiSum: rssi.map { Int64($0 * 8) } ?? 0, rssiUnavailable: rssi == nil ? 8 : 0,
+                 rssiMax: rssi.map { Int32($0) + 3 }, advertisedTxPower: tx)
     }
 
     var settings: ExposureContacts.Settings { ExposureContacts.Settings() }
@@ -77,7 +78,7 @@ struct ExposureContactsTests {
             seq += 1
             contacts.apply(Event(sequence: seq, timeMicroseconds: micros(seconds), body: .scanHit(hit)))
         }
-        for k in 0..<30 { add(1, at: 100 + Double(k) * 2) } // one minute of 2 s windows
+        for k in 0..<30 { add(1, at: 120 + Double(k) * 2) } // one UTC minute of 2 s windows
         #expect(contacts.tracks[[UInt8](repeating: 1, count: 16)]?.instances.count == 1)
         let folded = contacts.tracks[[UInt8](repeating: 1, count: 16)]?.instances.first
         #expect(folded?.reports == 60 && folded?.rssiMean == -55 && folded?.rssiMax == -50)

@@ -38,6 +38,45 @@ import VigilEvents
         return before - log.count
     }
 
+    /// The log's purge of a compaction (`EventLog.purge(sequences:...)`), over records in memory.
+    static func purge(_ log: inout [Record], _ plan: CompactionPlan) -> Int {
+        let before = log.count
+        log.removeAll { r in
+            (plan.firstSequence...plan.lastSequence).contains(r.event.sequence)
+                && r.event.timeMicroseconds < plan.spanEndMicroseconds
+                && r.payload.withUnsafeBytes { plan.deletes(kind: r.kind, sequence: r.event.sequence, payload: $0) }
+        }
+        return before - log.count
+    }
+
+    /// What the node's compaction logs for the slots `[from, from + 1)`: every hit of the span in
+    /// `sequences`, folded as `Compaction.read` folds them.
+    static func sightings(_ log: [Record], from: UInt32, sequences: ClosedRange<UInt64>) -> ScanSightings {
+        let start = UInt64(from) * SlotTally.slotMicroseconds
+        let end = start + SlotTally.slotMicroseconds
+        var contacts = ExposureContacts()
+        var s = ScanSightings()
+        for r in log where sequences.contains(r.event.sequence) && r.event.timeMicroseconds >= start && r.event.timeMicroseconds < end {
+            guard case .scanHit = r.event.body else { continue }
+            s.hits += 1
+            contacts.apply(r.event)
+        }
+        s.spanStartUs = start
+        s.spanEndUs = end
+        s.firstSequence = sequences.lowerBound
+        s.throughSequence = sequences.upperBound
+        s.tracks = contacts.sightingTracks()
+        return s
+    }
+
+    /// Exposure contacts as `ExposureKeyMatching.contacts` builds them: compacted spans first.
+    static func contacts(_ events: [Event]) -> ExposureContacts {
+        var c = ExposureContacts()
+        for e in events { if case .scanSightings(let s) = e.body { c.noteCompaction(s) } }
+        for e in events { c.apply(e) }
+        return c
+    }
+
     /// Replay as the node does it: scan hits through the fast path unless they need the event.
     static func replay(_ log: [Record], settings: ProjectionSettings) -> Projections {
         var state = Projections(settings: settings)
@@ -54,6 +93,9 @@ import VigilEvents
     }
 
     struct Outcome {
+        var compactions = 0
+        var compacted = 0
+        var contactTracks = 0
         var deleted = 0
         var keptOldOfPresentDevices = 0
         var keptOldTagSightings = 0
@@ -63,7 +105,7 @@ import VigilEvents
     /// Twenty days of a box: a beacon heard almost always, people coming and going, residents'
     /// tags enrolled and removed, alerts and exposure events, a retention event a day (some of
     /// whose deletions never ran before the next one), and the clock stepped back once.
-    static func run(seed: UInt64) throws -> Outcome {
+    static func run(seed: UInt64, compacting: Bool = false) throws -> Outcome {
         var rng = SeededGenerator(state: seed)
         var settings = ProjectionSettings()
         settings.devicePruneAfterMicroseconds = 30 * minute
@@ -77,23 +119,55 @@ import VigilEvents
         var residents: [String] = []
         var counter: UInt32 = 0
         var steppedBack = false
+        // Every event but the compactions, never compacted: what exposure windows are without them.
+        var raw: [Event] = []
+        // A compaction whose purge was cut short: finished before the next one (as the node does).
+        var owed: CompactionPlan?
 
         func append(_ body: EventBody) {
             sequence += 1
             let event = Event(sequence: sequence, timeMicroseconds: time, body: body)
             let (kind, payload) = EventCodec.encode(body)
             log.append(Record(event: event, kind: kind, payload: payload))
+            if case .scanSightings = body {} else { raw.append(event) }
             live.apply(event)
         }
-        func hit(_ address: UInt64, count: UInt32) -> EventBody {
+        func hit(_ address: UInt64, count: UInt32, rpi: Bool = false) -> EventBody {
             var h = ScanHit()
             h.address = address
             h.addressType = .addressRandom
             h.count = count
-            h.rssiMin = -80; h.rssiMax = -50; h.rssiSum = Int64(count) * -65
+            h.rssiMin = -80; h.rssiMax = -50 - Int32(address % 5); h.rssiSum = Int64(count) * (-65 - Int64(address % 7))
             h.lastOffsetUs = 1_000_000
-            h.firstOffsetUs = 4_000_000
+            h.firstOffsetUs = 4_000_000 + address % 3 * 1_000_000
+            if rpi {
+                // A phone's identifier, which changes every 15 minutes.
+                var id = [UInt8](repeating: UInt8(truncatingIfNeeded: address), count: 16)
+                id[0] = UInt8(truncatingIfNeeded: time / (15 * minute))
+                h.advertisement.gaenRpi = Data(id)
+                h.advertisement.gaenAem = Data([0x40, 0xF4, 0, 0])
+            }
+            if address % 4 == 0 { h.txPower = -8 - Int32(time % 3) }
             return .scanHit(h)
+        }
+        // The node's compaction: every slot older than an hour with hits retention may delete.
+        func compact() throws {
+            while let from = live.retention.recentScanHits.firstSlotWithDeletable,
+                  UInt64(from + 1) * SlotTally.slotMicroseconds + 60 * minute <= time,
+                  let sequences = live.retention.recentScanHits.sequences(from: from, before: from + 1) {
+                if let plan = owed { outcome.compacted += purge(&log, plan); owed = nil }
+                var s = sightings(log, from: from, sequences: sequences)
+                // Where the node's purge starts (`Compaction.walkStart`).
+                let horizon = time - settings.devicePruneAfterMicroseconds
+                for (key, first) in live.retention.keep where first < s.firstSequence {
+                    if let d = live.devices.devices[key], d.firstHitSequence == first, d.lastSeenMicroseconds >= horizon { continue }
+                    s.firstSequence = first
+                }
+                append(.scanSightings(s))
+                outcome.compactions += 1
+                guard let plan = live.compactionPlan else { throw RetentionTestError.noPlan }
+                if Double.random(in: 0..<1, using: &rng) < 0.7 { outcome.compacted += purge(&log, plan) } else { owed = plan }
+            }
         }
 
         var started = NodeStarted()
@@ -109,11 +183,12 @@ import VigilEvents
                 time -= 10 * minute
                 steppedBack = true
             }
+            if compacting { try compact() }
             append(hit(0xB0_0000_0001, count: 2)) // the beacon
             let roll = Double.random(in: 0..<1, using: &rng)
             if roll < 0.6 {
                 let address = 0xC0_0000_0000 | UInt64.random(in: 1...12, using: &rng)
-                append(hit(address, count: UInt32.random(in: 0...3, using: &rng)))
+                append(hit(address, count: UInt32.random(in: 0...3, using: &rng), rpi: address % 3 != 0))
             } else if roll < 0.62 {
                 let id = "r\(Int.random(in: 1...4, using: &rng))"
                 let tag = 0xC0_0000_0000 | UInt64.random(in: 1...12, using: &rng)
@@ -157,7 +232,14 @@ import VigilEvents
                 }
             }
         }
+        if let plan = owed { outcome.compacted += purge(&log, plan) }
         if let plan = live.retentionPlan { outcome.deleted += purge(&log, plan) }
+
+        // Exposure windows are the same from the compacted log as from every raw hit.
+        let compacted = contacts(log.map(\.event))
+        let uncompacted = contacts(raw)
+        #expect(compacted.tracks == uncompacted.tracks, "seed \(seed): the same contacts, raw or compacted")
+        outcome.contactTracks = compacted.tracks.count
 
         // The state after deletion equals the state that saw every event...
         let replayed = replay(log, settings: settings)
@@ -181,6 +263,18 @@ import VigilEvents
         #expect(outcome.deleted > 1_000)
         #expect(outcome.keptOldTagSightings > 0)
         #expect(outcome.keptOldOfPresentDevices > outcome.keptOldTagSightings, "the beacon's long stay is kept")
+    }
+
+    /// The same twenty days with the node's compaction every ten minutes (some purges cut short
+    /// and finished before the next): replay of the compacted log still equals the live state,
+    /// status counts still equal the log's, and exposure contacts are those of the raw hits.
+    @Test(arguments: [1, 2, 3, 4] as [UInt64])
+    func compactedLogReplaysToTheLiveStateAndGivesTheSameContacts(seed: UInt64) throws {
+        let outcome = try Self.run(seed: seed, compacting: true)
+        #expect(outcome.compactions > 1_000)
+        #expect(outcome.compacted > 100, "compactions delete (most hits here are tags' or the beacon's, kept)")
+        #expect(outcome.contactTracks > 100)
+        #expect(outcome.keptOldOfPresentDevices > 0, "the beacon's stay is kept raw")
     }
 
     @Test func aRetentionThatDeletesNothingChangesNoCountAndNoDevice() {

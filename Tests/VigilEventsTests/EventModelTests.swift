@@ -11,7 +11,7 @@ struct EventModelTests {
                           "alarm-acknowledged", "outbox-attempt", "exposure-detected", "contact-retention",
                           "exposure-keys-published", "alert-acknowledged", "alert-expired", "alert-reaffirmed",
                           "downtime-detected", "hub-acknowledged", "hub-epoch-started", "hub-received", "occupancy-sampled",
-                          "exposure-keys-offered", "exposure-keys-matched", "hub-feed-rewound", "log-salvaged"])
+                          "exposure-keys-offered", "exposure-keys-matched", "hub-feed-rewound", "log-salvaged", "scan-sightings"])
         for kind in EventKind.known { #expect(EventKind(name: kind.name) == kind) }
         #expect(EventKind(name: "unspecified") == nil)
         #expect(EventKind(name: "kind-200") == nil)

@@ -92,7 +92,7 @@ enum Fixtures {
             .scanHit(hit), .alertReceived(received), .alertRaised(raised), .alertCancelled(cancelled),
             .checkIn(checkIn), .buttonInput(button), .nodeStarted(started), .nodeStopped(stopped),
             .radioStateChanged(radio),
-        ] + schema2Bodies + schema4Bodies + schema5Bodies + schema6Bodies + schema7Bodies + schema8Bodies + schema9Bodies + schema10Bodies
+        ] + schema2Bodies + schema4Bodies + schema5Bodies + schema6Bodies + schema7Bodies + schema8Bodies + schema9Bodies + schema10Bodies + schema11Bodies
     }
 
     /// The kind schema 8 added, every field set (from the v8 golden stream).
@@ -212,6 +212,47 @@ enum Fixtures {
         salvaged.tailUnknown = true
         let base = goldenEventsV9.last?.timeMicroseconds ?? start
         return goldenEventsV9 + [(base + 250_000, .logSalvaged(salvaged))]
+    }
+
+    /// The kind schema 11 added, every field set (from the v11 golden stream).
+    static var schema11Bodies: [EventBody] {
+        goldenEventsV11.suffix(1).map(\.body)
+    }
+
+    /// The v11 golden stream: all of v10 and the kind schema 11 added (compacted sightings).
+    static var goldenEventsV11: [(timeMicroseconds: UInt64, body: EventBody)] {
+        var minute = MinuteSighting()
+        minute.minuteDelta = 26_559_500
+        minute.firstOffsetUs = 41_250_000
+        minute.lengthUs = 17_900_000
+        minute.hits = 9
+        minute.reports = 27
+        minute.rssiSum = -1_701
+        minute.rssiUnavailable = 2
+        minute.rssiMax = -58
+        minute.txPower = -12
+        var next = MinuteSighting()
+        next.minuteDelta = 1
+        next.firstOffsetUs = 900_000
+        next.lengthUs = 58_000_000
+        next.hits = 30
+        next.reports = 88
+        next.rssiSum = -5_720
+        next.rssiMax = -61
+        var track = SightingTrack()
+        track.kind = 1
+        track.identifier = Data((0..<16).map { UInt8($0 &* 17) })
+        track.metadata = Data([0x40, 0x08, 0x00, 0x00])
+        track.minutes = [minute, next]
+        var sightings = ScanSightings()
+        sightings.spanStartUs = 1_593_570_000_000_000
+        sightings.spanEndUs = 1_593_570_600_000_000
+        sightings.firstSequence = 100_010
+        sightings.throughSequence = 160_300
+        sightings.hits = 58_121
+        sightings.tracks = [track]
+        let base = goldenEventsV10.last?.timeMicroseconds ?? start
+        return goldenEventsV10 + [(base + 250_000, .scanSightings(sightings))]
     }
 
     /// The kinds schema 6 added, every field set (from the v6 golden stream).
@@ -537,6 +578,7 @@ extension EventBody {
         case .exposureKeysMatched(let m): m
         case .hubFeedRewound(let m): m
         case .logSalvaged(let m): m
+        case .scanSightings(let m): m
         }
     }
 
@@ -573,6 +615,7 @@ extension EventBody {
         case .exposureKeysMatched: self = .exposureKeysMatched(try ExposureKeysMatched(jsonString: json))
         case .hubFeedRewound: self = .hubFeedRewound(try HubFeedRewound(jsonString: json))
         case .logSalvaged: self = .logSalvaged(try LogSalvaged(jsonString: json))
+        case .scanSightings: self = .scanSightings(try ScanSightings(jsonString: json))
         case .unspecified, .UNRECOGNIZED: throw GoldenFormatError("no payload type for kind \(kind.name)")
         }
     }

@@ -90,6 +90,9 @@ public nonisolated enum Vigil_Events_V1_EventKind: SwiftProtobuf.Enum, Swift.Cas
 
   /// Added in schema version 10 (a log that survives a failing SD card).
   case logSalvaged // = 30
+
+  /// Added in schema version 11 (a crowded shelter's two weeks on the card).
+  case scanSightings // = 31
   case UNRECOGNIZED(Int)
 
   public init() {
@@ -129,6 +132,7 @@ public nonisolated enum Vigil_Events_V1_EventKind: SwiftProtobuf.Enum, Swift.Cas
     case 28: self = .exposureKeysMatched
     case 29: self = .hubFeedRewound
     case 30: self = .logSalvaged
+    case 31: self = .scanSightings
     default: self = .UNRECOGNIZED(rawValue)
     }
   }
@@ -166,6 +170,7 @@ public nonisolated enum Vigil_Events_V1_EventKind: SwiftProtobuf.Enum, Swift.Cas
     case .exposureKeysMatched: return 28
     case .hubFeedRewound: return 29
     case .logSalvaged: return 30
+    case .scanSightings: return 31
     case .UNRECOGNIZED(let i): return i
     }
   }
@@ -203,6 +208,7 @@ public nonisolated enum Vigil_Events_V1_EventKind: SwiftProtobuf.Enum, Swift.Cas
     .exposureKeysMatched,
     .hubFeedRewound,
     .logSalvaged,
+    .scanSightings,
   ]
 
 }
@@ -1655,12 +1661,113 @@ public nonisolated struct Vigil_Events_V1_LogSalvaged: Sendable {
   public init() {}
 }
 
+/// Scan hits of a stretch of time, at least an hour old, folded into what exposure windows need:
+/// per contact identifier, per UTC minute, when it was heard, how often and how strongly. Logged by
+/// the node's compaction; applying it, the projections forget the raw hits the log then deletes
+/// (`CompactionPlan`: every scan hit logged before this event with its time in the span, except a
+/// resident's tag's and those of the stays still going on, which the device list still shows).
+/// Exposure contacts read these in place of the span's raw hits. Never uploaded.
+public nonisolated struct Vigil_Events_V1_ScanSightings: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// scan hits whose event time is in [span_start_us, span_end_us)
+  public var spanStartUs: UInt64 = 0
+
+  public var spanEndUs: UInt64 = 0
+
+  /// the first scan hit of the span
+  public var firstSequence: UInt64 = 0
+
+  /// the tracks fold every hit of the span up to this sequence
+  public var throughSequence: UInt64 = 0
+
+  /// scan hits of the span read (with a contact identifier or not)
+  public var hits: UInt64 = 0
+
+  public var tracks: [Vigil_Events_V1_SightingTrack] = []
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// One contact identifier's minutes, in ascending order.
+public nonisolated struct Vigil_Events_V1_SightingTrack: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// 1: GAEN RPI, 2: another Vigil box's presence id, 3: a tag's address
+  public var kind: UInt32 = 0
+
+  /// 16 bytes (6 for a tag)
+  public var identifier: Data = Data()
+
+  /// GAEN's Associated Encrypted Metadata (TX power, once decrypted)
+  public var metadata: Data = Data()
+
+  public var minutes: [Vigil_Events_V1_MinuteSighting] = []
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// The scan hits of one identifier whose first report fell in one UTC minute.
+public nonisolated struct Vigil_Events_V1_MinuteSighting: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// UTC minute (µs / 60,000,000) minus the previous entry's (the first: minus 0)
+  public var minuteDelta: UInt32 = 0
+
+  /// first report, from the minute's start
+  public var firstOffsetUs: UInt64 = 0
+
+  /// last report minus first
+  public var lengthUs: UInt64 = 0
+
+  /// scan hits (scan windows) folded
+  public var hits: UInt32 = 0
+
+  /// advertising reports folded
+  public var reports: UInt32 = 0
+
+  /// over reports with an RSSI
+  public var rssiSum: Int64 = 0
+
+  /// reports without one
+  public var rssiUnavailable: UInt32 = 0
+
+  /// meaningful when reports > rssi_unavailable
+  public var rssiMax: Int32 = 0
+
+  /// the highest TX power an advert stated
+  public var txPower: Int32 {
+    get {_txPower ?? 0}
+    set {_txPower = newValue}
+  }
+  /// Returns true if `txPower` has been explicitly set.
+  public var hasTxPower: Bool {self._txPower != nil}
+  /// Clears the value of `txPower`. Subsequent reads from it will return its default value.
+  public mutating func clearTxPower() {self._txPower = nil}
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _txPower: Int32? = nil
+}
+
 // MARK: - Code below here is support for the SwiftProtobuf runtime.
 
 fileprivate nonisolated let _protobuf_package = "vigil.events.v1"
 
 nonisolated extension Vigil_Events_V1_EventKind: SwiftProtobuf._ProtoNameProviding {
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0EVENT_KIND_UNSPECIFIED\0\u{1}SCAN_HIT\0\u{1}ALERT_RECEIVED\0\u{1}ALERT_RAISED\0\u{1}ALERT_CANCELLED\0\u{1}CHECK_IN\0\u{1}BUTTON_INPUT\0\u{1}NODE_STARTED\0\u{1}NODE_STOPPED\0\u{1}RADIO_STATE_CHANGED\0\u{1}RESIDENT_ENROLLED\0\u{1}RESIDENT_UPDATED\0\u{1}RESIDENT_REMOVED\0\u{1}DEADLINE_REACHED\0\u{1}ALARM_ACKNOWLEDGED\0\u{1}OUTBOX_ATTEMPT\0\u{1}EXPOSURE_DETECTED\0\u{1}CONTACT_RETENTION\0\u{1}EXPOSURE_KEYS_PUBLISHED\0\u{1}ALERT_ACKNOWLEDGED\0\u{1}ALERT_EXPIRED\0\u{1}ALERT_REAFFIRMED\0\u{1}DOWNTIME_DETECTED\0\u{1}HUB_ACKNOWLEDGED\0\u{1}HUB_EPOCH_STARTED\0\u{1}HUB_RECEIVED\0\u{1}OCCUPANCY_SAMPLED\0\u{1}EXPOSURE_KEYS_OFFERED\0\u{1}EXPOSURE_KEYS_MATCHED\0\u{1}HUB_FEED_REWOUND\0\u{1}LOG_SALVAGED\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0EVENT_KIND_UNSPECIFIED\0\u{1}SCAN_HIT\0\u{1}ALERT_RECEIVED\0\u{1}ALERT_RAISED\0\u{1}ALERT_CANCELLED\0\u{1}CHECK_IN\0\u{1}BUTTON_INPUT\0\u{1}NODE_STARTED\0\u{1}NODE_STOPPED\0\u{1}RADIO_STATE_CHANGED\0\u{1}RESIDENT_ENROLLED\0\u{1}RESIDENT_UPDATED\0\u{1}RESIDENT_REMOVED\0\u{1}DEADLINE_REACHED\0\u{1}ALARM_ACKNOWLEDGED\0\u{1}OUTBOX_ATTEMPT\0\u{1}EXPOSURE_DETECTED\0\u{1}CONTACT_RETENTION\0\u{1}EXPOSURE_KEYS_PUBLISHED\0\u{1}ALERT_ACKNOWLEDGED\0\u{1}ALERT_EXPIRED\0\u{1}ALERT_REAFFIRMED\0\u{1}DOWNTIME_DETECTED\0\u{1}HUB_ACKNOWLEDGED\0\u{1}HUB_EPOCH_STARTED\0\u{1}HUB_RECEIVED\0\u{1}OCCUPANCY_SAMPLED\0\u{1}EXPOSURE_KEYS_OFFERED\0\u{1}EXPOSURE_KEYS_MATCHED\0\u{1}HUB_FEED_REWOUND\0\u{1}LOG_SALVAGED\0\u{1}SCAN_SIGHTINGS\0")
 }
 
 nonisolated extension Vigil_Events_V1_AddressType: SwiftProtobuf._ProtoNameProviding {
@@ -3656,6 +3763,180 @@ nonisolated extension Vigil_Events_V1_LogSalvaged.Range: SwiftProtobuf.Message, 
   public static func ==(lhs: Vigil_Events_V1_LogSalvaged.Range, rhs: Vigil_Events_V1_LogSalvaged.Range) -> Bool {
     if lhs.first != rhs.first {return false}
     if lhs.last != rhs.last {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Vigil_Events_V1_ScanSightings: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ScanSightings"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}span_start_us\0\u{3}span_end_us\0\u{3}first_sequence\0\u{3}through_sequence\0\u{1}hits\0\u{1}tracks\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt64Field(value: &self.spanStartUs) }()
+      case 2: try { try decoder.decodeSingularUInt64Field(value: &self.spanEndUs) }()
+      case 3: try { try decoder.decodeSingularUInt64Field(value: &self.firstSequence) }()
+      case 4: try { try decoder.decodeSingularUInt64Field(value: &self.throughSequence) }()
+      case 5: try { try decoder.decodeSingularUInt64Field(value: &self.hits) }()
+      case 6: try { try decoder.decodeRepeatedMessageField(value: &self.tracks) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.spanStartUs != 0 {
+      try visitor.visitSingularUInt64Field(value: self.spanStartUs, fieldNumber: 1)
+    }
+    if self.spanEndUs != 0 {
+      try visitor.visitSingularUInt64Field(value: self.spanEndUs, fieldNumber: 2)
+    }
+    if self.firstSequence != 0 {
+      try visitor.visitSingularUInt64Field(value: self.firstSequence, fieldNumber: 3)
+    }
+    if self.throughSequence != 0 {
+      try visitor.visitSingularUInt64Field(value: self.throughSequence, fieldNumber: 4)
+    }
+    if self.hits != 0 {
+      try visitor.visitSingularUInt64Field(value: self.hits, fieldNumber: 5)
+    }
+    if !self.tracks.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.tracks, fieldNumber: 6)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Vigil_Events_V1_ScanSightings, rhs: Vigil_Events_V1_ScanSightings) -> Bool {
+    if lhs.spanStartUs != rhs.spanStartUs {return false}
+    if lhs.spanEndUs != rhs.spanEndUs {return false}
+    if lhs.firstSequence != rhs.firstSequence {return false}
+    if lhs.throughSequence != rhs.throughSequence {return false}
+    if lhs.hits != rhs.hits {return false}
+    if lhs.tracks != rhs.tracks {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Vigil_Events_V1_SightingTrack: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".SightingTrack"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}kind\0\u{1}identifier\0\u{1}metadata\0\u{1}minutes\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt32Field(value: &self.kind) }()
+      case 2: try { try decoder.decodeSingularBytesField(value: &self.identifier) }()
+      case 3: try { try decoder.decodeSingularBytesField(value: &self.metadata) }()
+      case 4: try { try decoder.decodeRepeatedMessageField(value: &self.minutes) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.kind != 0 {
+      try visitor.visitSingularUInt32Field(value: self.kind, fieldNumber: 1)
+    }
+    if !self.identifier.isEmpty {
+      try visitor.visitSingularBytesField(value: self.identifier, fieldNumber: 2)
+    }
+    if !self.metadata.isEmpty {
+      try visitor.visitSingularBytesField(value: self.metadata, fieldNumber: 3)
+    }
+    if !self.minutes.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.minutes, fieldNumber: 4)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Vigil_Events_V1_SightingTrack, rhs: Vigil_Events_V1_SightingTrack) -> Bool {
+    if lhs.kind != rhs.kind {return false}
+    if lhs.identifier != rhs.identifier {return false}
+    if lhs.metadata != rhs.metadata {return false}
+    if lhs.minutes != rhs.minutes {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Vigil_Events_V1_MinuteSighting: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".MinuteSighting"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}minute_delta\0\u{3}first_offset_us\0\u{3}length_us\0\u{1}hits\0\u{1}reports\0\u{3}rssi_sum\0\u{3}rssi_unavailable\0\u{3}rssi_max\0\u{3}tx_power\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt32Field(value: &self.minuteDelta) }()
+      case 2: try { try decoder.decodeSingularUInt64Field(value: &self.firstOffsetUs) }()
+      case 3: try { try decoder.decodeSingularUInt64Field(value: &self.lengthUs) }()
+      case 4: try { try decoder.decodeSingularUInt32Field(value: &self.hits) }()
+      case 5: try { try decoder.decodeSingularUInt32Field(value: &self.reports) }()
+      case 6: try { try decoder.decodeSingularSInt64Field(value: &self.rssiSum) }()
+      case 7: try { try decoder.decodeSingularUInt32Field(value: &self.rssiUnavailable) }()
+      case 8: try { try decoder.decodeSingularSInt32Field(value: &self.rssiMax) }()
+      case 9: try { try decoder.decodeSingularSInt32Field(value: &self._txPower) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    if self.minuteDelta != 0 {
+      try visitor.visitSingularUInt32Field(value: self.minuteDelta, fieldNumber: 1)
+    }
+    if self.firstOffsetUs != 0 {
+      try visitor.visitSingularUInt64Field(value: self.firstOffsetUs, fieldNumber: 2)
+    }
+    if self.lengthUs != 0 {
+      try visitor.visitSingularUInt64Field(value: self.lengthUs, fieldNumber: 3)
+    }
+    if self.hits != 0 {
+      try visitor.visitSingularUInt32Field(value: self.hits, fieldNumber: 4)
+    }
+    if self.reports != 0 {
+      try visitor.visitSingularUInt32Field(value: self.reports, fieldNumber: 5)
+    }
+    if self.rssiSum != 0 {
+      try visitor.visitSingularSInt64Field(value: self.rssiSum, fieldNumber: 6)
+    }
+    if self.rssiUnavailable != 0 {
+      try visitor.visitSingularUInt32Field(value: self.rssiUnavailable, fieldNumber: 7)
+    }
+    if self.rssiMax != 0 {
+      try visitor.visitSingularSInt32Field(value: self.rssiMax, fieldNumber: 8)
+    }
+    try { if let v = self._txPower {
+      try visitor.visitSingularSInt32Field(value: v, fieldNumber: 9)
+    } }()
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Vigil_Events_V1_MinuteSighting, rhs: Vigil_Events_V1_MinuteSighting) -> Bool {
+    if lhs.minuteDelta != rhs.minuteDelta {return false}
+    if lhs.firstOffsetUs != rhs.firstOffsetUs {return false}
+    if lhs.lengthUs != rhs.lengthUs {return false}
+    if lhs.hits != rhs.hits {return false}
+    if lhs.reports != rhs.reports {return false}
+    if lhs.rssiSum != rhs.rssiSum {return false}
+    if lhs.rssiUnavailable != rhs.rssiUnavailable {return false}
+    if lhs.rssiMax != rhs.rssiMax {return false}
+    if lhs._txPower != rhs._txPower {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -1,0 +1,211 @@
+import Foundation
+import VigilCore
+import VigilEvents
+import VigilLog
+
+/// Compaction of raw scan hits (README "A crowded shelter"): every ten minutes, the scan hits of
+/// the oldest ten-minute slot that is older than `log.compact_after` are read on a thread of their
+/// own, folded into per-identifier, per-minute sightings (what exposure windows need), and logged
+/// as one `ScanSightings` event. Applying it, the projections forget the raw hits the log then
+/// deletes (`CompactionPlan`); the log's purge follows, in slices on the writer. A box that was
+/// off catches up one slot at a time, the next as soon as the last one's purge is done.
+///
+/// At most one compaction is under way, from the read to the end of its purge: a new plan
+/// replaces the old one in the state, so the old one's purge must have finished first. A purge
+/// cut short by a stop is asked again at the next start.
+final class Compaction: NodeComponent {
+    unowned let node: Node
+    static let timer = Scheduler.Timer("compaction")
+    static let intervalNanoseconds = SlotTally.slotMicroseconds * 1_000
+    /// Whether a read or a purge is under way.
+    private(set) var busy = false
+    /// The last plan's purge failed (a full map, say): it is asked again before anything new,
+    /// since a new plan would take its place in the state.
+    private var purgeOwed = false
+    /// Compactions logged and slots skipped because a hit of their span came in while it was
+    /// read (the clock went back an hour or more): counted, for tests and the log.
+    private(set) var logged: UInt64 = 0
+    private(set) var abandoned: UInt64 = 0
+
+    init(node: Node) { self.node = node }
+
+    func start() throws(NodeError) {
+        node.scheduler.register(Self.timer) { [unowned self] in run() }
+        if let plan = node.projections.compactionPlan {
+            purge(plan)
+        } else {
+            node.scheduler.schedule(Self.timer, afterNanoseconds: Self.intervalNanoseconds)
+        }
+    }
+
+    func applied(_ event: Event) {
+        if case .scanSightings = event.body, let plan = node.projections.compactionPlan { purge(plan) }
+    }
+
+    func refused(_ event: Event) {
+        // The log refused the sightings (a full card takes no scan data): nothing was deleted.
+        if case .scanSightings = event.body { finished() }
+    }
+
+    /// The slot to compact now, and the sequences of its hits; nil when none is due.
+    private func due() -> (from: UInt32, before: UInt32, sequences: ClosedRange<UInt64>)? {
+        let after = node.configuration.compactAfterMicroseconds
+        guard after > 0 else { return nil }
+        let now = node.clock.nowMicroseconds()
+        guard now > after else { return nil }
+        let tally = node.projections.retention.recentScanHits
+        guard let from = tally.firstSlotWithDeletable, UInt64(from + 1) * SlotTally.slotMicroseconds <= now - after,
+              let sequences = tally.sequences(from: from, before: from + 1) else { return nil }
+        return (from, from + 1, sequences)
+    }
+
+    private func run() {
+        guard !busy, !node.stopping, node.fromMemory == nil, node.log.failure == nil else {
+            if !node.stopping { node.scheduler.schedule(Self.timer, afterNanoseconds: Self.intervalNanoseconds) }
+            return
+        }
+        if purgeOwed, let plan = node.projections.compactionPlan {
+            purge(plan)
+            return
+        }
+        guard let (from, before, sequences) = due() else {
+            node.scheduler.schedule(Self.timer, afterNanoseconds: Self.intervalNanoseconds)
+            return
+        }
+        busy = true
+        let log = node.log
+        let tags = node.configuration.exposure.contacts.tags
+        let start = UInt64(from) * SlotTally.slotMicroseconds
+        let end = UInt64(before) * SlotTally.slotMicroseconds
+        let node = self.node
+        Thread.detachNewThread {
+            let result = Result { () throws(LogError) -> ScanSightings in
+                try Self.read(log, sequences: sequences, start: start, end: end, tags: tags)
+            }
+            node.onLoop { node in node.compaction.read(result, sequences: sequences) }
+        }
+    }
+
+    /// Folds the span's hits (`sequences`, event time in `[start, end)`) into sightings. Reads in
+    /// bounded transactions; off the loop.
+    static func read(_ log: EventLog, sequences: ClosedRange<UInt64>, start: UInt64, end: UInt64, tags: Set<UInt64>) throws(LogError) -> ScanSightings {
+        var settings = ExposureContacts.Settings()
+        settings.tags = tags
+        var contacts = ExposureContacts(settings: settings)
+        var hits: UInt64 = 0
+        var next = sequences.lowerBound
+        let scanHitKind = UInt32(EventKind.scanHit.rawValue)
+        while next <= sequences.upperBound {
+            let resume = next
+            let (last, count) = try log.read { txn in
+                var last = resume
+                var count = 0
+                try txn.forEach(from: resume) { result in
+                    count += 1
+                    guard case .success(let view) = result else { return count < 50_000 }
+                    last = view.sequence
+                    guard view.sequence <= sequences.upperBound else { return false }
+                    if view.kind == scanHitKind, view.timeMicroseconds >= start, view.timeMicroseconds < end,
+                       case .event(let e) = Replay.input(result) {
+                        hits += 1
+                        contacts.apply(e)
+                    }
+                    return count < 50_000
+                }
+                return (last, count)
+            }
+            guard count == 50_000, last < sequences.upperBound else { break }
+            next = last + 1
+        }
+        var s = ScanSightings()
+        s.spanStartUs = start
+        s.spanEndUs = end
+        s.firstSequence = sequences.lowerBound
+        s.throughSequence = sequences.upperBound
+        s.hits = hits
+        s.tracks = contacts.sightingTracks()
+        return s
+    }
+
+    /// On the loop: logs the sightings, unless a hit of the span came in while they were read.
+    private func read(_ result: Result<ScanSightings, LogError>, sequences: ClosedRange<UInt64>) {
+        guard !node.stopping else { busy = false; return }
+        let sightings: ScanSightings
+        switch result {
+        case .failure(let error):
+            node.logger.warning("compaction: the log could not be read; tried again later", metadata: ["error": "\(error)"])
+            finished()
+            return
+        case .success(let s):
+            sightings = s
+        }
+        let from = SlotTally.slot(ofMicroseconds: sightings.spanStartUs)
+        let current = node.projections.retention.recentScanHits.sequences(from: from, before: from + 1)
+        let waiting = node.pending.elements.contains { e in
+            if case .scanHit = e.body { return e.timeMicroseconds < sightings.spanEndUs }
+            return false
+        }
+        guard current == sequences, !waiting else {
+            abandoned &+= 1
+            node.logger.info("compaction: a scan hit of the span came in while it was read (the clock went back); read again")
+            finished()
+            return
+        }
+        var event = sightings
+        let now = node.clock.nowMicroseconds()
+        event.firstSequence = walkStart(spanFirst: sequences.lowerBound, at: now)
+        guard node.append(.scanSightings(event), time: now) != nil else { finished(); return }
+        logged &+= 1
+    }
+
+    /// Where the purge must start: the span's first hit, or the first hit of a stay the last
+    /// decision kept (`retention.keep`) that will have ended when the event, logged at `now`, is
+    /// applied (its hits before the span's end go too). A stay still heard within the prune horizon
+    /// of now is still going on then: its device's last sighting only moves forward.
+    private func walkStart(spanFirst: UInt64, at now: UInt64) -> UInt64 {
+        let devices = node.projections.devices
+        let horizon = now > devices.pruneAfterMicroseconds ? now - devices.pruneAfterMicroseconds : 0
+        var start = spanFirst
+        for (key, first) in node.projections.retention.keep where first < start {
+            if let d = devices.devices[key], d.firstHitSequence == first, d.lastSeenMicroseconds >= horizon { continue }
+            start = first
+        }
+        return start
+    }
+
+    /// Deletes what `plan` names, then looks for the next slot at once (a box catching up).
+    private func purge(_ plan: CompactionPlan) {
+        busy = true
+        let logger = node.logger
+        let node = self.node
+        do {
+            try node.log.purge(sequences: plan.firstSequence, through: plan.lastSequence, from: 0,
+                               before: plan.spanEndMicroseconds, matches: { kind, sequence, payload in
+                plan.deletes(kind: kind, sequence: sequence, payload: payload)
+            }, completion: { result in
+                if case .failure(let error) = result {
+                    logger.warning("compaction: deletion stopped; it is retried later", metadata: ["error": "\(error)"])
+                }
+                node.onLoop { node in node.compaction.purged(result) }
+            })
+        } catch {
+            logger.warning("compaction: cannot delete now; it is retried later", metadata: ["error": "\(error)"])
+            purgeOwed = true
+            finished()
+        }
+    }
+
+    private func purged(_ result: Result<UInt64, LogError>) {
+        purgeOwed = false
+        if case .failure = result { purgeOwed = true }
+        finished(soon: !purgeOwed)
+    }
+
+    /// Done with one compaction: the next is looked for in a moment when catching up, else at
+    /// the next interval.
+    private func finished(soon: Bool = false) {
+        busy = false
+        guard !node.stopping else { return }
+        node.scheduler.schedule(Self.timer, afterNanoseconds: soon && due() != nil ? 0 : Self.intervalNanoseconds)
+    }
+}
