@@ -1,0 +1,119 @@
+import Foundation
+import Testing
+import VigilCore
+import VigilEvents
+import VigilLog
+import VigilSystem
+@testable import VigilNode
+
+/// The node's compaction of raw scan hits (issue 12, item 4) on a real log: a worker thread
+/// reads each slot, the loop logs the sightings, the writer purges.
+@Suite struct CompactionTests {
+    static let minute: UInt64 = 60_000_000
+    static let phone: UInt64 = 0x4A_0000_0001
+    static let laptop: UInt64 = 0x4B_0000_0002
+    static let beacon: UInt64 = 0x4C_0000_0003
+    static let tag: UInt64 = 0x0A_0B_0C_0D_0E_0F
+
+    /// Two hours of a small shelter, written before the node starts: a phone with a GAEN
+    /// identifier changing every 15 minutes (gone for 90 minutes), a laptop that left an hour
+    /// and a half ago, a beacon heard all along, and a resident's tag.
+    func writeHistory(_ dir: String, now: UInt64) async throws -> [Event] {
+        let log = try EventLog.open(LogConfiguration(directory: dir))
+        var written: [Event] = []
+        func put(_ body: EventBody, at time: UInt64) async throws {
+            let (kind, payload) = EventCodec.encode(body)
+            let sequence = try await log.appendDurably(LogRecord(kind: kind, timeMicroseconds: time, payload: payload), priority: .critical)
+            written.append(Event(sequence: sequence, timeMicroseconds: time, body: body))
+        }
+        var resident = Resident()
+        resident.id = "room-1"
+        resident.mode = .off
+        resident.bleTag = Self.tag
+        try await put(.residentEnrolled(resident), at: now - 130 * Self.minute)
+        var t = now - 120 * Self.minute
+        var k: UInt64 = 0
+        while t < now - 2 * Self.minute {
+            func hit(_ address: UInt64, rssi: Int32) -> ScanHit {
+                var h = ScanHit()
+                h.address = address
+                h.addressType = .addressRandom
+                h.count = 3
+                h.rssiMin = rssi - 4; h.rssiMax = rssi + 3; h.rssiSum = Int64(rssi) * 3
+                h.firstOffsetUs = 1_900_000
+                h.lastOffsetUs = 100_000
+                return h
+            }
+            if t < now - 90 * Self.minute {
+                var h = hit(Self.phone, rssi: -58 - Int32(k % 5))
+                var rpi = [UInt8](repeating: 0x77, count: 16)
+                rpi[0] = UInt8(truncatingIfNeeded: t / (15 * Self.minute))
+                h.advertisement.gaenRpi = Data(rpi)
+                h.advertisement.gaenAem = Data([0x40, 0xF6, 0, 0])
+                try await put(.scanHit(h), at: t)
+            }
+            if t < now - 95 * Self.minute, k % 2 == 0 { try await put(.scanHit(hit(Self.laptop, rssi: -80)), at: t + 500_000) }
+            if k % 3 == 0 { try await put(.scanHit(hit(Self.beacon, rssi: -66)), at: t + 700_000) }
+            if k % 4 == 0 { try await put(.scanHit(hit(Self.tag, rssi: -71)), at: t + 900_000) }
+            t += 10_000_000
+            k += 1
+        }
+        log.close()
+        return written
+    }
+
+    @Test func oldScanHitsAreFoldedIntoSightingsAndReplayContactsAndCountsStayTheSame() async throws {
+        let dir = TemporaryDirectory()
+        let clock = ManualClock()
+        let now = clock.nowMicroseconds()
+        let history = try await writeHistory(dir.path, now: now)
+        var c = testConfiguration(dir, advertisers: 0)
+        c.compactAfterMicroseconds = 60 * Self.minute
+        let node = try Node(configuration: c, clock: clock, monotonic: clock, logger: quietLogger)
+        let task = await start(node)
+        // The first compaction is due ten minutes in; then the node catches up one slot at a
+        // time, each once the last one's purge is done (on the writer thread).
+        await advance(clock, node, byMicroseconds: 10 * Self.minute, step: 10 * Self.minute)
+        var due = false
+        for _ in 0..<2_000 where !due {
+            await advance(clock, node, byMicroseconds: 1_000_000, step: 1_000_000)
+            due = await onLoop(node) { n in
+                !n.compaction.busy && n.projections.retention.recentScanHits.firstSlotWithDeletable.map {
+                    UInt64($0 + 1) * SlotTally.slotMicroseconds > n.clock.nowMicroseconds() - 60 * Self.minute
+                } ?? true
+            }
+        }
+        #expect(due, "every slot over an hour old was compacted")
+        let logged = await onLoop(node) { $0.compaction.logged }
+        try await stop(node, task)
+
+        let log = try EventLog.openReadOnly(directory: dir.path)
+        let events = try storedEvents(dir)
+        let sightings = events.compactMap { if case .scanSightings(let s) = $0.body { s } else { nil } }
+        #expect(sightings.count == Int(logged) && logged >= 5, "one event per ten-minute slot: \(logged)")
+        let end = sightings.map(\.spanEndUs).max() ?? 0
+        // Before the last span's end only the tag's hits are raw (the ladder's data). The beacon
+        // went quiet with the history (the node hears nobody), so its stay ended and its hits
+        // went the way of the phone's and the laptop's, into sightings. (Stays still going on
+        // are kept raw: RetentionLedgerTests.)
+        let oldRaw = events.compactMap { e -> UInt64? in
+            guard case .scanHit(let h) = e.body, e.timeMicroseconds < end else { return nil }
+            return h.address
+        }
+        #expect(Set(oldRaw) == [Self.tag])
+        #expect(oldRaw.count > 100)
+        #expect(sightings.map(\.hits).reduce(0, +) > 400)
+        // Status counts what the log holds, and a rebuild from the log equals the node's state.
+        let hits = events.filter { if case .scanHit = $0.body { true } else { false } }.count
+        #expect(node.projections.health.count(of: .scanHit) == UInt64(hits))
+        #expect(node.projections.health.totalEvents == UInt64(events.count))
+        #expect(try Replay.verify(log, settings: c.projections).matches, "replay of the compacted log equals the running state")
+        // Exposure contacts from the compacted log are those of every raw hit.
+        var raw = ExposureContacts(settings: c.exposure.contacts)
+        for e in history { raw.apply(e) }
+        let compacted = try ExposureKeyMatching.contacts(in: log, settings: c.exposure.contacts)
+        #expect(compacted.tracks.count >= 2, "the phone's identifiers")
+        #expect(compacted.tracks == raw.tracks)
+        #expect(sightings.flatMap(\.tracks).count >= 2)
+    }
+}
