@@ -30,6 +30,9 @@ func runBenchmarks(_ options: Options) throws {
     if SalvageBench.metrics.contains(where: reporter.wants) {
         try SalvageBench(plan: plan, reporter: reporter).run()
     }
+    if CompactionBench.metrics.contains(where: reporter.wants) {
+        try CompactionBench(plan: plan, reporter: reporter).run()
+    }
     if reporter.wants(GAENMatchBench.metric) {
         try GAENMatchBench(plan: plan, options: options, reporter: reporter).run()
     }

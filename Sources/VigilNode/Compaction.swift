@@ -80,51 +80,10 @@ final class Compaction: NodeComponent {
         let node = self.node
         Thread.detachNewThread {
             let result = Result { () throws(LogError) -> ScanSightings in
-                try Self.read(log, sequences: sequences, start: start, end: end, tags: tags)
+                try ScanSightingsReader.read(log, sequences: sequences, start: start, end: end, tags: tags)
             }
             node.onLoop { node in node.compaction.read(result, sequences: sequences) }
         }
-    }
-
-    /// Folds the span's hits (`sequences`, event time in `[start, end)`) into sightings. Reads in
-    /// bounded transactions; off the loop.
-    static func read(_ log: EventLog, sequences: ClosedRange<UInt64>, start: UInt64, end: UInt64, tags: Set<UInt64>) throws(LogError) -> ScanSightings {
-        var settings = ExposureContacts.Settings()
-        settings.tags = tags
-        var contacts = ExposureContacts(settings: settings)
-        var hits: UInt64 = 0
-        var next = sequences.lowerBound
-        let scanHitKind = UInt32(EventKind.scanHit.rawValue)
-        while next <= sequences.upperBound {
-            let resume = next
-            let (last, count) = try log.read { txn in
-                var last = resume
-                var count = 0
-                try txn.forEach(from: resume) { result in
-                    count += 1
-                    guard case .success(let view) = result else { return count < 50_000 }
-                    last = view.sequence
-                    guard view.sequence <= sequences.upperBound else { return false }
-                    if view.kind == scanHitKind, view.timeMicroseconds >= start, view.timeMicroseconds < end,
-                       case .event(let e) = Replay.input(result) {
-                        hits += 1
-                        contacts.apply(e)
-                    }
-                    return count < 50_000
-                }
-                return (last, count)
-            }
-            guard count == 50_000, last < sequences.upperBound else { break }
-            next = last + 1
-        }
-        var s = ScanSightings()
-        s.spanStartUs = start
-        s.spanEndUs = end
-        s.firstSequence = sequences.lowerBound
-        s.throughSequence = sequences.upperBound
-        s.hits = hits
-        s.tracks = contacts.sightingTracks()
-        return s
     }
 
     /// On the loop: logs the sightings, unless a hit of the span came in while they were read.
@@ -207,5 +166,49 @@ final class Compaction: NodeComponent {
         busy = false
         guard !node.stopping else { return }
         node.scheduler.schedule(Self.timer, afterNanoseconds: soon && due() != nil ? 0 : Self.intervalNanoseconds)
+    }
+}
+
+/// What a compaction logs, read from the log: the node's compactor and the benchmark use it.
+public enum ScanSightingsReader {
+    /// Folds the span's hits (`sequences`, event time in `[start, end)`) into sightings. Reads in
+    /// bounded transactions; off the loop.
+    public static func read(_ log: EventLog, sequences: ClosedRange<UInt64>, start: UInt64, end: UInt64, tags: Set<UInt64>) throws(LogError) -> ScanSightings {
+        var settings = ExposureContacts.Settings()
+        settings.tags = tags
+        var contacts = ExposureContacts(settings: settings)
+        var hits: UInt64 = 0
+        var next = sequences.lowerBound
+        let scanHitKind = UInt32(EventKind.scanHit.rawValue)
+        while next <= sequences.upperBound {
+            let resume = next
+            let (last, count) = try log.read { txn in
+                var last = resume
+                var count = 0
+                try txn.forEach(from: resume) { result in
+                    count += 1
+                    guard case .success(let view) = result else { return count < 50_000 }
+                    last = view.sequence
+                    guard view.sequence <= sequences.upperBound else { return false }
+                    if view.kind == scanHitKind, view.timeMicroseconds >= start, view.timeMicroseconds < end,
+                       case .event(let e) = Replay.input(result) {
+                        hits += 1
+                        contacts.apply(e)
+                    }
+                    return count < 50_000
+                }
+                return (last, count)
+            }
+            guard count == 50_000, last < sequences.upperBound else { break }
+            next = last + 1
+        }
+        var s = ScanSightings()
+        s.spanStartUs = start
+        s.spanEndUs = end
+        s.firstSequence = sequences.lowerBound
+        s.throughSequence = sequences.upperBound
+        s.hits = hits
+        s.tracks = contacts.sightingTracks()
+        return s
     }
 }
