@@ -154,7 +154,7 @@ let package = Package(
         // fuzzer; an ordinary build replays inputs: `vigil-fuzz TARGET PATH...`).
         .executableTarget(
             name: "vigil-fuzz",
-            dependencies: ["VigilRadio", "VigilEvents", "VigilExposure", "VigilHubProtocol", "VigilLog", "VigilNode"],
+            dependencies: ["VigilRadio", "VigilCore", "VigilEvents", "VigilExposure", "VigilHubProtocol", "VigilLog", "VigilNode"],
             swiftSettings: strict
         ),
         .executableTarget(

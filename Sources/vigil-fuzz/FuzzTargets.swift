@@ -1,4 +1,5 @@
 import Foundation
+import VigilCore
 import VigilEvents
 import VigilExposure
 import VigilHubProtocol
@@ -71,6 +72,18 @@ enum FuzzTargets {
         }
         let (kindBack, payloadBack) = EventCodec.encode(back)
         check(kindBack == again && payloadBack == payload, "kind \(kind): decode, encode, decode, encode gives the same bytes")
+        // What the log holds is applied: a decodable but hostile record must not trap the
+        // projections or the exposure contacts (compacted sightings carry sums and offsets).
+        let event = Event(sequence: 7, timeMicroseconds: 1_800_000_000_000_000, body: body)
+        var state = Projections()
+        state.apply(event)
+        var contacts = ExposureContacts()
+        if case .scanSightings(let s) = body { contacts.noteCompaction(s) }
+        contacts.apply(event)
+        for track in contacts.tracks.values {
+            _ = ExposureContacts.windows(track.instances, txPower: nil, settings: contacts.settings)
+        }
+        _ = contacts.sightingTracks()
     }
 
     /// A diagnosis-key export (export.bin) and a signature file, as the hub or a USB stick gives them.
