@@ -88,7 +88,9 @@ final class Compaction: NodeComponent {
 
     /// On the loop: logs the sightings, unless a hit of the span came in while they were read.
     private func read(_ result: Result<ScanSightings, LogError>, sequences: ClosedRange<UInt64>) {
-        guard !node.stopping else { busy = false; return }
+        // Stopping, or the log failed meanwhile (a compaction held only in memory would forget
+        // hits the log keeps, and could not delete them).
+        guard !node.stopping, node.fromMemory == nil, node.log.failure == nil else { finished(); return }
         let sightings: ScanSightings
         switch result {
         case .failure(let error):
