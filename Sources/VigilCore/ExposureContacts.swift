@@ -125,7 +125,7 @@ public struct ExposureContacts: Sendable {
         public var txPowerDBm: Int32
 
         public var secondsByBucket: [UInt32] {
-            microsecondsByBucket.map { UInt32(clamping: ($0 + 500_000) / 1_000_000) }
+            microsecondsByBucket.map { UInt32(clamping: $0 / 1_000_000 + ($0 % 1_000_000 >= 500_000 ? 1 : 0)) }
         }
         public var totalMinutes: Double { Double(microsecondsByBucket.reduce(0, &+)) / 60_000_000 }
     }
@@ -227,7 +227,8 @@ public struct ExposureContacts: Sendable {
             for m in track.minutes {
                 minute &+= UInt64(m.minuteDelta)
                 let first = minute &* 60_000_000 &+ min(m.firstOffsetUs, 59_999_999)
-                let instance = Instance(firstMicroseconds: first, lastMicroseconds: first &+ m.lengthUs, hits: m.hits, reports: m.reports,
+                // A minute's hits span a scan window past it at most; an hour bounds a hostile length.
+                let instance = Instance(firstMicroseconds: first, lastMicroseconds: first &+ min(m.lengthUs, 3_600_000_000), hits: m.hits, reports: m.reports,
                                         rssiSum: m.rssiSum, rssiUnavailable: m.rssiUnavailable,
                                         rssiMax: m.reports > m.rssiUnavailable ? m.rssiMax : nil,
                                         advertisedTxPower: m.hasTxPower ? m.txPower : nil)
@@ -337,8 +338,10 @@ public struct ExposureContacts: Sendable {
             if var open = current, gap <= settings.gapMicroseconds,
                instance.lastMicroseconds &- open.firstMicroseconds <= settings.maxWindowMicroseconds {
                 // Same encounter: the time since the previous sighting counts (capped), plus this one.
-                let span = min(gap, settings.instanceCreditMaxMicroseconds) + (instance.lastMicroseconds &- instance.firstMicroseconds)
-                credit(&open, instance, tx: tx, microseconds: span, settings: settings)
+                // Saturating: a hostile but decodable record must not trap a command reading the log.
+                let (span, overflow) = min(gap, settings.instanceCreditMaxMicroseconds)
+                    .addingReportingOverflow(instance.lastMicroseconds &- instance.firstMicroseconds)
+                credit(&open, instance, tx: tx, microseconds: overflow ? .max : span, settings: settings)
                 current = open
             } else {
                 if let done = current { windows.append(done) }
@@ -364,7 +367,8 @@ public struct ExposureContacts: Sendable {
         let typical = Int32(clamping: Int64((Double(tx) - max(min(mean, 1e6), -1e6)).rounded()))
         window.minAttenuationDB = min(window.minAttenuationDB, Int32(clamping: Int64(tx) - Int64(strongest)))
         let bucket = settings.bucketThresholdsDB.firstIndex { typical < $0 } ?? settings.bucketThresholdsDB.count
-        window.microsecondsByBucket[bucket] &+= microseconds
+        let (sum, overflow) = window.microsecondsByBucket[bucket].addingReportingOverflow(microseconds)
+        window.microsecondsByBucket[bucket] = overflow ? .max : sum
     }
 
     /// Weighted minutes of a window (the CWA v2 "normalised time"), times the key's transmission

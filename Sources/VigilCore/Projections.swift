@@ -138,9 +138,8 @@ public struct Projections: Projection {
             let cutoffDay = DayTally.day(ofMicroseconds: RetentionPlan.alignedCutoff(r.cutoffUs))
             let cutoffSlot = SlotTally.slot(ofMicroseconds: RetentionPlan.alignedCutoff(r.cutoffUs))
             // Scan hits: unless a compaction already went past the cutoff (it decided then what
-            // is left of everything before it, and the next one decides again).
-            retention.retentionDeletesScanHits = cutoffSlot > retention.scanHits.floorDay
-            if retention.retentionDeletesScanHits {
+            // is left of everything before it; the deletion then follows its keep set).
+            if cutoffSlot > retention.scanHits.floorDay {
                 forgetScanHits(before: cutoffSlot, at: time)
             }
             health.forget(retention.exposures.count(before: cutoffDay), of: .exposureDetected)
@@ -239,7 +238,7 @@ public struct Projections: Projection {
         guard exposures.lastRetentionSequence > 0 else { return nil }
         return RetentionPlan(cutoffMicroseconds: RetentionPlan.alignedCutoff(exposures.lastRetentionCutoffMicroseconds),
                              throughSequence: exposures.lastRetentionSequence - 1,
-                             tagSince: escalations.tagSince, keep: retention.keep, scanHits: retention.retentionDeletesScanHits)
+                             tagSince: escalations.tagSince, keep: retention.keep)
     }
 
     /// What the last compaction deletes (nil before the first): the log's purge follows it.

@@ -88,6 +88,9 @@ public struct DayTally: Codable, Equatable, Sendable {
 ///     data, or
 ///   - it is a sighting (count > 0) of a device still in range at the retention event, from the
 ///     first sighting of its current stay on (`keep[key] <= s`): the device list still shows it.
+///     `keep` is the keep set of the latest retention or compaction: once a compaction went past
+///     the cutoff, the projections forgot everything before it but those stays and the tags'
+///     already, and this deletes whatever an earlier deletion cut short left.
 public struct RetentionPlan: Sendable, Equatable {
     /// A UTC midnight.
     public var cutoffMicroseconds: UInt64
@@ -98,28 +101,23 @@ public struct RetentionPlan: Sendable, Equatable {
     /// Device key (address | type << 48) → sequence of the first sighting of its current stay.
     public var keep: [UInt64: UInt64]
 
-    /// False once a compaction went past the cutoff: scan hits are then the compactions' to delete.
-    public var scanHits: Bool
-
-    public init(cutoffMicroseconds: UInt64, throughSequence: UInt64, tagSince: [UInt64: UInt64], keep: [UInt64: UInt64], scanHits: Bool = true) {
+    public init(cutoffMicroseconds: UInt64, throughSequence: UInt64, tagSince: [UInt64: UInt64], keep: [UInt64: UInt64]) {
         self.cutoffMicroseconds = cutoffMicroseconds
         self.throughSequence = throughSequence
         self.tagSince = tagSince
         self.keep = keep
-        self.scanHits = scanHits
     }
 
     /// Whether a record the purge reached (sequence and time already checked) goes.
     /// An unreadable scan hit stays: the health projection counts it as unreadable, deleted or not.
     public func deletes(kind: UInt32, sequence: UInt64, payload: UnsafeRawBufferPointer) -> Bool {
         if kind == UInt32(EventKind.exposureDetected.rawValue) || kind == UInt32(EventKind.scanSightings.rawValue) { return true }
-        guard scanHits, kind == UInt32(EventKind.scanHit.rawValue) else { return false }
+        guard kind == UInt32(EventKind.scanHit.rawValue) else { return false }
         guard let hit = EventCodec.scanHitFields(payload: payload) else { return false }
         return deletes(scanHit: hit, sequence: sequence)
     }
 
     public func deletes(scanHit hit: ScanHitFields, sequence: UInt64) -> Bool {
-        guard scanHits else { return false }
         if let since = tagSince[hit.address & 0xFFFF_FFFF_FFFF], since < sequence { return false }
         if hit.count > 0, let first = keep[DeviceList.key(hit)], first <= sequence { return false }
         return true
@@ -138,9 +136,7 @@ public struct RetentionLedger: Codable, Equatable, Sendable {
     /// ScanHits that were not a tag's sighting when applied, by ten-minute slot of event time
     /// (`SlotTally.slot`: retention cutoffs and compaction spans both fall on slot boundaries).
     public var scanHits = DayTally()
-    /// Whether the last retention event deletes scan hits: not once a compaction went past its
-    /// cutoff (`RetentionPlan.scanHits`).
-    public var retentionDeletesScanHits = true
+
     /// ExposureDetected events, by day.
     public var exposures = DayTally()
     /// The keep set of the last retention or compaction event (`RetentionPlan.keep`,
@@ -156,7 +152,7 @@ public struct RetentionLedger: Codable, Equatable, Sendable {
 
     public init() {}
 
-    enum CodingKeys: String, CodingKey { case scanHits, exposures, keep, recentScanHits, sightings, compaction, retentionDeletesScanHits }
+    enum CodingKeys: String, CodingKey { case scanHits, exposures, keep, recentScanHits, sightings, compaction }
 
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
@@ -167,7 +163,6 @@ public struct RetentionLedger: Codable, Equatable, Sendable {
         recentScanHits = try c.decode(SlotTally.self, forKey: .recentScanHits)
         sightings = try c.decode(DayTally.self, forKey: .sightings)
         compaction = try c.decodeIfPresent(CompactionPlan.self, forKey: .compaction)
-        retentionDeletesScanHits = try c.decode(Bool.self, forKey: .retentionDeletesScanHits)
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -178,6 +173,5 @@ public struct RetentionLedger: Codable, Equatable, Sendable {
         try c.encode(recentScanHits, forKey: .recentScanHits)
         try c.encode(sightings, forKey: .sightings)
         try c.encodeIfPresent(compaction, forKey: .compaction)
-        try c.encode(retentionDeletesScanHits, forKey: .retentionDeletesScanHits)
     }
 }

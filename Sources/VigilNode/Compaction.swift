@@ -54,7 +54,8 @@ final class Compaction: NodeComponent {
         let now = node.clock.nowMicroseconds()
         guard now > after else { return nil }
         let tally = node.projections.retention.recentScanHits
-        guard let from = tally.firstSlotWithDeletable, UInt64(from + 1) * SlotTally.slotMicroseconds <= now - after,
+        // (The last slot there is holds nothing a clock could reach: never compacted.)
+        guard let from = tally.firstSlotWithDeletable, from < UInt32.max, UInt64(from + 1) * SlotTally.slotMicroseconds <= now - after,
               let sequences = tally.sequences(from: from, before: from + 1) else { return nil }
         return (from, from + 1, sequences)
     }
@@ -101,7 +102,8 @@ final class Compaction: NodeComponent {
             sightings = s
         }
         let from = SlotTally.slot(ofMicroseconds: sightings.spanStartUs)
-        let current = node.projections.retention.recentScanHits.sequences(from: from, before: from + 1)
+        let tally = node.projections.retention.recentScanHits
+        let current = tally.firstSlotWithDeletable == from ? tally.sequences(from: from, before: from &+ 1) : nil
         let waiting = node.pending.elements.contains { e in
             if case .scanHit = e.body { return e.timeMicroseconds < sightings.spanEndUs }
             return false

@@ -275,7 +275,14 @@ public final class Node: @unchecked Sendable {
     @discardableResult
     func append(_ body: EventBody, time: UInt64? = nil) -> UInt64? {
         loop.owner.check("append")
-        let t = time ?? clock.nowMicroseconds()
+        var t = time ?? clock.nowMicroseconds()
+        if case .scanHit = body {
+            // A clock stepped back past what compaction has done: the hit is logged at the start
+            // of the first slot not compacted, so a compaction reads it like any other (its own
+            // time was wrong by over an hour on one side of the step anyway).
+            let floor = UInt64(projections.retention.recentScanHits.floorSlot) &* SlotTally.slotMicroseconds
+            if t < floor { t = floor }
+        }
         let (kind, payload) = EventCodec.encode(body)
         do {
             let seq = try log.append(LogRecord(kind: kind, timeMicroseconds: t, payload: payload),

@@ -85,6 +85,16 @@ import VigilSystem
         }
         #expect(due, "every slot over an hour old was compacted")
         let logged = await onLoop(node) { $0.compaction.logged }
+        // A clock stepped back past what was compacted: the hit is logged at the first slot not
+        // compacted yet, so the next compaction reads it like any other.
+        let floor = await onLoop(node) { UInt64($0.projections.retention.recentScanHits.floorSlot) * SlotTally.slotMicroseconds }
+        await onLoop(node) { n in
+            var h = ScanHit()
+            h.address = 0x4D_0000_0004
+            h.count = 1
+            _ = n.append(.scanHit(h), time: now - 110 * Self.minute)
+        }
+        await settled(node)
         try await stop(node, task)
 
         let log = try EventLog.openReadOnly(directory: dir.path)
@@ -101,6 +111,8 @@ import VigilSystem
             return h.address
         }
         #expect(Set(oldRaw) == [Self.tag])
+        let stepped = events.filter { if case .scanHit(let h) = $0.body { h.address == 0x4D_0000_0004 } else { false } }
+        #expect(stepped.map(\.timeMicroseconds) == [floor], "logged at the first slot not compacted")
         #expect(oldRaw.count > 100)
         #expect(sightings.map(\.hits).reduce(0, +) > 400)
         // Status counts what the log holds, and a rebuild from the log equals the node's state.
