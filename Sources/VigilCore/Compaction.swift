@@ -144,9 +144,7 @@ public struct CompactionPlan: Codable, Equatable, Sendable {
     }
 
     public func deletes(scanHit hit: ScanHitFields, sequence: UInt64) -> Bool {
-        if let since = tagSince[hit.address & 0xFFFF_FFFF_FFFF], since < sequence { return false }
-        if hit.count > 0, let first = keep[DeviceList.key(hit)], first <= sequence { return false }
-        return true
+        !RetentionPlan.keeps(hit, sequence: sequence, tagSince: tagSince, keep: keep)
     }
 
     enum CodingKeys: String, CodingKey { case spanStartMicroseconds, spanEndMicroseconds, firstSequence, lastSequence, keep }

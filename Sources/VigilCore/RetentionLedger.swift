@@ -118,9 +118,16 @@ public struct RetentionPlan: Sendable, Equatable {
     }
 
     public func deletes(scanHit hit: ScanHitFields, sequence: UInt64) -> Bool {
-        if let since = tagSince[hit.address & 0xFFFF_FFFF_FFFF], since < sequence { return false }
-        if hit.count > 0, let first = keep[DeviceList.key(hit)], first <= sequence { return false }
-        return true
+        !RetentionPlan.keeps(hit, sequence: sequence, tagSince: tagSince, keep: keep)
+    }
+
+    /// The rule retention and compaction share for a scan hit they reach: it stays when its address
+    /// had become a resident's tag before it, or when it is a sighting of a stay still going on at
+    /// the event (`keep`: device key → the stay's first sequence).
+    static func keeps(_ hit: ScanHitFields, sequence: UInt64, tagSince: [UInt64: UInt64], keep: [UInt64: UInt64]) -> Bool {
+        if let since = tagSince[hit.address & 0xFFFF_FFFF_FFFF], since < sequence { return true }
+        if hit.count > 0, let first = keep[DeviceList.key(hit)], first <= sequence { return true }
+        return false
     }
 
     /// The cutoff a retention event's `cutoffUs` means: the UTC midnight at or before it (events

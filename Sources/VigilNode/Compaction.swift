@@ -43,7 +43,7 @@ final class Compaction: NodeComponent {
     }
 
     func refused(_ event: Event) {
-        // The log refused the sightings (a full card takes no scan data): nothing was deleted.
+        // The log refused the sightings (it failed): nothing was forgotten or deleted.
         if case .scanSightings = event.body { finished() }
     }
 
