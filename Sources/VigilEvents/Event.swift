@@ -50,6 +50,9 @@ public typealias LogSalvaged = Vigil_Events_V1_LogSalvaged
 public typealias ScanSightings = Vigil_Events_V1_ScanSightings
 public typealias SightingTrack = Vigil_Events_V1_SightingTrack
 public typealias MinuteSighting = Vigil_Events_V1_MinuteSighting
+public typealias ScanBatch = Vigil_Events_V1_ScanBatch
+public typealias DeviceStay = Vigil_Events_V1_DeviceStay
+public typealias DeviceStays = Vigil_Events_V1_DeviceStays
 
 /// What happened. One case per event kind in the catalogue (README "Event catalogue").
 public enum EventBody: Sendable, Equatable {
@@ -84,6 +87,7 @@ public enum EventBody: Sendable, Equatable {
     case hubFeedRewound(HubFeedRewound)
     case logSalvaged(LogSalvaged)
     case scanSightings(ScanSightings)
+    case scanBatch(ScanBatch)
 
     public var kind: EventKind {
         switch self {
@@ -118,13 +122,16 @@ public enum EventBody: Sendable, Equatable {
         case .hubFeedRewound: .hubFeedRewound
         case .logSalvaged: .logSalvaged
         case .scanSightings: .scanSightings
+        case .scanBatch: .scanBatch
         }
     }
 
     /// Scan data may be shed under overload; nothing else ever is.
     public var isSheddable: Bool {
-        if case .scanHit = self { return true }
-        return false
+        switch self {
+        case .scanHit, .scanBatch: true
+        default: false
+        }
     }
 }
 
@@ -177,6 +184,7 @@ extension EventKind {
         case .hubFeedRewound: "hub-feed-rewound"
         case .logSalvaged: "log-salvaged"
         case .scanSightings: "scan-sightings"
+        case .scanBatch: "scan-batch"
         case .UNRECOGNIZED(let n): "kind-\(n)"
         }
     }
@@ -188,7 +196,7 @@ extension EventKind {
         .exposureDetected, .contactRetention, .exposureKeysPublished, .alertAcknowledged,
         .alertExpired, .alertReaffirmed, .downtimeDetected, .hubAcknowledged, .hubEpochStarted, .hubReceived,
         .occupancySampled, .exposureKeysOffered, .exposureKeysMatched, .hubFeedRewound, .logSalvaged,
-        .scanSightings,
+        .scanSightings, .scanBatch,
     ]
 
     public init?(name: String) {
@@ -208,7 +216,7 @@ extension EventKind {
              .nodeStarted, .nodeStopped, .radioStateChanged, .downtimeDetected, .occupancySampled:
             true
         case .scanHit, .exposureDetected, .contactRetention, .exposureKeysPublished, .exposureKeysOffered, .exposureKeysMatched,
-             .buttonInput, .hubAcknowledged, .hubEpochStarted, .hubReceived, .hubFeedRewound, .logSalvaged, .scanSightings, .unspecified, .UNRECOGNIZED:
+             .buttonInput, .hubAcknowledged, .hubEpochStarted, .hubReceived, .hubFeedRewound, .logSalvaged, .scanSightings, .scanBatch, .unspecified, .UNRECOGNIZED:
             false
         }
     }

@@ -67,6 +67,7 @@ public enum EventCodec {
         case .hubFeedRewound(let m): payload = serialize(m)
         case .logSalvaged(let m): payload = serialize(m)
         case .scanSightings(let m): payload = serialize(m)
+        case .scanBatch(let m): payload = serialize(m)
         }
         return (kind, payload)
     }
@@ -116,6 +117,13 @@ public enum EventCodec {
             case .hubFeedRewound: return .hubFeedRewound(try parse(payload))
             case .logSalvaged: return .logSalvaged(try parse(payload))
             case .scanSightings: return .scanSightings(try parse(payload))
+            case .scanBatch:
+                // Its packed hits are checked here, whole, so a batch that decodes never fails later.
+                let batch: ScanBatch = try parse(payload)
+                do { try batch.validate() } catch {
+                    throw EventDecodingError(sequence: sequence, reason: .malformed(kind: kind, detail: error.description))
+                }
+                return .scanBatch(batch)
             case .unspecified, .UNRECOGNIZED:
                 throw EventDecodingError(sequence: sequence, reason: .unknownKind(kind))
             }

@@ -70,6 +70,10 @@ enum EventFormatting {
             case .hubFeedRewound(let m): payload = try m.jsonString(options: options)
             case .logSalvaged(let m): payload = try m.jsonString(options: options)
             case .scanSightings(let m): payload = try m.jsonString(options: options)
+            case .scanBatch(let m):
+                // The packed hits shown as the ScanHits they are (the batch's bytes say nothing to a reader).
+                let hits = try m.scanHits().map { try $0.jsonString(options: options) }
+                payload = #"{"count":\#(m.count),"hits":[\#(hits.joined(separator: ","))]}"#
             }
         } catch {
             return #"{"seq":\#(event.sequence),"error":"cannot format payload"}"#
@@ -133,6 +137,14 @@ enum EventFormatting {
         case .scanSightings(let s):
             let minutes = s.tracks.reduce(0) { $0 + $1.minutes.count }
             summary = "\(s.hits) scan hits from \(time(s.spanStartUs)) to \(time(s.spanEndUs)) compacted: \(s.tracks.count) contact identifiers, \(minutes) identifier-minutes"
+                + (s.hasStays ? "; \(s.stays.devices.count) device stays" : "")
+        case .scanBatch(let b):
+            var strongest: (Int32, UInt64)?
+            try? b.forEachHit { hit, _ in
+                if hit.count > hit.rssiUnavailable, strongest.map({ hit.rssiMax > $0.0 }) ?? true { strongest = (hit.rssiMax, hit.address) }
+            }
+            summary = "\(b.count) scan hits of one window, \(b.advertisements.count) distinct advertisements"
+                + (strongest.map { ", strongest \(formatAddress($0.1)) at \($0.0) dBm" } ?? "")
         }
         return "\(event.sequence)\t\(time(event.timeMicroseconds))\t\(event.body.kind.name)\t\(summary)" + (sync.map { " [\($0)]" } ?? "")
     }

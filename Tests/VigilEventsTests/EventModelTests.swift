@@ -11,16 +11,17 @@ struct EventModelTests {
                           "alarm-acknowledged", "outbox-attempt", "exposure-detected", "contact-retention",
                           "exposure-keys-published", "alert-acknowledged", "alert-expired", "alert-reaffirmed",
                           "downtime-detected", "hub-acknowledged", "hub-epoch-started", "hub-received", "occupancy-sampled",
-                          "exposure-keys-offered", "exposure-keys-matched", "hub-feed-rewound", "log-salvaged", "scan-sightings"])
+                          "exposure-keys-offered", "exposure-keys-matched", "hub-feed-rewound", "log-salvaged", "scan-sightings",
+                          "scan-batch"])
         for kind in EventKind.known { #expect(EventKind(name: kind.name) == kind) }
         #expect(EventKind(name: "unspecified") == nil)
         #expect(EventKind(name: "kind-200") == nil)
         #expect(EventKind.UNRECOGNIZED(200).name == "kind-200")
     }
 
-    @Test func onlyScanHitsAreSheddable() {
+    @Test func onlyScanHitsAndBatchesAreSheddable() {
         for body in Fixtures.fullyPopulated {
-            #expect(body.isSheddable == (body.kind == .scanHit), "\(body.kind.name)")
+            #expect(body.isSheddable == (body.kind == .scanHit || body.kind == .scanBatch), "\(body.kind.name)")
         }
     }
 

@@ -92,7 +92,7 @@ enum Fixtures {
             .scanHit(hit), .alertReceived(received), .alertRaised(raised), .alertCancelled(cancelled),
             .checkIn(checkIn), .buttonInput(button), .nodeStarted(started), .nodeStopped(stopped),
             .radioStateChanged(radio),
-        ] + schema2Bodies + schema4Bodies + schema5Bodies + schema6Bodies + schema7Bodies + schema8Bodies + schema9Bodies + schema10Bodies + schema11Bodies
+        ] + schema2Bodies + schema4Bodies + schema5Bodies + schema6Bodies + schema7Bodies + schema8Bodies + schema9Bodies + schema10Bodies + schema11Bodies + schema12Bodies
     }
 
     /// The kind schema 8 added, every field set (from the v8 golden stream).
@@ -253,6 +253,100 @@ enum Fixtures {
         sightings.tracks = [track]
         let base = goldenEventsV10.last?.timeMicroseconds ?? start
         return goldenEventsV10 + [(base + 250_000, .scanSightings(sightings))]
+    }
+
+    /// The kind schema 12 added, and the fields it gave two older kinds (from the v12 stream).
+    static var schema12Bodies: [EventBody] {
+        goldenEventsV12.suffix(3).prefix(1).map(\.body)
+    }
+
+    /// Hits of one window as a ScanBatch holds them: a plain one, one with every optional part,
+    /// one without any RSSI, one sharing the first's advertisement.
+    static var batchHits: [ScanHit] {
+        var plain = ScanHit()
+        plain.address = 0xD4_12_34_56_78_9A
+        plain.addressType = .addressRandom
+        plain.rssiMin = -71
+        plain.rssiMax = -66
+        plain.rssiSum = -205
+        plain.count = 3
+        plain.firstOffsetUs = 1_812_000
+        plain.lastOffsetUs = 95_000
+        var summary = AdvertisementSummary()
+        summary.flags = 0x1A
+        summary.companyID = 0x004C + 1
+        plain.advertisement = summary
+        var full = ScanHit()
+        full.address = 0x00_1A_7D_DA_71_13
+        full.addressType = .addressPublic
+        full.rssiMin = -90
+        full.rssiMax = -48
+        full.rssiSum = -400
+        full.count = 7
+        full.rssiUnavailable = 2
+        full.firstOffsetUs = 1_999_999
+        full.lastOffsetUs = 0
+        full.txPower = -12
+        var gaen = AdvertisementSummary()
+        gaen.flags = 0x1A
+        gaen.serviceUuids16 = [0xFD6F]
+        gaen.serviceDataUuids16 = [0xFD6F]
+        gaen.gaenRpi = Data((0..<16).map { UInt8($0 &* 13 &+ 1) })
+        gaen.gaenAem = Data([0x40, 0x08, 0x00, 0x00])
+        gaen.name = "pixel"
+        full.advertisement = gaen
+        var silent = ScanHit()
+        silent.address = 0xC0_00_00_00_00_01
+        silent.addressType = .addressRandom
+        silent.count = 2
+        silent.rssiUnavailable = 2
+        silent.firstOffsetUs = 700_000
+        silent.lastOffsetUs = 600_000
+        var twin = plain
+        twin.address = 0xD4_12_34_56_78_9B
+        twin.rssiMin = -80
+        twin.rssiMax = -80
+        twin.rssiSum = -80
+        twin.count = 1
+        twin.firstOffsetUs = 10
+        twin.lastOffsetUs = 10
+        return [plain, full, silent, twin]
+    }
+
+    /// The v12 golden stream: all of v11, a ScanBatch, and a compaction and a retention that
+    /// carry the device list.
+    static var goldenEventsV12: [(timeMicroseconds: UInt64, body: EventBody)] {
+        let (batch, rest) = ScanBatch.packing(batchHits)
+        precondition(rest.isEmpty, "every fixture hit fits a batch")
+        var stay = DeviceStay()
+        stay.address = 0xD4_12_34_56_78_9A
+        stay.addressType = 1
+        stay.firstSeenOffsetUs = 5_400_000_000
+        stay.lastSeenOffsetUs = 2_000_000
+        stay.hits = 2_700
+        stay.reports = 8_100
+        stay.rssiMin = -93
+        stay.rssiMax = -51
+        stay.rssiSum = -540_000
+        stay.lastMeanRssiCentiDbm = -6_650
+        stay.txPower = 8
+        stay.name = "tag"
+        stay.rssiUnavailable = 4
+        stay.firstHitSequence = 90_001
+        stay.deletableEarlier = 12
+        stay.deletableFloor = 2_655_950
+        stay.deletableSlots = [2_655_950, 2_655_951]
+        stay.deletableCounts = [3, 1]
+        var stays = DeviceStays()
+        stays.devices = [stay]
+        guard case .scanSightings(var sightings)? = goldenEventsV11.last?.body else { preconditionFailure("v11 ends with sightings") }
+        sightings.stays = stays
+        var retention = ContactRetention()
+        retention.cutoffUs = 1_592_352_000_000_000
+        retention.stays = stays
+        let base = goldenEventsV11.last?.timeMicroseconds ?? start
+        return goldenEventsV11 + [(base + 250_000, .scanBatch(batch)), (base + 500_000, .scanSightings(sightings)),
+                                  (base + 750_000, .contactRetention(retention))]
     }
 
     /// The kinds schema 6 added, every field set (from the v6 golden stream).
@@ -579,6 +673,7 @@ extension EventBody {
         case .hubFeedRewound(let m): m
         case .logSalvaged(let m): m
         case .scanSightings(let m): m
+        case .scanBatch(let m): m
         }
     }
 
@@ -616,6 +711,7 @@ extension EventBody {
         case .hubFeedRewound: self = .hubFeedRewound(try HubFeedRewound(jsonString: json))
         case .logSalvaged: self = .logSalvaged(try LogSalvaged(jsonString: json))
         case .scanSightings: self = .scanSightings(try ScanSightings(jsonString: json))
+        case .scanBatch: self = .scanBatch(try ScanBatch(jsonString: json))
         case .unspecified, .UNRECOGNIZED: throw GoldenFormatError("no payload type for kind \(kind.name)")
         }
     }

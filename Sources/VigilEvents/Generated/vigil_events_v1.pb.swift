@@ -93,6 +93,9 @@ public nonisolated enum Vigil_Events_V1_EventKind: SwiftProtobuf.Enum, Swift.Cas
 
   /// Added in schema version 11 (a crowded shelter's two weeks on the card).
   case scanSightings // = 31
+
+  /// Added in schema version 12 (the raw tier: one record per scan window).
+  case scanBatch // = 32
   case UNRECOGNIZED(Int)
 
   public init() {
@@ -133,6 +136,7 @@ public nonisolated enum Vigil_Events_V1_EventKind: SwiftProtobuf.Enum, Swift.Cas
     case 29: self = .hubFeedRewound
     case 30: self = .logSalvaged
     case 31: self = .scanSightings
+    case 32: self = .scanBatch
     default: self = .UNRECOGNIZED(rawValue)
     }
   }
@@ -171,6 +175,7 @@ public nonisolated enum Vigil_Events_V1_EventKind: SwiftProtobuf.Enum, Swift.Cas
     case .hubFeedRewound: return 29
     case .logSalvaged: return 30
     case .scanSightings: return 31
+    case .scanBatch: return 32
     case .UNRECOGNIZED(let i): return i
     }
   }
@@ -209,6 +214,7 @@ public nonisolated enum Vigil_Events_V1_EventKind: SwiftProtobuf.Enum, Swift.Cas
     .hubFeedRewound,
     .logSalvaged,
     .scanSightings,
+    .scanBatch,
   ]
 
 }
@@ -702,6 +708,158 @@ public nonisolated struct Vigil_Events_V1_ScanHit: @unchecked Sendable {
   public init() {}
 
   fileprivate var _storage = _StorageClass.defaultInstance
+}
+
+/// Schema 12: every hit of one scan window in one record, so a crowded shelter's thousand hits a
+/// second cost one record, one checksum and one LMDB node per window instead of one per hit. Each
+/// hit is a ScanHit with the record's time as its event time, packed column-free in `hits`
+/// (Sources/VigilEvents/ScanBatchCodec.swift states the layout): flags, the address, the report
+/// counts, the strongest RSSI and the spread and deficit that give the weakest and the sum, the
+/// last report's offset and the first's distance from it, the TX power, and the index of its
+/// advertisement in `advertisements`, where each distinct summary is stored once. A hit the
+/// layout cannot hold exactly (an RSSI outside int8, say) is logged as its own ScanHit instead.
+public nonisolated struct Vigil_Events_V1_ScanBatch: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// hits in `hits`
+  public var count: UInt32 = 0
+
+  public var hits: Data = Data()
+
+  public var advertisements: [Vigil_Events_V1_AdvertisementSummary] = []
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// One device's stay as the device list holds it at a ScanSightings or ContactRetention event
+/// (the raw scan batches behind it are being deleted): replay takes the list from here, so it is
+/// the same whatever was deleted. Times are offsets back from the event's time.
+public nonisolated struct Vigil_Events_V1_DeviceStay: @unchecked Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var address: UInt64 {
+    get {_storage._address}
+    set {_uniqueStorage()._address = newValue}
+  }
+
+  public var addressType: UInt32 {
+    get {_storage._addressType}
+    set {_uniqueStorage()._addressType = newValue}
+  }
+
+  public var firstSeenOffsetUs: UInt64 {
+    get {_storage._firstSeenOffsetUs}
+    set {_uniqueStorage()._firstSeenOffsetUs = newValue}
+  }
+
+  public var lastSeenOffsetUs: UInt64 {
+    get {_storage._lastSeenOffsetUs}
+    set {_uniqueStorage()._lastSeenOffsetUs = newValue}
+  }
+
+  public var hits: UInt64 {
+    get {_storage._hits}
+    set {_uniqueStorage()._hits = newValue}
+  }
+
+  public var reports: UInt64 {
+    get {_storage._reports}
+    set {_uniqueStorage()._reports = newValue}
+  }
+
+  public var rssiMin: Int32 {
+    get {_storage._rssiMin}
+    set {_uniqueStorage()._rssiMin = newValue}
+  }
+
+  public var rssiMax: Int32 {
+    get {_storage._rssiMax}
+    set {_uniqueStorage()._rssiMax = newValue}
+  }
+
+  public var rssiSum: Int64 {
+    get {_storage._rssiSum}
+    set {_uniqueStorage()._rssiSum = newValue}
+  }
+
+  public var lastMeanRssiCentiDbm: Int32 {
+    get {_storage._lastMeanRssiCentiDbm}
+    set {_uniqueStorage()._lastMeanRssiCentiDbm = newValue}
+  }
+
+  public var txPower: Int32 {
+    get {_storage._txPower ?? 0}
+    set {_uniqueStorage()._txPower = newValue}
+  }
+  /// Returns true if `txPower` has been explicitly set.
+  public var hasTxPower: Bool {_storage._txPower != nil}
+  /// Clears the value of `txPower`. Subsequent reads from it will return its default value.
+  public mutating func clearTxPower() {_uniqueStorage()._txPower = nil}
+
+  public var name: String {
+    get {_storage._name}
+    set {_uniqueStorage()._name = newValue}
+  }
+
+  public var rssiUnavailable: UInt64 {
+    get {_storage._rssiUnavailable ?? 0}
+    set {_uniqueStorage()._rssiUnavailable = newValue}
+  }
+  /// Returns true if `rssiUnavailable` has been explicitly set.
+  public var hasRssiUnavailable: Bool {_storage._rssiUnavailable != nil}
+  /// Clears the value of `rssiUnavailable`. Subsequent reads from it will return its default value.
+  public mutating func clearRssiUnavailable() {_uniqueStorage()._rssiUnavailable = nil}
+
+  public var firstHitSequence: UInt64 {
+    get {_storage._firstHitSequence}
+    set {_uniqueStorage()._firstHitSequence = newValue}
+  }
+
+  /// Its sightings retention or a compaction may delete (singles, not a tag's), by ten-minute slot.
+  public var deletableEarlier: UInt64 {
+    get {_storage._deletableEarlier}
+    set {_uniqueStorage()._deletableEarlier = newValue}
+  }
+
+  public var deletableFloor: UInt32 {
+    get {_storage._deletableFloor}
+    set {_uniqueStorage()._deletableFloor = newValue}
+  }
+
+  public var deletableSlots: [UInt32] {
+    get {_storage._deletableSlots}
+    set {_uniqueStorage()._deletableSlots = newValue}
+  }
+
+  public var deletableCounts: [UInt64] {
+    get {_storage._deletableCounts}
+    set {_uniqueStorage()._deletableCounts = newValue}
+  }
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _storage = _StorageClass.defaultInstance
+}
+
+/// The device list at the event, in full (its presence is what says so: older events lack it).
+public nonisolated struct Vigil_Events_V1_DeviceStays: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var devices: [Vigil_Events_V1_DeviceStay] = []
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
 }
 
 public nonisolated struct Vigil_Events_V1_AlertId: Sendable {
@@ -1231,9 +1389,21 @@ public nonisolated struct Vigil_Events_V1_ContactRetention: Sendable {
 
   public var lastRemovedSequence: UInt64 = 0
 
+  /// Schema 12: the device list at the event, when it deletes scan batches (see DeviceStays).
+  public var stays: Vigil_Events_V1_DeviceStays {
+    get {_stays ?? Vigil_Events_V1_DeviceStays()}
+    set {_stays = newValue}
+  }
+  /// Returns true if `stays` has been explicitly set.
+  public var hasStays: Bool {self._stays != nil}
+  /// Clears the value of `stays`. Subsequent reads from it will return its default value.
+  public mutating func clearStays() {self._stays = nil}
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
+
+  fileprivate var _stays: Vigil_Events_V1_DeviceStays? = nil
 }
 
 /// The box's own Temporary Exposure Keys were written to an export file (the shelter was declared
@@ -1688,9 +1858,21 @@ public nonisolated struct Vigil_Events_V1_ScanSightings: Sendable {
 
   public var tracks: [Vigil_Events_V1_SightingTrack] = []
 
+  /// Schema 12: the device list at the event (see DeviceStays).
+  public var stays: Vigil_Events_V1_DeviceStays {
+    get {_stays ?? Vigil_Events_V1_DeviceStays()}
+    set {_stays = newValue}
+  }
+  /// Returns true if `stays` has been explicitly set.
+  public var hasStays: Bool {self._stays != nil}
+  /// Clears the value of `stays`. Subsequent reads from it will return its default value.
+  public mutating func clearStays() {self._stays = nil}
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
+
+  fileprivate var _stays: Vigil_Events_V1_DeviceStays? = nil
 }
 
 /// One contact identifier's minutes, in ascending order.
@@ -1767,7 +1949,7 @@ public nonisolated struct Vigil_Events_V1_MinuteSighting: Sendable {
 fileprivate nonisolated let _protobuf_package = "vigil.events.v1"
 
 nonisolated extension Vigil_Events_V1_EventKind: SwiftProtobuf._ProtoNameProviding {
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0EVENT_KIND_UNSPECIFIED\0\u{1}SCAN_HIT\0\u{1}ALERT_RECEIVED\0\u{1}ALERT_RAISED\0\u{1}ALERT_CANCELLED\0\u{1}CHECK_IN\0\u{1}BUTTON_INPUT\0\u{1}NODE_STARTED\0\u{1}NODE_STOPPED\0\u{1}RADIO_STATE_CHANGED\0\u{1}RESIDENT_ENROLLED\0\u{1}RESIDENT_UPDATED\0\u{1}RESIDENT_REMOVED\0\u{1}DEADLINE_REACHED\0\u{1}ALARM_ACKNOWLEDGED\0\u{1}OUTBOX_ATTEMPT\0\u{1}EXPOSURE_DETECTED\0\u{1}CONTACT_RETENTION\0\u{1}EXPOSURE_KEYS_PUBLISHED\0\u{1}ALERT_ACKNOWLEDGED\0\u{1}ALERT_EXPIRED\0\u{1}ALERT_REAFFIRMED\0\u{1}DOWNTIME_DETECTED\0\u{1}HUB_ACKNOWLEDGED\0\u{1}HUB_EPOCH_STARTED\0\u{1}HUB_RECEIVED\0\u{1}OCCUPANCY_SAMPLED\0\u{1}EXPOSURE_KEYS_OFFERED\0\u{1}EXPOSURE_KEYS_MATCHED\0\u{1}HUB_FEED_REWOUND\0\u{1}LOG_SALVAGED\0\u{1}SCAN_SIGHTINGS\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0EVENT_KIND_UNSPECIFIED\0\u{1}SCAN_HIT\0\u{1}ALERT_RECEIVED\0\u{1}ALERT_RAISED\0\u{1}ALERT_CANCELLED\0\u{1}CHECK_IN\0\u{1}BUTTON_INPUT\0\u{1}NODE_STARTED\0\u{1}NODE_STOPPED\0\u{1}RADIO_STATE_CHANGED\0\u{1}RESIDENT_ENROLLED\0\u{1}RESIDENT_UPDATED\0\u{1}RESIDENT_REMOVED\0\u{1}DEADLINE_REACHED\0\u{1}ALARM_ACKNOWLEDGED\0\u{1}OUTBOX_ATTEMPT\0\u{1}EXPOSURE_DETECTED\0\u{1}CONTACT_RETENTION\0\u{1}EXPOSURE_KEYS_PUBLISHED\0\u{1}ALERT_ACKNOWLEDGED\0\u{1}ALERT_EXPIRED\0\u{1}ALERT_REAFFIRMED\0\u{1}DOWNTIME_DETECTED\0\u{1}HUB_ACKNOWLEDGED\0\u{1}HUB_EPOCH_STARTED\0\u{1}HUB_RECEIVED\0\u{1}OCCUPANCY_SAMPLED\0\u{1}EXPOSURE_KEYS_OFFERED\0\u{1}EXPOSURE_KEYS_MATCHED\0\u{1}HUB_FEED_REWOUND\0\u{1}LOG_SALVAGED\0\u{1}SCAN_SIGHTINGS\0\u{1}SCAN_BATCH\0")
 }
 
 nonisolated extension Vigil_Events_V1_AddressType: SwiftProtobuf._ProtoNameProviding {
@@ -2022,6 +2204,265 @@ nonisolated extension Vigil_Events_V1_ScanHit: SwiftProtobuf.Message, SwiftProto
       }
       if !storagesAreEqual {return false}
     }
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Vigil_Events_V1_ScanBatch: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ScanBatch"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}count\0\u{1}hits\0\u{1}advertisements\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt32Field(value: &self.count) }()
+      case 2: try { try decoder.decodeSingularBytesField(value: &self.hits) }()
+      case 3: try { try decoder.decodeRepeatedMessageField(value: &self.advertisements) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.count != 0 {
+      try visitor.visitSingularUInt32Field(value: self.count, fieldNumber: 1)
+    }
+    if !self.hits.isEmpty {
+      try visitor.visitSingularBytesField(value: self.hits, fieldNumber: 2)
+    }
+    if !self.advertisements.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.advertisements, fieldNumber: 3)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Vigil_Events_V1_ScanBatch, rhs: Vigil_Events_V1_ScanBatch) -> Bool {
+    if lhs.count != rhs.count {return false}
+    if lhs.hits != rhs.hits {return false}
+    if lhs.advertisements != rhs.advertisements {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Vigil_Events_V1_DeviceStay: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".DeviceStay"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}address\0\u{3}address_type\0\u{3}first_seen_offset_us\0\u{3}last_seen_offset_us\0\u{1}hits\0\u{1}reports\0\u{3}rssi_min\0\u{3}rssi_max\0\u{3}rssi_sum\0\u{3}last_mean_rssi_centi_dbm\0\u{3}tx_power\0\u{1}name\0\u{3}rssi_unavailable\0\u{3}first_hit_sequence\0\u{3}deletable_earlier\0\u{3}deletable_floor\0\u{3}deletable_slots\0\u{3}deletable_counts\0")
+
+  fileprivate class _StorageClass {
+    var _address: UInt64 = 0
+    var _addressType: UInt32 = 0
+    var _firstSeenOffsetUs: UInt64 = 0
+    var _lastSeenOffsetUs: UInt64 = 0
+    var _hits: UInt64 = 0
+    var _reports: UInt64 = 0
+    var _rssiMin: Int32 = 0
+    var _rssiMax: Int32 = 0
+    var _rssiSum: Int64 = 0
+    var _lastMeanRssiCentiDbm: Int32 = 0
+    var _txPower: Int32? = nil
+    var _name: String = String()
+    var _rssiUnavailable: UInt64? = nil
+    var _firstHitSequence: UInt64 = 0
+    var _deletableEarlier: UInt64 = 0
+    var _deletableFloor: UInt32 = 0
+    var _deletableSlots: [UInt32] = []
+    var _deletableCounts: [UInt64] = []
+
+      // This property is used as the initial default value for new instances of the type.
+      // The type itself is protecting the reference to its storage via CoW semantics.
+      // This will force a copy to be made of this reference when the first mutation occurs;
+      // hence, it is safe to mark this as `nonisolated(unsafe)`.
+      static nonisolated(unsafe) let defaultInstance = _StorageClass()
+
+    private init() {}
+
+    init(copying source: _StorageClass) {
+      _address = source._address
+      _addressType = source._addressType
+      _firstSeenOffsetUs = source._firstSeenOffsetUs
+      _lastSeenOffsetUs = source._lastSeenOffsetUs
+      _hits = source._hits
+      _reports = source._reports
+      _rssiMin = source._rssiMin
+      _rssiMax = source._rssiMax
+      _rssiSum = source._rssiSum
+      _lastMeanRssiCentiDbm = source._lastMeanRssiCentiDbm
+      _txPower = source._txPower
+      _name = source._name
+      _rssiUnavailable = source._rssiUnavailable
+      _firstHitSequence = source._firstHitSequence
+      _deletableEarlier = source._deletableEarlier
+      _deletableFloor = source._deletableFloor
+      _deletableSlots = source._deletableSlots
+      _deletableCounts = source._deletableCounts
+    }
+  }
+
+  fileprivate mutating func _uniqueStorage() -> _StorageClass {
+    if !isKnownUniquelyReferenced(&_storage) {
+      _storage = _StorageClass(copying: _storage)
+    }
+    return _storage
+  }
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    _ = _uniqueStorage()
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      while let fieldNumber = try decoder.nextFieldNumber() {
+        // The use of inline closures is to circumvent an issue where the compiler
+        // allocates stack space for every case branch when no optimizations are
+        // enabled. https://github.com/apple/swift-protobuf/issues/1034
+        switch fieldNumber {
+        case 1: try { try decoder.decodeSingularUInt64Field(value: &_storage._address) }()
+        case 2: try { try decoder.decodeSingularUInt32Field(value: &_storage._addressType) }()
+        case 3: try { try decoder.decodeSingularUInt64Field(value: &_storage._firstSeenOffsetUs) }()
+        case 4: try { try decoder.decodeSingularUInt64Field(value: &_storage._lastSeenOffsetUs) }()
+        case 5: try { try decoder.decodeSingularUInt64Field(value: &_storage._hits) }()
+        case 6: try { try decoder.decodeSingularUInt64Field(value: &_storage._reports) }()
+        case 7: try { try decoder.decodeSingularSInt32Field(value: &_storage._rssiMin) }()
+        case 8: try { try decoder.decodeSingularSInt32Field(value: &_storage._rssiMax) }()
+        case 9: try { try decoder.decodeSingularSInt64Field(value: &_storage._rssiSum) }()
+        case 10: try { try decoder.decodeSingularSInt32Field(value: &_storage._lastMeanRssiCentiDbm) }()
+        case 11: try { try decoder.decodeSingularSInt32Field(value: &_storage._txPower) }()
+        case 12: try { try decoder.decodeSingularStringField(value: &_storage._name) }()
+        case 13: try { try decoder.decodeSingularUInt64Field(value: &_storage._rssiUnavailable) }()
+        case 14: try { try decoder.decodeSingularUInt64Field(value: &_storage._firstHitSequence) }()
+        case 15: try { try decoder.decodeSingularUInt64Field(value: &_storage._deletableEarlier) }()
+        case 16: try { try decoder.decodeSingularUInt32Field(value: &_storage._deletableFloor) }()
+        case 17: try { try decoder.decodeRepeatedUInt32Field(value: &_storage._deletableSlots) }()
+        case 18: try { try decoder.decodeRepeatedUInt64Field(value: &_storage._deletableCounts) }()
+        default: break
+        }
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    try withExtendedLifetime(_storage) { (_storage: _StorageClass) in
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every if/case branch local when no optimizations
+      // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+      // https://github.com/apple/swift-protobuf/issues/1182
+      if _storage._address != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._address, fieldNumber: 1)
+      }
+      if _storage._addressType != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._addressType, fieldNumber: 2)
+      }
+      if _storage._firstSeenOffsetUs != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._firstSeenOffsetUs, fieldNumber: 3)
+      }
+      if _storage._lastSeenOffsetUs != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._lastSeenOffsetUs, fieldNumber: 4)
+      }
+      if _storage._hits != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._hits, fieldNumber: 5)
+      }
+      if _storage._reports != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._reports, fieldNumber: 6)
+      }
+      if _storage._rssiMin != 0 {
+        try visitor.visitSingularSInt32Field(value: _storage._rssiMin, fieldNumber: 7)
+      }
+      if _storage._rssiMax != 0 {
+        try visitor.visitSingularSInt32Field(value: _storage._rssiMax, fieldNumber: 8)
+      }
+      if _storage._rssiSum != 0 {
+        try visitor.visitSingularSInt64Field(value: _storage._rssiSum, fieldNumber: 9)
+      }
+      if _storage._lastMeanRssiCentiDbm != 0 {
+        try visitor.visitSingularSInt32Field(value: _storage._lastMeanRssiCentiDbm, fieldNumber: 10)
+      }
+      try { if let v = _storage._txPower {
+        try visitor.visitSingularSInt32Field(value: v, fieldNumber: 11)
+      } }()
+      if !_storage._name.isEmpty {
+        try visitor.visitSingularStringField(value: _storage._name, fieldNumber: 12)
+      }
+      try { if let v = _storage._rssiUnavailable {
+        try visitor.visitSingularUInt64Field(value: v, fieldNumber: 13)
+      } }()
+      if _storage._firstHitSequence != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._firstHitSequence, fieldNumber: 14)
+      }
+      if _storage._deletableEarlier != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._deletableEarlier, fieldNumber: 15)
+      }
+      if _storage._deletableFloor != 0 {
+        try visitor.visitSingularUInt32Field(value: _storage._deletableFloor, fieldNumber: 16)
+      }
+      if !_storage._deletableSlots.isEmpty {
+        try visitor.visitPackedUInt32Field(value: _storage._deletableSlots, fieldNumber: 17)
+      }
+      if !_storage._deletableCounts.isEmpty {
+        try visitor.visitPackedUInt64Field(value: _storage._deletableCounts, fieldNumber: 18)
+      }
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Vigil_Events_V1_DeviceStay, rhs: Vigil_Events_V1_DeviceStay) -> Bool {
+    if lhs._storage !== rhs._storage {
+      let storagesAreEqual: Bool = withExtendedLifetime((lhs._storage, rhs._storage)) { (_args: (_StorageClass, _StorageClass)) in
+        let _storage = _args.0
+        let rhs_storage = _args.1
+        if _storage._address != rhs_storage._address {return false}
+        if _storage._addressType != rhs_storage._addressType {return false}
+        if _storage._firstSeenOffsetUs != rhs_storage._firstSeenOffsetUs {return false}
+        if _storage._lastSeenOffsetUs != rhs_storage._lastSeenOffsetUs {return false}
+        if _storage._hits != rhs_storage._hits {return false}
+        if _storage._reports != rhs_storage._reports {return false}
+        if _storage._rssiMin != rhs_storage._rssiMin {return false}
+        if _storage._rssiMax != rhs_storage._rssiMax {return false}
+        if _storage._rssiSum != rhs_storage._rssiSum {return false}
+        if _storage._lastMeanRssiCentiDbm != rhs_storage._lastMeanRssiCentiDbm {return false}
+        if _storage._txPower != rhs_storage._txPower {return false}
+        if _storage._name != rhs_storage._name {return false}
+        if _storage._rssiUnavailable != rhs_storage._rssiUnavailable {return false}
+        if _storage._firstHitSequence != rhs_storage._firstHitSequence {return false}
+        if _storage._deletableEarlier != rhs_storage._deletableEarlier {return false}
+        if _storage._deletableFloor != rhs_storage._deletableFloor {return false}
+        if _storage._deletableSlots != rhs_storage._deletableSlots {return false}
+        if _storage._deletableCounts != rhs_storage._deletableCounts {return false}
+        return true
+      }
+      if !storagesAreEqual {return false}
+    }
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Vigil_Events_V1_DeviceStays: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".DeviceStays"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}devices\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeRepeatedMessageField(value: &self.devices) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.devices.isEmpty {
+      try visitor.visitRepeatedMessageField(value: self.devices, fieldNumber: 1)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Vigil_Events_V1_DeviceStays, rhs: Vigil_Events_V1_DeviceStays) -> Bool {
+    if lhs.devices != rhs.devices {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -3019,7 +3460,7 @@ nonisolated extension Vigil_Events_V1_ExposureDetected: SwiftProtobuf.Message, S
 
 nonisolated extension Vigil_Events_V1_ContactRetention: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".ContactRetention"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}cutoff_us\0\u{3}removed_events\0\u{3}first_removed_sequence\0\u{3}last_removed_sequence\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}cutoff_us\0\u{3}removed_events\0\u{3}first_removed_sequence\0\u{3}last_removed_sequence\0\u{1}stays\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -3031,12 +3472,17 @@ nonisolated extension Vigil_Events_V1_ContactRetention: SwiftProtobuf.Message, S
       case 2: try { try decoder.decodeSingularUInt64Field(value: &self.removedEvents) }()
       case 3: try { try decoder.decodeSingularUInt64Field(value: &self.firstRemovedSequence) }()
       case 4: try { try decoder.decodeSingularUInt64Field(value: &self.lastRemovedSequence) }()
+      case 5: try { try decoder.decodeSingularMessageField(value: &self._stays) }()
       default: break
       }
     }
   }
 
   public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
     if self.cutoffUs != 0 {
       try visitor.visitSingularUInt64Field(value: self.cutoffUs, fieldNumber: 1)
     }
@@ -3049,6 +3495,9 @@ nonisolated extension Vigil_Events_V1_ContactRetention: SwiftProtobuf.Message, S
     if self.lastRemovedSequence != 0 {
       try visitor.visitSingularUInt64Field(value: self.lastRemovedSequence, fieldNumber: 4)
     }
+    try { if let v = self._stays {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 5)
+    } }()
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -3057,6 +3506,7 @@ nonisolated extension Vigil_Events_V1_ContactRetention: SwiftProtobuf.Message, S
     if lhs.removedEvents != rhs.removedEvents {return false}
     if lhs.firstRemovedSequence != rhs.firstRemovedSequence {return false}
     if lhs.lastRemovedSequence != rhs.lastRemovedSequence {return false}
+    if lhs._stays != rhs._stays {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -3770,7 +4220,7 @@ nonisolated extension Vigil_Events_V1_LogSalvaged.Range: SwiftProtobuf.Message, 
 
 nonisolated extension Vigil_Events_V1_ScanSightings: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".ScanSightings"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}span_start_us\0\u{3}span_end_us\0\u{3}first_sequence\0\u{3}through_sequence\0\u{1}hits\0\u{1}tracks\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}span_start_us\0\u{3}span_end_us\0\u{3}first_sequence\0\u{3}through_sequence\0\u{1}hits\0\u{1}tracks\0\u{1}stays\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -3784,12 +4234,17 @@ nonisolated extension Vigil_Events_V1_ScanSightings: SwiftProtobuf.Message, Swif
       case 4: try { try decoder.decodeSingularUInt64Field(value: &self.throughSequence) }()
       case 5: try { try decoder.decodeSingularUInt64Field(value: &self.hits) }()
       case 6: try { try decoder.decodeRepeatedMessageField(value: &self.tracks) }()
+      case 7: try { try decoder.decodeSingularMessageField(value: &self._stays) }()
       default: break
       }
     }
   }
 
   public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
     if self.spanStartUs != 0 {
       try visitor.visitSingularUInt64Field(value: self.spanStartUs, fieldNumber: 1)
     }
@@ -3808,6 +4263,9 @@ nonisolated extension Vigil_Events_V1_ScanSightings: SwiftProtobuf.Message, Swif
     if !self.tracks.isEmpty {
       try visitor.visitRepeatedMessageField(value: self.tracks, fieldNumber: 6)
     }
+    try { if let v = self._stays {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 7)
+    } }()
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -3818,6 +4276,7 @@ nonisolated extension Vigil_Events_V1_ScanSightings: SwiftProtobuf.Message, Swif
     if lhs.throughSequence != rhs.throughSequence {return false}
     if lhs.hits != rhs.hits {return false}
     if lhs.tracks != rhs.tracks {return false}
+    if lhs._stays != rhs._stays {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
