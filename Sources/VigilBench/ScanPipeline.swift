@@ -114,6 +114,13 @@ struct ScanPipeline {
             }
         }
 
+        // As the node logs a window (RadioIntake): one ScanBatch, and what it cannot hold alone.
+        func appendWindow(_ closed: (time: UInt64, hits: [ScanHit])) throws {
+            let (batch, rest) = ScanBatch.packing(closed.hits)
+            if batch.count > 0 { try append(.scanBatch(batch), time: closed.time) }
+            for hit in rest { try append(.scanHit(hit), time: closed.time) }
+        }
+
         let ioBefore = IOSnapshot.take(device: device)
         let cpuBefore = processCPUNanoseconds()
         let loopBefore = threadCPUNanoseconds()
@@ -125,7 +132,7 @@ struct ScanPipeline {
             let now = record.timeMicroseconds
             lastTime = now
             if let closesAt = window.closesAt, now >= closesAt {
-                for hit in window.close(at: closesAt) { try append(.scanHit(hit), time: closesAt) }
+                try appendWindow(window.close(at: closesAt))
             }
             if case .advertisingReports(let reports) = parser.parse(record.packet, timeMicroseconds: now) {
                 for report in reports {
@@ -144,7 +151,7 @@ struct ScanPipeline {
             }
             try applyDurable()
         }
-        for hit in window.close(at: lastTime) { try append(.scanHit(hit), time: lastTime) }
+        try appendWindow(window.close(at: lastTime))
         let timeout: UInt64 = 300_000_000_000
         guard tracker.wait(untilDurable: lastSequence, timeoutNanoseconds: timeout) else {
             throw BenchError("scan pipeline: the last event was not durable within \(timeout / 1_000_000_000) s")

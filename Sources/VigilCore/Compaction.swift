@@ -104,7 +104,8 @@ public struct SlotTally: Codable, Equatable, Sendable {
 /// the deletion has run, and replay of the shortened log gives the same bytes.
 ///
 /// A record at sequence `first...last` whose event time is before `spanEnd` is deleted when it is
-/// a ScanHit, unless
+/// a ScanBatch without a tag's sighting (the event carries the device list, `DeviceStays`), or a
+/// ScanHit, unless
 /// - its address had become a resident's tag before it (`tagSince[address] < s`), or
 /// - it is a sighting (count > 0) of a device still in range at the event, from the first
 ///   sighting of its current stay on (`keep[key] <= s`): the device list still shows it.
@@ -138,6 +139,7 @@ public struct CompactionPlan: Codable, Equatable, Sendable {
     /// Whether a record the purge reached (sequence and time already checked) goes. An unreadable
     /// scan hit stays, as at retention.
     public func deletes(kind: UInt32, sequence: UInt64, payload: UnsafeRawBufferPointer) -> Bool {
+        if kind == UInt32(EventKind.scanBatch.rawValue) { return RetentionPlan.deletesBatch(payload: payload, sequence: sequence, tagSince: tagSince) }
         guard kind == UInt32(EventKind.scanHit.rawValue) else { return false }
         guard let hit = EventCodec.scanHitFields(payload: payload) else { return false }
         return deletes(scanHit: hit, sequence: sequence)
@@ -166,5 +168,17 @@ public struct CompactionPlan: Codable, Equatable, Sendable {
         try c.encode(firstSequence, forKey: .firstSequence)
         try c.encode(lastSequence, forKey: .lastSequence)
         try c.encode(keep.sorted { $0.key < $1.key }.map { [$0.key, $0.value] }, forKey: .keep)
+    }
+}
+
+extension ScanBatch {
+    /// Whether a hit of the batch at `sequence` was a resident's tag's sighting when it was
+    /// applied (its address had become a tag before it).
+    func tagSighting(tagSince: [UInt64: UInt64], sequence: UInt64) throws(ScanBatchError) -> Bool {
+        var found = false
+        try forEachHit { hit, _ in
+            if let since = tagSince[hit.address & 0xFFFF_FFFF_FFFF], since < sequence { found = true }
+        }
+        return found
     }
 }

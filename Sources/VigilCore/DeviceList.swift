@@ -102,6 +102,54 @@ public struct DeviceList: Projection {
         return (keep, kept)
     }
 
+    /// The list as a ScanSightings or ContactRetention event logged at `time` carries it (the
+    /// scan batches behind it are being deleted): every device the event's own pruning keeps.
+    public func stays(at time: UInt64) -> DeviceStays {
+        let cutoff = time > pruneAfterMicroseconds ? time - pruneAfterMicroseconds : 0
+        var stays = DeviceStays()
+        stays.devices = sorted.filter { $0.lastSeenMicroseconds >= cutoff }.map { d in
+            var s = DeviceStay()
+            s.address = d.address
+            s.addressType = UInt32(truncatingIfNeeded: d.addressType)
+            s.firstSeenOffsetUs = time &- d.firstSeenMicroseconds
+            s.lastSeenOffsetUs = time &- d.lastSeenMicroseconds
+            s.hits = d.hits
+            s.reports = d.reports
+            s.rssiMin = d.rssiMin
+            s.rssiMax = d.rssiMax
+            s.rssiSum = d.rssiSum
+            s.lastMeanRssiCentiDbm = d.lastMeanRSSICentiDBm
+            if let tx = d.txPower { s.txPower = tx }
+            s.name = d.name
+            if let unavailable = d.rssiUnavailable { s.rssiUnavailable = unavailable }
+            s.firstHitSequence = d.firstHitSequence
+            s.deletableEarlier = d.deletableHits.earlier
+            s.deletableFloor = d.deletableHits.floorDay
+            s.deletableSlots = d.deletableHits.days
+            s.deletableCounts = d.deletableHits.counts
+            return s
+        }
+        return stays
+    }
+
+    /// Takes the list from a ScanSightings or ContactRetention event at `time` (`stays(at:)`):
+    /// live it is the list already; on replay it brings back what the deleted batches had built.
+    mutating func replace(with stays: DeviceStays, at time: UInt64) {
+        var list: [UInt64: Device] = [:]
+        list.reserveCapacity(stays.devices.count)
+        for s in stays.devices {
+            let device = Device(address: s.address, addressType: Int(s.addressType),
+                                firstSeenMicroseconds: time &- s.firstSeenOffsetUs, lastSeenMicroseconds: time &- s.lastSeenOffsetUs,
+                                hits: s.hits, reports: s.reports, rssiMin: s.rssiMin, rssiMax: s.rssiMax, rssiSum: s.rssiSum,
+                                lastMeanRSSICentiDBm: s.lastMeanRssiCentiDbm, txPower: s.hasTxPower ? s.txPower : nil, name: s.name,
+                                rssiUnavailable: s.hasRssiUnavailable ? s.rssiUnavailable : nil, firstHitSequence: s.firstHitSequence,
+                                deletableHits: DayTally(earlier: s.deletableEarlier, floorDay: s.deletableFloor,
+                                                        days: s.deletableSlots, counts: s.deletableCounts))
+            list[(device.address & 0xFFFF_FFFF_FFFF) | (UInt64(device.addressType & 0xFF) << 48)] = device
+        }
+        devices = list
+    }
+
     /// Folds one ScanHit whose event time is `time`; `deletable` when retention may delete it
     /// (not a resident's tag).
     mutating func fold(_ hit: ScanHitFields, time: UInt64, sequence: UInt64, deletable: Bool) {

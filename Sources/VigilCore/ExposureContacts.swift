@@ -181,13 +181,29 @@ public struct ExposureContacts: Sendable {
     /// The contact identifier a scan hit carries, if any: a GAEN RPI, another box's presence id,
     /// or a configured tag's address.
     public static func identify(_ hit: ScanHit, tags: Set<UInt64>) -> (kind: IdentifierKind, identifier: [UInt8], metadata: [UInt8])? {
-        let summary = hit.advertisement
-        if summary.gaenRpi.count == 16 { return (.gaen, Array(summary.gaenRpi), Array(summary.gaenAem)) }
-        if summary.vigilPresence.count == 16 { return (.vigilPeer, Array(summary.vigilPresence), []) }
-        if tags.contains(hit.address) {
-            return (.tag, (0..<6).map { UInt8(truncatingIfNeeded: hit.address >> UInt64(8 * (5 - $0))) }, [])
+        identify(address: hit.address, advertisement: hit.hasAdvertisement ? hit.advertisement : nil, tags: tags)
+    }
+
+    static func identify(address: UInt64, advertisement summary: AdvertisementSummary?, tags: Set<UInt64>) -> (kind: IdentifierKind, identifier: [UInt8], metadata: [UInt8])? {
+        if let summary {
+            if summary.gaenRpi.count == 16 { return (.gaen, Array(summary.gaenRpi), Array(summary.gaenAem)) }
+            if summary.vigilPresence.count == 16 { return (.vigilPeer, Array(summary.vigilPresence), []) }
+        }
+        if tags.contains(address) {
+            return (.tag, (0..<6).map { UInt8(truncatingIfNeeded: address >> UInt64(8 * (5 - $0))) }, [])
         }
         return nil
+    }
+
+    /// A hit's observation, with the event time it was logged at.
+    static func instance(_ hit: ScanHitFields, eventTime: UInt64) -> Instance {
+        let measured = hit.count > hit.rssiUnavailable ? hit.count - hit.rssiUnavailable : 0
+        return Instance(firstMicroseconds: hit.firstSeenMicroseconds(eventTime: eventTime),
+                        lastMicroseconds: hit.lastSeenMicroseconds(eventTime: eventTime),
+                        hits: 1, reports: hit.count, rssiSum: measured == 0 ? 0 : hit.rssiSum,
+                        rssiUnavailable: min(hit.rssiUnavailable, hit.count),
+                        rssiMax: measured == 0 ? nil : hit.rssiMax,
+                        advertisedTxPower: hit.txPower)
     }
 
     /// Folds one event: ScanHits carrying a contact identifier, compacted sightings, and retention.
@@ -204,14 +220,18 @@ public struct ExposureContacts: Sendable {
             scanHitsSeen += 1
             guard event.timeMicroseconds >= retentionCutoffMicroseconds,
                   let (kind, identifier, metadata) = Self.identify(hit, tags: settings.tags) else { return }
-            let measured = hit.count > hit.rssiUnavailable ? hit.count - hit.rssiUnavailable : 0
-            let instance = Instance(firstMicroseconds: hit.firstSeenMicroseconds(eventTime: event.timeMicroseconds),
-                                    lastMicroseconds: hit.lastSeenMicroseconds(eventTime: event.timeMicroseconds),
-                                    hits: 1, reports: hit.count, rssiSum: measured == 0 ? 0 : hit.rssiSum,
-                                    rssiUnavailable: min(hit.rssiUnavailable, hit.count),
-                                    rssiMax: measured == 0 ? nil : hit.rssiMax,
-                                    advertisedTxPower: hit.hasTxPower ? hit.txPower : nil)
-            add(instance, kind: kind, identifier: identifier, metadata: metadata)
+            add(Self.instance(ScanHitFields(hit), eventTime: event.timeMicroseconds), kind: kind, identifier: identifier, metadata: metadata)
+        case .scanBatch(let batch):
+            guard !isCompacted(time: event.timeMicroseconds, sequence: event.sequence) else { return }
+            scanHitsSeen &+= UInt64(batch.count)
+            guard event.timeMicroseconds >= retentionCutoffMicroseconds else { return }
+            let tags = settings.tags
+            // Validated when it was decoded: no hit can be malformed here.
+            try? batch.forEachHit { hit, advertisement in
+                guard let (kind, identifier, metadata) = Self.identify(address: hit.address, advertisement: advertisement.map { batch.advertisements[$0] },
+                                                                       tags: tags) else { return }
+                add(Self.instance(hit, eventTime: event.timeMicroseconds), kind: kind, identifier: identifier, metadata: metadata)
+            }
         default:
             break
         }

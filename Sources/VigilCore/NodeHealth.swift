@@ -6,7 +6,7 @@ public struct NodeHealth: Projection {
     /// Indexed by EventKind raw value; index 0 collects kinds this build does not know.
     /// Indexed by kind number (index 0 counts kinds this build does not know). Grows with the
     /// schema: a checkpoint from an older build has fewer entries.
-    public var eventsByKind: [UInt64] = Array(repeating: 0, count: 32)
+    public var eventsByKind: [UInt64] = Array(repeating: 0, count: 33)
 
     /// Retention deletes `count` events of `kind` (counted at the retention event, so the counts
     /// are the same whether or not the deletion has run yet).
@@ -74,6 +74,9 @@ public struct NodeHealth: Projection {
     /// The counters every event moves.
     @inline(__always)
     private mutating func count(kind k: Int, timeMicroseconds time: UInt64) {
+        // Only decoded events come here, so `k` is a kind this build knows: an older state's
+        // shorter array grows to hold it.
+        if k >= eventsByKind.count, k < 256 { eventsByKind += Array(repeating: 0, count: k + 1 - eventsByKind.count) }
         eventsByKind[k >= 0 && k < eventsByKind.count ? k : 0] += 1
         if firstEventMicroseconds == 0 { firstEventMicroseconds = time }
         lastEventMicroseconds = max(lastEventMicroseconds, time)

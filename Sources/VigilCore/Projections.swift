@@ -50,7 +50,8 @@ public struct Projections: Projection {
     /// v10: schema 10 (a damaged log salvaged): the health projection keeps the last salvage.
     /// v11: schema 11 (compacted sightings): the retention ledger counts scan hits by ten-minute
     /// slot, and each device its stay's.
-    public static let checkpointName = "projections.v11"
+    /// v12: schema 12 (scan batches): the retention ledger counts them by slot.
+    public static let checkpointName = "projections.v12"
 
     public init(settings: ProjectionSettings = ProjectionSettings()) {
         devices = DeviceList(pruneAfterMicroseconds: settings.devicePruneAfterMicroseconds)
@@ -85,6 +86,8 @@ public struct Projections: Projection {
             retention.recentScanHits.add(slot: slot, sequence: event.sequence, deletable: deletable)
             devices.fold(fields, time: time, sequence: event.sequence, deletable: deletable)
             if escalations.hasTags { addMessages(escalations.apply(event), event) }
+        case .scanBatch(let batch):
+            apply(scanBatch: batch, event: event)
         case .alertRaised(let alert):
             alerts.apply(alertEvent: event)
             if alert.kind == .sos {
@@ -140,6 +143,7 @@ public struct Projections: Projection {
             // Scan hits: unless a compaction already went past the cutoff (it decided then what
             // is left of everything before it; the deletion then follows its keep set).
             if cutoffSlot > retention.scanHits.floorDay {
+                if r.hasStays { devices.replace(with: r.stays, at: time) }
                 forgetScanHits(before: cutoffSlot, at: time)
             }
             health.forget(retention.exposures.count(before: cutoffDay), of: .exposureDetected)
@@ -156,6 +160,7 @@ public struct Projections: Projection {
             // again for everything before its end, so a stay a decision kept and a later one
             // deleted (it ended) leaves every count right.
             retention.sightings.add(day: DayTally.day(ofMicroseconds: time))
+            if s.hasStays { devices.replace(with: s.stays, at: time) }
             forgetScanHits(before: SlotTally.slot(ofMicroseconds: s.spanEndUs), at: time)
             retention.compaction = CompactionPlan(spanStartMicroseconds: s.spanStartUs, spanEndMicroseconds: s.spanEndUs,
                                                   firstSequence: s.firstSequence, lastSequence: event.sequence &- 1, keep: [:])
@@ -257,6 +262,8 @@ public struct Projections: Projection {
         let deletableHits = retention.scanHits.count(before: cutoffSlot)
         health.forget(deletableHits > kept ? deletableHits - kept : 0, of: .scanHit)
         retention.scanHits.collapse(before: cutoffSlot, earlier: kept)
+        health.forget(retention.scanBatches.count(before: cutoffSlot), of: .scanBatch)
+        retention.scanBatches.collapse(before: cutoffSlot, earlier: 0)
         retention.recentScanHits.drop(before: cutoffSlot)
         retention.keep = keep
     }
@@ -273,6 +280,27 @@ public struct Projections: Projection {
         retention.scanHits.add(day: slot)
         retention.recentScanHits.add(slot: slot, sequence: sequence, deletable: true)
         devices.fold(hit, time: time, sequence: sequence, deletable: true)
+    }
+
+    /// One scan window's hits (`ScanBatch`), each folded as a ScanHit of the record's time would
+    /// be, but counted as one record: retention and compaction delete it whole, never keeping it
+    /// for a stay (the event that deletes it carries the device list), only for a tag's sighting.
+    private mutating func apply(scanBatch batch: ScanBatch, event: Event) {
+        let time = event.timeMicroseconds
+        var tagSighting = false
+        // Validated when it was decoded: no hit can be malformed here.
+        try? batch.forEachHit { hit, advertisement in
+            devices.fold(hit, time: time, sequence: event.sequence, deletable: false)
+            let address = hit.address & 0xFFFF_FFFF_FFFF
+            if escalations.wasEverTag(address) { tagSighting = true }
+            if escalations.isTag(address) {
+                let sighting = Event(sequence: event.sequence, timeMicroseconds: time, body: .scanHit(batch.scanHit(hit, advertisement: advertisement)))
+                addMessages(escalations.apply(sighting), event)
+            }
+        }
+        let slot = SlotTally.slot(ofMicroseconds: time)
+        if !tagSighting { retention.scanBatches.add(day: slot) }
+        retention.recentScanHits.add(slot: slot, sequence: event.sequence, deletable: !tagSighting)
     }
 
     private mutating func addMessages(_ messages: [EscalationBook.Message], _ event: Event) {

@@ -18,6 +18,17 @@ public struct DayTally: Codable, Equatable, Sendable {
 
     public init() {}
 
+    /// A tally as a `DeviceStay` carries it (`DeviceList.replace`); entries out of order or
+    /// before the floor are dropped, so a hostile record cannot break the tally's invariants.
+    init(earlier: UInt64, floorDay: UInt32, days: [UInt32], counts: [UInt64]) {
+        self.earlier = earlier
+        self.floorDay = floorDay
+        for (day, count) in zip(days, counts) where day >= floorDay && (self.days.last.map { day > $0 } ?? true) {
+            self.days.append(day)
+            self.counts.append(count)
+        }
+    }
+
     public static let microsecondsPerDay: UInt64 = 86_400_000_000
 
     @inline(__always)
@@ -82,7 +93,9 @@ public struct DayTally: Codable, Equatable, Sendable {
 /// A record at sequence `s` below the retention event, with event time before `cutoff`, is deleted
 /// when it is:
 /// - an ExposureDetected (its window ended before the cutoff: the exposure book dropped it),
-/// - a ScanSightings (the compacted sightings: contact data like the hits they came from), or
+/// - a ScanSightings (the compacted sightings: contact data like the hits they came from),
+/// - a ScanBatch, unless a hit of it is a resident's tag's (`tagSince[address] < s`): the stays
+///   its hits belong to are in the event (`DeviceStays`), so none is kept for the device list, or
 /// - a ScanHit, unless
 ///   - its address had become a resident's tag before it (`tagSince[address] < s`): the ladder's
 ///     data, or
@@ -112,6 +125,7 @@ public struct RetentionPlan: Sendable, Equatable {
     /// An unreadable scan hit stays: the health projection counts it as unreadable, deleted or not.
     public func deletes(kind: UInt32, sequence: UInt64, payload: UnsafeRawBufferPointer) -> Bool {
         if kind == UInt32(EventKind.exposureDetected.rawValue) || kind == UInt32(EventKind.scanSightings.rawValue) { return true }
+        if kind == UInt32(EventKind.scanBatch.rawValue) { return Self.deletesBatch(payload: payload, sequence: sequence, tagSince: tagSince) }
         guard kind == UInt32(EventKind.scanHit.rawValue) else { return false }
         guard let hit = EventCodec.scanHitFields(payload: payload) else { return false }
         return deletes(scanHit: hit, sequence: sequence)
@@ -130,6 +144,16 @@ public struct RetentionPlan: Sendable, Equatable {
         return false
     }
 
+    /// Whether a ScanBatch record goes: unless one of its hits was a tag's sighting when it was
+    /// applied (the ladder took it), or it cannot be read (the health projection counts it).
+    static func deletesBatch(payload: UnsafeRawBufferPointer, sequence: UInt64, tagSince: [UInt64: UInt64]) -> Bool {
+        guard case .scanBatch(let batch)? = try? EventCodec.decode(kind: UInt32(EventKind.scanBatch.rawValue), payload: payload, sequence: sequence) else {
+            return false
+        }
+        guard !tagSince.isEmpty else { return true }
+        return (try? batch.tagSighting(tagSince: tagSince, sequence: sequence)) == false
+    }
+
     /// The cutoff a retention event's `cutoffUs` means: the UTC midnight at or before it (events
     /// from before cutoffs were aligned mean the same day).
     public static func alignedCutoff(_ cutoff: UInt64) -> UInt64 {
@@ -144,6 +168,9 @@ public struct RetentionLedger: Codable, Equatable, Sendable {
     /// (`SlotTally.slot`: retention cutoffs and compaction spans both fall on slot boundaries).
     public var scanHits = DayTally()
 
+    /// ScanBatch records without a tag's sighting, by ten-minute slot (never kept for a stay: the
+    /// event that deletes them carries the device list).
+    public var scanBatches = DayTally()
     /// ExposureDetected events, by day.
     public var exposures = DayTally()
     /// The keep set of the last retention or compaction event (`RetentionPlan.keep`,
@@ -159,11 +186,12 @@ public struct RetentionLedger: Codable, Equatable, Sendable {
 
     public init() {}
 
-    enum CodingKeys: String, CodingKey { case scanHits, exposures, keep, recentScanHits, sightings, compaction }
+    enum CodingKeys: String, CodingKey { case scanHits, scanBatches, exposures, keep, recentScanHits, sightings, compaction }
 
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         scanHits = try c.decode(DayTally.self, forKey: .scanHits)
+        scanBatches = try c.decodeIfPresent(DayTally.self, forKey: .scanBatches) ?? DayTally()
         exposures = try c.decode(DayTally.self, forKey: .exposures)
         let pairs = try c.decode([[UInt64]].self, forKey: .keep)
         keep = Dictionary(pairs.compactMap { $0.count == 2 ? ($0[0], $0[1]) : nil }, uniquingKeysWith: { a, _ in a })
@@ -175,6 +203,7 @@ public struct RetentionLedger: Codable, Equatable, Sendable {
     public func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
         try c.encode(scanHits, forKey: .scanHits)
+        try c.encode(scanBatches, forKey: .scanBatches)
         try c.encode(exposures, forKey: .exposures)
         try c.encode(keep.sorted { $0.key < $1.key }.map { [$0.key, $0.value] }, forKey: .keep)
         try c.encode(recentScanHits, forKey: .recentScanHits)

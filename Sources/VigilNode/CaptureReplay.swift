@@ -57,7 +57,7 @@ public struct CaptureReplay {
                 continue
             }
             if let closesAt = window.closesAt, record.timeMicroseconds >= closesAt {
-                summary.scanHits += window.close(at: closesAt).count
+                summary.scanHits += window.close(at: closesAt).hits.count
             }
             guard let event = parser.parse(record.packet, timeMicroseconds: record.timeMicroseconds) else { continue }
             summary.events += 1
@@ -79,7 +79,7 @@ public struct CaptureReplay {
                 break
             }
         }
-        summary.scanHits += window.close(at: summary.lastMicroseconds).count
+        summary.scanHits += window.close(at: summary.lastMicroseconds).hits.count
         summary.legacyReports = parser.counts.legacyReports
         summary.extendedReports = parser.counts.extendedReports
         summary.malformedPackets = parser.counts.truncatedPackets

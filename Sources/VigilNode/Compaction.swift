@@ -101,14 +101,20 @@ final class Compaction: NodeComponent {
         case .success(let s):
             sightings = s
         }
+        // The event carries the device list as every event before it leaves it (its batches go
+        // whole): logged once nothing is pending, which also means every hit logged meanwhile
+        // is counted in the tally it is checked against.
+        node.whenNothingPending { node in node.compaction.log(sightings, sequences: sequences) }
+    }
+
+    /// On the loop, nothing pending: logs the sightings, unless a hit of the span came in while
+    /// they were read (the clock went back an hour or more).
+    private func log(_ sightings: ScanSightings, sequences: ClosedRange<UInt64>) {
+        guard !node.stopping, node.fromMemory == nil, node.log.failure == nil else { finished(); return }
         let from = SlotTally.slot(ofMicroseconds: sightings.spanStartUs)
         let tally = node.projections.retention.recentScanHits
         let current = tally.firstSlotWithDeletable == from ? tally.sequences(from: from, before: from &+ 1) : nil
-        let waiting = node.pending.elements.contains { e in
-            if case .scanHit = e.body { return e.timeMicroseconds < sightings.spanEndUs }
-            return false
-        }
-        guard current == sequences, !waiting else {
+        guard current == sequences else {
             abandoned &+= 1
             node.logger.info("compaction: a scan hit of the span came in while it was read (the clock went back); read again")
             finished()
@@ -117,6 +123,7 @@ final class Compaction: NodeComponent {
         var event = sightings
         let now = node.clock.nowMicroseconds()
         event.firstSequence = walkStart(spanFirst: sequences.lowerBound, at: now)
+        event.stays = node.projections.devices.stays(at: now)
         guard node.append(.scanSightings(event), time: now) != nil else { finished(); return }
         logged &+= 1
     }
@@ -184,6 +191,7 @@ public enum ScanSightingsReader {
         var hits: UInt64 = 0
         var next = sequences.lowerBound
         let scanHitKind = UInt32(EventKind.scanHit.rawValue)
+        let scanBatchKind = UInt32(EventKind.scanBatch.rawValue)
         while next <= sequences.upperBound {
             let resume = next
             let (last, count) = try log.read { txn in
@@ -194,9 +202,9 @@ public enum ScanSightingsReader {
                     guard case .success(let view) = result else { return count < 50_000 }
                     last = view.sequence
                     guard view.sequence <= sequences.upperBound else { return false }
-                    if view.kind == scanHitKind, view.timeMicroseconds >= start, view.timeMicroseconds < end,
+                    if view.kind == scanHitKind || view.kind == scanBatchKind, view.timeMicroseconds >= start, view.timeMicroseconds < end,
                        case .event(let e) = Replay.input(result) {
-                        hits += 1
+                        if case .scanBatch(let batch) = e.body { hits += UInt64(batch.count) } else { hits += 1 }
                         contacts.apply(e)
                     }
                     return count < 50_000

@@ -45,6 +45,8 @@ public final class Node: @unchecked Sendable {
     private var fatal: NodeError?
     /// Waiting for nothing to be pending (`whenSettled`).
     private var settledWaiters: [@Sendable (Node) -> Void] = []
+    /// Waiting for nothing to be pending (`whenNothingPending`).
+    private var quietWaiters: [(Node) -> Void] = []
     private var stateWaiters: [(holds: @Sendable (Node) -> Bool, done: @Sendable (Node) -> Void)] = []
 
     // The components. Lazy because each holds the node, which exists only once every stored
@@ -179,6 +181,22 @@ public final class Node: @unchecked Sendable {
         }
     }
 
+    /// Calls `action` on the loop when no appended event is waiting to be applied: at once if
+    /// none is, else right after the batch that applies the last. What it reads of the projections
+    /// is then the state every event before the one it appends leaves (a compaction's or a
+    /// retention's device list, `DeviceStays`). On the loop.
+    func whenNothingPending(_ action: @escaping (Node) -> Void) {
+        loop.owner.check("whenNothingPending")
+        if pending.isEmpty { action(self) } else { quietWaiters.append(action) }
+    }
+
+    private func callQuietWaiters() {
+        guard !quietWaiters.isEmpty, pending.isEmpty else { return }
+        let waiters = quietWaiters
+        quietWaiters.removeAll()
+        for w in waiters { w(self) }
+    }
+
     /// Something beside the loop changed what `whenState` conditions read (the hub sync's
     /// problems): they are asked again. On the loop.
     func recheckState() { callStateWaiters() }
@@ -276,7 +294,7 @@ public final class Node: @unchecked Sendable {
     func append(_ body: EventBody, time: UInt64? = nil) -> UInt64? {
         loop.owner.check("append")
         var t = time ?? clock.nowMicroseconds()
-        if case .scanHit = body {
+        if body.isSheddable {
             // A clock stepped back past what compaction has done: the hit is logged at the start
             // of the first slot not compacted, so a compaction reads it like any other (its own
             // time was wrong by over an hour on one side of the step anyway).
@@ -388,6 +406,7 @@ public final class Node: @unchecked Sendable {
                            unlogged: fromMemory != nil)
         }
         if let failure { enterMemoryMode(failure) }
+        callQuietWaiters()
         reconcile()
     }
 

@@ -99,10 +99,21 @@ final class RadioIntake: NodeComponent {
     /// Closes the open window now: on its timer, or early when the node stops (hits are never
     /// stamped with a time that has not happened yet).
     private func closeScanWindow() {
-        let closedAt = node.clock.nowMicroseconds()
-        for hit in scanWindow.close(at: closedAt) {
-            node.append(.scanHit(hit), time: closedAt)
+        let (time, hits) = scanWindow.close(at: node.clock.nowMicroseconds())
+        guard !hits.isEmpty else { return }
+        // The window's hits in one record (README "The raw tier"), but a resident's tag's
+        // sightings on their own: retention and compaction keep those (the ladder's data), and a
+        // batch holding one would be kept whole.
+        let escalations = node.projections.escalations
+        var tagSightings: [ScanHit] = []
+        var others: [ScanHit] = []
+        others.reserveCapacity(hits.count)
+        for hit in hits {
+            if escalations.wasEverTag(hit.address & 0xFFFF_FFFF_FFFF) { tagSightings.append(hit) } else { others.append(hit) }
         }
+        let (batch, unpackable) = ScanBatch.packing(others)
+        if batch.count > 0 { node.append(.scanBatch(batch), time: time) }
+        for hit in tagSightings + unpackable { node.append(.scanHit(hit), time: time) }
     }
 
     func stop() {

@@ -42,7 +42,7 @@ struct RunningFromMemory: Sendable {
     /// made again or does not matter, so it does not keep a failed node from restarting.
     static func mattersToPeople(_ kind: EventKind) -> Bool {
         switch kind {
-        case .scanHit, .nodeStarted, .nodeStopped, .radioStateChanged, .occupancySampled, .downtimeDetected, .logSalvaged,
+        case .scanHit, .scanBatch, .nodeStarted, .nodeStopped, .radioStateChanged, .occupancySampled, .downtimeDetected, .logSalvaged,
              .contactRetention, .scanSightings, .hubAcknowledged, .hubEpochStarted, .hubReceived, .hubFeedRewound, .exposureKeysOffered:
             false
         default:

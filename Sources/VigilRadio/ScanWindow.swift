@@ -93,16 +93,19 @@ public struct ScanWindow {
     }
 
     /// Closes the window at `time`: one ScanHit per advertiser, sorted by address so the log
-    /// order is deterministic. The event time of each hit is `time`.
-    public mutating func close(at time: UInt64) -> [ScanHit] {
+    /// order is deterministic. The event time of every hit is `time`, or the last report's when
+    /// a report carries a later one: the returned `time`, which the hits' offsets count back from.
+    public mutating func close(at time: UInt64) -> (time: UInt64, hits: [ScanHit]) {
         defer {
             byAddress.removeAll(keepingCapacity: true)
             openedAt = nil
         }
-        return byAddress.keys.sorted().compactMap { key in
+        let eventTime = byAddress.values.reduce(time) { max($0, $1.last) }
+        let hits = byAddress.keys.sorted().compactMap { key -> ScanHit? in
             guard let acc = byAddress[key] else { return nil }
-            return hit(address: key & 0xFFFF_FFFF_FFFF, acc, eventTime: max(time, acc.last))
+            return hit(address: key & 0xFFFF_FFFF_FFFF, acc, eventTime: eventTime)
         }
+        return (eventTime, hits)
     }
 
     private mutating func hit(address: UInt64, _ acc: Accumulator, eventTime: UInt64) -> ScanHit {

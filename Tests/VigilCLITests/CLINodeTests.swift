@@ -21,8 +21,9 @@ import Testing
         #expect(records.compactMap { $0["seq"] as? Int } == [applied - 2, applied - 1, applied])
         #expect(records.last?["kind"] as? String == "node-stopped")
 
-        let hits = try CLI.run(["log", "tail", "--data", dir.path, "-n", "1000", "--kind", "scan-hit", "--json"])
-        #expect(!hits.lines.isEmpty && hits.lines.allSatisfy { $0.contains(#""kind":"scan-hit""#) })
+        // A window's hits are one scan-batch record, shown as the hits it holds.
+        let hits = try CLI.run(["log", "tail", "--data", dir.path, "-n", "1000", "--kind", "scan-batch", "--json"])
+        #expect(!hits.lines.isEmpty && hits.lines.allSatisfy { $0.contains(#""kind":"scan-batch""#) && $0.contains(#""rssi_max""#) })
 
         let stats = try CLI.run(["log", "stats", "--data", dir.path, "--json"])
         let statsObject = try #require(try JSONSerialization.jsonObject(with: Data(stats.stdout.utf8)) as? [String: Any])

@@ -57,8 +57,11 @@ import VigilEvents
         var contacts = ExposureContacts()
         var s = ScanSightings()
         for r in log where sequences.contains(r.event.sequence) && r.event.timeMicroseconds >= start && r.event.timeMicroseconds < end {
-            guard case .scanHit = r.event.body else { continue }
-            s.hits += 1
+            switch r.event.body {
+            case .scanHit: s.hits += 1
+            case .scanBatch(let batch): s.hits += UInt64(batch.count)
+            default: continue
+            }
             contacts.apply(r.event)
         }
         s.spanStartUs = start
@@ -100,12 +103,17 @@ import VigilEvents
         var keptOldOfPresentDevices = 0
         var keptOldTagSightings = 0
         var retentions = 0
+        var batches = 0
+        var batchesKeptForATag = 0
     }
 
     /// Twenty days of a box: a beacon heard almost always, people coming and going, residents'
     /// tags enrolled and removed, alerts and exposure events, a retention event a day (some of
     /// whose deletions never ran before the next one), and the clock stepped back once.
-    static func run(seed: UInt64, compacting: Bool = false) throws -> Outcome {
+    /// `batching`: the hits of each moment are one ScanBatch, as the node logs a scan window (a
+    /// tag's sighting on its own, but now and then inside the batch), and the compactions and
+    /// retentions carry the device list (`DeviceStays`) as the node's do.
+    static func run(seed: UInt64, compacting: Bool = false, batching: Bool = false) throws -> Outcome {
         var rng = SeededGenerator(state: seed)
         var settings = ProjectionSettings()
         settings.devicePruneAfterMicroseconds = 30 * minute
@@ -131,6 +139,27 @@ import VigilEvents
             log.append(Record(event: event, kind: kind, payload: payload))
             if case .scanSightings = body {} else { raw.append(event) }
             live.apply(event)
+        }
+        // The hits of this moment, when batching: logged by `flush` as the node logs a window.
+        var window: [ScanHit] = []
+        func flush() {
+            guard !window.isEmpty else { return }
+            let inside = Double.random(in: 0..<1, using: &rng) < 0.05
+            let tags = window.filter { !inside && live.escalations.wasEverTag($0.address) }
+            let (batch, rest) = ScanBatch.packing(window.filter { inside || !live.escalations.wasEverTag($0.address) })
+            window = []
+            if batch.count > 0 {
+                outcome.batches += 1
+                if inside, (try? batch.scanHits())?.contains(where: { live.escalations.wasEverTag($0.address) }) == true {
+                    outcome.batchesKeptForATag += 1
+                }
+                append(.scanBatch(batch))
+            }
+            for h in tags + rest { append(.scanHit(h)) }
+        }
+        func logHit(_ body: EventBody) {
+            guard batching, case .scanHit(let h) = body else { append(body); return }
+            window.append(h)
         }
         func hit(_ address: UInt64, count: UInt32, rpi: Bool = false) -> EventBody {
             var h = ScanHit()
@@ -163,6 +192,7 @@ import VigilEvents
                     if let d = live.devices.devices[key], d.firstHitSequence == first, d.lastSeenMicroseconds >= horizon { continue }
                     s.firstSequence = first
                 }
+                if batching { s.stays = live.devices.stays(at: time) }
                 append(.scanSightings(s))
                 outcome.compactions += 1
                 guard let plan = live.compactionPlan else { throw RetentionTestError.noPlan }
@@ -184,11 +214,20 @@ import VigilEvents
                 steppedBack = true
             }
             if compacting { try compact() }
-            append(hit(0xB0_0000_0001, count: 2)) // the beacon
+            logHit(hit(0xB0_0000_0001, count: 2)) // the beacon
             let roll = Double.random(in: 0..<1, using: &rng)
             if roll < 0.6 {
                 let address = 0xC0_0000_0000 | UInt64.random(in: 1...12, using: &rng)
-                append(hit(address, count: UInt32.random(in: 0...3, using: &rng), rpi: address % 3 != 0))
+                // A hit of no report is not something a window makes: logged on its own.
+                let count = UInt32.random(in: 0...3, using: &rng)
+                if count == 0 { append(hit(address, count: 0)) } else { logHit(hit(address, count: count, rpi: address % 3 != 0)) }
+                if batching, Double.random(in: 0..<1, using: &rng) < 0.5 {
+                    let other = 0xC0_0000_0000 | UInt64.random(in: 13...40, using: &rng)
+                    logHit(hit(other, count: UInt32.random(in: 1...3, using: &rng), rpi: true))
+                }
+            }
+            flush()
+            if roll < 0.6 {
             } else if roll < 0.62 {
                 let id = "r\(Int.random(in: 1...4, using: &rng))"
                 let tag = 0xC0_0000_0000 | UInt64.random(in: 1...12, using: &rng)
@@ -213,6 +252,9 @@ import VigilEvents
                 var r = ContactRetention()
                 // Older logs hold cutoffs that are not a midnight; the plan rounds them down.
                 r.cutoffUs = time - 5 * day - (outcome.retentions % 2 == 0 ? 0 : time % day)
+                if batching, SlotTally.slot(ofMicroseconds: RetentionPlan.alignedCutoff(r.cutoffUs)) > live.retention.scanHits.floorDay {
+                    r.stays = live.devices.stays(at: time)
+                }
                 append(.contactRetention(r))
                 outcome.retentions += 1
                 guard let plan = live.retentionPlan else { throw RetentionTestError.noPlan }
@@ -247,7 +289,9 @@ import VigilEvents
         // ...and the counts are the log's.
         let scanHits = log.filter { if case .scanHit = $0.event.body { true } else { false } }.count
         let exposures = log.filter { if case .exposureDetected = $0.event.body { true } else { false } }.count
+        let batches = log.filter { if case .scanBatch = $0.event.body { true } else { false } }.count
         #expect(live.health.count(of: .scanHit) == UInt64(scanHits), "seed \(seed)")
+        #expect(live.health.count(of: .scanBatch) == UInt64(batches), "seed \(seed)")
         #expect(live.health.count(of: .exposureDetected) == UInt64(exposures), "seed \(seed)")
         #expect(live.health.totalEvents == UInt64(log.count), "seed \(seed)")
         return outcome
@@ -275,6 +319,26 @@ import VigilEvents
         #expect(outcome.compacted > 100, "compactions delete (most hits here are tags' or the beacon's, kept)")
         #expect(outcome.contactTracks > 100)
         #expect(outcome.keptOldOfPresentDevices > 0, "the beacon's stay is kept raw")
+    }
+
+    /// The same with the node's raw tier: each moment's hits in one ScanBatch. The compactions
+    /// and retentions delete batches whole and carry the device list, so replay of what is left
+    /// still equals the live state, counts equal the log's, and contacts those of every hit.
+    @Test(arguments: [1, 2, 3, 4] as [UInt64])
+    func batchedLogCompactsAndReplaysToTheLiveState(seed: UInt64) throws {
+        let outcome = try Self.run(seed: seed, compacting: true, batching: true)
+        #expect(outcome.batches > 5_000)
+        #expect(outcome.compactions > 1_000)
+        #expect(outcome.compacted > outcome.batches / 2, "most batches are deleted by compaction")
+        #expect(outcome.batchesKeptForATag > 0, "a batch holding a tag's sighting is kept")
+        #expect(outcome.contactTracks > 100)
+    }
+
+    @Test(arguments: [1, 2] as [UInt64])
+    func batchedLogWithRetentionOnlyReplaysToTheLiveState(seed: UInt64) throws {
+        let outcome = try Self.run(seed: seed, batching: true)
+        #expect(outcome.retentions >= 15)
+        #expect(outcome.deleted > 1_000)
     }
 
     @Test func aRetentionThatDeletesNothingChangesNoCountAndNoDevice() {

@@ -18,7 +18,9 @@ import VigilSystem
     /// Two hours of a small shelter, written before the node starts: a phone with a GAEN
     /// identifier changing every 15 minutes (gone for 90 minutes), a laptop that left an hour
     /// and a half ago, a beacon heard all along, and a resident's tag.
-    func writeHistory(_ dir: String, now: UInt64) async throws -> [Event] {
+    /// `batched`: each moment's hits in one ScanBatch, as the node logs a window (the tag's on
+    /// their own, as the node logs a tag's sightings).
+    func writeHistory(_ dir: String, now: UInt64, batched: Bool = false) async throws -> [Event] {
         let log = try EventLog.open(LogConfiguration(directory: dir))
         var written: [Event] = []
         func put(_ body: EventBody, at time: UInt64) async throws {
@@ -44,16 +46,25 @@ import VigilSystem
                 h.lastOffsetUs = 100_000
                 return h
             }
+            var window: [ScanHit] = []
+            func heard(_ h: ScanHit, at time: UInt64) async throws {
+                if batched { window.append(h) } else { try await put(.scanHit(h), at: time) }
+            }
             if t < now - 90 * Self.minute {
                 var h = hit(Self.phone, rssi: -58 - Int32(k % 5))
                 var rpi = [UInt8](repeating: 0x77, count: 16)
                 rpi[0] = UInt8(truncatingIfNeeded: t / (15 * Self.minute))
                 h.advertisement.gaenRpi = Data(rpi)
                 h.advertisement.gaenAem = Data([0x40, 0xF6, 0, 0])
-                try await put(.scanHit(h), at: t)
+                try await heard(h, at: t)
             }
-            if t < now - 95 * Self.minute, k % 2 == 0 { try await put(.scanHit(hit(Self.laptop, rssi: -80)), at: t + 500_000) }
-            if k % 3 == 0 { try await put(.scanHit(hit(Self.beacon, rssi: -66)), at: t + 700_000) }
+            if t < now - 95 * Self.minute, k % 2 == 0 { try await heard(hit(Self.laptop, rssi: -80), at: t + 500_000) }
+            if k % 3 == 0 { try await heard(hit(Self.beacon, rssi: -66), at: t + 700_000) }
+            if !window.isEmpty {
+                let (batch, rest) = ScanBatch.packing(window)
+                #expect(rest.isEmpty)
+                try await put(.scanBatch(batch), at: t + 800_000)
+            }
             if k % 4 == 0 { try await put(.scanHit(hit(Self.tag, rssi: -71)), at: t + 900_000) }
             t += 10_000_000
             k += 1
@@ -127,5 +138,63 @@ import VigilSystem
         #expect(compacted.tracks.count >= 2, "the phone's identifiers")
         #expect(compacted.tracks == raw.tracks)
         #expect(sightings.flatMap(\.tracks).count >= 2)
+    }
+
+    /// The node's raw tier (issue 12, item 4): history logged as scan batches, and the node's own
+    /// radio heard all along, so stays go on across every compaction. Batches before the last
+    /// compacted slot are all deleted, the stays come back on replay from the events' device
+    /// lists, and counts and contacts are those of every hit.
+    @Test func scanBatchesAreDeletedWholeAndTheStaysTheyBuiltSurviveInTheEvents() async throws {
+        let dir = TemporaryDirectory()
+        let clock = ManualClock()
+        let now = clock.nowMicroseconds()
+        let history = try await writeHistory(dir.path, now: now, batched: true)
+        var c = testConfiguration(dir, advertisers: 2)
+        c.simulation.meanStayMicroseconds = 20 * 3_600_000_000
+        c.compactAfterMicroseconds = 60 * Self.minute
+        let node = try Node(configuration: c, clock: clock, monotonic: clock, logger: quietLogger)
+        let task = await start(node)
+        // Eighty minutes of the node's own radio: its first windows become compactable.
+        await advance(clock, node, byMicroseconds: 80 * Self.minute, step: 5_000_000)
+        var due = false
+        for _ in 0..<2_000 where !due {
+            await advance(clock, node, byMicroseconds: 1_000_000, step: 1_000_000)
+            due = await onLoop(node) { n in
+                !n.compaction.busy && n.projections.retention.recentScanHits.firstSlotWithDeletable.map {
+                    UInt64($0 + 1) * SlotTally.slotMicroseconds > n.clock.nowMicroseconds() - 60 * Self.minute
+                } ?? true
+            }
+        }
+        #expect(due, "every slot over an hour old was compacted")
+        let live = await onLoop(node) { n in n.projections.devices.sorted.filter { $0.firstSeenMicroseconds >= now } }
+        await settled(node)
+        try await stop(node, task)
+
+        let log = try EventLog.openReadOnly(directory: dir.path)
+        let events = try storedEvents(dir)
+        let sightings = events.compactMap { if case .scanSightings(let s) = $0.body { s } else { nil } }
+        let end = sightings.map(\.spanEndUs).max() ?? 0
+        #expect(end > now + 10 * Self.minute, "the node's own windows were compacted too")
+        #expect(sightings.allSatisfy { $0.hasStays }, "every compaction carries the device list")
+        // No batch is left before the last compacted slot's end: none held a tag's sighting.
+        let batches = events.filter { if case .scanBatch = $0.body { true } else { false } }
+        #expect(batches.allSatisfy { $0.timeMicroseconds >= end })
+        #expect(batches.count > 100, "the node logs its windows as batches")
+        // The radio's advertisers were heard from the start: their stays began in deleted batches.
+        #expect(live.count == 2)
+        #expect(live.allSatisfy { $0.firstSeenMicroseconds < end }, "\(live.map(\.firstSeenMicroseconds)) \(end)")
+        // Their stays hold the windows of every step (the clock moves five seconds a step).
+        #expect(live.allSatisfy { $0.hits > 500 }, "\(live.map(\.hits))")
+        #expect(sightings.last?.stays.devices.contains { d in live.contains { $0.address == d.address } } == true)
+        // Status counts what the log holds, and a rebuild from the log equals the node's state.
+        #expect(node.projections.health.count(of: .scanBatch) == UInt64(batches.count))
+        #expect(node.projections.health.totalEvents == UInt64(events.count))
+        #expect(try Replay.verify(log, settings: c.projections).matches, "replay of the compacted log equals the running state")
+        // Exposure contacts from the compacted log are those of every hit of the history.
+        var raw = ExposureContacts(settings: c.exposure.contacts)
+        for e in history { raw.apply(e) }
+        let compacted = try ExposureKeyMatching.contacts(in: log, settings: c.exposure.contacts)
+        #expect(compacted.tracks.count >= 2, "the phone's identifiers")
+        #expect(compacted.tracks == raw.tracks)
     }
 }
