@@ -12,10 +12,11 @@ import Synchronization
 /// own compactor (`Compaction.read`), on real logs.
 ///
 /// The shelter: 2,000 phones, every one heard in every 2 s scan window (1,000 scan hits a
-/// second), each advertising a GAEN identifier that changes with its address every 15 minutes,
+/// second, one ScanBatch record a window as the node logs them), each advertising a GAEN identifier that changes with its address every 15 minutes,
 /// at a phase of its own (the worst case for the compacted tier: a phone without one compacts
 /// to nothing). The raw hits of `minutes` are appended as the node appends them, every ten-minute
-/// slot is compacted, and the sightings are appended to a second log: the bytes LMDB takes for
+/// slot is compacted, and the sightings (with the device list each carries) are appended to a
+/// second log: the bytes LMDB takes for
 /// them, over the raw hits they replace, is `sighting_bytes_per_hit` (the baseline in the same
 /// run is the raw tier's bytes per hit). `crowded_14d_bytes` is what 14 days take: the sightings
 /// of 14 days at the measured rate, plus the raw tier (the hour compaction waits, and the slot
@@ -38,9 +39,11 @@ struct CompactionBench {
         h.addressType = .addressRandom
         let base = -90 + Int32(rng.next() % 45)
         h.count = 2 + UInt32(rng.next() % 3)
+        let spread = Int32(rng.next() % 8)
         h.rssiMin = base
-        h.rssiMax = base + Int32(rng.next() % 8)
-        h.rssiSum = Int64(base) * Int64(h.count) + Int64(rng.next() % 8)
+        h.rssiMax = base + spread
+        // Between count × min and count × max, as reports make it.
+        h.rssiSum = Int64(base) * Int64(h.count) + Int64(rng.next() % (UInt64(spread) * UInt64(h.count) + 1))
         h.firstOffsetUs = 1_200_000 + rng.next() % 700_000
         h.lastOffsetUs = rng.next() % 300_000
         var ad = AdvertisementSummary()
@@ -73,30 +76,41 @@ struct CompactionBench {
             var time = start + Self.windowMicroseconds
             let end = start + UInt64(minutes) * 60_000_000
             progress("compaction: appending \(minutes) min of 2,000 phones")
-            // The sequences of each slot's hits (the log numbers them from 1, in append order).
+            // The sequences of each slot's records (the log numbers them from 1, in append order).
             var slotFirst: [UInt64] = []
+            var records = 0
+            // The device list as the node's projections fold the same hits: what each compaction
+            // event carries (`DeviceStays`).
+            var devices = DeviceList()
             while time < end {
-                if slotFirst.count <= Int((time - start) / SlotTally.slotMicroseconds) { slotFirst.append(UInt64(hits) + 1) }
-                for phone in 0..<Self.phones {
-                    let (kind, payload) = EventCodec.encode(.scanHit(Self.hit(phone: phone, time: time, using: &rng)))
-                    hits += 1
-                    // Every 20,000, wait until the writer has them: the queue stays small.
-                    let record = LogRecord(kind: kind, timeMicroseconds: time, payload: payload)
-                    if hits % 20_000 == 0 {
-                        let done = DispatchSemaphore(value: 0)
-                        let signal: @Sendable (Result<UInt64, LogError>) -> Void = { _ in done.signal() }
-                        _ = try raw.append(record, priority: .critical, completion: signal)
-                        done.wait()
-                    } else {
-                        _ = try raw.append(record, priority: .critical)
-                    }
+                if slotFirst.count <= Int((time - start) / SlotTally.slotMicroseconds) { slotFirst.append(UInt64(records) + 1) }
+                // One record per window, as the node logs it (`RadioIntake`).
+                let window = (0..<Self.phones).map { Self.hit(phone: $0, time: time, using: &rng) }
+                let (batch, rest) = ScanBatch.packing(window)
+                guard rest.isEmpty else { throw BenchError("compaction: a hit did not fit its window's batch") }
+                let (kind, payload) = EventCodec.encode(.scanBatch(batch))
+                hits += window.count
+                records += 1
+                for hit in window { devices.apply(scanHit: ScanHitFields(hit), sequence: UInt64(records), timeMicroseconds: time) }
+                let record = LogRecord(kind: kind, timeMicroseconds: time, payload: payload)
+                // Every 10 windows, wait until the writer has them: the queue stays small.
+                if records % 10 == 0 {
+                    let done = DispatchSemaphore(value: 0)
+                    let signal: @Sendable (Result<UInt64, LogError>) -> Void = { _ in done.signal() }
+                    _ = try raw.append(record, priority: .critical, completion: signal)
+                    done.wait()
+                } else {
+                    _ = try raw.append(record, priority: .critical)
                 }
                 time += Self.windowMicroseconds
             }
+            // The list at the end: every phone, and the addresses that rotated within the prune
+            // horizon (what a compaction logged in the steady state carries).
+            let stays = devices.stays(at: time)
             raw.close()
             let rawLog = try EventLog.openReadOnly(directory: rawDirectory)
             let rawPages = try rawLog.read { try $0.eventsPageStatistics() }
-            guard rawPages.entries == hits else { throw BenchError("raw log has \(rawPages.entries) of \(hits) hits") }
+            guard rawPages.entries == records else { throw BenchError("raw log has \(rawPages.entries) of \(records) records") }
             let rawBytesPerHit = Double(rawPages.totalBytes) / Double(hits)
 
             var compactedConfiguration = LogConfiguration(directory: compactedDirectory)
@@ -120,13 +134,16 @@ struct CompactionBench {
             var identifierMinutes = 0
             var tracks = 0
             var eventBytes = 0
-            slotFirst.append(UInt64(hits) + 1)
+            var staysBytes = 0
+            slotFirst.append(UInt64(records) + 1)
             for slot in 0..<slots {
                 let began = monotonicSeconds()
-                let sightings = try ScanSightingsReader.read(rawLog, sequences: slotFirst[slot]...(slotFirst[slot + 1] - 1),
+                var sightings = try ScanSightingsReader.read(rawLog, sequences: slotFirst[slot]...(slotFirst[slot + 1] - 1),
                                                     start: start + UInt64(slot) * SlotTally.slotMicroseconds,
                                                     end: start + UInt64(slot + 1) * SlotTally.slotMicroseconds, tags: [])
                 compactionSeconds.append(monotonicSeconds() - began)
+                sightings.stays = stays
+                staysBytes += (try? stays.serializedBytes() as [UInt8])?.count ?? 0
                 summarised += sightings.hits
                 tracks += sightings.tracks.count
                 identifierMinutes += sightings.tracks.reduce(0) { $0 + $1.minutes.count }
@@ -152,7 +169,10 @@ struct CompactionBench {
                 ("deterministic", .bool(true)),
                 ("identifiers", .int(tracks)),
                 ("identifier_minutes", .int(identifierMinutes)),
-                ("payload_bytes_per_identifier_minute", .double(Double(eventBytes) / Double(max(identifierMinutes, 1)))),
+                ("payload_bytes_per_identifier_minute", .double(Double(eventBytes - staysBytes) / Double(max(identifierMinutes, 1)))),
+                ("device_stays", .int(stays.devices.count)),
+                ("device_stays_bytes_per_event", .double(Double(staysBytes) / Double(max(slots, 1)))),
+                ("raw_records", .int(records)),
                 ("compaction_seconds_per_slot_median", .double(seconds)),
                 // What reading and folding a slot adds to the heap at its peak (sampled every 2 ms).
                 ("compaction_anon_rss_growth_mb", .double(max(0, anonPeak - anonBefore))),
