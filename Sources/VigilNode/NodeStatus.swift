@@ -7,7 +7,9 @@ import VigilRadio
 public struct NodeCounters: Sendable, Codable, Equatable {
     public var reports: UInt64 = 0
     public var appended: UInt64 = 0
-    /// Scan hits shed because the log writer was over its queue limit.
+    /// Scan hits the log took, in batches or on their own (a batch is one record of many).
+    public var scanHitsLogged: UInt64 = 0
+    /// Scan records (batches, single hits) shed because the log writer was over its queue limit.
     public var shed: UInt64 = 0
     /// Events the log refused (full at its cap, or a write error).
     public var refused: UInt64 = 0

@@ -62,7 +62,7 @@ final class RadioIntake: NodeComponent {
             node.airAlerts.inspect(report)
             let wasOpen = scanWindow.openedAt != nil
             if let hit = scanWindow.add(report) {
-                node.append(.scanHit(hit), time: report.timeMicroseconds)
+                if node.append(.scanHit(hit), time: report.timeMicroseconds) != nil { node.counters.scanHitsLogged &+= 1 }
             } else if !wasOpen, let closesAt = scanWindow.closesAt {
                 // The window is measured in real time, as the radio hears (not divided by the
                 // clock's rate under --time-scale).
@@ -112,8 +112,8 @@ final class RadioIntake: NodeComponent {
             if escalations.wasEverTag(hit.address & 0xFFFF_FFFF_FFFF) { tagSightings.append(hit) } else { others.append(hit) }
         }
         let (batch, unpackable) = ScanBatch.packing(others)
-        if batch.count > 0 { node.append(.scanBatch(batch), time: time) }
-        for hit in tagSightings + unpackable { node.append(.scanHit(hit), time: time) }
+        if batch.count > 0, node.append(.scanBatch(batch), time: time) != nil { node.counters.scanHitsLogged &+= UInt64(batch.count) }
+        for hit in tagSightings + unpackable where node.append(.scanHit(hit), time: time) != nil { node.counters.scanHitsLogged &+= 1 }
     }
 
     func stop() {
