@@ -67,6 +67,7 @@ public final class Node: @unchecked Sendable {
     private(set) lazy var uplink = HubUplink(node: self)
     private(set) lazy var occupancy = OccupancySampler(node: self)
     private(set) lazy var logIntegrity = LogIntegrity(node: self)
+    private(set) lazy var serviceManager = ServiceNotifications(node: self)
     /// Set once the log stopped taking writes: the node runs on from memory (`RunningFromMemory`).
     private(set) var fromMemory: RunningFromMemory?
     /// The log could not be written from the start (a read-only card): a restart cannot help,
@@ -140,7 +141,7 @@ public final class Node: @unchecked Sendable {
         logUnwritableAtStart = log.failure != nil
         initialAir = boot.air
         failures.target = self
-        components = [intake, airAlerts, buttons, ladder, expiries, deliveries, retention, compaction, checkpoints, control, downtime, zones, occupancy, uplink, logIntegrity]
+        components = [intake, airAlerts, buttons, ladder, expiries, deliveries, retention, compaction, checkpoints, control, downtime, zones, occupancy, uplink, logIntegrity, serviceManager]
         do {
             try restore()
         } catch {
@@ -254,6 +255,7 @@ public final class Node: @unchecked Sendable {
         }
         // Outputs and timers come back from the restored state; overdue deadlines fire now.
         reconcile()
+        serviceManager.ready()
         logger.info("node running", metadata: [
             "node": "\(String(nodeID, radix: 16))", "data": "\(configuration.dataDirectory)",
             "board": "\(board.profile.name)", "radio": "\(radio.name)",

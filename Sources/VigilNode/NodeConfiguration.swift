@@ -24,6 +24,9 @@ public struct NodeConfiguration: Sendable {
     public var exposure = ExposureSettings()
     public var scanWindowMicroseconds: UInt64 = 2_000_000
     public var simulation = RadioSimulationSettings()
+    /// The service manager's notification socket and watchdog (systemd's `Type=notify`,
+    /// `WatchdogSec=`): from the environment `vigil run` was started with; nil under no manager.
+    public var serviceManager: ServiceManagerSettings?
     public var commitWindowMicroseconds: UInt64 = 5_000
     public var maxBatch = 4_096
     public var queueLimit = 65_536
@@ -380,5 +383,30 @@ enum BoardProfileFile {
         let activeLow = try reader.bool("active_low") ?? false
         try reader.finish()
         return BoardProfile.Line(offset: UInt32(offset), activeLow: activeLow)
+    }
+}
+
+/// What systemd hands a `Type=notify` service in its environment (sd_notify(3)).
+public struct ServiceManagerSettings: Sendable, Equatable {
+    /// `NOTIFY_SOCKET`: a path, or a name in the abstract namespace with a leading '@'.
+    public var socketPath: String
+    /// `WATCHDOG_USEC`: the watchdog's interval; 0 when there is none. The loop pings at half it.
+    public var watchdogMicroseconds: UInt64
+
+    public init(socketPath: String, watchdogMicroseconds: UInt64 = 0) {
+        self.socketPath = socketPath
+        self.watchdogMicroseconds = watchdogMicroseconds
+    }
+
+    /// The settings in `environment`, nil without NOTIFY_SOCKET. A watchdog meant for another
+    /// process (`WATCHDOG_PID` not `pid`) or an unreadable interval is ignored, as sd_notify does.
+    public static func from(environment: [String: String], pid: Int32) -> ServiceManagerSettings? {
+        guard let path = environment["NOTIFY_SOCKET"], !path.isEmpty else { return nil }
+        var settings = ServiceManagerSettings(socketPath: path)
+        if let text = environment["WATCHDOG_USEC"], let us = UInt64(text), us > 0,
+           environment["WATCHDOG_PID"].map({ Int32($0) == pid }) ?? true {
+            settings.watchdogMicroseconds = us
+        }
+        return settings
     }
 }

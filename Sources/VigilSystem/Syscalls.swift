@@ -431,6 +431,70 @@ public enum UnixSocket {
     }
 }
 
+/// Unix-domain datagram sockets: the service manager's notification socket (`NOTIFY_SOCKET`).
+public enum UnixDatagram {
+    /// An unbound, non-blocking datagram socket to send from.
+    public static func socket() throws(SystemError) -> FileDescriptor {
+        let raw = try check("socket(AF_UNIX, SOCK_DGRAM)") {
+            Glibc.socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        }
+        return FileDescriptor(adopting: raw)
+    }
+
+    /// Sends `bytes` as one datagram to `path` (a leading '@' names the abstract namespace).
+    public static func send(_ bytes: [UInt8], from socket: borrowing FileDescriptor, to path: String) throws(SystemError) {
+        try send(bytes, fromDescriptor: socket.rawValue, to: path)
+    }
+
+    /// The same from a descriptor held elsewhere (an optional socket of a component).
+    public static func send(_ bytes: [UInt8], fromDescriptor descriptor: Int32, to path: String) throws(SystemError) {
+        let name = Array(path.utf8)
+        while true {
+            let sent = name.withUnsafeBufferPointer { n in
+                bytes.withUnsafeBytes { b in
+                    n.withMemoryRebound(to: CChar.self) { cvigil_unix_sendto(descriptor, $0.baseAddress, n.count, b.baseAddress, b.count) }
+                }
+            }
+            if sent >= 0 { return }
+            let e = Errno.current
+            if e == .interrupted { continue }
+            throw SystemError("sendto", path, errno: e)
+        }
+    }
+
+    /// A datagram socket bound at `path` (replacing a stale one; '@' names the abstract
+    /// namespace), for a listener: what a service
+    /// manager does with NOTIFY_SOCKET, and what tests of the protocol do.
+    public static func bind(path: String) throws(SystemError) -> FileDescriptor {
+        let fd = try socket()
+        if !path.hasPrefix("@") { _ = unlink(path) }
+        let name = Array(path.utf8)
+        _ = try check("bind", path) {
+            name.withUnsafeBufferPointer { n in n.withMemoryRebound(to: CChar.self) { cvigil_unix_bind_name(fd.rawValue, $0.baseAddress, n.count) } }
+        }
+        return fd
+    }
+
+    /// The next datagram, waiting at most `timeoutMilliseconds`; nil when none came in time.
+    public static func receive(_ socket: borrowing FileDescriptor, timeoutMilliseconds: Int32, maxBytes: Int = 4_096) throws(SystemError) -> [UInt8]? {
+        var poller = pollfd(fd: socket.rawValue, events: Int16(POLLIN), revents: 0)
+        while true {
+            let ready = poll(&poller, 1, timeoutMilliseconds)
+            if ready == 0 { return nil }
+            if ready < 0 {
+                if Errno.current == .interrupted { continue }
+                throw SystemError("poll", errno: Errno.current)
+            }
+            var buffer = [UInt8](repeating: 0, count: maxBytes)
+            let n = buffer.withUnsafeMutableBytes { recv(socket.rawValue, $0.baseAddress, $0.count, 0) }
+            if n >= 0 { return Array(buffer[..<n]) }
+            let e = Errno.current
+            if e == .interrupted || e == .wouldBlock { continue }
+            throw SystemError("recv", errno: e)
+        }
+    }
+}
+
 /// inotify, so `vigil log tail -f` wakes when the log file changes instead of polling.
 public final class FileWatch: Sendable {
     public let fd: Int32

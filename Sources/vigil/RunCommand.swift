@@ -74,6 +74,10 @@ struct Run: AsyncParsableCommand {
             // The log is checked and salvaged by this program in processes of their own, so a
             // damaged page can crash only them.
             configuration.logCheckExecutable = configuration.logCheckExecutable ?? "/proc/self/exe"
+            // systemd's notification socket and watchdog are this process's alone: read, then
+            // taken out of the environment the node's child processes inherit.
+            configuration.serviceManager = ServiceManagerSettings.from(environment: ProcessInfo.processInfo.environment, pid: getpid())
+            for name in ["NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID"] { unsetenv(name) }
             let node: Node
             do {
                 let clock: any WallClock = try timeScale.map {

@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -111,6 +112,33 @@ static inline int cvigil_unix_connect(int fd, const char *path) {
     struct sockaddr_un addr = {0};
     if (cvigil_unix_address(&addr, path) != 0) { errno = ENAMETOOLONG; return -1; }
     return connect(fd, (struct sockaddr *)&addr, sizeof(addr));
+}
+
+// The address of `path` (`length` bytes, no NUL needed), which may name the abstract namespace
+// with a leading '@' (as NOTIFY_SOCKET does): then sun_path starts with a NUL and the address is
+// exactly as long as the name. Returns the address's size, or 0 when the name is too long.
+static inline socklen_t cvigil_unix_name(struct sockaddr_un *addr, const char *path, size_t length) {
+    if (length == 0 || length >= sizeof(addr->sun_path)) return 0;
+    addr->sun_family = AF_UNIX;
+    for (size_t i = 0; i < length; i++) addr->sun_path[i] = path[i];
+    socklen_t size = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + length);
+    if (path[0] == '@') addr->sun_path[0] = 0;
+    else { addr->sun_path[length] = 0; size += 1; } // a path's address holds its NUL
+    return size;
+}
+
+static inline ssize_t cvigil_unix_sendto(int fd, const char *path, size_t length, const void *bytes, size_t count) {
+    struct sockaddr_un addr = {0};
+    socklen_t size = cvigil_unix_name(&addr, path, length);
+    if (size == 0) { errno = ENAMETOOLONG; return -1; }
+    return sendto(fd, bytes, count, MSG_NOSIGNAL, (struct sockaddr *)&addr, size);
+}
+
+static inline int cvigil_unix_bind_name(int fd, const char *path, size_t length) {
+    struct sockaddr_un addr = {0};
+    socklen_t size = cvigil_unix_name(&addr, path, length);
+    if (size == 0) { errno = ENAMETOOLONG; return -1; }
+    return bind(fd, (struct sockaddr *)&addr, size);
 }
 
 static inline int cvigil_unix_bind(int fd, const char *path) {
