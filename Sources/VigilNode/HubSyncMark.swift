@@ -10,6 +10,11 @@ public struct HubSyncMark: Sendable, Equatable {
     /// Events after `book.syncedThrough` that leave the box.
     public var backlog: UInt64
 
+    public init(book: HubSyncBook, backlog: UInt64) {
+        self.book = book
+        self.backlog = backlog
+    }
+
     /// Whether `event` is synced, pending, or never leaves the box (nil).
     public func state(of event: Event) -> String? {
         guard event.body.kind.leavesBox else { return nil }

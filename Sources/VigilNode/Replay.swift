@@ -131,3 +131,75 @@ extension Replay {
         }
     }
 }
+
+/// A past moment of the log, for after-incident review (`vigil status --at`): a wall-clock time,
+/// or the position after an event.
+public enum PastMoment: Sendable, Equatable {
+    /// Every event up to the first one logged after this time (µs since the epoch). A clock that
+    /// was stepped back makes a time name more than one place in the log: this is the first.
+    case time(UInt64)
+    /// Every event up to and including this sequence.
+    case sequence(UInt64)
+}
+
+/// The projections as they were at a past moment, rebuilt from what the log holds now.
+public struct PastState: Sendable {
+    public var state: Projections
+    /// The last event applied (0: none).
+    public var throughSequence: UInt64
+    /// Whether the rebuild started from the checkpoint (it covered the moment's whole prefix).
+    public var fromCheckpoint: Bool
+    /// Events applied on top of the start.
+    public var applied: Int
+}
+
+extension Replay {
+    /// Rebuilds every projection as it was at `moment`: the log's prefix up to it, replayed. The
+    /// node's checkpoint is the start when the whole of it lies before the moment (its newest event
+    /// time and its sequence are both within it), else the log's first record. What retention and
+    /// compaction have deleted is not in the log any more: contact data of a moment older than
+    /// their cutoffs is what they left (the caller says so).
+    public static func state(_ log: EventLog, settings: ProjectionSettings, at moment: PastMoment) throws -> PastState {
+        try log.read { txn in
+            var state = Projections(settings: settings)
+            var fromCheckpoint = false
+            if let stored = try txn.checkpoint(named: Projections.checkpointName),
+               let decoded = try? Projections.decoded(stored.state) {
+                let covered = switch moment {
+                case .sequence(let n): decoded.appliedThrough <= n
+                case .time(let t): decoded.health.lastEventMicroseconds <= t && decoded.appliedThrough > 0
+                }
+                if covered {
+                    state = decoded
+                    fromCheckpoint = true
+                } else {
+                    // The node's settings, so the past is rebuilt as the node built it.
+                    state.devices.pruneAfterMicroseconds = decoded.devices.pruneAfterMicroseconds
+                    state.devices.pruneIntervalMicroseconds = decoded.devices.pruneIntervalMicroseconds
+                    state.outbox.retryBaseMicroseconds = decoded.outbox.retryBaseMicroseconds
+                    state.outbox.retryMaxMicroseconds = decoded.outbox.retryMaxMicroseconds
+                    state.outbox.keepDelivered = decoded.outbox.keepDelivered
+                    state.escalations.context = decoded.escalations.context
+                }
+            }
+            var through = state.appliedThrough
+            var applied = 0
+            try txn.forEach(from: state.appliedThrough + 1) { result in
+                let sequence: UInt64
+                switch result {
+                case .success(let view):
+                    sequence = view.sequence
+                    if case .time(let t) = moment, view.timeMicroseconds > t { return false }
+                case .failure(let corrupt):
+                    sequence = corrupt.sequence
+                }
+                if case .sequence(let n) = moment, sequence > n { return false }
+                apply(result, to: &state)
+                through = sequence
+                applied += 1
+                return true
+            }
+            return PastState(state: state, throughSequence: through, fromCheckpoint: fromCheckpoint, applied: applied)
+        }
+    }
+}

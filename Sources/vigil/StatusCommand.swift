@@ -15,11 +15,43 @@ struct Status: AsyncParsableCommand {
     @Flag(help: "Print one JSON object instead of text.")
     var json = false
 
+    @Option(help: ArgumentHelp("Show the state as it was at a past time, rebuilt from the log: ISO 8601 (2026-11-24T18:30:00Z), or a duration ago (\"90m ago\", or --at=-90m).",
+                               valueName: "time"))
+    var at: String?
+
+    @Option(help: ArgumentHelp("Show the state as it was right after this event (its sequence).", valueName: "sequence"))
+    var atSequence: UInt64?
+
+    /// The past moment `--at` or `--at-sequence` names, nil for now.
+    func moment(now: UInt64) throws -> PastMoment? {
+        if at != nil && atSequence != nil { throw CLIError("give --at or --at-sequence, not both", code: 64) }
+        if let atSequence { return .sequence(atSequence) }
+        guard let at else { return nil }
+        // "-90m" (given as --at=-90m) or "90m ago".
+        let relative = at.hasPrefix("-") ? String(at.dropFirst()) : at.hasSuffix(" ago") ? String(at.dropLast(4)) : nil
+        if let relative {
+            guard let ago = HumanDuration.parseMicroseconds(relative.trimmingCharacters(in: .whitespaces)), ago > 0 else {
+                throw CLIError("--at \(at): a duration ago is written like \"90m ago\" or --at=-2h", code: 64)
+            }
+            return .time(now > ago ? now - ago : 0)
+        }
+        let date = (try? Date(at, strategy: Date.ISO8601FormatStyle(includingFractionalSeconds: true)))
+            ?? (try? Date(at, strategy: Date.ISO8601FormatStyle()))
+        guard let date, date.timeIntervalSince1970 >= 0 else {
+            throw CLIError("--at \(at): not a time; write it in ISO 8601 with its zone (2026-11-24T18:30:00Z) or as \"90m ago\"", code: 64)
+        }
+        return .time(UInt64(date.timeIntervalSince1970 * 1_000_000))
+    }
+
     func run() async throws {
         try await reportingErrors {
             let configuration = try options.load().configuration
             let dir = configuration.dataDirectory
             let log = try openForReading(dir)
+            if let moment = try moment(now: realtimeMicroseconds()) {
+                try past(log, moment: moment, configuration: configuration)
+                return
+            }
             var state = try Replay.currentState(log, settings: configuration.projections)
             state.outbox.unreachableAfterMicroseconds = configuration.notifyUnreachableAfterMicroseconds
             let space = try log.spaceUsage()
@@ -38,6 +70,44 @@ struct Status: AsyncParsableCommand {
                                                      verificationKeys: configuration.exposure.verificationKeys.count))
             }
         }
+    }
+
+    /// `--at`: the state at a past moment, without what only a running node knows (its live
+    /// counters, the hub's view).
+    private func past(_ log: EventLog, moment: PastMoment, configuration: NodeConfiguration) throws {
+        var past = try Replay.state(log, settings: configuration.projections, at: moment)
+        past.state.outbox.unreachableAfterMicroseconds = configuration.notifyUnreachableAfterMicroseconds
+        let asked: String = switch moment {
+        case .time(let t): "as it was at \(EventFormatting.time(t))"
+        case .sequence(let n): "as it was after event \(n)"
+        }
+        let retention = past.state.exposures.lastRetentionCutoffMicroseconds
+        if json {
+            let report = PastStatusReport(asked: asked, throughSequence: past.throughSequence, fromCheckpoint: past.fromCheckpoint,
+                                          retentionCutoffMicroseconds: retention, state: past.state)
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys]
+            FileOutput.standardOutput.write(String(decoding: try encoder.encode(report), as: UTF8.self) + "\n")
+            return
+        }
+        var out = "\(asked): the log up to event \(past.throughSequence)"
+        out += past.throughSequence == 0 ? " (nothing had been logged yet)\n" : "\n"
+        // What deletion took is not in the log: say so rather than show a past without it.
+        let now = try Replay.currentState(log, settings: configuration.projections)
+        if now.exposures.lastRetentionCutoffMicroseconds > 0 {
+            out += "(contact data before \(EventFormatting.time(now.exposures.lastRetentionCutoffMicroseconds)) was deleted by retention"
+            let compacted = UInt64(now.retention.recentScanHits.floorSlot) * SlotTally.slotMicroseconds
+            out += compacted > 0 ? ", and raw scan hits before \(EventFormatting.time(compacted)) by compaction: devices and counts of then are what is left)\n" : ")\n"
+        } else if now.retention.recentScanHits.floorSlot > 0 {
+            let compacted = UInt64(now.retention.recentScanHits.floorSlot) * SlotTally.slotMicroseconds
+            out += "(raw scan hits before \(EventFormatting.time(compacted)) were compacted: devices and counts of then are what is left)\n"
+        }
+        // The hub's view then: what it had acknowledged (the backlog of then is not kept).
+        let hub = HubStatusLine(links: (try? HubLinks.load(dataDirectory: configuration.dataDirectory)) ?? HubLinks(),
+                                mark: HubSyncMark(book: past.state.hub, backlog: 0))
+        out += text(past.state, space: (0, 0, 0), live: nil, dir: configuration.dataDirectory, hub: hub,
+                    verificationKeys: configuration.exposure.verificationKeys.count)
+        FileOutput.standardOutput.write(out)
     }
 
     private func text(_ s: Projections, space: (usedBytes: Int, mapBytes: Int, pageSize: Int), live: LiveStatus?, dir: String, hub: HubStatusLine,
@@ -132,6 +202,15 @@ func exposureText(_ x: ExposureBook, verificationKeys: Int) -> String {
         out += last.refused.isEmpty ? "\(last.keys) keys, \(last.exposures) new exposures (\(last.highRisk) high risk)\n" : "REFUSED: \(last.refused)\n"
     }
     return out
+}
+
+/// `vigil status --at --json`.
+struct PastStatusReport: Encodable {
+    var asked: String
+    var throughSequence: UInt64
+    var fromCheckpoint: Bool
+    var retentionCutoffMicroseconds: UInt64
+    var state: Projections
 }
 
 struct StatusReport: Encodable {
