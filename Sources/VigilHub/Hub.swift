@@ -98,8 +98,12 @@ public enum Hub {
         )
         let migration = MigrationService(database: database, app: app)
         let listener = FeedListener(client: client, signal: signal, logger: logger)
-        let group = ServiceGroup(configuration: .init(services: [.init(service: client), .init(service: migration), .init(service: listener)],
-                                                      gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        var groupConfiguration = ServiceGroupConfiguration(services: [.init(service: client), .init(service: migration), .init(service: listener)],
+                                                           gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        // A service that does not finish its graceful shutdown (a wait that ignores it) is
+        // cancelled after this long, so SIGTERM always ends the hub (CI once saw one hang).
+        groupConfiguration.maximumGracefulShutdownDuration = .seconds(10)
+        let group = ServiceGroup(configuration: groupConfiguration)
         try await group.run()
     }
 

@@ -108,7 +108,7 @@ final class HubHarness: @unchecked Sendable {
     func stop() async {
         guard let process else { return }
         process.terminate()
-        await Self.exited(process)
+        await Self.exited(process, resendingTermination: true)
         self.process = nil
     }
 
@@ -122,13 +122,37 @@ final class HubHarness: @unchecked Sendable {
 
     /// Waits until `process` has exited (Foundation's waitUntilExit can miss the exit of a child
     /// whose own children live on: the cluster the hub started).
-    static func exited(_ process: Process) async {
+    /// `resendingTermination`: SIGTERM again every 5 s while it runs (one that came before the
+    /// hub's handler was in place can be lost), and after two minutes SIGKILL and a test failure:
+    /// a hub that SIGTERM does not stop is a bug, and must not hang the suite.
+    static func exited(_ process: Process, resendingTermination: Bool = false) async {
         let pid = process.processIdentifier
-        await offPool {
+        let stuck: Bool = await offPool {
             var status: Int32 = 0
-            // Returns when it exits, or at once if Foundation reaped it first (ECHILD).
-            while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+            guard resendingTermination else {
+                // Returns when it exits, or at once if Foundation reaped it first (ECHILD).
+                while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+                return false
+            }
+            let start = monotonicNanoseconds()
+            var lastTerm = start
+            while true {
+                let r = waitpid(pid, &status, WNOHANG)
+                if r == pid || (r < 0 && errno == ECHILD) { return false }
+                let now = monotonicNanoseconds()
+                if now - start > 120_000_000_000 {
+                    Glibc.kill(pid, SIGKILL)
+                    while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+                    return true
+                }
+                if now - lastTerm > 5_000_000_000 {
+                    Glibc.kill(pid, SIGTERM)
+                    lastTerm = now
+                }
+                usleep(20_000)
+            }
         }
+        if stuck { Issue.record("vigil-hub did not stop within two minutes of SIGTERM: killed") }
     }
 
     func enrolmentToken(for name: String) async throws -> EnrolmentToken {
