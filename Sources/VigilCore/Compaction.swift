@@ -26,8 +26,6 @@ public struct SlotTally: Codable, Equatable, Sendable {
 
     public init() {}
 
-    public var isEmpty: Bool { slots.isEmpty }
-
     /// The first slot that holds deletable hits.
     public var firstSlotWithDeletable: UInt32? {
         zip(slots, counts).first { $0.1 > 0 }?.0
@@ -66,17 +64,6 @@ public struct SlotTally: Codable, Equatable, Sendable {
         }
     }
 
-    /// Deletable hits in `slot`.
-    public func count(slot: UInt32) -> UInt64 {
-        guard let i = slots.firstIndex(of: slot) else { return 0 }
-        return counts[i]
-    }
-
-    /// The slots in `[from, before)` that hold hits.
-    public func slots(from: UInt32, before: UInt32) -> [UInt32] {
-        slots.filter { $0 >= from && $0 < before }
-    }
-
     /// The first and last sequence of any hit in `[from, before)`; nil when there is none.
     public func sequences(from: UInt32, before: UInt32) -> ClosedRange<UInt64>? {
         var first = UInt64.max, last: UInt64 = 0
@@ -99,6 +86,15 @@ public struct SlotTally: Codable, Equatable, Sendable {
     }
 }
 
+/// The last compaction's span and the records its deletion walks, as the retention ledger keeps
+/// them (`Projections.compactionPlan` adds the rest of the rule from the state).
+public struct CompactionSpan: Codable, Equatable, Sendable {
+    public var startMicroseconds: UInt64
+    public var endMicroseconds: UInt64
+    public var firstSequence: UInt64
+    public var lastSequence: UInt64
+}
+
 /// What one `ScanSightings` event deletes, as a pure rule the log's purge and the projections
 /// both follow (like `RetentionPlan`), so the state after the event is the same whether or not
 /// the deletion has run, and replay of the shortened log gives the same bytes.
@@ -115,7 +111,7 @@ public struct SlotTally: Codable, Equatable, Sendable {
 /// that can go: the span's first, or the first of a kept stay that has ended since; `last` is
 /// the event's sequence minus one. The event's tracks hold what exposure windows need of every
 /// hit of the span, deleted or kept (kept ones were read before, in their own span).
-public struct CompactionPlan: Codable, Equatable, Sendable {
+public struct CompactionPlan: Equatable, Sendable {
     public var spanStartMicroseconds: UInt64
     public var spanEndMicroseconds: UInt64
     public var firstSequence: UInt64
@@ -147,27 +143,6 @@ public struct CompactionPlan: Codable, Equatable, Sendable {
 
     public func deletes(scanHit hit: ScanHitFields, sequence: UInt64) -> Bool {
         !RetentionPlan.keeps(hit, sequence: sequence, tagSince: tagSince, keep: keep)
-    }
-
-    enum CodingKeys: String, CodingKey { case spanStartMicroseconds, spanEndMicroseconds, firstSequence, lastSequence, keep }
-
-    public init(from decoder: any Decoder) throws {
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        spanStartMicroseconds = try c.decode(UInt64.self, forKey: .spanStartMicroseconds)
-        spanEndMicroseconds = try c.decode(UInt64.self, forKey: .spanEndMicroseconds)
-        firstSequence = try c.decode(UInt64.self, forKey: .firstSequence)
-        lastSequence = try c.decode(UInt64.self, forKey: .lastSequence)
-        let pairs = try c.decode([[UInt64]].self, forKey: .keep)
-        keep = Dictionary(pairs.compactMap { $0.count == 2 ? ($0[0], $0[1]) : nil }, uniquingKeysWith: { a, _ in a })
-    }
-
-    public func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(spanStartMicroseconds, forKey: .spanStartMicroseconds)
-        try c.encode(spanEndMicroseconds, forKey: .spanEndMicroseconds)
-        try c.encode(firstSequence, forKey: .firstSequence)
-        try c.encode(lastSequence, forKey: .lastSequence)
-        try c.encode(keep.sorted { $0.key < $1.key }.map { [$0.key, $0.value] }, forKey: .keep)
     }
 }
 

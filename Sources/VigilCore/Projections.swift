@@ -162,8 +162,8 @@ public struct Projections: Projection {
             retention.sightings.add(day: DayTally.day(ofMicroseconds: time))
             if s.hasStays { devices.replace(with: s.stays, at: time) }
             forgetScanHits(before: SlotTally.slot(ofMicroseconds: s.spanEndUs), at: time)
-            retention.compaction = CompactionPlan(spanStartMicroseconds: s.spanStartUs, spanEndMicroseconds: s.spanEndUs,
-                                                  firstSequence: s.firstSequence, lastSequence: event.sequence &- 1, keep: [:])
+            retention.compaction = CompactionSpan(startMicroseconds: s.spanStartUs, endMicroseconds: s.spanEndUs,
+                                                  firstSequence: s.firstSequence, lastSequence: event.sequence &- 1)
             alerts.prune(now: time)
         case .exposureDetected:
             retention.exposures.add(day: DayTally.day(ofMicroseconds: time))
@@ -248,10 +248,10 @@ public struct Projections: Projection {
 
     /// What the last compaction deletes (nil before the first): the log's purge follows it.
     public var compactionPlan: CompactionPlan? {
-        guard var plan = retention.compaction else { return nil }
-        plan.tagSince = escalations.tagSince
-        plan.keep = retention.keep
-        return plan
+        guard let span = retention.compaction else { return nil }
+        return CompactionPlan(spanStartMicroseconds: span.startMicroseconds, spanEndMicroseconds: span.endMicroseconds,
+                              firstSequence: span.firstSequence, lastSequence: span.lastSequence,
+                              keep: retention.keep, tagSince: escalations.tagSince)
     }
 
     /// A retention or compaction at `time` deletes every deletable scan hit before `cutoffSlot`

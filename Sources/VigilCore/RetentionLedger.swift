@@ -181,8 +181,8 @@ public struct RetentionLedger: Codable, Equatable, Sendable {
     /// ScanSightings events, by day (retention deletes them with the rest of the contact data).
     public var sightings = DayTally()
     /// What the last ScanSightings event deletes (nil before the first): the log's purge follows
-    /// it, asked again at every start until the next compaction.
-    public var compaction: CompactionPlan?
+    /// it (`Projections.compactionPlan`), asked again at every start until the next compaction.
+    public var compaction: CompactionSpan?
 
     public init() {}
 
@@ -197,7 +197,7 @@ public struct RetentionLedger: Codable, Equatable, Sendable {
         keep = Dictionary(pairs.compactMap { $0.count == 2 ? ($0[0], $0[1]) : nil }, uniquingKeysWith: { a, _ in a })
         recentScanHits = try c.decode(SlotTally.self, forKey: .recentScanHits)
         sightings = try c.decode(DayTally.self, forKey: .sightings)
-        compaction = try c.decodeIfPresent(CompactionPlan.self, forKey: .compaction)
+        compaction = try c.decodeIfPresent(CompactionSpan.self, forKey: .compaction)
     }
 
     public func encode(to encoder: any Encoder) throws {

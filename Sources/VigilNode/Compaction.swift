@@ -22,10 +22,8 @@ final class Compaction: NodeComponent {
     /// The last plan's purge failed (a full map, say): it is asked again before anything new,
     /// since a new plan would take its place in the state.
     private var purgeOwed = false
-    /// Compactions logged and slots skipped because a hit of their span came in while it was
-    /// read (the clock went back an hour or more): counted, for tests and the log.
+    /// Compactions logged: counted, for tests and the log.
     private(set) var logged: UInt64 = 0
-    private(set) var abandoned: UInt64 = 0
 
     init(node: Node) { self.node = node }
 
@@ -115,7 +113,6 @@ final class Compaction: NodeComponent {
         let tally = node.projections.retention.recentScanHits
         let current = tally.firstSlotWithDeletable == from ? tally.sequences(from: from, before: from &+ 1) : nil
         guard current == sequences else {
-            abandoned &+= 1
             node.logger.info("compaction: a scan hit of the span came in while it was read (the clock went back); read again")
             finished()
             return
@@ -189,30 +186,13 @@ public enum ScanSightingsReader {
         settings.tags = tags
         var contacts = ExposureContacts(settings: settings)
         var hits: UInt64 = 0
-        var next = sequences.lowerBound
         let scanHitKind = UInt32(EventKind.scanHit.rawValue)
         let scanBatchKind = UInt32(EventKind.scanBatch.rawValue)
-        while next <= sequences.upperBound {
-            let resume = next
-            let (last, count) = try log.read { txn in
-                var last = resume
-                var count = 0
-                try txn.forEach(from: resume) { result in
-                    count += 1
-                    guard case .success(let view) = result else { return count < 50_000 }
-                    last = view.sequence
-                    guard view.sequence <= sequences.upperBound else { return false }
-                    if view.kind == scanHitKind || view.kind == scanBatchKind, view.timeMicroseconds >= start, view.timeMicroseconds < end,
-                       case .event(let e) = Replay.input(result) {
-                        if case .scanBatch(let batch) = e.body { hits += UInt64(batch.count) } else { hits += 1 }
-                        contacts.apply(e)
-                    }
-                    return count < 50_000
-                }
-                return (last, count)
-            }
-            guard count == 50_000, last < sequences.upperBound else { break }
-            next = last + 1
+        try LogPaging.forEach(log, from: sequences.lowerBound, through: sequences.upperBound) { result in
+            guard case .success(let view) = result, view.kind == scanHitKind || view.kind == scanBatchKind,
+                  view.timeMicroseconds >= start, view.timeMicroseconds < end, case .event(let e) = Replay.input(result) else { return }
+            if case .scanBatch(let batch) = e.body { hits += UInt64(batch.count) } else { hits += 1 }
+            contacts.apply(e)
         }
         var s = ScanSightings()
         s.spanStartUs = start

@@ -9,10 +9,6 @@ import VigilLog
 /// operator imports (`vigil exposure import`) and for the key files the hub offers (the node's
 /// `KeyFileWorker`), so both record the same exposures and neither records one twice.
 public enum ExposureKeyMatching {
-    /// Records read per read transaction while the contacts are rebuilt: a reader holds old pages
-    /// from reuse for as long as its transaction is open, and the node's writer goes on meanwhile.
-    static let recordsPerTransaction = 50_000
-
     /// The contacts this box recorded, rebuilt from its log (what retention left): the raw scan
     /// hits and the compactions' sightings. Two passes: the first finds the compacted spans (a
     /// compaction whose purge was cut short leaves raw hits its sightings already hold), the
@@ -20,37 +16,16 @@ public enum ExposureKeyMatching {
     public static func contacts(in log: EventLog, settings: ExposureContacts.Settings) throws(LogError) -> ExposureContacts {
         var contacts = ExposureContacts(settings: settings)
         let sightingsKind = UInt32(EventKind.scanSightings.rawValue)
-        try readAll(log) { result in
+        try LogPaging.forEach(log) { result in
             // Only the kind is looked at: the pass costs a cursor walk, not a decode per record.
             guard case .success(let view) = result, view.kind == sightingsKind,
                   case .event(let e) = Replay.input(result), case .scanSightings(let s) = e.body else { return }
             contacts.noteCompaction(s)
         }
-        try readAll(log) { result in
+        try LogPaging.forEach(log) { result in
             if case .event(let e) = Replay.input(result) { contacts.apply(e) }
         }
         return contacts
-    }
-
-    /// Every record, in sequence order, in read transactions of `recordsPerTransaction`.
-    private static func readAll(_ log: EventLog, _ body: (Result<StoredRecordView, CorruptRecord>) -> Void) throws(LogError) {
-        var next: UInt64 = 0
-        while true {
-            let resume = next
-            let (last, count) = try log.read { txn in
-                var last: UInt64 = 0
-                var count = 0
-                try txn.forEach(from: resume) { result in
-                    if case .success(let record) = result { last = record.sequence }
-                    body(result)
-                    count += 1
-                    return count < recordsPerTransaction
-                }
-                return (last, count)
-            }
-            guard count == recordsPerTransaction, last >= next else { return }
-            next = last + 1
-        }
     }
 
     /// An exposure already in the log, as far as matching needs it: the same window with the same
