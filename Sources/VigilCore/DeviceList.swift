@@ -33,6 +33,10 @@ public struct DeviceList: Projection {
         /// This stay's sightings that retention or a compaction may delete (not a tag's), by
         /// ten-minute slot of event time (`SlotTally.slot`): both delete whole slots.
         public var deletableHits: DayTally
+        /// The earliest event time of the stay's records: a retention or compaction deleting
+        /// records before a time after it carries this entry (`stays(at:reaching:)`). nil in
+        /// checkpoints from before schema 12 (taken as 0: carried).
+        public var earliestHitMicroseconds: UInt64?
 
         public var meanRSSI: Double {
             let measured = reports &- (rssiUnavailable ?? 0)
@@ -102,17 +106,22 @@ public struct DeviceList: Projection {
         return (keep, kept)
     }
 
-    /// The list as a ScanSightings or ContactRetention event logged at `time` carries it (the
-    /// scan batches behind it are being deleted): every device the event's own pruning keeps.
-    public func stays(at time: UInt64) -> DeviceStays {
+    /// What a ScanSightings or ContactRetention event logged at `time`, whose deletion reaches
+    /// records with an event time before `bound` (the span's end, the cutoff), carries: the entry
+    /// of every stay with a record before `bound` that the event's own pruning keeps. Replay
+    /// rebuilds every other entry from the records left, exactly as it was (their records are all
+    /// there), so only these are carried: a phone whose address rotates every 15 minutes is
+    /// never in a compaction's list.
+    public func stays(at time: UInt64, reaching bound: UInt64) -> DeviceStays {
         let cutoff = time > pruneAfterMicroseconds ? time - pruneAfterMicroseconds : 0
         var stays = DeviceStays()
-        stays.devices = sorted.filter { $0.lastSeenMicroseconds >= cutoff }.map { d in
+        stays.devices = sorted.filter { $0.lastSeenMicroseconds >= cutoff && ($0.earliestHitMicroseconds ?? 0) < bound }.map { d in
             var s = DeviceStay()
             s.address = d.address
             s.addressType = UInt32(truncatingIfNeeded: d.addressType)
             s.firstSeenOffsetUs = time &- d.firstSeenMicroseconds
             s.lastSeenOffsetUs = time &- d.lastSeenMicroseconds
+            s.earliestHitOffsetUs = time &- (d.earliestHitMicroseconds ?? 0)
             s.hits = d.hits
             s.reports = d.reports
             s.rssiMin = d.rssiMin
@@ -132,11 +141,11 @@ public struct DeviceList: Projection {
         return stays
     }
 
-    /// Takes the list from a ScanSightings or ContactRetention event at `time` (`stays(at:)`):
-    /// live it is the list already; on replay it brings back what the deleted batches had built.
-    mutating func replace(with stays: DeviceStays, at time: UInt64) {
-        var list: [UInt64: Device] = [:]
-        list.reserveCapacity(stays.devices.count)
+    /// Takes the entries a ScanSightings or ContactRetention event at `time` carries
+    /// (`stays(at:reaching:)`): live they are the entries already; on replay they bring back what
+    /// the deleted records had built. Every value is the record's, so everything that later adds
+    /// to one saturates or wraps (a corrupt record must not trap replay).
+    mutating func restore(_ stays: DeviceStays, at time: UInt64) {
         for s in stays.devices {
             let device = Device(address: s.address, addressType: Int(s.addressType),
                                 firstSeenMicroseconds: time &- s.firstSeenOffsetUs, lastSeenMicroseconds: time &- s.lastSeenOffsetUs,
@@ -144,10 +153,10 @@ public struct DeviceList: Projection {
                                 lastMeanRSSICentiDBm: s.lastMeanRssiCentiDbm, txPower: s.hasTxPower ? s.txPower : nil, name: s.name,
                                 rssiUnavailable: s.hasRssiUnavailable ? s.rssiUnavailable : nil, firstHitSequence: s.firstHitSequence,
                                 deletableHits: DayTally(earlier: s.deletableEarlier, floorDay: s.deletableFloor,
-                                                        days: s.deletableSlots, counts: s.deletableCounts))
-            list[(device.address & 0xFFFF_FFFF_FFFF) | (UInt64(device.addressType & 0xFF) << 48)] = device
+                                                        days: s.deletableSlots, counts: s.deletableCounts),
+                                earliestHitMicroseconds: time &- s.earliestHitOffsetUs)
+            devices[(device.address & 0xFFFF_FFFF_FFFF) | (UInt64(device.addressType & 0xFF) << 48)] = device
         }
-        devices = list
     }
 
     /// Folds one ScanHit whose event time is `time`; `deletable` when retention may delete it
@@ -170,34 +179,35 @@ public struct DeviceList: Projection {
                 // the same time as `prune`, so a stay does not depend on when pruning ran (while
                 // event times do not go back past the horizon).
                 pruned += 1
-                devices.values[index] = Self.newDevice(hit, first: first, last: last, mean: mean, sequence: sequence)
+                devices.values[index] = Self.newDevice(hit, time: time, first: first, last: last, mean: mean, sequence: sequence)
             } else {
                 // Mutate in place: no copy of the device out of the table and no second hash.
                 Self.update(&devices.values[index], with: hit, first: first, last: last, mean: mean)
+                devices.values[index].earliestHitMicroseconds = min(devices.values[index].earliestHitMicroseconds ?? 0, time)
             }
             if deletable { devices.values[index].deletableHits.add(day: slot) }
         } else {
-            var device = Self.newDevice(hit, first: first, last: last, mean: mean, sequence: sequence)
+            var device = Self.newDevice(hit, time: time, first: first, last: last, mean: mean, sequence: sequence)
             if deletable { device.deletableHits.add(day: slot) }
             devices[key] = device
         }
     }
 
-    private static func newDevice(_ hit: ScanHitFields, first: UInt64, last: UInt64, mean: Int32, sequence: UInt64) -> Device {
+    private static func newDevice(_ hit: ScanHitFields, time: UInt64, first: UInt64, last: UInt64, mean: Int32, sequence: UInt64) -> Device {
         Device(address: hit.address, addressType: hit.addressType,
                firstSeenMicroseconds: first, lastSeenMicroseconds: last, hits: 1,
                reports: UInt64(hit.count), rssiMin: hit.rssiMin, rssiMax: hit.rssiMax,
                rssiSum: hit.rssiSum, lastMeanRSSICentiDBm: mean,
                txPower: hit.txPower, name: hit.name,
                rssiUnavailable: hit.rssiUnavailable == 0 ? nil : UInt64(hit.rssiUnavailable),
-               firstHitSequence: sequence, deletableHits: DayTally())
+               firstHitSequence: sequence, deletableHits: DayTally(), earliestHitMicroseconds: time)
     }
 
     @inline(__always)
     private static func update(_ d: inout Device, with hit: ScanHitFields, first: UInt64, last: UInt64, mean: Int32) {
         d.firstSeenMicroseconds = min(d.firstSeenMicroseconds, first)
         d.lastSeenMicroseconds = max(d.lastSeenMicroseconds, last)
-        d.hits += 1
+        d.hits &+= 1
         d.reports &+= UInt64(hit.count)
         if hit.rssiUnavailable > 0 { d.rssiUnavailable = (d.rssiUnavailable ?? 0) &+ UInt64(hit.rssiUnavailable) }
         if hit.count > hit.rssiUnavailable {

@@ -143,7 +143,7 @@ public struct Projections: Projection {
             // Scan hits: unless a compaction already went past the cutoff (it decided then what
             // is left of everything before it; the deletion then follows its keep set).
             if cutoffSlot > retention.scanHits.floorDay {
-                if r.hasStays { devices.replace(with: r.stays, at: time) }
+                if r.hasStays { devices.restore(r.stays, at: time) }
                 forgetScanHits(before: cutoffSlot, at: time)
             }
             health.forget(retention.exposures.count(before: cutoffDay), of: .exposureDetected)
@@ -160,7 +160,7 @@ public struct Projections: Projection {
             // again for everything before its end, so a stay a decision kept and a later one
             // deleted (it ended) leaves every count right.
             retention.sightings.add(day: DayTally.day(ofMicroseconds: time))
-            if s.hasStays { devices.replace(with: s.stays, at: time) }
+            if s.hasStays { devices.restore(s.stays, at: time) }
             forgetScanHits(before: SlotTally.slot(ofMicroseconds: s.spanEndUs), at: time)
             retention.compaction = CompactionSpan(startMicroseconds: s.spanStartUs, endMicroseconds: s.spanEndUs,
                                                   firstSequence: s.firstSequence, lastSequence: event.sequence &- 1)

@@ -94,9 +94,10 @@ extension ScanBatch {
         let measured = Int64(hit.count - hit.rssiUnavailable)
         guard measured > 0 else { return hit.rssiMin == 0 && hit.rssiMax == 0 && hit.rssiSum == 0 }
         guard Int8(exactly: hit.rssiMax) != nil, Int8(exactly: hit.rssiMin) != nil, hit.rssiMin <= hit.rssiMax else { return false }
-        // measured < 2^32 and |max| < 2^7: the product cannot overflow.
-        let deficit = Int64(hit.rssiMax) * measured - hit.rssiSum
-        return deficit >= 0 && deficit < 1 << 40
+        // measured < 2^32 and |max| < 2^7: the product cannot overflow; the difference can (a
+        // sum no reports make), and such a hit is simply not packed.
+        let (deficit, overflow) = (Int64(hit.rssiMax) * measured).subtractingReportingOverflow(hit.rssiSum)
+        return !overflow && deficit >= 0 && deficit < 1 << 40
     }
 
     /// Checks every packed hit (what `EventCodec.decode` does before it returns a batch).

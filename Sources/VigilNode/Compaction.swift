@@ -99,18 +99,12 @@ final class Compaction: NodeComponent {
         case .success(let s):
             sightings = s
         }
-        // The event carries the device list as every event before it leaves it (its batches go
-        // whole): logged once nothing is pending, which also means every hit logged meanwhile
-        // is counted in the tally it is checked against.
-        node.whenNothingPending { node in node.compaction.log(sightings, sequences: sequences) }
-    }
-
-    /// On the loop, nothing pending: logs the sightings, unless a hit of the span came in while
-    /// they were read (the clock went back an hour or more).
-    private func log(_ sightings: ScanSightings, sequences: ClosedRange<UInt64>) {
-        guard !node.stopping, node.fromMemory == nil, node.log.failure == nil else { finished(); return }
         let from = SlotTally.slot(ofMicroseconds: sightings.spanStartUs)
-        let tally = node.projections.retention.recentScanHits
+        // The state the event follows: every event appended so far applied (a hit of the span
+        // that came in while it was read, the clock having gone back an hour or more, shows in
+        // its tally, and the device list is the one it carries).
+        let state = node.projectedState()
+        let tally = state.retention.recentScanHits
         let current = tally.firstSlotWithDeletable == from ? tally.sequences(from: from, before: from &+ 1) : nil
         guard current == sequences else {
             node.logger.info("compaction: a scan hit of the span came in while it was read (the clock went back); read again")
@@ -119,8 +113,8 @@ final class Compaction: NodeComponent {
         }
         var event = sightings
         let now = node.clock.nowMicroseconds()
-        event.firstSequence = walkStart(spanFirst: sequences.lowerBound, at: now)
-        event.stays = node.projections.devices.stays(at: now)
+        event.firstSequence = walkStart(spanFirst: sequences.lowerBound, at: now, state: state)
+        event.stays = state.devices.stays(at: now, reaching: sightings.spanEndUs)
         guard node.append(.scanSightings(event), time: now) != nil else { finished(); return }
         logged &+= 1
     }
@@ -129,11 +123,11 @@ final class Compaction: NodeComponent {
     /// decision kept (`retention.keep`) that will have ended when the event, logged at `now`, is
     /// applied (its hits before the span's end go too). A stay still heard within the prune horizon
     /// of now is still going on then: its device's last sighting only moves forward.
-    private func walkStart(spanFirst: UInt64, at now: UInt64) -> UInt64 {
-        let devices = node.projections.devices
+    private func walkStart(spanFirst: UInt64, at now: UInt64, state: Projections) -> UInt64 {
+        let devices = state.devices
         let horizon = now > devices.pruneAfterMicroseconds ? now - devices.pruneAfterMicroseconds : 0
         var start = spanFirst
-        for (key, first) in node.projections.retention.keep where first < start {
+        for (key, first) in state.retention.keep where first < start {
             if let d = devices.devices[key], d.firstHitSequence == first, d.lastSeenMicroseconds >= horizon { continue }
             start = first
         }

@@ -45,8 +45,6 @@ public final class Node: @unchecked Sendable {
     private var fatal: NodeError?
     /// Waiting for nothing to be pending (`whenSettled`).
     private var settledWaiters: [@Sendable (Node) -> Void] = []
-    /// Waiting for nothing to be pending (`whenNothingPending`).
-    private var quietWaiters: [(Node) -> Void] = []
     private var stateWaiters: [(holds: @Sendable (Node) -> Bool, done: @Sendable (Node) -> Void)] = []
 
     // The components. Lazy because each holds the node, which exists only once every stored
@@ -182,20 +180,15 @@ public final class Node: @unchecked Sendable {
         }
     }
 
-    /// Calls `action` on the loop when no appended event is waiting to be applied: at once if
-    /// none is, else right after the batch that applies the last. What it reads of the projections
-    /// is then the state every event before the one it appends leaves (a compaction's or a
-    /// retention's device list, `DeviceStays`). On the loop.
-    func whenNothingPending(_ action: @escaping (Node) -> Void) {
-        loop.owner.check("whenNothingPending")
-        if pending.isEmpty { action(self) } else { quietWaiters.append(action) }
-    }
-
-    private func callQuietWaiters() {
-        guard !quietWaiters.isEmpty, pending.isEmpty else { return }
-        let waiters = quietWaiters
-        quietWaiters.removeAll()
-        for w in waiters { w(self) }
+    /// The projections as they will be once every event appended so far is applied: what an
+    /// event appended now follows (a compaction's or a retention's device list, `DeviceStays`,
+    /// and the tallies it is checked against). A copy: the loop's own state moves only with
+    /// durable events. On the loop.
+    func projectedState() -> Projections {
+        loop.owner.check("projectedState")
+        var state = projections
+        for event in pending.elements where event.sequence > state.appliedThrough { state.apply(event) }
+        return state
     }
 
     /// Something beside the loop changed what `whenState` conditions read (the hub sync's
@@ -408,7 +401,6 @@ public final class Node: @unchecked Sendable {
                            unlogged: fromMemory != nil)
         }
         if let failure { enterMemoryMode(failure) }
-        callQuietWaiters()
         reconcile()
     }
 

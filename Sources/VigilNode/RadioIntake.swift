@@ -105,11 +105,20 @@ final class RadioIntake: NodeComponent {
         // sightings on their own: retention and compaction keep those (the ladder's data), and a
         // batch holding one would be kept whole.
         let escalations = node.projections.escalations
+        // A tag enrolled by an event not applied yet is a tag when the window's record is.
+        var enrolling: Set<UInt64> = []
+        for e in node.pending.elements {
+            switch e.body {
+            case .residentEnrolled(let r), .residentUpdated(let r): if r.bleTag != 0 { enrolling.insert(r.bleTag & 0xFFFF_FFFF_FFFF) }
+            default: break
+            }
+        }
         var tagSightings: [ScanHit] = []
         var others: [ScanHit] = []
         others.reserveCapacity(hits.count)
         for hit in hits {
-            if escalations.wasEverTag(hit.address & 0xFFFF_FFFF_FFFF) { tagSightings.append(hit) } else { others.append(hit) }
+            let address = hit.address & 0xFFFF_FFFF_FFFF
+            if escalations.wasEverTag(address) || enrolling.contains(address) { tagSightings.append(hit) } else { others.append(hit) }
         }
         let (batch, unpackable) = ScanBatch.packing(others)
         if batch.count > 0, node.append(.scanBatch(batch), time: time) != nil { node.counters.scanHitsLogged &+= UInt64(batch.count) }

@@ -48,18 +48,15 @@ final class Retention: NodeComponent {
             cutoff = RetentionPlan.alignedCutoff(x.lastRetentionCutoffMicroseconds &+ 2 * 86_400_000_000)
         }
         guard cutoff > x.lastRetentionCutoffMicroseconds else { return }
-        // Scan batches go whole, never kept for a stay: when it deletes them, the event carries
-        // the device list as every event before it leaves it, so nothing may be pending.
-        node.whenNothingPending { node in node.retention.log(cutoff: cutoff) }
-    }
-
-    private func log(cutoff: UInt64) {
-        guard !node.stopping, cutoff > node.projections.exposures.lastRetentionCutoffMicroseconds else { return }
-        let now = node.clock.nowMicroseconds()
         var r = ContactRetention()
         r.cutoffUs = cutoff
-        if SlotTally.slot(ofMicroseconds: RetentionPlan.alignedCutoff(cutoff)) > node.projections.retention.scanHits.floorDay {
-            r.stays = node.projections.devices.stays(at: now)
+        // Scan batches go whole, never kept for a stay: when it deletes them (no compaction went
+        // past the cutoff), it carries the entries of the stays its deletion reaches, as every
+        // event appended before it leaves them.
+        let state = node.projectedState()
+        let aligned = RetentionPlan.alignedCutoff(cutoff)
+        if SlotTally.slot(ofMicroseconds: aligned) > state.retention.scanHits.floorDay {
+            r.stays = state.devices.stays(at: now, reaching: aligned)
         }
         node.append(.contactRetention(r), time: now)
         node.logger.info("retention: contact data before the cutoff is being deleted", metadata: ["cutoff_us": "\(r.cutoffUs)"])

@@ -77,6 +77,25 @@ enum FuzzTargets {
         let event = Event(sequence: 7, timeMicroseconds: 1_800_000_000_000_000, body: body)
         var state = Projections()
         state.apply(event)
+        // Every device the record put in the list (a compaction's or a retention's stays) is then
+        // heard again, so what it carried is added to, and later deleted: a stay with its counts
+        // at their maxima must saturate, never trap.
+        let heardAgain = ScanBatch.packing(state.devices.sorted.map { d in
+            var hit = ScanHit()
+            hit.address = d.address & 0xFFFF_FFFF_FFFF
+            hit.addressType = d.addressType == 1 ? .addressRandom : .addressPublic
+            hit.count = 1
+            hit.rssiMin = -60; hit.rssiMax = -60; hit.rssiSum = -60
+            return hit
+        }).batch
+        if heardAgain.count > 0 {
+            state.apply(Event(sequence: 8, timeMicroseconds: event.timeMicroseconds, body: .scanBatch(heardAgain)))
+            var sightings = ScanSightings()
+            sightings.spanStartUs = event.timeMicroseconds - event.timeMicroseconds % 600_000_000
+            sightings.spanEndUs = sightings.spanStartUs + 600_000_000
+            sightings.stays = state.devices.stays(at: event.timeMicroseconds + 1, reaching: sightings.spanEndUs)
+            state.apply(Event(sequence: 9, timeMicroseconds: event.timeMicroseconds + 1, body: .scanSightings(sightings)))
+        }
         var contacts = ExposureContacts()
         if case .scanSightings(let s) = body { contacts.noteCompaction(s) }
         contacts.apply(event)

@@ -337,6 +337,7 @@ enum Fixtures {
         stay.deletableFloor = 2_655_950
         stay.deletableSlots = [2_655_950, 2_655_951]
         stay.deletableCounts = [3, 1]
+        stay.earliestHitOffsetUs = 5_400_900_000
         var stays = DeviceStays()
         stays.devices = [stay]
         guard case .scanSightings(var sightings)? = goldenEventsV11.last?.body else { preconditionFailure("v11 ends with sightings") }

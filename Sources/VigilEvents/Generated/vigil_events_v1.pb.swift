@@ -736,8 +736,9 @@ public nonisolated struct Vigil_Events_V1_ScanBatch: Sendable {
 }
 
 /// One device's stay as the device list holds it at a ScanSightings or ContactRetention event
-/// (the raw scan batches behind it are being deleted): replay takes the list from here, so it is
-/// the same whatever was deleted. Times are offsets back from the event's time.
+/// whose deletion reaches a record of the stay (the raw scan batches behind it are being deleted):
+/// replay takes the entry from here, so it is the same whatever was deleted. Times are offsets
+/// back from the event's time.
 public nonisolated struct Vigil_Events_V1_DeviceStay: @unchecked Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
@@ -842,6 +843,12 @@ public nonisolated struct Vigil_Events_V1_DeviceStay: @unchecked Sendable {
     set {_uniqueStorage()._deletableCounts = newValue}
   }
 
+  /// the earliest event time of the stay's records
+  public var earliestHitOffsetUs: UInt64 {
+    get {_storage._earliestHitOffsetUs}
+    set {_uniqueStorage()._earliestHitOffsetUs = newValue}
+  }
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -849,7 +856,8 @@ public nonisolated struct Vigil_Events_V1_DeviceStay: @unchecked Sendable {
   fileprivate var _storage = _StorageClass.defaultInstance
 }
 
-/// The device list at the event, in full (its presence is what says so: older events lack it).
+/// The device list's entries at the event for the stays its deletion reaches; the other entries
+/// are what the records left rebuild (its presence is what says so: older events lack it).
 public nonisolated struct Vigil_Events_V1_DeviceStays: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
@@ -2251,7 +2259,7 @@ nonisolated extension Vigil_Events_V1_ScanBatch: SwiftProtobuf.Message, SwiftPro
 
 nonisolated extension Vigil_Events_V1_DeviceStay: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".DeviceStay"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}address\0\u{3}address_type\0\u{3}first_seen_offset_us\0\u{3}last_seen_offset_us\0\u{1}hits\0\u{1}reports\0\u{3}rssi_min\0\u{3}rssi_max\0\u{3}rssi_sum\0\u{3}last_mean_rssi_centi_dbm\0\u{3}tx_power\0\u{1}name\0\u{3}rssi_unavailable\0\u{3}first_hit_sequence\0\u{3}deletable_earlier\0\u{3}deletable_floor\0\u{3}deletable_slots\0\u{3}deletable_counts\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}address\0\u{3}address_type\0\u{3}first_seen_offset_us\0\u{3}last_seen_offset_us\0\u{1}hits\0\u{1}reports\0\u{3}rssi_min\0\u{3}rssi_max\0\u{3}rssi_sum\0\u{3}last_mean_rssi_centi_dbm\0\u{3}tx_power\0\u{1}name\0\u{3}rssi_unavailable\0\u{3}first_hit_sequence\0\u{3}deletable_earlier\0\u{3}deletable_floor\0\u{3}deletable_slots\0\u{3}deletable_counts\0\u{3}earliest_hit_offset_us\0")
 
   fileprivate class _StorageClass {
     var _address: UInt64 = 0
@@ -2272,6 +2280,7 @@ nonisolated extension Vigil_Events_V1_DeviceStay: SwiftProtobuf.Message, SwiftPr
     var _deletableFloor: UInt32 = 0
     var _deletableSlots: [UInt32] = []
     var _deletableCounts: [UInt64] = []
+    var _earliestHitOffsetUs: UInt64 = 0
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -2300,6 +2309,7 @@ nonisolated extension Vigil_Events_V1_DeviceStay: SwiftProtobuf.Message, SwiftPr
       _deletableFloor = source._deletableFloor
       _deletableSlots = source._deletableSlots
       _deletableCounts = source._deletableCounts
+      _earliestHitOffsetUs = source._earliestHitOffsetUs
     }
   }
 
@@ -2336,6 +2346,7 @@ nonisolated extension Vigil_Events_V1_DeviceStay: SwiftProtobuf.Message, SwiftPr
         case 16: try { try decoder.decodeSingularUInt32Field(value: &_storage._deletableFloor) }()
         case 17: try { try decoder.decodeRepeatedUInt32Field(value: &_storage._deletableSlots) }()
         case 18: try { try decoder.decodeRepeatedUInt64Field(value: &_storage._deletableCounts) }()
+        case 19: try { try decoder.decodeSingularUInt64Field(value: &_storage._earliestHitOffsetUs) }()
         default: break
         }
       }
@@ -2402,6 +2413,9 @@ nonisolated extension Vigil_Events_V1_DeviceStay: SwiftProtobuf.Message, SwiftPr
       if !_storage._deletableCounts.isEmpty {
         try visitor.visitPackedUInt64Field(value: _storage._deletableCounts, fieldNumber: 18)
       }
+      if _storage._earliestHitOffsetUs != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._earliestHitOffsetUs, fieldNumber: 19)
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -2429,6 +2443,7 @@ nonisolated extension Vigil_Events_V1_DeviceStay: SwiftProtobuf.Message, SwiftPr
         if _storage._deletableFloor != rhs_storage._deletableFloor {return false}
         if _storage._deletableSlots != rhs_storage._deletableSlots {return false}
         if _storage._deletableCounts != rhs_storage._deletableCounts {return false}
+        if _storage._earliestHitOffsetUs != rhs_storage._earliestHitOffsetUs {return false}
         return true
       }
       if !storagesAreEqual {return false}
