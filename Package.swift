@@ -202,7 +202,7 @@ let package = Package(
         .testTarget(name: "VigilLogTests", dependencies: ["VigilLog", "VigilSystem", "VigilTestSupport"], swiftSettings: strict),
         .testTarget(
             name: "VigilEventsTests",
-            dependencies: ["VigilEvents", .product(name: "SwiftProtobuf", package: "swift-protobuf")],
+            dependencies: ["VigilEvents", "VigilSystem", .product(name: "SwiftProtobuf", package: "swift-protobuf")],
             resources: [.copy("Golden")],
             swiftSettings: strict
         ),

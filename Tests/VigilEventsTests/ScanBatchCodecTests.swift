@@ -1,22 +1,12 @@
 import Foundation
 import Testing
 import VigilEvents
+import VigilSystem
 
 @Suite("Scan batches")
 struct ScanBatchCodecTests {
-    struct Generator: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     /// A hit as a window makes one (`ScanWindow.close`): reports with int8 RSSI, some without.
-    static func windowHit(_ rng: inout Generator) -> ScanHit {
+    static func windowHit(_ rng: inout SplitMix64) -> ScanHit {
         var h = ScanHit()
         h.address = UInt64.random(in: 0...0xFFFF_FFFF_FFFF, using: &rng)
         h.addressType = Bool.random(using: &rng) ? .addressRandom : .addressPublic
@@ -44,7 +34,7 @@ struct ScanBatchCodecTests {
 
     @Test(arguments: [1, 2, 3, 4, 5] as [UInt64])
     func everyHitAWindowMakesComesBackExactly(seed: UInt64) throws {
-        var rng = Generator(state: seed)
+        var rng = SplitMix64(seed: seed)
         let hits = (0..<Int.random(in: 1...3_000, using: &rng)).map { _ in Self.windowHit(&rng) }
         let (batch, rest) = ScanBatch.packing(hits)
         #expect(rest.isEmpty)
@@ -61,7 +51,7 @@ struct ScanBatchCodecTests {
     }
 
     @Test func aHitTheLayoutCannotHoldIsLeftForItsOwnRecordInOrder() {
-        var rng = Generator(state: 9)
+        var rng = SplitMix64(seed: 9)
         var wide = Self.windowHit(&rng)
         wide.rssiUnavailable = 0
         wide.rssiMax = 200 // not an int8
@@ -103,7 +93,7 @@ struct ScanBatchCodecTests {
 
     /// Every malformed or cut batch is refused whole when decoded, with the hit and the reason.
     @Test func truncatedAndMangledBatchesAreRefusedNeverTrapped() throws {
-        var rng = Generator(state: 3)
+        var rng = SplitMix64(seed: 3)
         let hits = (0..<50).map { _ in Self.windowHit(&rng) }
         let (batch, _) = ScanBatch.packing(hits)
         let kind = UInt32(EventKind.scanBatch.rawValue)

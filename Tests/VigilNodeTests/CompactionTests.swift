@@ -73,6 +73,21 @@ import VigilSystem
         return written
     }
 
+    /// Advances a second at a time until no slot over an hour old is left to compact (at most
+    /// 2,000 seconds): a box catching up compacts a slot as soon as the last one's purge is done.
+    func caughtUp(_ node: Node, _ clock: ManualClock) async -> Bool {
+        for _ in 0..<2_000 {
+            await advance(clock, node, byMicroseconds: 1_000_000, step: 1_000_000)
+            let due = await onLoop(node) { n in
+                !n.compaction.busy && n.projections.retention.recentScanHits.firstSlotWithDeletable.map {
+                    UInt64($0 + 1) * SlotTally.slotMicroseconds > n.clock.nowMicroseconds() - 60 * Self.minute
+                } ?? true
+            }
+            if due { return true }
+        }
+        return false
+    }
+
     @Test func oldScanHitsAreFoldedIntoSightingsAndReplayContactsAndCountsStayTheSame() async throws {
         let dir = TemporaryDirectory()
         let clock = ManualClock()
@@ -85,16 +100,7 @@ import VigilSystem
         // The first compaction is due ten minutes in; then the node catches up one slot at a
         // time, each once the last one's purge is done (on the writer thread).
         await advance(clock, node, byMicroseconds: 10 * Self.minute, step: 10 * Self.minute)
-        var due = false
-        for _ in 0..<2_000 where !due {
-            await advance(clock, node, byMicroseconds: 1_000_000, step: 1_000_000)
-            due = await onLoop(node) { n in
-                !n.compaction.busy && n.projections.retention.recentScanHits.firstSlotWithDeletable.map {
-                    UInt64($0 + 1) * SlotTally.slotMicroseconds > n.clock.nowMicroseconds() - 60 * Self.minute
-                } ?? true
-            }
-        }
-        #expect(due, "every slot over an hour old was compacted")
+        #expect(await caughtUp(node, clock), "every slot over an hour old was compacted")
         let logged = await onLoop(node) { $0.compaction.logged }
         // A clock stepped back past what was compacted: the hit is logged at the first slot not
         // compacted yet, so the next compaction reads it like any other.
@@ -156,16 +162,7 @@ import VigilSystem
         let task = await start(node)
         // Eighty minutes of the node's own radio: its first windows become compactable.
         await advance(clock, node, byMicroseconds: 80 * Self.minute, step: 5_000_000)
-        var due = false
-        for _ in 0..<2_000 where !due {
-            await advance(clock, node, byMicroseconds: 1_000_000, step: 1_000_000)
-            due = await onLoop(node) { n in
-                !n.compaction.busy && n.projections.retention.recentScanHits.firstSlotWithDeletable.map {
-                    UInt64($0 + 1) * SlotTally.slotMicroseconds > n.clock.nowMicroseconds() - 60 * Self.minute
-                } ?? true
-            }
-        }
-        #expect(due, "every slot over an hour old was compacted")
+        #expect(await caughtUp(node, clock), "every slot over an hour old was compacted")
         let live = await onLoop(node) { n in n.projections.devices.sorted.filter { $0.firstSeenMicroseconds >= now } }
         await settled(node)
         try await stop(node, task)
