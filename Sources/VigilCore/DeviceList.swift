@@ -176,8 +176,11 @@ public struct DeviceList: Projection {
             let horizon = devices.values[index].lastSeenMicroseconds.addingReportingOverflow(pruneAfterMicroseconds)
             if !horizon.overflow, time > horizon.partialValue {
                 // Gone longer than the horizon and not removed yet: a new stay. The same test on
-                // the same time as `prune`, so a stay does not depend on when pruning ran (while
-                // event times do not go back past the horizon).
+                // the same time as `prune`, so a stay does not depend on when pruning ran, as long
+                // as event times do not go back. (After a clock stepped back, a sighting can come
+                // between a pruning run live and the later one on replay of a log that lost the
+                // events which drove it: live starts a new stay where replay goes on with the
+                // old. README "The raw tier" says how long that lasts.)
                 pruned += 1
                 devices.values[index] = Self.newDevice(hit, time: time, first: first, last: last, mean: mean, sequence: sequence)
             } else {

@@ -284,7 +284,8 @@ public struct Projections: Projection {
 
     /// One scan window's hits (`ScanBatch`), each folded as a ScanHit of the record's time would
     /// be, but counted as one record: retention and compaction delete it whole, never keeping it
-    /// for a stay (the event that deletes it carries the device list), only for a tag's sighting.
+    /// for a stay (the event that deletes it carries the entries of the stays it reaches), only for
+    /// a tag's sighting.
     private mutating func apply(scanBatch batch: ScanBatch, event: Event) {
         let time = event.timeMicroseconds
         var tagSighting = false

@@ -18,7 +18,7 @@ public struct DayTally: Codable, Equatable, Sendable {
 
     public init() {}
 
-    /// A tally as a `DeviceStay` carries it (`DeviceList.replace`); entries out of order or
+    /// A tally as a `DeviceStay` carries it (`DeviceList.restore`); entries out of order or
     /// before the floor are dropped, so a hostile record cannot break the tally's invariants.
     init(earlier: UInt64, floorDay: UInt32, days: [UInt32], counts: [UInt64]) {
         self.earlier = earlier
@@ -169,7 +169,7 @@ public struct RetentionLedger: Codable, Equatable, Sendable {
     public var scanHits = DayTally()
 
     /// ScanBatch records without a tag's sighting, by ten-minute slot (never kept for a stay: the
-    /// event that deletes them carries the device list).
+    /// event that deletes them carries the entries of the stays it reaches).
     public var scanBatches = DayTally()
     /// ExposureDetected events, by day.
     public var exposures = DayTally()

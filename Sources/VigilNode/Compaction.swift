@@ -24,6 +24,8 @@ final class Compaction: NodeComponent {
     private var purgeOwed = false
     /// Compactions logged: counted, for tests and the log.
     private(set) var logged: UInt64 = 0
+    /// A compaction read and held back while a retention's event was pending (`read`).
+    private var heldBack: (sightings: ScanSightings, sequences: ClosedRange<UInt64>)?
 
     init(node: Node) { self.node = node }
 
@@ -38,11 +40,19 @@ final class Compaction: NodeComponent {
 
     func applied(_ event: Event) {
         if case .scanSightings = event.body, let plan = node.projections.compactionPlan { purge(plan) }
+        if case .contactRetention = event.body { releaseHeldBack() }
     }
 
     func refused(_ event: Event) {
         // The log refused the sightings (it failed): nothing was forgotten or deleted.
         if case .scanSightings = event.body { finished() }
+        if case .contactRetention = event.body { releaseHeldBack() }
+    }
+
+    private func releaseHeldBack() {
+        guard let held = heldBack else { return }
+        heldBack = nil
+        read(.success(held.sightings), sequences: held.sequences)
     }
 
     /// The slot to compact now, and the sequences of its hits; nil when none is due.
@@ -98,6 +108,12 @@ final class Compaction: NodeComponent {
             return
         case .success(let s):
             sightings = s
+        }
+        // What it deletes and carries depends on what a pending retention does, which may yet be
+        // refused: it waits until that is known, a moment from now.
+        if node.pending.elements.contains(where: { if case .contactRetention = $0.body { true } else { false } }) {
+            heldBack = (sightings, sequences)
+            return
         }
         let from = SlotTally.slot(ofMicroseconds: sightings.spanStartUs)
         // The state the event follows: every event appended so far applied (a hit of the span

@@ -293,7 +293,9 @@ public final class Node: @unchecked Sendable {
             // A clock stepped back past what compaction has done: the hit is logged at the start
             // of the first slot not compacted, so a compaction reads it like any other (its own
             // time was wrong by over an hour on one side of the step anyway).
-            let floor = UInt64(projections.retention.recentScanHits.floorSlot) &* SlotTally.slotMicroseconds
+            var floor = UInt64(projections.retention.recentScanHits.floorSlot) &* SlotTally.slotMicroseconds
+            // A compaction not applied yet raises it too (its span's end).
+            for e in pending.elements { if case .scanSightings(let s) = e.body { floor = max(floor, s.spanEndUs) } }
             if t < floor { t = floor }
         }
         let (kind, payload) = EventCodec.encode(body)

@@ -12,6 +12,9 @@ final class Retention: NodeComponent {
     static let timer = Scheduler.Timer("retention")
     static let checkNanoseconds: UInt64 = 6 * 3_600 * 1_000_000_000
 
+    /// A run held back while a compaction's event was pending (`run`).
+    private var heldBack = false
+
     init(node: Node) { self.node = node }
 
     func start() throws(NodeError) {
@@ -26,6 +29,11 @@ final class Retention: NodeComponent {
 
     func applied(_ event: Event) {
         if case .contactRetention = event.body, let plan = node.projections.retentionPlan { purge(plan) }
+        if case .scanSightings = event.body, heldBack { heldBack = false; run() }
+    }
+
+    func refused(_ event: Event) {
+        if case .scanSightings = event.body, heldBack { heldBack = false; run() }
     }
 
     /// Logs a ContactRetention event when one is due.
@@ -48,6 +56,13 @@ final class Retention: NodeComponent {
             cutoff = RetentionPlan.alignedCutoff(x.lastRetentionCutoffMicroseconds &+ 2 * 86_400_000_000)
         }
         guard cutoff > x.lastRetentionCutoffMicroseconds else { return }
+        // Whether it carries the device list's entries depends on how far compaction went: a
+        // compaction's event still pending may yet be refused, so that is known once it is
+        // applied (or refused), a moment from now.
+        if node.pending.elements.contains(where: { if case .scanSightings = $0.body { true } else { false } }) {
+            heldBack = true
+            return
+        }
         var r = ContactRetention()
         r.cutoffUs = cutoff
         // Scan batches go whole, never kept for a stay: when it deletes them (no compaction went
