@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Two Vigil nodes on BlueZ's emulated controllers (btvirt): A on hci0, B on hci1, both on the raw
 # HCI channel with the same shelter key, A capturing every HCI packet to a btsnoop file.
-#  1. both report the radio on; B's log holds ScanHits of A's presence advert (service data 0xFCF1)
+#  1. both report the radio on; B's log holds scan batches with hits of A's presence advert
+#     (service data 0xFCF1): a window's hits are one scan-batch record
 #  2. an SOS raised at A (long press) reaches B as an AlertReceived with A's id, 0 hops, and B's
 #     relay (hop 1) is heard back at A; a short press at B acknowledges it over the air, and A
 #     logs AlertAcknowledged and dips its red LED
@@ -67,9 +68,10 @@ else
 fi
 A_ID=$(tr -d '\n' < "$SCRATCH/a/node-id")
 
-echo "1. B logs ScanHits of A's presence advert"
-# 64753 = 0xFCF1, Vigil's service data UUID.
-if wait_ms 20000 has_event b scan-hit '64753'; then ok "B logged a ScanHit carrying A's service data"; else bad "no ScanHit of A in B's log"; show_log b; fi
+echo "1. B logs scan hits of A's presence advert"
+# 64753 = 0xFCF1, Vigil's service data UUID; a window's hits are one scan-batch record, shown as
+# the hits it holds.
+if wait_ms 20000 has_event b scan-batch '64753'; then ok "B logged a scan batch with a hit carrying A's service data"; else bad "no hit of A in B's scan batches"; show_log b; fi
 
 echo "2. an SOS at A reaches B"
 "$VIGIL" sim press sos --data "$SCRATCH/a" >/dev/null
