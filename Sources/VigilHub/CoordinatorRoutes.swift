@@ -4,6 +4,7 @@ import Hummingbird
 import Logging
 import NIOCore
 import VigilEvents
+import VigilAccess
 import VigilHubProtocol
 
 /// The coordinators' page: sign in with a password, see every box, act (raise an alert for the
@@ -157,15 +158,7 @@ struct CoordinatorRoutes: Sendable {
     /// The form's fields (the last of a repeated name wins).
     static func fields(_ request: Request) async -> [String: String]? {
         guard let body = try? await request.body.collect(upTo: maxFormBytes) else { return nil }
-        var out: [String: String] = [:]
-        for pair in String(buffer: body).split(separator: "&") {
-            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            guard let name = parts.first.flatMap({ String($0).replacingOccurrences(of: "+", with: " ").removingPercentEncoding }) else { return nil }
-            let value = parts.count > 1 ? String(parts[1]).replacingOccurrences(of: "+", with: " ").removingPercentEncoding : ""
-            guard let value else { return nil }
-            out[name] = value
-        }
-        return out
+        return FormFields.parse(String(buffer: body))
     }
 
     /// "ORIGIN-HEX:COUNTER" (`AlertID.text`).

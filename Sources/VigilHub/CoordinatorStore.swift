@@ -3,6 +3,7 @@ import Logging
 import NIOCore
 import PostgresNIO
 import VigilEvents
+import VigilAccess
 import VigilHubProtocol
 
 /// Coordinators, their sessions and what they do at the hub, in PostgreSQL like everything else
@@ -230,36 +231,5 @@ extension HubDatabase {
             }
         }
         return false
-    }
-}
-
-/// At most `width` pieces of blocking work at once, each on its own thread (never on the event
-/// loops or Swift's cooperative pool); the others wait their turn.
-actor Gate {
-    let width: Int
-    private var running = 0
-    private var waiting: [CheckedContinuation<Void, Never>] = []
-
-    init(width: Int) { self.width = width }
-
-    nonisolated func run<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
-        await enter()
-        let result = await withCheckedContinuation { (continuation: CheckedContinuation<T, Never>) in
-            Thread.detachNewThread { continuation.resume(returning: work()) }
-        }
-        await leave()
-        return result
-    }
-
-    private func enter() async {
-        if running < width {
-            running += 1
-            return
-        }
-        await withCheckedContinuation { waiting.append($0) }
-    }
-
-    private func leave() {
-        if waiting.isEmpty { running -= 1 } else { waiting.removeFirst().resume() }
     }
 }

@@ -5,6 +5,7 @@ import Logging
 import NIOCore
 import PostgresNIO
 import ServiceLifecycle
+import VigilAccess
 import VigilHubProtocol
 
 /// How a hub runs (`vigil-hub serve`).

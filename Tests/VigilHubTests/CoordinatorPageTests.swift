@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import Foundation
 import NIOCore
 import Testing
+import VigilAccess
 import VigilCore
 import VigilEvents
 import VigilExposure
@@ -59,7 +60,7 @@ import VigilTestSupport
         #expect(sampled > 0, "box A sampled its occupancy")
         #expect(await a.read { $0.projections.escalations.residents["room-12"]?.ladderStep } == .prompt)
 
-        let output = Self.outputDirectory("hub-page")
+        let output = testOutputDirectory("hub-page")
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .appendingPathComponent("browser/hub_page.py").path
         let run = await offPool {
@@ -161,27 +162,4 @@ import VigilTestSupport
         }
         return (response.status.code, cookie.map { String($0.prefix { $0 != ";" }) })
     }
-
-    /// Where a test's screenshots go: `VIGIL_TEST_OUTPUT/NAME` (scripts/test sets it), else
-    /// `.build/test-output/NAME`.
-    static func outputDirectory(_ name: String) -> String {
-        if let base = ProcessInfo.processInfo.environment["VIGIL_TEST_OUTPUT"] { return base + "/" + name }
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        return root.appendingPathComponent(".build/test-output/\(name)").path
-    }
-}
-
-/// Runs a program to its end; its stdout and stderr together.
-func runProcess(_ path: String, _ arguments: [String]) -> (status: Int32, output: String) {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: path)
-    process.arguments = arguments
-    let pipe = Pipe()
-    process.standardOutput = pipe
-    process.standardError = pipe
-    do { try process.run() } catch { return (-1, "cannot run \(path): \(error)") }
-    let data = pipe.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    let status = process.terminationReason == .uncaughtSignal ? 128 + process.terminationStatus : process.terminationStatus
-    return (status, String(decoding: data, as: UTF8.self))
 }

@@ -205,14 +205,6 @@ final class OneAnswer: @unchecked Sendable {
     }
 }
 
-/// Runs a blocking call on a thread of its own: blocking a thread of Swift's cooperative pool
-/// (two on this machine) would stall every other test.
-func offPool<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
-    await withCheckedContinuation { continuation in
-        Thread.detachNewThread { continuation.resume(returning: body()) }
-    }
-}
-
 struct HarnessError: Error, CustomStringConvertible {
     let description: String
     init(_ description: String) { self.description = description }

@@ -3,7 +3,7 @@ import Crypto
 import Foundation
 import VigilHubProtocol
 
-/// Coordinators' passwords, stored as scrypt hashes: `scrypt$LOG2N$R$P$SALT$HASH` (salt and
+/// Passwords (the hub's coordinators, the box's admin), stored as scrypt hashes: `scrypt$LOG2N$R$P$SALT$HASH` (salt and
 /// hash base64url). Slow on purpose (about 0.1 s and 16 MiB each): a stolen database does not
 /// give the passwords away cheaply. The parameters are in the text, so stronger ones can come
 /// later without invalidating old hashes.
@@ -12,7 +12,7 @@ public enum PasswordHash {
     static let blockSize = 8
     static let parallelism = 1
     static let hashBytes = 32
-    /// Shorter passwords are refused when a coordinator is added.
+    /// Shorter passwords are refused when one is set.
     public static let minimumLength = 10
 
     public static func make(_ password: String) throws -> String {
