@@ -1,3 +1,4 @@
+import Synchronization
 import VigilBoard
 import VigilCore
 import VigilEvents
@@ -8,6 +9,8 @@ import VigilEvents
 final class ControlHandler: NodeComponent {
     unowned let node: Node
     private var server: ControlServer?
+    /// Answers owed to `Node.perform` callers, once their events are durable.
+    private var durableWaiters: [(sequence: UInt64, alert: String?, answer: @Sendable (NodeReply) -> Void)] = []
 
     init(node: Node) { self.node = node }
 
@@ -26,11 +29,34 @@ final class ControlHandler: NodeComponent {
 
     func settle(durableThrough: UInt64, refused: Set<UInt64>, unlogged: Bool) {
         server?.settle(durableThrough: durableThrough, refused: refused, unlogged: unlogged)
+        guard !durableWaiters.isEmpty else { return }
+        durableWaiters.removeAll { waiting in
+            guard waiting.sequence <= durableThrough else { return false }
+            var reply = NodeReply.durable(waiting.sequence, alert: waiting.alert)
+            if unlogged { reply.unlogged = true }
+            waiting.answer(refused.contains(waiting.sequence) ? .refused(.logRefused, "the log refused the event") : reply)
+            return true
+        }
+    }
+
+    /// `answer` gets the reply to `command` on the loop: at once, or once its event is durable.
+    func perform(_ command: NodeCommand, answer: @escaping @Sendable (NodeReply) -> Void) {
+        switch self.answer(command) {
+        case .now(let reply): answer(reply)
+        case .whenDurable(let sequence, let alert): durableWaiters.append((sequence, alert, answer))
+        }
     }
 
     func close() {
         server?.close()
         server = nil
+    }
+
+    func stop() {
+        // The node stops once everything appended is durable, so nobody should be left; anyone
+        // who is hears that the node is gone rather than nothing.
+        for w in durableWaiters { w.answer(.refused(.unavailable, "the node stopped")) }
+        durableWaiters.removeAll()
     }
 
     /// What the state says about `command` now; commands that become events are answered once
@@ -111,5 +137,67 @@ extension Node {
             }
         }
     }
+
+    /// Judges `command` on the loop exactly as the control socket does and returns the answer
+    /// once its event is durable (or at once, for a command that changes nothing or is refused):
+    /// the box's page and API use this. Nil when the node did not answer within `timeoutSeconds`
+    /// (it is stopping, or not running).
+    public func perform(_ command: NodeCommand, timeoutSeconds: Double = 10) async -> NodeReply? {
+        let once = AnswerOnce()
+        onLoop { node in node.control.perform(command) { once.resume($0) } }
+        let timeout = Task {
+            try? await Task.sleep(for: .seconds(timeoutSeconds))
+            once.resume(nil)
+        }
+        defer { timeout.cancel() }
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (c: CheckedContinuation<NodeReply?, Never>) in once.arm(c) }
+        } onCancel: {
+            once.resume(nil)
+        }
+    }
 }
 
+/// A continuation resumed once, by whichever comes first: the node's answer, a timeout, or
+/// cancellation (which may come before the continuation exists).
+private final class AnswerOnce: Sendable {
+    private enum State {
+        case waiting
+        case armed(CheckedContinuation<NodeReply?, Never>)
+        case answered(NodeReply?)
+        case done
+    }
+    private let state = Mutex<State>(.waiting)
+
+    func arm(_ c: CheckedContinuation<NodeReply?, Never>) {
+        let early: NodeReply?? = state.withLock { s in
+            switch s {
+            case .waiting:
+                s = .armed(c)
+                return nil
+            case .answered(let reply):
+                s = .done
+                return .some(reply)
+            case .armed, .done:
+                return nil
+            }
+        }
+        if let early { c.resume(returning: early) }
+    }
+
+    func resume(_ reply: NodeReply?) {
+        let armed: CheckedContinuation<NodeReply?, Never>? = state.withLock { s in
+            switch s {
+            case .waiting:
+                s = .answered(reply)
+                return nil
+            case .armed(let c):
+                s = .done
+                return c
+            case .answered, .done:
+                return nil
+            }
+        }
+        armed?.resume(returning: reply)
+    }
+}

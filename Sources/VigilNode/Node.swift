@@ -38,7 +38,7 @@ public final class Node: @unchecked Sendable {
     private(set) var stopping = false
     private var finished = false
     private var startedMonotonic: UInt64 = 0
-    private var patterns = PatternDriver()
+    private(set) var patterns = PatternDriver()
     /// Set when the node cannot go on safely (the log failed, the button died, the loop's own
     /// timer or epoll failed); `run` then stops and throws it, so the process exits non-zero and
     /// systemd restarts it from disk.
@@ -66,6 +66,9 @@ public final class Node: @unchecked Sendable {
     private(set) lazy var occupancy = OccupancySampler(node: self)
     private(set) lazy var logIntegrity = LogIntegrity(node: self)
     private(set) lazy var serviceManager = ServiceNotifications(node: self)
+    private(set) lazy var publisher = SnapshotPublisher(node: self)
+    /// Snapshots for servers beside the loop (the box's page); built once one asks.
+    public let snapshots = SnapshotFeed()
     /// Set once the log stopped taking writes: the node runs on from memory (`RunningFromMemory`).
     private(set) var fromMemory: RunningFromMemory?
     /// The log could not be written from the start (a read-only card): a restart cannot help,
@@ -139,7 +142,7 @@ public final class Node: @unchecked Sendable {
         logUnwritableAtStart = log.failure != nil
         initialAir = boot.air
         failures.target = self
-        components = [intake, airAlerts, buttons, ladder, expiries, deliveries, retention, compaction, checkpoints, control, downtime, zones, occupancy, uplink, logIntegrity, serviceManager]
+        components = [intake, airAlerts, buttons, ladder, expiries, deliveries, retention, compaction, checkpoints, control, downtime, zones, occupancy, uplink, logIntegrity, serviceManager, publisher]
         do {
             try restore()
         } catch {

@@ -71,6 +71,8 @@ public struct NodeConfiguration: Sendable {
     /// The per-minute count of advertisers heard goes to the hub (`hub.share_occupancy`; a count,
     /// never an address).
     public var hubShareOccupancy = true
+    /// The box's own page and API (`http:`): off unless `http.listen` is set.
+    public var http = HTTPSettings()
     /// Where the configuration came from, for messages.
     public var source = "(defaults)"
 
@@ -272,6 +274,15 @@ public struct NodeConfiguration: Sendable {
             if let v = try hub.bool("share_occupancy") { config.hubShareOccupancy = v }
             try hub.finish()
         }
+        if var http = try root.section("http") {
+            if let v = try http.string("listen"), !v.isEmpty {
+                guard HTTPSettings.parseListen(v) != nil else { throw http.error("http.listen must be HOST:PORT (0.0.0.0:8443)") }
+                config.http.listen = v
+            }
+            if let v = try http.bool("tls") { config.http.tls = v }
+            if let v = try http.bool("public_view") { config.http.publicView = v }
+            try http.finish()
+        }
         if var p = try root.section("projections") {
             if let v = try p.duration("device_prune_after") { config.projections.devicePruneAfterMicroseconds = v }
             if let v = try p.integer("checkpoint_every", in: 1...100_000_000) { config.checkpointEveryEvents = v }
@@ -408,5 +419,28 @@ public struct ServiceManagerSettings: Sendable, Equatable {
             settings.watchdogMicroseconds = us
         }
         return settings
+    }
+}
+
+/// The box's page and API (README "The box's page").
+public struct HTTPSettings: Sendable, Equatable {
+    /// `HOST:PORT` to serve on; nil (the default): no page at all.
+    public var listen: String?
+    /// HTTPS with the box's self-signed certificate (`DATA/http/box.crt`, its fingerprint in
+    /// `vigil status`); plain HTTP only by explicit choice (`http.tls: false`).
+    public var tls = true
+    /// Anyone who reaches the page may see the read-only view without signing in. Off by
+    /// default: residents' names and rooms are not for everyone on a shelter's Wi-Fi.
+    public var publicView = false
+
+    public init() {}
+
+    /// `HOST:PORT` (an IPv6 host in brackets), or nil.
+    public static func parseListen(_ text: String) -> (host: String, port: Int)? {
+        guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]),
+              (0...65_535).contains(port) else { return nil }
+        let host = String(text[..<colon]).trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
+        guard !host.isEmpty else { return nil }
+        return (host, port)
     }
 }

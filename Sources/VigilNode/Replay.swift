@@ -1,3 +1,4 @@
+import Foundation
 import VigilSystem
 import VigilCore
 import VigilEvents
@@ -143,6 +144,33 @@ public enum PastMoment: Sendable, Equatable {
 }
 
 /// The projections as they were at a past moment, rebuilt from what the log holds now.
+extension PastMoment {
+    /// A past moment as people write it: ISO 8601 with its zone (`2026-11-24T18:30:00Z`), or a
+    /// duration ago (`90m ago`, `-90m`). `vigil status --at` and the page's time travel take it.
+    public static func parse(_ text: String, nowMicroseconds now: UInt64) throws(PastMomentError) -> PastMoment {
+        let text = text.trimmingCharacters(in: .whitespaces)
+        let relative = text.hasPrefix("-") ? String(text.dropFirst()) : text.hasSuffix(" ago") ? String(text.dropLast(4)) : nil
+        if let relative {
+            guard let ago = HumanDuration.parseMicroseconds(relative.trimmingCharacters(in: .whitespaces)), ago > 0 else {
+                throw PastMomentError(message: "a duration ago is written like \"90m ago\" or -2h")
+            }
+            return .time(now > ago ? now - ago : 0)
+        }
+        let date = (try? Date(text, strategy: Date.ISO8601FormatStyle(includingFractionalSeconds: true)))
+            ?? (try? Date(text, strategy: Date.ISO8601FormatStyle()))
+        guard let date, date.timeIntervalSince1970 >= 0 else {
+            throw PastMomentError(message: "not a time; write it in ISO 8601 with its zone (2026-11-24T18:30:00Z) or as \"90m ago\"")
+        }
+        return .time(UInt64(date.timeIntervalSince1970 * 1_000_000))
+    }
+}
+
+public struct PastMomentError: Error, CustomStringConvertible, Equatable {
+    public var message: String
+    public var description: String { message }
+    public init(message: String) { self.message = message }
+}
+
 public struct PastState: Sendable {
     public var state: Projections
     /// The last event applied (0: none).

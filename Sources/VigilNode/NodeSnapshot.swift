@@ -1,0 +1,249 @@
+import VigilCore
+import VigilEvents
+
+/// What the box's page and its API show: everything a volunteer needs at a glance, as plain
+/// values. Built on the loop from the projections (`SnapshotFeed`) for the live view, or from a
+/// replayed past state for time travel, by the same function, so both views read alike.
+///
+/// Small by design: copying it costs the loop nothing that grows with the shelter (no device
+/// list, no contacts), and servers beside the loop render it without touching node state.
+public struct NodeSnapshot: Sendable, Codable, Equatable {
+    /// The last event the state includes (the SSE event id).
+    public var sequence: UInt64
+    /// When it was taken (wall clock, µs), or the moment asked for in a past view.
+    public var timeMicroseconds: UInt64
+    public var nodeID: String
+    /// Nil for a running node's live view; a past view says what moment it shows.
+    public var past: String?
+    public var outputs: [OutputView]
+    public var residents: [ResidentView]
+    /// Active alerts: calls for help, hazards and notices, newest first.
+    public var alerts: [AlertView]
+    public var exposures: ExposureView
+    public var messages: MessageView
+    public var radio: RadioView
+    public var hub: HubView
+    public var log: LogView
+
+    public struct OutputView: Sendable, Codable, Equatable {
+        /// red, amber, green, blue, buzzer.
+        public var line: String
+        /// `off`, `on`, `blink 500/500 ms`, ... (OutputPattern's description).
+        public var pattern: String
+        public var reasons: [Reason]
+        public struct Reason: Sendable, Codable, Equatable {
+            public var text: String
+            public var sequences: [UInt64]
+        }
+    }
+
+    public struct ResidentView: Sendable, Codable, Equatable {
+        public var id: String
+        public var name: String
+        public var room: String
+        /// time, pulse or off.
+        public var mode: String
+        /// none, prompt, text, alarm, notify.
+        public var step: String
+        /// When the current step was reached (0 at none).
+        public var stepMicroseconds: UInt64
+        public var next: Deadline?
+        public var lastCheckInMicroseconds: UInt64?
+        public var checkIns: UInt64
+        public var intervalMicroseconds: UInt64
+        public var contacts: [String]
+        public var tag: String?
+        public var timeZone: String
+        public var paused: Bool
+        public struct Deadline: Sendable, Codable, Equatable {
+            public var step: String
+            public var dueMicroseconds: UInt64
+        }
+    }
+
+    public struct AlertView: Sendable, Codable, Equatable {
+        /// `ORIGIN:COUNTER`, what `cancel` and `acknowledge` take.
+        public var id: String
+        /// sos, medical, fire, flood, evacuate, road-hazard, area-hazard, info.
+        public var kind: String
+        /// info, warning, critical.
+        public var severity: String
+        /// help (sos, medical), hazard (fire, flood, evacuate, road and area hazards) or notice.
+        public var category: String
+        public var raisedHere: Bool
+        public var hops: UInt32
+        public var raisedMicroseconds: UInt64
+        public var expiresMicroseconds: UInt64
+        public var text: String
+        public var latitude: Double?
+        public var longitude: Double?
+        /// here, elsewhere (another box answered), or nil: nobody yet.
+        public var acknowledged: String?
+    }
+
+    public struct ExposureView: Sendable, Codable, Equatable {
+        public var found: Int
+        public var highRisk: Int
+        /// The newest high-risk windows' last contact times (µs), newest first (at most 10).
+        public var recentHighRiskMicroseconds: [UInt64]
+        public var keyFilesMatched: UInt64
+        public var keyFilesRefused: UInt64
+        public var keyFilesWaiting: Int
+    }
+
+    public struct MessageView: Sendable, Codable, Equatable {
+        public var pending: Int
+        public var delivered: UInt64
+        public var failedAttempts: UInt64
+        /// Messages that cannot reach anyone (amber's "no way to tell anyone").
+        public var unreachable: Int
+    }
+
+    public struct RadioView: Sendable, Codable, Equatable {
+        /// The radio's state from the log (up, down, recovering, ...).
+        public var state: String
+        public var adapter: String
+        public var sinceMicroseconds: UInt64
+        public var devices: Int
+        /// Live only.
+        public var framesAccepted: UInt64?
+        public var framesForged: UInt64?
+        public var onAir: [String]
+        public var hciErrors: UInt64?
+    }
+
+    public struct HubView: Sendable, Codable, Equatable {
+        /// Empty: no hub acknowledged anything yet.
+        public var hub: String
+        public var syncedThrough: UInt64
+        public var lastAcknowledgedMicroseconds: UInt64
+        public var received: UInt64
+        /// What the sync keeps failing at (live only).
+        public var problem: String?
+    }
+
+    public struct LogView: Sendable, Codable, Equatable {
+        public var events: UInt64
+        public var usedBytes: UInt64?
+        public var undecodable: UInt64
+        public var salvages: UInt64
+        /// The last check this run: "sound", or what it found (live only).
+        public var check: String?
+        /// Set while the node runs from memory: why the log failed.
+        public var failure: String?
+        public var diskFull: Bool
+        public var uptimeSeconds: Double?
+    }
+}
+
+extension NodeSnapshot {
+    /// The view of `state`. `decisions` are the outputs' patterns and reasons (the loop's own, or
+    /// `OutputPolicy.decide` of a past state); `live` and `logUsedBytes` what only a running node
+    /// knows.
+    public init(state: Projections, decisions: [OutputLine: OutputDecision], live: LiveStatus?,
+                logUsedBytes: UInt64? = nil, timeMicroseconds: UInt64, past: String? = nil) {
+        sequence = state.appliedThrough
+        self.timeMicroseconds = timeMicroseconds
+        nodeID = String(state.health.nodeID, radix: 16)
+        self.past = past
+        outputs = OutputLine.allCases.map { line in
+            let d = decisions[line] ?? OutputDecision(pattern: .off, reasons: [])
+            return OutputView(line: line.rawValue, pattern: d.pattern.description,
+                              reasons: d.reasons.map { .init(text: $0.text, sequences: $0.sequences) })
+        }
+        let book = state.escalations
+        residents = book.residents.values.sorted { $0.id < $1.id }.map { r in
+            let checkIn = state.checkIns.residents[r.id]
+            let paused = r.pauses.contains { $0.start <= timeMicroseconds && timeMicroseconds < $0.end }
+            return ResidentView(
+                id: r.id, name: r.name, room: r.room, mode: Self.name(r.checkInMode), step: Self.name(r.ladderStep),
+                stepMicroseconds: r.step == 0 ? 0 : r.stepDueMicroseconds,
+                next: book.nextDeadline(for: r).map { .init(step: Self.name($0.step), dueMicroseconds: $0.dueMicroseconds) },
+                lastCheckInMicroseconds: checkIn?.microseconds, checkIns: checkIn?.total ?? 0,
+                intervalMicroseconds: r.intervalMicroseconds, contacts: r.contacts.map(\.name),
+                tag: r.bleTag == 0 ? nil : formatAddress(r.bleTag), timeZone: r.timeZone, paused: paused)
+        }
+        alerts = state.alerts.active.sorted { ($0.firstMicroseconds, $0.idText) > ($1.firstMicroseconds, $1.idText) }.map { a in
+            let kind = AlertKind(rawValue: a.kind) ?? .unspecified
+            let ack = state.alerts.acknowledgement(of: a).map { $0.madeHere ? "here" : "elsewhere" }
+            return AlertView(
+                id: a.idText, kind: Self.slug(kind), severity: Self.name(AlertSeverity(rawValue: a.severity) ?? .unspecified),
+                category: Self.category(kind), raisedHere: a.raisedHere, hops: a.hops, raisedMicroseconds: a.firstMicroseconds,
+                expiresMicroseconds: a.expiresAtMicroseconds, text: a.text,
+                latitude: a.latitudeE7.map { Double($0) / 1e7 }, longitude: a.longitudeE7.map { Double($0) / 1e7 },
+                acknowledged: ack)
+        }
+        let x = state.exposures
+        exposures = ExposureView(
+            found: x.entries.count, highRisk: x.highRisk.count,
+            recentHighRiskMicroseconds: Array(x.highRisk.map(\.lastSeenMicroseconds).sorted(by: >).prefix(10)),
+            keyFilesMatched: x.keyFilesMatched, keyFilesRefused: x.keyFilesRefused, keyFilesWaiting: x.keyFileOffers.count)
+        messages = MessageView(pending: state.outbox.pending.filter { $0.channel != .broadcast }.count,
+                               delivered: state.outbox.deliveredTotal, failedAttempts: state.outbox.failedAttempts,
+                               unreachable: state.outbox.unreachableEntries.count)
+        let h = state.health
+        radio = RadioView(
+            state: RadioState(rawValue: h.radioState).map { "\($0)" } ?? "unknown", adapter: h.radioAdapter,
+            sinceMicroseconds: h.radioStateChangedMicroseconds, devices: state.devices.devices.count,
+            framesAccepted: live?.air.accepted, framesForged: live?.air.forged, onAir: live?.onAir ?? [],
+            hciErrors: live?.hci.map { $0.hardwareErrors + $0.commandTimeouts })
+        hub = HubView(hub: state.hub.hub, syncedThrough: state.hub.syncedThrough,
+                      lastAcknowledgedMicroseconds: state.hub.lastAcknowledgedMicroseconds, received: state.hub.received,
+                      problem: live?.hubProblem)
+        log = LogView(events: state.appliedThrough, usedBytes: logUsedBytes,
+                      undecodable: h.undecodable, salvages: h.salvages, check: live?.logCheck,
+                      failure: live?.fromMemory?.failure, diskFull: live?.log.diskFull ?? false,
+                      uptimeSeconds: live?.uptimeSeconds)
+    }
+
+    static func name(_ m: CheckInMode) -> String {
+        switch m {
+        case .time: "time"
+        case .pulse: "pulse"
+        default: "off"
+        }
+    }
+
+    static func name(_ s: LadderStep) -> String {
+        switch s {
+        case .none: "none"
+        case .prompt: "prompt"
+        case .text: "text"
+        case .alarm: "alarm"
+        case .notify: "notify"
+        case .UNRECOGNIZED(let n): "step \(n)"
+        }
+    }
+
+    static func name(_ s: AlertSeverity) -> String {
+        switch s {
+        case .info: "info"
+        case .warning: "warning"
+        case .critical: "critical"
+        default: "unspecified"
+        }
+    }
+
+    /// The kind's name as commands take it (`raise-alert`'s `kind`).
+    public static func slug(_ k: AlertKind) -> String {
+        switch k {
+        case .sos: "sos"
+        case .medical: "medical"
+        case .fire: "fire"
+        case .flood: "flood"
+        case .evacuate: "evacuate"
+        case .roadHazard: "road-hazard"
+        case .areaHazard: "area-hazard"
+        case .info: "info"
+        default: "unspecified"
+        }
+    }
+
+    static func category(_ k: AlertKind) -> String {
+        switch k {
+        case .sos, .medical: "help"
+        case .fire, .flood, .evacuate, .roadHazard, .areaHazard: "hazard"
+        default: "notice"
+        }
+    }
+}

@@ -1,0 +1,178 @@
+import Synchronization
+import VigilAccess
+import VigilCore
+import VigilEvents
+
+/// Snapshots of the node for servers beside the loop (the box's page and API): the latest one,
+/// and a stream of new ones. Thread-safe; the loop only ever stores and yields (never waits), so
+/// however slow a reader is, the loop is not held up: each reader's stream keeps only the newest
+/// snapshot it has not taken yet.
+///
+/// The loop builds snapshots only once a server asked for them (`activate`), at most
+/// `minimumIntervalNanoseconds` apart, and at least every `heartbeatNanoseconds` (uptime, radio
+/// counters).
+public final class SnapshotFeed: Sendable {
+    private struct State {
+        var latest: NodeSnapshot?
+        var readers: [UInt64: AsyncStream<NodeSnapshot>.Continuation] = [:]
+        var nextReader: UInt64 = 0
+        var active = false
+        var finished = false
+    }
+    private let state = Mutex(State())
+
+    public init() {}
+
+    /// A server wants snapshots (`Node.publishSnapshots`).
+    func activate() {
+        state.withLock { $0.active = true }
+    }
+
+    var isActive: Bool { state.withLock { $0.active } }
+
+    /// The newest snapshot (nil before the first).
+    public var latest: NodeSnapshot? { state.withLock { $0.latest } }
+
+    /// Every snapshot from now on, starting with the newest one there is; a reader that falls
+    /// behind skips to the newest. Ends when the node stops.
+    public func updates() -> AsyncStream<NodeSnapshot> {
+        let (stream, continuation) = AsyncStream<NodeSnapshot>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        let id: UInt64? = state.withLock { s in
+            guard !s.finished else { return nil }
+            let id = s.nextReader
+            s.nextReader += 1
+            s.readers[id] = continuation
+            if let latest = s.latest { continuation.yield(latest) }
+            return id
+        }
+        guard let id else {
+            continuation.finish()
+            return stream
+        }
+        continuation.onTermination = { [weak self] _ in
+            _ = self?.state.withLock { $0.readers.removeValue(forKey: id) }
+        }
+        return stream
+    }
+
+    /// On the loop: stores `snapshot` and hands it to every reader.
+    func publish(_ snapshot: NodeSnapshot) {
+        let readers = state.withLock { s -> [AsyncStream<NodeSnapshot>.Continuation] in
+            s.latest = snapshot
+            return Array(s.readers.values)
+        }
+        for r in readers { r.yield(snapshot) }
+    }
+
+    /// The node stopped: readers' streams end.
+    func finish() {
+        let readers = state.withLock { s -> [AsyncStream<NodeSnapshot>.Continuation] in
+            s.finished = true
+            let r = Array(s.readers.values)
+            s.readers.removeAll()
+            return r
+        }
+        for r in readers { r.finish() }
+    }
+}
+
+/// Publishes the node's snapshots to its `SnapshotFeed` (README "The box's page"): after a batch
+/// that changed what the page shows, no more often than every 250 ms, so an SOS reaches a viewer
+/// at once and a crowded radio costs at most four small snapshots a second.
+final class SnapshotPublisher: NodeComponent {
+    unowned let node: Node
+    static let timer = Scheduler.Timer("page-snapshot")
+    static let minimumIntervalNanoseconds: UInt64 = 250_000_000
+    static let heartbeatNanoseconds: UInt64 = 5_000_000_000
+    private var lastPublishedNanoseconds: UInt64?
+    private var lastSequence: UInt64 = .max
+    private var lastOutputs: [OutputLine: OutputDecision] = [:]
+    private var started = false
+    /// When the last snapshots were published (monotonic ns, the newest 64): what tests check the
+    /// rate against.
+    private(set) var published: [UInt64] = []
+
+    init(node: Node) { self.node = node }
+
+    func start() throws(NodeError) {
+        node.scheduler.register(Self.timer) { [unowned self] in publish() }
+        started = true
+        reconcile()
+    }
+
+    func reconcile() {
+        guard started, node.snapshots.isActive else { return }
+        let changed = node.projections.appliedThrough != lastSequence || node.patterns.decisions != lastOutputs
+        let now = node.monotonic.nowNanoseconds()
+        guard let last = lastPublishedNanoseconds else { return publish() }
+        guard changed else { return }
+        let due = last &+ Self.minimumIntervalNanoseconds
+        if now >= due { publish() } else { node.scheduler.schedule(Self.timer, atNanoseconds: due) }
+    }
+
+    /// Builds and publishes a snapshot now, and arms the heartbeat.
+    private func publish() {
+        guard started, node.snapshots.isActive else { return }
+        let now = node.monotonic.nowNanoseconds()
+        lastPublishedNanoseconds = now
+        if published.count == 64 { published.removeFirst() }
+        published.append(now)
+        lastSequence = node.projections.appliedThrough
+        lastOutputs = node.patterns.decisions
+        node.snapshots.publish(node.snapshot())
+        node.scheduler.schedule(Self.timer, atNanoseconds: now &+ Self.heartbeatNanoseconds)
+    }
+
+    func stop() {
+        started = false
+        node.scheduler.cancel(Self.timer)
+        node.snapshots.finish()
+    }
+}
+
+extension Node {
+    /// A server beside the loop wants snapshots (`snapshots`): the loop publishes one at once and
+    /// from then on after each change. Thread-safe.
+    public func publishSnapshots() {
+        snapshots.activate()
+        onLoop { node in node.publisher.reconcile() }
+    }
+
+    /// The live view of the node now. On the loop.
+    func snapshot() -> NodeSnapshot {
+        loop.owner.check("snapshot")
+        // mdb_env_info: a read of the environment's header in memory, no I/O.
+        return NodeSnapshot(state: projections, decisions: patterns.decisions, live: liveStatus(),
+                            logUsedBytes: (try? log.spaceUsage()).map { UInt64($0.usedBytes) },
+                            timeMicroseconds: clock.nowMicroseconds())
+    }
+}
+
+extension Node {
+    /// The view of the node as it was at `moment`, rebuilt from the log (after-incident review:
+    /// the page's time travel). Replays on a thread of its own, in a read transaction of its own,
+    /// never on the loop; one at a time per process, so a page reloaded in a hurry cannot start
+    /// many replays.
+    public func pastSnapshot(at moment: PastMoment, asked: String) async throws -> NodeSnapshot {
+        let log = self.log
+        let settings = configuration.projections
+        let unreachableAfter = configuration.notifyUnreachableAfterMicroseconds
+        let result: Result<NodeSnapshot, any Error> = await Self.replays.run {
+            do {
+                var past = try Replay.state(log, settings: settings, at: moment)
+                past.state.outbox.unreachableAfterMicroseconds = unreachableAfter
+                let time: UInt64 = switch moment {
+                case .time(let t): t
+                case .sequence: past.state.health.lastEventMicroseconds
+                }
+                return .success(NodeSnapshot(state: past.state, decisions: OutputPolicy.decide(past.state, running: true),
+                                             live: nil, timeMicroseconds: time, past: asked))
+            } catch {
+                return .failure(error)
+            }
+        }
+        return try result.get()
+    }
+
+    private static let replays = Gate(width: 1)
+}
