@@ -118,7 +118,7 @@ let package = Package(
             name: "VigilNode",
             dependencies: [
                 "VigilLog", "VigilEvents", "VigilCore", "VigilRadio", "VigilBoard", "VigilSystem", "VigilExposure",
-                "VigilHubProtocol", "VigilHex",
+                "VigilHubProtocol", "VigilHex", "VigilAccess",
                 // SHA-256 of the hub's key files (checked against the hash the feed offered).
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
@@ -130,11 +130,40 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // Access to the servers of the box and the hub: password hashes (scrypt), self-signed TLS
+        // identities.
+        .target(
+            name: "VigilAccess",
+            dependencies: [
+                "VigilHubProtocol", "VigilSystem",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
+        // The box's own page and API (Hummingbird, TLS): beside the node's loop, reading its
+        // snapshots and sending it commands.
+        .target(
+            name: "VigilWeb",
+            dependencies: [
+                "VigilNode", "VigilAccess", "VigilHubProtocol",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTLS", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: strict
+        ),
         // The hub: an HTTP server (Hummingbird, TLS) on PostgreSQL, keeping no state of its own.
         .target(
             name: "VigilHub",
             dependencies: [
-                "VigilHubProtocol", "VigilEvents", "VigilCore", "VigilHex", "VigilSystem", "VigilExposure",
+                "VigilHubProtocol", "VigilEvents", "VigilCore", "VigilHex", "VigilSystem", "VigilExposure", "VigilAccess",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -144,8 +173,6 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Crypto", package: "swift-crypto"),
-                // scrypt for coordinators' passwords.
-                .product(name: "_CryptoExtras", package: "swift-crypto"),
             ],
             exclude: ["openapi.yaml"],
             swiftSettings: strict
@@ -170,7 +197,7 @@ let package = Package(
         .executableTarget(
             name: "vigil",
             dependencies: [
-                "VigilNode", "VigilLog", "VigilEvents", "VigilCore", "VigilRadio", "VigilBoard", "VigilSystem", "VigilExposure",
+                "VigilNode", "VigilWeb", "VigilAccess", "VigilLog", "VigilEvents", "VigilCore", "VigilRadio", "VigilBoard", "VigilSystem", "VigilExposure",
                 "VigilHubProtocol",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -235,11 +262,23 @@ let package = Package(
             name: "VigilHubTests",
             dependencies: [
                 "VigilHub", "VigilHubProtocol", "VigilNode", "VigilLog", "VigilEvents", "VigilCore", "VigilSystem",
-                "VigilHex", "VigilTestSupport", "VigilExposure",
+                "VigilHex", "VigilTestSupport", "VigilExposure", "VigilAccess",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "VigilWebTests",
+            dependencies: [
+                "VigilWeb", "VigilNode", "VigilCore", "VigilSystem", "VigilTestSupport",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
             ],

@@ -5,6 +5,7 @@ import ServiceLifecycle
 import VigilNode
 import VigilRadio
 import VigilSystem
+import VigilWeb
 
 struct Run: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -33,9 +34,20 @@ struct Run: AsyncParsableCommand {
     @Option(help: "Run the node's clock this many times faster than real time (demonstrations: 60 shows a 30-minute ladder in 30 s).")
     var timeScale: Double?
 
+    @Option(help: ArgumentHelp("Serve the box's page and API on HOST:PORT (overrides http.listen), e.g. 0.0.0.0:8443.", valueName: "host:port"))
+    var http: String?
+
+    @Flag(help: "Serve the page over plain HTTP instead of HTTPS (passwords and cookies cross the network readable).")
+    var httpPlain = false
+
     func run() async throws {
         try await reportingErrors {
             var configuration = try options.load().configuration
+            if let http {
+                guard HTTPSettings.parseListen(http) != nil else { throw CLIError("--http must be HOST:PORT, such as 0.0.0.0:8443", code: 64) }
+                configuration.http.listen = http
+            }
+            if httpPlain { configuration.http.tls = false }
             if let board {
                 do {
                     configuration.board = try NodeConfiguration.loadBoard(named: board)
@@ -88,10 +100,17 @@ struct Run: AsyncParsableCommand {
                 throw CLIError("\(error)")
             }
             let service = NodeService(node: node, duration: durationMicroseconds, logger: logger)
-            let group = ServiceGroup(
-                configuration: .init(services: [.init(service: service, successTerminationBehavior: .gracefullyShutdownGroup)],
-                                     gracefulShutdownSignals: [.sigterm, .sigint],
-                                     logger: logger))
+            var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
+                .init(service: service, successTerminationBehavior: .gracefullyShutdownGroup),
+            ]
+            // The page after the node: a graceful shutdown stops it (and its live streams) first.
+            // A page that cannot be served (its port taken) is logged and the node runs on.
+            if configuration.http.listen != nil {
+                services.append(.init(service: WebServer(node: node, settings: configuration.http, dataDirectory: configuration.dataDirectory,
+                                                         logger: logger),
+                                      successTerminationBehavior: .ignore, failureTerminationBehavior: .ignore))
+            }
+            let group = ServiceGroup(configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
             do {
                 try await group.run()
             } catch let error as NodeError {

@@ -5,6 +5,7 @@ import VigilEvents
 import VigilLog
 import VigilNode
 import VigilSystem
+import VigilWeb
 
 struct Status: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -27,20 +28,11 @@ struct Status: AsyncParsableCommand {
         if at != nil && atSequence != nil { throw CLIError("give --at or --at-sequence, not both", code: 64) }
         if let atSequence { return .sequence(atSequence) }
         guard let at else { return nil }
-        // "-90m" (given as --at=-90m) or "90m ago".
-        let relative = at.hasPrefix("-") ? String(at.dropFirst()) : at.hasSuffix(" ago") ? String(at.dropLast(4)) : nil
-        if let relative {
-            guard let ago = HumanDuration.parseMicroseconds(relative.trimmingCharacters(in: .whitespaces)), ago > 0 else {
-                throw CLIError("--at \(at): a duration ago is written like \"90m ago\" or --at=-2h", code: 64)
-            }
-            return .time(now > ago ? now - ago : 0)
+        do {
+            return try PastMoment.parse(at, nowMicroseconds: now)
+        } catch {
+            throw CLIError("--at \(at): \(error)", code: 64)
         }
-        let date = (try? Date(at, strategy: Date.ISO8601FormatStyle(includingFractionalSeconds: true)))
-            ?? (try? Date(at, strategy: Date.ISO8601FormatStyle()))
-        guard let date, date.timeIntervalSince1970 >= 0 else {
-            throw CLIError("--at \(at): not a time; write it in ISO 8601 with its zone (2026-11-24T18:30:00Z) or as \"90m ago\"", code: 64)
-        }
-        return .time(UInt64(date.timeIntervalSince1970 * 1_000_000))
     }
 
     func run() async throws {
@@ -61,13 +53,15 @@ struct Status: AsyncParsableCommand {
             }
             let hub = HubStatusLine(links: (try? HubLinks.load(dataDirectory: dir)) ?? HubLinks(), mark: try HubSyncMark.read(log))
             if json {
-                let report = StatusReport(state: state, usedBytes: space.usedBytes, mapBytes: space.mapBytes, live: live, hub: hub)
+                let report = StatusReport(state: state, usedBytes: space.usedBytes, mapBytes: space.mapBytes, live: live, hub: hub,
+                                          page: PageStatus(configuration))
                 let encoder = JSONEncoder()
                 encoder.outputFormatting = [.sortedKeys]
                 FileOutput.standardOutput.write(String(decoding: try encoder.encode(report), as: UTF8.self) + "\n")
             } else {
                 FileOutput.standardOutput.write(text(state, space: space, live: live, dir: dir, hub: hub,
-                                                     verificationKeys: configuration.exposure.verificationKeys.count))
+                                                     verificationKeys: configuration.exposure.verificationKeys.count)
+                                                + PageStatus(configuration).text + "\n")
             }
         }
     }
@@ -219,6 +213,37 @@ struct StatusReport: Encodable {
     var mapBytes: Int
     var live: LiveStatus?
     var hub: HubStatusLine
+    var page: PageStatus
+}
+
+/// The box's page: where it is served and its certificate's fingerprint (`vigil status`), which
+/// staff compare with what their browser shows before they trust it.
+struct PageStatus: Encodable {
+    var listen: String?
+    var tls: Bool
+    /// SHA-256 of the certificate, as browsers show it (nil until the node first serves over TLS).
+    var fingerprint: String?
+    var passwordSet: Bool
+
+    init(_ configuration: NodeConfiguration) {
+        let credentials = WebCredentials(dataDirectory: configuration.dataDirectory)
+        listen = configuration.http.listen
+        tls = configuration.http.tls
+        fingerprint = credentials.identity.map { WebCredentials.displayFingerprint($0.fingerprint) }
+        passwordSet = credentials.adminHash != nil
+    }
+
+    var text: String {
+        guard let listen else {
+            return "page: off (set http.listen, or run with --http 0.0.0.0:8443)"
+                + (fingerprint.map { "; certificate SHA-256 \($0)" } ?? "")
+        }
+        var line = "page: \(tls ? "https" : "http")://\(listen)/"
+        if tls { line += fingerprint.map { ", certificate SHA-256 \($0)" } ?? ", certificate made at the node's next start" }
+        else { line += " (plain HTTP by choice: passwords cross the network readable)" }
+        if !passwordSet { line += "; no admin password yet (vigil http passwd)" }
+        return line
+    }
 }
 
 /// The hub in use and what it holds of this box (`vigil status`).

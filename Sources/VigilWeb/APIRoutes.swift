@@ -1,0 +1,227 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import NIOCore
+import VigilAccess
+import VigilNode
+
+/// The JSON API, `/api/v1` (described by `Sources/VigilWeb/openapi.yaml`, served at
+/// `/api/v1/openapi.yaml`): the node's snapshot, and the same typed `NodeCommand`s the CLI and
+/// the control socket send, answered with the same `NodeReply` once the event is durable.
+///
+/// Access: scripts send a bearer token (`vigil http token add NAME`); a signed-in browser may
+/// use its session cookie with the session's CSRF token in `X-CSRF-Token`. Reading the status
+/// needs neither where `http.public_view` allows viewing. Nothing is writable anonymously.
+struct APIRoutes: Sendable {
+    let node: Node
+    let settings: HTTPSettings
+    let credentials: WebCredentials
+    let sessions: WebSessions
+    let logger: Logger
+
+    static let maxBodyBytes = 64 * 1_024
+
+    func register(on router: Router<WebContext>) {
+        let api = router.group("api/v1")
+        api.get("status") { request, _ in try await status(request) }
+        api.get("openapi.yaml") { _, _ in
+            Response(status: .ok, headers: [.contentType: "application/yaml", .cacheControl: "max-age=3600"],
+                     body: .init(byteBuffer: ByteBuffer(string: OpenAPIDocument.text)))
+        }
+        api.post("commands") { request, _ in
+            try await authorised(request, acting: true) {
+                guard let body = try? await request.body.collect(upTo: Self.maxBodyBytes) else {
+                    return Self.problem(.contentTooLarge, "a command is at most \(Self.maxBodyBytes) bytes")
+                }
+                let command: NodeCommand
+                do {
+                    command = try JSONDecoder().decode(NodeCommand.self, from: Data(buffer: body))
+                } catch {
+                    return Self.problem(.badRequest, "not a command this node knows: \(Self.describe(error))")
+                }
+                return await perform(command)
+            }
+        }
+        // The commands staff use most, by path (each takes the command's arguments as its body).
+        api.post("residents/:id/check-in") { request, context in
+            try await authorised(request, acting: true) {
+                await perform(.checkIn(CheckInRequest(resident: Self.pathID(context))))
+            }
+        }
+        api.post("alarms/silence") { request, _ in
+            try await authorised(request, acting: true) { await perform(.silenceAlarms(SilenceRequest(by: "api"))) }
+        }
+        api.post("alerts") { request, _ in
+            try await authorised(request, acting: true) {
+                switch await Self.decode(AlertRequest.self, request) {
+                case .success(let r): await perform(.raiseAlert(r))
+                case .failure(let refused): refused.response
+                }
+            }
+        }
+        api.post("alerts/:id/acknowledge") { request, context in
+            try await authorised(request, acting: true) {
+                await perform(.acknowledgeAlert(AlertReference(id: Self.pathID(context))))
+            }
+        }
+        api.post("alerts/:id/cancel") { request, context in
+            try await authorised(request, acting: true) {
+                await perform(.cancelAlert(AlertCancelRequest(id: Self.pathID(context), reason: "cancelled through the API")))
+            }
+        }
+        api.post("residents") { request, _ in
+            try await authorised(request, acting: true) {
+                switch await Self.decode(ResidentSettings.self, request) {
+                case .success(let r): await perform(.enrolResident(r))
+                case .failure(let refused): refused.response
+                }
+            }
+        }
+        api.patch("residents/:id") { request, context in
+            try await authorised(request, acting: true) {
+                switch await Self.decode(ResidentSettings.self, request) {
+                case .success(var r):
+                    r.id = Self.pathID(context)
+                    return await perform(.updateResident(r))
+                case .failure(let refused): return refused.response
+                }
+            }
+        }
+        api.delete("residents/:id") { request, context in
+            try await authorised(request, acting: true) {
+                await perform(.removeResident(ResidentReference(id: Self.pathID(context))))
+            }
+        }
+    }
+
+    /// The `{id}` of a path, percent-decoded ("" when it is not valid percent-encoding: the node
+    /// refuses that as it refuses any id that is not one).
+    static func pathID(_ context: WebContext) -> String {
+        context.parameters.get("id")?.removingPercentEncoding ?? ""
+    }
+
+    // MARK: Handlers
+
+    func status(_ request: Request) async throws -> Response {
+        try await authorised(request, acting: false) {
+            let query = request.uri.queryParameters
+            if let seq = query["seq"] {
+                guard let n = UInt64(String(seq)) else { return Self.problem(.badRequest, "seq must be an event's number") }
+                return Self.json(try await node.pastSnapshot(at: .sequence(n), asked: "right after event \(n)"))
+            }
+            if let at = query["at"] {
+                let now = UInt64(max(0, Date().timeIntervalSince1970 * 1_000_000))
+                do {
+                    let moment = try PastMoment.parse(String(at), nowMicroseconds: now)
+                    return Self.json(try await node.pastSnapshot(at: moment, asked: "as it was at \(at)"))
+                } catch {
+                    return Self.problem(.badRequest, "at: \(error)")
+                }
+            }
+            guard let snapshot = node.snapshots.latest else { return Self.problem(.serviceUnavailable, "the box is starting") }
+            return Self.json(snapshot)
+        }
+    }
+
+    func perform(_ command: NodeCommand) async -> Response {
+        guard let reply = await node.perform(command) else {
+            return Self.problem(.serviceUnavailable, "the node did not answer: it is stopping or restarting")
+        }
+        let status: HTTPResponse.Status = switch (reply.ok, reply.refusal) {
+        case (true, _): .ok
+        case (false, .conflict): .conflict
+        case (false, .unavailable): .serviceUnavailable
+        case (false, .logRefused): .insufficientStorage
+        default: .unprocessableContent
+        }
+        if reply.ok { logger.notice("api: command taken", metadata: ["command": "\(command.name)", "sequence": "\(reply.sequence ?? 0)"]) }
+        return Self.json(reply, status: status)
+    }
+
+    // MARK: Access
+
+    /// Runs `body` for a caller allowed to read (`acting: false`) or to act. A bearer token
+    /// allows both; a session allows reading, and acting with its CSRF token in `X-CSRF-Token`;
+    /// `http.public_view` allows anyone to read.
+    func authorised(_ request: Request, acting: Bool, _ body: () async throws -> Response) async throws -> Response {
+        if let authorization = request.headers[.authorization] {
+            guard authorization.hasPrefix("Bearer "), credentials.tokenName(String(authorization.dropFirst(7))) != nil else {
+                logger.notice("api: a request with a token the box does not know was refused")
+                var response = Self.problem(.unauthorized, "that token is not one of this box's (vigil http token list)")
+                response.headers[.wwwAuthenticate] = "Bearer realm=\"vigil\""
+                return response
+            }
+            return try await body()
+        }
+        if let token = WebRoutes.sessionToken(request),
+           let session = await sessions.session(token, currentHash: credentials.adminHash) {
+            if acting {
+                let presented = request.headers[.csrfToken] ?? ""
+                guard PasswordHash.constantTimeEqual(Array(presented.utf8), Array(session.csrf.utf8)) else {
+                    return Self.problem(.forbidden, "a browser acting through the API sends its page's CSRF token in X-CSRF-Token")
+                }
+            }
+            return try await body()
+        }
+        if !acting && settings.publicView { return try await body() }
+        var response = Self.problem(.unauthorized, "send a bearer token (vigil http token add NAME)")
+        response.headers[.wwwAuthenticate] = "Bearer realm=\"vigil\""
+        return response
+    }
+
+    // MARK: Bodies
+
+    /// A body that cannot be taken, as the response that says why.
+    struct Refused: Error {
+        var response: Response
+    }
+
+    static func decode<T: Decodable>(_ type: T.Type, _ request: Request) async -> Result<T, Refused> {
+        guard let body = try? await request.body.collect(upTo: maxBodyBytes) else {
+            return .failure(Refused(response: problem(.contentTooLarge, "a body is at most \(maxBodyBytes) bytes")))
+        }
+        do {
+            return .success(try JSONDecoder().decode(T.self, from: Data(buffer: body)))
+        } catch {
+            return .failure(Refused(response: problem(.badRequest, "the body is not what this takes: \(describe(error))")))
+        }
+    }
+
+    static func describe(_ error: any Error) -> String {
+        switch error as? DecodingError {
+        case .keyNotFound(let key, _)?: "\(key.stringValue) is missing"
+        case .typeMismatch(_, let c)?, .valueNotFound(_, let c)?, .dataCorrupted(let c)?:
+            (c.codingPath.map(\.stringValue).joined(separator: ".") + " " + c.debugDescription).trimmingCharacters(in: .whitespaces)
+        default: "not JSON"
+        }
+    }
+
+    static let encoder: JSONEncoder = {
+        let e = JSONEncoder()
+        e.outputFormatting = [.sortedKeys]
+        return e
+    }()
+
+    static func json<T: Encodable>(_ value: T, status: HTTPResponse.Status = .ok) -> Response {
+        let data = (try? encoder.encode(value)) ?? Data("{}".utf8)
+        return Response(status: status, headers: [.contentType: "application/json", .cacheControl: "no-store"],
+                        body: .init(byteBuffer: ByteBuffer(bytes: data)))
+    }
+
+    /// An error as RFC 9457 problem details.
+    static func problem(_ status: HTTPResponse.Status, _ detail: String) -> Response {
+        struct Problem: Encodable {
+            var status: Int
+            var title: String
+            var detail: String
+        }
+        let data = (try? encoder.encode(Problem(status: status.code, title: status.reasonPhrase, detail: detail))) ?? Data()
+        return Response(status: status, headers: [.contentType: "application/problem+json", .cacheControl: "no-store"],
+                        body: .init(byteBuffer: ByteBuffer(bytes: data)))
+    }
+}
+
+extension HTTPField.Name {
+    static let csrfToken = HTTPField.Name("X-CSRF-Token")!
+}

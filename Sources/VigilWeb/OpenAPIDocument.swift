@@ -1,0 +1,276 @@
+/// The API's description, served at `/api/v1/openapi.yaml` (OpenAPI 3.0). `scripts/test` checks
+/// the running API against it with schemathesis; `APIDocumentTests` checks every route is in it.
+enum OpenAPIDocument {
+    static let text = """
+    openapi: 3.0.3
+    info:
+      title: Vigil box API
+      version: "1"
+      description: >
+        The box's state and the commands staff give it: the same commands the CLI and the control
+        socket send (NodeCommand), answered once their event is durable (NodeReply).
+        Scripts authenticate with a bearer token (`vigil http token add NAME`).
+    servers:
+      - url: /api/v1
+    security:
+      - bearer: []
+    # What every command route answers (a YAML anchor: the routes below share it).
+    x-command-responses: &commandResponses
+      "200": {$ref: "#/components/responses/Reply"}
+      "400": {$ref: "#/components/responses/Problem"}
+      "401": {$ref: "#/components/responses/Problem"}
+      "403": {$ref: "#/components/responses/Problem"}
+      "409": {$ref: "#/components/responses/Reply"}
+      "413": {$ref: "#/components/responses/Problem"}
+      "422": {$ref: "#/components/responses/Reply"}
+      "503": {$ref: "#/components/responses/ReplyOrProblem"}
+      "507": {$ref: "#/components/responses/Reply"}
+    paths:
+      /status:
+        get:
+          summary: The box now, or as it was at a past moment (rebuilt from its log).
+          parameters:
+            - {name: at, in: query, required: false, schema: {type: string}, description: "ISO 8601 time or a duration ago (90m ago)"}
+            - {name: seq, in: query, required: false, schema: {type: integer, format: int64, minimum: 0}}
+          responses:
+            "200": {description: The snapshot, content: {application/json: {schema: {$ref: "#/components/schemas/NodeSnapshot"}}}}
+            "400": {$ref: "#/components/responses/Problem"}
+            "401": {$ref: "#/components/responses/Problem"}
+            "503": {$ref: "#/components/responses/Problem"}
+      /commands:
+        post:
+          summary: Any command, as the control socket takes it.
+          requestBody:
+            required: true
+            content: {application/json: {schema: {$ref: "#/components/schemas/NodeCommand"}}}
+          responses:
+            "200": {$ref: "#/components/responses/Reply"}
+            "400": {$ref: "#/components/responses/Problem"}
+            "401": {$ref: "#/components/responses/Problem"}
+            "403": {$ref: "#/components/responses/Problem"}
+            "409": {$ref: "#/components/responses/Reply"}
+            "413": {$ref: "#/components/responses/Problem"}
+            "422": {$ref: "#/components/responses/Reply"}
+            "503": {$ref: "#/components/responses/ReplyOrProblem"}
+            "507": {$ref: "#/components/responses/Reply"}
+      /residents:
+        post:
+          summary: Enrol a resident.
+          requestBody: {required: true, content: {application/json: {schema: {$ref: "#/components/schemas/ResidentSettings"}}}}
+          responses: *commandResponses
+      /residents/{id}:
+        parameters: [{name: id, in: path, required: true, schema: {type: string}}]
+        patch:
+          summary: Change a resident's settings (those given).
+          requestBody: {required: true, content: {application/json: {schema: {$ref: "#/components/schemas/ResidentSettings"}}}}
+          responses: *commandResponses
+        delete:
+          summary: Remove a resident.
+          responses: *commandResponses
+      /residents/{id}/check-in:
+        parameters: [{name: id, in: path, required: true, schema: {type: string}}]
+        post:
+          summary: Check a resident in ("I'm OK").
+          responses: *commandResponses
+      /alarms/silence:
+        post:
+          summary: Silence the alarms sounding now.
+          responses: *commandResponses
+      /alerts:
+        post:
+          summary: Raise an alert at this box (it goes on the air).
+          requestBody: {required: true, content: {application/json: {schema: {$ref: "#/components/schemas/AlertRequest"}}}}
+          responses: *commandResponses
+      /alerts/{id}/acknowledge:
+        parameters: [{name: id, in: path, required: true, schema: {type: string}, description: "ORIGIN:COUNTER, origin in hex"}]
+        post:
+          summary: Answer a call for help heard from another box.
+          responses: *commandResponses
+      /alerts/{id}/cancel:
+        parameters: [{name: id, in: path, required: true, schema: {type: string}}]
+        post:
+          summary: Cancel an alert raised here.
+          responses: *commandResponses
+    components:
+      securitySchemes:
+        bearer: {type: http, scheme: bearer}
+      responses:
+        Problem:
+          description: What went wrong (RFC 9457).
+          content: {application/problem+json: {schema: {$ref: "#/components/schemas/Problem"}}}
+        Reply:
+          description: The node's answer.
+          content: {application/json: {schema: {$ref: "#/components/schemas/NodeReply"}}}
+        ReplyOrProblem:
+          description: The node refused, or did not answer.
+          content:
+            application/json: {schema: {$ref: "#/components/schemas/NodeReply"}}
+            application/problem+json: {schema: {$ref: "#/components/schemas/Problem"}}
+      schemas:
+        Problem:
+          type: object
+          required: [status, title, detail]
+          properties: {status: {type: integer}, title: {type: string}, detail: {type: string}}
+        NodeReply:
+          type: object
+          required: [ok]
+          properties:
+            ok: {type: boolean}
+            sequence: {type: integer, format: int64}
+            alert: {type: string}
+            refusal: {type: string, enum: [invalid, conflict, unavailable, log-refused]}
+            error: {type: string}
+            unlogged: {type: boolean}
+            status: {type: object}
+        NodeCommand:
+          type: object
+          required: [command]
+          properties:
+            command:
+              type: string
+              enum: [ping, status, press, check-in, enrol-resident, update-resident, remove-resident, silence-alarms,
+                     raise-alert, cancel-alert, acknowledge-alert, record-exposure, record-keys-published, reload-hub-links]
+            arguments: {type: object}
+        AlertRequest:
+          type: object
+          required: [kind, lifetimeMicroseconds, text]
+          properties:
+            kind: {type: string, enum: [sos, medical, fire, flood, evacuate, road-hazard, area-hazard, info]}
+            severity: {type: string, enum: [info, warning, critical]}
+            lifetimeMicroseconds: {type: integer, format: int64, minimum: 0}
+            latitude: {type: number}
+            longitude: {type: number}
+            text: {type: string}
+        ResidentSettings:
+          type: object
+          required: [id]
+          properties:
+            id: {type: string}
+            name: {type: string}
+            mode: {type: string, enum: [time, pulse, "off"]}
+            intervalMicroseconds: {type: integer, format: int64, minimum: 0}
+            confirmMicroseconds: {type: integer, format: int64, minimum: 0}
+            textToAlarmMicroseconds: {type: integer, format: int64, minimum: 0}
+            alarmToNotifyMicroseconds: {type: integer, format: int64, minimum: 0}
+            contacts:
+              type: array
+              items: {type: object, required: [name, address], properties: {name: {type: string}, address: {type: string}}}
+            room: {type: string}
+            ownAddress: {type: string}
+            timeZone: {type: string}
+        NodeSnapshot:
+          type: object
+          required: [sequence, timeMicroseconds, nodeID, outputs, residents, alerts, exposures, messages, radio, hub, log]
+          properties:
+            sequence: {type: integer, format: int64}
+            timeMicroseconds: {type: integer, format: int64}
+            nodeID: {type: string}
+            past: {type: string}
+            outputs:
+              type: array
+              items:
+                type: object
+                required: [line, pattern, reasons]
+                properties:
+                  line: {type: string, enum: [red, amber, green, blue, buzzer]}
+                  pattern: {type: string}
+                  reasons:
+                    type: array
+                    items:
+                      type: object
+                      required: [text, sequences]
+                      properties: {text: {type: string}, sequences: {type: array, items: {type: integer, format: int64}}}
+            residents:
+              type: array
+              items:
+                type: object
+                required: [id, name, room, mode, step, stepMicroseconds, checkIns, intervalMicroseconds, contacts, timeZone, paused]
+                properties:
+                  id: {type: string}
+                  name: {type: string}
+                  room: {type: string}
+                  mode: {type: string, enum: [time, pulse, "off"]}
+                  step: {type: string}
+                  stepMicroseconds: {type: integer, format: int64}
+                  next:
+                    type: object
+                    required: [step, dueMicroseconds]
+                    properties: {step: {type: string}, dueMicroseconds: {type: integer, format: int64}}
+                  lastCheckInMicroseconds: {type: integer, format: int64}
+                  checkIns: {type: integer, format: int64}
+                  intervalMicroseconds: {type: integer, format: int64}
+                  contacts: {type: array, items: {type: string}}
+                  tag: {type: string}
+                  timeZone: {type: string}
+                  paused: {type: boolean}
+            alerts:
+              type: array
+              items:
+                type: object
+                required: [id, kind, severity, category, raisedHere, hops, raisedMicroseconds, expiresMicroseconds, text]
+                properties:
+                  id: {type: string}
+                  kind: {type: string}
+                  severity: {type: string}
+                  category: {type: string, enum: [help, hazard, notice]}
+                  raisedHere: {type: boolean}
+                  hops: {type: integer}
+                  raisedMicroseconds: {type: integer, format: int64}
+                  expiresMicroseconds: {type: integer, format: int64}
+                  text: {type: string}
+                  latitude: {type: number}
+                  longitude: {type: number}
+                  acknowledged: {type: string, enum: [here, elsewhere]}
+            exposures:
+              type: object
+              required: [found, highRisk, recentHighRiskMicroseconds, keyFilesMatched, keyFilesRefused, keyFilesWaiting]
+              properties:
+                found: {type: integer}
+                highRisk: {type: integer}
+                recentHighRiskMicroseconds: {type: array, items: {type: integer, format: int64}}
+                keyFilesMatched: {type: integer, format: int64}
+                keyFilesRefused: {type: integer, format: int64}
+                keyFilesWaiting: {type: integer}
+            messages:
+              type: object
+              required: [pending, delivered, failedAttempts, unreachable]
+              properties:
+                pending: {type: integer}
+                delivered: {type: integer, format: int64}
+                failedAttempts: {type: integer, format: int64}
+                unreachable: {type: integer}
+            radio:
+              type: object
+              required: [state, adapter, sinceMicroseconds, devices, onAir]
+              properties:
+                state: {type: string}
+                adapter: {type: string}
+                sinceMicroseconds: {type: integer, format: int64}
+                devices: {type: integer}
+                framesAccepted: {type: integer, format: int64}
+                framesForged: {type: integer, format: int64}
+                onAir: {type: array, items: {type: string}}
+                hciErrors: {type: integer, format: int64}
+            hub:
+              type: object
+              required: [hub, syncedThrough, lastAcknowledgedMicroseconds, received]
+              properties:
+                hub: {type: string}
+                syncedThrough: {type: integer, format: int64}
+                lastAcknowledgedMicroseconds: {type: integer, format: int64}
+                received: {type: integer, format: int64}
+                problem: {type: string}
+            log:
+              type: object
+              required: [events, undecodable, salvages, diskFull]
+              properties:
+                events: {type: integer, format: int64}
+                usedBytes: {type: integer, format: int64}
+                undecodable: {type: integer, format: int64}
+                salvages: {type: integer, format: int64}
+                check: {type: string}
+                failure: {type: string}
+                diskFull: {type: boolean}
+                uptimeSeconds: {type: number}
+    """
+}

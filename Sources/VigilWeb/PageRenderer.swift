@@ -1,0 +1,350 @@
+import Foundation
+import VigilNode
+
+/// The box's page as HTML, rendered on the server from a `NodeSnapshot`: it works without
+/// JavaScript (every action is a form), and the small script (`/static/page.js`) only swaps in
+/// the sections the live stream sends, rendered by these same functions.
+///
+/// Two audiences: a viewer (read-only, only where `http.public_view` allows) and staff signed in
+/// (forms to act). Forms carry the session's CSRF token; sections sent over the stream leave it
+/// empty and the script fills it from the page's `<meta name="csrf">`.
+enum PageRenderer {
+    /// The page's sections, in order: each is an element whose id the stream names.
+    static let sections = ["help", "hazards", "lights", "residents", "exposures", "system"]
+
+    struct Viewer {
+        /// Signed-in staff may act.
+        var acting: Bool
+        /// The session's CSRF token ("" in sections sent over the stream).
+        var csrf: String
+    }
+
+    static func page(_ s: NodeSnapshot, viewer: Viewer, notice: String? = nil, liveSince: UInt64? = nil) -> String {
+        let title = s.past == nil ? "Vigil \(s.nodeID)" : "Vigil \(s.nodeID), as it was"
+        var out = """
+        <!doctype html>
+        <html lang="en"><head><meta charset="utf-8">
+        <meta name="viewport" content="width=device-width, initial-scale=1">
+        <meta name="csrf" content="\(escape(viewer.csrf))">
+        <title>\(escape(title))</title>
+        <link rel="stylesheet" href="/static/page.css">
+        \(s.past == nil ? "<script src=\"/static/page.js\" defer></script>" : "")
+        </head><body>
+        <header><h1>Vigil <span class="node">\(escape(s.nodeID))</span></h1>
+        """
+        if let past = s.past {
+            out += "<p class=\"past\" role=\"status\">Showing the box \(escape(past)), rebuilt from its log (event \(s.sequence)). <a href=\"/\">Back to now</a></p>"
+        } else {
+            out += "<p class=\"live\" id=\"live\" data-sequence=\"\(s.sequence)\">Live: event \(s.sequence), \(clock(s.timeMicroseconds))</p>"
+        }
+        out += """
+        <form class="travel" method="get" action="/"><label>See the box as it was at <input name="at" placeholder="90m ago or 2026-11-24T18:30:00Z" size="28"></label> <button>Show</button></form>
+        """
+        if viewer.acting {
+            out += "<form class=\"signout\" method=\"post\" action=\"/logout\">\(csrfField(viewer))<button>Sign out</button></form>"
+        } else {
+            out += "<p class=\"signin\"><a href=\"/login\">Sign in to act</a></p>"
+        }
+        out += "</header>\n"
+        if let notice { out += "<p class=\"notice\" id=\"notice\" role=\"status\">\(escape(notice))</p>\n" }
+        out += "<main>\n"
+        let acting = Viewer(acting: viewer.acting && s.past == nil, csrf: viewer.csrf)
+        for name in sections { out += section(name, s, viewer: acting) + "\n" }
+        if acting.acting { out += actions(acting) }
+        out += "</main></body></html>\n"
+        return out
+    }
+
+    static func section(_ name: String, _ s: NodeSnapshot, viewer: Viewer) -> String {
+        switch name {
+        case "lights": lights(s)
+        case "help": help(s, viewer: viewer)
+        case "hazards": hazards(s, viewer: viewer)
+        case "residents": residents(s, viewer: viewer)
+        case "exposures": exposures(s)
+        default: system(s)
+        }
+    }
+
+    // MARK: Sections
+
+    static func lights(_ s: NodeSnapshot) -> String {
+        var out = "<section id=\"lights\"><h2>Lights and buzzer</h2><ul class=\"lines\">"
+        for o in s.outputs {
+            let on = o.pattern != "off"
+            out += "<li class=\"line \(escape(o.line))\(on ? " on" : "")\"><span class=\"lamp\" aria-hidden=\"true\"></span>"
+            out += "<b>\(escape(o.line))</b> \(escape(o.pattern))"
+            if !o.reasons.isEmpty {
+                out += "<ul class=\"why\">"
+                for r in o.reasons {
+                    let events = r.sequences.prefix(5).map { "<a href=\"/?seq=\($0)\">\($0)</a>" }.joined(separator: ", ")
+                    out += "<li>because \(escape(r.text))\(events.isEmpty ? "" : " <small>(events \(events))</small>")</li>"
+                }
+                out += "</ul>"
+            }
+            out += "</li>"
+        }
+        return out + "</ul></section>"
+    }
+
+    static func help(_ s: NodeSnapshot, viewer: Viewer) -> String {
+        let calls = s.alerts.filter { $0.category == "help" }
+        var out = "<section id=\"help\"><h2>Calls for help (\(calls.count))</h2>"
+        if calls.isEmpty { return out + "<p class=\"quiet\">No call for help.</p></section>" }
+        out += "<ul class=\"alerts\">"
+        for a in calls { out += alert(a, s, viewer: viewer) }
+        return out + "</ul></section>"
+    }
+
+    static func hazards(_ s: NodeSnapshot, viewer: Viewer) -> String {
+        let hazards = s.alerts.filter { $0.category != "help" }
+        var out = "<section id=\"hazards\"><h2>Hazards and notices (\(hazards.count))</h2>"
+        if hazards.isEmpty { return out + "<p class=\"quiet\">No active hazard or notice.</p></section>" }
+        out += "<ul class=\"alerts\">"
+        for a in hazards { out += alert(a, s, viewer: viewer) }
+        return out + "</ul></section>"
+    }
+
+    static func alert(_ a: NodeSnapshot.AlertView, _ s: NodeSnapshot, viewer: Viewer) -> String {
+        var out = "<li class=\"alert \(escape(a.severity))\" data-alert=\"\(escape(a.id))\"><b>\(escape(kindName(a.kind)))</b> "
+        out += a.raisedHere ? "raised here" : "heard from another box (\(a.hops) hop\(a.hops == 1 ? "" : "s"))"
+        out += ", \(ago(a.raisedMicroseconds, s.timeMicroseconds)); ends \(ahead(a.expiresMicroseconds, s.timeMicroseconds))"
+        if !a.text.isEmpty { out += "<br><q>\(escape(a.text))</q>" }
+        if let lat = a.latitude, let lon = a.longitude { out += "<br><small>at \(String(format: "%.5f, %.5f", lat, lon))</small>" }
+        switch a.acknowledged {
+        case "here": out += "<br><span class=\"ok\">Help is coming: acknowledged here.</span>"
+        case "elsewhere": out += "<br><span class=\"ok\">Help is coming: another box acknowledged.</span>"
+        default:
+            if !a.raisedHere && a.category == "help" { out += "<br><span class=\"waiting\">Nobody has answered yet.</span>" }
+        }
+        out += " <small class=\"id\">\(escape(a.id))</small>"
+        if viewer.acting {
+            if !a.raisedHere && a.acknowledged == nil {
+                out += form("/act/acknowledge", viewer, hidden: ["alert": a.id], button: "Acknowledge: help is coming")
+            }
+            if a.raisedHere {
+                out += form("/act/cancel", viewer, hidden: ["alert": a.id], button: "Cancel this alert", style: "secondary")
+            }
+        }
+        return out + "</li>"
+    }
+
+    static func residents(_ s: NodeSnapshot, viewer: Viewer) -> String {
+        var out = "<section id=\"residents\"><h2>Residents (\(s.residents.count))</h2>"
+        if s.residents.isEmpty { return out + "<p class=\"quiet\">No resident is enrolled.</p></section>" }
+        out += "<table><thead><tr><th>Resident</th><th>Step</th><th>Next</th><th>Last check-in</th>\(viewer.acting ? "<th></th>" : "")</tr></thead><tbody>"
+        for r in s.residents.sorted(by: { ($0.step == "none" ? 1 : 0, $0.id) < ($1.step == "none" ? 1 : 0, $1.id) }) {
+            let name = r.name.isEmpty ? r.id : r.name
+            out += "<tr class=\"step-\(escape(r.step))\" data-resident=\"\(escape(r.id))\"><td><b>\(escape(name))</b>"
+            if !r.room.isEmpty { out += "<br><small>room \(escape(r.room))</small>" }
+            out += "</td><td>\(escape(stepName(r.step)))"
+            if r.stepMicroseconds > 0 { out += "<br><small>since \(ago(r.stepMicroseconds, s.timeMicroseconds))</small>" }
+            out += "</td><td>"
+            if r.paused { out += "paused" } else if let n = r.next {
+                out += "\(escape(stepName(n.step))) \(ahead(n.dueMicroseconds, s.timeMicroseconds))"
+            } else { out += r.mode == "off" ? "checks off" : "—" }
+            out += "</td><td>\(r.lastCheckInMicroseconds.map { ago($0, s.timeMicroseconds) } ?? "never")</td>"
+            if viewer.acting {
+                out += "<td>" + form("/act/check-in", viewer, hidden: ["resident": r.id], button: "Check in")
+                out += " <a href=\"/residents/\(urlEscape(r.id))\">Edit</a></td>"
+            }
+            out += "</tr>"
+        }
+        return out + "</tbody></table></section>"
+    }
+
+    static func exposures(_ s: NodeSnapshot) -> String {
+        let x = s.exposures
+        var out = "<section id=\"exposures\"><h2>Exposure warnings</h2>"
+        if x.highRisk > 0 {
+            out += "<p class=\"warn\">\(x.highRisk) high-risk exposure\(x.highRisk == 1 ? "" : "s") found; the latest contact was \(x.recentHighRiskMicroseconds.first.map { ago($0, s.timeMicroseconds) } ?? "?").</p>"
+        } else {
+            out += "<p class=\"quiet\">No high-risk exposure found (\(x.found) exposure window\(x.found == 1 ? "" : "s") in all).</p>"
+        }
+        out += "<p><small>Key files: \(x.keyFilesMatched) matched, \(x.keyFilesRefused) refused, \(x.keyFilesWaiting) waiting.</small></p>"
+        return out + "</section>"
+    }
+
+    static func system(_ s: NodeSnapshot) -> String {
+        var out = "<section id=\"system\"><h2>Box</h2><dl>"
+        let r = s.radio
+        out += "<dt>Radio</dt><dd>\(escape(r.state))\(r.adapter.isEmpty ? "" : " (\(escape(r.adapter)))"), \(r.devices) device\(r.devices == 1 ? "" : "s") nearby"
+        if let accepted = r.framesAccepted { out += "; \(accepted) alert frames heard, \(r.framesForged ?? 0) forged" }
+        if let e = r.hciErrors, e > 0 { out += "; \(e) controller errors" }
+        out += r.onAir.isEmpty ? "" : "<br><small>on the air: \(escape(r.onAir.joined(separator: "; ")))</small>"
+        out += "</dd>"
+        let h = s.hub
+        out += "<dt>Hub</dt><dd>"
+        if h.hub.isEmpty { out += "not synced (no hub has acknowledged anything)" } else {
+            out += "synced through event \(h.syncedThrough)"
+            out += h.lastAcknowledgedMicroseconds > 0 ? ", last \(ago(h.lastAcknowledgedMicroseconds, s.timeMicroseconds))" : ""
+            out += "; \(h.received) items taken from its feed"
+        }
+        if let p = h.problem { out += "<br><span class=\"warn\">Problem: \(escape(p))</span>" }
+        out += "</dd>"
+        let l = s.log
+        out += "<dt>Log</dt><dd>\(l.events) events"
+        if let used = l.usedBytes { out += ", \(bytes(UInt64(used))) used" }
+        if let c = l.check { out += "; last check: \(escape(c))" }
+        if l.undecodable > 0 { out += "; \(l.undecodable) unreadable" }
+        if l.salvages > 0 { out += "; salvaged \(l.salvages) time\(l.salvages == 1 ? "" : "s")" }
+        if let f = l.failure { out += "<br><span class=\"warn\">The card stopped taking writes (\(escape(f))): the box runs from memory. Replace the card.</span>" }
+        if l.diskFull { out += "<br><span class=\"warn\">The card is full: scan data is not kept; alerts and check-ins are.</span>" }
+        out += "</dd>"
+        let m = s.messages
+        out += "<dt>Messages</dt><dd>\(m.pending) waiting, \(m.delivered) delivered"
+        if m.unreachable > 0 { out += "<br><span class=\"warn\">\(m.unreachable) cannot reach anyone.</span>" }
+        out += "</dd>"
+        if let up = l.uptimeSeconds { out += "<dt>Running</dt><dd>for \(duration(UInt64(up)))</dd>" }
+        return out + "</dl></section>"
+    }
+
+    /// Staff's actions that name no resident or alert.
+    static func actions(_ viewer: Viewer) -> String {
+        var out = "<section id=\"actions\"><h2>Act</h2>"
+        out += form("/act/silence", viewer, hidden: [:], button: "Silence the alarm")
+        out += """
+        <form method="post" action="/act/raise" class="raise">\(csrfField(viewer))
+        <h3>Raise an alert</h3>
+        <label>Kind <select name="kind">\(alertKinds.map { "<option value=\"\($0.slug)\">\($0.name)</option>" }.joined())</select></label>
+        <label>For <select name="hours"><option value="1">1 hour</option><option value="4">4 hours</option><option value="12">12 hours</option><option value="24">24 hours</option></select></label>
+        <label>Note <input name="text" maxlength="200"></label>
+        <button>Raise</button></form>
+        <form method="post" action="/act/enrol" class="enrol">\(csrfField(viewer))
+        <h3>Enrol a resident</h3>
+        <label>Id <input name="id" required maxlength="64" pattern="[A-Za-z0-9._-]+"></label>
+        <label>Name <input name="name" maxlength="100"></label>
+        <label>Room <input name="room" maxlength="32"></label>
+        <label>Check-in every <select name="interval">\(intervals.map { "<option value=\"\($0.value)\"\($0.value == "8h" ? " selected" : "")>\($0.name)</option>" }.joined())</select></label>
+        <button>Enrol</button></form>
+        """
+        return out + "</section>\n"
+    }
+
+    static func residentForm(_ r: NodeSnapshot.ResidentView, viewer: Viewer) -> String {
+        """
+        <!doctype html>
+        <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+        <title>Edit \(escape(r.id))</title><link rel="stylesheet" href="/static/page.css"></head><body><main>
+        <h1>\(escape(r.name.isEmpty ? r.id : r.name))</h1>
+        <form method="post" action="/act/edit" class="enrol">\(csrfField(viewer))<input type="hidden" name="id" value="\(escape(r.id))">
+        <label>Name <input name="name" maxlength="100" value="\(escape(r.name))"></label>
+        <label>Room <input name="room" maxlength="32" value="\(escape(r.room))"></label>
+        <label>Check-ins <select name="mode">\(["time", "pulse", "off"].map { "<option\($0 == r.mode ? " selected" : "")>\($0)</option>" }.joined())</select></label>
+        <label>Check-in every <select name="interval">\(intervals.map { "<option value=\"\($0.value)\"\(($0.micros == r.intervalMicroseconds) ? " selected" : "")>\($0.name)</option>" }.joined())</select></label>
+        <button>Save</button> <a href="/">Back</a></form>
+        <form method="post" action="/act/remove">\(csrfField(viewer))<input type="hidden" name="id" value="\(escape(r.id))"><button class="secondary">Remove this resident</button></form>
+        </main></body></html>
+        """
+    }
+
+    static func signIn(message: String? = nil, status: String? = nil) -> String {
+        """
+        <!doctype html>
+        <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+        <title>Sign in: Vigil</title><link rel="stylesheet" href="/static/page.css"></head><body><main class="narrow">
+        <h1>Vigil</h1>
+        \(message.map { "<p class=\"warn\" id=\"sign-in-error\" role=\"alert\">\(escape($0))</p>" } ?? "")
+        \(status.map { "<p>\(escape($0))</p>" } ?? "")
+        <form method="post" action="/login" id="sign-in"><label>Admin password <input type="password" name="password" autocomplete="current-password" required autofocus></label>
+        <button>Sign in</button></form>
+        <p><small>The password is set on the box with <code>vigil http passwd</code>.</small></p>
+        </main></body></html>
+        """
+    }
+
+    static func message(_ title: String, _ text: String) -> String {
+        """
+        <!doctype html>
+        <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+        <title>\(escape(title))</title><link rel="stylesheet" href="/static/page.css"></head><body><main class="narrow">
+        <h1>\(escape(title))</h1><p>\(escape(text))</p><p><a href="/">Back to the page</a></p></main></body></html>
+        """
+    }
+
+    // MARK: Pieces
+
+    static let alertKinds: [(slug: String, name: String)] = [
+        ("sos", "SOS"), ("medical", "Medical"), ("fire", "Fire"), ("flood", "Flood"), ("evacuate", "Evacuate"),
+        ("road-hazard", "Road hazard"), ("area-hazard", "Area hazard"), ("info", "Information"),
+    ]
+    static let intervals: [(name: String, value: String, micros: UInt64)] = [
+        ("1 hour", "1h", 3_600_000_000), ("2 hours", "2h", 7_200_000_000), ("4 hours", "4h", 14_400_000_000),
+        ("8 hours", "8h", 28_800_000_000), ("12 hours", "12h", 43_200_000_000), ("24 hours", "24h", 86_400_000_000),
+    ]
+
+    static func kindName(_ slug: String) -> String { alertKinds.first { $0.slug == slug }?.name ?? slug }
+
+    static func stepName(_ step: String) -> String {
+        switch step {
+        case "none": "fine"
+        case "prompt": "asked if OK"
+        case "text": "contacts texted"
+        case "alarm": "ALARM"
+        case "notify": "emergency: contacts told"
+        default: step
+        }
+    }
+
+    static func form(_ action: String, _ viewer: Viewer, hidden: [String: String], button: String, style: String? = nil) -> String {
+        var out = "<form method=\"post\" action=\"\(action)\" class=\"inline\">\(csrfField(viewer))"
+        for (k, v) in hidden.sorted(by: { $0.key < $1.key }) { out += "<input type=\"hidden\" name=\"\(escape(k))\" value=\"\(escape(v))\">" }
+        return out + "<button\(style.map { " class=\"\($0)\"" } ?? "")>\(escape(button))</button></form>"
+    }
+
+    static func csrfField(_ viewer: Viewer) -> String {
+        "<input type=\"hidden\" name=\"csrf\" class=\"csrf\" value=\"\(escape(viewer.csrf))\">"
+    }
+
+    static func escape(_ text: String) -> String {
+        var out = ""
+        out.reserveCapacity(text.utf8.count)
+        for c in text.unicodeScalars {
+            switch c {
+            case "&": out += "&amp;"
+            case "<": out += "&lt;"
+            case ">": out += "&gt;"
+            case "\"": out += "&quot;"
+            case "'": out += "&#39;"
+            default: out.unicodeScalars.append(c)
+            }
+        }
+        return out
+    }
+
+    static func urlEscape(_ text: String) -> String {
+        text.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(CharacterSet(charactersIn: "-._~"))) ?? ""
+    }
+
+    /// `<time>` with the UTC time; the script shows it in the viewer's own zone.
+    static func clock(_ us: UInt64) -> String {
+        let iso = isoTime(us)
+        return "<time datetime=\"\(iso)\">\(iso.replacingOccurrences(of: "T", with: " "))</time>"
+    }
+
+    static func isoTime(_ us: UInt64) -> String {
+        Date(timeIntervalSince1970: Double(us / 1_000_000)).formatted(.iso8601)
+    }
+
+    static func ago(_ us: UInt64, _ now: UInt64) -> String {
+        now >= us ? "\(duration((now - us) / 1_000_000)) ago" : "in \(duration((us - now) / 1_000_000))"
+    }
+
+    static func ahead(_ us: UInt64, _ now: UInt64) -> String {
+        us >= now ? "in \(duration((us - now) / 1_000_000))" : "\(duration((now - us) / 1_000_000)) ago"
+    }
+
+    static func duration(_ seconds: UInt64) -> String {
+        switch seconds {
+        case ..<60: "\(seconds) s"
+        case ..<3_600: "\(seconds / 60) min"
+        case ..<86_400: "\(seconds / 3_600) h \(seconds % 3_600 / 60) min"
+        default: "\(seconds / 86_400) d \(seconds % 86_400 / 3_600) h"
+        }
+    }
+
+    static func bytes(_ n: UInt64) -> String {
+        n >= 1 << 30 ? String(format: "%.1f GiB", Double(n) / Double(1 << 30))
+            : n >= 1 << 20 ? String(format: "%.1f MiB", Double(n) / Double(1 << 20)) : "\(n >> 10) KiB"
+    }
+}

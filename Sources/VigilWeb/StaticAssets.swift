@@ -1,0 +1,83 @@
+/// The page's stylesheet and script, served from memory (`/static/page.css`, `/static/page.js`):
+/// the box works with no Internet, so nothing comes from elsewhere, and the Content-Security-Policy
+/// allows only these.
+enum StaticAssets {
+    static let stylesheet = """
+    :root { color-scheme: light dark; --red: #c62828; --amber: #ef8f00; --green: #2e7d32; --blue: #1565c0; }
+    body { font: 16px/1.45 system-ui, sans-serif; margin: 0; }
+    header { padding: .6rem 1rem; border-bottom: 1px solid #8886; display: flex; flex-wrap: wrap; gap: .4rem 1.2rem; align-items: baseline; }
+    header h1 { font-size: 1.25rem; margin: 0; }
+    .node { font-family: ui-monospace, monospace; font-weight: normal; font-size: .9rem; }
+    main { padding: .5rem 1rem 3rem; max-width: 72rem; }
+    main.narrow { max-width: 26rem; margin: 2rem auto; }
+    section { margin: 1rem 0; }
+    h2 { font-size: 1.1rem; border-bottom: 1px solid #8884; padding-bottom: .2rem; }
+    .lines { list-style: none; padding: 0; display: grid; gap: .4rem; }
+    .lamp { display: inline-block; width: .9rem; height: .9rem; border-radius: 50%; background: #8884; margin-right: .5rem; vertical-align: -.1rem; }
+    .line.on.red .lamp { background: var(--red); } .line.on.amber .lamp { background: var(--amber); }
+    .line.on.green .lamp { background: var(--green); } .line.on.blue .lamp { background: var(--blue); }
+    .line.on.buzzer .lamp { background: #000; outline: 2px solid var(--red); }
+    .why { margin: .1rem 0 0 1.4rem; padding: 0; list-style: none; font-size: .92rem; }
+    .alerts { list-style: none; padding: 0; }
+    .alert { border-left: .35rem solid #8888; padding: .4rem .7rem; margin: .4rem 0; background: #8881; }
+    .alert.critical { border-color: var(--red); } .alert.warning { border-color: var(--amber); }
+    .ok { color: var(--green); font-weight: 600; } .waiting, .warn { color: var(--red); font-weight: 600; }
+    .quiet { color: #888; } .id { color: #888; font-family: ui-monospace, monospace; }
+    .past { background: var(--amber); color: #000; padding: .3rem .6rem; }
+    .notice { background: #2e7d3222; padding: .4rem .7rem; }
+    table { border-collapse: collapse; width: 100%; }
+    th, td { text-align: left; padding: .35rem .5rem; border-bottom: 1px solid #8883; vertical-align: top; }
+    tr.step-alarm td, tr.step-notify td { background: #c6282822; } tr.step-prompt td, tr.step-text td { background: #ef8f0022; }
+    form.inline { display: inline; }
+    button { font: inherit; padding: .45rem .9rem; border-radius: .4rem; border: 1px solid #8888; background: var(--blue); color: #fff; cursor: pointer; min-height: 2.6rem; }
+    button.secondary { background: transparent; color: inherit; }
+    label { display: block; margin: .3rem 0; } input, select { font: inherit; padding: .3rem; max-width: 100%; }
+    form.raise, form.enrol { border: 1px solid #8884; padding: .5rem .8rem; margin: .8rem 0; }
+    dl { display: grid; grid-template-columns: max-content 1fr; gap: .3rem 1rem; } dt { font-weight: 600; } dd { margin: 0; }
+    @media (max-width: 40rem) { th:nth-child(3), td:nth-child(3) { display: none; } dl { grid-template-columns: 1fr; } }
+    """
+
+    /// Live updates by Server-Sent Events: each message carries the sections rendered on the box;
+    /// the browser swaps them in and resumes after a drop with Last-Event-ID (EventSource does).
+    static let script = """
+    "use strict";
+    (function () {
+      const csrf = (document.querySelector('meta[name="csrf"]') || {}).content || "";
+      function localTimes(root) {
+        root.querySelectorAll("time[datetime]").forEach(function (t) {
+          const d = new Date(t.getAttribute("datetime"));
+          if (!isNaN(d)) t.textContent = d.toLocaleString();
+        });
+      }
+      function apply(message) {
+        const data = JSON.parse(message.data);
+        Object.keys(data.sections).forEach(function (id) {
+          const old = document.getElementById(id);
+          if (!old) return;
+          const box = document.createElement("div");
+          box.innerHTML = data.sections[id];
+          const fresh = box.firstElementChild;
+          if (!fresh) return;
+          fresh.querySelectorAll("input.csrf").forEach(function (i) { i.value = csrf; });
+          old.replaceWith(fresh);
+          localTimes(fresh);
+        });
+        const live = document.getElementById("live");
+        if (live) {
+          live.dataset.sequence = data.sequence;
+          live.innerHTML = "Live: event " + data.sequence + ", " + data.time;
+          localTimes(live);
+        }
+        document.body.dataset.sequence = data.sequence;
+      }
+      localTimes(document);
+      if (!window.EventSource || !document.getElementById("live")) return;
+      const source = new EventSource("/events");
+      source.addEventListener("state", apply);
+      source.addEventListener("error", function () {
+        const live = document.getElementById("live");
+        if (live) live.textContent = "Reconnecting to the box…";
+      });
+    })();
+    """
+}

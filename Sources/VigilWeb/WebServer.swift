@@ -1,0 +1,110 @@
+import Foundation
+import Hummingbird
+import HummingbirdTLS
+import Logging
+import NIOCore
+import ServiceLifecycle
+import VigilAccess
+import VigilNode
+
+/// The box's own page and API (README "The box's page"): a Hummingbird server beside the node's
+/// loop. It never touches node state: it reads the snapshots the loop publishes (`SnapshotFeed`)
+/// and sends `NodeCommand`s (`Node.perform`), so however many browsers watch and however hard a
+/// script hammers the API, the loop that keeps residents safe does not wait for it.
+///
+/// Run it in the same `ServiceGroup` as the node, after it: a graceful shutdown then stops the
+/// server (its live streams end) before the node.
+public struct WebServer: Service {
+    let node: Node
+    let settings: HTTPSettings
+    let credentials: WebCredentials
+    let logger: Logger
+    let onListening: @Sendable (_ port: Int, _ fingerprint: String?) -> Void
+    let secondsNow: @Sendable () -> UInt64
+    /// The page's one reader of the node's snapshots, whatever the number of browsers.
+    let feed: LiveFeed
+
+    /// `secondsNow` is a monotonic clock in seconds (sessions, sign-in limits); tests inject one.
+    public init(node: Node, settings: HTTPSettings, dataDirectory: String, logger: Logger,
+                secondsNow: @escaping @Sendable () -> UInt64 = { UInt64(ProcessInfo.processInfo.systemUptime) },
+                onListening: @escaping @Sendable (_ port: Int, _ fingerprint: String?) -> Void = { _, _ in }) {
+        self.node = node
+        self.settings = settings
+        self.credentials = WebCredentials(dataDirectory: dataDirectory)
+        self.logger = logger
+        self.secondsNow = secondsNow
+        self.onListening = onListening
+        feed = LiveFeed(now: secondsNow)
+    }
+
+    public func run() async throws {
+        do {
+            try await serve()
+        } catch {
+            logger.error("the box's page cannot be served; the node runs on without it", metadata: ["error": "\(error)"])
+            throw error
+        }
+    }
+
+    private func serve() async throws {
+        guard let listen = settings.listen, let (host, port) = HTTPSettings.parseListen(listen) else {
+            throw AccessError.setup("http.listen must be HOST:PORT")
+        }
+        let identity = settings.tls
+            ? try SelfSignedIdentity.loadOrCreate(directory: credentials.directory, name: "box", commonName: "vigil-box", logger: logger)
+            : nil
+        let feed = self.feed
+        let routes = WebRoutes(node: node, settings: settings, credentials: credentials, sessions: WebSessions(now: secondsNow),
+                               feed: feed, logger: logger)
+        let router = Router(context: WebContext.self)
+        routes.register(on: router)
+        let fingerprint = identity?.fingerprint
+        let logger = self.logger
+        let onListening = self.onListening
+        let configuration = ApplicationConfiguration(address: .hostname(host, port: port), serverName: "vigil")
+        let running: @Sendable (any Channel) async -> Void = { channel in
+            let bound = channel.localAddress?.port ?? port
+            logger.notice("the box's page is served", metadata: [
+                "address": "\(host):\(bound)", "tls": "\(fingerprint != nil)", "fingerprint": "\(fingerprint ?? "")",
+            ])
+            onListening(bound, fingerprint)
+        }
+        let app: Application<RouterResponder<WebContext>>
+        if let identity {
+            app = Application(router: router, server: try .tls(.http1(), tlsConfiguration: identity.serverTLS()),
+                              configuration: configuration, onServerRunning: running, logger: logger)
+        } else {
+            logger.warning("the box's page is served over plain HTTP (http.tls: false): passwords and cookies cross the network readable")
+            app = Application(router: router, configuration: configuration, onServerRunning: running, logger: logger)
+        }
+        node.publishSnapshots()
+        let snapshots = node.snapshots.updates()
+        try await withGracefulShutdownHandler {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { await feed.run(snapshots) }
+                group.addTask { try await app.runService() }
+                // The server ends first (shutdown) or fails; the feed ends with the node.
+                try await group.next()
+                group.cancelAll()
+            }
+        } onGracefulShutdown: {
+            // Live streams never end by themselves: end them, so the server's shutdown does not
+            // wait for browsers that stay.
+            feed.finish()
+        }
+    }
+}
+
+/// A request's context: the client's address (sign-in limits count failures by it).
+struct WebContext: RequestContext, RemoteAddressRequestContext {
+    var coreContext: CoreRequestContextStorage
+    let remoteAddress: SocketAddress?
+
+    init(source: ApplicationRequestContextSource) {
+        coreContext = .init(source: source)
+        remoteAddress = source.channel.remoteAddress
+    }
+
+    /// The client's address without its port.
+    var client: String { remoteAddress?.ipAddress ?? "unknown" }
+}
