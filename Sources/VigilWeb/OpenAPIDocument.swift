@@ -1,5 +1,5 @@
-/// The API's description, served at `/api/v1/openapi.yaml` (OpenAPI 3.0). `scripts/test` checks
-/// the running API against it with schemathesis; `APIDocumentTests` checks every route is in it.
+/// The API's description, served at `/api/v1/openapi.yaml` (OpenAPI 3.0). `scripts/box-api-check`
+/// (run by `scripts/test`) checks a running box's API against it with schemathesis.
 enum OpenAPIDocument {
     static let text = """
     openapi: 3.0.3
@@ -59,7 +59,7 @@ enum OpenAPIDocument {
           requestBody: {required: true, content: {application/json: {schema: {$ref: "#/components/schemas/ResidentSettings"}}}}
           responses: *commandResponses
       /residents/{id}:
-        parameters: [{name: id, in: path, required: true, schema: {type: string}}]
+        parameters: [{$ref: "#/components/parameters/resident"}]
         patch:
           summary: Change a resident's settings (those given).
           requestBody: {required: true, content: {application/json: {schema: {$ref: "#/components/schemas/ResidentSettings"}}}}
@@ -68,7 +68,7 @@ enum OpenAPIDocument {
           summary: Remove a resident.
           responses: *commandResponses
       /residents/{id}/check-in:
-        parameters: [{name: id, in: path, required: true, schema: {type: string}}]
+        parameters: [{$ref: "#/components/parameters/resident"}]
         post:
           summary: Check a resident in ("I'm OK").
           responses: *commandResponses
@@ -82,16 +82,23 @@ enum OpenAPIDocument {
           requestBody: {required: true, content: {application/json: {schema: {$ref: "#/components/schemas/AlertRequest"}}}}
           responses: *commandResponses
       /alerts/{id}/acknowledge:
-        parameters: [{name: id, in: path, required: true, schema: {type: string}, description: "ORIGIN:COUNTER, origin in hex"}]
+        parameters: [{$ref: "#/components/parameters/alert"}]
         post:
           summary: Answer a call for help heard from another box.
           responses: *commandResponses
       /alerts/{id}/cancel:
-        parameters: [{name: id, in: path, required: true, schema: {type: string}}]
+        parameters: [{$ref: "#/components/parameters/alert"}]
         post:
           summary: Cancel an alert raised here.
           responses: *commandResponses
     components:
+      parameters:
+        resident:
+          {name: id, in: path, required: true, description: "The resident's id: 1 to 64 characters, no space",
+           schema: {type: string, pattern: "^[^ /]{1,64}$"}}
+        alert:
+          {name: id, in: path, required: true, description: "ORIGIN:COUNTER, the origin box's id in hex",
+           schema: {type: string, pattern: "^[0-9a-f]{1,16}:[0-9]{1,10}$"}}
       securitySchemes:
         bearer: {type: http, scheme: bearer}
       responses:
@@ -145,7 +152,7 @@ enum OpenAPIDocument {
           type: object
           required: [id]
           properties:
-            id: {type: string}
+            id: {type: string, pattern: "^[^ ]{1,64}$"}
             name: {type: string}
             mode: {type: string, enum: [time, pulse, "off"]}
             intervalMicroseconds: {type: integer, format: int64, minimum: 0}
