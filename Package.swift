@@ -47,6 +47,10 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.20.0"),
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.25.0"),
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.25.0"),
+        // The box's /metrics (issue 13): the node records through swift-metrics' API; the page
+        // serves them in Prometheus's format.
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.5.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.0.0"),
     ],
     targets: [
         // C shim targets: one per C library, prefixed, nothing but headers and links.
@@ -122,6 +126,7 @@ let package = Package(
                 // SHA-256 of the hub's key files (checked against the hash the feed offered).
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -149,6 +154,7 @@ let package = Package(
             name: "VigilWeb",
             dependencies: [
                 "VigilNode", "VigilAccess", "VigilHubProtocol",
+                .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -197,7 +203,9 @@ let package = Package(
         .executableTarget(
             name: "vigil",
             dependencies: [
-                "VigilNode", "VigilWeb", "VigilAccess", "VigilLog", "VigilEvents", "VigilCore", "VigilRadio", "VigilBoard", "VigilSystem", "VigilExposure",
+                "VigilNode", "VigilWeb", "VigilAccess",
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "CoreMetrics", package: "swift-metrics"), "VigilLog", "VigilEvents", "VigilCore", "VigilRadio", "VigilBoard", "VigilSystem", "VigilExposure",
                 "VigilHubProtocol",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -212,7 +220,7 @@ let package = Package(
             name: "VigilBench",
             dependencies: [
                 "VigilLog", "VigilEvents", "VigilCore", "VigilNode", "VigilBoard", "VigilRadio", "CLMDB", "VigilSystem", "VigilExposure",
-                "VigilHub", "VigilHubProtocol",
+                "VigilHub", "VigilHubProtocol", "VigilWeb",
                 .product(name: "Logging", package: "swift-log"),
                 // The hub's figures: a real hub in this process, its database, 200 HTTPS clients.
                 .product(name: "PostgresNIO", package: "postgres-nio"),
@@ -275,7 +283,8 @@ let package = Package(
         .testTarget(
             name: "VigilWebTests",
             dependencies: [
-                "VigilWeb", "VigilNode", "VigilCore", "VigilSystem", "VigilTestSupport",
+                "VigilWeb", "VigilNode", "VigilCore", "VigilSystem", "VigilTestSupport", "VigilBoard", "VigilEvents",
+                .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

@@ -24,6 +24,9 @@ import VigilSystem
 /// unmeasured warm-up cycle; p50/p99/max are over all measured presses pooled.
 struct SOSLatencyBench {
     static let metric = "sos_latency_p99_ms"
+    /// The same with the box's page under load: 50 browsers streaming it and a script hammering
+    /// its API (issue 13: within 10% of the idle figure of the same run).
+    static let httpMetric = "sos_latency_p99_ms_http_load"
     static let longPressNanoseconds: UInt64 = 20_000_000
     static let debounceNanoseconds: UInt64 = 5_000_000
     /// Shorter than the hold, so every cancel press gets there (scaled down like the long press).
@@ -46,22 +49,41 @@ struct SOSLatencyBench {
         var flushes: UInt64
         var commits: UInt64
         var sos: Int
+        var requests = 0
+        var failures = 0
+        var streamed = 0
+        var seconds = 0.0
     }
 
     func run() throws {
+        let idle = try pooled(httpLoad: false)
+        reporter.emit(MetricLine(metric: Self.metric, value: milliseconds(idle.p99), unit: "ms", context: idle.context))
+        guard reporter.wants(Self.httpMetric) else { return }
+        let loaded = try pooled(httpLoad: true)
+        reporter.emit(MetricLine(metric: Self.httpMetric, value: milliseconds(loaded.p99), unit: "ms",
+                                 baseline: milliseconds(idle.p99), context: loaded.context))
+    }
+
+    struct Pooled {
+        var p99: UInt64
+        var context: [(String, JSONValue)]
+    }
+
+    /// `presses` measured presses over `runs` fresh nodes, idle or with the page under load.
+    private func pooled(httpLoad: Bool) throws -> Pooled {
         let total = presses
         let runs = max(1, min(plan.runs, total))
         var results: [RunResult] = []
         for run in 0..<runs {
             let count = total / runs + (run < total % runs ? 1 : 0)
             let result = try withTemporaryDirectory("sos") { directory in
-                try measure(directory: directory, presses: count)
+                try measure(directory: directory, presses: count, httpLoad: httpLoad)
             }
             results.append(result)
             let sorted = result.latencies.sorted()
-            progress("sos run \(run + 1)/\(runs): \(count) presses, p50 \(milliseconds(percentile(sorted, 50) ?? 0)) ms, "
+            progress("sos\(httpLoad ? " (page under load)" : "") run \(run + 1)/\(runs): \(count) presses, p50 \(milliseconds(percentile(sorted, 50) ?? 0)) ms, "
                      + "p99 \(milliseconds(percentile(sorted, 99) ?? 0)) ms, max \(milliseconds(sorted.last ?? 0)) ms, "
-                     + "\(result.flushes) flushes")
+                     + "\(result.flushes) flushes" + (httpLoad ? ", \(result.requests) API requests, \(result.streamed) stream reads" : ""))
         }
         let pooled = results.flatMap(\.latencies).sorted()
         guard pooled.count == total, let p99 = percentile(pooled, 99) else {
@@ -71,7 +93,7 @@ struct SOSLatencyBench {
         let sos = results.map(\.sos).reduce(0, +)
         let flushes = results.map(\.flushes).reduce(0, +)
         let commits = results.map(\.commits).reduce(0, +)
-        reporter.emit(MetricLine(metric: Self.metric, value: milliseconds(p99), unit: "ms", context: [
+        var context: [(String, JSONValue)] = [
             ("p50", .optional(percentile(pooled, 50).map(milliseconds))),
             ("p90", .optional(percentile(pooled, 90).map(milliseconds))),
             ("min", .optional(pooled.first.map(milliseconds))),
@@ -93,11 +115,25 @@ struct SOSLatencyBench {
             ("commits_per_sos", .double(sos == 0 ? 0 : Double(commits) / Double(sos))),
             ("flushes_scope", .string("raise+cancel cycle: 4 button edges, AlertRaised, AlertReaffirmed, AlertCancelled, background scan hits")),
             ("target", .int(50)),
-        ]))
+        ]
+        if httpLoad {
+            let seconds = results.map(\.seconds).reduce(0, +)
+            let requests = results.map(\.requests).reduce(0, +)
+            context += [
+                ("viewers", .int(HTTPLoad.viewers)),
+                ("api_requests", .int(requests)),
+                ("api_requests_per_s", .double(seconds > 0 ? Double(requests) / seconds : 0)),
+                ("api_failures", .int(results.map(\.failures).reduce(0, +))),
+                ("stream_reads", .int(results.map(\.streamed).reduce(0, +))),
+                ("load", .string("50 SSE viewers of /events + 1 client looping GET /api/v1/status and POST /api/v1/commands status, plain HTTP on loopback")),
+                ("target_ratio", .double(1.1)),
+            ]
+        }
+        return Pooled(p99: p99, context: context)
     }
 
     /// One fresh node in `directory`: a warm-up cycle, then `presses` measured cycles.
-    private func measure(directory: String, presses: Int) throws -> RunResult {
+    private func measure(directory: String, presses: Int, httpLoad: Bool) throws -> RunResult {
         var configuration = NodeConfiguration()
         configuration.dataDirectory = directory
         configuration.sync = .deferredMeta
@@ -133,6 +169,16 @@ struct SOSLatencyBench {
             }
         }
 
+        let load = httpLoad ? HTTPLoad() : nil
+        if let load {
+            do {
+                try load.start(node: node, directory: directory)
+            } catch {
+                load.stop()
+                throw error
+            }
+        }
+        let loadStarted = monotonicSeconds()
         var latencies: [UInt64] = []
         latencies.reserveCapacity(presses)
         var statsBefore = LogStatistics()
@@ -166,6 +212,8 @@ struct SOSLatencyBench {
             }
         }
         let statsAfter = try logStatistics(node, probe)
+        let loadSeconds = monotonicSeconds() - loadStarted
+        load?.stop()
 
         node.requestStop(reason: "benchmark done")
         let final = try waitFor(probe, "node stop") { $0.finished }
@@ -183,8 +231,18 @@ struct SOSLatencyBench {
         guard node.counters.refused == 0, node.counters.boardErrors == 0 else {
             throw BenchError("sos: \(node.counters.refused) events refused, \(node.counters.boardErrors) board errors")
         }
-        return RunResult(latencies: latencies, flushes: statsAfter.flushes - statsBefore.flushes,
-                         commits: statsAfter.commits - statsBefore.commits, sos: presses)
+        var result = RunResult(latencies: latencies, flushes: statsAfter.flushes - statsBefore.flushes,
+                               commits: statsAfter.commits - statsBefore.commits, sos: presses)
+        if let load {
+            result.requests = load.counts.requests.load(ordering: .relaxed)
+            result.failures = load.counts.failures.load(ordering: .relaxed)
+            result.streamed = load.counts.streamed.load(ordering: .relaxed)
+            result.seconds = loadSeconds
+            guard result.requests > 0, result.streamed >= HTTPLoad.viewers else {
+                throw BenchError("sos: the page's load did not run (\(result.requests) requests, \(result.streamed) stream reads)")
+            }
+        }
+        return result
     }
 
     /// Queues one press on the loop thread, starting `gap` from now.

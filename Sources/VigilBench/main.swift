@@ -18,7 +18,7 @@ func runBenchmarks(_ options: Options) throws {
     if reporter.wants("scanhit_bytes") {
         try SizeBench(plan: plan, reporter: reporter).run()
     }
-    if reporter.wants(SOSLatencyBench.metric) {
+    if reporter.wants(SOSLatencyBench.metric) || reporter.wants(SOSLatencyBench.httpMetric) {
         try SOSLatencyBench(plan: plan, options: options, reporter: reporter).run()
     }
     if ScanReportBench.metrics.contains(where: reporter.wants) {

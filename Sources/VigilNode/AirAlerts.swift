@@ -12,6 +12,10 @@ final class AirAlerts: NodeComponent {
     private(set) var air: AirLink
     /// The alert frames in the last plan given to the radio (for `status` and settling).
     private(set) var onAir: [(broadcast: AlertAirtime.Broadcast, payload: [UInt8])] = []
+    /// Frames of other boxes this box began relaying (each alert, cancel or acknowledgement once
+    /// per hop count it goes on the air with): the metrics' relayed frames.
+    private(set) var relaysStarted: UInt64 = 0
+    private var relaying: Set<String> = []
     /// Alert events became durable since the plan was made. The plan changes only with alerts
     /// (and with time, which its timer covers): rebuilding it, HMACs included, on every commit of
     /// scan hits would be waste.
@@ -118,6 +122,9 @@ final class AirAlerts: NodeComponent {
         air.prune(node.projections.alerts, now: now)
         let (plan, frames) = air.plan(node.projections, nowMicroseconds: now, nodeID: node.nodeID)
         onAir = frames
+        let relayed = Set(frames.filter { $0.broadcast.hops > 0 }.map { "\($0.broadcast.idText) \($0.broadcast.hops) \($0.broadcast.isCancel) \($0.broadcast.isAcknowledgement)" })
+        relaysStarted &+= UInt64(relayed.subtracting(relaying).count)
+        relaying = relayed
         node.radio.advertise(plan)
         if let next = air.nextChange(node.projections, nowMicroseconds: now, nodeID: node.nodeID) {
             node.scheduler.schedule(Self.airtimeTimer, atNanoseconds: node.monotonicDeadline(forWallMicroseconds: next))

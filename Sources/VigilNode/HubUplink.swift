@@ -24,6 +24,8 @@ final class HubUplink: NodeComponent {
     /// (its task is cancelled, not awaited) is dropped.
     private(set) var generation: UInt64 = 0
     private var choice: HubChoice?
+    /// Whether the box has joined a hub (`DATA/hub.json` lists one).
+    var isJoined: Bool { choice != nil }
     private var tasks: [Task<Void, Never>] = []
     private var changed = false
     private var urgent: [UInt64] = []

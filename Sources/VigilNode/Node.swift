@@ -1,3 +1,4 @@
+import CoreMetrics
 import Logging
 import Synchronization
 import VigilBoard
@@ -67,6 +68,7 @@ public final class Node: @unchecked Sendable {
     private(set) lazy var logIntegrity = LogIntegrity(node: self)
     private(set) lazy var serviceManager = ServiceNotifications(node: self)
     private(set) lazy var publisher = SnapshotPublisher(node: self)
+    private(set) lazy var metrics = NodeMetrics(node: self, factory: configuration.metrics ?? MetricsSystem.factory)
     /// Snapshots for servers beside the loop (the box's page); built once one asks.
     public let snapshots = SnapshotFeed()
     /// Set once the log stopped taking writes: the node runs on from memory (`RunningFromMemory`).
@@ -142,7 +144,7 @@ public final class Node: @unchecked Sendable {
         logUnwritableAtStart = log.failure != nil
         initialAir = boot.air
         failures.target = self
-        components = [intake, airAlerts, buttons, ladder, expiries, deliveries, retention, compaction, checkpoints, control, downtime, zones, occupancy, uplink, logIntegrity, serviceManager, publisher]
+        components = [intake, airAlerts, buttons, ladder, expiries, deliveries, retention, compaction, checkpoints, control, downtime, zones, occupancy, uplink, logIntegrity, serviceManager, publisher, metrics]
         do {
             try restore()
         } catch {
@@ -305,8 +307,9 @@ public final class Node: @unchecked Sendable {
         do {
             let seq = try log.append(LogRecord(kind: kind, timeMicroseconds: t, payload: payload),
                                      priority: body.isSheddable ? .sheddable : .critical)
-            pending.append(Event(sequence: seq, timeMicroseconds: t, body: body))
+            pending.append(Event(sequence: seq, timeMicroseconds: t, body: body), atNanoseconds: monotonic.nowNanoseconds())
             counters.appended += 1
+            metrics.appended(body.kind)
             return seq
         } catch .shed {
             counters.shed += 1
@@ -377,9 +380,11 @@ public final class Node: @unchecked Sendable {
         // ever be stored, whichever report (the writer's or one from `appendInMemory`) covers it.
         let failure = log.failure
         let durableBeforeFailure = failure == nil ? UInt64.max : log.statistics.durableSequence
+        let now = monotonic.nowNanoseconds()
         for report in reports {
             let refused = Set(report.refused)
             while let first = pending.first, first.sequence <= report.durableThrough {
+                let appendedAt = pending.firstAppendedAt ?? now
                 _ = pending.removeFirst()
                 if let failure, refused.contains(first.sequence) || first.sequence > durableBeforeFailure {
                     // Never stored, and nothing will be: taken from memory (the log failed).
@@ -399,6 +404,7 @@ public final class Node: @unchecked Sendable {
                     for c in components { c.refused(first) }
                     continue
                 }
+                metrics.acknowledged(afterNanoseconds: now >= appendedAt ? now - appendedAt : 0)
                 projections.apply(.event(first))
                 for c in components { c.applied(first) }
             }

@@ -1,3 +1,4 @@
+import CoreMetrics
 import Foundation
 import VigilBoard
 import VigilCore
@@ -73,6 +74,9 @@ public struct NodeConfiguration: Sendable {
     public var hubShareOccupancy = true
     /// The box's own page and API (`http:`): off unless `http.listen` is set.
     public var http = HTTPSettings()
+    /// Where the node's metrics go (nil: swift-metrics' global factory, which `vigil run`
+    /// bootstraps with Prometheus's; tests give one of their own).
+    public var metrics: (any MetricsFactory)?
     /// Where the configuration came from, for messages.
     public var source = "(defaults)"
 

@@ -8,6 +8,8 @@ import VigilEvents
 /// here. The queries below are those questions, asked in one place.
 struct PendingEvents {
     private var storage: [Event] = []
+    /// When each was appended (monotonic ns), beside `storage`: the durable ack's latency.
+    private var appendedAt: [UInt64] = []
     private var head = 0
 
     var isEmpty: Bool { head == storage.count }
@@ -17,7 +19,13 @@ struct PendingEvents {
     /// The queued events, oldest first.
     var elements: ArraySlice<Event> { storage[head...] }
 
-    mutating func append(_ event: Event) { storage.append(event) }
+    mutating func append(_ event: Event, atNanoseconds: UInt64 = 0) {
+        storage.append(event)
+        appendedAt.append(atNanoseconds)
+    }
+
+    /// When the first was appended (monotonic ns).
+    var firstAppendedAt: UInt64? { isEmpty ? nil : appendedAt[head] }
 
     mutating func removeFirst() -> Event? {
         guard !isEmpty else { return nil }
@@ -26,6 +34,7 @@ struct PendingEvents {
         // Reclaim the consumed prefix once it dominates, keeping pops amortised O(1).
         if head > 1_024 && head * 2 > storage.count {
             storage.removeFirst(head)
+            appendedAt.removeFirst(head)
             head = 0
         }
         return element

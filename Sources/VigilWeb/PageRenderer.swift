@@ -106,7 +106,7 @@ enum PageRenderer {
     }
 
     static func alert(_ a: NodeSnapshot.AlertView, _ s: NodeSnapshot, viewer: Viewer) -> String {
-        var out = "<li class=\"alert \(escape(a.severity))\" data-alert=\"\(escape(a.id))\"><b>\(escape(kindName(a.kind)))</b> "
+        var out = "<li class=\"alert \(escape(a.severity))\" data-alert=\"\(escape(a.id))\" data-raised=\"\(a.raisedMicroseconds)\"><b>\(escape(kindName(a.kind)))</b> "
         out += a.raisedHere ? "raised here" : "heard from another box (\(a.hops) hop\(a.hops == 1 ? "" : "s"))"
         out += ", \(ago(a.raisedMicroseconds, s.timeMicroseconds)); ends \(ahead(a.expiresMicroseconds, s.timeMicroseconds))"
         if !a.text.isEmpty { out += "<br><q>\(escape(a.text))</q>" }

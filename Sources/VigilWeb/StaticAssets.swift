@@ -49,18 +49,45 @@ enum StaticAssets {
           if (!isNaN(d)) t.textContent = d.toLocaleString();
         });
       }
+      // A section under the pointer, or holding the focus, is not replaced at once: a button must
+      // not move or vanish under a finger about to press it. It is brought up to date once the
+      // pointer leaves, and after two seconds whatever the pointer does (a mouse left resting on
+      // the calls for help must not hide a new one).
+      const pending = {};
+      const since = {};
+      const shown = {};
+      function busy(el) {
+        return el.matches(":hover") || el.contains(document.activeElement) && document.activeElement !== document.body;
+      }
+      function swap(id) {
+        const html = pending[id];
+        const old = document.getElementById(id);
+        if (html === undefined || !old) return;
+        if (busy(old) && Date.now() - since[id] < 2000) {
+          setTimeout(function () { swap(id); }, 2000 - (Date.now() - since[id]));
+          return;
+        }
+        delete pending[id];
+        delete since[id];
+        if (shown[id] === html) return;
+        const box = document.createElement("div");
+        box.innerHTML = html;
+        const fresh = box.firstElementChild;
+        if (!fresh) return;
+        fresh.querySelectorAll("input.csrf").forEach(function (i) { i.value = csrf; });
+        fresh.addEventListener("mouseleave", function () { swap(id); });
+        old.replaceWith(fresh);
+        // When the page last changed (ms since the epoch): what the browser tests time.
+        fresh.dataset.shownAt = String(Date.now());
+        shown[id] = html;
+        localTimes(fresh);
+      }
       function apply(message) {
         const data = JSON.parse(message.data);
         Object.keys(data.sections).forEach(function (id) {
-          const old = document.getElementById(id);
-          if (!old) return;
-          const box = document.createElement("div");
-          box.innerHTML = data.sections[id];
-          const fresh = box.firstElementChild;
-          if (!fresh) return;
-          fresh.querySelectorAll("input.csrf").forEach(function (i) { i.value = csrf; });
-          old.replaceWith(fresh);
-          localTimes(fresh);
+          if (pending[id] === undefined) since[id] = Date.now();
+          pending[id] = data.sections[id];
+          swap(id);
         });
         const live = document.getElementById("live");
         if (live) {
@@ -70,6 +97,9 @@ enum StaticAssets {
         }
         document.body.dataset.sequence = data.sequence;
       }
+      document.querySelectorAll("main > section[id]").forEach(function (s) {
+        s.addEventListener("mouseleave", function () { swap(s.id); });
+      });
       localTimes(document);
       if (!window.EventSource || !document.getElementById("live")) return;
       const source = new EventSource("/events");

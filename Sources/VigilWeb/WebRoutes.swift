@@ -3,6 +3,7 @@ import HTTPTypes
 import Hummingbird
 import Logging
 import NIOCore
+import Prometheus
 import VigilAccess
 import VigilNode
 
@@ -20,6 +21,7 @@ struct WebRoutes: Sendable {
     let credentials: WebCredentials
     let sessions: WebSessions
     let feed: LiveFeed
+    let metrics: PrometheusCollectorRegistry?
     let logger: Logger
 
     static let cookieName = "vigil_session"
@@ -53,7 +55,16 @@ struct WebRoutes: Sendable {
         router.get("static/page.js") { _, _ in Self.asset(StaticAssets.script, type: "text/javascript; charset=utf-8") }
         router.get("healthz") { _, _ in health() }
         router.get("readyz") { _, _ in ready() }
-        APIRoutes(node: node, settings: settings, credentials: credentials, sessions: sessions, logger: logger).register(on: router)
+        let api = APIRoutes(node: node, settings: settings, credentials: credentials, sessions: sessions, logger: logger)
+        api.register(on: router)
+        // Prometheus's scrape: readable as the status is (a token, a session, or a public view).
+        router.get("metrics") { request, _ in
+            try await api.authorised(request, acting: false) {
+                guard let metrics else { return Self.text("no metrics in this process\n", status: .notFound) }
+                return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8", .cacheControl: "no-store"],
+                                body: .init(byteBuffer: ByteBuffer(bytes: metrics.emitToBuffer())))
+            }
+        }
     }
 
     // MARK: The page

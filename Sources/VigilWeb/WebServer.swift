@@ -3,6 +3,7 @@ import Hummingbird
 import HummingbirdTLS
 import Logging
 import NIOCore
+import Prometheus
 import ServiceLifecycle
 import VigilAccess
 import VigilNode
@@ -23,9 +24,11 @@ public struct WebServer: Service {
     let secondsNow: @Sendable () -> UInt64
     /// The page's one reader of the node's snapshots, whatever the number of browsers.
     let feed: LiveFeed
+    /// What `/metrics` serves (nil: no metrics, 404).
+    let metrics: PrometheusCollectorRegistry?
 
     /// `secondsNow` is a monotonic clock in seconds (sessions, sign-in limits); tests inject one.
-    public init(node: Node, settings: HTTPSettings, dataDirectory: String, logger: Logger,
+    public init(node: Node, settings: HTTPSettings, dataDirectory: String, logger: Logger, metrics: PrometheusCollectorRegistry? = nil,
                 secondsNow: @escaping @Sendable () -> UInt64 = { UInt64(ProcessInfo.processInfo.systemUptime) },
                 onListening: @escaping @Sendable (_ port: Int, _ fingerprint: String?) -> Void = { _, _ in }) {
         self.node = node
@@ -34,6 +37,7 @@ public struct WebServer: Service {
         self.logger = logger
         self.secondsNow = secondsNow
         self.onListening = onListening
+        self.metrics = metrics
         feed = LiveFeed(now: secondsNow)
     }
 
@@ -55,7 +59,7 @@ public struct WebServer: Service {
             : nil
         let feed = self.feed
         let routes = WebRoutes(node: node, settings: settings, credentials: credentials, sessions: WebSessions(now: secondsNow),
-                               feed: feed, logger: logger)
+                               feed: feed, metrics: metrics, logger: logger)
         let router = Router(context: WebContext.self)
         routes.register(on: router)
         let fingerprint = identity?.fingerprint

@@ -1,6 +1,8 @@
 import ArgumentParser
 import Foundation
+import CoreMetrics
 import Logging
+import Prometheus
 import ServiceLifecycle
 import VigilNode
 import VigilRadio
@@ -77,12 +79,22 @@ struct Run: AsyncParsableCommand {
                 return us
             }
             let level = Logger.Level(rawValue: logLevel ?? configuration.logLevel) ?? .info
+            // Under systemd, the journal gets each message's metadata as fields of its own.
+            let journal = JournalLogHandler.standardErrorIsJournal()
             LoggingSystem.bootstrap { label in
+                if journal {
+                    var handler = JournalLogHandler(label: label)
+                    handler.logLevel = level
+                    return handler
+                }
                 var handler = StreamLogHandler.standardError(label: label)
                 handler.logLevel = level
                 return handler
             }
             let logger = Logger(label: "vigil")
+            // The node's metrics, served by its page at /metrics.
+            let registry = PrometheusCollectorRegistry()
+            MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
             // The log is checked and salvaged by this program in processes of their own, so a
             // damaged page can crash only them.
             configuration.logCheckExecutable = configuration.logCheckExecutable ?? "/proc/self/exe"
@@ -107,7 +119,7 @@ struct Run: AsyncParsableCommand {
             // A page that cannot be served (its port taken) is logged and the node runs on.
             if configuration.http.listen != nil {
                 services.append(.init(service: WebServer(node: node, settings: configuration.http, dataDirectory: configuration.dataDirectory,
-                                                         logger: logger),
+                                                         logger: logger, metrics: registry),
                                       successTerminationBehavior: .ignore, failureTerminationBehavior: .ignore))
             }
             let group = ServiceGroup(configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))

@@ -158,6 +158,30 @@ import VigilNode
         }
     }
 
+    @Test func metricsAreServedInPrometheusFormatToWhoeverMayReadTheStatus() async throws {
+        try await WebHarness.with("page-metrics") { (web: WebHarness) async throws in
+            let token = try WebCredentials(dataDirectory: web.dir.path).addToken(name: "prometheus", nowMicroseconds: 1)
+            #expect(try await web.get("/metrics").status == .unauthorized, "not for anyone on the network")
+            #expect(try await web.api(.POST, "/residents", json: #"{"id":"r1"}"#, token: token).status == .ok)
+            #expect(try await web.api(.POST, "/residents/r1/check-in", token: token).status == .ok)
+            await web.advance(byMicroseconds: 1_100_000) // a sample of the node's counters
+            let scrape = try await web.get("/metrics", headers: [("authorization", "Bearer \(token)")])
+            #expect(scrape.status == .ok && scrape.headers.first(name: "content-type")?.hasPrefix("text/plain; version=0.0.4") == true)
+            let lines = scrape.body.split(separator: "\n").map(String.init)
+            func value(_ series: String) -> Double? {
+                lines.first { $0.hasPrefix(series + " ") }.flatMap { Double($0.dropFirst(series.count + 1)) }
+            }
+            #expect(value(#"vigil_events_appended_total{kind="check-in"}"#) == 1)
+            #expect(value(#"vigil_events_appended_total{kind="resident-enrolled"}"#) == 1)
+            #expect((value("vigil_log_ack_latency_seconds_count") ?? 0) >= 3, "each durable event's ack is timed")
+            #expect((value("vigil_log_commits_total") ?? 0) >= 1 && value("vigil_log_flushes_total") != nil)
+            #expect(value("vigil_radio_up") == 1 && value(#"vigil_alert_frames_total{outcome="forged"}"#) == 0)
+            #expect(value("vigil_outbox_backlog_messages") == 0 && value("vigil_hub_backlog_events") == 0, "no hub joined")
+            let applied = Double(await web.read { $0.projections.appliedThrough })
+            #expect(value("vigil_log_applied_sequence").map { $0 > 0 && $0 <= applied } == true, "sampled once a second")
+        }
+    }
+
     @Test func healthSaysTheLoopIsAliveAndReadinessThatTheLogTakesWrites() async throws {
         try await WebHarness.with("page-health") { (web: WebHarness) async throws in
             #expect(try await web.get("/healthz").status == .ok)

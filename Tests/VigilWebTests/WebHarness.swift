@@ -4,6 +4,7 @@ import Logging
 import NIOCore
 import NIOHTTP1
 import NIOSSL
+import Prometheus
 import Synchronization
 import Testing
 import VigilNode
@@ -25,6 +26,8 @@ final class WebHarness: @unchecked Sendable {
     /// Monotonic seconds the server's sessions and limits read (tests move it).
     let seconds = Seconds()
     let client: HTTPClient
+    /// The node's metrics, served at /metrics.
+    let metrics = PrometheusCollectorRegistry()
     private var nodeTask: Task<Void, any Error>?
     private var serverTask: Task<Void, any Error>?
     private(set) var server: WebServer?
@@ -50,6 +53,7 @@ final class WebHarness: @unchecked Sendable {
         http.tls = tls
         http.publicView = publicView
         c.http = http
+        c.metrics = PrometheusMetricsFactory(registry: metrics)
         settings = http
         // The shelter's key: alerts go on the air signed with it (a box without one refuses to
         // raise or answer alerts, and says so).
@@ -88,7 +92,7 @@ final class WebHarness: @unchecked Sendable {
         await settled()
         let listening = AsyncStream<(Int, String?)>.makeStream()
         let seconds = self.seconds
-        let server = WebServer(node: node, settings: settings, dataDirectory: dir.path, logger: quietLogger,
+        let server = WebServer(node: node, settings: settings, dataDirectory: dir.path, logger: quietLogger, metrics: metrics,
                                secondsNow: { seconds.now },
                                onListening: { port, fingerprint in listening.continuation.yield((port, fingerprint)) })
         self.server = server

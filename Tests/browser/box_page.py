@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
 """Drives the box's own page in headless Chromium (Debian's chromium and chromedriver, selenium
 from PyPI) the way shelter staff would: sign in (a wrong password first), watch the page while
-the SOS button is held (the live update must arrive within a second of the SOS), acknowledge a
+the SOS button is held (the live update must arrive within a second of the SOS event), acknowledge a
 call for help heard from another box, silence the alarm, check a resident in, look back in time,
 and read it all on a phone-sized screen. Asserts on the DOM at every step and saves a screenshot
 of each state in OUTPUT.
 
 The SOS is the simulated board's button, pressed through the API with a bearer token (the
 command `vigil sim press` sends), held HOLD seconds: the box raises its SOS once it has been held
-FIRES-AFTER seconds (the long press), and the page must show it within a second of that.
+FIRES-AFTER seconds (the long press), and the page must show it within a second of the SOS's
+event time.
 
 Usage: box_page.py URL PASSWORD TOKEN CALL-ID RESIDENT HOLD-SECONDS FIRES-AFTER-SECONDS OUTPUT
 Exit 0 when every check holds; otherwise the failed check is on stderr (and a screenshot of the
@@ -70,6 +71,18 @@ def submit(button):
     WebDriverWait(driver, 15).until(gone)
 
 
+def press(css):
+    """Finds the button and submits its form; found again if the live stream replaced it first."""
+    from selenium.common.exceptions import StaleElementReferenceException
+    for attempt in range(3):
+        try:
+            submit(one(css))
+            return
+        except StaleElementReferenceException:
+            if attempt == 2:
+                raise
+
+
 def one(css):
     found = driver.find_elements(By.CSS_SELECTOR, css)
     check(len(found) == 1, f"exactly one {css} (found {len(found)})")
@@ -120,11 +133,16 @@ try:
 
     WebDriverWait(driver, hold + 10, poll_frequency=0.01).until(sos_shown)
     shown = time.monotonic()
-    # The SOS fires once the button has been held `fires_after` seconds; `pressed` is taken before
-    # the API request, so the figure errs on the long side by the request's time.
-    latency = (shown - pressed - fires_after) * 1000
+    print(f"press-to-page-ms: {(shown - pressed) * 1000:.0f} (the button held {fires_after} s of it)")
+    # From the SOS (its event's time, which the page carries) to the moment the page showed it
+    # (the script stamps each section it swaps in); one clock, the machine's.
+    raised_us, shown_ms = driver.execute_script(
+        "const h = document.getElementById('help');"
+        "const li = Array.from(h.querySelectorAll('li.alert')).find(li => li.textContent.includes('raised here'));"
+        "return [Number(li.dataset.raised), Number(h.dataset.shownAt)];")
+    latency = shown_ms - raised_us / 1000
     print(f"sos-latency-ms: {latency:.0f}")
-    check(latency <= 1000, f"the SOS reached the page within a second ({latency:.0f} ms after it fired)")
+    check(0 <= latency <= 1000, f"the SOS reached the page within a second of it ({latency:.0f} ms)")
     check(int(driver.execute_script("return document.body.dataset.sequence")) > before, "the page's event id moved on")
     check("on" in one("#lights li.line.red").get_attribute("class"), "the red light shows on the page")
     shot("3-sos-live")
@@ -132,16 +150,16 @@ try:
     # Acknowledge the call heard from another box: help is coming.
     driver.get(url + "/")
     row = one(f"#help li.alert[data-alert='{call_id}']")
-    submit(row.find_element(By.CSS_SELECTOR, "form[action='/act/acknowledge'] button"))
+    press(f"#help li.alert[data-alert='{call_id}'] form[action='/act/acknowledge'] button")
     check("Acknowledged" in one("#notice").text, "acknowledging says what happened")
     row = one(f"#help li.alert[data-alert='{call_id}']")
     check("acknowledged here" in row.text, "the call shows it was acknowledged here")
     check(not row.find_elements(By.CSS_SELECTOR, "form[action='/act/acknowledge']"), "no second acknowledgement is offered")
     shot("4-acknowledged")
 
-    submit(one("form[action='/act/silence'] button"))
+    press("form[action='/act/silence'] button")
     check("silenced" in one("#notice").text, "silencing the alarm says what happened")
-    submit(one(f"#residents tr[data-resident='{resident}'] form[action='/act/check-in'] button"))
+    press(f"#residents tr[data-resident='{resident}'] form[action='/act/check-in'] button")
     check("Checked in" in one("#notice").text, "checking a resident in says what happened")
     shot("5-silenced-checked-in")
 
@@ -160,7 +178,7 @@ try:
     shot("7-phone")
 
     driver.set_window_size(1280, 1400)
-    submit(one("form[action='/logout'] button"))
+    press("form[action='/logout'] button")
     check(driver.current_url.endswith("/login"), "signing out returns to the sign-in page")
 finally:
     driver.quit()

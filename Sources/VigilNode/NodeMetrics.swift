@@ -1,0 +1,128 @@
+import CoreMetrics
+import VigilCore
+import VigilEvents
+import VigilLog
+import VigilRadio
+
+/// The node's metrics (README "Metrics"), recorded through swift-metrics' API: `vigil run` hands
+/// them to Prometheus's registry and the page serves them at `/metrics`; with no factory they
+/// cost a call to a no-op.
+///
+/// Recorded where things happen (each event appended, by kind; the time from append to durable
+/// ack; each ladder step), and every second from the counters the node keeps already (commits,
+/// flushes, shed, refused, frames heard, HCI errors, radio state, backlogs), as deltas, so the
+/// counters only ever rise. On the loop.
+final class NodeMetrics: NodeComponent {
+    unowned let node: Node
+    private let factory: any MetricsFactory
+    static let timer = Scheduler.Timer("metrics-sample")
+    static let sampleNanoseconds: UInt64 = 1_000_000_000
+
+    private var appendedByKind: [Int: Counter] = [:]
+    private let ackLatency: CoreMetrics.Timer
+    private var ladderSteps: [Int: Counter] = [:]
+    private let commits, flushes, shed, refused, hciErrors: Counter
+    private let frames: [String: Counter]
+    private let radioUp, outboxBacklog, hubBacklog, appliedThrough, residentsEscalating, activeAlerts: Gauge
+    /// What the counters had reached at the last sample.
+    private var last = Sampled()
+
+    struct Sampled {
+        var commits: UInt64 = 0, flushes: UInt64 = 0, shed: UInt64 = 0, refused: UInt64 = 0, hciErrors: UInt64 = 0
+        var frames: [String: UInt64] = [:]
+    }
+
+    init(node: Node, factory: any MetricsFactory) {
+        self.node = node
+        self.factory = factory
+        func counter(_ label: String, _ dimensions: [(String, String)] = []) -> Counter {
+            Counter(label: label, dimensions: dimensions, factory: factory)
+        }
+        func gauge(_ label: String) -> Gauge { Gauge(label: label, dimensions: [], factory: factory) }
+        ackLatency = CoreMetrics.Timer(label: "vigil_log_ack_latency_seconds", dimensions: [], factory: factory)
+        commits = counter("vigil_log_commits_total")
+        flushes = counter("vigil_log_flushes_total")
+        shed = counter("vigil_scan_records_shed_total")
+        refused = counter("vigil_events_refused_total")
+        hciErrors = counter("vigil_hci_errors_total")
+        frames = Dictionary(uniqueKeysWithValues: ["accepted", "duplicate", "forged", "stale", "malformed", "own-echo", "relayed"].map {
+            ($0, counter("vigil_alert_frames_total", [("outcome", $0)]))
+        })
+        radioUp = gauge("vigil_radio_up")
+        outboxBacklog = gauge("vigil_outbox_backlog_messages")
+        hubBacklog = gauge("vigil_hub_backlog_events")
+        appliedThrough = gauge("vigil_log_applied_sequence")
+        residentsEscalating = gauge("vigil_residents_escalating")
+        activeAlerts = gauge("vigil_alerts_active")
+    }
+
+    func start() throws(NodeError) {
+        node.scheduler.register(Self.timer) { [unowned self] in
+            sample()
+            node.scheduler.schedule(Self.timer, afterNanoseconds: Self.sampleNanoseconds)
+        }
+        sample()
+        node.scheduler.schedule(Self.timer, afterNanoseconds: Self.sampleNanoseconds)
+    }
+
+    func stop() {
+        node.scheduler.cancel(Self.timer)
+        sample()
+    }
+
+    /// An event was appended (before it is durable).
+    func appended(_ kind: EventKind) {
+        let raw = kind.rawValue
+        if let c = appendedByKind[raw] { c.increment(); return }
+        // A bounded set: one counter per kind this version knows (and one for the rest).
+        let name = EventKind.known.contains(kind) ? kind.name : "unknown"
+        let c = Counter(label: "vigil_events_appended_total", dimensions: [("kind", name)], factory: factory)
+        appendedByKind[raw] = c
+        c.increment()
+    }
+
+    /// An event became durable `nanoseconds` after it was appended.
+    func acknowledged(afterNanoseconds nanoseconds: UInt64) {
+        ackLatency.recordNanoseconds(Int64(clamping: nanoseconds))
+    }
+
+    func applied(_ event: Event) {
+        guard case .deadlineReached(let d) = event.body else { return }
+        let step = d.step.rawValue
+        let c = ladderSteps[step] ?? {
+            let made = Counter(label: "vigil_ladder_steps_total", dimensions: [("step", NodeSnapshot.name(d.step))], factory: factory)
+            ladderSteps[step] = made
+            return made
+        }()
+        c.increment()
+    }
+
+    /// The node's own counters, as deltas of what they had reached.
+    private func sample() {
+        let log = node.log.statistics
+        var now = Sampled(commits: log.commits, flushes: log.flushes, shed: node.counters.shed, refused: node.counters.refused)
+        if let hci = (node.radio as? HCIRadio)?.counters { now.hciErrors = hci.hardwareErrors &+ hci.commandTimeouts }
+        let air = node.airAlerts.air.counters
+        now.frames = ["accepted": air.accepted, "duplicate": air.duplicates, "forged": air.forged, "stale": air.stale,
+                      "malformed": air.malformed, "own-echo": air.ownEchoes, "relayed": node.airAlerts.relaysStarted]
+        func add(_ counter: Counter, _ new: UInt64, _ old: UInt64) {
+            if new > old { counter.increment(by: Int64(clamping: new - old)) }
+        }
+        add(commits, now.commits, last.commits)
+        add(flushes, now.flushes, last.flushes)
+        add(shed, now.shed, last.shed)
+        add(refused, now.refused, last.refused)
+        add(hciErrors, now.hciErrors, last.hciErrors)
+        for (outcome, counter) in frames { add(counter, now.frames[outcome] ?? 0, last.frames[outcome] ?? 0) }
+        last = now
+
+        let p = node.projections
+        radioUp.record(p.health.radioState == RadioState.on.rawValue ? 1 : 0)
+        outboxBacklog.record(p.outbox.pending.count { $0.channel != .broadcast })
+        // What the box tells its hub as its backlog: log positions no acknowledgement covers yet.
+        hubBacklog.record(p.hub.hub.isEmpty && !node.uplink.isJoined ? 0 : Int64(clamping: p.appliedThrough &- min(p.appliedThrough, p.hub.syncedThrough)))
+        appliedThrough.record(Int64(clamping: p.appliedThrough))
+        residentsEscalating.record(p.escalations.residents.values.count { $0.isEscalating || $0.step >= 3 })
+        activeAlerts.record(p.alerts.active.count)
+    }
+}
