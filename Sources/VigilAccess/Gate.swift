@@ -18,6 +18,27 @@ public actor Gate {
         return result
     }
 
+    /// `run`, unless `maxWaiting` pieces already wait their turn: then nil at once (a caller
+    /// answers "busy" rather than queueing without bound).
+    public nonisolated func run<T: Sendable>(maxWaiting: Int, _ work: @escaping @Sendable () -> T) async -> T? {
+        guard await admit(maxWaiting: maxWaiting) else { return nil }
+        let result = await withCheckedContinuation { (continuation: CheckedContinuation<T, Never>) in
+            Thread.detachNewThread { continuation.resume(returning: work()) }
+        }
+        await leave()
+        return result
+    }
+
+    private func admit(maxWaiting: Int) async -> Bool {
+        if running < width {
+            running += 1
+            return true
+        }
+        guard waiting.count < maxWaiting else { return false }
+        await withCheckedContinuation { waiting.append($0) }
+        return true
+    }
+
     private func enter() async {
         if running < width {
             running += 1

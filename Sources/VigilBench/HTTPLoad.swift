@@ -68,6 +68,11 @@ final class HTTPLoad: Sendable {
                 request.headers.add(name: "authorization", value: "Bearer \(token)")
                 do {
                     let response = try await client.execute(request, timeout: .hours(1))
+                    guard response.status == .ok else {
+                        counts.failures.add(1, ordering: .relaxed)
+                        listening.withLock { listening.signal() }
+                        return
+                    }
                     counts.connected.add(1, ordering: .relaxed)
                     listening.withLock { listening.signal() }
                     for try await _ in response.body { counts.streamed.add(1, ordering: .relaxed) }

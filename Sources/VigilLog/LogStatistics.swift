@@ -13,6 +13,9 @@ public struct LogStatistics: Sendable, Equatable, Codable {
     public var refusedFull: UInt64 = 0
     public var mapGrowths: UInt64 = 0
     public var mapSize: Int = 0
+    /// Bytes of the map in use after the last commit (pages up to the last one used), read by the
+    /// writer, which alone may touch the map while it can grow (nil before the first commit).
+    public var usedBytes: Int?
     /// Highest sequence whose commit is durable.
     public var durableSequence: UInt64 = 0
     /// Largest batch committed in one transaction.

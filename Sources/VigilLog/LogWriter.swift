@@ -463,7 +463,12 @@ final class LogWriter: @unchecked Sendable {
         default: refusedForSpace = false
         }
         let refusedCount = UInt64(refused.count)
+        // The environment's header, in memory: read here, on the thread that grows the map.
+        let used = (try? environment.environment.info()).flatMap { info in
+            (try? environment.environment.pageSize()).map { (Int(info.me_last_pgno) + 1) * $0 }
+        }
         stats.withLock { s in
+            if let used { s.usedBytes = used }
             s.commits += failure == nil ? 1 : 0
             if diskFull { s.refusedDiskFull += refusedForSpace ? refusedCount : 0 } else { s.refusedFull += refusedForSpace ? refusedCount : 0 }
             s.largestBatch = max(s.largestBatch, slots.count)

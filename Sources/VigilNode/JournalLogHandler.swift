@@ -78,7 +78,8 @@ public struct JournalLogHandler: LogHandler {
     static func fieldName(_ key: String) -> String {
         var name = String(key.uppercased().unicodeScalars.map { ("A"..."Z").contains($0) || ("0"..."9").contains($0) ? Character($0) : "_" })
         while name.hasPrefix("_") { name.removeFirst() }
-        return name.isEmpty ? "FIELD" : String(name.prefix(64))
+        // journald takes names of at most 64 characters, "VIGIL_" included.
+        return name.isEmpty ? "FIELD" : String(name.prefix(58))
     }
 
     /// The native protocol: `NAME=value\n`, or for a value with a newline `NAME\n`, its length

@@ -5,8 +5,9 @@ import VigilEvents
 /// values. Built on the loop from the projections (`SnapshotFeed`) for the live view, or from a
 /// replayed past state for time travel, by the same function, so both views read alike.
 ///
-/// Small by design: copying it costs the loop nothing that grows with the shelter (no device
-/// list, no contacts), and servers beside the loop render it without touching node state.
+/// Small by design: no device list, no contact data (contacts' names and addresses, tags), only
+/// what the page shows; building it costs the loop a pass over residents and active alerts, never
+/// over the devices heard, and servers beside the loop render it without touching node state.
 public struct NodeSnapshot: Sendable, Codable, Equatable {
     /// The last event the state includes (the SSE event id).
     public var sequence: UInt64
@@ -51,8 +52,6 @@ public struct NodeSnapshot: Sendable, Codable, Equatable {
         public var lastCheckInMicroseconds: UInt64?
         public var checkIns: UInt64
         public var intervalMicroseconds: UInt64
-        public var contacts: [String]
-        public var tag: String?
         public var timeZone: String
         public var paused: Bool
         public struct Deadline: Sendable, Codable, Equatable {
@@ -160,8 +159,7 @@ extension NodeSnapshot {
                 stepMicroseconds: r.step == 0 ? 0 : r.stepDueMicroseconds,
                 next: book.nextDeadline(for: r).map { .init(step: Self.name($0.step), dueMicroseconds: $0.dueMicroseconds) },
                 lastCheckInMicroseconds: checkIn?.microseconds, checkIns: checkIn?.total ?? 0,
-                intervalMicroseconds: r.intervalMicroseconds, contacts: r.contacts.map(\.name),
-                tag: r.bleTag == 0 ? nil : formatAddress(r.bleTag), timeZone: r.timeZone, paused: paused)
+                intervalMicroseconds: r.intervalMicroseconds, timeZone: r.timeZone, paused: paused)
         }
         alerts = state.alerts.active.sorted { ($0.firstMicroseconds, $0.idText) > ($1.firstMicroseconds, $1.idText) }.map { a in
             let kind = AlertKind(rawValue: a.kind) ?? .unspecified

@@ -141,9 +141,10 @@ extension Node {
     /// The live view of the node now. On the loop.
     func snapshot() -> NodeSnapshot {
         loop.owner.check("snapshot")
-        // mdb_env_info: a read of the environment's header in memory, no I/O.
-        return NodeSnapshot(state: projections, decisions: patterns.decisions, live: liveStatus(),
-                            logUsedBytes: (try? log.spaceUsage()).map { UInt64($0.usedBytes) },
+        // The writer's figure: the loop never reads LMDB's map itself (it may be remapped).
+        let live = liveStatus()
+        return NodeSnapshot(state: projections, decisions: patterns.decisions, live: live,
+                            logUsedBytes: live.log.usedBytes.map { UInt64($0) },
                             timeMicroseconds: clock.nowMicroseconds())
     }
 }
@@ -151,13 +152,13 @@ extension Node {
 extension Node {
     /// The view of the node as it was at `moment`, rebuilt from the log (after-incident review:
     /// the page's time travel). Replays on a thread of its own, in a read transaction of its own,
-    /// never on the loop; one at a time per process, so a page reloaded in a hurry cannot start
-    /// many replays.
+    /// never on the loop; one at a time per process, with at most two waiting (more are refused
+    /// with `PastViewBusy`), so a page reloaded in a hurry cannot start many replays.
     public func pastSnapshot(at moment: PastMoment, asked: String) async throws -> NodeSnapshot {
         let log = self.log
         let settings = configuration.projections
         let unreachableAfter = configuration.notifyUnreachableAfterMicroseconds
-        let result: Result<NodeSnapshot, any Error> = await Self.replays.run {
+        let result: Result<NodeSnapshot, any Error>? = await Self.replays.run(maxWaiting: 2) {
             do {
                 var past = try Replay.state(log, settings: settings, at: moment)
                 past.state.outbox.unreachableAfterMicroseconds = unreachableAfter
@@ -171,8 +172,14 @@ extension Node {
                 return .failure(error)
             }
         }
+        guard let result else { throw PastViewBusy() }
         return try result.get()
     }
 
     private static let replays = Gate(width: 1)
+}
+
+/// Past views are being rebuilt already (one at a time, two waiting): try again shortly.
+public struct PastViewBusy: Error, CustomStringConvertible {
+    public var description: String { "other past views are being rebuilt; try again in a moment" }
 }

@@ -104,23 +104,38 @@ struct APIRoutes: Sendable {
     // MARK: Handlers
 
     func status(_ request: Request) async throws -> Response {
-        try await authorised(request, acting: false) {
-            let query = request.uri.queryParameters
+        let query = request.uri.queryParameters
+        let past = query["seq"] != nil || query["at"] != nil
+        // The past is for staff and scripts: each past view is a replay of the log.
+        return try await authorised(request, acting: false, publicAllowed: !past) {
             if let seq = query["seq"] {
                 guard let n = UInt64(String(seq)) else { return Self.problem(.badRequest, "seq must be an event's number") }
-                return Self.json(try await node.pastSnapshot(at: .sequence(n), asked: "right after event \(n)"))
+                return await pastView(.sequence(n), asked: "right after event \(n)")
             }
             if let at = query["at"] {
                 let now = UInt64(max(0, Date().timeIntervalSince1970 * 1_000_000))
+                let moment: PastMoment
                 do {
-                    let moment = try PastMoment.parse(String(at), nowMicroseconds: now)
-                    return Self.json(try await node.pastSnapshot(at: moment, asked: "as it was at \(at)"))
+                    moment = try PastMoment.parse(String(at), nowMicroseconds: now)
                 } catch {
                     return Self.problem(.badRequest, "at: \(error)")
                 }
+                return await pastView(moment, asked: "as it was at \(at)")
             }
             guard let snapshot = node.snapshots.latest else { return Self.problem(.serviceUnavailable, "the box is starting") }
             return Self.json(snapshot)
+        }
+    }
+
+    func pastView(_ moment: PastMoment, asked: String) async -> Response {
+        do {
+            return Self.json(try await node.pastSnapshot(at: moment, asked: asked))
+        } catch let busy as PastViewBusy {
+            var response = Self.problem(.serviceUnavailable, busy.description)
+            response.headers[.retryAfter] = "5"
+            return response
+        } catch {
+            return Self.problem(.serviceUnavailable, "the log could not be read back to that moment: \(error)")
         }
     }
 
@@ -144,7 +159,8 @@ struct APIRoutes: Sendable {
     /// Runs `body` for a caller allowed to read (`acting: false`) or to act. A bearer token
     /// allows both; a session allows reading, and acting with its CSRF token in `X-CSRF-Token`;
     /// `http.public_view` allows anyone to read.
-    func authorised(_ request: Request, acting: Bool, _ body: () async throws -> Response) async throws -> Response {
+    func authorised(_ request: Request, acting: Bool, publicAllowed: Bool = true,
+                    _ body: () async throws -> Response) async throws -> Response {
         if let authorization = request.headers[.authorization] {
             guard authorization.hasPrefix("Bearer "), credentials.tokenName(String(authorization.dropFirst(7))) != nil else {
                 logger.notice("api: a request with a token the box does not know was refused")
@@ -164,7 +180,7 @@ struct APIRoutes: Sendable {
             }
             return try await body()
         }
-        if !acting && settings.publicView { return try await body() }
+        if !acting && publicAllowed && settings.publicView { return try await body() }
         var response = Self.problem(.unauthorized, "send a bearer token (vigil http token add NAME)")
         response.headers[.wwwAuthenticate] = "Bearer realm=\"vigil\""
         return response

@@ -191,7 +191,7 @@ enum OpenAPIDocument {
               type: array
               items:
                 type: object
-                required: [id, name, room, mode, step, stepMicroseconds, checkIns, intervalMicroseconds, contacts, timeZone, paused]
+                required: [id, name, room, mode, step, stepMicroseconds, checkIns, intervalMicroseconds, timeZone, paused]
                 properties:
                   id: {type: string}
                   name: {type: string}
@@ -206,8 +206,6 @@ enum OpenAPIDocument {
                   lastCheckInMicroseconds: {type: integer, format: int64}
                   checkIns: {type: integer, format: int64}
                   intervalMicroseconds: {type: integer, format: int64}
-                  contacts: {type: array, items: {type: string}}
-                  tag: {type: string}
                   timeZone: {type: string}
                   paused: {type: boolean}
             alerts:

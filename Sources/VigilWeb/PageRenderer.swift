@@ -33,7 +33,8 @@ enum PageRenderer {
         <header><h1>Vigil <span class="node">\(escape(s.nodeID))</span></h1>
         """
         if let past = s.past {
-            out += "<p class=\"past\" role=\"status\">Showing the box \(escape(past)), rebuilt from its log (event \(s.sequence)). <a href=\"/\">Back to now</a></p>"
+            let through = past.hasPrefix("right after event") ? "" : " through event \(s.sequence)"
+            out += "<p class=\"past\" role=\"status\">Showing the box \(escape(past)), rebuilt from its log\(through). <a href=\"/\">Back to now</a></p>"
         } else {
             out += "<p class=\"live\" id=\"live\" data-sequence=\"\(s.sequence)\">Live: event \(s.sequence), \(clock(s.timeMicroseconds))</p>"
         }
@@ -231,7 +232,7 @@ enum PageRenderer {
         <label>Name <input name="name" maxlength="100" value="\(escape(r.name))"></label>
         <label>Room <input name="room" maxlength="32" value="\(escape(r.room))"></label>
         <label>Check-ins <select name="mode">\(["time", "pulse", "off"].map { "<option\($0 == r.mode ? " selected" : "")>\($0)</option>" }.joined())</select></label>
-        <label>Check-in every <select name="interval">\(intervals.map { "<option value=\"\($0.value)\"\(($0.micros == r.intervalMicroseconds) ? " selected" : "")>\($0.name)</option>" }.joined())</select></label>
+        <label>Check-in every <select name="interval">\(intervalOptions(current: r.intervalMicroseconds))</select></label>
         <button>Save</button> <a href="/">Back</a></form>
         <form method="post" action="/act/remove">\(csrfField(viewer))<input type="hidden" name="id" value="\(escape(r.id))"><button class="secondary">Remove this resident</button></form>
         </main></body></html>
@@ -272,6 +273,17 @@ enum PageRenderer {
         ("1 hour", "1h", 3_600_000_000), ("2 hours", "2h", 7_200_000_000), ("4 hours", "4h", 14_400_000_000),
         ("8 hours", "8h", 28_800_000_000), ("12 hours", "12h", 43_200_000_000), ("24 hours", "24h", 86_400_000_000),
     ]
+
+    /// The interval choices, with the resident's own selected: added when it is none of them (set
+    /// from the CLI, say), so saving the form never changes it unasked.
+    static func intervalOptions(current: UInt64) -> String {
+        var options = intervals
+        if !options.contains(where: { $0.micros == current }), current > 0 {
+            options.append((name: duration(current / 1_000_000), value: "\(current / 1_000_000)s", micros: current))
+            options.sort { $0.micros < $1.micros }
+        }
+        return options.map { "<option value=\"\(escape($0.value))\"\($0.micros == current ? " selected" : "")>\(escape($0.name))</option>" }.joined()
+    }
 
     static func kindName(_ slug: String) -> String { alertKinds.first { $0.slug == slug }?.name ?? slug }
 

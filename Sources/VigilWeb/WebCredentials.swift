@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import Synchronization
 import VigilAccess
 import VigilHubProtocol
 
@@ -9,8 +10,8 @@ import VigilHubProtocol
 /// - `tokens.json`: bearer tokens for scripts (`vigil http token add NAME`), by name, each kept
 ///   only as its SHA-256: the token itself is shown once, when made.
 ///
-/// Read at each use, so `vigil http passwd` and `token revoke` take effect at once, without a
-/// restart. Without a password nobody can act from the page (the API still takes tokens).
+/// Looked at each use (a stat; the file is read again only when it changed), so `vigil http
+/// passwd` and `token revoke` take effect at once, without a restart. Without a password nobody can act from the page (the API still takes tokens).
 public struct WebCredentials: Sendable {
     public let directory: String
 
@@ -29,8 +30,8 @@ public struct WebCredentials: Sendable {
     // MARK: The admin password
 
     public var adminHash: String? {
-        guard let text = try? String(contentsOfFile: directory + "/admin.hash", encoding: .utf8) else { return nil }
-        let hash = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard let data = FileCache.shared.contents(of: directory + "/admin.hash") else { return nil }
+        let hash = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         return hash.isEmpty ? nil : hash
     }
 
@@ -70,7 +71,7 @@ public struct WebCredentials: Sendable {
     // MARK: Tokens
 
     public var tokens: [Token] {
-        guard let data = FileManager.default.contents(atPath: directory + "/tokens.json"),
+        guard let data = FileCache.shared.contents(of: directory + "/tokens.json"),
               let list = try? JSONDecoder().decode([Token].self, from: data) else { return [] }
         return list
     }
@@ -136,5 +137,34 @@ public struct WebCredentials: Sendable {
               rename(temporary, path) == 0 else {
             throw .setup("cannot write \(path)")
         }
+    }
+}
+
+/// Small files read again only when their modification time or size changed: the credentials are
+/// looked at on every request, and a stat costs the card nothing (the kernel caches it).
+final class FileCache: Sendable {
+    static let shared = FileCache()
+    private struct Entry {
+        var seconds: Int
+        var nanoseconds: Int
+        var size: Int64
+        var inode: UInt64
+        var data: Data
+    }
+    private let entries = Mutex<[String: Entry]>([:])
+
+    func contents(of path: String) -> Data? {
+        var info = stat()
+        guard stat(path, &info) == 0 else {
+            entries.withLock { _ = $0.removeValue(forKey: path) }
+            return nil
+        }
+        let key = (Int(info.st_mtim.tv_sec), Int(info.st_mtim.tv_nsec), Int64(info.st_size), UInt64(info.st_ino))
+        if let hit = entries.withLock({ $0[path] }), (hit.seconds, hit.nanoseconds, hit.size, hit.inode) == key {
+            return hit.data
+        }
+        guard info.st_size <= 1 << 20, let data = FileManager.default.contents(atPath: path) else { return nil }
+        entries.withLock { $0[path] = Entry(seconds: key.0, nanoseconds: key.1, size: key.2, inode: key.3, data: data) }
+        return data
     }
 }

@@ -75,12 +75,24 @@ struct WebRoutes: Sendable {
         let viewer = PageRenderer.Viewer(acting: session != nil, csrf: session?.csrf ?? "")
         let query = request.uri.queryParameters
         if let past = try await pastMoment(at: query["at"].map(String.init), sequence: query["seq"].map(String.init)) {
+            // After-incident review is for staff: a public view shows now only (each past view
+            // is a replay of the log).
+            guard session != nil else { return redirect("/login") }
             switch past {
             case .failure(let why):
                 return Self.html(PageRenderer.message("Not a moment", why.message), status: .badRequest)
             case .success(let (moment, asked)):
-                let snapshot = try await node.pastSnapshot(at: moment, asked: asked)
-                return Self.html(PageRenderer.page(snapshot, viewer: viewer))
+                do {
+                    let snapshot = try await node.pastSnapshot(at: moment, asked: asked)
+                    return Self.html(PageRenderer.page(snapshot, viewer: viewer))
+                } catch let busy as PastViewBusy {
+                    var response = Self.html(PageRenderer.message("Busy", busy.description), status: .serviceUnavailable)
+                    response.headers[.retryAfter] = "5"
+                    return response
+                } catch {
+                    return Self.html(PageRenderer.message("Not rebuilt", "The log could not be read back to that moment: \(error)"),
+                                     status: .serviceUnavailable)
+                }
             }
         }
         guard let snapshot = node.snapshots.latest else {
@@ -110,8 +122,11 @@ struct WebRoutes: Sendable {
     // MARK: The live stream
 
     func events(_ request: Request, _ context: WebContext) async throws -> Response {
+        let token = Self.sessionToken(request)
         let session = await session(request)
-        guard session != nil || settings.publicView else {
+        let bearer = request.headers[.authorization].flatMap { $0.hasPrefix("Bearer ") ? String($0.dropFirst(7)) : nil }
+        let script = bearer.flatMap { self.credentials.tokenName($0) } != nil
+        guard session != nil || script || settings.publicView else {
             return Response(status: .unauthorized, headers: [.contentType: "text/plain"], body: .init(byteBuffer: ByteBuffer(string: "sign in first\n")))
         }
         let lastID = request.headers[.lastEventID].flatMap { UInt64($0) }
@@ -122,12 +137,28 @@ struct WebRoutes: Sendable {
             return response
         }
         let acting = session != nil
+        // Whether the stream may go on: a session signed out, expired or ended by a new password,
+        // or a revoked token, ends it (the browser reconnects and is refused). Looked at every
+        // few seconds, not every message.
+        let sessions = self.sessions
+        let web = self.credentials
+        let publicView = settings.publicView
+        let stillAllowed: @Sendable () async -> Bool = {
+            if let token, await sessions.session(token, currentHash: web.adminHash, touch: false) != nil { return true }
+            if let bearer, web.tokenName(bearer) != nil { return true }
+            return publicView && !acting
+        }
         var headers: HTTPFields = [.contentType: "text/event-stream", .cacheControl: "no-store"]
         headers[.accelBuffering] = "no"
         return Response(status: .ok, headers: headers, body: ResponseBody { writer in
             // How long to wait before reconnecting after a drop (EventSource's retry).
             try await writer.write(ByteBuffer(string: "retry: 2000\n\n"))
+            var checked = sessions.now()
             for await message in stream {
+                if sessions.now() &- checked >= 5 {
+                    guard await stillAllowed() else { break }
+                    checked = sessions.now()
+                }
                 try await writer.write(message.bytes(acting: acting))
             }
             try await writer.finish(nil)
@@ -141,15 +172,6 @@ struct WebRoutes: Sendable {
         if let origin = request.headers[.origin], !sameOrigin(origin, request) {
             return Self.html(PageRenderer.signIn(message: "Sign in from this box's own page."), status: .forbidden)
         }
-        let client = context.client
-        let wait = await sessions.waitBeforeSignIn(client: client)
-        if wait > 0 {
-            logger.warning("web: sign-ins refused for a while after repeated failures", metadata: ["client": "\(client)"])
-            var response = Self.html(PageRenderer.signIn(message: "Too many failed sign-ins from this device: try again in \((wait + 59) / 60) minutes."),
-                                     status: .tooManyRequests)
-            response.headers[.retryAfter] = "\(wait)"
-            return response
-        }
         guard let fields = await Self.fields(request), let password = fields["password"], password.utf8.count <= 256 else {
             return Self.html(PageRenderer.signIn(message: "Give the admin password."), status: .badRequest)
         }
@@ -157,16 +179,33 @@ struct WebRoutes: Sendable {
             return Self.html(PageRenderer.signIn(message: "No admin password is set: set one on the box with `vigil http passwd`."),
                              status: .unauthorized)
         }
+        let client = context.client
+        switch await sessions.beginSignIn(client: client) {
+        case .go:
+            break
+        case .wait(let wait):
+            logger.warning("web: sign-ins refused for a while after repeated failures", metadata: ["client": "\(client)"])
+            var response = Self.html(PageRenderer.signIn(message: "Too many failed sign-ins from this device: try again in \((wait + 59) / 60) minutes."),
+                                     status: .tooManyRequests)
+            response.headers[.retryAfter] = "\(wait)"
+            return response
+        case .busy:
+            var response = Self.html(PageRenderer.signIn(message: "The box is checking other sign-ins: try again in a few seconds."),
+                                     status: .serviceUnavailable)
+            response.headers[.retryAfter] = "5"
+            return response
+        }
         let matches = await Self.passwordChecks.run { PasswordHash.verify(password, against: hash) }
+        await sessions.finishSignIn(client: client, succeeded: matches)
         guard matches else {
-            await sessions.failed(client: client)
             logger.notice("web: a sign-in was refused", metadata: ["client": "\(client)"])
             return Self.html(PageRenderer.signIn(message: "Wrong password."), status: .unauthorized)
         }
-        await sessions.succeeded(client: client)
         let (token, _) = await sessions.open(passwordHash: hash)
         logger.notice("web: staff signed in", metadata: ["client": "\(client)"])
-        return redirect("/", cookie: "\(Self.cookieName)=\(token); Path=/; Max-Age=\(WebSessions.lifetimeSeconds); HttpOnly; SameSite=Strict\(settings.tls ? "; Secure" : "")")
+        // A session cookie (no Max-Age): the box ends it 12 hours after its last use, or when the
+        // browser closes.
+        return redirect("/", cookie: "\(Self.cookieName)=\(token); Path=/; HttpOnly; SameSite=Strict\(settings.tls ? "; Secure" : "")")
     }
 
     func session(_ request: Request) async -> WebSessions.Session? {
@@ -241,7 +280,8 @@ struct WebRoutes: Sendable {
     /// new card before it is trusted again).
     func ready() -> Response {
         guard let latest = node.snapshots.latest else { return Self.text("starting\n", status: .serviceUnavailable) }
-        if let failure = latest.log.failure { return Self.text("the log stopped taking writes: \(failure)\n", status: .serviceUnavailable) }
+        // No details: the probes answer anyone (a monitor has no session); the page says more.
+        if latest.log.failure != nil { return Self.text("the log stopped taking writes\n", status: .serviceUnavailable) }
         return Self.text("ready\n")
     }
 

@@ -65,12 +65,15 @@ public struct WebServer: Service {
         let fingerprint = identity?.fingerprint
         let logger = self.logger
         let onListening = self.onListening
+        let node = self.node
         let configuration = ApplicationConfiguration(address: .hostname(host, port: port), serverName: "vigil")
         let running: @Sendable (any Channel) async -> Void = { channel in
             let bound = channel.localAddress?.port ?? port
             logger.notice("the box's page is served", metadata: [
                 "address": "\(host):\(bound)", "tls": "\(fingerprint != nil)", "fingerprint": "\(fingerprint ?? "")",
             ])
+            // Snapshots only once the page is served: a page that cannot bind costs the loop nothing.
+            node.publishSnapshots()
             onListening(bound, fingerprint)
         }
         let app: Application<RouterResponder<WebContext>>
@@ -81,7 +84,6 @@ public struct WebServer: Service {
             logger.warning("the box's page is served over plain HTTP (http.tls: false): passwords and cookies cross the network readable")
             app = Application(router: router, configuration: configuration, onServerRunning: running, logger: logger)
         }
-        node.publishSnapshots()
         let snapshots = node.snapshots.updates()
         try await withGracefulShutdownHandler {
             try await withThrowingTaskGroup(of: Void.self) { group in
@@ -109,6 +111,16 @@ struct WebContext: RequestContext, RemoteAddressRequestContext {
         remoteAddress = source.channel.remoteAddress
     }
 
-    /// The client's address without its port.
-    var client: String { remoteAddress?.ipAddress ?? "unknown" }
+    /// The client's address without its port; an IPv6 client by its /64 (a device can pick any
+    /// address in its network's /64, so counting addresses would count nothing).
+    var client: String {
+        guard let address = remoteAddress?.ipAddress else { return "unknown" }
+        guard address.contains(":") else { return address }
+        var groups = address.split(separator: ":", omittingEmptySubsequences: false).map(String.init)
+        if let gap = groups.firstIndex(of: ""), groups.count < 8 {
+            // "::" stands for as many zero groups as are missing.
+            groups.replaceSubrange(gap...gap, with: Array(repeating: "0", count: 8 - groups.count + 1))
+        }
+        return groups.prefix(4).map { $0.isEmpty ? "0" : $0 }.joined(separator: ":") + "::/64"
+    }
 }

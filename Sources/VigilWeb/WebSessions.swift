@@ -7,8 +7,10 @@ import VigilHubProtocol
 /// which on a box that restarts rarely (and then on purpose) costs a sign-in, never safety.
 ///
 /// A session lasts `lifetimeSeconds` from its last use (a volunteer's shift, not forever), and
-/// ends when the admin password changes. Failed sign-ins are counted per client address: after
-/// `allowedFailures` within `failureWindowSeconds` that address waits until the window passes.
+/// ends when the admin password changes. Sign-in attempts are counted per client address (an
+/// IPv6 client by its /64), each from before its password is checked: after `allowedFailures`
+/// within `failureWindowSeconds` that address waits until the window passes. At most
+/// `maximumChecking` passwords are checked at once; more attempts are refused (503) at once.
 /// Every count is bounded: the tables drop their oldest entries beyond `maximumEntries`.
 actor WebSessions {
     struct Session: Sendable {
@@ -26,7 +28,7 @@ actor WebSessions {
     private var sessions: [String: Session] = [:]
     private var failures: [String: [UInt64]] = [:]
     /// Monotonic seconds (injected: tests drive it).
-    private let now: @Sendable () -> UInt64
+    nonisolated let now: @Sendable () -> UInt64
 
     init(now: @escaping @Sendable () -> UInt64) { self.now = now }
 
@@ -44,9 +46,10 @@ actor WebSessions {
         return (token, csrf)
     }
 
-    /// The live session `token` names (its use keeps it alive), if the password it was signed
-    /// in with is still the admin password.
-    func session(_ token: String, currentHash: String?) -> Session? {
+    /// The live session `token` names, if the password it was signed in with is still the admin
+    /// password. A use (`touch`) keeps it alive; a live stream only looks (a page left open is not
+    /// someone using it).
+    func session(_ token: String, currentHash: String?, touch: Bool = true) -> Session? {
         let key = Self.digest(token)
         guard var s = sessions[key] else { return nil }
         let t = now()
@@ -54,8 +57,10 @@ actor WebSessions {
             sessions[key] = nil
             return nil
         }
-        s.lastUsedSeconds = t
-        sessions[key] = s
+        if touch {
+            s.lastUsedSeconds = t
+            sessions[key] = s
+        }
         return s
     }
 
@@ -63,26 +68,43 @@ actor WebSessions {
         sessions[Self.digest(token)] = nil
     }
 
-    /// Seconds `client` must wait before its next sign-in attempt (0: it may try now).
-    func waitBeforeSignIn(client: String) -> UInt64 {
+    /// Sign-in attempts being checked now (each runs scrypt): beyond this many, more are refused
+    /// at once, so a flood neither queues up nor delays staff for long.
+    static let maximumChecking = 4
+    private var checking = 0
+
+    enum SignInTurn: Equatable {
+        /// Check the password; the attempt is already counted as a failure until `finishSignIn`.
+        case go
+        /// This client failed too often: wait this many seconds.
+        case wait(UInt64)
+        /// Too many sign-ins are being checked at once.
+        case busy
+    }
+
+    /// Takes an attempt for `client` before its password is checked, so parallel attempts cannot
+    /// all slip under the limit: each counts as a failure from now until it succeeds.
+    func beginSignIn(client: String) -> SignInTurn {
         let t = now()
         let recent = (failures[client] ?? []).filter { t - $0 < Self.failureWindowSeconds }
         failures[client] = recent.isEmpty ? nil : recent
-        guard recent.count >= Self.allowedFailures, let oldest = recent.first else { return 0 }
-        return Self.failureWindowSeconds - (t - oldest)
-    }
-
-    func failed(client: String) {
+        if recent.count >= Self.allowedFailures, let oldest = recent.first {
+            return .wait(Self.failureWindowSeconds - (t - oldest))
+        }
+        guard checking < Self.maximumChecking else { return .busy }
+        checking += 1
         if failures[client] == nil && failures.count >= Self.maximumEntries {
             // Bounded memory: forget the address whose last failure is oldest.
             if let stale = failures.min(by: { ($0.value.last ?? 0) < ($1.value.last ?? 0) })?.key { failures[stale] = nil }
         }
-        failures[client, default: []].append(now())
-        if let n = failures[client]?.count, n > Self.allowedFailures * 2 { failures[client]?.removeFirst(n - Self.allowedFailures * 2) }
+        failures[client, default: []].append(t)
+        return .go
     }
 
-    func succeeded(client: String) {
-        failures[client] = nil
+    /// The attempt `beginSignIn` took is over: a success clears the client's failures.
+    func finishSignIn(client: String, succeeded: Bool) {
+        checking -= 1
+        if succeeded { failures[client] = nil }
     }
 
     static func randomText() -> String {

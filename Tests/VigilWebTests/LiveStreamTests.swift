@@ -89,6 +89,16 @@ import VigilCore
                 #expect(update.sections["help"]?.contains("action=\"/act/cancel\"") == true, "staff get the form to cancel it")
             }
             #expect(web.feedBrowsers == 2, "one internal stream, two browsers on it")
+
+            // Signed out elsewhere: the open stream ends within seconds, not at the next reload.
+            let csrf = try #require(WebHarness.csrf(in: try await web.get("/", cookie: cookie).body))
+            #expect(try await web.post("/logout", form: "csrf=\(csrf)", cookie: cookie).status == .seeOther)
+            web.seconds.advance(6)
+            await web.advance(byMicroseconds: 5_100_000) // a heartbeat: a message to send, or not
+            // Both streams end (a stream the box kept open would hang here until the request's
+            // timeout), and the box no longer feeds them.
+            for stream in [staff, other] { for await _ in stream.messages {} }
+            #expect(web.feedBrowsers == 0, "the box ended both streams of the signed-out session")
             staff.close()
             other.close()
         }

@@ -24,6 +24,11 @@ import VigilNode
             #expect(!page.body.contains("action=\"/act/"), "a viewer gets no forms")
             #expect(page.headers.first(name: "content-security-policy")?.contains("script-src 'self'") == true)
             #expect(try await open.api(.GET, "/status").status == .ok, "the status is readable too")
+            // The past is for staff: a public view shows now only.
+            #expect(try await open.get("/?seq=1").status == .seeOther)
+            #expect(try await open.api(.GET, "/status?seq=1").status == .unauthorized)
+            let status = try await open.api(.GET, "/status")
+            #expect(!status.body.contains("contacts") && !status.body.contains("\"tag\""), "no contact data in the snapshot")
             // Viewing never means acting.
             #expect(try await open.post("/act/silence", form: "csrf=").status == .unauthorized)
             #expect(try await open.api(.POST, "/alarms/silence").status == .unauthorized)
