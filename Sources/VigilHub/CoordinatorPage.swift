@@ -1,26 +1,13 @@
 import Foundation
 import VigilEvents
 import VigilHubProtocol
+import VigilAccess
 
 /// The coordinators' pages as HTML, rendered on the server so they work without JavaScript (and
 /// none is sent: the Content-Security-Policy forbids scripts). Every text from a box or a person
 /// goes through `escape`.
 enum CoordinatorPage {
-    static func escape(_ text: String) -> String {
-        var out = ""
-        out.reserveCapacity(text.count)
-        for c in text {
-            switch c {
-            case "&": out += "&amp;"
-            case "<": out += "&lt;"
-            case ">": out += "&gt;"
-            case "\"": out += "&quot;"
-            case "'": out += "&#39;"
-            default: out.append(c)
-            }
-        }
-        return out
-    }
+    static func escape(_ text: String) -> String { HTMLText.escape(text) }
 
     static func document(title: String, body: String, refreshSeconds: Int? = nil) -> String {
         """

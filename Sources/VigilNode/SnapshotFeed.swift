@@ -55,6 +55,19 @@ public final class SnapshotFeed: Sendable {
         return stream
     }
 
+    /// Returns once a snapshot includes event `sequence` (an action's event: the page shown after
+    /// it must show it), or after `timeoutSeconds` (the loop publishes within 250 ms).
+    public func waitUntil(covering sequence: UInt64, timeoutSeconds: Double = 2) async {
+        if let latest, latest.sequence >= sequence { return }
+        let stream = updates()
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { for await s in stream where s.sequence >= sequence { return } }
+            group.addTask { try? await Task.sleep(for: .seconds(timeoutSeconds)) }
+            await group.next()
+            group.cancelAll()
+        }
+    }
+
     /// On the loop: stores `snapshot` and hands it to every reader.
     func publish(_ snapshot: NodeSnapshot) {
         let readers = state.withLock { s -> [AsyncStream<NodeSnapshot>.Continuation] in

@@ -1,4 +1,5 @@
 import Foundation
+import VigilAccess
 import VigilNode
 
 /// The box's page as HTML, rendered on the server from a `NodeSnapshot`: it works without
@@ -308,21 +309,7 @@ enum PageRenderer {
         "<input type=\"hidden\" name=\"csrf\" class=\"csrf\" value=\"\(escape(viewer.csrf))\">"
     }
 
-    static func escape(_ text: String) -> String {
-        var out = ""
-        out.reserveCapacity(text.utf8.count)
-        for c in text.unicodeScalars {
-            switch c {
-            case "&": out += "&amp;"
-            case "<": out += "&lt;"
-            case ">": out += "&gt;"
-            case "\"": out += "&quot;"
-            case "'": out += "&#39;"
-            default: out.unicodeScalars.append(c)
-            }
-        }
-        return out
-    }
+    static func escape(_ text: String) -> String { HTMLText.escape(text) }
 
     static func urlEscape(_ text: String) -> String {
         text.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(CharacterSet(charactersIn: "-._~"))) ?? ""

@@ -264,6 +264,8 @@ struct WebRoutes: Sendable {
             return Self.html(PageRenderer.message("Nothing done", reply.error ?? "The box refused."), status: status)
         }
         logger.notice("web: staff acted", metadata: ["command": "\(command.name)", "sequence": "\(reply.sequence ?? 0)"])
+        // The page the browser is sent to shows what was done.
+        if let sequence = reply.sequence { await node.snapshots.waitUntil(covering: sequence) }
         return redirect("/?done=\(action)")
     }
 

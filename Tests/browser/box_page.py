@@ -22,71 +22,16 @@ import time
 import urllib.request
 import ssl
 
-from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
-from selenium.common.exceptions import WebDriverException
+from browser import Browser
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
 url, password, token, call_id, resident, hold, fires_after, output = sys.argv[1:9]
 hold = float(hold)
 fires_after = float(fires_after)
-os.makedirs(output, exist_ok=True)
 
-options = webdriver.ChromeOptions()
-options.binary_location = "/usr/bin/chromium"
-for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-             # The box's certificate is self-signed (staff compare its fingerprint with `vigil status`).
-             "--ignore-certificate-errors", "--window-size=1280,1400"):
-    options.add_argument(flag)
-driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
-driver.set_page_load_timeout(30)
-
-
-def shot(label):
-    path = os.path.join(output, f"{label}.png")
-    driver.save_screenshot(path)
-    print(f"screenshot: {path}")
-
-
-def check(condition, what):
-    if not condition:
-        shot("failure")
-        raise AssertionError(what)
-    print(f"ok: {what}")
-
-
-def submit(button):
-    """Clicks a form's button and waits for the page the POST leads to (the old one goes stale)."""
-    page = driver.find_element(By.TAG_NAME, "html")
-    button.click()
-
-    def gone(_):
-        try:
-            page.is_enabled()
-            return False
-        except WebDriverException:
-            return True
-
-    WebDriverWait(driver, 15).until(gone)
-
-
-def press(css):
-    """Finds the button and submits its form; found again if the live stream replaced it first."""
-    from selenium.common.exceptions import StaleElementReferenceException
-    for attempt in range(3):
-        try:
-            submit(one(css))
-            return
-        except StaleElementReferenceException:
-            if attempt == 2:
-                raise
-
-
-def one(css):
-    found = driver.find_elements(By.CSS_SELECTOR, css)
-    check(len(found) == 1, f"exactly one {css} (found {len(found)})")
-    return found[0]
+browser = Browser(output)
+driver, shot, check, submit, one, press = browser.driver, browser.shot, browser.check, browser.submit, browser.one, browser.press
 
 
 def api(path, body):

@@ -12,59 +12,14 @@ the page as it was is saved as failure.png).
 import os
 import sys
 
-from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
-from selenium.common.exceptions import WebDriverException
+from browser import Browser
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
 url, name, password, calling_box, alert_id, resident, output = sys.argv[1:8]
-os.makedirs(output, exist_ok=True)
 
-options = webdriver.ChromeOptions()
-options.binary_location = "/usr/bin/chromium"
-for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-             # The hub's certificate is self-signed (boxes pin it); the browser is told to go on.
-             "--ignore-certificate-errors", "--window-size=1280,1400"):
-    options.add_argument(flag)
-driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
-driver.set_page_load_timeout(30)
-
-
-def shot(label):
-    path = os.path.join(output, f"{label}.png")
-    driver.save_screenshot(path)
-    print(f"screenshot: {path}")
-
-
-def check(condition, what):
-    if not condition:
-        shot("failure")
-        raise AssertionError(what)
-    print(f"ok: {what}")
-
-
-def submit(button):
-    """Clicks a form's button and waits for the page the POST leads to (the old one goes stale)."""
-    page = driver.find_element(By.TAG_NAME, "html")
-    button.click()
-
-    def gone(_):
-        # Chromedriver may answer "Node with given id does not belong to the document" instead of
-        # a stale-element error while the old document is being replaced: it is gone either way.
-        try:
-            page.is_enabled()
-            return False
-        except WebDriverException:
-            return True
-
-    WebDriverWait(driver, 15).until(gone)
-
-
-def one(css):
-    found = driver.find_elements(By.CSS_SELECTOR, css)
-    check(len(found) == 1, f"exactly one {css} (found {len(found)})")
-    return found[0]
+browser = Browser(output)
+driver, shot, check, submit, one = browser.driver, browser.shot, browser.check, browser.submit, browser.one
 
 
 try:
