@@ -217,6 +217,9 @@ final class LogWriter: @unchecked Sendable {
     // MARK: The writer loop
 
     private func run() {
+        // Acknowledging an SOS waits for this thread: ahead of the page and the hub sync on a busy
+        // box, where the process may (CAP_SYS_NICE); otherwise at the default weight.
+        try? setThreadNice(-10)
         writebackProbe = try? FileDescriptor.openForReading(config.directory + "/data.mdb")
         holdDiskReserve()
         while true {

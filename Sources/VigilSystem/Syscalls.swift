@@ -380,6 +380,14 @@ public func exitOnMemoryFault(message: String, status: Int32) {
     _ = cvigil_exit_on_memory_fault(text, status)
 }
 
+/// The calling thread's scheduling weight: Linux schedules each thread by its own nice value, so
+/// the threads that keep residents safe (the loop, the log's writer) can come before the page's
+/// and the hub sync's on a busy box. Raising it (a negative value) needs CAP_SYS_NICE; without
+/// it the call fails with EPERM (EACCES) and the thread keeps its weight.
+public func setThreadNice(_ nice: Int32) throws(SystemError) {
+    _ = try check("setpriority(thread, \(nice))") { cvigil_set_thread_nice(nice) }
+}
+
 /// Monotonic nanoseconds, for measuring intervals (never for event times).
 public func monotonicNanoseconds() -> UInt64 { cvigil_monotonic_ns() }
 

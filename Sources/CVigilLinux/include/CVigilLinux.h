@@ -59,6 +59,14 @@ static inline int cvigil_epoll_wait(int epfd, uint64_t *tokens, uint32_t *events
     return n;
 }
 
+/// Sets the calling thread's nice value (Linux schedules threads by their own); 0 or -1 with errno.
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+static inline int cvigil_set_thread_nice(int nice) {
+    return setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), nice);
+}
+
 static inline uint64_t cvigil_monotonic_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
