@@ -187,7 +187,7 @@ let package = Package(
         // fuzzer; an ordinary build replays inputs: `vigil-fuzz TARGET PATH...`).
         .executableTarget(
             name: "vigil-fuzz",
-            dependencies: ["VigilRadio", "VigilCore", "VigilEvents", "VigilExposure", "VigilHubProtocol", "VigilLog", "VigilNode"],
+            dependencies: ["VigilRadio", "VigilCore", "VigilEvents", "VigilExposure", "VigilHubProtocol", "VigilLog", "VigilNode", "VigilAccess"],
             swiftSettings: strict
         ),
         .executableTarget(

@@ -138,6 +138,8 @@ struct SOSLatencyBench {
         configuration.dataDirectory = directory
         configuration.sync = .deferredMeta
         configuration.radio = "sim"
+        // As board/vigil.yaml configures a box: the loop and the writer ahead of the page.
+        configuration.loopNice = -10
         configuration.simulation.advertisers = Self.advertisers
         configuration.gestures.longPressNanoseconds = Self.longPressNanoseconds
         configuration.gestures.debounceNanoseconds = Self.debounceNanoseconds

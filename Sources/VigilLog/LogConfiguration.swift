@@ -16,6 +16,8 @@ public enum SyncMode: String, Sendable, CaseIterable {
 public struct LogConfiguration: Sendable {
     /// Directory holding data.mdb and lock.mdb.
     public var directory: String
+    /// The writer thread's nice value (nil: the process's). Negative needs CAP_SYS_NICE.
+    public var writerNice: Int32?
     /// Map size at first open. The map grows on MDB_MAP_FULL by `growthFactor` up to `maxMapSize`.
     public var initialMapSize: Int = 64 << 20
     /// Hard cap on the map (and so the file). At the cap, low-priority appends are refused.

@@ -218,8 +218,8 @@ final class LogWriter: @unchecked Sendable {
 
     private func run() {
         // Acknowledging an SOS waits for this thread: ahead of the page and the hub sync on a busy
-        // box, where the process may (CAP_SYS_NICE); otherwise at the default weight.
-        try? setThreadNice(-10)
+        // box when configured (`scheduling.loop_nice`) and the process may (CAP_SYS_NICE).
+        if let nice = config.writerNice { try? setThreadNice(nice) }
         writebackProbe = try? FileDescriptor.openForReading(config.directory + "/data.mdb")
         holdDiskReserve()
         while true {

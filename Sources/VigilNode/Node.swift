@@ -91,8 +91,6 @@ public final class Node: @unchecked Sendable {
     private let stopRequest = Mutex<String?>(nil)
 
     static let stopTimer = Scheduler.Timer("stop-after-duration")
-    /// The loop's and the log writer's nice value: ahead of every other thread of the process.
-    static let loopNice: Int32 = -10
     static let patternTimer = Scheduler.Timer("output-pattern")
 
     /// Opens the data directory (taking its lock), the log, and restores the projections from the
@@ -227,12 +225,14 @@ public final class Node: @unchecked Sendable {
     public func run(duration: UInt64? = nil) throws(NodeError) {
         loop.owner.claim()
         defer { loop.owner.release() }
-        // The loop before the page, the hub sync and the rest of the process on a busy box
-        // (README "The box's page": the loop never waits for HTTP).
-        do {
-            try setThreadNice(Self.loopNice)
-        } catch {
-            logger.info("the loop runs at the default scheduling weight (raising it needs CAP_SYS_NICE)", metadata: ["error": "\(error)"])
+        // The loop before the page, the hub sync and the rest of the process on a busy box, when
+        // configured (`scheduling.loop_nice`; README "The box's page").
+        if let nice = configuration.loopNice {
+            do {
+                try setThreadNice(nice)
+            } catch {
+                logger.warning("the loop runs at the default scheduling weight (raising it needs CAP_SYS_NICE)", metadata: ["error": "\(error)"])
+            }
         }
         startedMonotonic = monotonic.nowNanoseconds()
         scheduler.register(Self.stopTimer) { [unowned self] in requestStopOnLoop("duration elapsed") }

@@ -77,6 +77,10 @@ public struct NodeConfiguration: Sendable {
     /// Where the node's metrics go (nil: swift-metrics' global factory, which `vigil run`
     /// bootstraps with Prometheus's; tests give one of their own).
     public var metrics: (any MetricsFactory)?
+    /// The event loop's and the log writer's nice value (`scheduling.loop_nice`; nil: the
+    /// process's). -10 puts them ahead of the page's and the hub sync's threads on a busy box; it
+    /// needs CAP_SYS_NICE, and child processes the loop starts inherit it.
+    public var loopNice: Int32?
     /// Where the configuration came from, for messages.
     public var source = "(defaults)"
 
@@ -85,6 +89,7 @@ public struct NodeConfiguration: Sendable {
     /// The log settings derived from this configuration.
     public var log: LogConfiguration {
         var c = LogConfiguration(directory: dataDirectory)
+        c.writerNice = loopNice
         c.commitWindowMicroseconds = commitWindowMicroseconds
         c.maxBatch = maxBatch
         c.queueLimit = queueLimit
@@ -277,6 +282,10 @@ public struct NodeConfiguration: Sendable {
             if let v = try hub.bool("share_contacts") { config.hubShareContacts = v }
             if let v = try hub.bool("share_occupancy") { config.hubShareOccupancy = v }
             try hub.finish()
+        }
+        if var scheduling = try root.section("scheduling") {
+            if let v = try scheduling.integer("loop_nice", in: -20...19) { config.loopNice = Int32(v) }
+            try scheduling.finish()
         }
         if var http = try root.section("http") {
             if let v = try http.string("listen"), !v.isEmpty {

@@ -1,4 +1,5 @@
 import Foundation
+import VigilAccess
 import VigilCore
 import VigilEvents
 import VigilExposure
@@ -23,6 +24,7 @@ enum FuzzTargets {
         "btsnoop-file": btsnoopFile,
         "configuration": configuration,
         "control-command": controlCommand,
+        "web-form": webForm,
     ]
 
     /// An HCI packet from the controller (H4: the type byte first), as the radio reads it.
@@ -165,6 +167,24 @@ enum FuzzTargets {
         guard let command = try? JSONDecoder().decode(NodeCommand.self, from: Data(bytes)) else { return }
         guard let again = try? JSONEncoder().encode(command) else { fail("a decoded command encodes") }
         check((try? JSONDecoder().decode(NodeCommand.self, from: again)) == command, "a command encoded decodes to itself")
+    }
+
+    /// What a browser or anyone on the shelter's network sends the box's page: a form body (every
+    /// action, the sign-in), and a past moment typed into the time-travel field. Every field read
+    /// back comes out of the HTML escape with no character that could end an element or attribute.
+    static func webForm(_ bytes: [UInt8]) {
+        guard let text = String(validating: bytes, as: UTF8.self) else { return }
+        if let fields = FormFields.parse(text) {
+            for (name, value) in fields {
+                let escaped = HTMLText.escape(name + value)
+                check(!escaped.contains(where: { "<>\"'".contains($0) }), "escaped text holds no markup character")
+            }
+        }
+        let now: UInt64 = 1_790_000_000_000_000
+        if case .time(let t)? = try? PastMoment.parse(text, nowMicroseconds: now),
+           text.trimmingCharacters(in: .whitespaces).hasPrefix("-") || text.hasSuffix(" ago") {
+            check(t <= now, "a duration ago is never in the future")
+        }
     }
 
     static func check(_ condition: Bool, _ promise: @autoclosure () -> String) {
