@@ -94,8 +94,9 @@ enum OpenAPIDocument {
     components:
       parameters:
         resident:
-          {name: id, in: path, required: true, description: "The resident's id: 1 to 64 characters, no space",
-           schema: {type: string, pattern: "^[^ /]{1,64}$"}}
+          {name: id, in: path, required: true,
+           description: "The resident's id: 1 to 64 characters, no space. The pattern is the unreserved characters; any other id is reachable percent-encoded",
+           schema: {type: string, pattern: "^[A-Za-z0-9_~-][A-Za-z0-9._~-]{0,63}$"}}
         alert:
           {name: id, in: path, required: true, description: "ORIGIN:COUNTER, the origin box's id in hex",
            schema: {type: string, pattern: "^[0-9a-f]{1,16}:[0-9]{1,10}$"}}
