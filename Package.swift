@@ -89,6 +89,9 @@ let package = Package(
                            .product(name: "SwiftProtobuf", package: "swift-protobuf")],
             swiftSettings: strict
         ),
+        // The Attribute Protocol and GATT (server and client roles of one ATT bearer), as bytes
+        // in and out: pure, so every PDU a peer can send is tested and fuzzed without a radio.
+        .target(name: "VigilGATT", swiftSettings: strict),
         // Radio adapters: the simulation and BlueZ's HCI socket; the over-the-air frames.
         .target(
             name: "VigilRadio",
@@ -187,7 +190,8 @@ let package = Package(
         // fuzzer; an ordinary build replays inputs: `vigil-fuzz TARGET PATH...`).
         .executableTarget(
             name: "vigil-fuzz",
-            dependencies: ["VigilRadio", "VigilCore", "VigilEvents", "VigilExposure", "VigilHubProtocol", "VigilLog", "VigilNode", "VigilAccess"],
+            dependencies: ["VigilRadio", "VigilCore", "VigilEvents", "VigilExposure", "VigilHubProtocol", "VigilLog", "VigilNode", "VigilAccess",
+                           "VigilGATT"],
             swiftSettings: strict
         ),
         .executableTarget(
@@ -220,7 +224,7 @@ let package = Package(
             name: "VigilBench",
             dependencies: [
                 "VigilLog", "VigilEvents", "VigilCore", "VigilNode", "VigilBoard", "VigilRadio", "CLMDB", "VigilSystem", "VigilExposure",
-                "VigilHub", "VigilHubProtocol", "VigilWeb",
+                "VigilHub", "VigilHubProtocol", "VigilWeb", "VigilGATT",
                 .product(name: "Logging", package: "swift-log"),
                 // The hub's figures: a real hub in this process, its database, 200 HTTPS clients.
                 .product(name: "PostgresNIO", package: "postgres-nio"),
@@ -251,6 +255,7 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        .testTarget(name: "VigilGATTTests", dependencies: ["VigilGATT"], swiftSettings: strict),
         .testTarget(
             name: "VigilRadioTests",
             dependencies: ["VigilRadio", "VigilEvents", "VigilSystem", "VigilTestSupport"],
