@@ -3,6 +3,7 @@ import VigilAccess
 import VigilCore
 import VigilEvents
 import VigilExposure
+import VigilGATT
 import VigilHubProtocol
 import VigilLog
 import VigilNode
@@ -25,6 +26,7 @@ enum FuzzTargets {
         "configuration": configuration,
         "control-command": controlCommand,
         "web-form": webForm,
+        "att-pdu": attPDU,
     ]
 
     /// An HCI packet from the controller (H4: the type byte first), as the radio reads it.
@@ -185,6 +187,63 @@ enum FuzzTargets {
            text.trimmingCharacters(in: .whitespaces).hasPrefix("-") || text.hasSuffix(" ago") {
             check(t <= now, "a duration ago is never in the future")
         }
+    }
+
+    static let gattDatabase = GATTDatabase(deviceName: "Vigil fuzz", services: [
+        GATTService(uuid: GATTUUID("7E57C000-2C8F-4F3C-9F91-8577E1891234")!, characteristics: [
+            GATTCharacteristic(uuid: GATTUUID("7E57C001-2C8F-4F3C-9F91-8577E1891234")!, properties: [.notify, .read], value: [1, 2, 3]),
+            GATTCharacteristic(uuid: GATTUUID("7E57C002-2C8F-4F3C-9F91-8577E1891234")!, properties: [.write, .writeWithoutResponse], maximumWriteLength: 300),
+        ]),
+        GATTService(uuid: .heartRateService, characteristics: [
+            GATTCharacteristic(uuid: .heartRateMeasurement, properties: [.notify, .indicate]),
+        ]),
+    ])
+
+    /// What a peer on an LE link sends over ATT: the input as one PDU (what parses encodes back to
+    /// itself), then as a conversation (each part after a length byte) with this box's GATT server
+    /// and client on one bearer. Every PDU the box sends parses and fits the MTU; the MTU stays in
+    /// range; the client's queue stays bounded.
+    static func attPDU(_ bytes: [UInt8]) {
+        if let pdu = try? ATTPDU.parse(bytes) {
+            check((try? ATTPDU.parse(pdu.encode())) == pdu, "a parsed PDU encodes to bytes that parse to it")
+        }
+        var server = GATTServer(database: gattDatabase, offeredMTU: Int(bytes.first ?? 0) * 3)
+        var client = GATTClient()
+        func sent(_ pdu: [UInt8], mtu: Int) {
+            check((try? ATTPDU.parse(pdu)) != nil, "what the box sends parses")
+            check(pdu.count <= mtu, "what the box sends fits the MTU (\(pdu.count) > \(mtu))")
+        }
+        var index = 1
+        while index < bytes.count {
+            let length = Int(bytes[index])
+            index += 1
+            let part = Array(bytes[index ..< min(index + length, bytes.count)])
+            index += length
+            if length % 7 == 3, let started = client.start([.discover(service: nil), .read(handle: UInt16(length)),
+                                                            .write(handle: 15, value: [UInt8](repeating: 9, count: length * 2)),
+                                                            .exchangeMTU(UInt16(length * 4))][length % 4]) {
+                for case .send(let pdu) in started.outputs { sent(pdu, mtu: client.mtu) }
+            }
+            if ATTRole.of(opcode: part.first ?? 0) == .server {
+                for output in server.receive(part) {
+                    switch output {
+                    case .send(let pdu): sent(pdu, mtu: server.mtu)
+                    case .written(_, let value, let awaits):
+                        check(value.count <= 300, "a written value keeps to its characteristic's limit")
+                        if awaits, let pdu = server.completeWrite(error: length % 5 == 0 ? .rateExceeded : nil) { sent(pdu, mtu: server.mtu) }
+                    default: break
+                    }
+                }
+                if let pdu = try? server.notification(3, Array(part.prefix(server.mtu - 3))) { sent(pdu, mtu: server.mtu) }
+                if let pdu = try? server.indication(5, [UInt8](repeating: 1, count: min(part.count, server.mtu - 3))) { sent(pdu, mtu: server.mtu) }
+            } else {
+                for case .send(let pdu) in client.receive(part) { sent(pdu, mtu: client.mtu) }
+            }
+            check((ATTPDU.defaultMTU ... ATTPDU.maximumMTU).contains(server.mtu), "the server's MTU stays in range")
+            check((ATTPDU.defaultMTU ... ATTPDU.maximumMTU).contains(client.mtu), "the client's MTU stays in range")
+            check(client.pending <= GATTClient.queueLimit + 1, "the client's queue is bounded")
+        }
+        _ = client.cancelAll()
     }
 
     static func check(_ condition: Bool, _ promise: @autoclosure () -> String) {
