@@ -36,6 +36,9 @@ func runBenchmarks(_ options: Options) throws {
     if reporter.wants(GAENMatchBench.metric) {
         try GAENMatchBench(plan: plan, options: options, reporter: reporter).run()
     }
+    if reporter.wants(ATTBench.metric) {
+        try ATTBench(plan: plan, options: options, reporter: reporter).run()
+    }
     progress("done in \(Int(monotonicSeconds() - started)) s; load average \(loadAverage())")
 }
 
