@@ -67,6 +67,12 @@ public struct GATTServer: Sendable {
         if pendingWrite != nil, ATTPDU.isRequestOpcode(opcode) {
             return [.violation("a request (opcode 0x\(hex(opcode))) before the last was answered")]
         }
+        // No PDU may exceed the ATT_MTU (Vol 3 Part F 3.2.8); answering one could (a Prepare Write
+        // Response echoes the value).
+        guard bytes.count <= mtu else {
+            if isCommand || !ATTPDU.isRequestOpcode(opcode) { return [.violation("a PDU of \(bytes.count) bytes over the MTU of \(mtu)")] }
+            return [.send(errorPDU(opcode, 0, .invalidPDU)), .violation("a request of \(bytes.count) bytes over the MTU of \(mtu)")]
+        }
         let pdu: ATTPDU
         do {
             pdu = try ATTPDU.parse(bytes)

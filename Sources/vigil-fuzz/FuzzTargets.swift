@@ -27,6 +27,7 @@ enum FuzzTargets {
         "control-command": controlCommand,
         "web-form": webForm,
         "att-pdu": attPDU,
+        "gatt-values": gattValues,
     ]
 
     /// An HCI packet from the controller (H4: the type byte first), as the radio reads it.
@@ -244,6 +245,28 @@ enum FuzzTargets {
             check(client.pending <= GATTClient.queueLimit + 1, "the client's queue is bounded")
         }
         _ = client.cancelAll()
+    }
+
+    /// Values peers write or notify over GATT: a heart-rate measurement, a message in parts (the
+    /// input split where a byte is 0xFD or 0xFE), a phone's JSON message. What parses encodes back
+    /// to itself; what the assembler keeps stays within its limit.
+    static func gattValues(_ bytes: [UInt8]) {
+        if let measurement = try? HeartRateMeasurement.parse(bytes) {
+            check((try? HeartRateMeasurement.parse(measurement.encode())) == measurement, "a heart-rate measurement encodes back to itself")
+        }
+        var assembler = MessageAssembler(limit: 64)
+        var start = 0
+        for index in bytes.indices where index > start && (bytes[index] == MessageFrames.more || bytes[index] == MessageFrames.last) {
+            if case .message(let message) = assembler.add(Array(bytes[start ..< index])) { check(message.count <= 64, "an assembled message keeps to the limit") }
+            check(assembler.held <= 64, "the assembler holds at most its limit")
+            start = index
+        }
+        for part in MessageFrames.split(bytes, valueLength: Int(bytes.first ?? 0) % 40 + 2) {
+            check(part.count <= Int(bytes.first ?? 0) % 40 + 2, "a part fits its value")
+        }
+        if let message = try? PhoneMessage.parse(bytes) {
+            check((try? PhoneMessage.parse(message.encoded())) == message, "a phone message encodes back to itself")
+        }
     }
 
     static func check(_ condition: Bool, _ promise: @autoclosure () -> String) {

@@ -120,6 +120,7 @@ extension GATTServer {
         var server = GATTServer(database: database)
         #expect(try server.answer(.writeRequest(handle: 12, value: [1])) == .errorResponse(request: 0x12, handle: 12, error: .writeNotPermitted))
         #expect(try server.answer(.writeRequest(handle: 11, value: [1])) == .errorResponse(request: 0x12, handle: 11, error: .writeNotPermitted))
+        _ = server.receive(ATTPDU.exchangeMTURequest(clientMTU: 247).encode())
         #expect(try server.answer(.writeRequest(handle: 15, value: [UInt8](repeating: 1, count: 201)))
                 == .errorResponse(request: 0x12, handle: 15, error: .invalidAttributeValueLength))
         #expect(try server.answer(.writeRequest(handle: 0x40, value: [1])) == .errorResponse(request: 0x12, handle: 0x40, error: .invalidHandle))
@@ -201,5 +202,19 @@ extension GATTServer {
         #expect(server.receive(ATTPDU.signedWriteCommand(handle: 15, value: [1], signature: [UInt8](repeating: 0, count: 12)).encode())
                 .allSatisfy { if case .violation = $0 { true } else { false } })
         #expect(server.receive([]).allSatisfy { if case .violation = $0 { true } else { false } })
+    }
+}
+
+@Suite struct GATTServerLimitTests {
+    /// Found by the att-pdu fuzz target: a Prepare Write longer than the MTU was echoed, and the
+    /// echo broke the MTU.
+    @Test func aRequestLongerThanTheMTUIsRefusedAndNeverEchoed() throws {
+        var server = GATTServer(database: chatDatabase())
+        let long = ATTPDU.prepareWriteRequest(handle: 15, offset: 0, value: [UInt8](repeating: 0x61, count: 30)).encode()
+        let outputs = server.receive(long)
+        #expect(outputs.first == .send(ATTPDU.errorResponse(request: 0x16, handle: 0, error: .invalidPDU).encode()))
+        #expect(server.receive(ATTPDU.writeCommand(handle: 15, value: [UInt8](repeating: 1, count: 21)).encode()).allSatisfy {
+            if case .violation = $0 { true } else { false }
+        })
     }
 }
