@@ -8,6 +8,7 @@
 #include <bluetooth/bluetooth.h>
 #include <bluetooth/hci.h>
 #include <bluetooth/hci_lib.h>
+#include <bluetooth/l2cap.h>
 
 // Helpers Swift cannot express directly (socket address structs, ioctls with variadic
 // arguments, libbluetooth's inline filter macros). Each returns -1 with errno set on failure,
@@ -86,5 +87,75 @@ static inline int cvigil_mgmt_set_powered(int fd, uint16_t index, int on) {
     uint8_t packet[7] = { 0x05, 0x00, (uint8_t)(index & 0xff), (uint8_t)(index >> 8), 0x01, 0x00, (uint8_t)(on ? 1 : 0) };
     ssize_t n = write(fd, packet, sizeof(packet));
     return n == (ssize_t)sizeof(packet) ? 0 : -1;
+}
+
+// --- L2CAP on LE's ATT fixed channel (CID 4) --------------------------------------------------
+// What BlueZ's own btgatt-server/-client do: the kernel carries L2CAP, reassembles ACL
+// fragments and makes the LE connection; one SOCK_SEQPACKET read is one ATT PDU.
+// Prefix: cvigil_att_. Addresses are 6 bytes, least significant first (as bdaddr_t); address
+// types are BDADDR_LE_PUBLIC (1) or BDADDR_LE_RANDOM (2).
+
+static inline void cvigil_att_address(struct sockaddr_l2 *address, const uint8_t bytes[6], uint8_t type) {
+    memset(address, 0, sizeof(*address));
+    address->l2_family = AF_BLUETOOTH;
+    memcpy(address->l2_bdaddr.b, bytes, 6);
+    address->l2_cid = htobs(4);
+    address->l2_bdaddr_type = type;
+}
+
+/// A non-blocking ATT socket bound to the adapter with address `local`, security level low
+/// (no pairing: the box's services are open, and say so).
+static inline int cvigil_att_socket(const uint8_t local[6], uint8_t type) {
+    int fd = socket(AF_BLUETOOTH, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, BTPROTO_L2CAP);
+    if (fd < 0) return -1;
+    struct sockaddr_l2 address;
+    cvigil_att_address(&address, local, type);
+    struct bt_security security;
+    memset(&security, 0, sizeof(security));
+    security.level = BT_SECURITY_LOW;
+    if (bind(fd, (struct sockaddr *)&address, sizeof(address)) < 0
+        || setsockopt(fd, SOL_BLUETOOTH, BT_SECURITY, &security, sizeof(security)) < 0) {
+        int saved = errno;
+        close(fd);
+        errno = saved;
+        return -1;
+    }
+    return fd;
+}
+
+/// Starts a connection to `peer` (the kernel makes the LE connection): 0, or -1 with EINPROGRESS
+/// while it is under way (the socket turns writable when it is done; see cvigil_att_error).
+static inline int cvigil_att_connect(int fd, const uint8_t peer[6], uint8_t type) {
+    struct sockaddr_l2 address;
+    cvigil_att_address(&address, peer, type);
+    return connect(fd, (struct sockaddr *)&address, sizeof(address));
+}
+
+/// Accepts a connection: its descriptor (non-blocking), with the peer's address and type.
+static inline int cvigil_att_accept(int fd, uint8_t peer[6], uint8_t *type) {
+    struct sockaddr_l2 address;
+    socklen_t length = sizeof(address);
+    memset(&address, 0, sizeof(address));
+    int connection = accept4(fd, (struct sockaddr *)&address, &length, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (connection < 0) return -1;
+    memcpy(peer, address.l2_bdaddr.b, 6);
+    *type = address.l2_bdaddr_type;
+    return connection;
+}
+
+/// The pending error of a socket (SO_ERROR): 0, or the errno a connection attempt ended with.
+static inline int cvigil_att_error(int fd) {
+    int value = 0;
+    socklen_t length = sizeof(value);
+    if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &value, &length) < 0) return errno;
+    return value;
+}
+
+/// Reads one PDU; sets *truncated when it was longer than `capacity` (MSG_TRUNC).
+static inline ssize_t cvigil_att_receive(int fd, uint8_t *buffer, size_t capacity, int *truncated) {
+    ssize_t n = recv(fd, buffer, capacity, MSG_TRUNC);
+    if (n < 0) return -1;
+    *truncated = (size_t)n > capacity;
+    return (size_t)n > capacity ? (ssize_t)capacity : n;
 }
 #endif

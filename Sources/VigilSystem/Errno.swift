@@ -26,6 +26,7 @@ public struct Errno: Error, Hashable, Sendable, CustomStringConvertible {
     public static let io = Errno(rawValue: EIO)
     public static let readOnlyFileSystem = Errno(rawValue: EROFS)
     public static let badDescriptor = Errno(rawValue: EBADF)
+    public static let inProgress = Errno(rawValue: EINPROGRESS)
 
     public var description: String {
         guard let message = strerror(rawValue) else { return "errno \(rawValue)" }

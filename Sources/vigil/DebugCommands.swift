@@ -8,7 +8,7 @@ import VigilSystem
 /// Tools for tests, hidden from help.
 struct Debug: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Test tools.", shouldDisplay: false, subcommands: [AppendStress.self, DebugGPIO.self])
+        abstract: "Test tools.", shouldDisplay: false, subcommands: [AppendStress.self, DebugGPIO.self, DebugGATTServe.self])
 }
 
 /// Appends check-ins as fast as the log takes them and prints each sequence the moment its

@@ -1,0 +1,156 @@
+internal import CBlueZ
+import VigilEvents
+import VigilSystem
+#if canImport(Glibc)
+import Glibc
+#endif
+
+// Every L2CAP call Vigil makes is in this file: the kernel's ATT fixed channel (CID 4) on LE
+// links. Each is wrapped once: a -1 becomes an `HCIError` with the operation, the address and errno.
+
+/// An LE device address with its type (public or random), as L2CAP needs both.
+public struct LEAddress: Hashable, Sendable, CustomStringConvertible {
+    public enum Kind: String, Sendable { case `public`, random }
+    /// As printed (most significant byte first).
+    public let value: UInt64
+    public let kind: Kind
+
+    public init(value: UInt64, kind: Kind) {
+        self.value = value & 0xFFFF_FFFF_FFFF
+        self.kind = kind
+    }
+
+    /// "AA:BB:CC:DD:EE:FF" with an optional "/random" or "/public" (public when absent).
+    public init?(_ text: String) {
+        let parts = text.split(separator: "/", maxSplits: 1)
+        guard let first = parts.first, let value = parseAddress(String(first)) else { return nil }
+        let kind = parts.count == 2 ? Kind(rawValue: String(parts[1]).lowercased()) : .public
+        guard let kind else { return nil }
+        self.init(value: value, kind: kind)
+    }
+
+    public var description: String { formatAddress(value) + (kind == .random ? "/random" : "") }
+
+    /// bdaddr_t order (least significant first).
+    var bytes: [UInt8] { (0..<6).map { UInt8(truncatingIfNeeded: value >> (8 * UInt64($0))) } }
+    var type: UInt8 { kind == .public ? UInt8(BDADDR_LE_PUBLIC) : UInt8(BDADDR_LE_RANDOM) }
+
+    init(bytes: [UInt8], type: UInt8) {
+        self.init(value: bytes.reversed().reduce(UInt64(0)) { $0 << 8 | UInt64($1) }, kind: type == UInt8(BDADDR_LE_RANDOM) ? .random : .public)
+    }
+}
+
+/// One L2CAP socket on the ATT channel: a listener that accepts LE links peers open to this
+/// adapter, or one link. Non-blocking; closed exactly once (`close()` or when released). One read
+/// is one ATT PDU.
+public final class ATTSocket {
+    public let fd: Int32
+    /// The peer, for a link.
+    public let peer: LEAddress?
+    private var isOpen = true
+
+    /// The largest PDU read whole; ATT's largest MTU is 517, so anything longer is a peer
+    /// breaking the protocol (`Received.truncated`).
+    public static let receiveCapacity = 1_024
+
+    private init(fd: Int32, peer: LEAddress?) {
+        self.fd = fd
+        self.peer = peer
+    }
+
+    deinit { close() }
+
+    public func close() {
+        guard isOpen else { return }
+        isOpen = false
+        _ = Glibc.close(fd)
+    }
+
+    private static func call(_ operation: String, _ address: String, _ body: () -> Int32) throws(HCIError) -> Int32 {
+        let result = body()
+        if result < 0 {
+            let e = Errno.current
+            throw HCIError(operation: operation, adapter: address, errno: e.rawValue == 0 ? Errno(rawValue: EIO) : e)
+        }
+        return result
+    }
+
+    /// Listens for LE links to the adapter with address `local` (bluetoothd, where it runs, owns
+    /// this channel: EADDRINUSE then).
+    public static func listen(on local: LEAddress, backlog: Int32 = 4) throws(HCIError) -> ATTSocket {
+        let bytes = local.bytes
+        let fd = try call("open the ATT channel of", local.description, { bytes.withUnsafeBufferPointer { cvigil_att_socket($0.baseAddress, local.type) } })
+        let socket = ATTSocket(fd: fd, peer: nil)
+        _ = try call("listen on the ATT channel of", local.description, { Glibc.listen(fd, backlog) })
+        return socket
+    }
+
+    /// Starts a link from the adapter `local` to `peer`; the socket turns writable when the link
+    /// is up or failed (`connectionError`).
+    public static func connect(from local: LEAddress, to peer: LEAddress) throws(HCIError) -> ATTSocket {
+        let localBytes = local.bytes, peerBytes = peer.bytes
+        let fd = try call("open the ATT channel of", local.description, { localBytes.withUnsafeBufferPointer { cvigil_att_socket($0.baseAddress, local.type) } })
+        let socket = ATTSocket(fd: fd, peer: peer)
+        let result = peerBytes.withUnsafeBufferPointer { cvigil_att_connect(fd, $0.baseAddress, peer.type) }
+        if result < 0 {
+            let e = Errno.current
+            if e != .inProgress { throw HCIError(operation: "connect to", adapter: peer.description, errno: e) }
+        }
+        return socket
+    }
+
+    /// A link a peer opened; nil when none is waiting.
+    public func accept() throws(HCIError) -> ATTSocket? {
+        var bytes = [UInt8](repeating: 0, count: 6)
+        var type: UInt8 = 0
+        let connection = bytes.withUnsafeMutableBufferPointer { cvigil_att_accept(fd, $0.baseAddress, &type) }
+        if connection < 0 {
+            let e = Errno.current
+            if e == .wouldBlock || e == .interrupted || e.rawValue == ECONNABORTED { return nil }
+            throw HCIError(operation: "accept on the ATT channel", adapter: "-", errno: e)
+        }
+        return ATTSocket(fd: connection, peer: LEAddress(bytes: bytes, type: type))
+    }
+
+    /// Nil once a link started by `connect` is up; the reason it failed otherwise.
+    public func connectionError() -> Errno? {
+        let value = cvigil_att_error(fd)
+        return value == 0 ? nil : Errno(rawValue: value)
+    }
+
+    public enum Received: Equatable, Sendable {
+        case pdu([UInt8])
+        /// A PDU longer than `receiveCapacity`: dropped.
+        case truncated
+        case nothing
+        /// The link closed (the peer disconnected, or the link was lost).
+        case closed(Errno?)
+    }
+
+    public func receive() -> Received {
+        var buffer = [UInt8](repeating: 0, count: Self.receiveCapacity)
+        var truncated: Int32 = 0
+        while true {
+            let n = buffer.withUnsafeMutableBufferPointer { cvigil_att_receive(fd, $0.baseAddress, $0.count, &truncated) }
+            if n > 0 { return truncated != 0 ? .truncated : .pdu(Array(buffer.prefix(n))) }
+            if n == 0 { return .closed(nil) }
+            let e = Errno.current
+            if e == .interrupted { continue }
+            if e == .wouldBlock { return .nothing }
+            return .closed(e)
+        }
+    }
+
+    /// Sends one PDU. EAGAIN (the kernel's queue for the link is full) is an error the caller
+    /// counts: ATT's one-request-at-a-time rule keeps the queue short for anything but
+    /// notifications.
+    public func send(_ pdu: [UInt8]) throws(HCIError) {
+        while true {
+            let n = pdu.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if n >= 0 { return }
+            let e = Errno.current
+            if e == .interrupted { continue }
+            throw HCIError(operation: "send on the ATT link to", adapter: peer?.description ?? "-", errno: e)
+        }
+    }
+}

@@ -1,0 +1,125 @@
+import ArgumentParser
+import Foundation
+import VigilGATT
+import VigilRadio
+import VigilSystem
+
+/// `vigil debug gatt-serve`: the box's GATT database served on an adapter's ATT channel, outside
+/// the node, so the real-kernel tests can hold the ATT and GATT code against an independent
+/// client (BlueZ's gatttool). Prints what peers do, one line each; a line `notify TEXT` on stdin
+/// notifies TEXT (in parts when it is longer than one value) on the chat and UART TX of every
+/// peer that subscribed. The node's own connections are issue 14's next step.
+struct DebugGATTServe: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "gatt-serve")
+
+    @Option(help: "The adapter (hci1, or its address).")
+    var adapter: String
+
+    @Option(help: "The device name GAP serves.")
+    var name = "Vigil"
+
+    func run() async throws {
+        try await reportingErrors {
+            let adapters = try listBluetoothAdapters()
+            guard let info = adapters.first(where: { $0.name == adapter || $0.addressText == adapter.uppercased() }) else {
+                throw CLIError("no adapter \(adapter)", code: 69)
+            }
+            let database = BoxServices.database(name: name)
+            let listener = try ATTSocket.listen(on: LEAddress(value: info.address, kind: .public))
+            let epoll = try Epoll()
+            try epoll.add(listener.fd, token: 0)
+            try epoll.add(STDIN_FILENO, token: 1)
+            let out = FileOutput.standardOutput
+            out.write("listening on \(info.addressText)\n")
+
+            struct Link { var socket: ATTSocket; var server: GATTServer; var assemblers: [Int: MessageAssembler] }
+            var links: [UInt64: Link] = [:]
+            var nextToken: UInt64 = 2
+            let notified = [database.characteristicIndex(of: BoxServices.chatTX, in: BoxServices.chat),
+                            database.characteristicIndex(of: BoxServices.uartTX, in: BoxServices.uart)].compactMap { $0 }
+            var pendingInput: [UInt8] = []
+            while true {
+                for ready in try epoll.wait() {
+                    switch ready.token {
+                    case 0:
+                        while let socket = try listener.accept() {
+                            guard links.count < 8 else { out.write("refused \(socket.peer?.description ?? "?"): 8 links\n"); continue }
+                            try epoll.add(socket.fd, token: nextToken)
+                            links[nextToken] = Link(socket: socket, server: GATTServer(database: database), assemblers: [:])
+                            out.write("connected \(socket.peer?.description ?? "?")\n")
+                            nextToken += 1
+                        }
+                    case 1:
+                        var buffer = [UInt8](repeating: 0, count: 4_096)
+                        let n = buffer.withUnsafeMutableBytes { read(STDIN_FILENO, $0.baseAddress, $0.count) }
+                        guard n > 0 else { try epoll.remove(STDIN_FILENO); continue }
+                        pendingInput += buffer.prefix(n)
+                        while let newline = pendingInput.firstIndex(of: 0x0A) {
+                            let line = String(decoding: pendingInput[..<newline], as: UTF8.self)
+                            pendingInput.removeSubrange(...newline)
+                            guard line.hasPrefix("notify ") else { continue }
+                            let text = Array(line.dropFirst(7).utf8)
+                            for (token, link) in links {
+                                for characteristic in notified {
+                                    for part in MessageFrames.split(text, valueLength: link.server.mtu - 3) {
+                                        guard let pdu = try? link.server.notification(characteristic, part) else { continue }
+                                        do { try link.socket.send(pdu) } catch { out.write("send failed on \(token): \(error)\n") }
+                                    }
+                                }
+                            }
+                            out.write("notified \(text.count) bytes\n")
+                        }
+                    default:
+                        guard var link = links[ready.token] else { continue }
+                        let peer = link.socket.peer?.description ?? "?"
+                        var closed = false
+                        readLoop: while true {
+                            switch link.socket.receive() {
+                            case .nothing: break readLoop
+                            case .truncated: out.write("\(peer): a PDU over \(ATTSocket.receiveCapacity) bytes\n")
+                            case .closed(let reason):
+                                out.write("disconnected \(peer)\(reason.map { " (\($0))" } ?? "")\n")
+                                closed = true
+                                break readLoop
+                            case .pdu(let bytes):
+                                guard ATTRole.of(opcode: bytes.first ?? 0) == .server else { continue }
+                                for output in link.server.receive(bytes) {
+                                    switch output {
+                                    case .send(let pdu):
+                                        try? link.socket.send(pdu)
+                                    case .written(let index, let value, let awaits):
+                                        let entry = database.characteristics[index]
+                                        var assembler = link.assemblers[index] ?? MessageAssembler(limit: BoxServices.maximumChatBytes)
+                                        switch assembler.add(value) {
+                                        case .message(let message):
+                                            out.write("written \(peer) \(entry.uuid) \(String(decoding: message, as: UTF8.self))\n")
+                                        case .tooLong: out.write("too long \(peer) \(entry.uuid)\n")
+                                        case .partial, .empty: break
+                                        }
+                                        link.assemblers[index] = assembler
+                                        if awaits, let pdu = link.server.completeWrite() { try? link.socket.send(pdu) }
+                                    case .subscriptionChanged(let index, let notify, let indicate):
+                                        out.write("subscribed \(peer) \(database.characteristics[index].uuid) notify=\(notify) indicate=\(indicate)\n")
+                                    case .mtuChanged(let mtu):
+                                        out.write("mtu \(peer) \(mtu)\n")
+                                    case .violation(let what):
+                                        out.write("violation \(peer): \(what)\n")
+                                    case .indicationConfirmed:
+                                        break
+                                    }
+                                }
+                            }
+                        }
+                        if closed {
+                            try? epoll.remove(link.socket.fd)
+                            link.socket.close()
+                            links[ready.token] = nil
+                        } else {
+                            links[ready.token] = link
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
