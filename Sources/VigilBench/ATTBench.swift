@@ -61,8 +61,8 @@ struct ATTBench {
                     for output in server.receive(bytes) {
                         switch output {
                         case .send: outgoing += 1
-                        case .written(_, let value, let awaits):
-                            if awaits, server.completeWrite() != nil { outgoing += 1 }
+                        case .written(_, let value, let completion):
+                            if let completion, server.completeWrite(completion) != nil { outgoing += 1 }
                             if (try? server.notification(3, Array(value.prefix(server.mtu - 3)))) != nil { outgoing += 1 }
                         default: break
                         }

@@ -14,3 +14,48 @@ public enum ATTRole: Sendable, Equatable {
         }
     }
 }
+
+/// One ATT bearer (one LE link's ATT channel) with both roles: PDUs from the peer go to the
+/// server or the client by opcode, and one MTU serves both (Vol 3 Part F 3.4.2: whichever side
+/// exchanged it, the ATT_MTU is the link's). A box without a server role (a central that only
+/// reads a sensor) has none: requests then get Request Not Supported.
+public struct ATTBearer: Sendable {
+    public var server: GATTServer?
+    public var client = GATTClient()
+
+    public enum Output: Equatable, Sendable {
+        case server(GATTServerOutput)
+        case client(GATTClientOutput)
+    }
+
+    public init(server: GATTServer?) { self.server = server }
+
+    /// The link's ATT_MTU.
+    public var mtu: Int { client.mtu }
+
+    public mutating func receive(_ bytes: [UInt8]) -> [Output] {
+        switch ATTRole.of(opcode: bytes.first ?? 0) {
+        case .server:
+            guard var role = server else {
+                let opcode = bytes.first ?? 0
+                // Commands and confirmations are never answered.
+                if opcode & 0x40 != 0 || opcode == 0x1E { return [.server(.violation("a PDU for a server this link does not have"))] }
+                return [.server(.send(ATTPDU.errorResponse(request: opcode, handle: 0, error: .requestNotSupported).encode()))]
+            }
+            let outputs = role.receive(bytes)
+            for case .mtuChanged(let agreed) in outputs { client.useMTU(agreed) }
+            server = role
+            return outputs.map { .server($0) }
+        case .client:
+            let outputs = client.receive(bytes)
+            for case .mtuChanged(let agreed) in outputs { server?.useMTU(agreed) }
+            return outputs.map { .client($0) }
+        }
+    }
+
+    /// Starts a client procedure (see `GATTClient.start`).
+    public mutating func start(_ procedure: GATTClient.Procedure) -> (id: Int, outputs: [GATTClientOutput])? {
+        let started = client.start(procedure)
+        return started
+    }
+}

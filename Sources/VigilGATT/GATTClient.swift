@@ -86,11 +86,20 @@ public struct GATTClient: Sendable {
         var stage: Stage = .services(after: 0)
         var value: [UInt8] = []
         var sent = 0
-        /// A long write whose echo did not match: the queue was cancelled.
-        var abandoned = false
+        /// Where the last prepared part began (its echo must start there and end at `sent`).
+        var partStart = 0
+        /// A long write that went wrong (an echo that did not match, an error): the queue was
+        /// cancelled with an Execute Write, and this is the result once that is answered.
+        var abandoned: Result?
     }
 
     public init() {}
+
+    /// The ATT_MTU the server role of the same bearer agreed when the peer exchanged it (one
+    /// exchange serves both directions): `ATTBearer` passes it on.
+    public mutating func useMTU(_ agreed: Int) {
+        mtu = min(max(agreed, ATTPDU.defaultMTU), ATTPDU.maximumMTU)
+    }
 
     /// Whether a request waits for its response (the owner runs the 30 s timeout meanwhile).
     public var isWaiting: Bool { awaiting != nil }
@@ -100,6 +109,8 @@ public struct GATTClient: Sendable {
     /// Queues `procedure`; returns its id and whatever must be sent now, or nil when the queue is full.
     public mutating func start(_ procedure: Procedure) -> (id: Int, outputs: [GATTClientOutput])? {
         guard pending < Self.queueLimit + 1 else { return nil }
+        // No attribute value is longer (and a longer one would overflow a prepared write's offset).
+        if case .write(_, let value) = procedure, value.count > ATTPDU.maximumValueLength { return nil }
         let id = nextID
         nextID += 1
         queue.append((id, procedure))
@@ -216,25 +227,28 @@ public struct GATTClient: Sendable {
             return .finish(.done)
         case (.write(let handle, let value), .prepareWriteResponse(let echoedHandle, let offset, let echoed)):
             // The echo must be what was sent (Vol 3 Part G 4.9.4): else cancel the queue.
-            let start = Int(offset)
             // Checked in order: the slice is taken only once its bounds are known to lie within.
-            guard echoedHandle == handle, start + echoed.count == run.sent, run.sent <= value.count,
-                  Array(value[start ..< run.sent]) == echoed else {
-                run.abandoned = true
+            guard echoedHandle == handle, Int(offset) == run.partStart, run.partStart + echoed.count == run.sent, run.sent <= value.count,
+                  Array(value[run.partStart ..< run.sent]) == echoed else {
+                run.abandoned = .protocolError("the peer changed a prepared write; the write was cancelled")
                 return .send(ATTPDU.executeWriteRequest(commit: false).encode())
             }
             if run.sent < value.count {
                 let part = Array(value[run.sent ..< min(run.sent + mtu - 5, value.count)])
                 let offset = run.sent
+                run.partStart = offset
                 run.sent += part.count
                 return .send(ATTPDU.prepareWriteRequest(handle: handle, offset: UInt16(offset), value: part).encode())
             }
             return .send(ATTPDU.executeWriteRequest(commit: true).encode())
         case (.write, .executeWriteResponse):
-            if run.abandoned {
-                return .finish(.protocolError("the peer changed a prepared write; the write was cancelled"))
-            }
-            return .finish(.done)
+            return .finish(run.abandoned ?? .done)
+        case (.write, .errorResponse(let request, let handle, let code)) where request == 0x16 && run.abandoned == nil:
+            // Parts already queued at the peer would go out with its next long write: cancel them.
+            run.abandoned = .failed(code, handle: handle)
+            return .send(ATTPDU.executeWriteRequest(commit: false).encode())
+        case (.write, .errorResponse(0x18, _, _)) where run.abandoned != nil:
+            return .finish(run.abandoned ?? .done)
         case (_, .errorResponse(_, let handle, let code)):
             return .finish(.failed(code, handle: handle))
         default:
@@ -250,7 +264,8 @@ public struct GATTClient: Sendable {
         guard case .discover(let uuid) = run.procedure else { return .finish(.protocolError("not discovering")) }
         switch (run.stage, pdu) {
         case (.services, .readByGroupTypeResponse(let groups)):
-            for group in groups {
+            guard case .services(let after) = run.stage else { return .finish(.protocolError("not discovering services")) }
+            for group in groups where group.start > after && run.services.count < Self.discoveryLimit {
                 guard let type = GATTUUID(attBytes: group.value), group.end >= group.start else {
                     return .finish(.protocolError("a service declaration that is not a UUID"))
                 }
@@ -258,20 +273,23 @@ public struct GATTClient: Sendable {
             }
             return nextServices(&run, uuid, last: groups.last?.end)
         case (.services, .findByTypeValueResponse(let ranges)):
-            for range in ranges where range.end >= range.start {
+            guard case .services(let after) = run.stage else { return .finish(.protocolError("not discovering services")) }
+            for range in ranges where range.end >= range.start && range.start > after && run.services.count < Self.discoveryLimit {
                 if let uuid { run.services.append(DiscoveredService(uuid: uuid, start: range.start, end: range.end)) }
             }
             return nextServices(&run, uuid, last: ranges.last?.end)
         case (.services, .errorResponse(_, _, .attributeNotFound)):
             return startCharacteristics(&run, service: 0)
-        case (.characteristics(let index, _), .readByTypeResponse(let entries)):
+        case (.characteristics(let index, let after), .readByTypeResponse(let entries)):
+            // Only declarations past the last one and within the service count: a peer answering
+            // the same page again ends the discovery instead of repeating it.
             var last: UInt16 = 0
-            for entry in entries {
+            for entry in entries where entry.handle > after && entry.handle <= run.services[index].end {
                 guard entry.value.count == 5 || entry.value.count == 19, let type = GATTUUID(attBytes: entry.value[3...]) else {
                     return .finish(.protocolError("a characteristic declaration of \(entry.value.count) bytes"))
                 }
                 let valueHandle = UInt16(entry.value[1]) | UInt16(entry.value[2]) << 8
-                guard entry.handle > last, count(run.services) < Self.discoveryLimit else { break }
+                guard entry.handle > max(last, after), count(run.services) < Self.discoveryLimit else { break }
                 last = entry.handle
                 run.services[index].characteristics.append(DiscoveredCharacteristic(
                     uuid: type, properties: GATTProperties(rawValue: entry.value[0]), declarationHandle: entry.handle, valueHandle: valueHandle))
@@ -282,15 +300,16 @@ public struct GATTClient: Sendable {
             return .send(ATTPDU.readByTypeRequest(start: last + 1, end: end, type: .characteristic).encode())
         case (.characteristics(let index, _), .errorResponse(_, _, .attributeNotFound)):
             return startDescriptors(&run, service: index, characteristic: 0)
-        case (.descriptors(let service, let characteristic, _), .findInformationResponse(let entries)):
+        case (.descriptors(let service, let characteristic, let after), .findInformationResponse(let entries)):
+            // As for characteristics: only handles past the last page and within the range.
+            let end = descriptorEnd(run, service, characteristic)
             var last: UInt16 = 0
-            for entry in entries where entry.handle > last {
+            for entry in entries where entry.handle > max(last, after) && entry.handle <= end {
                 last = entry.handle
                 if entry.type == .clientConfiguration, run.services[service].characteristics[characteristic].configurationHandle == nil {
                     run.services[service].characteristics[characteristic].configurationHandle = entry.handle
                 }
             }
-            let end = descriptorEnd(run, service, characteristic)
             if last == 0 || last >= end { return startDescriptors(&run, service: service, characteristic: characteristic + 1) }
             run.stage = .descriptors(service: service, characteristic: characteristic, after: last)
             return .send(ATTPDU.findInformationRequest(start: last + 1, end: end).encode())

@@ -3,9 +3,10 @@ public enum GATTServerOutput: Equatable, Sendable {
     /// Send this PDU to the peer.
     case send([UInt8])
     /// The peer wrote `value` to characteristic number `characteristic` (a Write Request, an
-    /// executed long write, or a Write Command). With `awaitsCompletion`, the peer waits for a
-    /// response: call `completeWrite` once the application has taken the value (or refused it).
-    case written(characteristic: Int, value: [UInt8], awaitsCompletion: Bool)
+    /// executed long write, or a Write Command). With a `completion`, the peer waits for a
+    /// response: call `completeWrite(completion)` once the application has taken the value (or
+    /// refused it). Commands have none.
+    case written(characteristic: Int, value: [UInt8], completion: WriteCompletion?)
     /// The peer changed its Client Characteristic Configuration for a characteristic.
     case subscriptionChanged(characteristic: Int, notify: Bool, indicate: Bool)
     /// The peer confirmed the indication sent last.
@@ -16,6 +17,15 @@ public enum GATTServerOutput: Equatable, Sendable {
     /// nobody asked for, an unparsable command...). The owner counts these and disconnects a peer
     /// that keeps doing it.
     case violation(String)
+}
+
+/// Names one value of one write the peer waits on: `completeWrite` answers the write it names and
+/// ignores a completion of a write already answered (an executed long write refused on its first
+/// value, whose other values complete later), so a late completion never answers a newer write.
+public struct WriteCompletion: Hashable, Sendable {
+    public let write: UInt32
+    /// The value's handle, named in an error response.
+    public let handle: UInt16
 }
 
 /// The server role of one ATT bearer (one LE connection's fixed channel, CID 4): answers the
@@ -47,11 +57,18 @@ public struct GATTServer: Sendable {
     private var mtuExchanged = false
     /// A write the application has not completed: the request's opcode and handle, and how many
     /// `.written` outputs it is waiting on (an executed long write can carry several).
-    private var pendingWrite: (opcode: UInt8, handle: UInt16, remaining: Int)?
+    private var pendingWrite: (id: UInt32, opcode: UInt8, remaining: Set<UInt16>)?
+    private var lastWriteID: UInt32 = 0
 
     public init(database: GATTDatabase, offeredMTU: Int = ATTPDU.maximumMTU) {
         self.database = database
         self.offeredMTU = min(max(offeredMTU, ATTPDU.defaultMTU), ATTPDU.maximumMTU)
+    }
+
+    /// The ATT_MTU the client role of the same bearer agreed (one exchange serves both
+    /// directions, Vol 3 Part F 3.4.2): `ATTBearer` passes it on.
+    public mutating func useMTU(_ agreed: Int) {
+        mtu = min(max(agreed, ATTPDU.defaultMTU), ATTPDU.maximumMTU)
     }
 
     /// Whether a request is waiting for `completeWrite`.
@@ -64,13 +81,16 @@ public struct GATTServer: Sendable {
     public mutating func receive(_ bytes: [UInt8]) -> [GATTServerOutput] {
         guard let opcode = bytes.first else { return [.violation("an empty ATT PDU")] }
         let isCommand = opcode & 0x40 != 0
-        if pendingWrite != nil, ATTPDU.isRequestOpcode(opcode) {
+        // A request is anything for the server that is neither a command nor a confirmation
+        // (unknown opcodes included, as they are answered).
+        let isRequest = !isCommand && opcode != 0x1E && ATTRole.of(opcode: opcode) == .server
+        if pendingWrite != nil, isRequest {
             return [.violation("a request (opcode 0x\(hex(opcode))) before the last was answered")]
         }
         // No PDU may exceed the ATT_MTU (Vol 3 Part F 3.2.8); answering one could (a Prepare Write
         // Response echoes the value).
         guard bytes.count <= mtu else {
-            if isCommand || !ATTPDU.isRequestOpcode(opcode) { return [.violation("a PDU of \(bytes.count) bytes over the MTU of \(mtu)")] }
+            if !isRequest { return [.violation("a PDU of \(bytes.count) bytes over the MTU of \(mtu)")] }
             return [.send(errorPDU(opcode, 0, .invalidPDU)), .violation("a request of \(bytes.count) bytes over the MTU of \(mtu)")]
         }
         let pdu: ATTPDU
@@ -81,9 +101,8 @@ public struct GATTServer: Sendable {
             switch error {
             case .unknownOpcode:
                 // Requests this server does not know (Read Multiple Variable, newer ones) are
-                // answered; anything else unknown is not a request and gets no answer.
-                // As BlueZ does: an opcode without the command flag may be a request, and a
-                // request is always answered.
+                // answered, as BlueZ does: every unknown opcode without the command flag is taken
+                // for a request.
                 return [.send(errorPDU(opcode, 0, .requestNotSupported))]
             default:
                 return [.send(errorPDU(opcode, 0, .invalidPDU)), .violation("a malformed request (opcode 0x\(hex(opcode)))")]
@@ -145,16 +164,17 @@ public struct GATTServer: Sendable {
         }
     }
 
-    /// Answers the write awaiting completion: nil accepts it, an error code refuses it (the
-    /// peer gets that error). Returns the PDU to send once every value of the write is answered.
-    public mutating func completeWrite(error code: ATTErrorCode? = nil) -> [UInt8]? {
-        guard var pending = pendingWrite else { return nil }
+    /// Answers the value `completion` names: nil accepts it, an error code refuses the write (the
+    /// peer gets that error, naming the value's handle). Returns the PDU to send once every value
+    /// of the write is answered; nil before, and for a write already answered.
+    public mutating func completeWrite(_ completion: WriteCompletion, error code: ATTErrorCode? = nil) -> [UInt8]? {
+        guard var pending = pendingWrite, pending.id == completion.write, pending.remaining.contains(completion.handle) else { return nil }
         if let code {
             pendingWrite = nil
-            return errorPDU(pending.opcode, pending.handle, code)
+            return errorPDU(pending.opcode, completion.handle, code)
         }
-        pending.remaining -= 1
-        guard pending.remaining <= 0 else {
+        pending.remaining.remove(completion.handle)
+        guard pending.remaining.isEmpty else {
             pendingWrite = pending
             return nil
         }
@@ -309,7 +329,7 @@ public struct GATTServer: Sendable {
             }
             let before = subscriptions[index] ?? (false, false)
             subscriptions[index] = notify || indicate ? (notify, indicate) : nil
-            if !indicate, indicationInFlight == index { indicationInFlight = nil }
+            // An indication already sent stays in flight: the peer still confirms it.
             var outputs: [GATTServerOutput] = []
             if request != nil { outputs.append(.send(ATTPDU.writeResponse.encode())) }
             if before.notify != notify || before.indicate != indicate {
@@ -321,10 +341,11 @@ public struct GATTServer: Sendable {
             guard entry.properties.contains(request == nil ? .writeWithoutResponse : .write) else { return refuse(.writeNotPermitted) }
             guard value.count <= entry.maximumWriteLength else { return refuse(.invalidAttributeValueLength) }
             if let request {
-                pendingWrite = (request, handle, 1)
-                return [.written(characteristic: index, value: value, awaitsCompletion: true)]
+                let id = nextWriteID()
+                pendingWrite = (id, request, [handle])
+                return [.written(characteristic: index, value: value, completion: WriteCompletion(write: id, handle: handle))]
             }
-            return [.written(characteristic: index, value: value, awaitsCompletion: false)]
+            return [.written(characteristic: index, value: value, completion: nil)]
         case .serviceDeclaration, .characteristicDeclaration:
             return refuse(.writeNotPermitted)
         }
@@ -362,15 +383,21 @@ public struct GATTServer: Sendable {
             values[part.handle] = value
         }
         var outputs: [GATTServerOutput] = []
+        let id = nextWriteID()
         for handle in order {
             guard let value = values[handle], case .value(let index)? = database.attribute(handle)?.role else { continue }
             guard value.count <= database.characteristics[index].maximumWriteLength else {
                 return [.send(errorPDU(0x18, handle, .invalidAttributeValueLength))]
             }
-            outputs.append(.written(characteristic: index, value: value, awaitsCompletion: true))
+            outputs.append(.written(characteristic: index, value: value, completion: WriteCompletion(write: id, handle: handle)))
         }
-        pendingWrite = (0x18, order.first ?? 0, outputs.count)
+        pendingWrite = (id, 0x18, Set(outputs.compactMap { if case .written(_, _, let completion?) = $0 { completion.handle } else { nil } }))
         return outputs
+    }
+
+    private mutating func nextWriteID() -> UInt32 {
+        lastWriteID &+= 1
+        return lastWriteID
     }
 }
 

@@ -50,6 +50,20 @@ public func writeAll(_ text: String, toDescriptor fd: Int32) throws(SystemError)
     try writeAll(Array(text.utf8), "write") { Glibc.write(fd, $0, $1) }
 }
 
+/// Reads what `fd` (not owned: stdin, say) has, up to `count` bytes: [] at end of file, nil when
+/// nothing is waiting (EAGAIN); EINTR is retried.
+public func readAvailable(_ fd: Int32, upTo count: Int) throws(SystemError) -> [UInt8]? {
+    var buffer = [UInt8](repeating: 0, count: max(count, 1))
+    while true {
+        let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+        if n >= 0 { return Array(buffer.prefix(n)) }
+        let e = Errno.current
+        if e == .interrupted { continue }
+        if e == .wouldBlock { return nil }
+        throw SystemError("read", errno: e)
+    }
+}
+
 /// An owned file descriptor. Not copyable, so it is closed exactly once.
 public struct FileDescriptor: ~Copyable, Sendable {
     public let rawValue: Int32

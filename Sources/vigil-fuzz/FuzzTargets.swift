@@ -229,9 +229,13 @@ enum FuzzTargets {
                 for output in server.receive(part) {
                     switch output {
                     case .send(let pdu): sent(pdu, mtu: server.mtu)
-                    case .written(_, let value, let awaits):
+                    case .written(_, let value, let completion):
                         check(value.count <= 300, "a written value keeps to its characteristic's limit")
-                        if awaits, let pdu = server.completeWrite(error: length % 5 == 0 ? .rateExceeded : nil) { sent(pdu, mtu: server.mtu) }
+                        if let completion, let pdu = server.completeWrite(completion, error: length % 5 == 0 ? .rateExceeded : nil) {
+                            sent(pdu, mtu: server.mtu)
+                        }
+                        // A completion answered twice answers nothing the second time.
+                        if let completion { check(server.completeWrite(completion) == nil, "a value is answered once") }
                     default: break
                     }
                 }

@@ -32,6 +32,9 @@ struct DebugGATTServe: AsyncParsableCommand {
             let out = FileOutput.standardOutput
             out.write("listening on \(info.addressText)\n")
 
+            func send(_ pdu: [UInt8], _ socket: ATTSocket, _ token: UInt64) {
+                do { try socket.send(pdu) } catch { out.write("send failed on link \(token): \(error)\n") }
+            }
             struct Link { var socket: ATTSocket; var server: GATTServer; var assemblers: [Int: MessageAssembler] }
             var links: [UInt64: Link] = [:]
             var nextToken: UInt64 = 2
@@ -50,10 +53,19 @@ struct DebugGATTServe: AsyncParsableCommand {
                             nextToken += 1
                         }
                     case 1:
-                        var buffer = [UInt8](repeating: 0, count: 4_096)
-                        let n = buffer.withUnsafeMutableBytes { read(STDIN_FILENO, $0.baseAddress, $0.count) }
-                        guard n > 0 else { try epoll.remove(STDIN_FILENO); continue }
-                        pendingInput += buffer.prefix(n)
+                        let chunk: [UInt8]
+                        do {
+                            guard let available = try readAvailable(STDIN_FILENO, upTo: 4_096) else { continue }
+                            chunk = available
+                        } catch {
+                            out.write("stdin: \(error)\n")
+                            try epoll.remove(STDIN_FILENO)
+                            continue
+                        }
+                        guard !chunk.isEmpty else { try epoll.remove(STDIN_FILENO); continue }
+                        // Operator input, one line at a time; a line over 4 KiB is dropped.
+                        pendingInput += chunk
+                        if pendingInput.count > 8_192, !pendingInput.contains(0x0A) { pendingInput.removeAll() }
                         while let newline = pendingInput.firstIndex(of: 0x0A) {
                             let line = String(decoding: pendingInput[..<newline], as: UTF8.self)
                             pendingInput.removeSubrange(...newline)
@@ -63,7 +75,7 @@ struct DebugGATTServe: AsyncParsableCommand {
                                 for characteristic in notified {
                                     for part in MessageFrames.split(text, valueLength: link.server.mtu - 3) {
                                         guard let pdu = try? link.server.notification(characteristic, part) else { continue }
-                                        do { try link.socket.send(pdu) } catch { out.write("send failed on \(token): \(error)\n") }
+                                        send(pdu, link.socket, token)
                                     }
                                 }
                             }
@@ -83,21 +95,27 @@ struct DebugGATTServe: AsyncParsableCommand {
                                 break readLoop
                             case .pdu(let bytes):
                                 guard ATTRole.of(opcode: bytes.first ?? 0) == .server else { continue }
+                                // Said, so the VM test can tell a long write from a plain one.
+                                if bytes.first == 0x16 { out.write("prepare-write \(peer) \(bytes.count - 5) bytes\n") }
                                 for output in link.server.receive(bytes) {
                                     switch output {
                                     case .send(let pdu):
-                                        try? link.socket.send(pdu)
-                                    case .written(let index, let value, let awaits):
+                                        send(pdu, link.socket, ready.token)
+                                    case .written(let index, let value, let completion):
                                         let entry = database.characteristics[index]
-                                        var assembler = link.assemblers[index] ?? MessageAssembler(limit: BoxServices.maximumChatBytes)
+                                        let limit = entry.uuid == BoxServices.message ? BoxServices.maximumMessageBytes : BoxServices.maximumChatBytes
+                                        var assembler = link.assemblers[index] ?? MessageAssembler(limit: limit)
+                                        var refusal: ATTErrorCode?
                                         switch assembler.add(value) {
                                         case .message(let message):
                                             out.write("written \(peer) \(entry.uuid) \(String(decoding: message, as: UTF8.self))\n")
-                                        case .tooLong: out.write("too long \(peer) \(entry.uuid)\n")
+                                        case .tooLong:
+                                            out.write("too long \(peer) \(entry.uuid)\n")
+                                            refusal = .messageTooLong
                                         case .partial, .empty: break
                                         }
                                         link.assemblers[index] = assembler
-                                        if awaits, let pdu = link.server.completeWrite() { try? link.socket.send(pdu) }
+                                        if let completion, let pdu = link.server.completeWrite(completion, error: refusal) { send(pdu, link.socket, ready.token) }
                                     case .subscriptionChanged(let index, let notify, let indicate):
                                         out.write("subscribed \(peer) \(database.characteristics[index].uuid) notify=\(notify) indicate=\(indicate)\n")
                                     case .mtuChanged(let mtu):

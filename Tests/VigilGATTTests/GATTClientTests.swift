@@ -41,9 +41,9 @@ struct Link {
             case .send(let bytes):
                 pdus += 1
                 deliverToServer(client.receive(bytes))
-            case .written(let characteristic, let value, let awaits):
+            case .written(let characteristic, let value, let completion):
                 written.append((characteristic, value))
-                if awaits, let response = server.completeWrite() { pdus += 1; deliverToServer(client.receive(response)) }
+                if let completion, let response = server.completeWrite(completion) { pdus += 1; deliverToServer(client.receive(response)) }
             case .subscriptionChanged, .indicationConfirmed, .mtuChanged, .violation: break
             }
         }
@@ -132,7 +132,49 @@ struct Link {
         _ = client.start(.read(handle: 3))
         #expect(client.receive(ATTPDU.writeResponse.encode()) == [.violation("a response (opcode 0x13) to no request sent")])
         #expect(client.receive([0x0B]) == [.completed(id: 1, .value([]))])
-        #expect(client.receive(ATTPDU.readRequest(handle: 1).encode()).count == 1)
+        #expect(client.receive(ATTPDU.readRequest(handle: 1).encode()) == [.violation("a server-role PDU (opcode 0x0a) given to the client")])
+    }
+
+    /// A peer answering every page with the same handles must not keep discovery going for ever.
+    @Test func discoveryEndsWhenThePeerRepeatsItsPage() throws {
+        var client = GATTClient()
+        let attempt = client.start(.discover(service: nil))
+        _ = try #require(attempt)
+        var outputs = client.receive(ATTPDU.readByGroupTypeResponse([.init(start: 1, end: 10, value: [0x0D, 0x18])]).encode())
+        // The next page starts after 10; the peer answers with the same service again.
+        outputs = client.receive(ATTPDU.readByGroupTypeResponse([.init(start: 1, end: 10, value: [0x0D, 0x18])]).encode())
+        // Characteristics of 1...10: a declaration at 2 (value 3, notify), then the same page again.
+        let declaration = ATTPDU.readByTypeResponse([.init(handle: 2, value: [0x10, 3, 0, 0x37, 0x2A])]).encode()
+        outputs = client.receive(declaration)
+        #expect(outputs == [.send(ATTPDU.readByTypeRequest(start: 3, end: 10, type: .characteristic).encode())])
+        outputs = client.receive(declaration)
+        // Descriptors after the value: the peer answers with a handle before the range, twice.
+        #expect(outputs == [.send(ATTPDU.findInformationRequest(start: 4, end: 10).encode())])
+        let stale = ATTPDU.findInformationResponse([.init(handle: 3, type: .clientConfiguration)]).encode()
+        outputs = client.receive(stale)
+        guard case .completed(_, .services(let services))? = outputs.last else { Issue.record("\(outputs)"); return }
+        #expect(services.count == 1 && services[0].characteristics.count == 1)
+        #expect(services[0].characteristics[0].configurationHandle == nil)
+    }
+
+    @Test func anEchoOfTheRightEndButTheWrongStartCancelsTheWrite() throws {
+        var client = GATTClient()
+        let value = [UInt8](0 ..< 40)
+        _ = client.start(.write(handle: 15, value: value))
+        // The first part was 0..<18; an echo of its last 10 bytes at offset 8 ends where it should.
+        let cancel = client.receive(ATTPDU.prepareWriteResponse(handle: 15, offset: 8, value: Array(value[8 ..< 18])).encode())
+        #expect(cancel == [.send(ATTPDU.executeWriteRequest(commit: false).encode())])
+    }
+
+    @Test func anErrorInALongWriteCancelsWhatThePeerQueued() throws {
+        var client = GATTClient()
+        _ = client.start(.write(handle: 15, value: [UInt8](repeating: 1, count: 40)))
+        _ = client.receive(ATTPDU.prepareWriteResponse(handle: 15, offset: 0, value: [UInt8](repeating: 1, count: 18)).encode())
+        let cancel = client.receive(ATTPDU.errorResponse(request: 0x16, handle: 15, error: .prepareQueueFull).encode())
+        #expect(cancel == [.send(ATTPDU.executeWriteRequest(commit: false).encode())])
+        #expect(client.receive(ATTPDU.executeWriteResponse.encode()) == [.completed(id: 1, .failed(.prepareQueueFull, handle: 15))])
+        let tooLong = client.start(.write(handle: 15, value: [UInt8](repeating: 1, count: 513)))
+        #expect(tooLong == nil)
     }
 
     @Test func aPeerEchoingAPreparedWriteWronglyGetsTheQueueCancelled() throws {

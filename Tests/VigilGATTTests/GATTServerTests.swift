@@ -12,6 +12,11 @@ func chatDatabase() -> GATTDatabase {
     ])
 }
 
+/// Whether `outputs` holds violations and nothing else (an empty list is not).
+func onlyViolations(_ outputs: [GATTServerOutput]) -> Bool {
+    !outputs.isEmpty && outputs.allSatisfy { if case .violation = $0 { true } else { false } }
+}
+
 extension GATTServer {
     /// The one PDU the server sends for `pdu`, parsed.
     mutating func answer(_ pdu: ATTPDU) throws -> ATTPDU {
@@ -106,14 +111,21 @@ extension GATTServer {
 
     @Test func aWriteRequestIsAnsweredOnlyWhenTheApplicationTookIt() throws {
         var server = GATTServer(database: database)
-        #expect(server.receive(ATTPDU.writeRequest(handle: 15, value: Array("hi".utf8)).encode())
-                == [.written(characteristic: rx, value: Array("hi".utf8), awaitsCompletion: true)])
+        let outputs = server.receive(ATTPDU.writeRequest(handle: 15, value: Array("hi".utf8)).encode())
+        guard case .written(rx, Array("hi".utf8), let completion?)? = outputs.first, outputs.count == 1 else {
+            Issue.record("\(outputs)"); return
+        }
         // The client must wait: a second request is a violation and is not answered.
-        #expect(server.receive(ATTPDU.readRequest(handle: 3).encode()).allSatisfy { if case .violation = $0 { true } else { false } })
-        #expect(server.completeWrite() == ATTPDU.writeResponse.encode())
-        #expect(server.completeWrite() == nil)
-        _ = server.receive(ATTPDU.writeRequest(handle: 15, value: [1]).encode())
-        #expect(server.completeWrite(error: .rateExceeded) == ATTPDU.errorResponse(request: 0x12, handle: 15, error: .rateExceeded).encode())
+        #expect(onlyViolations(server.receive(ATTPDU.readRequest(handle: 3).encode())))
+        #expect(onlyViolations(server.receive([0x20, 0x03, 0x00, 0x05, 0x00])))
+        #expect(server.completeWrite(completion) == ATTPDU.writeResponse.encode())
+        #expect(server.completeWrite(completion) == nil)
+        guard case .written(_, _, let next?)? = server.receive(ATTPDU.writeRequest(handle: 15, value: [1]).encode()).first else {
+            Issue.record("no write"); return
+        }
+        // The first write's completion, late, does not answer the second.
+        #expect(server.completeWrite(completion) == nil)
+        #expect(server.completeWrite(next, error: .rateExceeded) == ATTPDU.errorResponse(request: 0x12, handle: 15, error: .rateExceeded).encode())
     }
 
     @Test func writesBreakingTheRulesAreRefused() throws {
@@ -125,8 +137,8 @@ extension GATTServer {
                 == .errorResponse(request: 0x12, handle: 15, error: .invalidAttributeValueLength))
         #expect(try server.answer(.writeRequest(handle: 0x40, value: [1])) == .errorResponse(request: 0x12, handle: 0x40, error: .invalidHandle))
         // Commands are never answered, whatever is wrong with them.
-        #expect(server.receive(ATTPDU.writeCommand(handle: 12, value: [1]).encode()).allSatisfy { if case .violation = $0 { true } else { false } })
-        #expect(server.receive(ATTPDU.writeCommand(handle: 15, value: [7]).encode()) == [.written(characteristic: rx, value: [7], awaitsCompletion: false)])
+        #expect(onlyViolations(server.receive(ATTPDU.writeCommand(handle: 12, value: [1]).encode())))
+        #expect(server.receive(ATTPDU.writeCommand(handle: 15, value: [7]).encode()) == [.written(characteristic: rx, value: [7], completion: nil)])
         #expect(!server.awaitsCompletion)
     }
 
@@ -153,7 +165,7 @@ extension GATTServer {
         #expect(try ATTPDU.parse(first) == .indication(handle: 8, value: [1, 0, 0xFF, 0xFF]))
         #expect(throws: GATTServer.SendRefusal.indicationInFlight) { try server.indication(serviceChanged, [1, 0, 0xFF, 0xFF]) }
         #expect(server.receive(ATTPDU.confirmation.encode()) == [.indicationConfirmed(characteristic: serviceChanged)])
-        #expect(server.receive(ATTPDU.confirmation.encode()).allSatisfy { if case .violation = $0 { true } else { false } })
+        #expect(onlyViolations(server.receive(ATTPDU.confirmation.encode())))
         _ = try server.indication(serviceChanged, [1, 0, 0xFF, 0xFF])
     }
 
@@ -167,8 +179,9 @@ extension GATTServer {
                     == .prepareWriteResponse(handle: 15, offset: UInt16(offset), value: part))
             offset += part.count
         }
-        #expect(server.receive(ATTPDU.executeWriteRequest(commit: true).encode()) == [.written(characteristic: rx, value: text, awaitsCompletion: true)])
-        #expect(server.completeWrite() == ATTPDU.executeWriteResponse.encode())
+        let executed = server.receive(ATTPDU.executeWriteRequest(commit: true).encode())
+        guard case .written(rx, text, let completion?)? = executed.first, executed.count == 1 else { Issue.record("\(executed)"); return }
+        #expect(server.completeWrite(completion) == ATTPDU.executeWriteResponse.encode())
         // Cancelled: nothing written.
         _ = server.receive(ATTPDU.prepareWriteRequest(handle: 15, offset: 0, value: [1]).encode())
         #expect(try server.answer(.executeWriteRequest(commit: false)) == .executeWriteResponse)
@@ -198,10 +211,9 @@ extension GATTServer {
         #expect(unknown == [.send(ATTPDU.errorResponse(request: 0x20, handle: 0, error: .requestNotSupported).encode())])
         let malformed = server.receive([0x0A, 0x03])
         #expect(malformed.first == .send(ATTPDU.errorResponse(request: 0x0A, handle: 0, error: .invalidPDU).encode()))
-        #expect(server.receive([0x7F, 1, 2]).allSatisfy { if case .violation = $0 { true } else { false } })
-        #expect(server.receive(ATTPDU.signedWriteCommand(handle: 15, value: [1], signature: [UInt8](repeating: 0, count: 12)).encode())
-                .allSatisfy { if case .violation = $0 { true } else { false } })
-        #expect(server.receive([]).allSatisfy { if case .violation = $0 { true } else { false } })
+        #expect(onlyViolations(server.receive([0x7F, 1, 2])))
+        #expect(onlyViolations(server.receive(ATTPDU.signedWriteCommand(handle: 15, value: [1], signature: [UInt8](repeating: 0, count: 12)).encode())))
+        #expect(onlyViolations(server.receive([])))
     }
 }
 
@@ -213,8 +225,73 @@ extension GATTServer {
         let long = ATTPDU.prepareWriteRequest(handle: 15, offset: 0, value: [UInt8](repeating: 0x61, count: 30)).encode()
         let outputs = server.receive(long)
         #expect(outputs.first == .send(ATTPDU.errorResponse(request: 0x16, handle: 0, error: .invalidPDU).encode()))
-        #expect(server.receive(ATTPDU.writeCommand(handle: 15, value: [UInt8](repeating: 1, count: 21)).encode()).allSatisfy {
-            if case .violation = $0 { true } else { false }
-        })
+        #expect(onlyViolations(server.receive(ATTPDU.writeCommand(handle: 15, value: [UInt8](repeating: 1, count: 21)).encode())))
+    }
+
+    /// An executed long write of two values refused on the first: the second value's late
+    /// completion must not answer the next write before its event is durable.
+    @Test func aRefusedLongWritesOtherValuesNeverAnswerTheNextWrite() throws {
+        let chat = GATTUUID("7E57C000-2C8F-4F3C-9F91-8577E1891234")!
+        let database = GATTDatabase(deviceName: "box", services: [GATTService(uuid: chat, characteristics: [
+            GATTCharacteristic(uuid: GATTUUID(0xAAA1), properties: [.write]),
+            GATTCharacteristic(uuid: GATTUUID(0xAAA2), properties: [.write]),
+        ])])
+        var server = GATTServer(database: database)
+        let (first, second) = (database.characteristics[3].valueHandle, database.characteristics[4].valueHandle)
+        _ = server.receive(ATTPDU.prepareWriteRequest(handle: first, offset: 0, value: [1]).encode())
+        _ = server.receive(ATTPDU.prepareWriteRequest(handle: second, offset: 0, value: [2]).encode())
+        let executed = server.receive(ATTPDU.executeWriteRequest(commit: true).encode())
+        let completions = executed.compactMap { if case .written(_, _, let c?) = $0 { c } else { nil } }
+        try #require(completions.count == 2)
+        #expect(server.completeWrite(completions[1], error: .valueNotAllowed)
+                == ATTPDU.errorResponse(request: 0x18, handle: second, error: .valueNotAllowed).encode())
+        guard case .written(_, _, let next?)? = server.receive(ATTPDU.writeRequest(handle: first, value: [3]).encode()).first else {
+            Issue.record("no write"); return
+        }
+        #expect(server.completeWrite(completions[0]) == nil)
+        #expect(server.awaitsCompletion)
+        #expect(server.completeWrite(next) == ATTPDU.writeResponse.encode())
+    }
+
+    /// The peer turned indications off after one was sent: it still confirms that one.
+    @Test func anIndicationStaysInFlightThroughAnUnsubscribe() throws {
+        let database = chatDatabase()
+        var server = GATTServer(database: database)
+        let serviceChanged = try #require(database.characteristicIndex(of: .serviceChanged, in: .genericAttribute))
+        _ = server.receive(ATTPDU.writeRequest(handle: 9, value: [2, 0]).encode())
+        _ = try server.indication(serviceChanged, [1, 0, 0xFF, 0xFF])
+        _ = server.receive(ATTPDU.writeRequest(handle: 9, value: [0, 0]).encode())
+        #expect(server.indicationInFlight == serviceChanged)
+        #expect(server.receive(ATTPDU.confirmation.encode()) == [.indicationConfirmed(characteristic: serviceChanged)])
+    }
+}
+
+@Suite struct ATTBearerTests {
+    /// One exchange serves both roles: after the phone exchanged 247 with the box's server, the
+    /// box's client reads long values in 246-byte pieces too, and the server takes requests that
+    /// size.
+    @Test func oneMTUServesBothRolesOfTheLink() throws {
+        var bearer = ATTBearer(server: GATTServer(database: chatDatabase()))
+        let outputs = bearer.receive(ATTPDU.exchangeMTURequest(clientMTU: 247).encode())
+        #expect(outputs.contains(.server(.mtuChanged(247))))
+        #expect(bearer.mtu == 247 && bearer.server?.mtu == 247)
+        // A write of 200 bytes is within the MTU now (refused only for its length limit here).
+        let write = bearer.receive(ATTPDU.writeRequest(handle: 15, value: [UInt8](repeating: 1, count: 200)).encode())
+        guard case .server(.written)? = write.first else { Issue.record("\(write)"); return }
+        // The client's exchange updates the server in turn.
+        var other = ATTBearer(server: GATTServer(database: chatDatabase()))
+        let started = other.start(.exchangeMTU(100))
+        #expect(started != nil)
+        _ = other.receive(ATTPDU.exchangeMTUResponse(serverMTU: 80).encode())
+        #expect(other.mtu == 80 && other.server?.mtu == 80)
+    }
+
+    @Test func aLinkWithoutAServerAnswersRequestsWithNotSupported() {
+        var bearer = ATTBearer(server: nil)
+        #expect(bearer.receive(ATTPDU.readRequest(handle: 1).encode())
+                == [.server(.send(ATTPDU.errorResponse(request: 0x0A, handle: 0, error: .requestNotSupported).encode()))])
+        guard case .server(.violation)? = bearer.receive(ATTPDU.writeCommand(handle: 1, value: []).encode()).first else {
+            Issue.record("a command got an answer"); return
+        }
     }
 }

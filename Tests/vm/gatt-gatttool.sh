@@ -21,7 +21,7 @@ exec {INPUT}<> "$SCRATCH/in"
 "$VIGIL" debug gatt-serve --adapter "$BOX" --name "Vigil VM box" < "$SCRATCH/in" > "$SCRATCH/serve.out" 2>&1 &
 BACKGROUND+=("$!")
 served() { has_line "$SCRATCH/serve.out" "$1"; }
-if wait_ms 10000 served "listening on $ADDR"; then ok "the box listens on the ATT channel of $BOX ($ADDR)"
+if wait_ms 30000 served "listening on $ADDR"; then ok "the box listens on the ATT channel of $BOX ($ADDR)"
 else bad "gatt-serve did not start"; sed 's/^/     | /' "$SCRATCH/serve.out"; finish; fi
 
 # ADV_IND on the box's controller (the kernel connects only to a connectable advertiser); a
@@ -63,6 +63,7 @@ long="a message longer than one value: water, blankets and insulin at the north 
 written=$(gatt --char-write-req -a 0x0012 -n "$(hex "$long")")
 check "a long write to UART RX is answered ($written)" grep -q "written successfully" <<< "$written"
 check "the box reassembled the ${#long} bytes whole" wait_ms 5000 served "written .* 6E400002-B5A3-F393-E0A9-E50E24DCCA9E $long"
+check "they came as prepared writes (gatttool's long write), not one request" served "prepare-write .* 18 bytes"
 
 echo "4. notifications"
 advertise
