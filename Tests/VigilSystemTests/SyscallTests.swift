@@ -96,3 +96,41 @@ import VigilTestSupport
         #expect(clock.nowMicroseconds() == 1_500)
     }
 }
+
+@Suite struct ThreadNiceTests {
+    /// The loop and the writer may run at a raised priority (`scheduling.loop_nice`); what they
+    /// start (a notifier, `vigil log check`) must not inherit it.
+    @Test func aProcessStartedByARaisedThreadBeginsAtNiceZero() throws {
+        final class Outcome: @unchecked Sendable {
+            var raised = false
+            var ownNice = ""
+            var childNice = ""
+            var error: (any Error)?
+        }
+        let outcome = Outcome()
+        let directory = TemporaryDirectory()
+        let done = DispatchSemaphore(value: 0)
+        let thread = Thread {
+            defer { done.signal() }
+            do {
+                try setThreadNice(-5)
+                outcome.raised = true
+                let stat = (try? String(contentsOfFile: "/proc/thread-self/stat", encoding: .utf8)) ?? ""
+                outcome.ownNice = stat.split(separator: ")").last.map { String($0.split(separator: " ")[16]) } ?? ""
+                let output = directory.path("nice")
+                _ = try runToCompletion(path: "/bin/sh", arguments: ["-c", "cut -d')' -f2 /proc/self/stat | cut -d' ' -f18"],
+                                        outputPath: output)
+                outcome.childNice = ((try? String(contentsOfFile: output, encoding: .utf8)) ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
+            } catch {
+                outcome.error = error
+            }
+        }
+        thread.start()
+        done.wait()
+        // Raising a priority needs CAP_SYS_NICE (CI runs as root); without it there is nothing to reset.
+        guard outcome.raised else { return }
+        #expect(outcome.error == nil)
+        #expect(outcome.ownNice == "-5")
+        #expect(outcome.childNice == "0")
+    }
+}

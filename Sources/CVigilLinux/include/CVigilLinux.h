@@ -60,11 +60,20 @@ static inline int cvigil_epoll_wait(int epfd, uint64_t *tokens, uint32_t *events
 }
 
 /// Sets the calling thread's nice value (Linux schedules threads by their own); 0 or -1 with errno.
+/// The thread is also marked SCHED_RESET_ON_FORK, so a process it starts (a notifier, the log
+/// check) begins at nice 0 instead of inheriting a raised priority (sched(7)).
+#include <sched.h>
+#ifndef SCHED_RESET_ON_FORK
+#define SCHED_RESET_ON_FORK 0x40000000  /* linux/sched.h; glibc declares it only with _GNU_SOURCE */
+#endif
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 static inline int cvigil_set_thread_nice(int nice) {
-    return setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), nice);
+    if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), nice) != 0) return -1;
+    struct sched_param param;
+    param.sched_priority = 0;
+    return sched_setscheduler(0, SCHED_OTHER | SCHED_RESET_ON_FORK, &param);
 }
 
 static inline uint64_t cvigil_monotonic_ns(void) {
