@@ -37,7 +37,7 @@ public struct ATTBearer: Sendable {
         switch ATTRole.of(opcode: bytes.first ?? 0) {
         case .server:
             guard var role = server else {
-                let opcode = bytes.first ?? 0
+                guard let opcode = bytes.first else { return [.server(.violation("an empty ATT PDU"))] }
                 // Commands and confirmations are never answered.
                 if opcode & 0x40 != 0 || opcode == 0x1E { return [.server(.violation("a PDU for a server this link does not have"))] }
                 return [.server(.send(ATTPDU.errorResponse(request: opcode, handle: 0, error: .requestNotSupported).encode()))]

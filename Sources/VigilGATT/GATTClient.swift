@@ -86,6 +86,8 @@ public struct GATTClient: Sendable {
         var stage: Stage = .services(after: 0)
         var value: [UInt8] = []
         var sent = 0
+        /// A read response this long fills the PDU (ATT_MTU − 1 when the request was sent).
+        var fullRead = 0
         /// Where the last prepared part began (its echo must start there and end at `sent`).
         var partStart = 0
         /// A long write that went wrong (an echo that did not match, an error): the queue was
@@ -106,7 +108,8 @@ public struct GATTClient: Sendable {
     /// Procedures not yet ended, the running one included.
     public var pending: Int { queue.count + (running == nil ? 0 : 1) }
 
-    /// Queues `procedure`; returns its id and whatever must be sent now, or nil when the queue is full.
+    /// Queues `procedure`; returns its id and whatever must be sent now, or nil when the queue is
+    /// full or a write's value is longer than an attribute can be (512 bytes).
     public mutating func start(_ procedure: Procedure) -> (id: Int, outputs: [GATTClientOutput])? {
         guard pending < Self.queueLimit + 1 else { return nil }
         // No attribute value is longer (and a longer one would overflow a prepared write's offset).
@@ -181,6 +184,7 @@ public struct GATTClient: Sendable {
         case .discover(let uuid):
             first = serviceRequest(uuid, after: 0)
         case .read(let handle):
+            run.fullRead = mtu - 1
             first = ATTPDU.readRequest(handle: handle).encode()
         case .write(let handle, let value):
             if value.count <= mtu - 3 {
@@ -217,7 +221,10 @@ public struct GATTClient: Sendable {
         case (.read(let handle), .readResponse(let value)), (.read(let handle), .readBlobResponse(let value)):
             run.value += value
             // A response that fills the MTU may have more behind it (Vol 3 Part G 4.8.3).
-            if value.count == mtu - 1, run.value.count < ATTPDU.maximumValueLength {
+            // Full as the MTU was when the request went out: an exchange by the peer meanwhile
+            // (it changes the link's MTU) must not end a long read early.
+            if value.count == run.fullRead, run.value.count < ATTPDU.maximumValueLength {
+                run.fullRead = mtu - 1
                 return .send(ATTPDU.readBlobRequest(handle: handle, offset: UInt16(run.value.count)).encode())
             }
             return .finish(.value(Array(run.value.prefix(ATTPDU.maximumValueLength))))
@@ -265,19 +272,24 @@ public struct GATTClient: Sendable {
         switch (run.stage, pdu) {
         case (.services, .readByGroupTypeResponse(let groups)):
             guard case .services(let after) = run.stage else { return .finish(.protocolError("not discovering services")) }
-            for group in groups where group.start > after && run.services.count < Self.discoveryLimit {
+            var accepted: UInt16?
+            for group in groups where group.start > max(after, accepted ?? 0) && run.services.count < Self.discoveryLimit {
                 guard let type = GATTUUID(attBytes: group.value), group.end >= group.start else {
                     return .finish(.protocolError("a service declaration that is not a UUID"))
                 }
                 run.services.append(DiscoveredService(uuid: type, start: group.start, end: group.end))
+                accepted = group.end
             }
-            return nextServices(&run, uuid, last: groups.last?.end)
+            // The next page starts after what was taken: a page of nothing new ends the discovery.
+            return nextServices(&run, uuid, last: accepted)
         case (.services, .findByTypeValueResponse(let ranges)):
             guard case .services(let after) = run.stage else { return .finish(.protocolError("not discovering services")) }
-            for range in ranges where range.end >= range.start && range.start > after && run.services.count < Self.discoveryLimit {
+            var accepted: UInt16?
+            for range in ranges where range.end >= range.start && range.start > max(after, accepted ?? 0) && run.services.count < Self.discoveryLimit {
                 if let uuid { run.services.append(DiscoveredService(uuid: uuid, start: range.start, end: range.end)) }
+                accepted = range.end
             }
-            return nextServices(&run, uuid, last: ranges.last?.end)
+            return nextServices(&run, uuid, last: accepted)
         case (.services, .errorResponse(_, _, .attributeNotFound)):
             return startCharacteristics(&run, service: 0)
         case (.characteristics(let index, let after), .readByTypeResponse(let entries)):

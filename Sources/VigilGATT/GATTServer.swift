@@ -19,7 +19,9 @@ public enum GATTServerOutput: Equatable, Sendable {
     case violation(String)
 }
 
-/// Names one value of one write the peer waits on: `completeWrite` answers the write it names and
+/// Names one value of one write the peer waits on, on one link (write ids count from 1 in every
+/// server: an owner with several links keeps each completion with its link, as `GATTLinks`
+/// does). `completeWrite` answers the write it names and
 /// ignores a completion of a write already answered (an executed long write refused on its first
 /// value, whose other values complete later), so a late completion never answers a newer write.
 public struct WriteCompletion: Hashable, Sendable {

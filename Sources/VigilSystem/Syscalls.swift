@@ -397,9 +397,10 @@ public func exitOnMemoryFault(message: String, status: Int32) {
 /// The calling thread's scheduling weight: Linux schedules each thread by its own nice value, so
 /// the threads that keep residents safe (the loop, the log's writer) can come before the page's
 /// and the hub sync's on a busy box. Raising it (a negative value) needs CAP_SYS_NICE; without
-/// it the call fails with EPERM (EACCES) and the thread keeps its weight.
+/// it the call fails with EPERM (EACCES) and the thread keeps its weight. The thread is marked
+/// reset-on-fork in the same call: processes and threads it creates start at nice 0.
 public func setThreadNice(_ nice: Int32) throws(SystemError) {
-    _ = try check("setpriority(thread, \(nice))") { cvigil_set_thread_nice(nice) }
+    _ = try check("sched_setattr(thread, nice \(nice), reset on fork)") { cvigil_set_thread_nice(nice) }
 }
 
 /// Monotonic nanoseconds, for measuring intervals (never for event times).

@@ -41,6 +41,7 @@ struct DebugGATTServe: AsyncParsableCommand {
             let notified = [database.characteristicIndex(of: BoxServices.chatTX, in: BoxServices.chat),
                             database.characteristicIndex(of: BoxServices.uartTX, in: BoxServices.uart)].compactMap { $0 }
             var pendingInput: [UInt8] = []
+            var discardingLine = false
             while true {
                 for ready in try epoll.wait() {
                     switch ready.token {
@@ -63,9 +64,19 @@ struct DebugGATTServe: AsyncParsableCommand {
                             continue
                         }
                         guard !chunk.isEmpty else { try epoll.remove(STDIN_FILENO); continue }
-                        // Operator input, one line at a time; a line over 4 KiB is dropped.
-                        pendingInput += chunk
-                        if pendingInput.count > 8_192, !pendingInput.contains(0x0A) { pendingInput.removeAll() }
+                        // Operator input, one line at a time; a line over 8 KiB is dropped whole
+                        // (what is left of it, up to its newline, too).
+                        if discardingLine {
+                            guard let newline = chunk.firstIndex(of: 0x0A) else { continue }
+                            discardingLine = false
+                            pendingInput += chunk[(newline + 1)...]
+                        } else {
+                            pendingInput += chunk
+                        }
+                        if pendingInput.count > 8_192, !pendingInput.contains(0x0A) {
+                            pendingInput.removeAll()
+                            discardingLine = true
+                        }
                         while let newline = pendingInput.firstIndex(of: 0x0A) {
                             let line = String(decoding: pendingInput[..<newline], as: UTF8.self)
                             pendingInput.removeSubrange(...newline)
@@ -96,7 +107,7 @@ struct DebugGATTServe: AsyncParsableCommand {
                             case .pdu(let bytes):
                                 guard ATTRole.of(opcode: bytes.first ?? 0) == .server else { continue }
                                 // Said, so the VM test can tell a long write from a plain one.
-                                if bytes.first == 0x16 { out.write("prepare-write \(peer) \(bytes.count - 5) bytes\n") }
+                                if bytes.first == 0x16 { out.write("prepare-write \(peer) \(max(0, bytes.count - 5)) bytes\n") }
                                 for output in link.server.receive(bytes) {
                                     switch output {
                                     case .send(let pdu):

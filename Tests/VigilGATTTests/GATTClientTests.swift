@@ -157,6 +157,17 @@ struct Link {
         #expect(services[0].characteristics[0].configurationHandle == nil)
     }
 
+    /// A page of services all before the last one taken moves nothing forward: discovery goes on
+    /// to characteristics instead of asking again.
+    @Test func aServicePageOfNothingNewEndsServiceDiscovery() throws {
+        var client = GATTClient()
+        _ = client.start(.discover(service: nil))
+        _ = client.receive(ATTPDU.readByGroupTypeResponse([.init(start: 1, end: 5, value: [0x00, 0x18])]).encode())
+        // Asked from 6, the peer answers a group starting at 3 (ending later): ignored.
+        let outputs = client.receive(ATTPDU.readByGroupTypeResponse([.init(start: 3, end: 7, value: [0x0D, 0x18])]).encode())
+        #expect(outputs == [.send(ATTPDU.readByTypeRequest(start: 2, end: 5, type: .characteristic).encode())])
+    }
+
     @Test func anEchoOfTheRightEndButTheWrongStartCancelsTheWrite() throws {
         var client = GATTClient()
         let value = [UInt8](0 ..< 40)

@@ -275,7 +275,7 @@ extension GATTServer {
         let outputs = bearer.receive(ATTPDU.exchangeMTURequest(clientMTU: 247).encode())
         #expect(outputs.contains(.server(.mtuChanged(247))))
         #expect(bearer.mtu == 247 && bearer.server?.mtu == 247)
-        // A write of 200 bytes is within the MTU now (refused only for its length limit here).
+        // A write of 200 bytes fits the MTU now (RX takes up to 200).
         let write = bearer.receive(ATTPDU.writeRequest(handle: 15, value: [UInt8](repeating: 1, count: 200)).encode())
         guard case .server(.written)? = write.first else { Issue.record("\(write)"); return }
         // The client's exchange updates the server in turn.
@@ -286,6 +286,19 @@ extension GATTServer {
         #expect(other.mtu == 80 && other.server?.mtu == 80)
     }
 
+    /// The peer exchanged a larger MTU while the box's long read was under way: a response full
+    /// at the old MTU still means "more".
+    @Test func anMTUChangeDuringALongReadDoesNotEndItEarly() throws {
+        var bearer = ATTBearer(server: GATTServer(database: chatDatabase()))
+        let started = bearer.start(.read(handle: 3))
+        #expect(started?.outputs == [.send(ATTPDU.readRequest(handle: 3).encode())])
+        _ = bearer.receive(ATTPDU.exchangeMTURequest(clientMTU: 247).encode())
+        let more = bearer.receive(ATTPDU.readResponse(value: [UInt8](repeating: 0x41, count: 22)).encode())
+        #expect(more == [.client(.send(ATTPDU.readBlobRequest(handle: 3, offset: 22).encode()))])
+        let done = bearer.receive(ATTPDU.readBlobResponse(value: [0x42]).encode())
+        #expect(done == [.client(.completed(id: 1, .value([UInt8](repeating: 0x41, count: 22) + [0x42])))])
+    }
+
     @Test func aLinkWithoutAServerAnswersRequestsWithNotSupported() {
         var bearer = ATTBearer(server: nil)
         #expect(bearer.receive(ATTPDU.readRequest(handle: 1).encode())
@@ -293,5 +306,6 @@ extension GATTServer {
         guard case .server(.violation)? = bearer.receive(ATTPDU.writeCommand(handle: 1, value: []).encode()).first else {
             Issue.record("a command got an answer"); return
         }
+        guard case .server(.violation)? = bearer.receive([]).first else { Issue.record("an empty PDU got an answer"); return }
     }
 }

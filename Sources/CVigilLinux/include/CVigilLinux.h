@@ -59,21 +59,33 @@ static inline int cvigil_epoll_wait(int epfd, uint64_t *tokens, uint32_t *events
     return n;
 }
 
-/// Sets the calling thread's nice value (Linux schedules threads by their own); 0 or -1 with errno.
-/// The thread is also marked SCHED_RESET_ON_FORK, so a process it starts (a notifier, the log
-/// check) begins at nice 0 instead of inheriting a raised priority (sched(7)).
-#include <sched.h>
-#ifndef SCHED_RESET_ON_FORK
-#define SCHED_RESET_ON_FORK 0x40000000  /* linux/sched.h; glibc declares it only with _GNU_SOURCE */
-#endif
-#include <sys/resource.h>
+/// Sets the calling thread's nice value (Linux schedules threads by their own) and marks it
+/// reset-on-fork, in one sched_setattr(2): what it starts (a notifier, the log check, a thread it
+/// creates) begins at nice 0 instead of inheriting a raised priority. One call, so nothing is half
+/// applied; and not sched_setscheduler(2), which systemd's RestrictRealtime= refuses for any
+/// policy word with the reset flag in it. 0, or -1 with errno.
+#include <string.h>
+#include <stdint.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+struct cvigil_sched_attr {
+    uint32_t size;
+    uint32_t sched_policy;
+    uint64_t sched_flags;
+    int32_t sched_nice;
+    uint32_t sched_priority;
+    uint64_t sched_runtime;
+    uint64_t sched_deadline;
+    uint64_t sched_period;
+};
 static inline int cvigil_set_thread_nice(int nice) {
-    if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), nice) != 0) return -1;
-    struct sched_param param;
-    param.sched_priority = 0;
-    return sched_setscheduler(0, SCHED_OTHER | SCHED_RESET_ON_FORK, &param);
+    struct cvigil_sched_attr attr;
+    memset(&attr, 0, sizeof(attr));
+    attr.size = sizeof(attr);
+    attr.sched_policy = 0;            /* SCHED_OTHER */
+    attr.sched_flags = 0x01;          /* SCHED_FLAG_RESET_ON_FORK */
+    attr.sched_nice = nice;
+    return (int)syscall(SYS_sched_setattr, 0, &attr, 0);
 }
 
 static inline uint64_t cvigil_monotonic_ns(void) {
