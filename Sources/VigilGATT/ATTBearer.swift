@@ -55,7 +55,6 @@ public struct ATTBearer: Sendable {
 
     /// Starts a client procedure (see `GATTClient.start`).
     public mutating func start(_ procedure: GATTClient.Procedure) -> (id: Int, outputs: [GATTClientOutput])? {
-        let started = client.start(procedure)
-        return started
+        client.start(procedure)
     }
 }

@@ -54,9 +54,15 @@ public func writeAll(_ text: String, toDescriptor fd: Int32) throws(SystemError)
 /// nothing is waiting (EAGAIN); EINTR is retried.
 public func readAvailable(_ fd: Int32, upTo count: Int) throws(SystemError) -> [UInt8]? {
     var buffer = [UInt8](repeating: 0, count: max(count, 1))
+    let read = buffer.withUnsafeMutableBytes { bytes in Result { () throws(SystemError) in try readRetrying(fd, into: bytes) } }
+    return try read.get().map { Array(buffer.prefix($0)) }
+}
+
+/// One read(2): EINTR retried, nil on EAGAIN (a non-blocking descriptor with nothing waiting).
+private func readRetrying(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer) throws(SystemError) -> Int? {
     while true {
-        let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-        if n >= 0 { return Array(buffer.prefix(n)) }
+        let n = Glibc.read(fd, buffer.baseAddress, buffer.count)
+        if n >= 0 { return n }
         let e = Errno.current
         if e == .interrupted { continue }
         if e == .wouldBlock { return nil }
@@ -79,14 +85,7 @@ public struct FileDescriptor: ~Copyable, Sendable {
 
     /// Reads up to `count` bytes; returns nil on EAGAIN for non-blocking descriptors.
     public func read(into buffer: UnsafeMutableRawBufferPointer) throws(SystemError) -> Int? {
-        while true {
-            let n = Glibc.read(rawValue, buffer.baseAddress, buffer.count)
-            if n >= 0 { return n }
-            let e = Errno.current
-            if e == .interrupted { continue }
-            if e == .wouldBlock { return nil }
-            throw SystemError("read", errno: e)
-        }
+        try readRetrying(rawValue, into: buffer)
     }
 
     /// Writes all of `bytes`, retrying short writes.
