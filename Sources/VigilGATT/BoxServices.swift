@@ -35,4 +35,28 @@ public enum BoxServices {
             ]),
         ])
     }
+
+    /// The connectable advertisement (31 bytes, all used): flags (LE General Discoverable, no
+    /// BR/EDR), the chat service's 128-bit UUID, which BTFinder filters its scan on, and the
+    /// first 8 bytes of `name` as a shortened name when longer (whole otherwise); phones that
+    /// scan actively get the whole name from `scanResponse`.
+    public static func connectableAdvertisement(name: String) -> [UInt8] {
+        [0x02, 0x01, 0x06, 0x11, 0x07] + chat.bytes128.reversed() + nameStructure(name, room: 31 - 21)
+    }
+
+    /// The scan response: the complete name (cut to 29 bytes, marked shortened, if longer).
+    public static func scanResponse(name: String) -> [UInt8] {
+        nameStructure(name, room: 31)
+    }
+
+    /// A name AD structure within `room` bytes: complete (0x09), or cut on a character boundary
+    /// and marked shortened (0x08); nothing for an empty name.
+    static func nameStructure(_ name: String, room: Int) -> [UInt8] {
+        var bytes = Array(name.utf8)
+        guard !bytes.isEmpty else { return [] }
+        if bytes.count <= room - 2 { return [UInt8(bytes.count + 1), 0x09] + bytes }
+        bytes = Array(bytes.prefix(room - 2))
+        while !bytes.isEmpty, String(validating: bytes, as: UTF8.self) == nil { bytes.removeLast() }
+        return bytes.isEmpty ? [] : [UInt8(bytes.count + 1), 0x08] + bytes
+    }
 }

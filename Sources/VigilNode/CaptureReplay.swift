@@ -75,7 +75,7 @@ public struct CaptureReplay {
                 }
             case .commandComplete, .commandStatus:
                 summary.commandCompletions += 1
-            case .hardwareError, .other:
+            case .hardwareError, .other, .connectionComplete, .advertisingSetTerminated, .disconnectionComplete:
                 break
             }
         }

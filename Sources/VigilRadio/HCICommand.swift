@@ -31,12 +31,14 @@ public struct HCICommand: Sendable, Equatable, CustomStringConvertible {
         public static let leSetRandomAddress: UInt16 = 0x2005
         public static let leSetAdvertisingParameters: UInt16 = 0x2006
         public static let leSetAdvertisingData: UInt16 = 0x2008
+        public static let leSetScanResponseData: UInt16 = 0x2009
         public static let leSetAdvertiseEnable: UInt16 = 0x200A
         public static let leSetScanParameters: UInt16 = 0x200B
         public static let leSetScanEnable: UInt16 = 0x200C
         public static let leSetAdvertisingSetRandomAddress: UInt16 = 0x2035
         public static let leSetExtendedAdvertisingParameters: UInt16 = 0x2036
         public static let leSetExtendedAdvertisingData: UInt16 = 0x2037
+        public static let leSetExtendedScanResponseData: UInt16 = 0x2038
         public static let leSetExtendedAdvertisingEnable: UInt16 = 0x2039
         public static let leSetExtendedScanParameters: UInt16 = 0x2041
         public static let leSetExtendedScanEnable: UInt16 = 0x2042
@@ -103,11 +105,14 @@ public struct HCICommand: Sendable, Equatable, CustomStringConvertible {
         HCICommand(opcode: Opcode.leSetRandomAddress, name: "LE Set Random Address", parameters: le(address, bytes: 6))
     }
 
-    /// Non-connectable undirected advertising (ADV_NONCONN_IND) from the random address on all
-    /// three channels. Interval in units of 0.625 ms (≥ 160 = 100 ms for non-connectable).
-    public static func leSetAdvertisingParameters(intervalUnits: UInt16) -> HCICommand {
+    /// Undirected advertising on all three channels: non-connectable (ADV_NONCONN_IND) from the
+    /// random address, or connectable and scannable (ADV_IND) from the controller's public address,
+    /// the box's stable identity that phones keep a chat with and the kernel's ATT listener is
+    /// bound to. Interval in units of 0.625 ms (≥ 160 = 100 ms for non-connectable).
+    public static func leSetAdvertisingParameters(intervalUnits: UInt16, connectable: Bool = false) -> HCICommand {
         HCICommand(opcode: Opcode.leSetAdvertisingParameters, name: "LE Set Advertising Parameters",
-                   parameters: le(intervalUnits) + le(intervalUnits) + [0x03, 0x01, 0x00] + [UInt8](repeating: 0, count: 6) + [0x07, 0x00])
+                   parameters: le(intervalUnits) + le(intervalUnits) + (connectable ? [0x00, 0x00] : [0x03, 0x01]) + [0x00]
+                       + [UInt8](repeating: 0, count: 6) + [0x07, 0x00])
     }
 
     /// Up to 31 bytes of AD structures, zero-padded to the field's 31 bytes.
@@ -117,18 +122,27 @@ public struct HCICommand: Sendable, Equatable, CustomStringConvertible {
                           parameters: [UInt8(used.count)] + used + [UInt8](repeating: 0, count: 31 - used.count))
     }
 
+    /// What the box answers a scan request with (ADV_IND is scannable): up to 31 bytes, padded.
+    public static func leSetScanResponseData(_ data: [UInt8]) -> HCICommand {
+        let used = Array(data.prefix(31))
+        return HCICommand(opcode: Opcode.leSetScanResponseData, name: "LE Set Scan Response Data",
+                          parameters: [UInt8(used.count)] + used + [UInt8](repeating: 0, count: 31 - used.count))
+    }
+
     public static func leSetAdvertiseEnable(_ enable: Bool) -> HCICommand {
         HCICommand(opcode: Opcode.leSetAdvertiseEnable, name: "LE Set Advertise Enable", parameters: [enable ? 1 : 0])
     }
 
     // MARK: Advertising (extended commands, legacy PDUs)
 
-    /// Advertising set 0, legacy non-connectable PDUs (properties bit 4 only), so phones that
-    /// only understand legacy advertising still hear it.
-    public static func leSetExtendedAdvertisingParameters(intervalUnits: UInt32) -> HCICommand {
+    /// Advertising set 0 with legacy PDUs, so phones that only understand legacy advertising
+    /// still hear it: non-connectable (properties bit 4 only) from the set's random address, or
+    /// ADV_IND (bits 0, 1 and 4: connectable, scannable, legacy) from the public address.
+    public static func leSetExtendedAdvertisingParameters(intervalUnits: UInt32, connectable: Bool = false) -> HCICommand {
         let interval = le(UInt64(intervalUnits), bytes: 3)
         return HCICommand(opcode: Opcode.leSetExtendedAdvertisingParameters, name: "LE Set Extended Advertising Parameters",
-                          parameters: [0x00] + le(UInt16(0x0010)) + interval + interval + [0x07, 0x01, 0x00]
+                          parameters: [0x00] + le(UInt16(connectable ? 0x0013 : 0x0010)) + interval + interval
+                              + [0x07, connectable ? 0x00 : 0x01, 0x00]
                               + [UInt8](repeating: 0, count: 6) + [0x00, 0x7F, 0x01, 0x00, 0x01, 0x00, 0x00])
     }
 
@@ -141,6 +155,13 @@ public struct HCICommand: Sendable, Equatable, CustomStringConvertible {
     public static func leSetExtendedAdvertisingData(_ data: [UInt8]) -> HCICommand {
         let used = Array(data.prefix(31))
         return HCICommand(opcode: Opcode.leSetExtendedAdvertisingData, name: "LE Set Extended Advertising Data",
+                          parameters: [0x00, 0x03, 0x01, UInt8(used.count)] + used)
+    }
+
+    /// Set 0's scan response in one operation (as its advertising data).
+    public static func leSetExtendedScanResponseData(_ data: [UInt8]) -> HCICommand {
+        let used = Array(data.prefix(31))
+        return HCICommand(opcode: Opcode.leSetExtendedScanResponseData, name: "LE Set Extended Scan Response Data",
                           parameters: [0x00, 0x03, 0x01, UInt8(used.count)] + used)
     }
 

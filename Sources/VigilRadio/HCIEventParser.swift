@@ -2,7 +2,8 @@ import VigilEvents
 
 /// Parses HCI event packets from a controller (Bluetooth Core Vol 4 Part E §5.4.4, §7.7) into
 /// what the radio needs: advertising reports, command completion with the controller's command
-/// credits, and hardware errors.
+/// credits, hardware errors, and the link events that end connectable advertising (a controller
+/// stops advertising once a central connects; the radio starts it again).
 ///
 /// Never traps on input: every length is checked against what is left; a malformed packet or
 /// report is counted by kind and skipped, and the well-formed reports of the same packet are kept.
@@ -14,6 +15,13 @@ public struct HCIEventParser: Sendable {
         case commandComplete(opcode: UInt16, credits: UInt8, parameters: [UInt8])
         case commandStatus(opcode: UInt16, credits: UInt8, status: UInt8)
         case hardwareError(code: UInt8)
+        /// LE (Enhanced) Connection Complete: `peripheral` when a central connected to the box's
+        /// advertising (the controller stopped advertising then).
+        case connectionComplete(status: UInt8, handle: UInt16, peripheral: Bool, peer: UInt64, peerType: AddressType)
+        /// LE Advertising Set Terminated (extended commands): the set stopped, for a connection
+        /// when `status` is 0.
+        case advertisingSetTerminated(status: UInt8, set: UInt8, connection: UInt16)
+        case disconnectionComplete(status: UInt8, handle: UInt16, reason: UInt8)
         /// An event this parser does not need (kept by code for counting).
         case other(code: UInt8)
     }
@@ -54,6 +62,9 @@ public struct HCIEventParser: Sendable {
         case 0x0F: // Command Status
             guard body.count >= 4 else { counts.truncatedPackets += 1; return nil }
             return .commandStatus(opcode: UInt16(body[2]) | UInt16(body[3]) << 8, credits: body[1], status: body[0])
+        case 0x05: // Disconnection Complete: status, handle, reason
+            guard body.count >= 4 else { counts.truncatedPackets += 1; return nil }
+            return .disconnectionComplete(status: body[0], handle: (UInt16(body[1]) | UInt16(body[2]) << 8) & 0x0FFF, reason: body[3])
         case 0x10: // Hardware Error
             guard let error = body.first else { counts.truncatedPackets += 1; return nil }
             return .hardwareError(code: error)
@@ -62,6 +73,16 @@ public struct HCIEventParser: Sendable {
             switch subevent {
             case 0x02: return .advertisingReports(legacyReports(body, time: timeMicroseconds))
             case 0x0D: return .advertisingReports(extendedReports(body, time: timeMicroseconds))
+            case 0x01, 0x0A:
+                // Connection Complete (19 bytes with the subevent) and Enhanced Connection
+                // Complete (31): status, handle, role, peer address type, peer address first.
+                guard body.count >= (subevent == 0x01 ? 19 : 31) else { counts.truncatedPackets += 1; return nil }
+                return .connectionComplete(status: body[1], handle: (UInt16(body[2]) | UInt16(body[3]) << 8) & 0x0FFF,
+                                           peripheral: body[4] == 0x01, peer: Self.address(body, at: 6),
+                                           peerType: Self.addressType(body[5]))
+            case 0x12: // Advertising Set Terminated: status, set, connection handle, events
+                guard body.count >= 6 else { counts.truncatedPackets += 1; return nil }
+                return .advertisingSetTerminated(status: body[1], set: body[2], connection: (UInt16(body[3]) | UInt16(body[4]) << 8) & 0x0FFF)
             default: return .other(code: code)
             }
         default:

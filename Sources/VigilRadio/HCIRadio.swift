@@ -48,10 +48,18 @@ public struct HCIRadioSettings: Sendable, Equatable {
 public struct AdvertisingPlan: Sendable, Equatable {
     public var address: UInt64
     public var payloads: [[UInt8]]
+    /// Payloads (by index) sent connectable (ADV_IND) from the controller's public address, for
+    /// phones and boxes to open a GATT link to; the others are non-connectable from `address`.
+    public var connectable: Set<Int>
+    /// The answer to a scan request for a connectable payload (the box's full name, which the
+    /// advert has no room for); empty: none.
+    public var scanResponse: [UInt8]
 
-    public init(address: UInt64, payloads: [[UInt8]]) {
+    public init(address: UInt64, payloads: [[UInt8]], connectable: Set<Int> = [], scanResponse: [UInt8] = []) {
         self.address = address
         self.payloads = payloads
+        self.connectable = connectable
+        self.scanResponse = scanResponse
     }
 
     public static let off = AdvertisingPlan(address: 0, payloads: [])
@@ -72,6 +80,12 @@ public struct HCIRadioCounters: Sendable, Codable, Equatable {
     /// packets the parser could not use.
     public var malformedPackets: UInt64 = 0
     public var snoopErrors: UInt64 = 0
+    /// Centrals that connected to the box's connectable advertising (the controller stops
+    /// advertising then; the radio starts it again).
+    public var incomingLinks: UInt64 = 0
+    /// Connectable advertising refused while a link was open (a controller that cannot advertise
+    /// connectable and hold a link at once): those payloads go out non-connectable until the link ends.
+    public var connectableRefusals: UInt64 = 0
     /// Advertising commands the controller refused (scanning goes on; advertising retries).
     public var advertisingRefusals: UInt64 = 0
     /// Scanning/advertising commands someone else sent on the raw channel (the kernel, bluetoothd).
@@ -124,6 +138,11 @@ public final class HCIRadio: RadioAdapter {
     // Advertising: what the node wants, and what the controller has.
     private var plan = AdvertisingPlan.off
     private var onAir = OnAir()
+    /// LE links open on the controller (handles), for the connectable fallback below.
+    private var openLinks: Set<UInt16> = []
+    /// The controller refused connectable advertising while a link was open: connectable
+    /// payloads go out non-connectable until no link is open.
+    private var connectableBlocked = false
     private var rotation = 0
     private var rotateAt: UInt64?
     /// After the controller refused an advertising command: no advertising until then.
@@ -157,6 +176,9 @@ public final class HCIRadio: RadioAdapter {
         var payload: [UInt8]?
         var enabled = false
         var parametersSet = false
+        /// Whether the parameters set are ADV_IND's (connectable) or ADV_NONCONN_IND's.
+        var connectable = false
+        var scanResponse: [UInt8]?
     }
 
     /// Steps, carried as command tags so a completion says what it finished.
@@ -333,6 +355,8 @@ public final class HCIRadio: RadioAdapter {
         }
         phase = .settingUp
         onAir = OnAir()
+        openLinks = []          // a new socket on a controller that may have been reset
+        connectableBlocked = false
         usingExtendedCommands = false
         enqueueSetup()
     }
@@ -470,6 +494,21 @@ public final class HCIRadio: RadioAdapter {
             } else {
                 foreignCompletion(opcode)
             }
+        case .connectionComplete(let status, let handle, let peripheral, _, _):
+            guard status == 0 else { break }
+            openLinks.insert(handle)
+            if peripheral {
+                // The controller stopped advertising for the link (legacy advertising always
+                // does): reconciling starts it again.
+                counters.incomingLinks += 1
+                onAir.enabled = false
+            }
+        case .advertisingSetTerminated(let status, let set, _):
+            if status == 0, set == 0 { onAir.enabled = false }
+        case .disconnectionComplete(let status, let handle, _):
+            guard status == 0 else { break }
+            openLinks.remove(handle)
+            if openLinks.isEmpty { connectableBlocked = false }
         case .hardwareError(let code):
             counters.hardwareErrors += 1
             counters.recoveries += 1
@@ -491,6 +530,8 @@ public final class HCIRadio: RadioAdapter {
             reportedState = .off
             _ = queue.failAll()
             onAir = OnAir()
+            openLinks = []      // a reset controller holds no link
+            connectableBlocked = false
             rotateAt = nil
             reassertAt = nil
             phase = .settingUp
@@ -567,6 +608,16 @@ public final class HCIRadio: RadioAdapter {
             switch step {
             case .scanDisable, .advertiseDisable:
                 return // "already disabled" is fine
+            case .advertiseParameters where onAir.connectable && !openLinks.isEmpty && !connectableBlocked,
+                 .advertiseEnable where onAir.connectable && !openLinks.isEmpty && !connectableBlocked:
+                // Connectable advertising and a link at once are more than this controller
+                // does: the payloads go out non-connectable, at once, until the link ends.
+                counters.connectableRefusals += 1
+                connectableBlocked = true
+                queue.discardQueued()
+                onAir = OnAir()
+                rotateAt = nil
+                return
             case .advertiseAddress, .advertiseParameters, .advertiseData, .advertiseEnable:
                 advertisingRefused(pending.command, status: status)
                 return
@@ -647,12 +698,19 @@ public final class HCIRadio: RadioAdapter {
             return
         }
         let payload = plan.payloads[rotation % plan.payloads.count]
+        let connectable = plan.connectable.contains(rotation % plan.payloads.count) && !connectableBlocked
+        if onAir.parametersSet, onAir.connectable != connectable {
+            // The PDU type changes only with advertising off.
+            if onAir.enabled { queue.enqueue(advertiseDisableCommand(), tag: Step.advertiseDisable.rawValue) }
+            onAir.enabled = false
+            onAir.parametersSet = false
+        }
         if onAir.address != plan.address {
             if onAir.enabled { queue.enqueue(advertiseDisableCommand(), tag: Step.advertiseDisable.rawValue) }
             onAir.enabled = false
             onAir.payload = nil
             if usingExtendedCommands {
-                if !onAir.parametersSet { enqueueAdvertisingParameters() }
+                if !onAir.parametersSet { enqueueAdvertisingParameters(connectable: connectable) }
                 queue.enqueue(.leSetAdvertisingSetRandomAddress(plan.address), tag: Step.advertiseAddress.rawValue)
             } else {
                 // Legacy: the controller-wide random address, which scanning must stop for.
@@ -663,7 +721,14 @@ public final class HCIRadio: RadioAdapter {
             }
             onAir.address = plan.address
         }
-        if !onAir.parametersSet { enqueueAdvertisingParameters() }
+        if !onAir.parametersSet { enqueueAdvertisingParameters(connectable: connectable) }
+        if connectable, !plan.scanResponse.isEmpty, onAir.scanResponse != plan.scanResponse {
+            if onAir.enabled { queue.enqueue(advertiseDisableCommand(), tag: Step.advertiseDisable.rawValue) }
+            onAir.enabled = false
+            queue.enqueue(usingExtendedCommands ? .leSetExtendedScanResponseData(plan.scanResponse) : .leSetScanResponseData(plan.scanResponse),
+                          tag: Step.advertiseData.rawValue)
+            onAir.scanResponse = plan.scanResponse
+        }
         if onAir.payload != payload {
             if onAir.enabled { queue.enqueue(advertiseDisableCommand(), tag: Step.advertiseDisable.rawValue) }
             onAir.enabled = false
@@ -679,12 +744,13 @@ public final class HCIRadio: RadioAdapter {
         rotateAt = plan.payloads.count > 1 ? (rotateAt ?? now + settings.rotationSlotMicroseconds) : nil
     }
 
-    private func enqueueAdvertisingParameters() {
+    private func enqueueAdvertisingParameters(connectable: Bool) {
         let interval = max(Self.units(settings.advertisingIntervalMicroseconds), 160) // ≥ 100 ms when non-connectable
-        queue.enqueue(usingExtendedCommands ? .leSetExtendedAdvertisingParameters(intervalUnits: UInt32(interval))
-                                            : .leSetAdvertisingParameters(intervalUnits: interval),
+        queue.enqueue(usingExtendedCommands ? .leSetExtendedAdvertisingParameters(intervalUnits: UInt32(interval), connectable: connectable)
+                                            : .leSetAdvertisingParameters(intervalUnits: interval, connectable: connectable),
                       tag: Step.advertiseParameters.rawValue)
         onAir.parametersSet = true
+        onAir.connectable = connectable
     }
 
     /// Writes queued commands while credits allow.

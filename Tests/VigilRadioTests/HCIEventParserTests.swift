@@ -74,7 +74,7 @@ import VigilEvents
         #expect(parser.parse([0x04, 0x0F, 0x04, 0x0C, 0x01, 0x0D, 0x20], timeMicroseconds: 0)
             == .commandStatus(opcode: 0x200D, credits: 1, status: 0x0C))
         #expect(parser.parse([0x04, 0x10, 0x01, 0x2A], timeMicroseconds: 0) == .hardwareError(code: 0x2A))
-        #expect(parser.parse([0x04, 0x05, 0x04, 0, 0, 0, 0], timeMicroseconds: 0) == .other(code: 0x05))
+        #expect(parser.parse([0x04, 0x13, 0x05, 0x01, 0x40, 0x00, 0x01, 0x00], timeMicroseconds: 0) == .other(code: 0x13))
     }
 
     @Test func truncatedAndMalformedPacketsAreCountedNeverTrapped() {
@@ -105,5 +105,31 @@ import VigilEvents
             _ = parser.parse(bytes, timeMicroseconds: 0)
         }
         #expect(parser.counts.packets > 20_000)
+    }
+
+    @Test func linkEventsAreParsedAndTruncatedOnesRefused() {
+        var parser = HCIEventParser()
+        // LE Connection Complete: handle 0x0040 (flag bits above 12 dropped), peripheral, a random peer.
+        let complete: [UInt8] = [0x04, 0x3E, 19, 0x01, 0x00, 0x40, 0xF0, 0x01, 0x01,
+                                 0x66, 0x55, 0x44, 0x33, 0x22, 0xC1, 0x18, 0x00, 0x00, 0x00, 0xC8, 0x00, 0x00]
+        #expect(parser.parse(complete, timeMicroseconds: 0)
+            == .connectionComplete(status: 0, handle: 0x0040, peripheral: true, peer: 0xC1_22_33_44_55_66, peerType: .addressRandom))
+        // Enhanced: 12 more bytes (the resolvable private addresses), the same leading fields.
+        let enhanced: [UInt8] = [0x04, 0x3E, 31, 0x0A, 0x00, 0x41, 0x00, 0x00, 0x00, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11]
+            + [UInt8](repeating: 0, count: 12) + [0x18, 0x00, 0x00, 0x00, 0xC8, 0x00, 0x00]
+        #expect(parser.parse(enhanced, timeMicroseconds: 0)
+            == .connectionComplete(status: 0, handle: 0x0041, peripheral: false, peer: 0x11_22_33_44_55_66, peerType: .addressPublic))
+        #expect(parser.parse([0x04, 0x3E, 6, 0x12, 0x00, 0x00, 0x40, 0x00, 0x01], timeMicroseconds: 0)
+            == .advertisingSetTerminated(status: 0, set: 0, connection: 0x0040))
+        #expect(parser.parse([0x04, 0x05, 4, 0x00, 0x40, 0x00, 0x13], timeMicroseconds: 0)
+            == .disconnectionComplete(status: 0, handle: 0x0040, reason: 0x13))
+        // Each cut short by a byte is refused, never read past its end.
+        let before = parser.counts.truncatedPackets
+        for packet in [complete, enhanced, [0x04, 0x3E, 6, 0x12, 0x00, 0x00, 0x40, 0x00, 0x01], [0x04, 0x05, 4, 0x00, 0x40, 0x00, 0x13]] {
+            var cut = Array(packet.dropLast())
+            cut[2] -= 1
+            #expect(parser.parse(cut, timeMicroseconds: 0) == nil)
+        }
+        #expect(parser.counts.truncatedPackets == before + 4)
     }
 }
