@@ -125,7 +125,7 @@ let package = Package(
             name: "VigilNode",
             dependencies: [
                 "VigilLog", "VigilEvents", "VigilCore", "VigilRadio", "VigilBoard", "VigilSystem", "VigilExposure",
-                "VigilHubProtocol", "VigilHex", "VigilAccess",
+                "VigilHubProtocol", "VigilHex", "VigilAccess", "VigilGATT",
                 // SHA-256 of the hub's key files (checked against the hash the feed offered).
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),

@@ -29,6 +29,8 @@ public struct Projections: Projection {
     public var retention = RetentionLedger()
     /// Where the box stands with its hub.
     public var hub = HubSyncBook()
+    /// Chats with phones and boxes over GATT.
+    public var conversations = Conversations()
 
     /// The checkpoint's name in the log.
     /// v3: schema 4 added the exposure book (an older checkpoint is ignored: the log is replayed).
@@ -51,7 +53,8 @@ public struct Projections: Projection {
     /// v11: schema 11 (compacted sightings): the retention ledger counts scan hits by ten-minute
     /// slot, and each device its stay's.
     /// v12: schema 12 (scan batches): the retention ledger counts them by slot.
-    public static let checkpointName = "projections.v12"
+    /// v13: schema 13 (connections): conversations with phones and boxes.
+    public static let checkpointName = "projections.v13"
 
     public init(settings: ProjectionSettings = ProjectionSettings()) {
         devices = DeviceList(pruneAfterMicroseconds: settings.devicePruneAfterMicroseconds)
@@ -186,6 +189,8 @@ public struct Projections: Projection {
             }
         case .exposureKeysPublished, .exposureKeysMatched:
             exposures.apply(.event(event))
+        case .linkChanged, .chatMessage, .chatOpened:
+            conversations.apply(event)
         default:
             break
         }

@@ -53,6 +53,11 @@ public typealias MinuteSighting = Vigil_Events_V1_MinuteSighting
 public typealias ScanBatch = Vigil_Events_V1_ScanBatch
 public typealias DeviceStay = Vigil_Events_V1_DeviceStay
 public typealias DeviceStays = Vigil_Events_V1_DeviceStays
+public typealias LinkChanged = Vigil_Events_V1_LinkChanged
+public typealias ChatMessage = Vigil_Events_V1_ChatMessage
+public typealias ChatOpened = Vigil_Events_V1_ChatOpened
+public typealias LinkRole = Vigil_Events_V1_LinkRole
+public typealias ChatChannel = Vigil_Events_V1_ChatChannel
 
 /// What happened. One case per event kind in the catalogue (README "Event catalogue").
 public enum EventBody: Sendable, Equatable {
@@ -88,6 +93,9 @@ public enum EventBody: Sendable, Equatable {
     case logSalvaged(LogSalvaged)
     case scanSightings(ScanSightings)
     case scanBatch(ScanBatch)
+    case linkChanged(LinkChanged)
+    case chatMessage(ChatMessage)
+    case chatOpened(ChatOpened)
 
     public var kind: EventKind {
         switch self {
@@ -123,6 +131,9 @@ public enum EventBody: Sendable, Equatable {
         case .logSalvaged: .logSalvaged
         case .scanSightings: .scanSightings
         case .scanBatch: .scanBatch
+        case .linkChanged: .linkChanged
+        case .chatMessage: .chatMessage
+        case .chatOpened: .chatOpened
         }
     }
 
@@ -185,6 +196,9 @@ extension EventKind {
         case .logSalvaged: "log-salvaged"
         case .scanSightings: "scan-sightings"
         case .scanBatch: "scan-batch"
+        case .linkChanged: "link-changed"
+        case .chatMessage: "chat-message"
+        case .chatOpened: "chat-opened"
         case .UNRECOGNIZED(let n): "kind-\(n)"
         }
     }
@@ -196,7 +210,7 @@ extension EventKind {
         .exposureDetected, .contactRetention, .exposureKeysPublished, .alertAcknowledged,
         .alertExpired, .alertReaffirmed, .downtimeDetected, .hubAcknowledged, .hubEpochStarted, .hubReceived,
         .occupancySampled, .exposureKeysOffered, .exposureKeysMatched, .hubFeedRewound, .logSalvaged,
-        .scanSightings, .scanBatch,
+        .scanSightings, .scanBatch, .linkChanged, .chatMessage, .chatOpened,
     ]
 
     public init?(name: String) {
@@ -216,7 +230,9 @@ extension EventKind {
              .nodeStarted, .nodeStopped, .radioStateChanged, .downtimeDetected, .occupancySampled:
             true
         case .scanHit, .exposureDetected, .contactRetention, .exposureKeysPublished, .exposureKeysOffered, .exposureKeysMatched,
-             .buttonInput, .hubAcknowledged, .hubEpochStarted, .hubReceived, .hubFeedRewound, .logSalvaged, .scanSightings, .scanBatch, .unspecified, .UNRECOGNIZED:
+             .buttonInput, .hubAcknowledged, .hubEpochStarted, .hubReceived, .hubFeedRewound, .logSalvaged, .scanSightings, .scanBatch, .unspecified, .UNRECOGNIZED,
+             // What phones say to the box stays at the box: unauthenticated, and about people nearby.
+             .linkChanged, .chatMessage, .chatOpened:
             false
         }
     }

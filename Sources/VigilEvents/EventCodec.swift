@@ -68,6 +68,9 @@ public enum EventCodec {
         case .logSalvaged(let m): payload = serialize(m)
         case .scanSightings(let m): payload = serialize(m)
         case .scanBatch(let m): payload = serialize(m)
+        case .linkChanged(let m): payload = serialize(m)
+        case .chatMessage(let m): payload = serialize(m)
+        case .chatOpened(let m): payload = serialize(m)
         }
         return (kind, payload)
     }
@@ -124,6 +127,9 @@ public enum EventCodec {
                     throw EventDecodingError(sequence: sequence, reason: .malformed(kind: kind, detail: error.description))
                 }
                 return .scanBatch(batch)
+            case .linkChanged: return .linkChanged(try parse(payload))
+            case .chatMessage: return .chatMessage(try parse(payload))
+            case .chatOpened: return .chatOpened(try parse(payload))
             case .unspecified, .UNRECOGNIZED:
                 throw EventDecodingError(sequence: sequence, reason: .unknownKind(kind))
             }

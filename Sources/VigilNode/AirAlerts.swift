@@ -41,6 +41,10 @@ final class AirAlerts: NodeComponent {
         }
     }
 
+    /// The GATT links changed (serving began, a link opened or closed): the connectable advert
+    /// comes or goes with room for another link.
+    func connectionsChanged() { alertsChanged = true }
+
     func reconcile() {
         guard alertsChanged else { return }
         alertsChanged = false
@@ -120,7 +124,8 @@ final class AirAlerts: NodeComponent {
         guard !node.stopping else { return }
         let now = node.clock.nowMicroseconds()
         air.prune(node.projections.alerts, now: now)
-        let (plan, frames) = air.plan(node.projections, nowMicroseconds: now, nodeID: node.nodeID)
+        let (plan, frames) = air.plan(node.projections, nowMicroseconds: now, nodeID: node.nodeID,
+                                      connectable: node.connections.connectableAdvertisement)
         onAir = frames
         let relayed = Set(frames.filter { $0.broadcast.hops > 0 }.map { "\($0.broadcast.idText) \($0.broadcast.hops) \($0.broadcast.isCancel) \($0.broadcast.isAcknowledgement)" })
         relaysStarted &+= UInt64(relayed.subtracting(relaying).count)

@@ -128,8 +128,10 @@ package struct AirLink {
         }
     }
 
-    /// The advertising plan at `now`: the presence advert (if on), then the alert frames.
-    mutating func plan(_ projections: Projections, nowMicroseconds now: UInt64, nodeID: UInt64)
+    /// The advertising plan at `now`: the presence advert (if on), then the alert frames, then
+    /// `connectable` (the GATT services' advert, sent connectable) when the box serves links.
+    mutating func plan(_ projections: Projections, nowMicroseconds now: UInt64, nodeID: UInt64,
+                       connectable: (advert: [UInt8], scanResponse: [UInt8])? = nil)
         -> (plan: AdvertisingPlan, frames: [(broadcast: AlertAirtime.Broadcast, payload: [UInt8])]) {
         var payloads: [[UInt8]] = []
         var address: UInt64 = 0
@@ -163,11 +165,17 @@ package struct AirLink {
                 sent.append((b, payload.bytes))
             }
         }
+        var connectableIndices: Set<Int> = []
+        if let connectable {
+            connectableIndices.insert(payloads.count)
+            payloads.append(connectable.advert)
+        }
         // Without the presence advert, the address still rotates on the same schedule.
         if address == 0, !payloads.isEmpty {
             address = Self.fallbackAddress(now: now, nodeID: nodeID)
         }
-        return (AdvertisingPlan(address: address, payloads: payloads), sent)
+        return (AdvertisingPlan(address: address, payloads: payloads, connectable: connectableIndices,
+                                scanResponse: connectable?.scanResponse ?? []), sent)
     }
 
     /// When the plan changes next without a new event: a presence rotation, an airtime change,

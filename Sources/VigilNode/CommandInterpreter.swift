@@ -39,8 +39,14 @@ public struct CommandInterpreter {
 
     public func interpret(_ command: NodeCommand) -> Outcome {
         switch command {
-        case .ping, .status, .press, .reloadHubLinks:
+        case .ping, .status, .press, .reloadHubLinks, .chatSend:
             return .refused(.invalid, "\(command.name) is answered by the node, not logged")
+        case .chatOpen(let r):
+            guard let peer = parseAddress(r.peer) else { return .refused(.invalid, "a device is AA:BB:CC:DD:EE:FF") }
+            guard context.projections.conversations.byPeer[peer] != nil else { return .refused(.conflict, "no chat with \(r.peer)") }
+            var opened = ChatOpened()
+            opened.peer = peer
+            return .event(.chatOpened(opened))
         case .checkIn(let r): return checkIn(r)
         case .enrolResident(let s): return enrol(s)
         case .updateResident(let s): return update(s)

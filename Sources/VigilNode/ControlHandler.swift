@@ -2,6 +2,8 @@ import Synchronization
 import VigilBoard
 import VigilCore
 import VigilEvents
+import VigilGATT
+import VigilRadio
 
 /// Answers commands from outside the loop (the CLI over `DATA/control.sock` now, the HTTP API
 /// later): status and pings at once; the simulated button; everything else through
@@ -71,6 +73,18 @@ final class ControlHandler: NodeComponent {
             return .now(reply)
         case .press(let press):
             return .now(self.press(press))
+        case .chatSend(let request):
+            guard !node.stopping else { return .now(.refused(.unavailable, "the node is stopping")) }
+            guard let peer = parseAddress(request.peer) else { return .now(.refused(.invalid, "a device is AA:BB:CC:DD:EE:FF")) }
+            guard !request.text.isEmpty, request.text.utf8.count <= BoxServices.maximumChatBytes else {
+                return .now(.refused(.invalid, "a chat message is 1 to \(BoxServices.maximumChatBytes) bytes"))
+            }
+            switch node.connections.sendChat(to: peer, text: request.text) {
+            case .notConnected: return .now(.refused(.conflict, "\(request.peer) is not connected"))
+            case .notSubscribed(let sequence), .sent(_, let sequence):
+                guard let sequence else { return .now(.refused(.logRefused, "the log refused the event")) }
+                return .whenDurable(sequence, alert: nil)
+            }
         case .reloadHubLinks:
             guard !node.stopping else { return .now(.refused(.unavailable, "the node is stopping")) }
             do {

@@ -30,6 +30,10 @@ public enum NodeCommand: Sendable, Equatable {
     case recordKeysPublished(KeysPublishedRecord)
     /// `DATA/hub.json` changed (`vigil hub join`, `add`): the hub sync starts again with it.
     case reloadHubLinks
+    /// Sends a chat message to a connected device (`vigil chat send`).
+    case chatSend(ChatSendRequest)
+    /// Opens a device's chat: its unread count goes back to 0 (`vigil chat open`).
+    case chatOpen(ChatPeerReference)
 
     /// The command's name on the wire.
     public var name: String {
@@ -48,8 +52,22 @@ public enum NodeCommand: Sendable, Equatable {
         case .recordExposure: "record-exposure"
         case .recordKeysPublished: "record-keys-published"
         case .reloadHubLinks: "reload-hub-links"
+        case .chatSend: "chat-send"
+        case .chatOpen: "chat-open"
         }
     }
+}
+
+public struct ChatSendRequest: Codable, Sendable, Equatable {
+    /// The device: "AA:BB:CC:DD:EE:FF" (as `vigil chat list` shows it).
+    public var peer: String
+    public var text: String
+    public init(peer: String, text: String) { self.peer = peer; self.text = text }
+}
+
+public struct ChatPeerReference: Codable, Sendable, Equatable {
+    public var peer: String
+    public init(peer: String) { self.peer = peer }
 }
 
 public struct ButtonPress: Codable, Sendable, Equatable {
@@ -272,6 +290,8 @@ extension NodeCommand: Codable {
         case "record-exposure": self = .recordExposure(try arguments(ExposureRecord.self))
         case "record-keys-published": self = .recordKeysPublished(try arguments(KeysPublishedRecord.self))
         case "reload-hub-links": self = .reloadHubLinks
+        case "chat-send": self = .chatSend(try arguments(ChatSendRequest.self))
+        case "chat-open": self = .chatOpen(try arguments(ChatPeerReference.self))
         default:
             throw DecodingError.dataCorruptedError(forKey: .command, in: c, debugDescription: "unknown command \(name)")
         }
@@ -292,6 +312,8 @@ extension NodeCommand: Codable {
         case .acknowledgeAlert(let a): try c.encode(a, forKey: .arguments)
         case .recordExposure(let a): try c.encode(a, forKey: .arguments)
         case .recordKeysPublished(let a): try c.encode(a, forKey: .arguments)
+        case .chatSend(let a): try c.encode(a, forKey: .arguments)
+        case .chatOpen(let a): try c.encode(a, forKey: .arguments)
         }
     }
 }

@@ -74,6 +74,8 @@ public struct NodeConfiguration: Sendable {
     public var hubShareOccupancy = true
     /// The box's own page and API (`http:`): off unless `http.listen` is set.
     public var http = HTTPSettings()
+    /// GATT connections with phones and boxes (`connections:`): off unless `connections.enabled`.
+    public var connections = ConnectionSettings()
     /// Where the node's metrics go (nil: swift-metrics' global factory, which `vigil run`
     /// bootstraps with Prometheus's; tests give one of their own).
     public var metrics: (any MetricsFactory)?
@@ -286,6 +288,18 @@ public struct NodeConfiguration: Sendable {
         if var scheduling = try root.section("scheduling") {
             if let v = try scheduling.integer("loop_nice", in: -20...19) { config.loopNice = Int32(v) }
             try scheduling.finish()
+        }
+        if var connections = try root.section("connections") {
+            if let v = try connections.bool("enabled") { config.connections.enabled = v }
+            if let v = try connections.integer("max_links", in: 1...16) { config.connections.maximumLinks = v }
+            if let v = try connections.string("name") {
+                guard v.utf8.count <= 248 else { throw connections.error("connections.name is at most 248 bytes (GAP's limit)") }
+                config.connections.deviceName = v
+            }
+            if let v = try connections.integer("message_burst", in: 1...1_000) { config.connections.messageBurst = v }
+            if let v = try connections.duration("message_interval") { config.connections.messageIntervalMicroseconds = max(1_000, v) }
+            if let v = try connections.integer("violation_limit", in: 1...1_000) { config.connections.violationLimit = v }
+            try connections.finish()
         }
         if var http = try root.section("http") {
             if let v = try http.string("listen"), !v.isEmpty {

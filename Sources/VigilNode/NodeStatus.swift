@@ -40,6 +40,18 @@ public struct LiveStatus: Sendable, Codable {
     public var logCheck: String?
     /// Set when the log stopped taking writes and the node runs on from memory.
     public var fromMemory: FromMemoryStatus?
+    /// GATT links (nil: `connections` is off).
+    public var connections: ConnectionsStatus?
+}
+
+/// The box's GATT links, as `vigil status` shows them.
+public struct ConnectionsStatus: Sendable, Codable, Equatable {
+    /// Listening for links on the adapter's ATT channel.
+    public var serving: Bool
+    /// The peers linked now ("AA:BB:CC:DD:EE:FF", "/random" after a random address).
+    public var links: [String]
+    public var maximumLinks: Int
+    public var counters: ConnectionCounters
 }
 
 /// A node running from memory, as `vigil status` shows it.
@@ -70,6 +82,7 @@ extension Node {
             openWindowAdvertisers: intake.scanWindow.pendingAdvertisers, air: airAlerts.air.counters,
             onAir: airAlerts.onAirDescriptions, hci: (radio as? HCIRadio)?.counters, hubProblem: uplink.problems.summary,
             logCheck: logIntegrity.last,
-            fromMemory: fromMemory.map { FromMemoryStatus(sinceMicroseconds: $0.since, failure: $0.failure, events: $0.taken, critical: $0.criticalTaken) })
+            fromMemory: fromMemory.map { FromMemoryStatus(sinceMicroseconds: $0.since, failure: $0.failure, events: $0.taken, critical: $0.criticalTaken) },
+            connections: connections.status)
     }
 }

@@ -137,7 +137,8 @@ enum OpenAPIDocument {
             command:
               type: string
               enum: [ping, status, press, check-in, enrol-resident, update-resident, remove-resident, silence-alarms,
-                     raise-alert, cancel-alert, acknowledge-alert, record-exposure, record-keys-published, reload-hub-links]
+                     raise-alert, cancel-alert, acknowledge-alert, record-exposure, record-keys-published, reload-hub-links,
+                     chat-send, chat-open]
             arguments: {type: object}
         AlertRequest:
           type: object

@@ -70,6 +70,9 @@ enum EventFormatting {
             case .hubFeedRewound(let m): payload = try m.jsonString(options: options)
             case .logSalvaged(let m): payload = try m.jsonString(options: options)
             case .scanSightings(let m): payload = try m.jsonString(options: options)
+            case .linkChanged(let m): payload = try m.jsonString(options: options)
+            case .chatMessage(let m): payload = try m.jsonString(options: options)
+            case .chatOpened(let m): payload = try m.jsonString(options: options)
             case .scanBatch(let m):
                 // The packed hits shown as the ScanHits they are (the batch's bytes say nothing to a reader).
                 let hits = try m.scanHits().map { try $0.jsonString(options: options) }
@@ -134,6 +137,16 @@ enum EventFormatting {
             summary = "the log was damaged and salvaged (\(s.trigger)): \(s.recovered) records kept, \(s.lostCount) lost"
                 + (s.lost.isEmpty ? "" : " (\(LogSalvageText.ranges(s.lost)))")
                 + (s.tailUnknown ? ", and an unknown number after \(s.highestRecovered)" : "") + "; the damaged file is in \(s.keptAside)"
+        case .linkChanged(let l):
+            let role = l.role == .central ? "the box connected to" : "connected from"
+            summary = l.open ? "link open: \(role) \(formatAddress(l.peer))"
+                : "link closed: \(formatAddress(l.peer))" + (l.reason.isEmpty ? "" : " (\(l.reason))")
+        case .chatMessage(let m):
+            let channel = switch m.channel { case .uart: "uart"; case .message: "message"; default: "chat" }
+            let direction = m.outgoing ? "to \(formatAddress(m.peer))" + (m.delivered ? "" : " (not delivered)") : "from \(formatAddress(m.peer)) [unauthenticated]"
+            let tag = m.category.isEmpty ? "" : " \(m.category)"
+            summary = "\(channel)\(tag) \(direction): \(ChatText.printable(m.text, limit: 120))"
+        case .chatOpened(let o): summary = "chat with \(formatAddress(o.peer)) opened (unread reset)"
         case .scanSightings(let s):
             let minutes = s.tracks.reduce(0) { $0 + $1.minutes.count }
             summary = "\(s.hits) scan hits from \(time(s.spanStartUs)) to \(time(s.spanEndUs)) compacted: \(s.tracks.count) contact identifiers, \(minutes) identifier-minutes"

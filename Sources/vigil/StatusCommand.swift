@@ -124,6 +124,7 @@ struct Status: AsyncParsableCommand {
         out += hub.text + "\n"
         if let problem = live?.hubProblem { out += "hub PROBLEM: \(problem)\n" }
         out += "radio: \(RadioState(rawValue: s.health.radioState).map { "\($0)" } ?? "unknown") \(s.health.radioAdapter)\n"
+        out += ChatText.statusLine(s.conversations)
         out += "devices: \(s.devices.devices.count) (pruned \(s.devices.pruned))\n"
         for d in s.devices.sorted.sorted(by: { $0.lastSeenMicroseconds > $1.lastSeenMicroseconds }).prefix(5) {
             out += "  \(formatAddress(d.address)) seen \(d.hits)x, mean rssi \(String(format: "%.1f", d.meanRSSI)) dBm\(d.name.isEmpty ? "" : " \"\(d.name)\"")\n"
@@ -174,6 +175,16 @@ struct Status: AsyncParsableCommand {
             out += "on the air: \(live.onAir.isEmpty ? "presence only" : live.onAir.joined(separator: "; "))\n"
             if let h = live.hci {
                 out += "hci: \(h.packetsIn) packets in, \(h.packetsOut) out, \(h.reports) reports, \(h.recoveries) recoveries, \(h.commandTimeouts) command timeouts, \(h.hardwareErrors) hardware errors\n"
+                if h.incomingLinks > 0 || h.connectableRefusals > 0 {
+                    out += "hci links: \(h.incomingLinks) centrals connected to the box's advertising, connectable advertising refused \(h.connectableRefusals) times during a link\n"
+                }
+            }
+            if let c = live.connections {
+                let k = c.counters
+                out += "connections: \(c.serving ? "serving GATT" : "not serving (see the log)"), \(c.links.count) of \(c.maximumLinks) links"
+                    + (c.links.isEmpty ? "" : " (\(c.links.joined(separator: ", ")))")
+                    + "; \(k.messagesReceived) messages in (unauthenticated), \(k.messagesSent) out, \(k.messagesRefused) refused, \(k.violations) violations, \(k.linksClosedForMisbehaviour) links closed for misbehaviour, \(k.linksRefused) refused when full"
+                    + (k.alertsFromPhones + k.alertsFromPhonesRefused > 0 ? "; \(k.alertsFromPhones) alerts from phones (\(k.alertsFromPhonesRefused) could not be raised)" : "") + "\n"
             }
         }
         return out

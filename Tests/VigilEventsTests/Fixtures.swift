@@ -92,7 +92,7 @@ enum Fixtures {
             .scanHit(hit), .alertReceived(received), .alertRaised(raised), .alertCancelled(cancelled),
             .checkIn(checkIn), .buttonInput(button), .nodeStarted(started), .nodeStopped(stopped),
             .radioStateChanged(radio),
-        ] + schema2Bodies + schema4Bodies + schema5Bodies + schema6Bodies + schema7Bodies + schema8Bodies + schema9Bodies + schema10Bodies + schema11Bodies + schema12Bodies
+        ] + schema2Bodies + schema4Bodies + schema5Bodies + schema6Bodies + schema7Bodies + schema8Bodies + schema9Bodies + schema10Bodies + schema11Bodies + schema12Bodies + schema13Bodies
     }
 
     /// The kind schema 8 added, every field set (from the v8 golden stream).
@@ -260,6 +260,12 @@ enum Fixtures {
         goldenEventsV12.suffix(3).prefix(1).map(\.body)
     }
 
+    /// One body of each kind schema 13 added (connections), every field set.
+    static var schema13Bodies: [EventBody] {
+        let added = goldenEventsV13.suffix(5).map(\.body)
+        return [added[4], added[1], added[3]]
+    }
+
     /// Hits of one window as a ScanBatch holds them: a plain one, one with every optional part,
     /// one without any RSSI, one sharing the first's advertisement.
     static var batchHits: [ScanHit] {
@@ -348,6 +354,43 @@ enum Fixtures {
         let base = goldenEventsV11.last?.timeMicroseconds ?? start
         return goldenEventsV11 + [(base + 250_000, .scanBatch(batch)), (base + 500_000, .scanSightings(sightings)),
                                   (base + 750_000, .contactRetention(retention))]
+    }
+
+    /// The v13 golden stream: all of v12 and the kinds schema 13 added (connections), every
+    /// field set.
+    static var goldenEventsV13: [(timeMicroseconds: UInt64, body: EventBody)] {
+        var opened = LinkChanged()
+        opened.peer = 0x00_AA_01_00_00_00
+        opened.peerType = .addressPublic
+        opened.open = true
+        opened.role = .peripheral
+        var closed = LinkChanged()
+        closed.peer = 0x5A_0B_1C_2D_3E_4F
+        closed.peerType = .addressRandom
+        closed.open = false
+        closed.role = .central
+        closed.reason = "the peer wrote faster than its rate"
+        var received = ChatMessage()
+        received.peer = 0x5A_0B_1C_2D_3E_4F
+        received.peerType = .addressRandom
+        received.channel = .message
+        received.outgoing = false
+        received.text = "trapped on the roof, two of us"
+        received.messageID = "6F1C2B0A-1111-4A5B-9C3D-000000000001"
+        received.category = "sos"
+        var sent = ChatMessage()
+        sent.peer = 0x00_AA_01_00_00_00
+        sent.peerType = .addressPublic
+        sent.channel = .chat
+        sent.outgoing = true
+        sent.text = "water at the north door"
+        sent.delivered = true
+        var chatOpened = ChatOpened()
+        chatOpened.peer = 0x00_AA_01_00_00_00
+        let base = goldenEventsV12.last?.timeMicroseconds ?? start
+        return goldenEventsV12 + [(base + 250_000, .linkChanged(opened)), (base + 500_000, .chatMessage(received)),
+                                  (base + 750_000, .chatMessage(sent)), (base + 1_000_000, .chatOpened(chatOpened)),
+                                  (base + 1_250_000, .linkChanged(closed))]
     }
 
     /// The kinds schema 6 added, every field set (from the v6 golden stream).
@@ -675,6 +718,9 @@ extension EventBody {
         case .logSalvaged(let m): m
         case .scanSightings(let m): m
         case .scanBatch(let m): m
+        case .linkChanged(let m): m
+        case .chatMessage(let m): m
+        case .chatOpened(let m): m
         }
     }
 
@@ -713,6 +759,9 @@ extension EventBody {
         case .logSalvaged: self = .logSalvaged(try LogSalvaged(jsonString: json))
         case .scanSightings: self = .scanSightings(try ScanSightings(jsonString: json))
         case .scanBatch: self = .scanBatch(try ScanBatch(jsonString: json))
+        case .linkChanged: self = .linkChanged(try LinkChanged(jsonString: json))
+        case .chatMessage: self = .chatMessage(try ChatMessage(jsonString: json))
+        case .chatOpened: self = .chatOpened(try ChatOpened(jsonString: json))
         case .unspecified, .UNRECOGNIZED: throw GoldenFormatError("no payload type for kind \(kind.name)")
         }
     }

@@ -4,7 +4,7 @@ import VigilEvents
 
 /// The committed golden files prove that this build still reads what every schema version wrote.
 /// A new version's files are written (once, when the schema grows) with
-/// `VIGIL_WRITE_GOLDEN=v12 swift test --filter GoldenFileTests`; older versions are never rewritten.
+/// `VIGIL_WRITE_GOLDEN=v13 swift test --filter GoldenFileTests`; older versions are never rewritten.
 @Suite("Golden files")
 struct GoldenFileTests {
     /// Every schema version, oldest first, with the events its files hold.
@@ -20,7 +20,8 @@ struct GoldenFileTests {
         ("v9", Fixtures.goldenEventsV9, Array(EventKind.known.prefix(29))),
         ("v10", Fixtures.goldenEventsV10, Array(EventKind.known.prefix(30))),
         ("v11", Fixtures.goldenEventsV11, Array(EventKind.known.prefix(31))),
-        ("v12", Fixtures.goldenEventsV12, EventKind.known),
+        ("v12", Fixtures.goldenEventsV12, Array(EventKind.known.prefix(32))),
+        ("v13", Fixtures.goldenEventsV13, EventKind.known),
     ]
 
     @Test(arguments: versions.map(\.name))

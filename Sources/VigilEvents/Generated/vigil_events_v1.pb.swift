@@ -96,6 +96,11 @@ public nonisolated enum Vigil_Events_V1_EventKind: SwiftProtobuf.Enum, Swift.Cas
 
   /// Added in schema version 12 (the raw tier: one record per scan window).
   case scanBatch // = 32
+
+  /// Added in schema version 13 (connections: chat with phones and boxes, phones' messages).
+  case linkChanged // = 33
+  case chatMessage // = 34
+  case chatOpened // = 35
   case UNRECOGNIZED(Int)
 
   public init() {
@@ -137,6 +142,9 @@ public nonisolated enum Vigil_Events_V1_EventKind: SwiftProtobuf.Enum, Swift.Cas
     case 30: self = .logSalvaged
     case 31: self = .scanSightings
     case 32: self = .scanBatch
+    case 33: self = .linkChanged
+    case 34: self = .chatMessage
+    case 35: self = .chatOpened
     default: self = .UNRECOGNIZED(rawValue)
     }
   }
@@ -176,6 +184,9 @@ public nonisolated enum Vigil_Events_V1_EventKind: SwiftProtobuf.Enum, Swift.Cas
     case .logSalvaged: return 30
     case .scanSightings: return 31
     case .scanBatch: return 32
+    case .linkChanged: return 33
+    case .chatMessage: return 34
+    case .chatOpened: return 35
     case .UNRECOGNIZED(let i): return i
     }
   }
@@ -215,6 +226,9 @@ public nonisolated enum Vigil_Events_V1_EventKind: SwiftProtobuf.Enum, Swift.Cas
     .logSalvaged,
     .scanSightings,
     .scanBatch,
+    .linkChanged,
+    .chatMessage,
+    .chatOpened,
   ]
 
 }
@@ -575,6 +589,96 @@ public nonisolated enum Vigil_Events_V1_LadderStep: SwiftProtobuf.Enum, Swift.Ca
     .text,
     .alarm,
     .notify,
+  ]
+
+}
+
+public nonisolated enum Vigil_Events_V1_LinkRole: SwiftProtobuf.Enum, Swift.CaseIterable {
+  public typealias RawValue = Int
+  case unspecified // = 0
+
+  /// the peer connected to the box
+  case peripheral // = 1
+
+  /// the box connected to the peer
+  case central // = 2
+  case UNRECOGNIZED(Int)
+
+  public init() {
+    self = .unspecified
+  }
+
+  public init?(rawValue: Int) {
+    switch rawValue {
+    case 0: self = .unspecified
+    case 1: self = .peripheral
+    case 2: self = .central
+    default: self = .UNRECOGNIZED(rawValue)
+    }
+  }
+
+  public var rawValue: Int {
+    switch self {
+    case .unspecified: return 0
+    case .peripheral: return 1
+    case .central: return 2
+    case .UNRECOGNIZED(let i): return i
+    }
+  }
+
+  // The compiler won't synthesize support with the UNRECOGNIZED case.
+  public static let allCases: [Vigil_Events_V1_LinkRole] = [
+    .unspecified,
+    .peripheral,
+    .central,
+  ]
+
+}
+
+public nonisolated enum Vigil_Events_V1_ChatChannel: SwiftProtobuf.Enum, Swift.CaseIterable {
+  public typealias RawValue = Int
+  case unspecified // = 0
+
+  /// BTFinder's chat service (TX/RX)
+  case chat // = 1
+
+  /// the Nordic UART Service
+  case uart // = 2
+
+  /// Vigil's message service: EchoAlert-style JSON
+  case message // = 3
+  case UNRECOGNIZED(Int)
+
+  public init() {
+    self = .unspecified
+  }
+
+  public init?(rawValue: Int) {
+    switch rawValue {
+    case 0: self = .unspecified
+    case 1: self = .chat
+    case 2: self = .uart
+    case 3: self = .message
+    default: self = .UNRECOGNIZED(rawValue)
+    }
+  }
+
+  public var rawValue: Int {
+    switch self {
+    case .unspecified: return 0
+    case .chat: return 1
+    case .uart: return 2
+    case .message: return 3
+    case .UNRECOGNIZED(let i): return i
+    }
+  }
+
+  // The compiler won't synthesize support with the UNRECOGNIZED case.
+  public static let allCases: [Vigil_Events_V1_ChatChannel] = [
+    .unspecified,
+    .chat,
+    .uart,
+    .message,
   ]
 
 }
@@ -1952,12 +2056,78 @@ public nonisolated struct Vigil_Events_V1_MinuteSighting: Sendable {
   fileprivate var _txPower: Int32? = nil
 }
 
+/// An LE link to a peer opened or closed.
+public nonisolated struct Vigil_Events_V1_LinkChanged: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var peer: UInt64 = 0
+
+  public var peerType: Vigil_Events_V1_AddressType = .addressPublic
+
+  public var `open`: Bool = false
+
+  public var role: Vigil_Events_V1_LinkRole = .unspecified
+
+  /// why it closed: the peer left, the link was lost, the box refused it
+  public var reason: String = String()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// A chat message or a phone's message, received from a peer (unauthenticated: anyone in range
+/// can write one) or sent to it.
+public nonisolated struct Vigil_Events_V1_ChatMessage: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var peer: UInt64 = 0
+
+  public var peerType: Vigil_Events_V1_AddressType = .addressPublic
+
+  public var channel: Vigil_Events_V1_ChatChannel = .unspecified
+
+  public var outgoing: Bool = false
+
+  public var text: String = String()
+
+  /// a phone message's id (CHAT_CHANNEL_MESSAGE)
+  public var messageID: String = String()
+
+  /// a phone message's category, lowercased (sos, ...)
+  public var category: String = String()
+
+  /// outgoing: notified or written to the peer; false: it could not be
+  public var delivered: Bool = false
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// Staff opened a device's chat (`vigil chat open`): its unread count goes back to 0.
+public nonisolated struct Vigil_Events_V1_ChatOpened: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var peer: UInt64 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
 // MARK: - Code below here is support for the SwiftProtobuf runtime.
 
 fileprivate nonisolated let _protobuf_package = "vigil.events.v1"
 
 nonisolated extension Vigil_Events_V1_EventKind: SwiftProtobuf._ProtoNameProviding {
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0EVENT_KIND_UNSPECIFIED\0\u{1}SCAN_HIT\0\u{1}ALERT_RECEIVED\0\u{1}ALERT_RAISED\0\u{1}ALERT_CANCELLED\0\u{1}CHECK_IN\0\u{1}BUTTON_INPUT\0\u{1}NODE_STARTED\0\u{1}NODE_STOPPED\0\u{1}RADIO_STATE_CHANGED\0\u{1}RESIDENT_ENROLLED\0\u{1}RESIDENT_UPDATED\0\u{1}RESIDENT_REMOVED\0\u{1}DEADLINE_REACHED\0\u{1}ALARM_ACKNOWLEDGED\0\u{1}OUTBOX_ATTEMPT\0\u{1}EXPOSURE_DETECTED\0\u{1}CONTACT_RETENTION\0\u{1}EXPOSURE_KEYS_PUBLISHED\0\u{1}ALERT_ACKNOWLEDGED\0\u{1}ALERT_EXPIRED\0\u{1}ALERT_REAFFIRMED\0\u{1}DOWNTIME_DETECTED\0\u{1}HUB_ACKNOWLEDGED\0\u{1}HUB_EPOCH_STARTED\0\u{1}HUB_RECEIVED\0\u{1}OCCUPANCY_SAMPLED\0\u{1}EXPOSURE_KEYS_OFFERED\0\u{1}EXPOSURE_KEYS_MATCHED\0\u{1}HUB_FEED_REWOUND\0\u{1}LOG_SALVAGED\0\u{1}SCAN_SIGHTINGS\0\u{1}SCAN_BATCH\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0EVENT_KIND_UNSPECIFIED\0\u{1}SCAN_HIT\0\u{1}ALERT_RECEIVED\0\u{1}ALERT_RAISED\0\u{1}ALERT_CANCELLED\0\u{1}CHECK_IN\0\u{1}BUTTON_INPUT\0\u{1}NODE_STARTED\0\u{1}NODE_STOPPED\0\u{1}RADIO_STATE_CHANGED\0\u{1}RESIDENT_ENROLLED\0\u{1}RESIDENT_UPDATED\0\u{1}RESIDENT_REMOVED\0\u{1}DEADLINE_REACHED\0\u{1}ALARM_ACKNOWLEDGED\0\u{1}OUTBOX_ATTEMPT\0\u{1}EXPOSURE_DETECTED\0\u{1}CONTACT_RETENTION\0\u{1}EXPOSURE_KEYS_PUBLISHED\0\u{1}ALERT_ACKNOWLEDGED\0\u{1}ALERT_EXPIRED\0\u{1}ALERT_REAFFIRMED\0\u{1}DOWNTIME_DETECTED\0\u{1}HUB_ACKNOWLEDGED\0\u{1}HUB_EPOCH_STARTED\0\u{1}HUB_RECEIVED\0\u{1}OCCUPANCY_SAMPLED\0\u{1}EXPOSURE_KEYS_OFFERED\0\u{1}EXPOSURE_KEYS_MATCHED\0\u{1}HUB_FEED_REWOUND\0\u{1}LOG_SALVAGED\0\u{1}SCAN_SIGHTINGS\0\u{1}SCAN_BATCH\0\u{1}LINK_CHANGED\0\u{1}CHAT_MESSAGE\0\u{1}CHAT_OPENED\0")
 }
 
 nonisolated extension Vigil_Events_V1_AddressType: SwiftProtobuf._ProtoNameProviding {
@@ -1990,6 +2160,14 @@ nonisolated extension Vigil_Events_V1_CheckInMode: SwiftProtobuf._ProtoNameProvi
 
 nonisolated extension Vigil_Events_V1_LadderStep: SwiftProtobuf._ProtoNameProviding {
   public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0LADDER_STEP_NONE\0\u{1}LADDER_STEP_PROMPT\0\u{1}LADDER_STEP_TEXT\0\u{1}LADDER_STEP_ALARM\0\u{1}LADDER_STEP_NOTIFY\0")
+}
+
+nonisolated extension Vigil_Events_V1_LinkRole: SwiftProtobuf._ProtoNameProviding {
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0LINK_ROLE_UNSPECIFIED\0\u{1}LINK_ROLE_PERIPHERAL\0\u{1}LINK_ROLE_CENTRAL\0")
+}
+
+nonisolated extension Vigil_Events_V1_ChatChannel: SwiftProtobuf._ProtoNameProviding {
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0CHAT_CHANNEL_UNSPECIFIED\0\u{1}CHAT_CHANNEL_CHAT\0\u{1}CHAT_CHANNEL_UART\0\u{1}CHAT_CHANNEL_MESSAGE\0")
 }
 
 nonisolated extension Vigil_Events_V1_AdvertisementSummary: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -4411,6 +4589,151 @@ nonisolated extension Vigil_Events_V1_MinuteSighting: SwiftProtobuf.Message, Swi
     if lhs.rssiUnavailable != rhs.rssiUnavailable {return false}
     if lhs.rssiMax != rhs.rssiMax {return false}
     if lhs._txPower != rhs._txPower {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Vigil_Events_V1_LinkChanged: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".LinkChanged"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}peer\0\u{3}peer_type\0\u{1}open\0\u{1}role\0\u{1}reason\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt64Field(value: &self.peer) }()
+      case 2: try { try decoder.decodeSingularEnumField(value: &self.peerType) }()
+      case 3: try { try decoder.decodeSingularBoolField(value: &self.`open`) }()
+      case 4: try { try decoder.decodeSingularEnumField(value: &self.role) }()
+      case 5: try { try decoder.decodeSingularStringField(value: &self.reason) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.peer != 0 {
+      try visitor.visitSingularUInt64Field(value: self.peer, fieldNumber: 1)
+    }
+    if self.peerType != .addressPublic {
+      try visitor.visitSingularEnumField(value: self.peerType, fieldNumber: 2)
+    }
+    if self.`open` != false {
+      try visitor.visitSingularBoolField(value: self.`open`, fieldNumber: 3)
+    }
+    if self.role != .unspecified {
+      try visitor.visitSingularEnumField(value: self.role, fieldNumber: 4)
+    }
+    if !self.reason.isEmpty {
+      try visitor.visitSingularStringField(value: self.reason, fieldNumber: 5)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Vigil_Events_V1_LinkChanged, rhs: Vigil_Events_V1_LinkChanged) -> Bool {
+    if lhs.peer != rhs.peer {return false}
+    if lhs.peerType != rhs.peerType {return false}
+    if lhs.`open` != rhs.`open` {return false}
+    if lhs.role != rhs.role {return false}
+    if lhs.reason != rhs.reason {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Vigil_Events_V1_ChatMessage: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ChatMessage"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}peer\0\u{3}peer_type\0\u{1}channel\0\u{1}outgoing\0\u{1}text\0\u{3}message_id\0\u{1}category\0\u{1}delivered\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt64Field(value: &self.peer) }()
+      case 2: try { try decoder.decodeSingularEnumField(value: &self.peerType) }()
+      case 3: try { try decoder.decodeSingularEnumField(value: &self.channel) }()
+      case 4: try { try decoder.decodeSingularBoolField(value: &self.outgoing) }()
+      case 5: try { try decoder.decodeSingularStringField(value: &self.text) }()
+      case 6: try { try decoder.decodeSingularStringField(value: &self.messageID) }()
+      case 7: try { try decoder.decodeSingularStringField(value: &self.category) }()
+      case 8: try { try decoder.decodeSingularBoolField(value: &self.delivered) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.peer != 0 {
+      try visitor.visitSingularUInt64Field(value: self.peer, fieldNumber: 1)
+    }
+    if self.peerType != .addressPublic {
+      try visitor.visitSingularEnumField(value: self.peerType, fieldNumber: 2)
+    }
+    if self.channel != .unspecified {
+      try visitor.visitSingularEnumField(value: self.channel, fieldNumber: 3)
+    }
+    if self.outgoing != false {
+      try visitor.visitSingularBoolField(value: self.outgoing, fieldNumber: 4)
+    }
+    if !self.text.isEmpty {
+      try visitor.visitSingularStringField(value: self.text, fieldNumber: 5)
+    }
+    if !self.messageID.isEmpty {
+      try visitor.visitSingularStringField(value: self.messageID, fieldNumber: 6)
+    }
+    if !self.category.isEmpty {
+      try visitor.visitSingularStringField(value: self.category, fieldNumber: 7)
+    }
+    if self.delivered != false {
+      try visitor.visitSingularBoolField(value: self.delivered, fieldNumber: 8)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Vigil_Events_V1_ChatMessage, rhs: Vigil_Events_V1_ChatMessage) -> Bool {
+    if lhs.peer != rhs.peer {return false}
+    if lhs.peerType != rhs.peerType {return false}
+    if lhs.channel != rhs.channel {return false}
+    if lhs.outgoing != rhs.outgoing {return false}
+    if lhs.text != rhs.text {return false}
+    if lhs.messageID != rhs.messageID {return false}
+    if lhs.category != rhs.category {return false}
+    if lhs.delivered != rhs.delivered {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Vigil_Events_V1_ChatOpened: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".ChatOpened"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}peer\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt64Field(value: &self.peer) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.peer != 0 {
+      try visitor.visitSingularUInt64Field(value: self.peer, fieldNumber: 1)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Vigil_Events_V1_ChatOpened, rhs: Vigil_Events_V1_ChatOpened) -> Bool {
+    if lhs.peer != rhs.peer {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

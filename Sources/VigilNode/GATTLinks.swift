@@ -1,0 +1,402 @@
+import VigilCore
+import VigilEvents
+import VigilGATT
+import VigilRadio
+import VigilSystem
+
+/// `connections:` in the configuration (README "Connections").
+public struct ConnectionSettings: Sendable, Equatable {
+    /// Serve the box's GATT services on the radio's adapter (raw channel only).
+    public var enabled = false
+    /// LE links peers may hold at once; one more is accepted and closed at once, and counted.
+    public var maximumLinks = 4
+    /// The name GAP serves (empty: "Vigil" and the node id's last four digits).
+    public var deviceName = ""
+    /// Messages a peer may send: `messageBurst` at once, then one per `messageIntervalMicroseconds`.
+    public var messageBurst = 10
+    public var messageIntervalMicroseconds: UInt64 = 500_000
+    /// Protocol violations (and refused messages) after which the box closes the link.
+    public var violationLimit = 8
+    public init() {}
+}
+
+/// Counted, for `vigil status` and metrics.
+public struct ConnectionCounters: Sendable, Codable, Equatable {
+    public var linksOpened: UInt64 = 0
+    public var linksRefused: UInt64 = 0
+    /// Links the box closed because the peer kept breaking the protocol or its limits.
+    public var linksClosedForMisbehaviour: UInt64 = 0
+    public var messagesReceived: UInt64 = 0
+    public var messagesSent: UInt64 = 0
+    /// Writes refused for the peer's rate, a message over the limit, or one that did not parse.
+    public var messagesRefused: UInt64 = 0
+    public var violations: UInt64 = 0
+    /// Phone messages (an SOS and the other alert categories) raised as alerts of the network,
+    /// and those that could not be (no shelter key, every counter used).
+    public var alertsFromPhones: UInt64 = 0
+    public var alertsFromPhonesRefused: UInt64 = 0
+    public var listenFailures: UInt64 = 0
+}
+
+/// The box as a GATT server: LE links peers open to the radio's adapter, each with the box's
+/// services (`BoxServices`), messages written to chat RX, UART RX and the message characteristic
+/// logged as `ChatMessage`s, link changes as `LinkChanged`. A Write Request is answered once its
+/// event is durable, so a phone that saw its write succeed knows the box has it.
+///
+/// Bounded per peer: `maximumLinks` links, one message in parts per characteristic
+/// (`MessageAssembler`), a token bucket of messages, and `violationLimit` strikes before the box
+/// closes the link. Nothing a peer sends can stall the loop: sockets are non-blocking, a send
+/// the kernel cannot queue is counted and dropped.
+final class GATTLinks: NodeComponent {
+    unowned let node: Node
+    let settings: ConnectionSettings
+    private(set) var counters = ConnectionCounters()
+    private var database: GATTDatabase?
+    /// GAP's name, also in the connectable advert.
+    private var deviceName = ""
+    private var listener: ATTSocket?
+    private var links: [Int32: Link] = [:]
+    /// Writes answered when their event is durable: event sequence → link and the value's completion.
+    private var awaiting: [UInt64: (fd: Int32, completion: WriteCompletion)] = [:]
+
+    struct Link {
+        let socket: ATTSocket
+        let peer: LEAddress
+        var server: GATTServer
+        var assemblers: [Int: MessageAssembler] = [:]
+        var tokens: Double
+        var refilledNanoseconds: UInt64
+        var strikes = 0
+    }
+
+    init(node: Node) {
+        self.node = node
+        settings = node.configuration.connections
+    }
+
+    var isServing: Bool { listener != nil }
+
+    var status: ConnectionsStatus? {
+        guard settings.enabled else { return nil }
+        return ConnectionsStatus(serving: listener != nil,
+                                 links: links.values.map { formatAddress($0.peer.value) + ($0.peer.kind == .random ? "/random" : "") }.sorted(),
+                                 maximumLinks: settings.maximumLinks, counters: counters)
+    }
+
+    /// What the radio advertises connectable, and answers scan requests with, while another
+    /// link fits (nil: nothing).
+    var connectableAdvertisement: (advert: [UInt8], scanResponse: [UInt8])? {
+        guard listener != nil, links.count < settings.maximumLinks, database != nil else { return nil }
+        return (BoxServices.connectableAdvertisement(name: deviceName), BoxServices.scanResponse(name: deviceName))
+    }
+    var linkCount: Int { links.count }
+
+    func start() throws(NodeError) {
+        // Links of the last run are gone: say so, so no conversation shows a link that is not there.
+        for conversation in node.projections.conversations.connected {
+            appendLink(peer: LEAddress(value: conversation.peer, kind: conversation.random ? .random : .public), open: false,
+                       reason: "the box restarted")
+        }
+        guard settings.enabled else { return }
+        deviceName = settings.deviceName.isEmpty ? "Vigil \(String(String(node.nodeID, radix: 16).suffix(4)).uppercased())" : settings.deviceName
+        database = BoxServices.database(name: deviceName)
+        listen()
+    }
+
+    func stop() {
+        for fd in Array(links.keys) { close(fd, reason: "the box stopped") }
+        if let listener {
+            node.loop.unwatch(listener.fd, "the ATT listener")
+            listener.close()
+            self.listener = nil
+            node.airAlerts.connectionsChanged()
+        }
+    }
+
+    /// Listens on the radio's adapter; a failure (no adapter yet, bluetoothd holding the
+    /// channel) is logged and tried again when the radio next comes on.
+    private func listen() {
+        guard listener == nil, database != nil else { return }
+        guard node.configuration.radio != "sim", node.configuration.hci.channel == .raw else {
+            node.logger.warning("GATT connections need a BlueZ adapter on the raw channel; not serving",
+                                metadata: ["radio": "\(node.configuration.radio)", "channel": "\(node.configuration.hci.channel.rawValue)"])
+            return
+        }
+        do {
+            guard let adapter = try listBluetoothAdapters().first(where: { $0.name == node.configuration.radio || $0.addressText == node.configuration.radio.uppercased() }) else {
+                counters.listenFailures += 1
+                return
+            }
+            let socket = try ATTSocket.listen(on: LEAddress(value: adapter.address, kind: .public), backlog: Int32(settings.maximumLinks))
+            guard node.loop.watch(socket.fd, "the ATT listener", handler: { [unowned self] _ in acceptAll() }) else {
+                counters.listenFailures += 1
+                return
+            }
+            listener = socket
+            node.airAlerts.connectionsChanged()
+            node.logger.info("serving GATT", metadata: ["adapter": "\(adapter.name)", "address": "\(adapter.addressText)"])
+        } catch {
+            counters.listenFailures += 1
+            node.logger.warning("cannot serve GATT", metadata: ["error": "\(error)"])
+        }
+    }
+
+    func applied(_ event: Event) {
+        if case .radioStateChanged(let change) = event.body, change.state == .on { listen() }
+        if let write = awaiting.removeValue(forKey: event.sequence) { answerWrite(write.fd, write.completion, error: nil) }
+    }
+
+    func refused(_ event: Event) {
+        if let write = awaiting.removeValue(forKey: event.sequence) { answerWrite(write.fd, write.completion, error: .insufficientResources) }
+    }
+
+    // MARK: - Links
+
+    private func acceptAll() {
+        guard let listener, let database else { return }
+        while true {
+            let accepted: ATTSocket?
+            do { accepted = try listener.accept() } catch {
+                node.logger.error("ATT accept failed", metadata: ["error": "\(error)"])
+                return
+            }
+            guard let socket = accepted, let peer = socket.peer else { return }
+            guard links.count < settings.maximumLinks else {
+                counters.linksRefused += 1
+                socket.close()
+                continue
+            }
+            let fd = socket.fd
+            guard node.loop.watch(fd, "an ATT link", handler: { [unowned self] _ in readable(fd) }) else {
+                socket.close()
+                continue
+            }
+            links[fd] = Link(socket: socket, peer: peer, server: GATTServer(database: database),
+                             tokens: Double(settings.messageBurst), refilledNanoseconds: node.monotonic.nowNanoseconds())
+            counters.linksOpened += 1
+            appendLink(peer: peer, open: true, reason: "")
+            node.airAlerts.connectionsChanged()
+        }
+    }
+
+    private func readable(_ fd: Int32) {
+        for _ in 0 ..< 64 {   // a fair share of the loop per wake-up; the descriptor stays readable
+            guard let link = links[fd] else { return }
+            switch link.socket.receive() {
+            case .nothing:
+                return
+            case .truncated:
+                strike(fd, "a PDU over \(ATTSocket.receiveCapacity) bytes")
+            case .closed(let error):
+                close(fd, reason: error.map { "the link ended: \($0)" } ?? "the peer disconnected")
+                return
+            case .pdu(let bytes):
+                guard ATTRole.of(opcode: bytes.first ?? 0) == .server else {
+                    strike(fd, "a response or notification the box did not ask for")
+                    continue
+                }
+                guard var server = links[fd]?.server else { return }
+                let outputs = server.receive(bytes)
+                links[fd]?.server = server
+                for output in outputs { handle(output, fd) }
+            }
+        }
+    }
+
+    private func handle(_ output: GATTServerOutput, _ fd: Int32) {
+        switch output {
+        case .send(let pdu):
+            send(pdu, fd)
+        case .written(let index, let value, let completion):
+            written(index, value, completion: completion, fd)
+        case .violation(let what):
+            strike(fd, what)
+        case .subscriptionChanged, .indicationConfirmed, .mtuChanged:
+            break
+        }
+    }
+
+    private func written(_ index: Int, _ value: [UInt8], completion: WriteCompletion?, _ fd: Int32) {
+        guard let database, var link = links[fd] else { return }
+        let uuid = database.characteristics[index].uuid
+        let channel: ChatChannel
+        switch uuid {
+        case BoxServices.chatRX: channel = .chat
+        case BoxServices.uartRX: channel = .uart
+        case BoxServices.message: channel = .message
+        default:
+            if let completion { answerWrite(fd, completion, error: .writeNotPermitted) }
+            return
+        }
+        var assembler = link.assemblers[index]
+            ?? MessageAssembler(limit: channel == .message ? BoxServices.maximumMessageBytes : BoxServices.maximumChatBytes)
+        let outcome = assembler.add(value)
+        link.assemblers[index] = assembler
+        links[fd] = link
+        switch outcome {
+        case .partial, .empty:
+            if let completion { answerWrite(fd, completion, error: nil) }
+        case .tooLong:
+            refuse(fd, completion, .messageTooLong, "a message over the limit")
+        case .message(let bytes):
+            guard takeToken(fd) else { return refuse(fd, completion, .rateExceeded, "messages faster than the rate") }
+            var chat = ChatMessage()
+            chat.peer = link.peer.value
+            chat.peerType = link.peer.kind == .random ? .addressRandom : .addressPublic
+            chat.channel = channel
+            chat.outgoing = false
+            if channel == .message {
+                let message: PhoneMessage
+                do { message = try PhoneMessage.parse(bytes) } catch {
+                    return refuse(fd, completion, .valueNotAllowed, "a message that is not EchoAlert's JSON: \(error)")
+                }
+                // The same message again (the phone retried, or another phone relays it): taken once.
+                if node.projections.conversations.seenMessageIDs[message.id] != nil || pendingMessageID(message.id) {
+                    if let completion { answerWrite(fd, completion, error: nil) }
+                    return
+                }
+                chat.text = message.content
+                chat.messageID = message.id
+                chat.category = message.category
+            } else {
+                chat.text = String(decoding: bytes, as: UTF8.self)
+            }
+            counters.messagesReceived += 1
+            guard let sequence = node.append(.chatMessage(chat)) else {
+                if let completion { answerWrite(fd, completion, error: .insufficientResources) }
+                return
+            }
+            if let completion { awaiting[sequence] = (fd, completion) }
+            if channel == .message, CommandInterpreter.alertKinds[chat.category] != nil { raiseAlert(for: chat) }
+        }
+    }
+
+    /// A phone's SOS (or another alert category EchoAlert's message carries) becomes an alert of
+    /// this box's network, raised here as staff would raise it, once per message id (the chat
+    /// message before it is taken once). Its text says it came from a phone, unauthenticated.
+    private func raiseAlert(for message: ChatMessage) {
+        let lifetime = min(Self.phoneAlertLifetimeMicroseconds, node.configuration.airAlerts.maxLifetimeMicroseconds)
+        var text = "from a phone, unauthenticated (\(formatAddress(message.peer))): \(message.text)"
+        while text.utf8.count > 500 { text.removeLast() }
+        let request = AlertRequest(kind: message.category, severity: nil, lifetimeMicroseconds: lifetime, text: text)
+        switch node.control.interpreter.interpret(.raiseAlert(request)) {
+        case .event(let body, _):
+            guard node.append(body) != nil else { return }
+            counters.alertsFromPhones += 1
+            node.logger.notice("a phone's message raised an alert", metadata: ["peer": "\(formatAddress(message.peer))", "category": "\(message.category)", "message": "\(message.messageID)"])
+        case .refused(_, let why):
+            counters.alertsFromPhonesRefused += 1
+            node.logger.warning("a phone's alert could not be raised", metadata: ["peer": "\(formatAddress(message.peer))", "why": "\(why)"])
+        }
+    }
+
+    /// How long an alert from a phone lasts (as `vigil alert raise` by default).
+    static let phoneAlertLifetimeMicroseconds: UInt64 = 6 * 3_600_000_000
+
+    private func pendingMessageID(_ id: String) -> Bool {
+        node.pending.elements.contains { if case .chatMessage(let m) = $0.body { m.messageID == id && !m.outgoing } else { false } }
+    }
+
+    private func takeToken(_ fd: Int32) -> Bool {
+        guard var link = links[fd] else { return false }
+        let now = node.monotonic.nowNanoseconds()
+        let interval = Double(max(settings.messageIntervalMicroseconds, 1)) * 1_000
+        link.tokens = min(Double(settings.messageBurst), link.tokens + Double(now &- link.refilledNanoseconds) / interval)
+        link.refilledNanoseconds = now
+        defer { links[fd] = link }
+        guard link.tokens >= 1 else { return false }
+        link.tokens -= 1
+        return true
+    }
+
+    private func refuse(_ fd: Int32, _ completion: WriteCompletion?, _ code: ATTErrorCode, _ why: String) {
+        counters.messagesRefused += 1
+        if let completion { answerWrite(fd, completion, error: code) }
+        strike(fd, why)
+    }
+
+    private func answerWrite(_ fd: Int32, _ completion: WriteCompletion, error code: ATTErrorCode?) {
+        guard var server = links[fd]?.server else { return }
+        let pdu = server.completeWrite(completion, error: code)
+        links[fd]?.server = server
+        if let pdu { send(pdu, fd) }
+    }
+
+    private func strike(_ fd: Int32, _ what: String) {
+        guard var link = links[fd] else { return }
+        counters.violations += 1
+        link.strikes += 1
+        links[fd] = link
+        node.logger.notice("a GATT peer broke the rules", metadata: ["peer": "\(link.peer)", "what": "\(what)", "strikes": "\(link.strikes)"])
+        if link.strikes >= settings.violationLimit {
+            counters.linksClosedForMisbehaviour += 1
+            close(fd, reason: "closed by the box: \(what)")
+        }
+    }
+
+    private func send(_ pdu: [UInt8], _ fd: Int32) {
+        guard let link = links[fd] else { return }
+        do { try link.socket.send(pdu) } catch {
+            node.logger.notice("ATT send failed", metadata: ["peer": "\(link.peer)", "error": "\(error)"])
+        }
+    }
+
+    private func close(_ fd: Int32, reason: String) {
+        guard let link = links.removeValue(forKey: fd) else { return }
+        node.loop.unwatch(fd, "an ATT link")
+        link.socket.close()
+        for (sequence, write) in awaiting where write.fd == fd { awaiting[sequence] = nil }
+        appendLink(peer: link.peer, open: false, reason: reason)
+        node.airAlerts.connectionsChanged()
+    }
+
+    private func appendLink(peer: LEAddress, open: Bool, reason: String) {
+        var change = LinkChanged()
+        change.peer = peer.value
+        change.peerType = peer.kind == .random ? .addressRandom : .addressPublic
+        change.open = open
+        change.role = .peripheral
+        change.reason = reason
+        node.append(.linkChanged(change))
+    }
+
+    // MARK: - Sending
+
+    /// How a chat message went: sent in `parts` values, or logged as not delivered (the device
+    /// subscribed to neither TX); the sequence of its event (nil: the log refused it).
+    enum SendOutcome: Equatable { case sent(parts: Int, sequence: UInt64?), notConnected, notSubscribed(sequence: UInt64?) }
+
+    /// Sends `text` to a connected peer: on chat TX if it subscribed, else UART TX, in parts when
+    /// longer than one value; logged as an outgoing `ChatMessage` with whether it went out.
+    func sendChat(to peer: UInt64, text: String) -> SendOutcome {
+        guard let database, let entry = links.first(where: { $0.value.peer.value == peer }) else { return .notConnected }
+        let (fd, link) = (entry.key, entry.value)
+        let bytes = Array(text.utf8)
+        var sentParts: Int?
+        var channel = ChatChannel.chat
+        for (uuid, service, via) in [(BoxServices.chatTX, BoxServices.chat, ChatChannel.chat), (BoxServices.uartTX, BoxServices.uart, ChatChannel.uart)] {
+            guard let index = database.characteristicIndex(of: uuid, in: service) else { continue }
+            let parts = MessageFrames.split(bytes, valueLength: link.server.mtu - 3)
+            var pdus: [[UInt8]] = []
+            for part in parts {
+                guard let pdu = try? link.server.notification(index, part) else { break }
+                pdus.append(pdu)
+            }
+            guard pdus.count == parts.count else { continue }
+            for pdu in pdus { send(pdu, fd) }
+            sentParts = pdus.count
+            channel = via
+            break
+        }
+        var chat = ChatMessage()
+        chat.peer = peer
+        chat.peerType = link.peer.kind == .random ? .addressRandom : .addressPublic
+        chat.channel = channel
+        chat.outgoing = true
+        chat.text = text
+        chat.delivered = sentParts != nil
+        if sentParts != nil { counters.messagesSent += 1 }
+        let sequence = node.append(.chatMessage(chat))
+        return sentParts.map { .sent(parts: $0, sequence: sequence) } ?? .notSubscribed(sequence: sequence)
+    }
+}

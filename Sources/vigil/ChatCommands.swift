@@ -1,0 +1,99 @@
+import ArgumentParser
+import Foundation
+import VigilCore
+import VigilEvents
+import VigilNode
+import VigilSystem
+
+/// `vigil chat`: conversations with phones and boxes over GATT (README "Connections"), as
+/// BTFinder keeps them: per device, with an unread count shown 1–99 and then "...".
+struct ChatCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "chat",
+        abstract: "Chats with phones and boxes connected over Bluetooth.",
+        subcommands: [ChatList.self, ChatOpen.self, ChatSend.self])
+}
+
+enum ChatText {
+    static func peer(_ c: Conversations.Conversation) -> String {
+        formatAddress(c.peer) + (c.random ? "/random" : "")
+    }
+
+    /// One line for `vigil status` (nothing when there never was a chat).
+    static func statusLine(_ conversations: Conversations) -> String {
+        guard !conversations.byPeer.isEmpty else { return "" }
+        let unread = conversations.recent.filter { $0.unread > 0 }
+        var line = "chats: \(conversations.byPeer.count) devices, \(conversations.connected.count) connected"
+        if !unread.isEmpty { line += "; unread: " + unread.prefix(5).map { "\(peer($0)) (\($0.unreadBadge))" }.joined(separator: ", ") }
+        return line + "\n"
+    }
+
+    static func message(_ m: Conversations.Message) -> String {
+        let who = m.outgoing ? "box" : "peer (unauthenticated)"
+        var text = "\(EventFormatting.time(m.timeMicroseconds)) \(who)"
+        if !m.category.isEmpty { text += " [\(m.category)]" }
+        if m.outgoing && !m.delivered { text += " (not delivered)" }
+        return text + ": " + printable(m.text, limit: 2_000)
+    }
+
+    /// Text from a peer as a terminal may show it: control characters (an escape sequence could
+    /// rewrite the screen) become U+FFFD, and a long text is cut with "…".
+    static func printable(_ text: String, limit: Int) -> String {
+        var out = String.UnicodeScalarView()
+        for (index, scalar) in text.unicodeScalars.enumerated() {
+            if index == limit { out.append("…"); break }
+            let controlled = scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value)
+            out.append(controlled ? "\u{FFFD}" : scalar)
+        }
+        return String(out)
+    }
+}
+
+struct ChatList: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "list", abstract: "Devices with a chat, most recent first, with unread counts.")
+    @OptionGroup var options: DataOptions
+
+    func run() async throws {
+        try await reportingErrors {
+            let configuration = try options.load().configuration
+            let state = try Replay.currentState(try openForReading(configuration.dataDirectory), settings: configuration.projections)
+            var out = state.conversations.byPeer.isEmpty ? "no chats\n" : ""
+            for c in state.conversations.recent {
+                out += "\(ChatText.peer(c))  \(c.connected ? "connected" : "not connected")  \(c.messages.count) message\(c.messages.count == 1 ? "" : "s")"
+                out += c.unread > 0 ? "  unread \(c.unreadBadge)\n" : "\n"
+            }
+            FileOutput.standardOutput.write(out)
+        }
+    }
+}
+
+struct ChatOpen: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "open", abstract: "Show a device's chat and mark it read.")
+    @OptionGroup var options: DataOptions
+    @Argument(help: "The device (AA:BB:CC:DD:EE:FF).") var peer: String
+
+    func run() async throws {
+        try await reportingErrors {
+            let configuration = try options.load().configuration
+            _ = try CommandSender.sendToRunningNode(.chatOpen(ChatPeerReference(peer: peer)), dataDirectory: configuration.dataDirectory)
+            let state = try Replay.currentState(try openForReading(configuration.dataDirectory), settings: configuration.projections)
+            guard let address = parseAddress(peer), let c = state.conversations.byPeer[address] else { throw CLIError("no chat with \(peer)", code: 65) }
+            FileOutput.standardOutput.write(c.messages.map(ChatText.message).joined(separator: "\n") + "\n")
+        }
+    }
+}
+
+struct ChatSend: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "send", abstract: "Send a message to a connected device.")
+    @OptionGroup var options: DataOptions
+    @Argument(help: "The device (AA:BB:CC:DD:EE:FF).") var peer: String
+    @Argument(help: "The message.") var text: String
+
+    func run() async throws {
+        try await reportingErrors {
+            let configuration = try options.load().configuration
+            let reply = try CommandSender.sendToRunningNode(.chatSend(ChatSendRequest(peer: peer, text: text)), dataDirectory: configuration.dataDirectory)
+            FileOutput.standardOutput.write("sent (event \(reply.sequence ?? 0))\n")
+        }
+    }
+}
