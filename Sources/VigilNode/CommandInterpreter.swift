@@ -39,7 +39,7 @@ public struct CommandInterpreter {
 
     public func interpret(_ command: NodeCommand) -> Outcome {
         switch command {
-        case .ping, .status, .press, .reloadHubLinks, .chatSend:
+        case .ping, .status, .press, .reloadHubLinks, .chatSend, .chatConnect, .chatDisconnect:
             return .refused(.invalid, "\(command.name) is answered by the node, not logged")
         case .chatOpen(let r):
             guard let peer = parseAddress(r.peer) else { return .refused(.invalid, "a device is AA:BB:CC:DD:EE:FF") }

@@ -85,6 +85,16 @@ final class ControlHandler: NodeComponent {
                 guard let sequence else { return .now(.refused(.logRefused, "the log refused the event")) }
                 return .whenDurable(sequence, alert: nil)
             }
+        case .chatConnect(let request):
+            guard !node.stopping else { return .now(.refused(.unavailable, "the node is stopping")) }
+            guard let peer = LEAddress(request.peer) else { return .now(.refused(.invalid, "a device is AA:BB:CC:DD:EE:FF, with /random for a random address")) }
+            switch node.chatCentral.connect(to: peer) {
+            case .connecting, .alreadyLinked: return .now(.done)
+            case .failed(let why): return .now(.refused(.unavailable, why))
+            }
+        case .chatDisconnect(let request):
+            guard let peer = LEAddress(request.peer) else { return .now(.refused(.invalid, "a device is AA:BB:CC:DD:EE:FF")) }
+            return .now(node.chatCentral.disconnect(peer.value) ? .done : .refused(.conflict, "the box has no chat link to \(request.peer)"))
         case .reloadHubLinks:
             guard !node.stopping else { return .now(.refused(.unavailable, "the node is stopping")) }
             do {

@@ -37,15 +37,15 @@ final class EventLoop: @unchecked Sendable {
         wakeFD.signal()
     }
 
-    /// Watches `fd` for input (and hang-ups); `handler` runs on the loop with epoll's event bits.
-    /// A failure is reported to the failure path and returns false.
+    /// Watches `fd` for input (and hang-ups), or for `events`; `handler` runs on the loop with
+    /// epoll's event bits. A failure is reported to the failure path and returns false.
     @discardableResult
-    func watch(_ fd: Int32, _ what: String, handler: @escaping Handler) -> Bool {
+    func watch(_ fd: Int32, _ what: String, events: UInt32 = Epoll.readable, handler: @escaping Handler) -> Bool {
         owner.check(what)
         let token = nextToken
         nextToken += 1
         do {
-            try epoll.add(fd, token: token)
+            try epoll.add(fd, token: token, events: events)
         } catch {
             onFailure("cannot watch \(what)", error)
             return false

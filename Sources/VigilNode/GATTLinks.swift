@@ -80,7 +80,9 @@ final class GATTLinks: NodeComponent {
         guard settings.enabled else { return nil }
         return ConnectionsStatus(serving: listener != nil,
                                  links: links.values.map { formatAddress($0.peer.value) + ($0.peer.kind == .random ? "/random" : "") }.sorted(),
-                                 maximumLinks: settings.maximumLinks, counters: counters)
+                                 maximumLinks: settings.maximumLinks,
+                                 chatLink: node.chatCentral.peer.map { "\($0.address) (\($0.ready ? "ready" : "connecting"))" },
+                                 counters: counters)
     }
 
     /// What the radio advertises connectable, and answers scan requests with, while another
@@ -360,6 +362,14 @@ final class GATTLinks: NodeComponent {
         node.append(.linkChanged(change))
     }
 
+    // MARK: - Counting for the central's link (ChatCentral)
+
+    func countReceivedMessage() { counters.messagesReceived += 1 }
+    func countSentMessage() { counters.messagesSent += 1 }
+    func countRefusedMessage() { counters.messagesRefused += 1 }
+    func countViolation() { counters.violations += 1 }
+    func countClosedForMisbehaviour() { counters.linksClosedForMisbehaviour += 1 }
+
     // MARK: - Sending
 
     /// How a chat message went: sent in `parts` values, or logged as not delivered (the device
@@ -369,8 +379,12 @@ final class GATTLinks: NodeComponent {
     /// Sends `text` to a connected peer: on chat TX if it subscribed, else UART TX, in parts when
     /// longer than one value; logged as an outgoing `ChatMessage` with whether it went out.
     func sendChat(to peer: UInt64, text: String) -> SendOutcome {
+        // The box's own link to the peer (`vigil chat connect`) first: there it writes RX.
+        if let sequence = node.chatCentral.send(to: peer, text: text) { return .sent(parts: 1, sequence: sequence) }
         guard let database, let entry = links.first(where: { $0.value.peer.value == peer }) else { return .notConnected }
         let (fd, link) = (entry.key, entry.value)
+        // The message's time is when it went out, not when its event was made after.
+        let sentAt = node.clock.nowMicroseconds()
         let bytes = Array(text.utf8)
         var sentParts: Int?
         var channel = ChatChannel.chat
@@ -396,7 +410,7 @@ final class GATTLinks: NodeComponent {
         chat.text = text
         chat.delivered = sentParts != nil
         if sentParts != nil { counters.messagesSent += 1 }
-        let sequence = node.append(.chatMessage(chat))
+        let sequence = node.append(.chatMessage(chat), time: sentAt)
         return sentParts.map { .sent(parts: $0, sequence: sequence) } ?? .notSubscribed(sequence: sequence)
     }
 }

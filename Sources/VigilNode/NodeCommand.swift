@@ -34,6 +34,10 @@ public enum NodeCommand: Sendable, Equatable {
     case chatSend(ChatSendRequest)
     /// Opens a device's chat: its unread count goes back to 0 (`vigil chat open`).
     case chatOpen(ChatPeerReference)
+    /// Opens the box's one chat link to a device, closing any other (`vigil chat connect`).
+    case chatConnect(ChatPeerReference)
+    /// Closes the box's chat link (`vigil chat disconnect`).
+    case chatDisconnect(ChatPeerReference)
 
     /// The command's name on the wire.
     public var name: String {
@@ -54,6 +58,8 @@ public enum NodeCommand: Sendable, Equatable {
         case .reloadHubLinks: "reload-hub-links"
         case .chatSend: "chat-send"
         case .chatOpen: "chat-open"
+        case .chatConnect: "chat-connect"
+        case .chatDisconnect: "chat-disconnect"
         }
     }
 }
@@ -292,6 +298,8 @@ extension NodeCommand: Codable {
         case "reload-hub-links": self = .reloadHubLinks
         case "chat-send": self = .chatSend(try arguments(ChatSendRequest.self))
         case "chat-open": self = .chatOpen(try arguments(ChatPeerReference.self))
+        case "chat-connect": self = .chatConnect(try arguments(ChatPeerReference.self))
+        case "chat-disconnect": self = .chatDisconnect(try arguments(ChatPeerReference.self))
         default:
             throw DecodingError.dataCorruptedError(forKey: .command, in: c, debugDescription: "unknown command \(name)")
         }
@@ -314,6 +322,7 @@ extension NodeCommand: Codable {
         case .recordKeysPublished(let a): try c.encode(a, forKey: .arguments)
         case .chatSend(let a): try c.encode(a, forKey: .arguments)
         case .chatOpen(let a): try c.encode(a, forKey: .arguments)
+        case .chatConnect(let a), .chatDisconnect(let a): try c.encode(a, forKey: .arguments)
         }
     }
 }

@@ -51,6 +51,8 @@ public struct ConnectionsStatus: Sendable, Codable, Equatable {
     /// The peers linked now ("AA:BB:CC:DD:EE:FF", "/random" after a random address).
     public var links: [String]
     public var maximumLinks: Int
+    /// The box's own chat link (`vigil chat connect`): its peer, and "ready" or "connecting".
+    public var chatLink: String?
     public var counters: ConnectionCounters
 }
 

@@ -210,6 +210,7 @@ public final class Epoll: Sendable {
     public struct Ready: Sendable { public let token: UInt64; public let events: UInt32 }
 
     public static let readable = UInt32(EPOLLIN.rawValue)
+    public static let writable = UInt32(EPOLLOUT.rawValue)
     public static let hangup = UInt32(EPOLLHUP.rawValue) | UInt32(EPOLLERR.rawValue)
 
     public init() throws(SystemError) {

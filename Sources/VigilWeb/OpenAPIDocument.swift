@@ -138,7 +138,7 @@ enum OpenAPIDocument {
               type: string
               enum: [ping, status, press, check-in, enrol-resident, update-resident, remove-resident, silence-alarms,
                      raise-alert, cancel-alert, acknowledge-alert, record-exposure, record-keys-published, reload-hub-links,
-                     chat-send, chat-open]
+                     chat-send, chat-open, chat-connect, chat-disconnect]
             arguments: {type: object}
         AlertRequest:
           type: object

@@ -11,7 +11,7 @@ struct ChatCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "chat",
         abstract: "Chats with phones and boxes connected over Bluetooth.",
-        subcommands: [ChatList.self, ChatOpen.self, ChatSend.self])
+        subcommands: [ChatList.self, ChatOpen.self, ChatSend.self, ChatConnect.self, ChatDisconnect.self])
 }
 
 enum ChatText {
@@ -87,13 +87,52 @@ struct ChatSend: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "send", abstract: "Send a message to a connected device.")
     @OptionGroup var options: DataOptions
     @Argument(help: "The device (AA:BB:CC:DD:EE:FF).") var peer: String
-    @Argument(help: "The message.") var text: String
+    @Argument(help: "The message; - sends each line of standard input as a message, in order.") var text: String
 
     func run() async throws {
         try await reportingErrors {
             let configuration = try options.load().configuration
-            let reply = try CommandSender.sendToRunningNode(.chatSend(ChatSendRequest(peer: peer, text: text)), dataDirectory: configuration.dataDirectory)
-            FileOutput.standardOutput.write("sent (event \(reply.sequence ?? 0))\n")
+            guard text == "-" else {
+                let reply = try CommandSender.sendToRunningNode(.chatSend(ChatSendRequest(peer: peer, text: text)), dataDirectory: configuration.dataDirectory)
+                FileOutput.standardOutput.write("sent (event \(reply.sequence ?? 0))\n")
+                return
+            }
+            var sent = 0
+            while let line = readLine(strippingNewline: true) {
+                guard !line.isEmpty else { continue }
+                _ = try CommandSender.sendToRunningNode(.chatSend(ChatSendRequest(peer: peer, text: line)), dataDirectory: configuration.dataDirectory)
+                sent += 1
+            }
+            FileOutput.standardOutput.write("sent \(sent) messages\n")
+        }
+    }
+}
+
+struct ChatConnect: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "connect", abstract: "Open the box's chat link to a device (one at a time: another device's link is closed).")
+    @OptionGroup var options: DataOptions
+    @Argument(help: "The device: AA:BB:CC:DD:EE:FF, with /random for a random address.") var peer: String
+
+    func run() async throws {
+        try await reportingErrors {
+            let configuration = try options.load().configuration
+            _ = try CommandSender.sendToRunningNode(.chatConnect(ChatPeerReference(peer: peer)), dataDirectory: configuration.dataDirectory)
+            FileOutput.standardOutput.write("connecting to \(peer) (vigil chat list shows it connected)\n")
+        }
+    }
+}
+
+struct ChatDisconnect: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "disconnect", abstract: "Close the box's chat link.")
+    @OptionGroup var options: DataOptions
+    @Argument(help: "The device (AA:BB:CC:DD:EE:FF).") var peer: String
+
+    func run() async throws {
+        try await reportingErrors {
+            let configuration = try options.load().configuration
+            _ = try CommandSender.sendToRunningNode(.chatDisconnect(ChatPeerReference(peer: peer)), dataDirectory: configuration.dataDirectory)
+            FileOutput.standardOutput.write("disconnected\n")
         }
     }
 }

@@ -1,0 +1,87 @@
+import Foundation
+import Testing
+import VigilEvents
+import VigilLog
+import VigilSystem
+@testable import VigilNode
+
+/// The chat commands on a node without Bluetooth (the simulated radio): what is refused, and
+/// why, and how a restart leaves the chats. The links themselves run in the VM
+/// (`Tests/vm/gatt-node-chat.sh`, `gatt-box-chat.sh`): they need the kernel's ATT channel.
+@Suite("Chat on a node")
+struct ChatNodeTests {
+    @Test func chatCommandsKeepTheirNamesAndArgumentsOnTheWire() throws {
+        let commands: [NodeCommand] = [
+            .chatSend(ChatSendRequest(peer: "AA:BB:CC:DD:EE:01", text: "water at the north door")),
+            .chatOpen(ChatPeerReference(peer: "AA:BB:CC:DD:EE:01")),
+            .chatConnect(ChatPeerReference(peer: "5A:0B:1C:2D:3E:4F/random")),
+            .chatDisconnect(ChatPeerReference(peer: "5A:0B:1C:2D:3E:4F")),
+        ]
+        for command in commands {
+            let json = try JSONEncoder().encode(command)
+            #expect(String(decoding: json, as: UTF8.self).contains("\"\(command.name)\""))
+            #expect(try JSONDecoder().decode(NodeCommand.self, from: json) == command)
+        }
+    }
+
+    @Test func withoutABlueZAdapterChatIsRefusedWithTheReason() async throws {
+        let dir = try TemporaryDirectory()
+        let clock = ManualClock()
+        var c = testConfiguration(dir, advertisers: 0)
+        let off = try Node(configuration: c, clock: clock, monotonic: clock, logger: quietLogger)
+        var task = await start(off)
+        let refusedOff = await off.perform(.chatConnect(ChatPeerReference(peer: "AA:BB:CC:DD:EE:01")))
+        #expect(refusedOff?.refusal == .unavailable && refusedOff?.error?.contains("connections.enabled") == true)
+        try await stop(off, task)
+
+        c.connections.enabled = true
+        let node = try Node(configuration: c, clock: clock, monotonic: clock, logger: quietLogger)
+        task = await start(node)
+        let refused = await node.perform(.chatConnect(ChatPeerReference(peer: "AA:BB:CC:DD:EE:01")))
+        #expect(refused?.refusal == .unavailable && refused?.error?.contains("BlueZ adapter") == true)
+        let bad = await node.perform(.chatConnect(ChatPeerReference(peer: "not an address")))
+        #expect(bad?.refusal == .invalid)
+        let send = await node.perform(.chatSend(ChatSendRequest(peer: "AA:BB:CC:DD:EE:01", text: "hello")))
+        #expect(send?.refusal == .conflict && send?.error?.contains("not connected") == true)
+        let empty = await node.perform(.chatSend(ChatSendRequest(peer: "AA:BB:CC:DD:EE:01", text: "")))
+        #expect(empty?.refusal == .invalid)
+        let open = await node.perform(.chatOpen(ChatPeerReference(peer: "AA:BB:CC:DD:EE:01")))
+        #expect(open?.refusal == .conflict, "no chat with that device yet")
+        let disconnect = await node.perform(.chatDisconnect(ChatPeerReference(peer: "AA:BB:CC:DD:EE:01")))
+        #expect(disconnect?.refusal == .conflict)
+        let status = await onLoop(node) { $0.liveStatus().connections }
+        #expect(status?.serving == false && status?.links.isEmpty == true && status?.chatLink == nil)
+        try await stop(node, task)
+    }
+
+    @Test func aRestartClosesInTheLogTheLinksOfTheLastRunAndKeepsTheirMessages() async throws {
+        let dir = try TemporaryDirectory()
+        let clock = ManualClock()
+        let c = testConfiguration(dir, advertisers: 0)
+        // The last run ended with a phone linked and an unread message from it.
+        let log = try EventLog.open(c.log)
+        var link = LinkChanged()
+        link.peer = 0xAA_BB_CC_DD_EE_01
+        link.open = true
+        link.role = .peripheral
+        var message = ChatMessage()
+        message.peer = link.peer
+        message.channel = .chat
+        message.text = "are you there?"
+        for body in [EventBody.linkChanged(link), .chatMessage(message)] {
+            let (kind, payload) = EventCodec.encode(body)
+            try log.append(LogRecord(kind: kind, timeMicroseconds: clock.nowMicroseconds(), payload: payload), priority: .critical)
+        }
+        log.close()
+
+        let node = try Node(configuration: c, clock: clock, monotonic: clock, logger: quietLogger)
+        let task = await start(node)
+        let conversation = await onLoop(node) { $0.projections.conversations.byPeer[0xAA_BB_CC_DD_EE_01] }
+        #expect(conversation?.connected == false, "no link survives a restart")
+        #expect(conversation?.unread == 0, "a disconnect clears the unread count")
+        #expect(conversation?.messages.map(\.text) == ["are you there?"])
+        try await stop(node, task)
+        let closed = try storedEvents(dir).compactMap { e -> LinkChanged? in if case .linkChanged(let l) = e.body, !l.open { l } else { nil } }
+        #expect(closed.map(\.reason) == ["the box restarted"])
+    }
+}
