@@ -23,7 +23,10 @@ public struct Conversations: Codable, Equatable, Sendable {
     public struct Conversation: Codable, Equatable, Sendable {
         public var peer: UInt64
         public var random: Bool
-        public var connected = false
+        /// The roles (`LinkRole` raw values, ascending) of the links open with the device: it may
+        /// hold the box's link as a central and its own to the box at once, and each closes on
+        /// its own.
+        public var openRoles: [Int] = []
         public var unread = 0
         public var messages: [Message] = []
         /// The time of the last message or link change.
@@ -31,6 +34,9 @@ public struct Conversations: Codable, Equatable, Sendable {
 
         /// The unread count as BTFinder shows it: nothing, 1–99, or "...".
         public var unreadBadge: String { Conversations.badge(unread) }
+
+        /// Linked now, by either role.
+        public var connected: Bool { !openRoles.isEmpty }
     }
 
     public static let historyLimit = 100
@@ -56,8 +62,16 @@ public struct Conversations: Codable, Equatable, Sendable {
         switch event.body {
         case .linkChanged(let link):
             var conversation = byPeer[link.peer] ?? Conversation(peer: link.peer, random: link.peerType == .addressRandom)
-            conversation.connected = link.open
-            if !link.open { conversation.unread = 0 }
+            let role = link.role.rawValue
+            if link.open {
+                if !conversation.openRoles.contains(role) { conversation.openRoles = (conversation.openRoles + [role]).sorted() }
+            } else {
+                // A close of a role that was not open (a connect attempt that failed) changes
+                // nothing else; the last link closing clears the unread count.
+                let wasConnected = conversation.connected
+                conversation.openRoles.removeAll { $0 == role }
+                if wasConnected && !conversation.connected { conversation.unread = 0 }
+            }
             conversation.lastActivityMicroseconds = event.timeMicroseconds
             store(conversation)
         case .chatMessage(let chat):

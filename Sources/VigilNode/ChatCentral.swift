@@ -32,8 +32,7 @@ final class ChatCentral: NodeComponent {
         var rx: UInt16 = 0
         var tx: UInt16 = 0
         var assembler = MessageAssembler(limit: BoxServices.maximumChatBytes)
-        var tokens: Double
-        var refilledNanoseconds: UInt64
+        var rate: MessageRate
         var strikes = 0
     }
 
@@ -81,7 +80,9 @@ final class ChatCentral: NodeComponent {
             socket.close()
             return .failed("cannot watch the link")
         }
-        link = Link(socket: socket, peer: peer, tokens: Double(settings.messageBurst), refilledNanoseconds: node.monotonic.nowNanoseconds())
+        link = Link(socket: socket, peer: peer,
+                    rate: MessageRate(burst: settings.messageBurst, intervalMicroseconds: settings.messageIntervalMicroseconds,
+                                      nowNanoseconds: node.monotonic.nowNanoseconds()))
         node.scheduler.schedule(Self.setupTimer, afterNanoseconds: Self.setupTimeoutNanoseconds)
         node.logger.info("connecting for chat", metadata: ["peer": "\(peer)"])
         return .connecting
@@ -110,7 +111,7 @@ final class ChatCentral: NodeComponent {
             }
             current.phase = .exchangingMTU
             link = current
-            appendLink(open: true, reason: "")
+            node.connections.appendLink(peer: current.peer, open: true, reason: "", role: .central)
             start(.exchangeMTU(UInt16(ATTPDU.maximumMTU)))
             return
         }
@@ -196,18 +197,10 @@ final class ChatCentral: NodeComponent {
             node.connections.countRefusedMessage()
             return strike("a message over the limit")
         case .message(let bytes):
-            let now = node.monotonic.nowNanoseconds()
-            let interval = Double(max(settings.messageIntervalMicroseconds, 1)) * 1_000
-            current.tokens = min(Double(settings.messageBurst), current.tokens + Double(now &- current.refilledNanoseconds) / interval)
-            current.refilledNanoseconds = now
-            guard current.tokens >= 1 else {
-                link?.tokens = current.tokens
-                link?.refilledNanoseconds = now
+            guard link?.rate.take(nowNanoseconds: node.monotonic.nowNanoseconds()) == true else {
                 node.connections.countRefusedMessage()
                 return strike("messages faster than the rate")
             }
-            link?.tokens = current.tokens - 1
-            link?.refilledNanoseconds = now
             var chat = ChatMessage()
             chat.peer = current.peer.value
             chat.peerType = current.peer.kind == .random ? .addressRandom : .addressPublic
@@ -219,9 +212,9 @@ final class ChatCentral: NodeComponent {
     }
 
     /// Writes `text` to the peer's chat RX, in parts when longer than one value; nil when the
-    /// link is not to `peer` or not ready. Returns the outgoing event's sequence (nil inside:
-    /// the log refused it).
-    func send(to peer: UInt64, text: String) -> UInt64?? {
+    /// link is not to `peer` or not ready. Returns the outgoing event's sequence (nil: the log
+    /// refused it) and whether every part went out.
+    func send(to peer: UInt64, text: String) -> (sequence: UInt64?, delivered: Bool)? {
         guard let current = link, current.peer.value == peer, current.phase == .ready else { return nil }
         // The message's time is when it went out, not when its event was made after.
         let sentAt = node.clock.nowMicroseconds()
@@ -240,7 +233,7 @@ final class ChatCentral: NodeComponent {
         chat.text = text
         chat.delivered = delivered
         if delivered { node.connections.countSentMessage() }
-        return .some(node.append(.chatMessage(chat), time: sentAt))
+        return (node.append(.chatMessage(chat), time: sentAt), delivered)
     }
 
     private func send(_ pdu: [UInt8]) { _ = sendReporting(pdu) }
@@ -276,17 +269,6 @@ final class ChatCentral: NodeComponent {
         node.loop.unwatch(current.socket.fd, "a chat link")
         current.socket.close()
         node.logger.info("chat link closed", metadata: ["peer": "\(current.peer)", "reason": "\(reason)"])
-        appendLink(open: false, reason: reason, peer: current.peer)
-    }
-
-    private func appendLink(open: Bool, reason: String, peer: LEAddress? = nil) {
-        guard let address = peer ?? link?.peer else { return }
-        var change = LinkChanged()
-        change.peer = address.value
-        change.peerType = address.kind == .random ? .addressRandom : .addressPublic
-        change.open = open
-        change.role = .central
-        change.reason = reason
-        node.append(.linkChanged(change))
+        node.connections.appendLink(peer: current.peer, open: false, reason: reason, role: .central)
     }
 }

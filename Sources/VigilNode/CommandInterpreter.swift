@@ -42,7 +42,7 @@ public struct CommandInterpreter {
         case .ping, .status, .press, .reloadHubLinks, .chatSend, .chatConnect, .chatDisconnect:
             return .refused(.invalid, "\(command.name) is answered by the node, not logged")
         case .chatOpen(let r):
-            guard let peer = parseAddress(r.peer) else { return .refused(.invalid, "a device is AA:BB:CC:DD:EE:FF") }
+            guard let peer = LEAddress(r.peer)?.value else { return .refused(.invalid, "a device is AA:BB:CC:DD:EE:FF, with /random for a random address") }
             guard context.projections.conversations.byPeer[peer] != nil else { return .refused(.conflict, "no chat with \(r.peer)") }
             var opened = ChatOpened()
             opened.peer = peer

@@ -75,15 +75,18 @@ final class ControlHandler: NodeComponent {
             return .now(self.press(press))
         case .chatSend(let request):
             guard !node.stopping else { return .now(.refused(.unavailable, "the node is stopping")) }
-            guard let peer = parseAddress(request.peer) else { return .now(.refused(.invalid, "a device is AA:BB:CC:DD:EE:FF")) }
+            guard let peer = LEAddress(request.peer)?.value else { return .now(.refused(.invalid, "a device is AA:BB:CC:DD:EE:FF, with /random for a random address")) }
             guard !request.text.isEmpty, request.text.utf8.count <= BoxServices.maximumChatBytes else {
                 return .now(.refused(.invalid, "a chat message is 1 to \(BoxServices.maximumChatBytes) bytes"))
             }
             switch node.connections.sendChat(to: peer, text: request.text) {
             case .notConnected: return .now(.refused(.conflict, "\(request.peer) is not connected"))
-            case .notSubscribed(let sequence), .sent(_, let sequence):
+            case .sent(let sequence):
                 guard let sequence else { return .now(.refused(.logRefused, "the log refused the event")) }
                 return .whenDurable(sequence, alert: nil)
+            case .notDelivered(_, let why):
+                // Logged as not delivered; the sender is told it did not go out.
+                return .now(.refused(.unavailable, "not delivered: \(why)"))
             }
         case .chatConnect(let request):
             guard !node.stopping else { return .now(.refused(.unavailable, "the node is stopping")) }

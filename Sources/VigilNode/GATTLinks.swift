@@ -54,6 +54,9 @@ final class GATTLinks: NodeComponent {
     private var database: GATTDatabase?
     /// GAP's name, also in the connectable advert.
     private var deviceName = ""
+    /// Alerts raised from phones' messages, box-wide (see `raiseAlert`).
+    private lazy var phoneAlerts = MessageRate(burst: Self.phoneAlertBurst, intervalMicroseconds: Self.phoneAlertIntervalMicroseconds,
+                                               nowNanoseconds: node.monotonic.nowNanoseconds())
     private var listener: ATTSocket?
     private var links: [Int32: Link] = [:]
     /// Writes answered when their event is durable: event sequence → link and the value's completion.
@@ -64,8 +67,7 @@ final class GATTLinks: NodeComponent {
         let peer: LEAddress
         var server: GATTServer
         var assemblers: [Int: MessageAssembler] = [:]
-        var tokens: Double
-        var refilledNanoseconds: UInt64
+        var rate: MessageRate
         var strikes = 0
     }
 
@@ -96,8 +98,10 @@ final class GATTLinks: NodeComponent {
     func start() throws(NodeError) {
         // Links of the last run are gone: say so, so no conversation shows a link that is not there.
         for conversation in node.projections.conversations.connected {
-            appendLink(peer: LEAddress(value: conversation.peer, kind: conversation.random ? .random : .public), open: false,
-                       reason: "the box restarted")
+            for role in conversation.openRoles {
+                appendLink(peer: LEAddress(value: conversation.peer, kind: conversation.random ? .random : .public), open: false,
+                           reason: "the box restarted", role: LinkRole(rawValue: role) ?? .peripheral)
+            }
         }
         guard settings.enabled else { return }
         deviceName = settings.deviceName.isEmpty ? "Vigil \(String(String(node.nodeID, radix: 16).suffix(4)).uppercased())" : settings.deviceName
@@ -159,7 +163,14 @@ final class GATTLinks: NodeComponent {
         while true {
             let accepted: ATTSocket?
             do { accepted = try listener.accept() } catch {
-                node.logger.error("ATT accept failed", metadata: ["error": "\(error)"])
+                // Not a transient error (those return nil): the listener stays readable and would
+                // wake the loop every turn. Close it; the radio coming on again listens anew.
+                node.logger.error("ATT accept failed: no longer serving until the radio comes on again", metadata: ["error": "\(error)"])
+                counters.listenFailures += 1
+                node.loop.unwatch(listener.fd, "the ATT listener")
+                listener.close()
+                self.listener = nil
+                node.airAlerts.connectionsChanged()
                 return
             }
             guard let socket = accepted, let peer = socket.peer else { return }
@@ -174,7 +185,8 @@ final class GATTLinks: NodeComponent {
                 continue
             }
             links[fd] = Link(socket: socket, peer: peer, server: GATTServer(database: database),
-                             tokens: Double(settings.messageBurst), refilledNanoseconds: node.monotonic.nowNanoseconds())
+                             rate: MessageRate(burst: settings.messageBurst, intervalMicroseconds: settings.messageIntervalMicroseconds,
+                                               nowNanoseconds: node.monotonic.nowNanoseconds()))
             counters.linksOpened += 1
             appendLink(peer: peer, open: true, reason: "")
             node.airAlerts.connectionsChanged()
@@ -277,8 +289,15 @@ final class GATTLinks: NodeComponent {
     /// this box's network, raised here as staff would raise it, once per message id (the chat
     /// message before it is taken once). Its text says it came from a phone, unauthenticated.
     private func raiseAlert(for message: ChatMessage) {
+        // Box-wide, whatever link or address it came from: a phone reconnecting (or several)
+        // cannot fill the network with alerts. Over the rate, the message stays a chat message.
+        guard phoneAlerts.take(nowNanoseconds: node.monotonic.nowNanoseconds()) else {
+            counters.alertsFromPhonesRefused += 1
+            node.logger.warning("a phone's alert was not raised: phones raised too many", metadata: ["peer": "\(formatAddress(message.peer))"])
+            return
+        }
         let lifetime = min(Self.phoneAlertLifetimeMicroseconds, node.configuration.airAlerts.maxLifetimeMicroseconds)
-        var text = "from a phone, unauthenticated (\(formatAddress(message.peer))): \(message.text)"
+        var text = "from a phone, unauthenticated (\(formatAddress(message.peer))): " + Self.withoutControlCharacters(message.text)
         while text.utf8.count > 500 { text.removeLast() }
         let request = AlertRequest(kind: message.category, severity: nil, lifetimeMicroseconds: lifetime, text: text)
         switch node.control.interpreter.interpret(.raiseAlert(request)) {
@@ -294,21 +313,23 @@ final class GATTLinks: NodeComponent {
 
     /// How long an alert from a phone lasts (as `vigil alert raise` by default).
     static let phoneAlertLifetimeMicroseconds: UInt64 = 6 * 3_600_000_000
+    /// Alerts phones may raise, box-wide: 3 at once, then one every 10 minutes.
+    static let phoneAlertBurst = 3
+    static let phoneAlertIntervalMicroseconds: UInt64 = 600_000_000
+
+    /// A phone's text as an alert carries it (shown on the page, in status, to notifiers):
+    /// control characters replaced.
+    static func withoutControlCharacters(_ text: String) -> String {
+        String(String.UnicodeScalarView(text.unicodeScalars.map { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) ? "\u{FFFD}" : $0 }))
+    }
 
     private func pendingMessageID(_ id: String) -> Bool {
         node.pending.elements.contains { if case .chatMessage(let m) = $0.body { m.messageID == id && !m.outgoing } else { false } }
     }
 
     private func takeToken(_ fd: Int32) -> Bool {
-        guard var link = links[fd] else { return false }
-        let now = node.monotonic.nowNanoseconds()
-        let interval = Double(max(settings.messageIntervalMicroseconds, 1)) * 1_000
-        link.tokens = min(Double(settings.messageBurst), link.tokens + Double(now &- link.refilledNanoseconds) / interval)
-        link.refilledNanoseconds = now
-        defer { links[fd] = link }
-        guard link.tokens >= 1 else { return false }
-        link.tokens -= 1
-        return true
+        guard let taken = links[fd]?.rate.take(nowNanoseconds: node.monotonic.nowNanoseconds()) else { return false }
+        return taken
     }
 
     private func refuse(_ fd: Int32, _ completion: WriteCompletion?, _ code: ATTErrorCode, _ why: String) {
@@ -336,10 +357,17 @@ final class GATTLinks: NodeComponent {
         }
     }
 
-    private func send(_ pdu: [UInt8], _ fd: Int32) {
-        guard let link = links[fd] else { return }
-        do { try link.socket.send(pdu) } catch {
+    private func send(_ pdu: [UInt8], _ fd: Int32) { _ = sendReporting(pdu, fd) }
+
+    /// Sends one PDU on a link; false (logged) when the kernel would not take it.
+    private func sendReporting(_ pdu: [UInt8], _ fd: Int32) -> Bool {
+        guard let link = links[fd] else { return false }
+        do {
+            try link.socket.send(pdu)
+            return true
+        } catch {
             node.logger.notice("ATT send failed", metadata: ["peer": "\(link.peer)", "error": "\(error)"])
+            return false
         }
     }
 
@@ -352,12 +380,13 @@ final class GATTLinks: NodeComponent {
         node.airAlerts.connectionsChanged()
     }
 
-    private func appendLink(peer: LEAddress, open: Bool, reason: String) {
+    /// Logs a link opening or closing (the central's links too, `ChatCentral`).
+    func appendLink(peer: LEAddress, open: Bool, reason: String, role: LinkRole = .peripheral) {
         var change = LinkChanged()
         change.peer = peer.value
         change.peerType = peer.kind == .random ? .addressRandom : .addressPublic
         change.open = open
-        change.role = .peripheral
+        change.role = role
         change.reason = reason
         node.append(.linkChanged(change))
     }
@@ -372,15 +401,17 @@ final class GATTLinks: NodeComponent {
 
     // MARK: - Sending
 
-    /// How a chat message went: sent in `parts` values, or logged as not delivered (the device
-    /// subscribed to neither TX); the sequence of its event (nil: the log refused it).
-    enum SendOutcome: Equatable { case sent(parts: Int, sequence: UInt64?), notConnected, notSubscribed(sequence: UInt64?) }
+    /// How a chat message went: sent, or logged as not delivered and why; the sequence of its
+    /// event (nil: the log refused it).
+    enum SendOutcome: Equatable { case sent(sequence: UInt64?), notConnected, notDelivered(sequence: UInt64?, why: String) }
 
     /// Sends `text` to a connected peer: on chat TX if it subscribed, else UART TX, in parts when
     /// longer than one value; logged as an outgoing `ChatMessage` with whether it went out.
     func sendChat(to peer: UInt64, text: String) -> SendOutcome {
         // The box's own link to the peer (`vigil chat connect`) first: there it writes RX.
-        if let sequence = node.chatCentral.send(to: peer, text: text) { return .sent(parts: 1, sequence: sequence) }
+        if let (sequence, delivered) = node.chatCentral.send(to: peer, text: text) {
+            return delivered ? .sent(sequence: sequence) : .notDelivered(sequence: sequence, why: "the link would not take it")
+        }
         guard let database, let entry = links.first(where: { $0.value.peer.value == peer }) else { return .notConnected }
         let (fd, link) = (entry.key, entry.value)
         // The message's time is when it went out, not when its event was made after.
@@ -397,8 +428,8 @@ final class GATTLinks: NodeComponent {
                 pdus.append(pdu)
             }
             guard pdus.count == parts.count else { continue }
-            for pdu in pdus { send(pdu, fd) }
-            sentParts = pdus.count
+            // Every part or the message is not delivered (a full queue on the link: EAGAIN).
+            sentParts = pdus.allSatisfy { sendReporting($0, fd) } ? pdus.count : 0
             channel = via
             break
         }
@@ -408,9 +439,13 @@ final class GATTLinks: NodeComponent {
         chat.channel = channel
         chat.outgoing = true
         chat.text = text
-        chat.delivered = sentParts != nil
-        if sentParts != nil { counters.messagesSent += 1 }
+        chat.delivered = (sentParts ?? 0) > 0
+        if chat.delivered { counters.messagesSent += 1 }
         let sequence = node.append(.chatMessage(chat), time: sentAt)
-        return sentParts.map { .sent(parts: $0, sequence: sequence) } ?? .notSubscribed(sequence: sequence)
+        switch sentParts {
+        case nil: return .notDelivered(sequence: sequence, why: "the device subscribed to neither chat TX nor UART TX")
+        case 0?: return .notDelivered(sequence: sequence, why: "the link would not take it")
+        default: return .sent(sequence: sequence)
+        }
     }
 }

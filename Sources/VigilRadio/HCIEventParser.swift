@@ -73,10 +73,11 @@ public struct HCIEventParser: Sendable {
             switch subevent {
             case 0x02: return .advertisingReports(legacyReports(body, time: timeMicroseconds))
             case 0x0D: return .advertisingReports(extendedReports(body, time: timeMicroseconds))
-            case 0x01, 0x0A:
-                // Connection Complete (19 bytes with the subevent) and Enhanced Connection
-                // Complete (31): status, handle, role, peer address type, peer address first.
-                guard body.count >= (subevent == 0x01 ? 19 : 31) else { counts.truncatedPackets += 1; return nil }
+            case 0x01, 0x0A, 0x29:
+                // Connection Complete (19 bytes with the subevent), Enhanced Connection Complete
+                // (31) and its v2 (34, Core 5.4): status, handle, role, peer address type, peer
+                // address first.
+                guard body.count >= (subevent == 0x01 ? 19 : subevent == 0x0A ? 31 : 34) else { counts.truncatedPackets += 1; return nil }
                 return .connectionComplete(status: body[1], handle: (UInt16(body[2]) | UInt16(body[3]) << 8) & 0x0FFF,
                                            peripheral: body[4] == 0x01, peer: Self.address(body, at: 6),
                                            peerType: Self.addressType(body[5]))

@@ -83,8 +83,8 @@ public struct HCIRadioCounters: Sendable, Codable, Equatable {
     /// Centrals that connected to the box's connectable advertising (the controller stops
     /// advertising then; the radio starts it again).
     public var incomingLinks: UInt64 = 0
-    /// Connectable advertising refused while a link was open (a controller that cannot advertise
-    /// connectable and hold a link at once): those payloads go out non-connectable until the link ends.
+    /// Connectable advertising refused (a controller that cannot advertise connectable and hold a
+    /// link at once): those payloads go out non-connectable until the link ends or a minute passes.
     public var connectableRefusals: UInt64 = 0
     /// Advertising commands the controller refused (scanning goes on; advertising retries).
     public var advertisingRefusals: UInt64 = 0
@@ -140,9 +140,13 @@ public final class HCIRadio: RadioAdapter {
     private var onAir = OnAir()
     /// LE links open on the controller (handles), for the connectable fallback below.
     private var openLinks: Set<UInt16> = []
-    /// The controller refused connectable advertising while a link was open: connectable
-    /// payloads go out non-connectable until no link is open.
+    /// The controller refused connectable advertising (while it holds a link, most likely):
+    /// connectable payloads go out non-connectable until no link is open, or `connectableRetryAt`.
     private var connectableBlocked = false
+    private var connectableRetryAt: UInt64?
+    /// How long payloads stay non-connectable after a refusal when no link end is seen (an
+    /// event lost on a busy socket, a link the radio did not see open).
+    static let connectableRetryDelay: UInt64 = 60_000_000
     private var rotation = 0
     private var rotateAt: UInt64?
     /// After the controller refused an advertising command: no advertising until then.
@@ -357,6 +361,7 @@ public final class HCIRadio: RadioAdapter {
         onAir = OnAir()
         openLinks = []          // a new socket on a controller that may have been reset
         connectableBlocked = false
+        connectableRetryAt = nil
         usingExtendedCommands = false
         enqueueSetup()
     }
@@ -508,7 +513,10 @@ public final class HCIRadio: RadioAdapter {
         case .disconnectionComplete(let status, let handle, _):
             guard status == 0 else { break }
             openLinks.remove(handle)
-            if openLinks.isEmpty { connectableBlocked = false }
+            if openLinks.isEmpty {
+                connectableBlocked = false
+                connectableRetryAt = nil
+            }
         case .hardwareError(let code):
             counters.hardwareErrors += 1
             counters.recoveries += 1
@@ -532,6 +540,7 @@ public final class HCIRadio: RadioAdapter {
             onAir = OnAir()
             openLinks = []      // a reset controller holds no link
             connectableBlocked = false
+            connectableRetryAt = nil
             rotateAt = nil
             reassertAt = nil
             phase = .settingUp
@@ -608,12 +617,14 @@ public final class HCIRadio: RadioAdapter {
             switch step {
             case .scanDisable, .advertiseDisable:
                 return // "already disabled" is fine
-            case .advertiseParameters where onAir.connectable && !openLinks.isEmpty && !connectableBlocked,
-                 .advertiseEnable where onAir.connectable && !openLinks.isEmpty && !connectableBlocked:
-                // Connectable advertising and a link at once are more than this controller
-                // does: the payloads go out non-connectable, at once, until the link ends.
+            case .advertiseParameters where onAir.connectable && !connectableBlocked,
+                 .advertiseEnable where onAir.connectable && !connectableBlocked:
+                // Connectable advertising (with a link, most likely) is more than this controller
+                // does now: the payloads go out non-connectable, at once, never off the air,
+                // until the link ends or a minute passes (links the radio did not see open).
                 counters.connectableRefusals += 1
                 connectableBlocked = true
+                connectableRetryAt = now + Self.connectableRetryDelay
                 queue.discardQueued()
                 onAir = OnAir()
                 rotateAt = nil
@@ -789,6 +800,10 @@ public final class HCIRadio: RadioAdapter {
                 reassertAt = now + Self.reassertDelay
             }
         }
+        if let at = connectableRetryAt, at <= now {
+            connectableRetryAt = nil
+            connectableBlocked = false   // try connectable again; a refusal blocks it once more
+        }
         if let at = rotateAt, at <= now {
             if phase != .running || plan.payloads.count <= 1 {
                 rotateAt = nil
@@ -802,7 +817,7 @@ public final class HCIRadio: RadioAdapter {
     }
 
     private func rearm() throws {
-        var deadlines = [queue.nextDeadline, retryAt, rotateAt, reassertAt, advertisingBlockedUntil].compactMap { $0 }
+        var deadlines = [queue.nextDeadline, retryAt, rotateAt, reassertAt, advertisingBlockedUntil, connectableRetryAt].compactMap { $0 }
         if !pendingOutputs.isEmpty { deadlines.append(0) } // something for the node: wake it now
         guard let next = deadlines.min() else {
             try timer.disarm()

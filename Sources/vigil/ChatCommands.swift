@@ -3,6 +3,7 @@ import Foundation
 import VigilCore
 import VigilEvents
 import VigilNode
+import VigilRadio
 import VigilSystem
 
 /// `vigil chat`: conversations with phones and boxes over GATT (README "Connections"), as
@@ -31,7 +32,7 @@ enum ChatText {
     static func message(_ m: Conversations.Message) -> String {
         let who = m.outgoing ? "box" : "peer (unauthenticated)"
         var text = "\(EventFormatting.time(m.timeMicroseconds)) \(who)"
-        if !m.category.isEmpty { text += " [\(m.category)]" }
+        if !m.category.isEmpty { text += " [\(printable(m.category, limit: 32))]" }
         if m.outgoing && !m.delivered { text += " (not delivered)" }
         return text + ": " + printable(m.text, limit: 2_000)
     }
@@ -77,7 +78,7 @@ struct ChatOpen: AsyncParsableCommand {
             let configuration = try options.load().configuration
             _ = try CommandSender.sendToRunningNode(.chatOpen(ChatPeerReference(peer: peer)), dataDirectory: configuration.dataDirectory)
             let state = try Replay.currentState(try openForReading(configuration.dataDirectory), settings: configuration.projections)
-            guard let address = parseAddress(peer), let c = state.conversations.byPeer[address] else { throw CLIError("no chat with \(peer)", code: 65) }
+            guard let address = LEAddress(peer)?.value, let c = state.conversations.byPeer[address] else { throw CLIError("no chat with \(peer)", code: 65) }
             FileOutput.standardOutput.write(c.messages.map(ChatText.message).joined(separator: "\n") + "\n")
         }
     }

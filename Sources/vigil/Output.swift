@@ -144,7 +144,7 @@ enum EventFormatting {
         case .chatMessage(let m):
             let channel = switch m.channel { case .uart: "uart"; case .message: "message"; default: "chat" }
             let direction = m.outgoing ? "to \(formatAddress(m.peer))" + (m.delivered ? "" : " (not delivered)") : "from \(formatAddress(m.peer)) [unauthenticated]"
-            let tag = m.category.isEmpty ? "" : " \(m.category)"
+            let tag = m.category.isEmpty ? "" : " \(ChatText.printable(m.category, limit: 32))"
             summary = "\(channel)\(tag) \(direction): \(ChatText.printable(m.text, limit: 120))"
         case .chatOpened(let o): summary = "chat with \(formatAddress(o.peer)) opened (unread reset)"
         case .scanSightings(let s):

@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 import VigilCore
 import VigilEvents
@@ -11,12 +12,12 @@ import VigilEvents
         return Event(sequence: sequence, timeMicroseconds: 1_800_000_000_000_000 + seconds * 1_000_000, body: body)
     }
 
-    func link(_ open: Bool, _ peer: UInt64) -> EventBody {
+    func link(_ open: Bool, _ peer: UInt64, role: LinkRole = .peripheral) -> EventBody {
         var change = LinkChanged()
         change.peer = peer
         change.peerType = .addressRandom
         change.open = open
-        change.role = .peripheral
+        change.role = role
         return .linkChanged(change)
     }
 
@@ -75,17 +76,40 @@ import VigilEvents
         #expect(conversations.seenMessageIDs["msg-1"] == sequence)
     }
 
-    @Test mutating func replayGivesTheSameState() {
+    @Test mutating func theStateSurvivesTheCheckpointAndReplayingFromItEqualsReplayingAll() throws {
         var events: [Event] = [event(link(true, phone)), event(received("a", from: phone)), event(received("b", from: phone, id: "x"))]
         var opened = ChatOpened()
         opened.peer = phone
         events.append(event(.chatOpened(opened)))
+        events.append(event(received("c", from: phone)))
+        events.append(event(link(true, phone, role: .central)))
         events.append(event(link(false, phone)))
-        var live = Projections()
-        for e in events { live.apply(e) }
-        var again = Projections()
-        for e in events { again.apply(e) }
-        #expect(live.conversations == again.conversations)
-        #expect(live.conversations.byPeer[phone]?.messages.count == 2)
+        // Two more devices quiet since the same moment: eviction order must not depend on
+        // dictionary order.
+        events.append(event(link(true, 0x11)))
+        events.append(event(link(true, 0x12)))
+        var all = Conversations()
+        for e in events { all.apply(e) }
+        // The checkpoint after four events, decoded, then the rest.
+        var first = Conversations()
+        for e in events.prefix(4) { first.apply(e) }
+        var resumed = try JSONDecoder().decode(Conversations.self, from: JSONEncoder().encode(first))
+        for e in events.dropFirst(4) { resumed.apply(e) }
+        #expect(resumed == all)
+        #expect(all.byPeer[phone]?.messages.count == 3)
+        #expect(all.byPeer[phone]?.openRoles == [LinkRole.central.rawValue], "the central link is still up")
+        #expect(all.byPeer[phone]?.unread == 1, "one role closing keeps the unread count while the other is linked")
+    }
+
+    @Test mutating func aFailedConnectAttemptNeitherDisconnectsALinkedDeviceNorClearsItsUnreadCount() {
+        var conversations = Conversations()
+        conversations.apply(event(link(true, phone)))
+        conversations.apply(event(received("are you there?", from: phone)))
+        conversations.apply(event(link(false, phone, role: .central)))   // `vigil chat connect` failed
+        #expect(conversations.byPeer[phone]?.connected == true)
+        #expect(conversations.byPeer[phone]?.unread == 1)
+        conversations.apply(event(link(false, phone)))
+        #expect(conversations.byPeer[phone]?.connected == false)
+        #expect(conversations.byPeer[phone]?.unread == 0)
     }
 }

@@ -25,7 +25,7 @@ struct ChatNodeTests {
     }
 
     @Test func withoutABlueZAdapterChatIsRefusedWithTheReason() async throws {
-        let dir = try TemporaryDirectory()
+        let dir = TemporaryDirectory()
         let clock = ManualClock()
         var c = testConfiguration(dir, advertisers: 0)
         let off = try Node(configuration: c, clock: clock, monotonic: clock, logger: quietLogger)
@@ -55,7 +55,7 @@ struct ChatNodeTests {
     }
 
     @Test func aRestartClosesInTheLogTheLinksOfTheLastRunAndKeepsTheirMessages() async throws {
-        let dir = try TemporaryDirectory()
+        let dir = TemporaryDirectory()
         let clock = ManualClock()
         let c = testConfiguration(dir, advertisers: 0)
         // The last run ended with a phone linked and an unread message from it.
@@ -83,5 +83,20 @@ struct ChatNodeTests {
         try await stop(node, task)
         let closed = try storedEvents(dir).compactMap { e -> LinkChanged? in if case .linkChanged(let l) = e.body, !l.open { l } else { nil } }
         #expect(closed.map(\.reason) == ["the box restarted"])
+    }
+
+    @Test func aPeersMessageRateAllowsItsBurstThenOneAnIntervalAndNoMoreForAClockGoingBack() {
+        let ms: UInt64 = 1_000_000
+        var rate = MessageRate(burst: 3, intervalMicroseconds: 500_000, nowNanoseconds: 1_000 * ms)
+        // (time in ms, whether a message is allowed), in order.
+        let script: [(UInt64, Bool)] = [
+            (1_000, true), (1_000, true), (1_000, true), (1_000, false),   // the burst
+            (1_499, false), (1_500, true),                                 // then one an interval
+            (900, false), (1_999, false), (2_000, true),                   // an earlier time adds nothing
+            (3_600_000, true), (3_600_000, true), (3_600_000, true), (3_600_000, false), // refilled to the burst, no more
+        ]
+        var allowed: [Bool] = []
+        for (time, _) in script { allowed.append(rate.take(nowNanoseconds: time * ms)) }
+        #expect(allowed == script.map(\.1))
     }
 }

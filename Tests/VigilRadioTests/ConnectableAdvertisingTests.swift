@@ -12,9 +12,14 @@ extension HCIRadioTests {
     static let name: [UInt8] = [0x06, 0x09] + Array("Box 7".utf8)
 
     /// The controller's answers as in `drive`, keeping each command's parameters.
-    func driveKeepingParameters(_ radio: HCIRadio, _ t: ScriptedTransport, refuse: [UInt16: UInt8] = [:], rounds: Int = 40,
-                                outputs: inout [RadioOutput]) throws -> [(opcode: UInt16, parameters: [UInt8])] {
+    /// `refuseOnce`: the first command with that opcode and those parameters is refused (Command
+    /// Disallowed), later ones succeed.
+    @discardableResult
+    func driveKeepingParameters(_ radio: HCIRadio, _ t: ScriptedTransport, refuse: [UInt16: UInt8] = [:],
+                                refuseOnce: (opcode: UInt16, parameters: [UInt8])? = nil,
+                                rounds: Int = 40, outputs: inout [RadioOutput]) throws -> [(opcode: UInt16, parameters: [UInt8])] {
         var sent: [(opcode: UInt16, parameters: [UInt8])] = []
+        var refuseOnce = refuseOnce
         for _ in 0..<rounds {
             try radio.readReady(into: &outputs)
             let written = t.commands()
@@ -24,6 +29,9 @@ extension HCIRadioTests {
                 switch c.opcode {
                 case HCICommand.Opcode.leReadLocalFeatures: t.complete(c.opcode, [0x00, 0x00, 0, 0, 0, 0, 0, 0])
                 case HCICommand.Opcode.readBDAddress: t.complete(c.opcode, [0x13, 0x71, 0xDA, 0x7D, 0x1A, 0x00])
+                case _ where refuseOnce.map { $0.opcode == c.opcode && $0.parameters == c.parameters } == true:
+                    refuseOnce = nil
+                    t.complete(c.opcode, status: 0x0C)
                 default: t.complete(c.opcode, status: refuse[c.opcode] ?? 0)
                 }
             }
@@ -105,5 +113,22 @@ extension HCIRadioTests {
         disconnectionComplete(t)
         let again = try driveKeepingParameters(radio, t, outputs: &outputs)
         #expect(advertisingKinds(again) == [Self.connectable])
+    }
+
+    @Test func aRefusalWithNoLinkSeenStillKeepsThePayloadOnTheAirAndConnectableIsTriedAgainAfterAMinute() throws {
+        let t = ScriptedTransport(adapters: [Self.hci0])
+        let radio = try radio(settings, t)
+        radio.advertise(AdvertisingPlan(address: 0x3A_BB_CC_DD_EE_01, payloads: [Self.chatAdvert], connectable: [0]))
+        try radio.start()
+        var outputs: [RadioOutput] = []
+        // A link the radio never saw open (its event lost): the first connectable enable is refused.
+        let first = try driveKeepingParameters(radio, t, refuseOnce: (HCICommand.Opcode.leSetAdvertiseEnable, [0x01]), outputs: &outputs)
+        #expect(advertisingKinds(first) == [Self.connectable, Self.nonConnectable])
+        #expect(outputs.contains(.onAir(Self.chatAdvert)) && radio.counters.advertisingRefusals == 0)
+        clock.advance(byMicroseconds: HCIRadio.connectableRetryDelay - 1)
+        #expect(advertisingKinds(try driveKeepingParameters(radio, t, outputs: &outputs)).isEmpty)
+        clock.advance(byMicroseconds: 1)
+        #expect(try wakes(radio), "the retry is a deadline of the radio's own")
+        #expect(advertisingKinds(try driveKeepingParameters(radio, t, outputs: &outputs)) == [Self.connectable])
     }
 }

@@ -119,17 +119,21 @@ import VigilEvents
             + [UInt8](repeating: 0, count: 12) + [0x18, 0x00, 0x00, 0x00, 0xC8, 0x00, 0x00]
         #expect(parser.parse(enhanced, timeMicroseconds: 0)
             == .connectionComplete(status: 0, handle: 0x0041, peripheral: false, peer: 0x11_22_33_44_55_66, peerType: .addressPublic))
+        // Enhanced v2 (Core 5.4): the same fields first, then the advertising set and sync handle.
+        let enhancedV2: [UInt8] = [0x04, 0x3E, 34, 0x29] + Array(enhanced[4...]) + [0x00, 0xFF, 0xFF]
+        #expect(parser.parse(enhancedV2, timeMicroseconds: 0)
+            == .connectionComplete(status: 0, handle: 0x0041, peripheral: false, peer: 0x11_22_33_44_55_66, peerType: .addressPublic))
         #expect(parser.parse([0x04, 0x3E, 6, 0x12, 0x00, 0x00, 0x40, 0x00, 0x01], timeMicroseconds: 0)
             == .advertisingSetTerminated(status: 0, set: 0, connection: 0x0040))
         #expect(parser.parse([0x04, 0x05, 4, 0x00, 0x40, 0x00, 0x13], timeMicroseconds: 0)
             == .disconnectionComplete(status: 0, handle: 0x0040, reason: 0x13))
         // Each cut short by a byte is refused, never read past its end.
         let before = parser.counts.truncatedPackets
-        for packet in [complete, enhanced, [0x04, 0x3E, 6, 0x12, 0x00, 0x00, 0x40, 0x00, 0x01], [0x04, 0x05, 4, 0x00, 0x40, 0x00, 0x13]] {
+        for packet in [complete, enhanced, enhancedV2, [0x04, 0x3E, 6, 0x12, 0x00, 0x00, 0x40, 0x00, 0x01], [0x04, 0x05, 4, 0x00, 0x40, 0x00, 0x13]] {
             var cut = Array(packet.dropLast())
             cut[2] -= 1
             #expect(parser.parse(cut, timeMicroseconds: 0) == nil)
         }
-        #expect(parser.counts.truncatedPackets == before + 4)
+        #expect(parser.counts.truncatedPackets == before + 5)
     }
 }

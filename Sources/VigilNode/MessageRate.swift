@@ -1,0 +1,30 @@
+/// A peer's message allowance on a GATT link (a token bucket): `burst` messages at once, then
+/// one more per interval. Kept in nanoseconds of credit, so refills are exact (no rounding
+/// drift). Time is the loop's monotonic clock, passed in.
+struct MessageRate: Sendable, Equatable {
+    let intervalNanoseconds: UInt64
+    let capacityNanoseconds: UInt64
+    private var creditNanoseconds: UInt64
+    private var refilledNanoseconds: UInt64
+
+    init(burst: Int, intervalMicroseconds: UInt64, nowNanoseconds: UInt64) {
+        // Configuration bounds both (message_burst ≤ 1,000, an interval of seconds), so these
+        // products are far from overflowing; clamped anyway.
+        intervalNanoseconds = min(max(intervalMicroseconds, 1), 3_600_000_000) * 1_000
+        capacityNanoseconds = UInt64(min(max(burst, 1), 1_000_000)) * intervalNanoseconds
+        creditNanoseconds = capacityNanoseconds
+        refilledNanoseconds = nowNanoseconds
+    }
+
+    /// Takes one message's allowance; false when the peer is over its rate (nothing taken).
+    mutating func take(nowNanoseconds now: UInt64) -> Bool {
+        if now > refilledNanoseconds {
+            // Monotonic time only moves forward; an earlier reading adds nothing.
+            creditNanoseconds = min(capacityNanoseconds, creditNanoseconds + min(now - refilledNanoseconds, capacityNanoseconds))
+            refilledNanoseconds = now
+        }
+        guard creditNanoseconds >= intervalNanoseconds else { return false }
+        creditNanoseconds -= intervalNanoseconds
+        return true
+    }
+}
