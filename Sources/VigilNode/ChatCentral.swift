@@ -239,14 +239,7 @@ final class ChatCentral: NodeComponent {
     private func send(_ pdu: [UInt8]) { _ = sendReporting(pdu) }
 
     private func sendReporting(_ pdu: [UInt8]) -> Bool {
-        guard let link else { return false }
-        do {
-            try link.socket.send(pdu)
-            return true
-        } catch {
-            node.logger.notice("ATT send failed", metadata: ["peer": "\(link.peer)", "error": "\(error)"])
-            return false
-        }
+        link?.socket.send(pdu, logger: node.logger) ?? false
     }
 
     private func strike(_ what: String) {

@@ -1,3 +1,4 @@
+import Logging
 import VigilCore
 import VigilEvents
 import VigilGATT
@@ -359,16 +360,8 @@ final class GATTLinks: NodeComponent {
 
     private func send(_ pdu: [UInt8], _ fd: Int32) { _ = sendReporting(pdu, fd) }
 
-    /// Sends one PDU on a link; false (logged) when the kernel would not take it.
     private func sendReporting(_ pdu: [UInt8], _ fd: Int32) -> Bool {
-        guard let link = links[fd] else { return false }
-        do {
-            try link.socket.send(pdu)
-            return true
-        } catch {
-            node.logger.notice("ATT send failed", metadata: ["peer": "\(link.peer)", "error": "\(error)"])
-            return false
-        }
+        links[fd]?.socket.send(pdu, logger: node.logger) ?? false
     }
 
     private func close(_ fd: Int32, reason: String) {
@@ -446,6 +439,20 @@ final class GATTLinks: NodeComponent {
         case nil: return .notDelivered(sequence: sequence, why: "the device subscribed to neither chat TX nor UART TX")
         case 0?: return .notDelivered(sequence: sequence, why: "the link would not take it")
         default: return .sent(sequence: sequence)
+        }
+    }
+}
+
+extension ATTSocket {
+    /// Sends one PDU on the link; false (logged, with the peer) when the kernel would not take
+    /// it (a full queue, a link going down). Both roles' links send through this.
+    func send(_ pdu: [UInt8], logger: Logger) -> Bool {
+        do {
+            try send(pdu)
+            return true
+        } catch {
+            logger.notice("ATT send failed", metadata: ["peer": "\(peer.map(\.description) ?? "-")", "error": "\(error)"])
+            return false
         }
     }
 }
