@@ -77,12 +77,10 @@ final class GATTLinks: NodeComponent {
         settings = node.configuration.connections
     }
 
-    var isServing: Bool { listener != nil }
-
     var status: ConnectionsStatus? {
         guard settings.enabled else { return nil }
         return ConnectionsStatus(serving: listener != nil,
-                                 links: links.values.map { formatAddress($0.peer.value) + ($0.peer.kind == .random ? "/random" : "") }.sorted(),
+                                 links: links.values.map(\.peer.description).sorted(),
                                  maximumLinks: settings.maximumLinks,
                                  chatLink: node.chatCentral.peer.map { "\($0.address) (\($0.ready ? "ready" : "connecting"))" },
                                  counters: counters)
@@ -94,7 +92,6 @@ final class GATTLinks: NodeComponent {
         guard listener != nil, links.count < settings.maximumLinks, database != nil else { return nil }
         return (BoxServices.connectableAdvertisement(name: deviceName), BoxServices.scanResponse(name: deviceName))
     }
-    var linkCount: Int { links.count }
 
     func start() throws(NodeError) {
         // Links of the last run are gone: say so, so no conversation shows a link that is not there.
