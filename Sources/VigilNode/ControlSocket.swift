@@ -156,12 +156,16 @@ enum ControlWire {
 
 /// Why the CLI could not get an answer from a node.
 public enum ControlClientError: Error, CustomStringConvertible {
+    /// No node listens (no socket, or one a node left behind).
     case unreachable(String)
+    /// A node took the request but did not answer in time: its loop is busy or stuck.
+    case noAnswer(milliseconds: Int)
     case unreadableReply(String)
 
     public var description: String {
         switch self {
         case .unreachable(let e): "cannot reach the node: \(e)"
+        case .noAnswer(let ms): "the node took the request but did not answer within \(ms) ms (its loop is busy or stuck)"
         case .unreadableReply(let text): "the node answered something unreadable: \(text.prefix(200))"
         }
     }
@@ -174,22 +178,43 @@ public enum ControlClient {
         let reply: [UInt8]
         do {
             let fd = try UnixSocket.connect(path: dataDirectory + "/control.sock", timeoutMilliseconds: timeoutMilliseconds)
-            let request = (try? ControlWire.encoder.encode(command)).map(Array.init) ?? []
-            try fd.writeAll(request + [0x0A])
-            var received: [UInt8] = []
-            var chunk = [UInt8](repeating: 0, count: 4_096)
-            while !received.contains(0x0A) {
-                guard let n = try chunk.withUnsafeMutableBytes({ try fd.read(into: $0) }), n > 0 else { break }
-                received += chunk[0..<n]
-            }
-            reply = received
+            reply = try exchange(command, on: fd, timeoutMilliseconds: timeoutMilliseconds)
+        } catch let error as ControlClientError {
+            throw error
         } catch {
-            throw .unreachable("\(error)")
+            throw .unreachable("\(error)")   // connect: no node listens
         }
         let line = reply.prefix { $0 != 0x0A }
         guard let decoded = try? JSONDecoder().decode(NodeReply.self, from: Data(line)) else {
             throw .unreadableReply(String(decoding: line, as: UTF8.self))
         }
         return decoded
+    }
+
+    /// One request line out, one reply line back (up to its newline or the node's close).
+    private static func exchange(_ command: NodeCommand, on fd: borrowing FileDescriptor,
+                                 timeoutMilliseconds: Int) throws(ControlClientError) -> [UInt8] {
+        var timedOut = false
+        var received: [UInt8] = []
+        do {
+            let request = (try? ControlWire.encoder.encode(command)).map(Array.init) ?? []
+            try fd.writeAll(request + [0x0A])
+            var chunk = [UInt8](repeating: 0, count: 4_096)
+            while !received.contains(0x0A) {
+                // nil: SO_RCVTIMEO ran out (the read's EAGAIN); 0: the node closed the connection.
+                guard let n = try chunk.withUnsafeMutableBytes({ try fd.read(into: $0) }) else {
+                    timedOut = true
+                    break
+                }
+                guard n > 0 else { break }
+                received += chunk[0..<n]
+            }
+        } catch let error as SystemError where error.errno == .wouldBlock {
+            throw .noAnswer(milliseconds: timeoutMilliseconds)   // the write's SO_SNDTIMEO
+        } catch {
+            throw .unreachable("\(error)")
+        }
+        if timedOut { throw .noAnswer(milliseconds: timeoutMilliseconds) }
+        return received
     }
 }

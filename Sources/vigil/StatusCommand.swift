@@ -48,9 +48,14 @@ struct Status: AsyncParsableCommand {
             state.outbox.unreachableAfterMicroseconds = configuration.notifyUnreachableAfterMicroseconds
             let space = try log.spaceUsage()
             var live: LiveStatus?
-            if let reply = try? ControlClient.send(.status, dataDirectory: dir, timeoutMilliseconds: 1_000) {
-                live = reply.status
-            }
+            // 3 s: a node busy with a storm of scan hits on a slow card still answers; one that
+            // took the request and never answered is said to be stuck, not "not running".
+            var silent = false
+            do throws(ControlClientError) {
+                live = try ControlClient.send(.status, dataDirectory: dir, timeoutMilliseconds: 3_000).status
+            } catch .noAnswer {
+                silent = true
+            } catch {}
             let hub = HubStatusLine(links: (try? HubLinks.load(dataDirectory: dir)) ?? HubLinks(), mark: try HubSyncMark.read(log))
             if json {
                 let report = StatusReport(state: state, usedBytes: space.usedBytes, mapBytes: space.mapBytes, live: live, hub: hub,
@@ -59,7 +64,7 @@ struct Status: AsyncParsableCommand {
                 encoder.outputFormatting = [.sortedKeys]
                 FileOutput.standardOutput.write(String(decoding: try encoder.encode(report), as: UTF8.self) + "\n")
             } else {
-                FileOutput.standardOutput.write(text(state, space: space, live: live, dir: dir, hub: hub,
+                FileOutput.standardOutput.write(text(state, space: space, live: live, silent: silent, dir: dir, hub: hub,
                                                      verificationKeys: configuration.exposure.verificationKeys.count)
                                                 + PageStatus(configuration).text + "\n")
             }
@@ -104,10 +109,11 @@ struct Status: AsyncParsableCommand {
         FileOutput.standardOutput.write(out)
     }
 
-    private func text(_ s: Projections, space: (usedBytes: Int, mapBytes: Int, pageSize: Int), live: LiveStatus?, dir: String, hub: HubStatusLine,
-                      verificationKeys: Int) -> String {
+    private func text(_ s: Projections, space: (usedBytes: Int, mapBytes: Int, pageSize: Int), live: LiveStatus?, silent: Bool = false,
+                      dir: String, hub: HubStatusLine, verificationKeys: Int) -> String {
         var out = ""
-        let running = live.map { "running for \(Int($0.uptimeSeconds)) s" } ?? "not running"
+        let running = live.map { "running for \(Int($0.uptimeSeconds)) s" }
+            ?? (silent ? "running, but it did not answer within 3 s (its loop is busy or stuck)" : "not running")
         out += "node \(String(s.health.nodeID, radix: 16)) at \(dir): \(running)\n"
         out += "log: \(s.appliedThrough) events, \(space.usedBytes >> 10) KiB used of a \(space.mapBytes >> 20) MiB map"
         if s.health.undecodable > 0 { out += ", \(s.health.undecodable) unreadable (last at \(s.health.lastUndecodableSequence))" }

@@ -19,7 +19,7 @@ struct Why: AsyncParsableCommand {
             let log = try openForReading(dir)
             var state = try Replay.currentState(log, settings: configuration.projections)
             state.outbox.unreachableAfterMicroseconds = configuration.notifyUnreachableAfterMicroseconds
-            let live = try? ControlClient.send(.status, dataDirectory: dir, timeoutMilliseconds: 1_000)
+            let live = try? ControlClient.send(.status, dataDirectory: dir, timeoutMilliseconds: 3_000)
             let running = live != nil
             // Explain what the node shows, or would show if it ran. A node whose log failed runs
             // from memory: what it took since is not in the log, but the failure itself shows.

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import VigilCore
 import VigilEvents
+import VigilSystem
 @testable import VigilNode
 
 /// The one command model: typed values on the wire, judged in one place.
@@ -76,5 +77,32 @@ import VigilEvents
             return
         }
         #expect(c.source == .checkInHeartRate && c.heartRateFlags == 0xFF)
+    }
+
+    /// The CLI tells "no node" from "a node that took the request and did not answer" (a loop
+    /// busy or stuck): `vigil status` says the second is running, not that it is not.
+    @Test func aClientTellsNoNodeFromANodeThatTookTheRequestButNeverAnswered() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("control-silent-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        #expect(throws: ControlClientError.self) { try ControlClient.send(.status, dataDirectory: dir, timeoutMilliseconds: 100) }
+        do {
+            _ = try ControlClient.send(.status, dataDirectory: dir, timeoutMilliseconds: 100)
+        } catch .unreachable {
+        } catch {
+            Issue.record("no socket: \(error), not unreachable")
+        }
+        // A listener that never accepts: the kernel queues the connection and the request, and
+        // no answer comes (the timeout is the client's own SO_RCVTIMEO, 100 ms here).
+        let listener = try UnixSocket.listen(path: dir + "/control.sock")
+        do {
+            _ = try ControlClient.send(.status, dataDirectory: dir, timeoutMilliseconds: 100)
+            Issue.record("a silent node answered")
+        } catch .noAnswer(let ms) {
+            #expect(ms == 100)
+        } catch {
+            Issue.record("silent node: \(error), not noAnswer")
+        }
+        _ = listener
     }
 }

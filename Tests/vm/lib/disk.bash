@@ -59,6 +59,12 @@ start_node() {
   if ! wait_ms 60000 node_answers "$data"; then
     bad "the node ($2) did not start within 60 s; its output:"
     sed 's/^/     | /' "$SCRATCH/$2.out" "$SCRATCH/$2.err"
+    # What the probe saw: whether the node lives, what `vigil status` says now, the directory.
+    if alive "$NODE"; then echo "     the node (pid $NODE) is running"; else echo "     the node (pid $NODE) has exited"; fi
+    echo "     vigil status --json now:"
+    timeout 20 "$VIGIL" status --json --data "$data" 2>&1 | cut -c1-400 | tail -n 5 | sed 's/^/     | /'
+    echo "     (exit ${PIPESTATUS[0]})"
+    ls -la "$data" 2>&1 | sed 's/^/     | /'
     finish
   fi
 }
@@ -118,8 +124,8 @@ status_field() {
 }
 
 # node_on_failing_disk NAME: ext4 on a device-mapper linear target NAME over a 128 MiB loop
-# device (`dm_table` swaps it to `error`), and a node on it hearing 200 simulated advertisers
-# (about 100 scan hits a second: the writer commits all the time), log.failed_restart_after
+# device (`dm_table` swaps it to `error`), and a node on it hearing 40 simulated advertisers
+# (about 20 scan hits a second: the writer commits all the time), log.failed_restart_after
 # RESTART_AFTER seconds. Sets DM_NAME, SIZE (sectors), DEV, DATA, CONFIG and RESTART_AFTER.
 node_on_failing_disk() {
   loop_device 128
@@ -135,7 +141,9 @@ node_on_failing_disk() {
   cat > "$CONFIG" <<YAML
 data: $DATA
 simulation:
-  advertisers: 200    # about 100 scan hits a second: the writer commits all the time
+  advertisers: 40     # about 20 scan hits a second: the writer commits all the time. More would
+                      # fill the VM's one emulated CPU (TCG): at 200, a CI run's node could not
+                      # answer `vigil status` within a minute.
 log:
   failed_restart_after: ${RESTART_AFTER}s
 YAML
