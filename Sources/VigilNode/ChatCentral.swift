@@ -18,6 +18,8 @@ final class ChatCentral: NodeComponent {
     unowned let node: Node
     let settings: ConnectionSettings
     private var link: Link?
+    /// The peer's messages logged but not durable yet (one link: its descriptor is the key).
+    private var pending: PendingWrites
     static let setupTimer = Scheduler.Timer("chat link setup")
     /// From `connect` to subscribed: the kernel gives up connecting after 20 s (its LE
     /// connection timeout); discovery then has ATT's 30 s for any one request, far more than a
@@ -41,7 +43,11 @@ final class ChatCentral: NodeComponent {
     init(node: Node) {
         self.node = node
         settings = node.configuration.connections
+        pending = PendingWrites(limitPerLink: settings.maximumPendingWrites)
     }
+
+    func applied(_ event: Event) { _ = pending.settle(event.sequence) }
+    func refused(_ event: Event) { _ = pending.settle(event.sequence) }
 
     func start() throws(NodeError) {
         node.scheduler.register(Self.setupTimer) { [unowned self] in
@@ -197,6 +203,8 @@ final class ChatCentral: NodeComponent {
             node.connections.countRefusedMessage()
             return strike("a message over the limit")
         case .message(let bytes):
+            // A notification cannot be refused: past the limit it is dropped and counted.
+            guard pending.hasRoom(current.socket.fd) else { return node.connections.countRefusedPending() }
             guard link?.rate.take(nowNanoseconds: node.monotonic.nowNanoseconds()) == true else {
                 node.connections.countRefusedMessage()
                 return strike("messages faster than the rate")
@@ -207,7 +215,9 @@ final class ChatCentral: NodeComponent {
             chat.channel = .chat
             chat.text = String(decoding: bytes, as: UTF8.self)
             node.connections.countReceivedMessage()
-            node.append(.chatMessage(chat))
+            if let sequence = node.append(.chatMessage(chat)) {
+                pending.add(sequence: sequence, link: current.socket.fd, completion: nil)
+            }
         }
     }
 
@@ -260,6 +270,7 @@ final class ChatCentral: NodeComponent {
         link = nil
         node.scheduler.cancel(Self.setupTimer)
         node.loop.unwatch(current.socket.fd, "a chat link")
+        pending.forget(link: current.socket.fd)
         current.socket.close()
         node.logger.info("chat link closed", metadata: ["peer": "\(current.peer)", "reason": "\(reason)"])
         node.connections.appendLink(peer: current.peer, open: false, reason: reason, role: .central)

@@ -18,6 +18,9 @@ public struct ConnectionSettings: Sendable, Equatable {
     public var messageIntervalMicroseconds: UInt64 = 500_000
     /// Protocol violations (and refused messages) after which the box closes the link.
     public var violationLimit = 8
+    /// A link's messages logged but not yet durable; more are refused until some are
+    /// (`PendingWrites`).
+    public var maximumPendingWrites = 16
     public init() {}
 }
 
@@ -31,6 +34,9 @@ public struct ConnectionCounters: Sendable, Codable, Equatable {
     public var messagesSent: UInt64 = 0
     /// Writes refused for the peer's rate, a message over the limit, or one that did not parse.
     public var messagesRefused: UInt64 = 0
+    /// Of those, refused because the link already had `maximumPendingWrites` messages waiting
+    /// for the card (the box's slowness: no strike).
+    public var messagesRefusedPending: UInt64 = 0
     public var violations: UInt64 = 0
     /// Phone messages (an SOS and the other alert categories) raised as alerts of the network,
     /// and those that could not be (no shelter key, every counter used).
@@ -60,8 +66,8 @@ final class GATTLinks: NodeComponent {
                                                nowNanoseconds: node.monotonic.nowNanoseconds())
     private var listener: ATTSocket?
     private var links: [Int32: Link] = [:]
-    /// Writes answered when their event is durable: event sequence → link and the value's completion.
-    private var awaiting: [UInt64: (fd: Int32, completion: WriteCompletion)] = [:]
+    /// Messages logged but not durable yet, per link, with the writes to answer when they are.
+    private var awaiting: PendingWrites
 
     struct Link {
         let socket: ATTSocket
@@ -75,6 +81,7 @@ final class GATTLinks: NodeComponent {
     init(node: Node) {
         self.node = node
         settings = node.configuration.connections
+        awaiting = PendingWrites(limitPerLink: settings.maximumPendingWrites)
     }
 
     var status: ConnectionsStatus? {
@@ -147,11 +154,13 @@ final class GATTLinks: NodeComponent {
 
     func applied(_ event: Event) {
         if case .radioStateChanged(let change) = event.body, change.state == .on { listen() }
-        if let write = awaiting.removeValue(forKey: event.sequence) { answerWrite(write.fd, write.completion, error: nil) }
+        if let write = awaiting.settle(event.sequence), let completion = write.completion { answerWrite(write.link, completion, error: nil) }
     }
 
     func refused(_ event: Event) {
-        if let write = awaiting.removeValue(forKey: event.sequence) { answerWrite(write.fd, write.completion, error: .insufficientResources) }
+        if let write = awaiting.settle(event.sequence), let completion = write.completion {
+            answerWrite(write.link, completion, error: .insufficientResources)
+        }
     }
 
     // MARK: - Links
@@ -251,6 +260,12 @@ final class GATTLinks: NodeComponent {
         case .tooLong:
             refuse(fd, completion, .messageTooLong, "a message over the limit")
         case .message(let bytes):
+            // Before the rate's token: a message the card cannot take yet costs the peer nothing.
+            guard awaiting.hasRoom(fd) else {
+                countRefusedPending()
+                if let completion { answerWrite(fd, completion, error: .insufficientResources) }
+                return
+            }
             guard takeToken(fd) else { return refuse(fd, completion, .rateExceeded, "messages faster than the rate") }
             var chat = ChatMessage()
             chat.peer = link.peer.value
@@ -278,7 +293,7 @@ final class GATTLinks: NodeComponent {
                 if let completion { answerWrite(fd, completion, error: .insufficientResources) }
                 return
             }
-            if let completion { awaiting[sequence] = (fd, completion) }
+            awaiting.add(sequence: sequence, link: fd, completion: completion)
             if channel == .message, CommandInterpreter.alertKinds[chat.category] != nil { raiseAlert(for: chat) }
         }
     }
@@ -365,7 +380,7 @@ final class GATTLinks: NodeComponent {
         guard let link = links.removeValue(forKey: fd) else { return }
         node.loop.unwatch(fd, "an ATT link")
         link.socket.close()
-        for (sequence, write) in awaiting where write.fd == fd { awaiting[sequence] = nil }
+        awaiting.forget(link: fd)
         appendLink(peer: link.peer, open: false, reason: reason)
         node.airAlerts.connectionsChanged()
     }
@@ -386,6 +401,10 @@ final class GATTLinks: NodeComponent {
     func countReceivedMessage() { counters.messagesReceived += 1 }
     func countSentMessage() { counters.messagesSent += 1 }
     func countRefusedMessage() { counters.messagesRefused += 1 }
+    func countRefusedPending() {
+        counters.messagesRefused += 1
+        counters.messagesRefusedPending += 1
+    }
     func countViolation() { counters.violations += 1 }
     func countClosedForMisbehaviour() { counters.linksClosedForMisbehaviour += 1 }
 

@@ -299,6 +299,7 @@ public struct NodeConfiguration: Sendable {
             if let v = try connections.integer("message_burst", in: 1...1_000) { config.connections.messageBurst = v }
             if let v = try connections.duration("message_interval") { config.connections.messageIntervalMicroseconds = max(1_000, v) }
             if let v = try connections.integer("violation_limit", in: 1...1_000) { config.connections.violationLimit = v }
+            if let v = try connections.integer("max_pending_writes", in: 1...1_000) { config.connections.maximumPendingWrites = v }
             try connections.finish()
         }
         if var http = try root.section("http") {

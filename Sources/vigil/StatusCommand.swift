@@ -190,7 +190,7 @@ struct Status: AsyncParsableCommand {
                 out += "connections: \(c.serving ? "serving GATT" : "not serving (see the log)"), \(c.links.count) of \(c.maximumLinks) links"
                     + (c.links.isEmpty ? "" : " (\(c.links.joined(separator: ", ")))")
                     + (c.chatLink.map { "; the box's chat link to \($0)" } ?? "")
-                    + "; \(k.messagesReceived) messages in (unauthenticated), \(k.messagesSent) out, \(k.messagesRefused) refused, \(k.violations) violations, \(k.linksClosedForMisbehaviour) links closed for misbehaviour, \(k.linksRefused) refused when full"
+                    + "; \(k.messagesReceived) messages in (unauthenticated), \(k.messagesSent) out, \(k.messagesRefused) refused (\(k.messagesRefusedPending) while the card was slow), \(k.violations) violations, \(k.linksClosedForMisbehaviour) links closed for misbehaviour, \(k.linksRefused) refused when full"
                     + (k.alertsFromPhones + k.alertsFromPhonesRefused > 0 ? "; \(k.alertsFromPhones) alerts from phones (\(k.alertsFromPhonesRefused) could not be raised)" : "") + "\n"
             }
         }

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import VigilEvents
+@testable import VigilGATT
 import VigilLog
 import VigilSystem
 @testable import VigilNode
@@ -98,5 +99,28 @@ struct ChatNodeTests {
         var allowed: [Bool] = []
         for (time, _) in script { allowed.append(rate.take(nowNanoseconds: time * ms)) }
         #expect(allowed == script.map(\.1))
+    }
+
+    @Test func aLinksMessagesWaitingForTheCardAreCappedUntilSomeAreDurableAndAClosedLinkLeavesNothingBehind() {
+        var pending = PendingWrites(limitPerLink: 2)
+        let request = WriteCompletion(write: 7, handle: 0x0021)
+        pending.add(sequence: 10, link: 5, completion: request)
+        pending.add(sequence: 11, link: 5, completion: nil)
+        pending.add(sequence: 12, link: 6, completion: nil)
+        #expect(!pending.hasRoom(5))
+        #expect(pending.hasRoom(6))   // another link's writes are its own
+        // A durable event frees its link's slot and gives back the write to answer.
+        let settled = pending.settle(10)
+        #expect(settled?.link == 5)
+        #expect(settled?.completion == request)
+        #expect(pending.hasRoom(5))
+        #expect(pending.settle(10) == nil)   // answered once
+        #expect(pending.settle(99) == nil)   // not a peer's message
+        pending.forget(link: 5)
+        #expect(pending.count(5) == 0)
+        #expect(pending.settle(11) == nil)   // the closed link's write is not answered later
+        #expect(pending.total == 1)
+        #expect(pending.settle(12)?.link == 6)
+        #expect(pending.total == 0)
     }
 }
