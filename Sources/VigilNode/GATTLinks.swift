@@ -310,7 +310,7 @@ final class GATTLinks: NodeComponent {
             return
         }
         let lifetime = min(Self.phoneAlertLifetimeMicroseconds, node.configuration.airAlerts.maxLifetimeMicroseconds)
-        var text = "from a phone, unauthenticated (\(formatAddress(message.peer))): " + Self.withoutControlCharacters(message.text)
+        var text = "from a phone, unauthenticated (\(formatAddress(message.peer))): " + PeerText.printable(message.text)
         while text.utf8.count > 500 { text.removeLast() }
         let request = AlertRequest(kind: message.category, severity: nil, lifetimeMicroseconds: lifetime, text: text)
         switch node.control.interpreter.interpret(.raiseAlert(request)) {
@@ -329,12 +329,6 @@ final class GATTLinks: NodeComponent {
     /// Alerts phones may raise, box-wide: 3 at once, then one every 10 minutes.
     static let phoneAlertBurst = 3
     static let phoneAlertIntervalMicroseconds: UInt64 = 600_000_000
-
-    /// A phone's text as an alert carries it (shown on the page, in status, to notifiers):
-    /// control characters replaced.
-    static func withoutControlCharacters(_ text: String) -> String {
-        String(String.UnicodeScalarView(text.unicodeScalars.map { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) ? "\u{FFFD}" : $0 }))
-    }
 
     private func pendingMessageID(_ id: String) -> Bool {
         node.pending.elements.contains { if case .chatMessage(let m) = $0.body { m.messageID == id && !m.outgoing } else { false } }

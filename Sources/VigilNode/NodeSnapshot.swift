@@ -25,6 +25,7 @@ public struct NodeSnapshot: Sendable, Codable, Equatable {
     public var radio: RadioView
     public var hub: HubView
     public var log: LogView
+    public var chats: ChatsView
 
     public struct OutputView: Sendable, Codable, Equatable {
         /// red, amber, green, blue, buzzer.
@@ -121,6 +122,44 @@ public struct NodeSnapshot: Sendable, Codable, Equatable {
         public var problem: String?
     }
 
+    /// Chats with phones and boxes (`Conversations`). What peers wrote is unauthenticated and
+    /// private to the shelter's staff: `forPublic` keeps only the counts.
+    public struct ChatsView: Sendable, Codable, Equatable {
+        /// Devices the box has a conversation with, those linked now, and those with unread messages.
+        public var devices: Int
+        public var connected: Int
+        public var unread: Int
+        /// The most recent conversations (at most `conversationLimit`), newest first; empty in
+        /// the public view.
+        public var conversations: [ConversationView]
+
+        public static let conversationLimit = 16
+        public static let lineLimit = 5
+
+        public struct ConversationView: Sendable, Codable, Equatable {
+            /// "AA:BB:CC:DD:EE:FF", with "/random" for a random address: what `chat-send` takes.
+            public var device: String
+            public var connected: Bool
+            /// BTFinder's badge: "" (none), "1" to "99", then "...".
+            public var unread: String
+            public var lastActivityMicroseconds: UInt64
+            /// The last `lineLimit` messages, oldest first.
+            public var messages: [Line]
+        }
+
+        public struct Line: Sendable, Codable, Equatable {
+            public var timeMicroseconds: UInt64
+            /// Sent by the box (else written by the peer: unauthenticated).
+            public var outgoing: Bool
+            /// Control characters replaced.
+            public var text: String
+            /// A phone message's category (sos, info, ...), "" for chat.
+            public var category: String
+            /// For outgoing messages: whether every part went out on the link.
+            public var delivered: Bool
+        }
+    }
+
     public struct LogView: Sendable, Codable, Equatable {
         public var events: UInt64
         public var usedBytes: UInt64?
@@ -192,6 +231,25 @@ extension NodeSnapshot {
                       undecodable: h.undecodable, salvages: h.salvages, check: live?.logCheck,
                       failure: live?.fromMemory?.failure, diskFull: live?.log.diskFull ?? false,
                       uptimeSeconds: live?.uptimeSeconds)
+        let talks = state.conversations.recent
+        chats = ChatsView(
+            devices: talks.count, connected: talks.count { $0.connected }, unread: talks.count { $0.unread > 0 },
+            conversations: talks.prefix(ChatsView.conversationLimit).map { c in
+                ChatsView.ConversationView(
+                    device: formatAddress(c.peer) + (c.random ? "/random" : ""), connected: c.connected, unread: c.unreadBadge,
+                    lastActivityMicroseconds: c.lastActivityMicroseconds,
+                    messages: c.messages.suffix(ChatsView.lineLimit).map { m in
+                        ChatsView.Line(timeMicroseconds: m.timeMicroseconds, outgoing: m.outgoing, text: PeerText.printable(m.text),
+                                       category: PeerText.printable(m.category), delivered: m.delivered)
+                    })
+            })
+    }
+
+    /// What anyone may read where `http.public_view` allows it: no chats' addresses or texts.
+    public func forPublic() -> NodeSnapshot {
+        var copy = self
+        copy.chats.conversations = []
+        return copy
     }
 
     static func name(_ m: CheckInMode) -> String {

@@ -123,7 +123,8 @@ struct APIRoutes: Sendable {
                 return await pastView(moment, asked: "as it was at \(at)")
             }
             guard let snapshot = node.snapshots.latest else { return Self.problem(.serviceUnavailable, "the box is starting") }
-            return Self.json(snapshot)
+            // Chats are the shelter's: a public view gets only their counts.
+            return Self.json(await knownCaller(request) ? snapshot : snapshot.forPublic())
         }
     }
 
@@ -184,6 +185,16 @@ struct APIRoutes: Sendable {
         var response = Self.problem(.unauthorized, "send a bearer token (vigil http token add NAME)")
         response.headers[.wwwAuthenticate] = "Bearer realm=\"vigil\""
         return response
+    }
+
+    /// A caller with a token or a session (not merely the public view), without judging
+    /// whether it may act.
+    func knownCaller(_ request: Request) async -> Bool {
+        if let authorization = request.headers[.authorization] {
+            return authorization.hasPrefix("Bearer ") && credentials.tokenName(String(authorization.dropFirst(7))) != nil
+        }
+        guard let token = WebRoutes.sessionToken(request) else { return false }
+        return await sessions.session(token, currentHash: credentials.adminHash) != nil
     }
 
     // MARK: Bodies

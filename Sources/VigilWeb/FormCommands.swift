@@ -49,6 +49,14 @@ enum FormCommands {
                 settings.intervalMicroseconds = us
             }
             return .success(action == "enrol" ? .enrolResident(settings) : .updateResident(settings))
+        case "chat-send":
+            guard let device = field("device") else { return .failure(.init(message: "Which device?")) }
+            guard let text = field("text") else { return .failure(.init(message: "Write a message first.")) }
+            guard text.utf8.count <= 1_024 else { return .failure(.init(message: "A message is at most 1024 bytes.")) }
+            return .success(.chatSend(ChatSendRequest(peer: device, text: text)))
+        case "chat-open":
+            guard let device = field("device") else { return .failure(.init(message: "Which device?")) }
+            return .success(.chatOpen(ChatPeerReference(peer: device)))
         case "remove":
             guard let id = field("id") else { return .failure(.init(message: "Which resident?")) }
             return .success(.removeResident(ResidentReference(id: id)))

@@ -169,7 +169,7 @@ enum OpenAPIDocument {
             timeZone: {type: string}
         NodeSnapshot:
           type: object
-          required: [sequence, timeMicroseconds, nodeID, outputs, residents, alerts, exposures, messages, radio, hub, log]
+          required: [sequence, timeMicroseconds, nodeID, outputs, residents, alerts, exposures, messages, radio, hub, log, chats]
           properties:
             sequence: {type: integer, format: int64}
             timeMicroseconds: {type: integer, format: int64}
@@ -279,5 +279,36 @@ enum OpenAPIDocument {
                 failure: {type: string}
                 diskFull: {type: boolean}
                 uptimeSeconds: {type: number}
+            chats:
+              description: Chats with phones and boxes; what peers wrote is unauthenticated. A caller without a token or a session (the public view) gets only the counts.
+              type: object
+              required: [devices, connected, unread, conversations]
+              properties:
+                devices: {type: integer}
+                connected: {type: integer}
+                unread: {type: integer}
+                conversations:
+                  type: array
+                  maxItems: 16
+                  items:
+                    type: object
+                    required: [device, connected, unread, lastActivityMicroseconds, messages]
+                    properties:
+                      device: {type: string}
+                      connected: {type: boolean}
+                      unread: {type: string}
+                      lastActivityMicroseconds: {type: integer, format: int64}
+                      messages:
+                        type: array
+                        maxItems: 5
+                        items:
+                          type: object
+                          required: [timeMicroseconds, outgoing, text, category, delivered]
+                          properties:
+                            timeMicroseconds: {type: integer, format: int64}
+                            outgoing: {type: boolean}
+                            text: {type: string}
+                            category: {type: string}
+                            delivered: {type: boolean}
     """
 }

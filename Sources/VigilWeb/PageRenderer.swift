@@ -11,7 +11,7 @@ import VigilNode
 /// empty and the script fills it from the page's `<meta name="csrf">`.
 enum PageRenderer {
     /// The page's sections, in order: each is an element whose id the stream names.
-    static let sections = ["help", "hazards", "lights", "residents", "exposures", "system"]
+    static let sections = ["help", "hazards", "lights", "residents", "chats", "exposures", "system"]
 
     struct Viewer {
         /// Signed-in staff may act.
@@ -63,6 +63,7 @@ enum PageRenderer {
         case "help": help(s, viewer: viewer)
         case "hazards": hazards(s, viewer: viewer)
         case "residents": residents(s, viewer: viewer)
+        case "chats": chats(s, viewer: viewer)
         case "exposures": exposures(s)
         default: system(s)
         }
@@ -153,6 +154,41 @@ enum PageRenderer {
             out += "</tr>"
         }
         return out + "</tbody></table></section>"
+    }
+
+    /// Chats with phones and boxes. Viewers see only how many there are: who wrote what is for
+    /// staff. Every line a peer wrote says it is unauthenticated (anyone in radio range can write
+    /// anything, under any name).
+    static func chats(_ s: NodeSnapshot, viewer: Viewer) -> String {
+        let c = s.chats
+        var out = "<section id=\"chats\"><h2>Chats (\(c.devices))</h2>"
+        if c.devices == 0 { return out + "<p class=\"quiet\">No chat with a phone or another box.</p></section>" }
+        out += "<p>\(c.devices) device\(c.devices == 1 ? "" : "s"), \(c.connected) connected now, \(c.unread) with unread messages.</p>"
+        guard viewer.acting else { return out + "<p class=\"quiet\">Sign in to read them.</p></section>" }
+        out += "<p class=\"warn\">What phones and other boxes write is not authenticated: anyone nearby can write anything.</p><ul class=\"chats\">"
+        for v in c.conversations {
+            out += "<li data-device=\"\(escape(v.device))\"><b>\(escape(v.device))</b> \(v.connected ? "connected" : "not connected")"
+            if !v.unread.isEmpty {
+                out += " <span class=\"badge\" title=\"unread messages\">\(escape(v.unread))</span> "
+                out += form("/act/chat-open", viewer, hidden: ["device": v.device], button: "Mark read", style: "secondary")
+            }
+            out += "<ol class=\"lines\">"
+            for m in v.messages {
+                let who = m.outgoing ? "this box" : "them (unauthenticated)"
+                let category = m.category.isEmpty ? "" : " [\(escape(m.category))]"
+                let undelivered = m.outgoing && !m.delivered ? " <small>(not delivered)</small>" : ""
+                out += "<li class=\"\(m.outgoing ? "out" : "in")\">\(clock(m.timeMicroseconds)) \(who)\(category): \(escape(m.text))\(undelivered)</li>"
+            }
+            out += "</ol>"
+            if v.connected {
+                out += "<form method=\"post\" action=\"/act/chat-send\" class=\"inline\">\(csrfField(viewer))"
+                out += "<input type=\"hidden\" name=\"device\" value=\"\(escape(v.device))\">"
+                out += "<label>Message <input name=\"text\" required maxlength=\"1024\"></label> <button>Send</button></form>"
+            }
+            out += "</li>"
+        }
+        if c.devices > c.conversations.count { out += "<li class=\"quiet\">\(c.devices - c.conversations.count) older: <code>vigil chat list</code></li>" }
+        return out + "</ul></section>"
     }
 
     static func exposures(_ s: NodeSnapshot) -> String {

@@ -29,6 +29,9 @@ enum StaticAssets {
     th, td { text-align: left; padding: .35rem .5rem; border-bottom: 1px solid #8883; vertical-align: top; }
     tr.step-alarm td, tr.step-notify td { background: #c6282822; } tr.step-prompt td, tr.step-text td { background: #ef8f0022; }
     form.inline { display: inline; }
+    .chats { list-style: none; padding: 0; } .chats > li { border-left: .35rem solid #8888; padding: .4rem .7rem; margin: .4rem 0; background: #8881; }
+    .badge { display: inline-block; min-width: 1.4rem; padding: 0 .4rem; border-radius: .8rem; background: var(--red); color: #fff; text-align: center; font-weight: 600; }
+    .chats li.in { overflow-wrap: anywhere; } .chats li.out { color: #888; }
     button { font: inherit; padding: .45rem .9rem; border-radius: .4rem; border: 1px solid #8888; background: var(--blue); color: #fff; cursor: pointer; min-height: 2.6rem; }
     button.secondary { background: transparent; color: inherit; }
     label { display: block; margin: .3rem 0; } input, select { font: inherit; padding: .3rem; max-width: 100%; }

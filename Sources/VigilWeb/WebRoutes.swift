@@ -241,6 +241,8 @@ struct WebRoutes: Sendable {
         "enrol": "The resident is enrolled.",
         "edit": "The resident's settings are saved.",
         "remove": "The resident is removed.",
+        "chat-send": "The message went out on the link.",
+        "chat-open": "The chat is marked read.",
     ]
 
     func act(_ action: String, _ form: [String: String]) async throws -> Response {

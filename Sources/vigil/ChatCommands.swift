@@ -37,17 +37,8 @@ enum ChatText {
         return text + ": " + printable(m.text, limit: 2_000)
     }
 
-    /// Text from a peer as a terminal may show it: control characters (an escape sequence could
-    /// rewrite the screen) become U+FFFD, and a long text is cut with "…".
-    static func printable(_ text: String, limit: Int) -> String {
-        var out = String.UnicodeScalarView()
-        for (index, scalar) in text.unicodeScalars.enumerated() {
-            if index == limit { out.append("…"); break }
-            let controlled = scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value)
-            out.append(controlled ? "\u{FFFD}" : scalar)
-        }
-        return String(out)
-    }
+    /// Text from a peer as a terminal may show it (`PeerText`).
+    static func printable(_ text: String, limit: Int) -> String { PeerText.printable(text, limit: limit) }
 }
 
 struct ChatList: AsyncParsableCommand {

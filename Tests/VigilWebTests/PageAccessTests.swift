@@ -4,7 +4,8 @@ import NIOCore
 import NIOHTTP1
 import Testing
 import VigilCore
-import VigilNode
+import VigilEvents
+@testable import VigilNode
 @testable import VigilWeb
 
 /// The box's page (issue 13, items 1 and 3): who may see it, who may act, and how.
@@ -103,6 +104,48 @@ import VigilNode
         let (late, _) = try await web.signIn("a new password, long")
         web.seconds.advance(WebSessions.lifetimeSeconds)
         #expect(try await web.get("/", cookie: late).status == .seeOther)
+        }
+    }
+
+    @Test func chatsShowStaffWhoWroteWhatMarkedUnauthenticatedAndViewersOnlyHowMany() async throws {
+        try await WebHarness.with("page-chats", publicView: true) { (web: WebHarness) async throws in
+            // A phone wrote to the box (as GATTLinks logs it): markup and a terminal escape in it.
+            var message = ChatMessage()
+            message.peer = 0xC0_FF_EE_00_11_22
+            message.peerType = .addressRandom
+            message.channel = .chat
+            message.text = "<b>help</b> at gate 3\u{1B}[2J"
+            let written = message
+            let sequence = await web.read { $0.append(.chatMessage(written)) }
+            #expect(sequence != nil)
+            await web.settled()
+            await web.advance(byMicroseconds: 300_000)
+
+            // Viewers: how many chats, never who or what.
+            let viewing = try await web.get("/")
+            #expect(viewing.body.contains("id=\"chats\"") && viewing.body.contains("1 device, 0 connected now, 1 with unread messages"))
+            #expect(!viewing.body.contains("C0:FF:EE") && !viewing.body.contains("gate 3"), "a viewer sees no chat")
+            let publicStatus = try JSONDecoder().decode(NodeSnapshot.self, from: Data(try await web.api(.GET, "/status").body.utf8))
+            #expect(publicStatus.chats.devices == 1 && publicStatus.chats.conversations.isEmpty, "nor does the public API")
+
+            // Staff: the device, its unread badge, the text escaped and marked unauthenticated.
+            let (cookie, csrf) = try await web.signIn()
+            let page = try await web.get("/", cookie: cookie).body
+            #expect(page.contains("C0:FF:EE:00:11:22/random") && page.contains("<span class=\"badge\" title=\"unread messages\">1</span>"))
+            #expect(page.contains("them (unauthenticated): &lt;b&gt;help&lt;/b&gt; at gate 3\u{FFFD}[2J"), "\(page)")
+            #expect(!page.contains("<b>help</b>") && !page.contains("\u{1B}"))
+            #expect(!page.contains("action=\"/act/chat-send\""), "no send form for a device not linked now")
+            let staffStatus = try JSONDecoder().decode(NodeSnapshot.self, from: Data(try await web.api(.GET, "/status", cookie: cookie).body.utf8))
+            #expect(staffStatus.chats.conversations.first?.messages.first?.text == "<b>help</b> at gate 3\u{FFFD}[2J")
+
+            // Marking it read is the CLI's `vigil chat open`, judged by the node alike.
+            let read = try await web.post("/act/chat-open", form: "csrf=\(csrf)&device=C0%3AFF%3AEE%3A00%3A11%3A22%2Frandom", cookie: cookie)
+            #expect(read.status == .seeOther, "\(read.body)")
+            #expect(await web.read { $0.projections.conversations.byPeer[0xC0_FF_EE_00_11_22]?.unread } == 0)
+            // Sending needs a link: without a radio that serves GATT the node says why.
+            let send = try await web.post("/act/chat-send", form: "csrf=\(csrf)&device=C0%3AFF%3AEE%3A00%3A11%3A22%2Frandom&text=on+our+way", cookie: cookie)
+            #expect(send.status != .seeOther && send.body.contains("Nothing done"), "\(send.body)")
+            #expect(try await web.post("/act/chat-send", form: "csrf=\(csrf)&device=C0%3AFF%3AEE%3A00%3A11%3A22", cookie: cookie).status == .badRequest)
         }
     }
 
