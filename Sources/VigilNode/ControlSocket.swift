@@ -158,7 +158,8 @@ enum ControlWire {
 public enum ControlClientError: Error, CustomStringConvertible {
     /// No node listens (no socket, or one a node left behind).
     case unreachable(String)
-    /// A node took the request but did not answer in time: its loop is busy or stuck.
+    /// A node took the connection but did not answer in time (or closed it first): its loop is
+    /// busy or stuck, or every one of its connection slots is taken.
     case noAnswer(milliseconds: Int)
     case unreadableReply(String)
 
@@ -181,6 +182,9 @@ public enum ControlClient {
             reply = try exchange(command, on: fd, timeoutMilliseconds: timeoutMilliseconds)
         } catch let error as ControlClientError {
             throw error
+        } catch let error as SystemError where error.errno == .wouldBlock {
+            // connect: a listener whose backlog is full, because its loop stopped accepting.
+            throw .noAnswer(milliseconds: timeoutMilliseconds)
         } catch {
             throw .unreachable("\(error)")   // connect: no node listens
         }
@@ -209,12 +213,13 @@ public enum ControlClient {
                 guard n > 0 else { break }
                 received += chunk[0..<n]
             }
-        } catch let error as SystemError where error.errno == .wouldBlock {
-            throw .noAnswer(milliseconds: timeoutMilliseconds)   // the write's SO_SNDTIMEO
         } catch {
-            throw .unreachable("\(error)")
+            // A node took the connection and then did not take the request (SO_SNDTIMEO, or it
+            // closed the connection: at its connection limit): it runs, but does not answer.
+            throw .noAnswer(milliseconds: timeoutMilliseconds)
         }
-        if timedOut { throw .noAnswer(milliseconds: timeoutMilliseconds) }
+        // No answer in time, or the connection closed before a whole line: the same.
+        if timedOut || !received.contains(0x0A) { throw .noAnswer(milliseconds: timeoutMilliseconds) }
         return received
     }
 }

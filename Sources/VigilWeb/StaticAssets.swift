@@ -62,6 +62,28 @@ enum StaticAssets {
       function busy(el) {
         return el.matches(":hover") || el.contains(document.activeElement) && document.activeElement !== document.body;
       }
+      // What staff are typing (a chat reply) survives a section's update: values of the text
+      // fields, keyed by their form's action, its device and the field's name, and the focus.
+      function fieldKey(i) {
+        const f = i.closest("form");
+        const d = f && f.querySelector("input[name=device]");
+        return (f ? f.getAttribute("action") : "") + "|" + (d ? d.value : "") + "|" + i.name;
+      }
+      function drafts(root) {
+        const saved = {};
+        root.querySelectorAll("input:not([type=hidden]), textarea").forEach(function (i) {
+          if (i.value || i === document.activeElement) saved[fieldKey(i)] = { value: i.value, focused: i === document.activeElement };
+        });
+        return saved;
+      }
+      function restore(root, saved) {
+        root.querySelectorAll("input:not([type=hidden]), textarea").forEach(function (i) {
+          const s = saved[fieldKey(i)];
+          if (!s) return;
+          i.value = s.value;
+          if (s.focused) i.focus();
+        });
+      }
       function swap(id) {
         const html = pending[id];
         const old = document.getElementById(id);
@@ -79,7 +101,9 @@ enum StaticAssets {
         if (!fresh) return;
         fresh.querySelectorAll("input.csrf").forEach(function (i) { i.value = csrf; });
         fresh.addEventListener("mouseleave", function () { swap(id); });
+        const saved = drafts(old);
         old.replaceWith(fresh);
+        restore(fresh, saved);
         // When the page last changed (ms since the epoch): what the browser tests time.
         fresh.dataset.shownAt = String(Date.now());
         shown[id] = html;

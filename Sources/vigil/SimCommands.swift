@@ -39,9 +39,11 @@ struct Press: AsyncParsableCommand {
                 holdMicroseconds = us
             }
             let reply: NodeReply
-            do {
+            do throws(ControlClientError) {
                 reply = try ControlClient.send(.press(ButtonPress(holdMicroseconds: holdMicroseconds, bounces: bounces,
                                                                   resident: gesture == .checkin ? resident : nil)), dataDirectory: dir)
+            } catch .noAnswer {
+                throw CLIError("the node on \(dir) runs but did not answer: its loop is busy or stuck")
             } catch {
                 throw CLIError("no node is running with data directory \(dir) (\(error))")
             }

@@ -58,8 +58,8 @@ struct Status: AsyncParsableCommand {
             } catch {}
             let hub = HubStatusLine(links: (try? HubLinks.load(dataDirectory: dir)) ?? HubLinks(), mark: try HubSyncMark.read(log))
             if json {
-                let report = StatusReport(state: state, usedBytes: space.usedBytes, mapBytes: space.mapBytes, live: live, hub: hub,
-                                          page: PageStatus(configuration))
+                let report = StatusReport(state: state, usedBytes: space.usedBytes, mapBytes: space.mapBytes, live: live, silent: silent ? true : nil,
+                                          hub: hub, page: PageStatus(configuration))
                 let encoder = JSONEncoder()
                 encoder.outputFormatting = [.sortedKeys]
                 FileOutput.standardOutput.write(String(decoding: try encoder.encode(report), as: UTF8.self) + "\n")
@@ -230,6 +230,9 @@ struct StatusReport: Encodable {
     var usedBytes: Int
     var mapBytes: Int
     var live: LiveStatus?
+    /// A node took the request but did not answer within 3 s (no `live` then): it runs, busy or
+    /// stuck. Absent when it answered or none runs.
+    var silent: Bool?
     var hub: HubStatusLine
     var page: PageStatus
 }

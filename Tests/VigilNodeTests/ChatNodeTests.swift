@@ -123,4 +123,14 @@ struct ChatNodeTests {
         #expect(pending.settle(12)?.link == 6)
         #expect(pending.total == 0)
     }
+
+    @Test func aPeersTextKeepsItsLettersButNoControlBidiOverrideOrLineSeparatorAndIsCutAtItsLimit() {
+        #expect(PeerText.printable("Ayuda, sala 3 — ¿hay sitio? 🙏") == "Ayuda, sala 3 — ¿hay sitio? 🙏")
+        #expect(PeerText.printable("a\u{1B}[2Jb\u{7}c\u{85}d") == "a\u{FFFD}[2Jb\u{FFFD}c\u{FFFD}d")
+        // "Trojan Source": an override that would show "evil" text reversed, and isolates.
+        #expect(PeerText.printable("ok\u{202E}lived\u{202C}\u{2066}x\u{2069}\u{200F}") == "ok\u{FFFD}lived\u{FFFD}\u{FFFD}x\u{FFFD}\u{FFFD}")
+        #expect(PeerText.printable("one\u{2028}two\u{2029}three\nfour") == "one\u{FFFD}two\u{FFFD}three\u{FFFD}four")
+        #expect(PeerText.printable("abcdef", limit: 3) == "abc…")
+        #expect(PeerText.printable("abc", limit: 3) == "abc")
+    }
 }

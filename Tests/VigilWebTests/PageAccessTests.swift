@@ -137,6 +137,9 @@ import VigilEvents
             #expect(!page.contains("action=\"/act/chat-send\""), "no send form for a device not linked now")
             let staffStatus = try JSONDecoder().decode(NodeSnapshot.self, from: Data(try await web.api(.GET, "/status", cookie: cookie).body.utf8))
             #expect(staffStatus.chats.conversations.first?.messages.first?.text == "<b>help</b> at gate 3\u{FFFD}[2J")
+            let token = try WebCredentials(dataDirectory: web.dir.path).addToken(name: "dispatch", nowMicroseconds: 1)
+            let scripted = try JSONDecoder().decode(NodeSnapshot.self, from: Data(try await web.api(.GET, "/status", token: token).body.utf8))
+            #expect(scripted.chats.conversations.map(\.device) == ["C0:FF:EE:00:11:22/random"], "a token reads the chats too")
 
             // Marking it read is the CLI's `vigil chat open`, judged by the node alike.
             let read = try await web.post("/act/chat-open", form: "csrf=\(csrf)&device=C0%3AFF%3AEE%3A00%3A11%3A22%2Frandom", cookie: cookie)

@@ -11,7 +11,11 @@ command `vigil sim press` sends), held HOLD seconds: the box raises its SOS once
 FIRES-AFTER seconds (the long press), and the page must show it within a second of the SOS's
 event time.
 
-Usage: box_page.py URL PASSWORD TOKEN CALL-ID RESIDENT HOLD-SECONDS FIRES-AFTER-SECONDS OUTPUT
+A phone linked to the box (DEVICE) has written to it: staff start a reply in the Chats section
+and the draft, and the focus, survive the section's live update (the chat marked read through
+the API meanwhile).
+
+Usage: box_page.py URL PASSWORD TOKEN CALL-ID RESIDENT HOLD-SECONDS FIRES-AFTER-SECONDS OUTPUT DEVICE
 Exit 0 when every check holds; otherwise the failed check is on stderr (and a screenshot of the
 page as it was is saved as failure.png). Prints "sos-latency-ms: N".
 """
@@ -26,7 +30,7 @@ from browser import Browser
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
-url, password, token, call_id, resident, hold, fires_after, output = sys.argv[1:9]
+url, password, token, call_id, resident, hold, fires_after, output, device = sys.argv[1:10]
 hold = float(hold)
 fires_after = float(fires_after)
 
@@ -108,19 +112,36 @@ try:
     check("Checked in" in one("#notice").text, "checking a resident in says what happened")
     shot("5-silenced-checked-in")
 
+    # A phone's message: staff start a reply, and the live update of the section keeps it.
+    chat = f"#chats li[data-device='{device}']"
+    check("Is there room for two more?" in one(chat).text and "unauthenticated" in one(chat).text,
+          "the phone's message shows, marked unauthenticated")
+    check(one(f"{chat} span.badge").text == "1", "its unread badge says 1")
+    draft = one(f"{chat} form[action='/act/chat-send'] input[name=text]")
+    draft.click()
+    draft.send_keys("Yes, come to the east door")
+    reply = api("/commands", {"command": "chat-open", "arguments": {"peer": device}})
+    check(reply.get("ok"), f"the chat was marked read through the API ({reply})")
+    WebDriverWait(driver, 10, poll_frequency=0.05).until(
+        lambda d: not d.find_elements(By.CSS_SELECTOR, f"{chat} span.badge"))
+    draft = one(f"{chat} form[action='/act/chat-send'] input[name=text]")
+    check(draft.get_attribute("value") == "Yes, come to the east door", "the draft survived the section's update")
+    check(driver.switch_to.active_element == draft, "and kept the focus")
+    shot("6-chat-draft")
+
     # After-incident review: the page as it was before the SOS.
     driver.get(url + f"/?seq={before}")
     check("rebuilt from its log" in one("p.past").text, "a past view says what it is")
     check(not any("raised here" in li.text for li in driver.find_elements(By.CSS_SELECTOR, "#help li.alert")),
           "before the SOS, no SOS of this box shows")
-    shot("6-time-travel")
+    shot("7-time-travel")
 
     driver.set_window_size(390, 1600)
     driver.get(url + "/")
     width = driver.execute_script("return document.documentElement.scrollWidth")
     check(width <= 400, f"the page does not scroll sideways on a phone ({width}px wide)")
     check(one("#help").is_displayed(), "calls for help are readable on a phone-sized screen")
-    shot("7-phone")
+    shot("8-phone")
 
     driver.set_window_size(1280, 1400)
     press("form[action='/logout'] button")
