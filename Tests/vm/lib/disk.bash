@@ -141,9 +141,11 @@ node_on_failing_disk() {
   cat > "$CONFIG" <<YAML
 data: $DATA
 simulation:
-  advertisers: 40     # about 20 scan hits a second: the writer commits all the time. More would
-                      # fill the VM's one emulated CPU (TCG): at 200, a CI run's node could not
-                      # answer `vigil status` within a minute.
+  advertisers: 40     # about 20 scan hits a second: the writer commits all the time
+YAML
+  # More would fill the VM's one emulated CPU (TCG): at 200, a CI run's node could not answer
+  # `vigil status` within a minute.
+  cat >> "$CONFIG" <<YAML
 log:
   failed_restart_after: ${RESTART_AFTER}s
 YAML
