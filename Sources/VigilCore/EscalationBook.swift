@@ -62,6 +62,10 @@ public struct EscalationBook: Projection {
         public var weekly: [WeeklyWindow]
         /// IANA zone name for the night window and weekly pauses (empty: the night's fixed offset).
         public var timeZone: String
+        /// The resident's heart-rate sensor (48 bits, 0: none) and whether its address is random:
+        /// the box links to it and logs its readings as check-ins (`SensorLinks`).
+        public var heartRateSensor: UInt64
+        public var heartRateSensorRandom: Bool
         /// When the current ladder started (its prompt), for messages.
         public var ladderStartMicroseconds: UInt64
         /// The time the next prompt (time mode) or emergency (pulse mode) counts from: enrolment,
@@ -201,7 +205,8 @@ public struct EscalationBook: Projection {
             ownAddress: r.ownAddress, room: r.room,
             weekly: r.weeklyPauses.filter { $0.days & 0x7F != 0 && $0.startMinute % 1_440 != $0.endMinute % 1_440 }
                 .map { WeeklyWindow(days: $0.days & 0x7F, startMinute: $0.startMinute % 1_440, endMinute: $0.endMinute % 1_440) },
-            timeZone: r.timeZone, ladderStartMicroseconds: 0,
+            timeZone: r.timeZone, heartRateSensor: r.heartRateSensor & 0xFFFF_FFFF_FFFF,
+            heartRateSensorRandom: r.heartRateSensorType == .addressRandom, ladderStartMicroseconds: 0,
             anchorMicroseconds: event.timeMicroseconds, ladder: retiredLadders[r.id] ?? 0, step: 0, stepDueMicroseconds: 0,
             stepSequence: event.sequence, lastPositiveMicroseconds: 0, lastPositiveSequence: 0, triggered: 0)
         if let previous, previous.checkInMode != .off, state.checkInMode != .off {

@@ -31,6 +31,8 @@ public struct Projections: Projection {
     public var hub = HubSyncBook()
     /// Chats with phones and boxes over GATT.
     public var conversations = Conversations()
+    /// Residents' heart-rate sensors: their links and last readings.
+    public var sensors = SensorLinks()
 
     /// The checkpoint's name in the log.
     /// v3: schema 4 added the exposure book (an older checkpoint is ignored: the log is replayed).
@@ -54,7 +56,8 @@ public struct Projections: Projection {
     /// slot, and each device its stay's.
     /// v12: schema 12 (scan batches): the retention ledger counts them by slot.
     /// v13: schema 13 (connections): conversations with phones and boxes.
-    public static let checkpointName = "projections.v13"
+    /// v14: schema 14 (heart-rate sensors): residents' sensors, their links and last readings.
+    public static let checkpointName = "projections.v14"
 
     public init(settings: ProjectionSettings = ProjectionSettings()) {
         devices = DeviceList(pruneAfterMicroseconds: settings.devicePruneAfterMicroseconds)
@@ -119,9 +122,11 @@ public struct Projections: Projection {
             settleAlarms()
         case .checkIn:
             checkIns.apply(.event(event))
+            sensors.apply(event)
             addMessages(escalations.apply(event), event)
             settleAlarms()
         case .residentEnrolled, .residentUpdated, .residentRemoved, .deadlineReached:
+            sensors.apply(event)
             addMessages(escalations.apply(event), event)
             settleAlarms()
         case .buttonInput:
@@ -189,6 +194,8 @@ public struct Projections: Projection {
             }
         case .exposureKeysPublished, .exposureKeysMatched:
             exposures.apply(.event(event))
+        case .linkChanged(let link) where link.role == .sensor:
+            sensors.apply(event)
         case .linkChanged, .chatMessage, .chatOpened:
             conversations.apply(event)
         default:

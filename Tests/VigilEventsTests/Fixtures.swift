@@ -266,6 +266,35 @@ enum Fixtures {
         return [added[4], added[1], added[3]]
     }
 
+    /// Schema 14: a resident enrolled with a heart-rate sensor, the box's link to it opening, a
+    /// reading logged as a check-in, and the link closing with its reason.
+    static var goldenEventsV14: [(timeMicroseconds: UInt64, body: EventBody)] {
+        var resident = Resident()
+        resident.id = "R-0042"
+        resident.name = "Ana Pérez"
+        resident.mode = .pulse
+        resident.intervalUs = 30 * 60_000_000
+        resident.heartRateSensor = 0xC3_11_22_33_44_55
+        resident.heartRateSensorType = .addressRandom
+        var opened = LinkChanged()
+        opened.peer = 0xC3_11_22_33_44_55
+        opened.peerType = .addressRandom
+        opened.open = true
+        opened.role = .sensor
+        opened.resident = "R-0042"
+        var reading = CheckIn()
+        reading.resident = "R-0042"
+        reading.source = .checkInHeartRate
+        reading.value = 72
+        reading.heartRateFlags = 0x06
+        var closed = opened
+        closed.open = false
+        closed.reason = "the sensor disconnected"
+        let base = goldenEventsV13.last?.timeMicroseconds ?? start
+        return goldenEventsV13 + [(base + 250_000, .residentEnrolled(resident)), (base + 500_000, .linkChanged(opened)),
+                                  (base + 750_000, .checkIn(reading)), (base + 1_000_000, .linkChanged(closed))]
+    }
+
     /// Hits of one window as a ScanBatch holds them: a plain one, one with every optional part,
     /// one without any RSSI, one sharing the first's advertisement.
     static var batchHits: [ScanHit] {

@@ -4,7 +4,7 @@ import VigilEvents
 
 /// The committed golden files prove that this build still reads what every schema version wrote.
 /// A new version's files are written (once, when the schema grows) with
-/// `VIGIL_WRITE_GOLDEN=v13 swift test --filter GoldenFileTests`; older versions are never rewritten.
+/// `VIGIL_WRITE_GOLDEN=v14 swift test --filter GoldenFileTests`; older versions are never rewritten.
 @Suite("Golden files")
 struct GoldenFileTests {
     /// Every schema version, oldest first, with the events its files hold.
@@ -22,6 +22,7 @@ struct GoldenFileTests {
         ("v11", Fixtures.goldenEventsV11, Array(EventKind.known.prefix(31))),
         ("v12", Fixtures.goldenEventsV12, Array(EventKind.known.prefix(32))),
         ("v13", Fixtures.goldenEventsV13, EventKind.known),
+        ("v14", Fixtures.goldenEventsV14, EventKind.known),
     ]
 
     @Test(arguments: versions.map(\.name))

@@ -602,6 +602,9 @@ public nonisolated enum Vigil_Events_V1_LinkRole: SwiftProtobuf.Enum, Swift.Case
 
   /// the box connected to the peer
   case central // = 2
+
+  /// schema 14: the box connected to a resident's heart-rate sensor
+  case sensor // = 3
   case UNRECOGNIZED(Int)
 
   public init() {
@@ -613,6 +616,7 @@ public nonisolated enum Vigil_Events_V1_LinkRole: SwiftProtobuf.Enum, Swift.Case
     case 0: self = .unspecified
     case 1: self = .peripheral
     case 2: self = .central
+    case 3: self = .sensor
     default: self = .UNRECOGNIZED(rawValue)
     }
   }
@@ -622,6 +626,7 @@ public nonisolated enum Vigil_Events_V1_LinkRole: SwiftProtobuf.Enum, Swift.Case
     case .unspecified: return 0
     case .peripheral: return 1
     case .central: return 2
+    case .sensor: return 3
     case .UNRECOGNIZED(let i): return i
     }
   }
@@ -631,6 +636,7 @@ public nonisolated enum Vigil_Events_V1_LinkRole: SwiftProtobuf.Enum, Swift.Case
     .unspecified,
     .peripheral,
     .central,
+    .sensor,
   ]
 
 }
@@ -1336,6 +1342,18 @@ public nonisolated struct Vigil_Events_V1_Resident: @unchecked Sendable {
   public var timeZone: String {
     get {_storage._timeZone}
     set {_uniqueStorage()._timeZone = newValue}
+  }
+
+  /// Schema 14: the resident's heart-rate sensor (Heart Rate service 0x180D), which the box
+  /// connects to as a central; its readings are check-ins from the heart rate (0 = none).
+  public var heartRateSensor: UInt64 {
+    get {_storage._heartRateSensor}
+    set {_uniqueStorage()._heartRateSensor = newValue}
+  }
+
+  public var heartRateSensorType: Vigil_Events_V1_AddressType {
+    get {_storage._heartRateSensorType}
+    set {_uniqueStorage()._heartRateSensorType = newValue}
   }
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
@@ -2073,6 +2091,9 @@ public nonisolated struct Vigil_Events_V1_LinkChanged: Sendable {
   /// why it closed: the peer left, the link was lost, the box refused it
   public var reason: String = String()
 
+  /// schema 14: whose sensor (LINK_ROLE_SENSOR)
+  public var resident: String = String()
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -2163,7 +2184,7 @@ nonisolated extension Vigil_Events_V1_LadderStep: SwiftProtobuf._ProtoNameProvid
 }
 
 nonisolated extension Vigil_Events_V1_LinkRole: SwiftProtobuf._ProtoNameProviding {
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0LINK_ROLE_UNSPECIFIED\0\u{1}LINK_ROLE_PERIPHERAL\0\u{1}LINK_ROLE_CENTRAL\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0LINK_ROLE_UNSPECIFIED\0\u{1}LINK_ROLE_PERIPHERAL\0\u{1}LINK_ROLE_CENTRAL\0\u{1}LINK_ROLE_SENSOR\0")
 }
 
 nonisolated extension Vigil_Events_V1_ChatChannel: SwiftProtobuf._ProtoNameProviding {
@@ -3185,7 +3206,7 @@ nonisolated extension Vigil_Events_V1_DailyWindow: SwiftProtobuf.Message, SwiftP
 
 nonisolated extension Vigil_Events_V1_Resident: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".Resident"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}id\0\u{1}name\0\u{1}mode\0\u{3}interval_us\0\u{3}confirm_us\0\u{3}text_to_alarm_us\0\u{3}alarm_to_notify_us\0\u{1}contacts\0\u{1}pauses\0\u{1}night\0\u{3}ble_tag\0\u{3}own_address\0\u{1}room\0\u{3}weekly_pauses\0\u{3}time_zone\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}id\0\u{1}name\0\u{1}mode\0\u{3}interval_us\0\u{3}confirm_us\0\u{3}text_to_alarm_us\0\u{3}alarm_to_notify_us\0\u{1}contacts\0\u{1}pauses\0\u{1}night\0\u{3}ble_tag\0\u{3}own_address\0\u{1}room\0\u{3}weekly_pauses\0\u{3}time_zone\0\u{3}heart_rate_sensor\0\u{3}heart_rate_sensor_type\0")
 
   fileprivate class _StorageClass {
     var _id: String = String()
@@ -3203,6 +3224,8 @@ nonisolated extension Vigil_Events_V1_Resident: SwiftProtobuf.Message, SwiftProt
     var _room: String = String()
     var _weeklyPauses: [Vigil_Events_V1_WeeklySlot] = []
     var _timeZone: String = String()
+    var _heartRateSensor: UInt64 = 0
+    var _heartRateSensorType: Vigil_Events_V1_AddressType = .addressPublic
 
       // This property is used as the initial default value for new instances of the type.
       // The type itself is protecting the reference to its storage via CoW semantics.
@@ -3228,6 +3251,8 @@ nonisolated extension Vigil_Events_V1_Resident: SwiftProtobuf.Message, SwiftProt
       _room = source._room
       _weeklyPauses = source._weeklyPauses
       _timeZone = source._timeZone
+      _heartRateSensor = source._heartRateSensor
+      _heartRateSensorType = source._heartRateSensorType
     }
   }
 
@@ -3261,6 +3286,8 @@ nonisolated extension Vigil_Events_V1_Resident: SwiftProtobuf.Message, SwiftProt
         case 13: try { try decoder.decodeSingularStringField(value: &_storage._room) }()
         case 14: try { try decoder.decodeRepeatedMessageField(value: &_storage._weeklyPauses) }()
         case 15: try { try decoder.decodeSingularStringField(value: &_storage._timeZone) }()
+        case 16: try { try decoder.decodeSingularUInt64Field(value: &_storage._heartRateSensor) }()
+        case 17: try { try decoder.decodeSingularEnumField(value: &_storage._heartRateSensorType) }()
         default: break
         }
       }
@@ -3318,6 +3345,12 @@ nonisolated extension Vigil_Events_V1_Resident: SwiftProtobuf.Message, SwiftProt
       if !_storage._timeZone.isEmpty {
         try visitor.visitSingularStringField(value: _storage._timeZone, fieldNumber: 15)
       }
+      if _storage._heartRateSensor != 0 {
+        try visitor.visitSingularUInt64Field(value: _storage._heartRateSensor, fieldNumber: 16)
+      }
+      if _storage._heartRateSensorType != .addressPublic {
+        try visitor.visitSingularEnumField(value: _storage._heartRateSensorType, fieldNumber: 17)
+      }
     }
     try unknownFields.traverse(visitor: &visitor)
   }
@@ -3342,6 +3375,8 @@ nonisolated extension Vigil_Events_V1_Resident: SwiftProtobuf.Message, SwiftProt
         if _storage._room != rhs_storage._room {return false}
         if _storage._weeklyPauses != rhs_storage._weeklyPauses {return false}
         if _storage._timeZone != rhs_storage._timeZone {return false}
+        if _storage._heartRateSensor != rhs_storage._heartRateSensor {return false}
+        if _storage._heartRateSensorType != rhs_storage._heartRateSensorType {return false}
         return true
       }
       if !storagesAreEqual {return false}
@@ -4596,7 +4631,7 @@ nonisolated extension Vigil_Events_V1_MinuteSighting: SwiftProtobuf.Message, Swi
 
 nonisolated extension Vigil_Events_V1_LinkChanged: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".LinkChanged"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}peer\0\u{3}peer_type\0\u{1}open\0\u{1}role\0\u{1}reason\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}peer\0\u{3}peer_type\0\u{1}open\0\u{1}role\0\u{1}reason\0\u{1}resident\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -4609,6 +4644,7 @@ nonisolated extension Vigil_Events_V1_LinkChanged: SwiftProtobuf.Message, SwiftP
       case 3: try { try decoder.decodeSingularBoolField(value: &self.`open`) }()
       case 4: try { try decoder.decodeSingularEnumField(value: &self.role) }()
       case 5: try { try decoder.decodeSingularStringField(value: &self.reason) }()
+      case 6: try { try decoder.decodeSingularStringField(value: &self.resident) }()
       default: break
       }
     }
@@ -4630,6 +4666,9 @@ nonisolated extension Vigil_Events_V1_LinkChanged: SwiftProtobuf.Message, SwiftP
     if !self.reason.isEmpty {
       try visitor.visitSingularStringField(value: self.reason, fieldNumber: 5)
     }
+    if !self.resident.isEmpty {
+      try visitor.visitSingularStringField(value: self.resident, fieldNumber: 6)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -4639,6 +4678,7 @@ nonisolated extension Vigil_Events_V1_LinkChanged: SwiftProtobuf.Message, SwiftP
     if lhs.`open` != rhs.`open` {return false}
     if lhs.role != rhs.role {return false}
     if lhs.reason != rhs.reason {return false}
+    if lhs.resident != rhs.resident {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
