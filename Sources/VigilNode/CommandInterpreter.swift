@@ -174,6 +174,18 @@ public struct CommandInterpreter {
             }
             r.weeklyPauses = weekly.map { var w = WeeklySlot(); w.days = $0.days; w.startMinute = $0.startMinute; w.endMinute = $0.endMinute; return w }
         }
+        if let sensor = s.heartRateSensor {
+            if sensor.isEmpty {
+                r.heartRateSensor = 0
+                r.heartRateSensorType = .addressPublic
+            } else {
+                guard let address = LEAddress(sensor), address.value != 0 else {
+                    return "a heart-rate sensor is an address like C0:11:22:33:44:55, with /random for a random one"
+                }
+                r.heartRateSensor = address.value
+                r.heartRateSensorType = address.kind == .random ? .addressRandom : .addressPublic
+            }
+        }
         if let zone = s.timeZone {
             // The CLI checks the name against the tz database; here only its shape (no I/O).
             guard zone.isEmpty || TimeZoneFiles.isPlausibleName(zone) else { return "\(zone) is not a time zone name (Europe/Madrid)" }
@@ -375,5 +387,7 @@ extension Resident {
         room = s.room
         weeklyPauses = s.weekly.map { var w = WeeklySlot(); w.days = $0.days; w.startMinute = $0.startMinute; w.endMinute = $0.endMinute; return w }
         timeZone = s.timeZone
+        heartRateSensor = s.heartRateSensor
+        heartRateSensorType = s.heartRateSensorRandom ? .addressRandom : .addressPublic
     }
 }

@@ -21,6 +21,13 @@ public struct ConnectionSettings: Sendable, Equatable {
     /// A link's messages logged but not yet durable; more are refused until some are
     /// (`PendingWrites`).
     public var maximumPendingWrites = 16
+    /// Link to residents' heart-rate sensors (`--hr-sensor`); needs a BlueZ adapter on the raw
+    /// channel, not `enabled` (linking out serves nothing to peers).
+    public var heartRateSensors = true
+    /// Sensors linked at once (residents by id; the rest are shown as not linked).
+    public var maximumSensors = 8
+    /// A sensor's readings are logged at most this often while they say the same thing.
+    public var heartRateLogIntervalMicroseconds: UInt64 = 60_000_000
     public init() {}
 }
 

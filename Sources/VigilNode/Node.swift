@@ -70,6 +70,7 @@ public final class Node: @unchecked Sendable {
     private(set) lazy var publisher = SnapshotPublisher(node: self)
     private(set) lazy var connections = GATTLinks(node: self)
     private(set) lazy var chatCentral = ChatCentral(node: self)
+    private(set) lazy var heartRateSensors = HeartRateSensors(node: self)
     private(set) lazy var metrics = NodeMetrics(node: self, factory: configuration.metrics ?? MetricsSystem.factory)
     /// Snapshots for servers beside the loop (the box's page); built once one asks.
     public let snapshots = SnapshotFeed()
@@ -146,7 +147,7 @@ public final class Node: @unchecked Sendable {
         logUnwritableAtStart = log.failure != nil
         initialAir = boot.air
         failures.target = self
-        components = [intake, airAlerts, buttons, ladder, expiries, deliveries, retention, compaction, checkpoints, control, downtime, zones, occupancy, uplink, logIntegrity, serviceManager, publisher, connections, chatCentral, metrics]
+        components = [intake, airAlerts, buttons, ladder, expiries, deliveries, retention, compaction, checkpoints, control, downtime, zones, occupancy, uplink, logIntegrity, serviceManager, publisher, connections, chatCentral, heartRateSensors, metrics]
         do {
             try restore()
         } catch {

@@ -157,6 +157,9 @@ public struct ResidentSettings: Codable, Sendable, Equatable {
     public var weekly: [Weekly]?
     /// IANA zone name for quiet times ("" clears).
     public var timeZone: String?
+    /// The resident's heart-rate sensor, "AA:BB:CC:DD:EE:FF" with an optional "/random"
+    /// ("" clears): the box links to it and logs its readings as check-ins.
+    public var heartRateSensor: String?
 
     public init(id: String) { self.id = id }
 }

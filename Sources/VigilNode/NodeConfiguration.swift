@@ -300,6 +300,9 @@ public struct NodeConfiguration: Sendable {
             if let v = try connections.duration("message_interval") { config.connections.messageIntervalMicroseconds = max(1_000, v) }
             if let v = try connections.integer("violation_limit", in: 1...1_000) { config.connections.violationLimit = v }
             if let v = try connections.integer("max_pending_writes", in: 1...1_000) { config.connections.maximumPendingWrites = v }
+            if let v = try connections.bool("heart_rate_sensors") { config.connections.heartRateSensors = v }
+            if let v = try connections.integer("max_sensors", in: 1...32) { config.connections.maximumSensors = v }
+            if let v = try connections.duration("heart_rate_every") { config.connections.heartRateLogIntervalMicroseconds = max(1_000_000, v) }
             try connections.finish()
         }
         if var http = try root.section("http") {

@@ -55,6 +55,20 @@ public struct NodeSnapshot: Sendable, Codable, Equatable {
         public var intervalMicroseconds: UInt64
         public var timeZone: String
         public var paused: Bool
+        /// The resident's heart-rate sensor (nil: none).
+        public var sensor: SensorView?
+        public struct SensorView: Sendable, Codable, Equatable {
+            /// "AA:BB:CC:DD:EE:FF", with "/random" for a random address.
+            public var device: String
+            public var linked: Bool
+            /// The last reading (nil: none yet, or the public view: a pulse is health data).
+            public var beatsPerMinute: Double?
+            public var readingMicroseconds: UInt64?
+            /// contact, no contact, or no contact sensing.
+            public var contact: String?
+            /// Whether the last reading was a sign of life to the ladder.
+            public var counted: Bool?
+        }
         public struct Deadline: Sendable, Codable, Equatable {
             public var step: String
             public var dueMicroseconds: UInt64
@@ -198,7 +212,14 @@ extension NodeSnapshot {
                 stepMicroseconds: r.step == 0 ? 0 : r.stepDueMicroseconds,
                 next: book.nextDeadline(for: r).map { .init(step: Self.name($0.step), dueMicroseconds: $0.dueMicroseconds) },
                 lastCheckInMicroseconds: checkIn?.microseconds, checkIns: checkIn?.total ?? 0,
-                intervalMicroseconds: r.intervalMicroseconds, timeZone: r.timeZone, paused: paused)
+                intervalMicroseconds: r.intervalMicroseconds, timeZone: r.timeZone, paused: paused,
+                sensor: state.sensors.byResident[r.id].map { sensor in
+                    let read = sensor.lastReadingMicroseconds > 0
+                    return .init(device: formatAddress(sensor.peer) + (sensor.random ? "/random" : ""), linked: sensor.linked,
+                                 beatsPerMinute: read ? sensor.lastBeatsPerMinute : nil,
+                                 readingMicroseconds: read ? sensor.lastReadingMicroseconds : nil,
+                                 contact: read ? sensor.lastContact : nil, counted: read ? sensor.lastPositive : nil)
+                })
         }
         alerts = state.alerts.active.sorted { ($0.firstMicroseconds, $0.idText) > ($1.firstMicroseconds, $1.idText) }.map { a in
             let kind = AlertKind(rawValue: a.kind) ?? .unspecified
@@ -249,6 +270,11 @@ extension NodeSnapshot {
     public func forPublic() -> NodeSnapshot {
         var copy = self
         copy.chats.conversations = []
+        for i in copy.residents.indices where copy.residents[i].sensor != nil {
+            copy.residents[i].sensor?.beatsPerMinute = nil
+            copy.residents[i].sensor?.contact = nil
+            copy.residents[i].sensor?.counted = nil
+        }
         return copy
     }
 

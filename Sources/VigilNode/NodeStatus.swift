@@ -42,6 +42,8 @@ public struct LiveStatus: Sendable, Codable {
     public var fromMemory: FromMemoryStatus?
     /// GATT links (nil: `connections` is off).
     public var connections: ConnectionsStatus?
+    /// Residents' heart-rate sensors (nil: none enrolled).
+    public var sensors: [SensorStatus]?
 }
 
 /// The box's GATT links, as `vigil status` shows them.
@@ -85,6 +87,7 @@ extension Node {
             onAir: airAlerts.onAirDescriptions, hci: (radio as? HCIRadio)?.counters, hubProblem: uplink.problems.summary,
             logCheck: logIntegrity.last,
             fromMemory: fromMemory.map { FromMemoryStatus(sinceMicroseconds: $0.since, failure: $0.failure, events: $0.taken, critical: $0.criticalTaken) },
-            connections: connections.status)
+            connections: connections.status,
+            sensors: { let s = heartRateSensors.status; return s.isEmpty ? nil : s }())
     }
 }

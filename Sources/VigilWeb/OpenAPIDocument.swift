@@ -167,6 +167,7 @@ enum OpenAPIDocument {
             room: {type: string}
             ownAddress: {type: string}
             timeZone: {type: string}
+            heartRateSensor: {type: string, description: "AA:BB:CC:DD:EE:FF, with /random for a random address; empty removes it"}
         NodeSnapshot:
           type: object
           required: [sequence, timeMicroseconds, nodeID, outputs, residents, alerts, exposures, messages, radio, hub, log, chats]
@@ -210,6 +211,17 @@ enum OpenAPIDocument {
                   intervalMicroseconds: {type: integer, format: int64}
                   timeZone: {type: string}
                   paused: {type: boolean}
+                  sensor:
+                    type: object
+                    description: "The resident's heart-rate sensor; its reading only for staff and tokens"
+                    required: [device, linked]
+                    properties:
+                      device: {type: string}
+                      linked: {type: boolean}
+                      beatsPerMinute: {type: number}
+                      readingMicroseconds: {type: integer, format: int64}
+                      contact: {type: string}
+                      counted: {type: boolean}
             alerts:
               type: array
               items:

@@ -146,7 +146,15 @@ enum PageRenderer {
             if r.paused { out += "paused" } else if let n = r.next {
                 out += "\(escape(stepName(n.step))) \(ahead(n.dueMicroseconds, s.timeMicroseconds))"
             } else { out += r.mode == "off" ? "checks off" : "—" }
-            out += "</td><td>\(r.lastCheckInMicroseconds.map { ago($0, s.timeMicroseconds) } ?? "never")</td>"
+            out += "</td><td>\(r.lastCheckInMicroseconds.map { ago($0, s.timeMicroseconds) } ?? "never")"
+            if let sensor = r.sensor {
+                out += "<br><small>heart-rate sensor \(sensor.linked ? "linked" : "not linked")"
+                if let bpm = sensor.beatsPerMinute, let at = sensor.readingMicroseconds {
+                    out += ": \(Int(bpm)) bpm (\(escape(sensor.contact ?? ""))\(sensor.counted == false ? ", not counted" : "")) \(ago(at, s.timeMicroseconds))"
+                }
+                out += "</small>"
+            }
+            out += "</td>"
             if viewer.acting {
                 out += "<td>" + form("/act/check-in", viewer, hidden: ["resident": r.id], button: "Check in")
                 out += " <a href=\"/residents/\(urlEscape(r.id))\">Edit</a></td>"

@@ -3,6 +3,7 @@ import Foundation
 import VigilCore
 import VigilEvents
 import VigilNode
+import VigilRadio
 
 struct ResidentCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -32,6 +33,8 @@ struct ResidentOptions: ParsableArguments {
     var weekly: [String] = []
     @Option(help: "IANA time zone for the night window and weekly pauses, e.g. Europe/Madrid (follows daylight saving); \"none\" clears.")
     var timeZone: String?
+    @Option(name: .customLong("hr-sensor"), help: "The resident's heart-rate sensor (Heart Rate service 0x180D), AA:BB:CC:DD:EE:FF, with /random for a random address; the box links to it and logs its readings as check-ins; \"none\" removes it.")
+    var heartRateSensor: String?
 
     /// The settings given on the command line for resident `id` (unset options stay nil).
     func settings(for id: String) throws -> ResidentSettings {
@@ -90,6 +93,16 @@ struct ResidentOptions: ParsableArguments {
                     throw CLIError("--weekly must look like 'Mon-Fri 09:00-12:00' (days Mon..Sun, ranges and commas)", code: 64)
                 }
                 return slot
+            }
+        }
+        if let heartRateSensor {
+            if heartRateSensor == "none" {
+                r.heartRateSensor = ""
+            } else {
+                guard let sensor = LEAddress(heartRateSensor), sensor.value != 0 else {
+                    throw CLIError("--hr-sensor must be an address like C0:11:22:33:44:55 (with /random for a random one), or none", code: 64)
+                }
+                r.heartRateSensor = sensor.description
             }
         }
         if let timeZone {
@@ -229,9 +242,24 @@ struct ListResidents: AsyncParsableCommand {
                 let next = state.escalations.nextDeadline(for: r)
                     .map { "next: \($0.step) at \(EventFormatting.time($0.dueMicroseconds))" } ?? "no deadline"
                 let name = r.name.isEmpty ? "" : " (\(r.name))"
-                FileOutput.standardOutput.write("\(r.id)\(name): \(r.checkInMode) every \(HumanDuration.format(microseconds: r.intervalMicroseconds)), step \(r.ladderStep), \(r.contacts.count) contacts; \(next)\n")
+                let sensor = state.sensors.byResident[r.id].map { "; " + Self.describe($0) } ?? ""
+                FileOutput.standardOutput.write("\(r.id)\(name): \(r.checkInMode) every \(HumanDuration.format(microseconds: r.intervalMicroseconds)), step \(r.ladderStep), \(r.contacts.count) contacts; \(next)\(sensor)\n")
             }
         }
+    }
+}
+
+extension ListResidents {
+    /// "heart-rate sensor C0:…: linked, last 72 bpm (contact) at TIME", from the log.
+    static func describe(_ sensor: SensorLinks.Sensor) -> String {
+        let address = LEAddress(value: sensor.peer, kind: sensor.random ? .random : .public)
+        var text = "heart-rate sensor \(address): " + (sensor.linked ? "linked" : "not linked")
+        if !sensor.linked, !sensor.closeReason.isEmpty { text += " (\(sensor.closeReason))" }
+        if sensor.lastReadingMicroseconds > 0 {
+            text += ", last \(Int(sensor.lastBeatsPerMinute)) bpm (\(sensor.lastContact)"
+                + (sensor.lastPositive ? "" : ", not a sign of life") + ") at \(EventFormatting.time(sensor.lastReadingMicroseconds))"
+        }
+        return text
     }
 }
 

@@ -163,6 +163,9 @@ struct Status: AsyncParsableCommand {
         for (name, c) in s.checkIns.residents.sorted(by: { $0.key < $1.key }) {
             out += "  \(name): last \(EventFormatting.time(c.microseconds)) (\(c.total) total)\n"
         }
+        for sensor in s.sensors.sorted {
+            out += "  \(sensor.resident)'s \(ListResidents.describe(sensor))\n"
+        }
         if let live {
             out += "live: durable through \(live.log.durableSequence), \(live.log.commits) commits, \(live.log.flushes) flushes, pending \(live.pending), shed \(live.counters.shed), refused \(live.counters.refused)\n"
             if let m = live.fromMemory {
@@ -192,6 +195,12 @@ struct Status: AsyncParsableCommand {
                     + (c.chatLink.map { "; the box's chat link to \($0)" } ?? "")
                     + "; \(k.messagesReceived) messages in (unauthenticated), \(k.messagesSent) out, \(k.messagesRefused) refused (\(k.messagesRefusedPending) while the card was slow), \(k.violations) violations, \(k.linksClosedForMisbehaviour) links closed for misbehaviour, \(k.linksRefused) refused when full"
                     + (k.alertsFromPhones + k.alertsFromPhonesRefused > 0 ? "; \(k.alertsFromPhones) alerts from phones (\(k.alertsFromPhonesRefused) could not be raised)" : "") + "\n"
+            }
+            for s in live.sensors ?? [] {
+                out += "heart-rate sensor of \(s.resident) (\(s.sensor)): \(s.state)"
+                    + (s.retryInSeconds.map { ", next attempt in \(Int($0.rounded(.up))) s" } ?? "")
+                    + (s.lastError.isEmpty ? "" : " (\(s.lastError))")
+                    + "; \(s.readingsHeard) readings heard, \(s.readingsLogged) logged, \(s.attempts) attempts\n"
             }
         }
         return out

@@ -1,0 +1,402 @@
+import VigilCore
+import VigilEvents
+import VigilGATT
+import VigilRadio
+import VigilSystem
+
+/// Residents' heart-rate sensors (`vigil resident set ID --hr-sensor ADDR`): the box links to
+/// each as a GATT central, finds the Heart Rate service (0x180D), subscribes to its measurement
+/// (0x2A37) and logs readings as check-ins from the heart rate, with the value and the flags
+/// byte, which the ladder judges (`EscalationBook.isPositive`: in pulse mode, a plausible reading
+/// with skin contact, or from a sensor that cannot sense contact, postpones it).
+///
+/// A sensor that drops or cannot be reached is tried again with back-off (2 s doubling to 5 min;
+/// a link that was up starts again from 2 s). Silence tells the ladder nothing: no event is
+/// made for a sensor that says nothing, so a resident whose sensor fell off is escalated like
+/// one whose pulse stopped. Links opening and closing are `LinkChanged` events (role sensor);
+/// failed attempts are not logged (a vanished sensor would write the card every few minutes
+/// for nothing), they are shown by `vigil status`.
+///
+/// Bounded: at most `maximumSensors` sensors linked (residents sorted by id); one connection
+/// attempt at a time (the kernel makes LE connections one by one); a sensor notifies about once
+/// a second, and a reading is logged at most every `heartRateLogInterval`, or at once (but not
+/// more than once a second) when it changes from a sign of life to none or back; a link gets at
+/// most 64 PDUs per wake-up; a sensor breaking the protocol `violationLimit` times is dropped.
+final class HeartRateSensors: NodeComponent {
+    unowned let node: Node
+    let settings: ConnectionSettings
+    static let timer = Scheduler.Timer("heart-rate sensors")
+    /// From the connect to the subscription (the kernel gives up connecting after 20 s).
+    static let setupTimeoutNanoseconds: UInt64 = 45_000_000_000
+    static let retryBaseNanoseconds: UInt64 = 2_000_000_000
+    static let retryMaximumNanoseconds: UInt64 = 300_000_000_000
+    /// Readings that change between a sign of life and none are logged at most this often.
+    static let changeGapNanoseconds: UInt64 = 1_000_000_000
+
+    enum Phase: String { case waiting, connecting, exchangingMTU = "exchanging MTU", discovering, subscribing, linked }
+
+    struct Sensor {
+        let resident: String
+        let peer: LEAddress
+        var phase = Phase.waiting
+        var socket: ATTSocket?
+        var bearer = ATTBearer(server: nil)
+        var measurement: UInt16 = 0
+        var backoff = Backoff(base: HeartRateSensors.retryBaseNanoseconds, max: HeartRateSensors.retryMaximumNanoseconds)
+        /// Waiting: when to try again; setting up: when to give up (monotonic ns).
+        var dueNanoseconds: UInt64 = 0
+        var lastError = ""
+        /// Its opening was logged, so its closing must be.
+        var loggedOpen = false
+        var lastLoggedNanoseconds: UInt64?
+        var lastLoggedPositive = false
+        var strikes = 0
+        var readingsHeard: UInt64 = 0
+        var readingsLogged: UInt64 = 0
+        var attempts: UInt64 = 0
+
+        var isSettingUp: Bool { phase != .waiting && phase != .linked }
+    }
+
+    private var sensors: [String: Sensor] = [:]
+    private var residentByFD: [Int32: String] = [:]
+    /// Residents' sensors changed in the log: compared with the links on the next reconcile.
+    private var wantedChanged = true
+    private(set) var malformedReadings: UInt64 = 0
+    /// Residents whose sensor is not linked because `maximumSensors` are.
+    private(set) var overLimit: [String] = []
+    private var pumping = false
+
+    init(node: Node) {
+        self.node = node
+        settings = node.configuration.connections
+    }
+
+    /// Why sensors cannot be linked on this box at all (nil: they can).
+    private var unavailable: String? {
+        if !settings.heartRateSensors { return "heart-rate sensors are off (connections.heart_rate_sensors)" }
+        if node.configuration.radio == "sim" || node.configuration.hci.channel != .raw {
+            return "heart-rate sensors need a BlueZ adapter on the raw channel"
+        }
+        return nil
+    }
+
+    func start() throws(NodeError) {
+        // Links of the last run are gone: the log says so, so nothing shows a sensor linked.
+        for sensor in node.projections.sensors.sorted where sensor.linked {
+            appendLink(resident: sensor.resident, peer: LEAddress(value: sensor.peer, kind: sensor.random ? .random : .public),
+                       open: false, reason: "the box restarted")
+        }
+        node.scheduler.register(Self.timer) { [unowned self] in pump() }
+        if let why = unavailable, !node.projections.sensors.byResident.isEmpty {
+            node.logger.warning("residents have heart-rate sensors, but the box will not link to them", metadata: ["why": "\(why)"])
+        }
+    }
+
+    func stop() {
+        for resident in Array(sensors.keys) { drop(resident, reason: "the box stopped", retry: false) }
+        node.scheduler.cancel(Self.timer)
+    }
+
+    func applied(_ event: Event) {
+        switch event.body {
+        case .residentEnrolled, .residentUpdated, .residentRemoved: wantedChanged = true
+        default: break
+        }
+    }
+
+    func reconcile() {
+        guard wantedChanged else { return }
+        wantedChanged = false
+        guard unavailable == nil else { return }
+        let enrolled = node.projections.sensors.sorted
+        let wanted = enrolled.prefix(settings.maximumSensors)
+        overLimit = enrolled.dropFirst(settings.maximumSensors).map(\.resident)
+        var keep: Set<String> = []
+        for w in wanted {
+            let peer = LEAddress(value: w.peer, kind: w.random ? .random : .public)
+            keep.insert(w.resident)
+            if let current = sensors[w.resident], current.peer == peer { continue }
+            if sensors[w.resident] != nil { drop(w.resident, reason: "the resident's sensor changed", retry: false) }
+            sensors[w.resident] = Sensor(resident: w.resident, peer: peer, dueNanoseconds: node.monotonic.nowNanoseconds())
+        }
+        for resident in Array(sensors.keys) where !keep.contains(resident) {
+            drop(resident, reason: "the resident no longer has this sensor", retry: false)
+        }
+        pump()
+    }
+
+    // MARK: - Attempts and timers
+
+    /// Starts the attempt that is due (one at a time), gives up setups past their time, and arms
+    /// the timer for the next of either.
+    private func pump() {
+        // A drop below pumps too; the outer pump goes on and arms the timer once.
+        guard !pumping else { return }
+        pumping = true
+        defer { pumping = false }
+        let now = node.monotonic.nowNanoseconds()
+        for (resident, sensor) in sensors where sensor.isSettingUp && sensor.dueNanoseconds <= now {
+            drop(resident, reason: "no link within \(Self.setupTimeoutNanoseconds / 1_000_000_000) s", retry: true)
+        }
+        if !sensors.values.contains(where: { $0.phase == .connecting }),
+           let next = sensors.values.filter({ $0.phase == .waiting && $0.dueNanoseconds <= now })
+               .min(by: { ($0.dueNanoseconds, $0.resident) < ($1.dueNanoseconds, $1.resident) }) {
+            connect(next.resident)
+        }
+        // Waiting ones behind a connection attempt start when it ends (its end pumps again).
+        let connecting = sensors.values.contains { $0.phase == .connecting }
+        let due = sensors.values.filter { $0.isSettingUp || ($0.phase == .waiting && !connecting) }.map(\.dueNanoseconds).min()
+        if let due { node.scheduler.schedule(Self.timer, atNanoseconds: max(due, now)) } else { node.scheduler.cancel(Self.timer) }
+    }
+
+    private func connect(_ resident: String) {
+        guard var sensor = sensors[resident] else { return }
+        sensor.attempts += 1
+        let socket: ATTSocket
+        do {
+            guard let adapter = try listBluetoothAdapters().first(where: { $0.name == node.configuration.radio || $0.addressText == node.configuration.radio.uppercased() }) else {
+                sensors[resident] = sensor
+                return drop(resident, reason: "no adapter \(node.configuration.radio)", retry: true)
+            }
+            socket = try ATTSocket.connect(from: LEAddress(value: adapter.address, kind: .public), to: sensor.peer)
+        } catch {
+            sensors[resident] = sensor
+            return drop(resident, reason: "could not connect: \(error)", retry: true)
+        }
+        let fd = socket.fd
+        guard node.loop.watch(fd, "a heart-rate sensor", events: Epoll.writable | Epoll.readable, handler: { [unowned self] events in ready(fd, events) }) else {
+            socket.close()
+            sensors[resident] = sensor
+            return drop(resident, reason: "cannot watch the link", retry: true)
+        }
+        sensor.socket = socket
+        sensor.phase = .connecting
+        sensor.bearer = ATTBearer(server: nil)
+        sensor.strikes = 0
+        sensor.dueNanoseconds = node.monotonic.nowNanoseconds() &+ Self.setupTimeoutNanoseconds
+        sensors[resident] = sensor
+        residentByFD[fd] = resident
+    }
+
+    // MARK: - The link
+
+    private func ready(_ fd: Int32, _ events: UInt32) {
+        guard let resident = residentByFD[fd], var sensor = sensors[resident], let socket = sensor.socket else { return }
+        if sensor.phase == .connecting {
+            if let error = socket.connectionError() { return drop(resident, reason: "could not connect: \(error)", retry: true) }
+            guard events & Epoll.writable != 0 else { return }
+            node.loop.unwatch(fd, "a heart-rate sensor")
+            guard node.loop.watch(fd, "a heart-rate sensor", handler: { [unowned self] _ in ready(fd, Epoll.readable) }) else {
+                return drop(resident, reason: "cannot watch the link", retry: true)
+            }
+            sensor.phase = .exchangingMTU
+            sensors[resident] = sensor
+            start(resident, .exchangeMTU(UInt16(ATTPDU.maximumMTU)))
+            pump() // the next sensor may try now
+            return
+        }
+        for _ in 0 ..< 64 {   // a fair share of the loop per wake-up
+            guard let current = sensors[resident], let socket = current.socket, socket.fd == fd else { return }
+            switch socket.receive() {
+            case .nothing:
+                return
+            case .truncated:
+                strike(resident, "a PDU over \(ATTSocket.receiveCapacity) bytes")
+            case .closed(let error):
+                return drop(resident, reason: error.map { "the link ended: \($0)" } ?? "the sensor disconnected", retry: true)
+            case .pdu(let bytes):
+                var bearer = current.bearer
+                let outputs = bearer.receive(bytes)
+                sensors[resident]?.bearer = bearer
+                for output in outputs { handle(resident, output) }
+            }
+        }
+    }
+
+    private func start(_ resident: String, _ procedure: GATTClient.Procedure) {
+        guard var bearer = sensors[resident]?.bearer, let started = bearer.start(procedure) else {
+            return drop(resident, reason: "too many requests queued on the link", retry: true)
+        }
+        sensors[resident]?.bearer = bearer
+        for output in started.outputs { handle(resident, .client(output)) }
+    }
+
+    private func handle(_ resident: String, _ output: ATTBearer.Output) {
+        switch output {
+        case .server(.send(let pdu)), .client(.send(let pdu)):
+            _ = sensors[resident]?.socket?.send(pdu, logger: node.logger)
+        case .server(.violation(let what)), .client(.violation(let what)):
+            strike(resident, what)
+        case .client(.completed(_, let result)):
+            advance(resident, result)
+        case .client(.value(let handle, let value, _)):
+            guard let sensor = sensors[resident], sensor.phase == .linked, handle == sensor.measurement else { return }
+            reading(resident, value)
+        case .server, .client(.mtuChanged):
+            break
+        }
+    }
+
+    /// Setup, one step per completed procedure: MTU, the Heart Rate service, the subscription.
+    private func advance(_ resident: String, _ result: GATTClient.Result) {
+        guard let sensor = sensors[resident] else { return }
+        switch (sensor.phase, result) {
+        case (.exchangingMTU, _):
+            // A sensor that refuses the exchange keeps the default MTU: a measurement fits it.
+            sensors[resident]?.phase = .discovering
+            start(resident, .discover(service: .heartRateService))
+        case (.discovering, .services(let services)):
+            guard let measurement = services.flatMap(\.characteristics).first(where: { $0.uuid == .heartRateMeasurement }),
+                  let cccd = measurement.configurationHandle else {
+                return drop(resident, reason: "the device has no heart-rate measurement to subscribe to", retry: true)
+            }
+            sensors[resident]?.measurement = measurement.valueHandle
+            sensors[resident]?.phase = .subscribing
+            start(resident, .configure(handle: cccd, bits: 1))
+        case (.subscribing, .done):
+            sensors[resident]?.phase = .linked
+            sensors[resident]?.backoff.reset()
+            sensors[resident]?.lastError = ""
+            sensors[resident]?.loggedOpen = true
+            sensors[resident]?.lastLoggedNanoseconds = nil
+            appendLink(resident: resident, peer: sensor.peer, open: true, reason: "")
+            node.logger.info("heart-rate sensor linked", metadata: ["resident": "\(resident)", "sensor": "\(sensor.peer)"])
+            pump()
+        case (.discovering, _), (.subscribing, _):
+            drop(resident, reason: "setting up the sensor failed: \(result)", retry: true)
+        default:
+            break
+        }
+    }
+
+    /// A measurement: logged as a check-in from the heart rate when it is the first on this
+    /// link, when it changes between a sign of life and none, or when the last logged one is
+    /// `heartRateLogInterval` old; otherwise only counted.
+    private func reading(_ resident: String, _ value: [UInt8]) {
+        let measurement: HeartRateMeasurement
+        do {
+            measurement = try HeartRateMeasurement.parse(value)
+        } catch {
+            malformedReadings += 1
+            return strike(resident, "a heart-rate measurement that does not parse (\(error))")
+        }
+        guard var sensor = sensors[resident], let flags = value.first else { return }
+        sensor.readingsHeard += 1
+        var checkIn = CheckIn()
+        checkIn.resident = resident
+        checkIn.source = .checkInHeartRate
+        checkIn.value = Double(measurement.beatsPerMinute)
+        checkIn.heartRateFlags = UInt32(flags)
+        let positive = EscalationBook.isPositive(checkIn)
+        let now = node.monotonic.nowNanoseconds()
+        if Self.logs(positive: positive, atNanoseconds: now,
+                     after: sensor.lastLoggedNanoseconds.map { ($0, sensor.lastLoggedPositive) },
+                     intervalNanoseconds: settings.heartRateLogIntervalMicroseconds &* 1_000) {
+            sensor.lastLoggedNanoseconds = now
+            sensor.lastLoggedPositive = positive
+            if node.append(.checkIn(checkIn)) != nil { sensor.readingsLogged += 1 }
+        }
+        sensors[resident] = sensor
+    }
+
+    /// Whether a reading is logged: the first on a link; one that turns a sign of life into
+    /// none or back, unless the last logged one is under a second old (a sensor flapping at
+    /// 10 Hz is logged once a second); any once the last logged one is `interval` old.
+    static func logs(positive: Bool, atNanoseconds now: UInt64, after last: (nanoseconds: UInt64, positive: Bool)?,
+                     intervalNanoseconds: UInt64) -> Bool {
+        guard let last else { return true }
+        let since = now >= last.nanoseconds ? now - last.nanoseconds : 0
+        return since >= intervalNanoseconds || (positive != last.positive && since >= changeGapNanoseconds)
+    }
+
+    private func strike(_ resident: String, _ what: String) {
+        guard var sensor = sensors[resident] else { return }
+        sensor.strikes += 1
+        sensors[resident] = sensor
+        node.connections.countViolation()
+        node.logger.notice("a heart-rate sensor broke the rules", metadata: ["resident": "\(resident)", "sensor": "\(sensor.peer)", "what": "\(what)", "strikes": "\(sensor.strikes)"])
+        if sensor.strikes >= settings.violationLimit {
+            node.connections.countClosedForMisbehaviour()
+            drop(resident, reason: "closed by the box: \(what)", retry: true)
+        }
+    }
+
+    /// Ends the sensor's link or attempt; its closing is logged if its opening was. With `retry`
+    /// it waits its back-off (from the start after a link that was up), else it is forgotten.
+    private func drop(_ resident: String, reason: String, retry: Bool) {
+        guard var sensor = sensors[resident] else { return }
+        if let socket = sensor.socket {
+            node.loop.unwatch(socket.fd, "a heart-rate sensor")
+            residentByFD[socket.fd] = nil
+            socket.close()
+        }
+        if sensor.loggedOpen {
+            appendLink(resident: resident, peer: sensor.peer, open: false, reason: reason)
+            node.logger.info("heart-rate sensor link closed", metadata: ["resident": "\(resident)", "sensor": "\(sensor.peer)", "reason": "\(reason)"])
+            sensor.backoff.reset()
+        }
+        guard retry, !node.stopping else {
+            sensors[resident] = nil
+            return pump()
+        }
+        if sensor.backoff.isFresh && !sensor.loggedOpen {
+            node.logger.notice("cannot link to a heart-rate sensor; trying again with back-off", metadata: ["resident": "\(resident)", "sensor": "\(sensor.peer)", "why": "\(reason)"])
+        }
+        sensor.socket = nil
+        sensor.phase = .waiting
+        sensor.loggedOpen = false
+        sensor.measurement = 0
+        sensor.lastError = reason
+        sensor.dueNanoseconds = node.monotonic.nowNanoseconds() &+ sensor.backoff.next()
+        sensors[resident] = sensor
+        pump()
+    }
+
+    private func appendLink(resident: String, peer: LEAddress, open: Bool, reason: String) {
+        var change = LinkChanged()
+        change.peer = peer.value
+        change.peerType = peer.kind == .random ? .addressRandom : .addressPublic
+        change.open = open
+        change.role = .sensor
+        change.reason = reason
+        change.resident = resident
+        node.append(.linkChanged(change))
+    }
+
+    // MARK: - Status
+
+    var status: [SensorStatus] {
+        let now = node.monotonic.nowNanoseconds()
+        var out = sensors.values.sorted { $0.resident < $1.resident }.map { s in
+            SensorStatus(resident: s.resident, sensor: s.peer.description, state: s.phase.rawValue,
+                         retryInSeconds: s.phase == .waiting ? Double(s.dueNanoseconds > now ? s.dueNanoseconds - now : 0) / 1e9 : nil,
+                         lastError: s.lastError, attempts: s.attempts, readingsHeard: s.readingsHeard, readingsLogged: s.readingsLogged)
+        }
+        let why = unavailable
+        for sensor in node.projections.sensors.sorted where sensors[sensor.resident] == nil {
+            out.append(SensorStatus(resident: sensor.resident, sensor: LEAddress(value: sensor.peer, kind: sensor.random ? .random : .public).description,
+                                    state: "not linked", retryInSeconds: nil,
+                                    lastError: why ?? (overLimit.contains(sensor.resident) ? "over connections.max_sensors" : ""),
+                                    attempts: 0, readingsHeard: 0, readingsLogged: 0))
+        }
+        return out
+    }
+}
+
+/// A resident's heart-rate sensor as `vigil status` shows it.
+public struct SensorStatus: Sendable, Codable, Equatable {
+    public var resident: String
+    public var sensor: String
+    /// waiting, connecting, exchanging MTU, discovering, subscribing, linked, or not linked.
+    public var state: String
+    /// Waiting: seconds until the next attempt.
+    public var retryInSeconds: Double?
+    /// Why the last attempt or link ended (empty: nothing went wrong).
+    public var lastError: String
+    public var attempts: UInt64
+    /// Measurements received, and those logged as check-ins (the rest were within
+    /// `connections.heart_rate_every` of a logged one and said the same).
+    public var readingsHeard: UInt64
+    public var readingsLogged: UInt64
+}
