@@ -8,7 +8,9 @@ import VigilSystem
 /// the node, so the real-kernel tests can hold the ATT and GATT code against an independent
 /// client (BlueZ's gatttool). Prints what peers do, one line each; a line `notify TEXT` on stdin
 /// notifies TEXT (in parts when it is longer than one value) on the chat and UART TX of every
-/// peer that subscribed. The node's own connections are issue 14's next step.
+/// peer that subscribed. With `--profile heart-rate` it plays a resident's heart-rate sensor
+/// instead (the Heart Rate service, 0x180D): a line `hr BPM contact|no-contact|unsupported`
+/// notifies that measurement (0x2A37) to every subscribed peer.
 struct DebugGATTServe: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "gatt-serve")
 
@@ -18,13 +20,24 @@ struct DebugGATTServe: AsyncParsableCommand {
     @Option(help: "The device name GAP serves.")
     var name = "Vigil"
 
+    @Option(help: "What to serve: box (the box's services) or heart-rate (a heart-rate sensor).")
+    var profile = "box"
+
     func run() async throws {
         try await reportingErrors {
             let adapters = try listBluetoothAdapters()
             guard let info = adapters.first(where: { $0.name == adapter || $0.addressText == adapter.uppercased() }) else {
                 throw CLIError("no adapter \(adapter)", code: 69)
             }
-            let database = BoxServices.database(name: name)
+            let heartRate = profile == "heart-rate"
+            guard heartRate || profile == "box" else { throw CLIError("--profile must be box or heart-rate", code: 64) }
+            let database = heartRate
+                ? GATTDatabase(deviceName: name, services: [
+                    GATTService(uuid: .heartRateService, characteristics: [
+                        GATTCharacteristic(uuid: .heartRateMeasurement, properties: [.notify], maximumWriteLength: 0),
+                    ]),
+                ])
+                : BoxServices.database(name: name)
             let listener = try ATTSocket.listen(on: LEAddress(value: info.address, kind: .public))
             let epoll = try Epoll()
             try epoll.add(listener.fd, token: 0)
@@ -38,8 +51,10 @@ struct DebugGATTServe: AsyncParsableCommand {
             struct Link { var socket: ATTSocket; var server: GATTServer; var assemblers: [Int: MessageAssembler] }
             var links: [UInt64: Link] = [:]
             var nextToken: UInt64 = 2
-            let notified = [database.characteristicIndex(of: BoxServices.chatTX, in: BoxServices.chat),
-                            database.characteristicIndex(of: BoxServices.uartTX, in: BoxServices.uart)].compactMap { $0 }
+            let notified = (heartRate
+                ? [database.characteristicIndex(of: .heartRateMeasurement, in: .heartRateService)]
+                : [database.characteristicIndex(of: BoxServices.chatTX, in: BoxServices.chat),
+                   database.characteristicIndex(of: BoxServices.uartTX, in: BoxServices.uart)]).compactMap { $0 }
             var pendingInput: [UInt8] = []
             var discardingLine = false
             while true {
@@ -80,11 +95,22 @@ struct DebugGATTServe: AsyncParsableCommand {
                         while let newline = pendingInput.firstIndex(of: 0x0A) {
                             let line = String(decoding: pendingInput[..<newline], as: UTF8.self)
                             pendingInput.removeSubrange(...newline)
-                            guard line.hasPrefix("notify ") else { continue }
-                            let text = Array(line.dropFirst(7).utf8)
+                            let text: [UInt8]
+                            if heartRate {
+                                let words = line.split(separator: " ")
+                                let contacts: [String: HeartRateMeasurement.Contact] = ["contact": .detected, "no-contact": .notDetected, "unsupported": .unsupported]
+                                guard words.count == 3, words[0] == "hr", let bpm = UInt16(words[1]), let contact = contacts[String(words[2])] else {
+                                    out.write("ignored: \(line) (hr BPM contact|no-contact|unsupported)\n")
+                                    continue
+                                }
+                                text = HeartRateMeasurement(beatsPerMinute: bpm, contact: contact).encode()
+                            } else {
+                                guard line.hasPrefix("notify ") else { continue }
+                                text = Array(line.dropFirst(7).utf8)
+                            }
                             for (token, link) in links {
                                 for characteristic in notified {
-                                    for part in MessageFrames.split(text, valueLength: link.server.mtu - 3) {
+                                    for part in heartRate ? [text] : MessageFrames.split(text, valueLength: link.server.mtu - 3) {
                                         guard let pdu = try? link.server.notification(characteristic, part) else { continue }
                                         send(pdu, link.socket, token)
                                     }
