@@ -64,7 +64,8 @@ public struct SensorLinks: Codable, Equatable, Sendable {
         case .residentRemoved(let r):
             byResident[r.id] = nil
         case .linkChanged(let link) where link.role == .sensor:
-            guard var sensor = byResident[link.resident], sensor.peer == link.peer & 0xFFFF_FFFF_FFFF else { return }
+            guard var sensor = byResident[link.resident], sensor.peer == link.peer & 0xFFFF_FFFF_FFFF,
+                  sensor.random == (link.peerType == .addressRandom) else { return }
             sensor.linked = link.open
             sensor.linkChangedMicroseconds = event.timeMicroseconds
             if !link.open { sensor.closeReason = link.reason }

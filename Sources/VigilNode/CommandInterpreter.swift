@@ -101,13 +101,25 @@ public struct CommandInterpreter {
         r.mode = .time
         r.intervalUs = 4 * 3_600_000_000
         if let refusal = Self.apply(s, to: &r) { return .refused(.invalid, refusal) }
+        if let owner = sensorOwner(of: r) { return .refused(.conflict, "that heart-rate sensor is \(owner)'s: one pulse must not keep two residents' ladders quiet") }
         return .event(.residentEnrolled(r))
+    }
+
+    /// Another resident enrolled with `r`'s heart-rate sensor, if any.
+    private func sensorOwner(of r: Resident) -> String? {
+        let sensor = r.heartRateSensor & 0xFFFF_FFFF_FFFF
+        guard sensor != 0 else { return nil }
+        return context.projections.escalations.residents.values
+            .filter { $0.id != r.id && $0.heartRateSensor == sensor }.map(\.id).min()
     }
 
     private func update(_ s: ResidentSettings) -> Outcome {
         guard let existing = context.projections.escalations.residents[s.id] else { return .refused(.conflict, "no resident \(s.id)") }
         var r = Resident(existing)
         if let refusal = Self.apply(s, to: &r) { return .refused(.invalid, refusal) }
+        if s.heartRateSensor != nil, let owner = sensorOwner(of: r) {
+            return .refused(.conflict, "that heart-rate sensor is \(owner)'s: one pulse must not keep two residents' ladders quiet")
+        }
         return .event(.residentUpdated(r))
     }
 

@@ -11,7 +11,9 @@ import VigilSystem
 /// with skin contact, or from a sensor that cannot sense contact, postpones it).
 ///
 /// A sensor that drops or cannot be reached is tried again with back-off (2 s doubling to 5 min;
-/// a link that was up starts again from 2 s). Silence tells the ladder nothing: no event is
+/// from 2 s again only after a link that stayed up a minute and was not closed by the box, so
+/// a device that links and drops at once, or misbehaves, cannot make the box write its link and
+/// first reading to the card every few seconds). Silence tells the ladder nothing: no event is
 /// made for a sensor that says nothing, so a resident whose sensor fell off is escalated like
 /// one whose pulse stopped. Links opening and closing are `LinkChanged` events (role sensor);
 /// failed attempts are not logged (a vanished sensor would write the card every few minutes
@@ -19,8 +21,9 @@ import VigilSystem
 ///
 /// Bounded: at most `maximumSensors` sensors linked (residents sorted by id); one connection
 /// attempt at a time (the kernel makes LE connections one by one); a sensor notifies about once
-/// a second, and a reading is logged at most every `heartRateLogInterval`, or at once (but not
-/// more than once a second) when it changes from a sign of life to none or back; a link gets at
+/// a second, and a reading is logged at most every `heartRateLogInterval` (or a third of the
+/// resident's interval, if shorter: steady readings always keep a live pulse's ladder quiet), or
+/// at once (but not more than once a second) when it changes from a sign of life to none or back; a link gets at
 /// most 64 PDUs per wake-up; a sensor breaking the protocol `violationLimit` times is dropped.
 final class HeartRateSensors: NodeComponent {
     unowned let node: Node
@@ -32,6 +35,8 @@ final class HeartRateSensors: NodeComponent {
     static let retryMaximumNanoseconds: UInt64 = 300_000_000_000
     /// Readings that change between a sign of life and none are logged at most this often.
     static let changeGapNanoseconds: UInt64 = 1_000_000_000
+    /// A link up this long, not closed by the box, starts the back-off again from its base.
+    static let stableLinkNanoseconds: UInt64 = 60_000_000_000
 
     enum Phase: String { case waiting, connecting, exchangingMTU = "exchanging MTU", discovering, subscribing, linked }
 
@@ -53,7 +58,10 @@ final class HeartRateSensors: NodeComponent {
         var strikes = 0
         var readingsHeard: UInt64 = 0
         var readingsLogged: UInt64 = 0
+        var readingsMalformed: UInt64 = 0
         var attempts: UInt64 = 0
+        /// When the link came up (monotonic ns; 0: not up).
+        var linkedAtNanoseconds: UInt64 = 0
 
         var isSettingUp: Bool { phase != .waiting && phase != .linked }
     }
@@ -62,7 +70,6 @@ final class HeartRateSensors: NodeComponent {
     private var residentByFD: [Int32: String] = [:]
     /// Residents' sensors changed in the log: compared with the links on the next reconcile.
     private var wantedChanged = true
-    private(set) var malformedReadings: UInt64 = 0
     /// Residents whose sensor is not linked because `maximumSensors` are.
     private(set) var overLimit: [String] = []
     private var pumping = false
@@ -106,7 +113,8 @@ final class HeartRateSensors: NodeComponent {
     }
 
     func reconcile() {
-        guard wantedChanged else { return }
+        // A stopping node links to nothing more (events are still applied until it finishes).
+        guard wantedChanged, !node.stopping else { return }
         wantedChanged = false
         guard unavailable == nil else { return }
         let enrolled = node.projections.sensors.sorted
@@ -132,7 +140,7 @@ final class HeartRateSensors: NodeComponent {
     /// the timer for the next of either.
     private func pump() {
         // A drop below pumps too; the outer pump goes on and arms the timer once.
-        guard !pumping else { return }
+        guard !pumping, !node.stopping else { return }
         pumping = true
         defer { pumping = false }
         let now = node.monotonic.nowNanoseconds()
@@ -256,9 +264,9 @@ final class HeartRateSensors: NodeComponent {
             start(resident, .configure(handle: cccd, bits: 1))
         case (.subscribing, .done):
             sensors[resident]?.phase = .linked
-            sensors[resident]?.backoff.reset()
             sensors[resident]?.lastError = ""
             sensors[resident]?.loggedOpen = true
+            sensors[resident]?.linkedAtNanoseconds = node.monotonic.nowNanoseconds()
             sensors[resident]?.lastLoggedNanoseconds = nil
             appendLink(resident: resident, peer: sensor.peer, open: true, reason: "")
             node.logger.info("heart-rate sensor linked", metadata: ["resident": "\(resident)", "sensor": "\(sensor.peer)"])
@@ -272,13 +280,14 @@ final class HeartRateSensors: NodeComponent {
 
     /// A measurement: logged as a check-in from the heart rate when it is the first on this
     /// link, when it changes between a sign of life and none, or when the last logged one is
-    /// `heartRateLogInterval` old; otherwise only counted.
+    /// `heartRateLogInterval` old (or a third of the resident's interval, if shorter); otherwise
+    /// only counted.
     private func reading(_ resident: String, _ value: [UInt8]) {
         let measurement: HeartRateMeasurement
         do {
             measurement = try HeartRateMeasurement.parse(value)
         } catch {
-            malformedReadings += 1
+            sensors[resident]?.readingsMalformed += 1
             return strike(resident, "a heart-rate measurement that does not parse (\(error))")
         }
         guard var sensor = sensors[resident], let flags = value.first else { return }
@@ -290,9 +299,11 @@ final class HeartRateSensors: NodeComponent {
         checkIn.heartRateFlags = UInt32(flags)
         let positive = EscalationBook.isPositive(checkIn)
         let now = node.monotonic.nowNanoseconds()
+        let ladderInterval = node.projections.escalations.residents[resident]?.intervalMicroseconds ?? UInt64.max
+        let interval = min(settings.heartRateLogIntervalMicroseconds, ladderInterval / 3)
         if Self.logs(positive: positive, atNanoseconds: now,
                      after: sensor.lastLoggedNanoseconds.map { ($0, sensor.lastLoggedPositive) },
-                     intervalNanoseconds: settings.heartRateLogIntervalMicroseconds &* 1_000) {
+                     intervalNanoseconds: interval &* 1_000) {
             sensor.lastLoggedNanoseconds = now
             sensor.lastLoggedPositive = positive
             if node.append(.checkIn(checkIn)) != nil { sensor.readingsLogged += 1 }
@@ -311,20 +322,22 @@ final class HeartRateSensors: NodeComponent {
     }
 
     private func strike(_ resident: String, _ what: String) {
-        guard var sensor = sensors[resident] else { return }
+        // What followed a drop in the same batch is not held against the next link.
+        guard var sensor = sensors[resident], sensor.socket != nil else { return }
         sensor.strikes += 1
         sensors[resident] = sensor
         node.connections.countViolation()
         node.logger.notice("a heart-rate sensor broke the rules", metadata: ["resident": "\(resident)", "sensor": "\(sensor.peer)", "what": "\(what)", "strikes": "\(sensor.strikes)"])
         if sensor.strikes >= settings.violationLimit {
             node.connections.countClosedForMisbehaviour()
-            drop(resident, reason: "closed by the box: \(what)", retry: true)
+            drop(resident, reason: "closed by the box: \(what)", retry: true, byTheBox: true)
         }
     }
 
     /// Ends the sensor's link or attempt; its closing is logged if its opening was. With `retry`
-    /// it waits its back-off (from the start after a link that was up), else it is forgotten.
-    private func drop(_ resident: String, reason: String, retry: Bool) {
+    /// it waits its back-off (from its base again after a link that stayed up
+    /// `stableLinkNanoseconds` and was not closed `byTheBox`), else it is forgotten.
+    private func drop(_ resident: String, reason: String, retry: Bool, byTheBox: Bool = false) {
         guard var sensor = sensors[resident] else { return }
         if let socket = sensor.socket {
             node.loop.unwatch(socket.fd, "a heart-rate sensor")
@@ -334,7 +347,8 @@ final class HeartRateSensors: NodeComponent {
         if sensor.loggedOpen {
             appendLink(resident: resident, peer: sensor.peer, open: false, reason: reason)
             node.logger.info("heart-rate sensor link closed", metadata: ["resident": "\(resident)", "sensor": "\(sensor.peer)", "reason": "\(reason)"])
-            sensor.backoff.reset()
+            let upFor = node.monotonic.nowNanoseconds() &- sensor.linkedAtNanoseconds
+            if upFor >= Self.stableLinkNanoseconds && !byTheBox { sensor.backoff.reset() }
         }
         guard retry, !node.stopping else {
             sensors[resident] = nil
@@ -346,6 +360,7 @@ final class HeartRateSensors: NodeComponent {
         sensor.socket = nil
         sensor.phase = .waiting
         sensor.loggedOpen = false
+        sensor.linkedAtNanoseconds = 0
         sensor.measurement = 0
         sensor.lastError = reason
         sensor.dueNanoseconds = node.monotonic.nowNanoseconds() &+ sensor.backoff.next()
@@ -371,14 +386,15 @@ final class HeartRateSensors: NodeComponent {
         var out = sensors.values.sorted { $0.resident < $1.resident }.map { s in
             SensorStatus(resident: s.resident, sensor: s.peer.description, state: s.phase.rawValue,
                          retryInSeconds: s.phase == .waiting ? Double(s.dueNanoseconds > now ? s.dueNanoseconds - now : 0) / 1e9 : nil,
-                         lastError: s.lastError, attempts: s.attempts, readingsHeard: s.readingsHeard, readingsLogged: s.readingsLogged)
+                         lastError: s.lastError, attempts: s.attempts, readingsHeard: s.readingsHeard, readingsLogged: s.readingsLogged,
+                         readingsMalformed: s.readingsMalformed)
         }
         let why = unavailable
         for sensor in node.projections.sensors.sorted where sensors[sensor.resident] == nil {
             out.append(SensorStatus(resident: sensor.resident, sensor: LEAddress(value: sensor.peer, kind: sensor.random ? .random : .public).description,
                                     state: "not linked", retryInSeconds: nil,
                                     lastError: why ?? (overLimit.contains(sensor.resident) ? "over connections.max_sensors" : ""),
-                                    attempts: 0, readingsHeard: 0, readingsLogged: 0))
+                                    attempts: 0, readingsHeard: 0, readingsLogged: 0, readingsMalformed: 0))
         }
         return out
     }
@@ -399,4 +415,6 @@ public struct SensorStatus: Sendable, Codable, Equatable {
     /// `connections.heart_rate_every` of a logged one and said the same).
     public var readingsHeard: UInt64
     public var readingsLogged: UInt64
+    /// Measurements that did not parse (each a violation).
+    public var readingsMalformed: UInt64
 }

@@ -58,10 +58,12 @@ public struct NodeSnapshot: Sendable, Codable, Equatable {
         /// The resident's heart-rate sensor (nil: none).
         public var sensor: SensorView?
         public struct SensorView: Sendable, Codable, Equatable {
-            /// "AA:BB:CC:DD:EE:FF", with "/random" for a random address.
-            public var device: String
+            /// "AA:BB:CC:DD:EE:FF", with "/random" for a random address (nil in the public view:
+            /// a strap that needs no pairing is easier to spoof once its address is known).
+            public var device: String?
             public var linked: Bool
-            /// The last reading (nil: none yet, or the public view: a pulse is health data).
+            /// The last reading and its time (nil: none yet, or the public view: a pulse is health
+            /// data).
             public var beatsPerMinute: Double?
             public var readingMicroseconds: UInt64?
             /// contact, no contact, or no contact sensing.
@@ -271,6 +273,8 @@ extension NodeSnapshot {
         var copy = self
         copy.chats.conversations = []
         for i in copy.residents.indices where copy.residents[i].sensor != nil {
+            copy.residents[i].sensor?.device = nil
+            copy.residents[i].sensor?.readingMicroseconds = nil
             copy.residents[i].sensor?.beatsPerMinute = nil
             copy.residents[i].sensor?.contact = nil
             copy.residents[i].sensor?.counted = nil

@@ -213,8 +213,8 @@ enum OpenAPIDocument {
                   paused: {type: boolean}
                   sensor:
                     type: object
-                    description: "The resident's heart-rate sensor; its reading only for staff and tokens"
-                    required: [device, linked]
+                    description: "The resident's heart-rate sensor; its address and reading only for staff and tokens"
+                    required: [linked]
                     properties:
                       device: {type: string}
                       linked: {type: boolean}

@@ -138,7 +138,8 @@ enum EventFormatting {
                 + (s.lost.isEmpty ? "" : " (\(LogSalvageText.ranges(s.lost)))")
                 + (s.tailUnknown ? ", and an unknown number after \(s.highestRecovered)" : "") + "; the damaged file is in \(s.keptAside)"
         case .linkChanged(let l):
-            let role = l.role == .central ? "the box connected to" : "connected from"
+            let role = l.role == .sensor ? "\(ChatText.printable(l.resident, limit: 64))'s heart-rate sensor"
+                : l.role == .central ? "the box connected to" : "connected from"
             summary = l.open ? "link open: \(role) \(formatAddress(l.peer))"
                 : "link closed: \(formatAddress(l.peer))" + (l.reason.isEmpty ? "" : " (\(l.reason))")
         case .chatMessage(let m):

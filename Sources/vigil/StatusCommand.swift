@@ -200,7 +200,8 @@ struct Status: AsyncParsableCommand {
                 out += "heart-rate sensor of \(s.resident) (\(s.sensor)): \(s.state)"
                     + (s.retryInSeconds.map { ", next attempt in \(Int($0.rounded(.up))) s" } ?? "")
                     + (s.lastError.isEmpty ? "" : " (\(s.lastError))")
-                    + "; \(s.readingsHeard) readings heard, \(s.readingsLogged) logged, \(s.attempts) attempts\n"
+                    + "; \(s.readingsHeard) readings heard, \(s.readingsLogged) logged"
+                    + (s.readingsMalformed > 0 ? ", \(s.readingsMalformed) malformed" : "") + ", \(s.attempts) attempts\n"
             }
         }
         return out

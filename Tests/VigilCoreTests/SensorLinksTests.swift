@@ -75,6 +75,10 @@ import VigilEvents
         p.apply(event(.residentEnrolled(resident(sensor: sensor)), at: 0))
         p.apply(event(link(true, 0xC3_99_99_99_99_99), at: 1))
         p.apply(event(link(true, sensor, resident: "r2"), at: 1))
+        // The same 48 bits as a public address: another device.
+        guard case .linkChanged(var publicOne) = link(true, sensor) else { return }
+        publicOne.peerType = .addressPublic
+        p.apply(event(.linkChanged(publicOne), at: 1))
         #expect(p.sensors.byResident["r1"]?.linked == false)
         #expect(p.sensors.byResident["r2"] == nil)
     }

@@ -53,6 +53,27 @@ import VigilEvents
         #expect(publicOne.heartRateSensor == 0x00_1B_DC_07_32_8E && publicOne.heartRateSensorType == .addressPublic)
     }
 
+    @Test func aSensorAnotherResidentHasIsRefused() {
+        var state = state()
+        guard case .event(.residentUpdated(let withSensor), _) = update(state, { $0.heartRateSensor = "C3:11:22:33:44:55/random" }) else {
+            Issue.record("a sensor was refused")
+            return
+        }
+        state.apply(.event(Event(sequence: 2, timeMicroseconds: 2_000, body: .residentUpdated(withSensor))))
+        var second = ResidentSettings(id: "r2")
+        second.heartRateSensor = "C3:11:22:33:44:55/random"
+        guard case .refused(.conflict, let why) = CommandInterpreter.offline(state: state, nowMicroseconds: 3_000).interpret(.enrolResident(second)) else {
+            Issue.record("a second resident was given r1's sensor")
+            return
+        }
+        #expect(why.contains("r1's"))
+        second.heartRateSensor = "C3:11:22:33:44:56/random"
+        guard case .event(.residentEnrolled, _) = CommandInterpreter.offline(state: state, nowMicroseconds: 3_000).interpret(.enrolResident(second)) else {
+            Issue.record("another sensor was refused")
+            return
+        }
+    }
+
     @Test(arguments: ["C3:11:22:33:44", "not an address", "00:00:00:00:00:00", "C3:11:22:33:44:55/static"])
     func aSensorThatIsNotAnAddressIsRefused(_ text: String) {
         guard case .refused(.invalid, let why) = update(state(), { $0.heartRateSensor = text }) else {
@@ -77,6 +98,39 @@ import VigilEvents
         #expect(!logs(false, at: 5 * second + second / 2, after: (5 * second, true)), "a change within a second waits")
         #expect(logs(true, at: 9 * second, after: (7 * second, false)), "contact back")
         #expect(!logs(true, at: 4 * second, after: (5 * second, true)), "a clock that went back is not an interval")
+    }
+
+    /// The page shows staff the last reading; a pulse is health data, so the public view and the
+    /// API without a token or session get only whether the sensor is linked.
+    @Test func thePageShowsTheReadingToStaffAndOnlyTheLinkToThePublic() throws {
+        var state = state()
+        var withSensor = Resident()
+        withSensor.id = "r1"
+        withSensor.mode = .pulse
+        withSensor.intervalUs = 600_000_000
+        withSensor.heartRateSensor = 0xC3_11_22_33_44_55
+        withSensor.heartRateSensorType = .addressRandom
+        var link = LinkChanged()
+        link.peer = 0xC3_11_22_33_44_55
+        link.peerType = .addressRandom
+        link.open = true
+        link.role = .sensor
+        link.resident = "r1"
+        var reading = CheckIn()
+        reading.resident = "r1"
+        reading.source = .checkInHeartRate
+        reading.value = 72
+        reading.heartRateFlags = 0x06
+        for (i, body) in [EventBody.residentUpdated(withSensor), .linkChanged(link), .checkIn(reading)].enumerated() {
+            state.apply(.event(Event(sequence: UInt64(i + 2), timeMicroseconds: 5_000 + UInt64(i), body: body)))
+        }
+        let snapshot = NodeSnapshot(state: state, decisions: [:], live: nil, timeMicroseconds: 10_000)
+        let sensor = try #require(snapshot.residents.first?.sensor)
+        #expect(sensor.device == "C3:11:22:33:44:55/random" && sensor.linked)
+        #expect(sensor.beatsPerMinute == 72 && sensor.contact == "contact" && sensor.counted == true)
+        let shown = try #require(snapshot.forPublic().residents.first?.sensor)
+        #expect(shown.linked && shown.beatsPerMinute == nil && shown.contact == nil && shown.counted == nil)
+        #expect(shown.device == nil && shown.readingMicroseconds == nil)
     }
 
     @Test func theSettingsAreReadFromTheConfiguration() throws {
