@@ -83,7 +83,10 @@ pull_plug() {
   local before target rc
   before=$(lines "$DIR/acked"); target=$((before + $2))
   if ! wait_ms 150000 ready_or_gone "$1" "$target"; then
-    bad "boot $1: no $2 check-ins acknowledged within 150 s"; vm_output "$1"; finish
+    bad "boot $1: no $2 check-ins acknowledged within 150 s"; vm_output "$1"
+    # The node's own last words (a crash's message), before the directory goes.
+    echo "     the node's output:"; tail -n 40 "$DIR/node-$1.log" 2>/dev/null | cut -c1-240 | sed 's/^/     | /'
+    finish
   fi
   if ! vm_running; then
     wait "$VM_PID"; rc=$?; VM_PID=""
