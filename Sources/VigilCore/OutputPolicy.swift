@@ -70,7 +70,8 @@ public struct OutputDecision: Equatable, Sendable, Codable {
 ///   acknowledged it) › a resident's loud alarm (fast blink)
 /// - amber: the button is held past a long press that re-affirmed this box's own SOS ("keep
 ///   holding to cancel": mostly on, quick dips) › the button is held (fast blink, feedback before
-///   SOS) › "are you OK?" (slow blink) › "no way to tell anyone": messages that must reach
+///   SOS) › a hazard warning (a road user heading for the site, a work zone near it: quick even
+///   flashes for a few seconds) › "are you OK?" (slow blink) › "no way to tell anyone": messages that must reach
 ///   someone cannot (no notifier configured, or failing for `notify.unreachable_after`; long on,
 ///   one second dark every 4 s)
 ///   › the radio is not on (on)
@@ -81,7 +82,7 @@ public struct OutputDecision: Equatable, Sendable, Codable {
 /// - buzzer: a loud alarm not silenced › an SOS here not silenced › a call for help received
 ///   from another box (SOS, medical) that nobody has answered, not silenced (a double-quick
 ///   chirp every 5 s, until it is acknowledged here or by another box, or silenced with
-///   `vigil ack`) › "are you OK?" chirp
+///   `vigil ack`) › a hazard warning (quick beeps for a few seconds) › "are you OK?" chirp
 public enum OutputPolicy {
     public static let alarmBlink = OutputPattern.blink(periodMilliseconds: 500, onMilliseconds: 250)
     public static let heldBlink = OutputPattern.blink(periodMilliseconds: 200, onMilliseconds: 100)
@@ -105,6 +106,9 @@ public enum OutputPolicy {
     /// "The card stopped taking writes": a short flash every second, unlike every other amber
     /// pattern (a volunteer told "amber flicking: change the card" can tell it apart).
     public static let logFailedFlash = OutputPattern.blink(periodMilliseconds: 1_000, onMilliseconds: 120)
+    /// "Danger on the road": quick even flashes and beeps while a hazard warning lasts (a few
+    /// seconds), unlike the held button's faster blink and every slower pattern.
+    public static let hazardFlash = OutputPattern.blink(periodMilliseconds: 400, onMilliseconds: 200)
 
     /// `logFailure`: why the log stopped taking writes, when the node runs on from memory (not an
     /// event: nothing can be logged then). It shows on amber after the button and the prompts.
@@ -124,6 +128,7 @@ public enum OutputPolicy {
             OutputReason(text: "\($0.ladderStep == .notify ? "emergency triggered" : "loud alarm") for \(label($0))",
                          sequences: [$0.stepSequence])
         }
+        let hazardReasons = hazardWarningReasons(s)
         let promptReasons = prompting.map {
             OutputReason(text: "asking \(label($0)) \"are you OK?\"\($0.ladderStep == .text ? " (contacts texted)" : "")",
                          sequences: [$0.stepSequence])
@@ -152,6 +157,8 @@ public enum OutputPolicy {
             out[.amber] = OutputDecision(pattern: heldBlink, reasons: [
                 OutputReason(text: "button held (SOS after a long press)", sequences: [s.alarms.buttonEdgeSequence]),
             ])
+        } else if !hazardReasons.isEmpty {
+            out[.amber] = OutputDecision(pattern: hazardFlash, reasons: hazardReasons)
         } else if !prompting.isEmpty {
             out[.amber] = OutputDecision(pattern: promptBlink, reasons: promptReasons)
         } else if let logFailure {
@@ -217,6 +224,8 @@ public enum OutputPolicy {
                 OutputReason(text: "call for help \($0.idText) from another box not answered (a short press answers, `vigil ack` silences)",
                              sequences: [$0.firstSequence])
             })
+        } else if !hazardReasons.isEmpty {
+            out[.buzzer] = OutputDecision(pattern: hazardFlash, reasons: hazardReasons)
         } else if !prompting.isEmpty {
             out[.buzzer] = OutputDecision(pattern: chirp, reasons: promptReasons)
         }
@@ -239,6 +248,16 @@ public enum OutputPolicy {
         let ladder = s.escalations.alarming.map(AlarmKey.ladder)
         let sos = s.alerts.active.filter { $0.raisedHere && $0.kind == AlertKind.sos.rawValue }.map(AlarmKey.sos)
         return (ladder + sos).filter { !s.alarms.silenced.contains($0) }
+    }
+
+    /// The hazard warning sounding now, as `vigil why` tells it.
+    public static func hazardWarningReasons(_ s: Projections) -> [OutputReason] {
+        guard let w = s.hazards.warning else { return [] }
+        let kind = HazardBook.name(HazardKind(rawValue: w.kind) ?? .unspecified)
+        let what = [HazardKind.workZone.rawValue, HazardKind.trafficJam.rawValue].contains(w.kind)
+            ? "a \(kind) \(Int(w.distanceFeet.rounded())) ft from the site"
+            : "a \(kind) heading for the site, \(Int(w.distanceFeet.rounded())) ft away"
+        return [OutputReason(text: "hazard warning: \(what)", sequences: [w.sequence])]
     }
 
     private static func label(_ r: EscalationBook.ResidentState) -> String { r.name.isEmpty ? r.id : "\(r.name) (\(r.id))" }

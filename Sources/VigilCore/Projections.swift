@@ -11,6 +11,8 @@ public struct ProjectionSettings: Sendable, Equatable {
     public var devicePruneAfterMicroseconds: UInt64 = 300_000_000
     /// The ladder's view of the shelter: site, staff channel, zone rules (`site.*`, `notify.staff`).
     public var ladder = LadderContext()
+    /// The shelter for judging hazards (`site.location`, `site.road_direction`).
+    public var hazardSite: HazardSite?
     public init() {}
 }
 
@@ -33,6 +35,8 @@ public struct Projections: Projection {
     public var conversations = Conversations()
     /// Residents' heart-rate sensors: their links and last readings.
     public var sensors = SensorLinks()
+    /// Road users, work zones and jams near the shelter, and the warning they raise.
+    public var hazards = HazardBook()
 
     /// The checkpoint's name in the log.
     /// v3: schema 4 added the exposure book (an older checkpoint is ignored: the log is replayed).
@@ -57,11 +61,13 @@ public struct Projections: Projection {
     /// v12: schema 12 (scan batches): the retention ledger counts them by slot.
     /// v13: schema 13 (connections): conversations with phones and boxes.
     /// v14: schema 14 (heart-rate sensors): residents' sensors, their links and last readings.
-    public static let checkpointName = "projections.v14"
+    /// v15: schema 15 (active hazards): the hazard book.
+    public static let checkpointName = "projections.v15"
 
     public init(settings: ProjectionSettings = ProjectionSettings()) {
         devices = DeviceList(pruneAfterMicroseconds: settings.devicePruneAfterMicroseconds)
         escalations.context = settings.ladder
+        hazards.site = settings.hazardSite
     }
 
     /// Same result as applying `input` to each projection in turn; dispatches on the event once
@@ -194,6 +200,8 @@ public struct Projections: Projection {
             }
         case .exposureKeysPublished, .exposureKeysMatched:
             exposures.apply(.event(event))
+        case .hazardReported, .hazardDeadline:
+            hazards.apply(event)
         case .linkChanged(let link) where link.role == .sensor:
             sensors.apply(event)
         case .linkChanged, .chatMessage, .chatOpened:

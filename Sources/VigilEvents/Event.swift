@@ -56,6 +56,10 @@ public typealias DeviceStays = Vigil_Events_V1_DeviceStays
 public typealias LinkChanged = Vigil_Events_V1_LinkChanged
 public typealias ChatMessage = Vigil_Events_V1_ChatMessage
 public typealias ChatOpened = Vigil_Events_V1_ChatOpened
+public typealias HazardReported = Vigil_Events_V1_HazardReported
+public typealias HazardDeadline = Vigil_Events_V1_HazardDeadline
+public typealias HazardKind = Vigil_Events_V1_HazardKind
+public typealias HazardSource = Vigil_Events_V1_HazardSource
 public typealias LinkRole = Vigil_Events_V1_LinkRole
 public typealias ChatChannel = Vigil_Events_V1_ChatChannel
 
@@ -96,6 +100,8 @@ public enum EventBody: Sendable, Equatable {
     case linkChanged(LinkChanged)
     case chatMessage(ChatMessage)
     case chatOpened(ChatOpened)
+    case hazardReported(HazardReported)
+    case hazardDeadline(HazardDeadline)
 
     public var kind: EventKind {
         switch self {
@@ -134,6 +140,8 @@ public enum EventBody: Sendable, Equatable {
         case .linkChanged: .linkChanged
         case .chatMessage: .chatMessage
         case .chatOpened: .chatOpened
+        case .hazardReported: .hazardReported
+        case .hazardDeadline: .hazardDeadline
         }
     }
 
@@ -199,6 +207,8 @@ extension EventKind {
         case .linkChanged: "link-changed"
         case .chatMessage: "chat-message"
         case .chatOpened: "chat-opened"
+        case .hazardReported: "hazard-reported"
+        case .hazardDeadline: "hazard-deadline"
         case .UNRECOGNIZED(let n): "kind-\(n)"
         }
     }
@@ -210,7 +220,7 @@ extension EventKind {
         .exposureDetected, .contactRetention, .exposureKeysPublished, .alertAcknowledged,
         .alertExpired, .alertReaffirmed, .downtimeDetected, .hubAcknowledged, .hubEpochStarted, .hubReceived,
         .occupancySampled, .exposureKeysOffered, .exposureKeysMatched, .hubFeedRewound, .logSalvaged,
-        .scanSightings, .scanBatch, .linkChanged, .chatMessage, .chatOpened,
+        .scanSightings, .scanBatch, .linkChanged, .chatMessage, .chatOpened, .hazardReported, .hazardDeadline,
     ]
 
     public init?(name: String) {
@@ -232,7 +242,9 @@ extension EventKind {
         case .scanHit, .exposureDetected, .contactRetention, .exposureKeysPublished, .exposureKeysOffered, .exposureKeysMatched,
              .buttonInput, .hubAcknowledged, .hubEpochStarted, .hubReceived, .hubFeedRewound, .logSalvaged, .scanSightings, .scanBatch, .unspecified, .UNRECOGNIZED,
              // What phones say to the box stays at the box: unauthenticated, and about people nearby.
-             .linkChanged, .chatMessage, .chatOpened:
+             .linkChanged, .chatMessage, .chatOpened,
+             // Road users' positions are the region's feed's already, and about people moving.
+             .hazardReported, .hazardDeadline:
             false
         }
     }
@@ -261,4 +273,30 @@ public func formatAddress(_ address: UInt64) -> String {
         let hex = String(byte, radix: 16, uppercase: true)
         return hex.count == 1 ? "0" + hex : hex
     }.joined(separator: ":")
+}
+
+extension HazardKind {
+    /// The kind as people read it (status, the page, `vigil log`).
+    public var displayName: String {
+        switch self {
+        case .vehicle: "vehicle"
+        case .pedestrian: "pedestrian"
+        case .cyclist: "cyclist"
+        case .trafficJam: "traffic jam"
+        case .workZone: "work zone"
+        default: "hazard"
+        }
+    }
+}
+
+extension HazardSource {
+    public var displayName: String {
+        switch self {
+        case .air: "air"
+        case .hub: "hub"
+        case .mqtt: "MQTT"
+        case .staff: "staff"
+        default: "unknown"
+        }
+    }
 }

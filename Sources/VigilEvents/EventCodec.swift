@@ -71,6 +71,8 @@ public enum EventCodec {
         case .linkChanged(let m): payload = serialize(m)
         case .chatMessage(let m): payload = serialize(m)
         case .chatOpened(let m): payload = serialize(m)
+        case .hazardReported(let m): payload = serialize(m)
+        case .hazardDeadline(let m): payload = serialize(m)
         }
         return (kind, payload)
     }
@@ -130,6 +132,8 @@ public enum EventCodec {
             case .linkChanged: return .linkChanged(try parse(payload))
             case .chatMessage: return .chatMessage(try parse(payload))
             case .chatOpened: return .chatOpened(try parse(payload))
+            case .hazardReported: return .hazardReported(try parse(payload))
+            case .hazardDeadline: return .hazardDeadline(try parse(payload))
             case .unspecified, .UNRECOGNIZED:
                 throw EventDecodingError(sequence: sequence, reason: .unknownKind(kind))
             }

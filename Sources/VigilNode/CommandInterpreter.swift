@@ -63,6 +63,7 @@ public struct CommandInterpreter {
         case .cancelAlert(let r): return cancel(r)
         case .acknowledgeAlert(let r): return acknowledge(r)
         case .recordExposure(let r): return exposure(r)
+        case .reportHazard(let r): return hazard(r)
         case .recordKeysPublished(let r):
             var p = ExposureKeysPublished()
             p.keys = r.keys
@@ -71,6 +72,41 @@ public struct CommandInterpreter {
             p.path = String(r.path.prefix(4_096))
             return .event(.exposureKeysPublished(p))
         }
+    }
+
+    // MARK: Hazards
+
+    static let hazardKinds: [String: HazardKind] = [
+        "vehicle": .vehicle, "pedestrian": .pedestrian, "cyclist": .cyclist, "traffic-jam": .trafficJam, "work-zone": .workZone,
+    ]
+
+    private func hazard(_ r: HazardRequest) -> Outcome {
+        guard let kind = Self.hazardKinds[r.kind] else { return .refused(.invalid, "a hazard is a vehicle, pedestrian, cyclist, traffic-jam or work-zone") }
+        guard !r.id.isEmpty, r.id.utf8.count <= 64 else { return .refused(.invalid, "a hazard's id is 1 to 64 bytes") }
+        guard r.latitude.isFinite, r.longitude.isFinite, (-90...90).contains(r.latitude), (-180...180).contains(r.longitude) else {
+            return .refused(.invalid, "a position is a latitude (-90 to 90) and a longitude (-180 to 180)")
+        }
+        var h = HazardReported()
+        h.id = r.id
+        h.kind = kind
+        h.source = .staff
+        h.messageType = "staff"
+        h.latitudeE7 = Int32((r.latitude * 1e7).rounded())
+        h.longitudeE7 = Int32((r.longitude * 1e7).rounded())
+        if let heading = r.headingDegrees {
+            guard heading.isFinite, (0...360).contains(heading) else { return .refused(.invalid, "a heading is 0 to 360 degrees") }
+            h.headingCentidegrees = UInt32((heading * 100).rounded()) % 36_000
+        }
+        if let speed = r.speedMetersPerSecond {
+            guard speed.isFinite, (0...100).contains(speed) else { return .refused(.invalid, "a speed is 0 to 100 m/s") }
+            h.speedCmPerS = UInt32((speed * 100).rounded())
+        }
+        if let lifetime = r.lifetimeMicroseconds {
+            guard kind == .workZone || kind == .trafficJam else { return .refused(.invalid, "only work zones and jams last as long as their report says; road users, 10 s") }
+            guard (1_000_000...HazardBook.maximumZoneLifetimeMicroseconds).contains(lifetime) else { return .refused(.invalid, "a zone lasts 1 s to 7 days") }
+            h.expiresUs = context.nowMicroseconds &+ lifetime
+        }
+        return .event(.hazardReported(h))
     }
 
     // MARK: Residents

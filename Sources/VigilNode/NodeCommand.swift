@@ -38,6 +38,8 @@ public enum NodeCommand: Sendable, Equatable {
     case chatConnect(ChatPeerReference)
     /// Closes the box's chat link (`vigil chat disconnect`).
     case chatDisconnect(ChatPeerReference)
+    /// A road user, work zone or jam staff saw (`vigil hazard report`).
+    case reportHazard(HazardRequest)
 
     /// The command's name on the wire.
     public var name: String {
@@ -60,7 +62,34 @@ public enum NodeCommand: Sendable, Equatable {
         case .chatOpen: "chat-open"
         case .chatConnect: "chat-connect"
         case .chatDisconnect: "chat-disconnect"
+        case .reportHazard: "report-hazard"
         }
+    }
+}
+
+public struct HazardRequest: Codable, Sendable, Equatable {
+    /// vehicle, pedestrian, cyclist, traffic-jam or work-zone.
+    public var kind: String
+    /// One hazard per kind and id: a report with the same id moves it.
+    public var id: String
+    public var latitude: Double
+    public var longitude: Double
+    /// Course over ground, degrees clockwise from north (road users).
+    public var headingDegrees: Double?
+    /// Metres a second (road users; 0 or nil: not moving).
+    public var speedMetersPerSecond: Double?
+    /// How long a work zone or jam lasts from now (nil: an hour).
+    public var lifetimeMicroseconds: UInt64?
+
+    public init(kind: String, id: String, latitude: Double, longitude: Double, headingDegrees: Double? = nil,
+                speedMetersPerSecond: Double? = nil, lifetimeMicroseconds: UInt64? = nil) {
+        self.kind = kind
+        self.id = id
+        self.latitude = latitude
+        self.longitude = longitude
+        self.headingDegrees = headingDegrees
+        self.speedMetersPerSecond = speedMetersPerSecond
+        self.lifetimeMicroseconds = lifetimeMicroseconds
     }
 }
 
@@ -303,6 +332,7 @@ extension NodeCommand: Codable {
         case "chat-open": self = .chatOpen(try arguments(ChatPeerReference.self))
         case "chat-connect": self = .chatConnect(try arguments(ChatPeerReference.self))
         case "chat-disconnect": self = .chatDisconnect(try arguments(ChatPeerReference.self))
+        case "report-hazard": self = .reportHazard(try arguments(HazardRequest.self))
         default:
             throw DecodingError.dataCorruptedError(forKey: .command, in: c, debugDescription: "unknown command \(name)")
         }
@@ -326,6 +356,7 @@ extension NodeCommand: Codable {
         case .chatSend(let a): try c.encode(a, forKey: .arguments)
         case .chatOpen(let a): try c.encode(a, forKey: .arguments)
         case .chatConnect(let a), .chatDisconnect(let a): try c.encode(a, forKey: .arguments)
+        case .reportHazard(let a): try c.encode(a, forKey: .arguments)
         }
     }
 }

@@ -272,12 +272,15 @@ public struct NodeConfiguration: Sendable {
             if let v = try notify.duration("unreachable_after") { config.notifyUnreachableAfterMicroseconds = v }
             try notify.finish()
         }
+        var roadDirection: Double?
         if var site = try root.section("site") {
             if let v = try site.string("name") { config.projections.ladder.siteName = v }
             if let v = try site.string("location"), !v.isEmpty {
                 guard let location = parseLocation(v) else { throw site.error("site.location must be \"lat,lon\" in degrees (-33.8688,151.2093)") }
                 config.projections.ladder.siteLocation = location
             }
+            // The road's direction at the entrance, clockwise from north (traffic either way).
+            if let v = try site.number("road_direction", in: 0...360) { roadDirection = v.truncatingRemainder(dividingBy: 360) }
             try site.finish()
         }
         if var hub = try root.section("hub") {
@@ -321,6 +324,10 @@ public struct NodeConfiguration: Sendable {
             try p.finish()
         }
         try root.finish()
+        let location = config.projections.ladder.siteLocation.split(separator: ",").compactMap { Double($0) }
+        if location.count == 2 {
+            config.projections.hazardSite = HazardSite(latitude: location[0], longitude: location[1], roadDirectionDegrees: roadDirection)
+        }
         config.board = try loadBoard(named: config.boardName, relativeTo: (file as NSString).deletingLastPathComponent)
         return config
     }

@@ -26,6 +26,33 @@ public struct NodeSnapshot: Sendable, Codable, Equatable {
     public var hub: HubView
     public var log: LogView
     public var chats: ChatsView
+    /// Road users, work zones and jams near the shelter, and the warning (README "Active hazards").
+    public var roadHazards: RoadHazardsView
+
+    public struct RoadHazardsView: Sendable, Codable, Equatable {
+        /// The warning sounding now, in words, and when it ends.
+        public var warning: String?
+        public var warningEndsMicroseconds: UInt64?
+        public var count: Int
+        public var warningsStarted: UInt64
+        /// The most recently heard (at most `limit`); empty in the public view: where people
+        /// are is not for anyone passing by.
+        public var hazards: [Item]
+        public static let limit = 20
+
+        public struct Item: Sendable, Codable, Equatable {
+            /// vehicle, pedestrian, cyclist, traffic jam, work zone.
+            public var kind: String
+            /// air, hub, MQTT, staff.
+            public var source: String
+            public var latitude: Double
+            public var longitude: Double
+            public var headingDegrees: Double?
+            public var speedMetersPerSecond: Double?
+            public var lastMicroseconds: UInt64
+            public var expiresMicroseconds: UInt64
+        }
+    }
 
     public struct OutputView: Sendable, Codable, Equatable {
         /// red, amber, green, blue, buzzer.
@@ -254,6 +281,17 @@ extension NodeSnapshot {
                       undecodable: h.undecodable, salvages: h.salvages, check: live?.logCheck,
                       failure: live?.fromMemory?.failure, diskFull: live?.log.diskFull ?? false,
                       uptimeSeconds: live?.uptimeSeconds)
+        let h2 = state.hazards
+        roadHazards = RoadHazardsView(
+            warning: OutputPolicy.hazardWarningReasons(state).first.map { String($0.text.dropFirst("hazard warning: ".count)) },
+            warningEndsMicroseconds: h2.warning?.endsMicroseconds, count: h2.hazards.count, warningsStarted: h2.warningsStarted,
+            hazards: h2.active.prefix(RoadHazardsView.limit).map { x in
+                RoadHazardsView.Item(kind: x.hazardKind.displayName, source: (HazardSource(rawValue: x.source) ?? .unspecified).displayName,
+                                     latitude: Double(x.latitudeE7) / 1e7, longitude: Double(x.longitudeE7) / 1e7,
+                                     headingDegrees: x.headingCentidegrees.map { Double($0) / 100 },
+                                     speedMetersPerSecond: x.speedCentimetersPerSecond.map { Double($0) / 100 },
+                                     lastMicroseconds: x.lastMicroseconds, expiresMicroseconds: x.expiresMicroseconds)
+            })
         let talks = state.conversations.recent
         chats = ChatsView(
             devices: talks.count, connected: talks.count { $0.connected }, unread: talks.count { $0.unread > 0 },
@@ -272,6 +310,7 @@ extension NodeSnapshot {
     public func forPublic() -> NodeSnapshot {
         var copy = self
         copy.chats.conversations = []
+        copy.roadHazards.hazards = []
         for i in copy.residents.indices where copy.residents[i].sensor != nil {
             copy.residents[i].sensor?.device = nil
             copy.residents[i].sensor?.readingMicroseconds = nil

@@ -291,6 +291,29 @@ enum OpenAPIDocument {
                 failure: {type: string}
                 diskFull: {type: boolean}
                 uptimeSeconds: {type: number}
+            roadHazards:
+              description: Road users, work zones and jams near the shelter, and the warning sounding now. A caller without a token or a session gets no positions.
+              type: object
+              required: [count, warningsStarted, hazards]
+              properties:
+                warning: {type: string}
+                warningEndsMicroseconds: {type: integer, format: int64}
+                count: {type: integer}
+                warningsStarted: {type: integer, format: int64}
+                hazards:
+                  type: array
+                  items:
+                    type: object
+                    required: [kind, source, latitude, longitude, lastMicroseconds, expiresMicroseconds]
+                    properties:
+                      kind: {type: string}
+                      source: {type: string}
+                      latitude: {type: number}
+                      longitude: {type: number}
+                      headingDegrees: {type: number}
+                      speedMetersPerSecond: {type: number}
+                      lastMicroseconds: {type: integer, format: int64}
+                      expiresMicroseconds: {type: integer, format: int64}
             chats:
               description: Chats with phones and boxes; what peers wrote is unauthenticated. A caller without a token or a session (the public view) gets only the counts.
               type: object

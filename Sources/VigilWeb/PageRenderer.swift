@@ -101,8 +101,25 @@ enum PageRenderer {
 
     static func hazards(_ s: NodeSnapshot, viewer: Viewer) -> String {
         let hazards = s.alerts.filter { $0.category != "help" }
-        var out = "<section id=\"hazards\"><h2>Hazards and notices (\(hazards.count))</h2>"
-        if hazards.isEmpty { return out + "<p class=\"quiet\">No active hazard or notice.</p></section>" }
+        let road = s.roadHazards
+        var out = "<section id=\"hazards\"><h2>Hazards and notices (\(hazards.count + road.count))</h2>"
+        if let warning = road.warning {
+            out += "<p class=\"waiting\"><b>Warning:</b> \(escape(warning))</p>"
+        }
+        if road.count > 0 {
+            out += "<p>\(road.count) road user\(road.count == 1 ? "" : "s"), work zone\(road.count == 1 ? "" : "s") or jam\(road.count == 1 ? "" : "s") nearby.</p>"
+            if !road.hazards.isEmpty {
+                out += "<ul class=\"road\">"
+                for h in road.hazards {
+                    out += "<li data-hazard-kind=\"\(escape(h.kind))\"><b>\(escape(h.kind))</b> at \(String(format: "%.5f, %.5f", h.latitude, h.longitude))"
+                    if let heading = h.headingDegrees { out += ", heading \(Int(heading.rounded()))°" }
+                    if let speed = h.speedMetersPerSecond { out += String(format: ", %.1f m/s", speed) }
+                    out += " <small>(\(escape(h.source)), \(ago(h.lastMicroseconds, s.timeMicroseconds)))</small></li>"
+                }
+                out += "</ul>"
+            }
+        }
+        if hazards.isEmpty { return out + (road.count == 0 && road.warning == nil ? "<p class=\"quiet\">No active hazard or notice.</p>" : "") + "</section>" }
         out += "<ul class=\"alerts\">"
         for a in hazards { out += alert(a, s, viewer: viewer) }
         return out + "</ul></section>"

@@ -73,6 +73,8 @@ enum EventFormatting {
             case .linkChanged(let m): payload = try m.jsonString(options: options)
             case .chatMessage(let m): payload = try m.jsonString(options: options)
             case .chatOpened(let m): payload = try m.jsonString(options: options)
+            case .hazardReported(let m): payload = try m.jsonString(options: options)
+            case .hazardDeadline(let m): payload = try m.jsonString(options: options)
             case .scanBatch(let m):
                 // The packed hits shown as the ScanHits they are (the batch's bytes say nothing to a reader).
                 let hits = try m.scanHits().map { try $0.jsonString(options: options) }
@@ -148,6 +150,11 @@ enum EventFormatting {
             let tag = m.category.isEmpty ? "" : " \(ChatText.printable(m.category, limit: 32))"
             summary = "\(channel)\(tag) \(direction): \(ChatText.printable(m.text, limit: 120))"
         case .chatOpened(let o): summary = "chat with \(formatAddress(o.peer)) opened (unread reset)"
+        case .hazardReported(let h):
+            let motion = h.hasSpeedCmPerS ? String(format: ", %.1f m/s", Double(h.speedCmPerS) / 100) : ""
+            let course = h.hasHeadingCentidegrees ? String(format: " heading %.1f°", Double(h.headingCentidegrees) / 100) : ""
+            summary = "\(h.kind.displayName) \(ChatText.printable(h.id, limit: 64)) at \(String(format: "%.6f,%.6f", Double(h.latitudeE7) / 1e7, Double(h.longitudeE7) / 1e7))\(course)\(motion) (from \(h.source.displayName))"
+        case .hazardDeadline(let d): summary = "hazards due by \(EventFormatting.time(d.dueUs)) end"
         case .scanSightings(let s):
             let minutes = s.tracks.reduce(0) { $0 + $1.minutes.count }
             summary = "\(s.hits) scan hits from \(time(s.spanStartUs)) to \(time(s.spanEndUs)) compacted: \(s.tracks.count) contact identifiers, \(minutes) identifier-minutes"

@@ -92,7 +92,7 @@ enum Fixtures {
             .scanHit(hit), .alertReceived(received), .alertRaised(raised), .alertCancelled(cancelled),
             .checkIn(checkIn), .buttonInput(button), .nodeStarted(started), .nodeStopped(stopped),
             .radioStateChanged(radio),
-        ] + schema2Bodies + schema4Bodies + schema5Bodies + schema6Bodies + schema7Bodies + schema8Bodies + schema9Bodies + schema10Bodies + schema11Bodies + schema12Bodies + schema13Bodies
+        ] + schema2Bodies + schema4Bodies + schema5Bodies + schema6Bodies + schema7Bodies + schema8Bodies + schema9Bodies + schema10Bodies + schema11Bodies + schema12Bodies + schema13Bodies + schema15Bodies
     }
 
     /// The kind schema 8 added, every field set (from the v8 golden stream).
@@ -264,6 +264,29 @@ enum Fixtures {
     static var schema13Bodies: [EventBody] {
         let added = goldenEventsV13.suffix(5).map(\.body)
         return [added[4], added[1], added[3]]
+    }
+
+    /// The kinds schema 15 added (active hazards), every field set (from the v15 stream).
+    static var schema15Bodies: [EventBody] {
+        goldenEventsV15.suffix(2).map(\.body)
+    }
+
+    /// Schema 15: a road user's position report and a hazard deadline.
+    static var goldenEventsV15: [(timeMicroseconds: UInt64, body: EventBody)] {
+        var report = HazardReported()
+        report.id = "PSM-0A1B2C3D"
+        report.kind = .pedestrian
+        report.source = .mqtt
+        report.latitudeE7 = 334_351_000
+        report.longitudeE7 = -1_120_108_000
+        report.headingCentidegrees = 9_000
+        report.speedCmPerS = 140
+        report.expiresUs = start + 60_000_000
+        report.messageType = "PSM"
+        var deadline = HazardDeadline()
+        deadline.dueUs = start + 10_000_000
+        let base = goldenEventsV14.last?.timeMicroseconds ?? start
+        return goldenEventsV14 + [(base + 250_000, .hazardReported(report)), (base + 500_000, .hazardDeadline(deadline))]
     }
 
     /// Schema 14: a resident enrolled with a heart-rate sensor, the box's link to it opening, a
@@ -750,6 +773,8 @@ extension EventBody {
         case .linkChanged(let m): m
         case .chatMessage(let m): m
         case .chatOpened(let m): m
+        case .hazardReported(let m): m
+        case .hazardDeadline(let m): m
         }
     }
 
@@ -791,6 +816,8 @@ extension EventBody {
         case .linkChanged: self = .linkChanged(try LinkChanged(jsonString: json))
         case .chatMessage: self = .chatMessage(try ChatMessage(jsonString: json))
         case .chatOpened: self = .chatOpened(try ChatOpened(jsonString: json))
+        case .hazardReported: self = .hazardReported(try HazardReported(jsonString: json))
+        case .hazardDeadline: self = .hazardDeadline(try HazardDeadline(jsonString: json))
         case .unspecified, .UNRECOGNIZED: throw GoldenFormatError("no payload type for kind \(kind.name)")
         }
     }

@@ -20,6 +20,7 @@ import VigilSystem
         .cancelAlert(AlertCancelRequest(id: "1a2b:3", reason: "over")),
         .acknowledgeAlert(AlertReference(id: "1a2b:4")),
         .recordKeysPublished(KeysPublishedRecord(keys: 14, firstInterval: 1, lastInterval: 2, path: "/tmp/x")),
+        .reportHazard(HazardRequest(kind: "work-zone", id: "z1", latitude: 33.4351, longitude: -112.0108, lifetimeMicroseconds: 7_200_000_000)),
     ]
 
     @Test(arguments: commands.indices)

@@ -101,6 +101,10 @@ public nonisolated enum Vigil_Events_V1_EventKind: SwiftProtobuf.Enum, Swift.Cas
   case linkChanged // = 33
   case chatMessage // = 34
   case chatOpened // = 35
+
+  /// Added in schema version 15 (active hazards: road users, work zones and jams).
+  case hazardReported // = 36
+  case hazardDeadline // = 37
   case UNRECOGNIZED(Int)
 
   public init() {
@@ -145,6 +149,8 @@ public nonisolated enum Vigil_Events_V1_EventKind: SwiftProtobuf.Enum, Swift.Cas
     case 33: self = .linkChanged
     case 34: self = .chatMessage
     case 35: self = .chatOpened
+    case 36: self = .hazardReported
+    case 37: self = .hazardDeadline
     default: self = .UNRECOGNIZED(rawValue)
     }
   }
@@ -187,6 +193,8 @@ public nonisolated enum Vigil_Events_V1_EventKind: SwiftProtobuf.Enum, Swift.Cas
     case .linkChanged: return 33
     case .chatMessage: return 34
     case .chatOpened: return 35
+    case .hazardReported: return 36
+    case .hazardDeadline: return 37
     case .UNRECOGNIZED(let i): return i
     }
   }
@@ -229,6 +237,8 @@ public nonisolated enum Vigil_Events_V1_EventKind: SwiftProtobuf.Enum, Swift.Cas
     .linkChanged,
     .chatMessage,
     .chatOpened,
+    .hazardReported,
+    .hazardDeadline,
   ]
 
 }
@@ -685,6 +695,106 @@ public nonisolated enum Vigil_Events_V1_ChatChannel: SwiftProtobuf.Enum, Swift.C
     .chat,
     .uart,
     .message,
+  ]
+
+}
+
+public nonisolated enum Vigil_Events_V1_HazardKind: SwiftProtobuf.Enum, Swift.CaseIterable {
+  public typealias RawValue = Int
+  case unspecified // = 0
+  case vehicle // = 1
+  case pedestrian // = 2
+  case cyclist // = 3
+
+  /// the back of a queue
+  case trafficJam // = 4
+  case workZone // = 5
+  case UNRECOGNIZED(Int)
+
+  public init() {
+    self = .unspecified
+  }
+
+  public init?(rawValue: Int) {
+    switch rawValue {
+    case 0: self = .unspecified
+    case 1: self = .vehicle
+    case 2: self = .pedestrian
+    case 3: self = .cyclist
+    case 4: self = .trafficJam
+    case 5: self = .workZone
+    default: self = .UNRECOGNIZED(rawValue)
+    }
+  }
+
+  public var rawValue: Int {
+    switch self {
+    case .unspecified: return 0
+    case .vehicle: return 1
+    case .pedestrian: return 2
+    case .cyclist: return 3
+    case .trafficJam: return 4
+    case .workZone: return 5
+    case .UNRECOGNIZED(let i): return i
+    }
+  }
+
+  // The compiler won't synthesize support with the UNRECOGNIZED case.
+  public static let allCases: [Vigil_Events_V1_HazardKind] = [
+    .unspecified,
+    .vehicle,
+    .pedestrian,
+    .cyclist,
+    .trafficJam,
+    .workZone,
+  ]
+
+}
+
+public nonisolated enum Vigil_Events_V1_HazardSource: SwiftProtobuf.Enum, Swift.CaseIterable {
+  public typealias RawValue = Int
+  case unspecified // = 0
+  case air // = 1
+  case hub // = 2
+  case mqtt // = 3
+
+  /// vigil hazard report, on the box
+  case staff // = 4
+  case UNRECOGNIZED(Int)
+
+  public init() {
+    self = .unspecified
+  }
+
+  public init?(rawValue: Int) {
+    switch rawValue {
+    case 0: self = .unspecified
+    case 1: self = .air
+    case 2: self = .hub
+    case 3: self = .mqtt
+    case 4: self = .staff
+    default: self = .UNRECOGNIZED(rawValue)
+    }
+  }
+
+  public var rawValue: Int {
+    switch self {
+    case .unspecified: return 0
+    case .air: return 1
+    case .hub: return 2
+    case .mqtt: return 3
+    case .staff: return 4
+    case .UNRECOGNIZED(let i): return i
+    }
+  }
+
+  // The compiler won't synthesize support with the UNRECOGNIZED case.
+  public static let allCases: [Vigil_Events_V1_HazardSource] = [
+    .unspecified,
+    .air,
+    .hub,
+    .mqtt,
+    .staff,
   ]
 
 }
@@ -2143,12 +2253,77 @@ public nonisolated struct Vigil_Events_V1_ChatOpened: Sendable {
   public init() {}
 }
 
+/// A road user's position report, or a work zone or jam, as a message described it.
+public nonisolated struct Vigil_Events_V1_HazardReported: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// the sender's id (a PSM's id, a TIM's packet id): one hazard per kind, source and id
+  public var id: String = String()
+
+  public var kind: Vigil_Events_V1_HazardKind = .unspecified
+
+  public var source: Vigil_Events_V1_HazardSource = .unspecified
+
+  public var latitudeE7: Int32 = 0
+
+  public var longitudeE7: Int32 = 0
+
+  /// course over ground, clockwise from north (0-35999)
+  public var headingCentidegrees: UInt32 {
+    get {_headingCentidegrees ?? 0}
+    set {_headingCentidegrees = newValue}
+  }
+  /// Returns true if `headingCentidegrees` has been explicitly set.
+  public var hasHeadingCentidegrees: Bool {self._headingCentidegrees != nil}
+  /// Clears the value of `headingCentidegrees`. Subsequent reads from it will return its default value.
+  public mutating func clearHeadingCentidegrees() {self._headingCentidegrees = nil}
+
+  public var speedCmPerS: UInt32 {
+    get {_speedCmPerS ?? 0}
+    set {_speedCmPerS = newValue}
+  }
+  /// Returns true if `speedCmPerS` has been explicitly set.
+  public var hasSpeedCmPerS: Bool {self._speedCmPerS != nil}
+  /// Clears the value of `speedCmPerS`. Subsequent reads from it will return its default value.
+  public mutating func clearSpeedCmPerS() {self._speedCmPerS = nil}
+
+  /// work zones and jams: when the message says they end (0: road users, 10 s after their last message)
+  public var expiresUs: UInt64 = 0
+
+  /// "PSM", "TIM", "staff": for debugging
+  public var messageType: String = String()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _headingCentidegrees: UInt32? = nil
+  fileprivate var _speedCmPerS: UInt32? = nil
+}
+
+/// Time reached `due_us`: hazards that expired by then leave the projection and a warning due to
+/// end by then ends. Appended by the node when the earliest such time comes, so a quiet box
+/// expires them too and replay needs no clock.
+public nonisolated struct Vigil_Events_V1_HazardDeadline: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var dueUs: UInt64 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
 // MARK: - Code below here is support for the SwiftProtobuf runtime.
 
 fileprivate nonisolated let _protobuf_package = "vigil.events.v1"
 
 nonisolated extension Vigil_Events_V1_EventKind: SwiftProtobuf._ProtoNameProviding {
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0EVENT_KIND_UNSPECIFIED\0\u{1}SCAN_HIT\0\u{1}ALERT_RECEIVED\0\u{1}ALERT_RAISED\0\u{1}ALERT_CANCELLED\0\u{1}CHECK_IN\0\u{1}BUTTON_INPUT\0\u{1}NODE_STARTED\0\u{1}NODE_STOPPED\0\u{1}RADIO_STATE_CHANGED\0\u{1}RESIDENT_ENROLLED\0\u{1}RESIDENT_UPDATED\0\u{1}RESIDENT_REMOVED\0\u{1}DEADLINE_REACHED\0\u{1}ALARM_ACKNOWLEDGED\0\u{1}OUTBOX_ATTEMPT\0\u{1}EXPOSURE_DETECTED\0\u{1}CONTACT_RETENTION\0\u{1}EXPOSURE_KEYS_PUBLISHED\0\u{1}ALERT_ACKNOWLEDGED\0\u{1}ALERT_EXPIRED\0\u{1}ALERT_REAFFIRMED\0\u{1}DOWNTIME_DETECTED\0\u{1}HUB_ACKNOWLEDGED\0\u{1}HUB_EPOCH_STARTED\0\u{1}HUB_RECEIVED\0\u{1}OCCUPANCY_SAMPLED\0\u{1}EXPOSURE_KEYS_OFFERED\0\u{1}EXPOSURE_KEYS_MATCHED\0\u{1}HUB_FEED_REWOUND\0\u{1}LOG_SALVAGED\0\u{1}SCAN_SIGHTINGS\0\u{1}SCAN_BATCH\0\u{1}LINK_CHANGED\0\u{1}CHAT_MESSAGE\0\u{1}CHAT_OPENED\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0EVENT_KIND_UNSPECIFIED\0\u{1}SCAN_HIT\0\u{1}ALERT_RECEIVED\0\u{1}ALERT_RAISED\0\u{1}ALERT_CANCELLED\0\u{1}CHECK_IN\0\u{1}BUTTON_INPUT\0\u{1}NODE_STARTED\0\u{1}NODE_STOPPED\0\u{1}RADIO_STATE_CHANGED\0\u{1}RESIDENT_ENROLLED\0\u{1}RESIDENT_UPDATED\0\u{1}RESIDENT_REMOVED\0\u{1}DEADLINE_REACHED\0\u{1}ALARM_ACKNOWLEDGED\0\u{1}OUTBOX_ATTEMPT\0\u{1}EXPOSURE_DETECTED\0\u{1}CONTACT_RETENTION\0\u{1}EXPOSURE_KEYS_PUBLISHED\0\u{1}ALERT_ACKNOWLEDGED\0\u{1}ALERT_EXPIRED\0\u{1}ALERT_REAFFIRMED\0\u{1}DOWNTIME_DETECTED\0\u{1}HUB_ACKNOWLEDGED\0\u{1}HUB_EPOCH_STARTED\0\u{1}HUB_RECEIVED\0\u{1}OCCUPANCY_SAMPLED\0\u{1}EXPOSURE_KEYS_OFFERED\0\u{1}EXPOSURE_KEYS_MATCHED\0\u{1}HUB_FEED_REWOUND\0\u{1}LOG_SALVAGED\0\u{1}SCAN_SIGHTINGS\0\u{1}SCAN_BATCH\0\u{1}LINK_CHANGED\0\u{1}CHAT_MESSAGE\0\u{1}CHAT_OPENED\0\u{1}HAZARD_REPORTED\0\u{1}HAZARD_DEADLINE\0")
 }
 
 nonisolated extension Vigil_Events_V1_AddressType: SwiftProtobuf._ProtoNameProviding {
@@ -2189,6 +2364,14 @@ nonisolated extension Vigil_Events_V1_LinkRole: SwiftProtobuf._ProtoNameProvidin
 
 nonisolated extension Vigil_Events_V1_ChatChannel: SwiftProtobuf._ProtoNameProviding {
   public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0CHAT_CHANNEL_UNSPECIFIED\0\u{1}CHAT_CHANNEL_CHAT\0\u{1}CHAT_CHANNEL_UART\0\u{1}CHAT_CHANNEL_MESSAGE\0")
+}
+
+nonisolated extension Vigil_Events_V1_HazardKind: SwiftProtobuf._ProtoNameProviding {
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0HAZARD_KIND_UNSPECIFIED\0\u{1}HAZARD_KIND_VEHICLE\0\u{1}HAZARD_KIND_PEDESTRIAN\0\u{1}HAZARD_KIND_CYCLIST\0\u{1}HAZARD_KIND_TRAFFIC_JAM\0\u{1}HAZARD_KIND_WORK_ZONE\0")
+}
+
+nonisolated extension Vigil_Events_V1_HazardSource: SwiftProtobuf._ProtoNameProviding {
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0HAZARD_SOURCE_UNSPECIFIED\0\u{1}HAZARD_SOURCE_AIR\0\u{1}HAZARD_SOURCE_HUB\0\u{1}HAZARD_SOURCE_MQTT\0\u{1}HAZARD_SOURCE_STAFF\0")
 }
 
 nonisolated extension Vigil_Events_V1_AdvertisementSummary: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -4774,6 +4957,110 @@ nonisolated extension Vigil_Events_V1_ChatOpened: SwiftProtobuf.Message, SwiftPr
 
   public static func ==(lhs: Vigil_Events_V1_ChatOpened, rhs: Vigil_Events_V1_ChatOpened) -> Bool {
     if lhs.peer != rhs.peer {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Vigil_Events_V1_HazardReported: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".HazardReported"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}id\0\u{1}kind\0\u{1}source\0\u{3}latitude_e7\0\u{3}longitude_e7\0\u{3}heading_centidegrees\0\u{3}speed_cm_per_s\0\u{3}expires_us\0\u{3}message_type\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.id) }()
+      case 2: try { try decoder.decodeSingularEnumField(value: &self.kind) }()
+      case 3: try { try decoder.decodeSingularEnumField(value: &self.source) }()
+      case 4: try { try decoder.decodeSingularSInt32Field(value: &self.latitudeE7) }()
+      case 5: try { try decoder.decodeSingularSInt32Field(value: &self.longitudeE7) }()
+      case 6: try { try decoder.decodeSingularUInt32Field(value: &self._headingCentidegrees) }()
+      case 7: try { try decoder.decodeSingularUInt32Field(value: &self._speedCmPerS) }()
+      case 8: try { try decoder.decodeSingularUInt64Field(value: &self.expiresUs) }()
+      case 9: try { try decoder.decodeSingularStringField(value: &self.messageType) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    if !self.id.isEmpty {
+      try visitor.visitSingularStringField(value: self.id, fieldNumber: 1)
+    }
+    if self.kind != .unspecified {
+      try visitor.visitSingularEnumField(value: self.kind, fieldNumber: 2)
+    }
+    if self.source != .unspecified {
+      try visitor.visitSingularEnumField(value: self.source, fieldNumber: 3)
+    }
+    if self.latitudeE7 != 0 {
+      try visitor.visitSingularSInt32Field(value: self.latitudeE7, fieldNumber: 4)
+    }
+    if self.longitudeE7 != 0 {
+      try visitor.visitSingularSInt32Field(value: self.longitudeE7, fieldNumber: 5)
+    }
+    try { if let v = self._headingCentidegrees {
+      try visitor.visitSingularUInt32Field(value: v, fieldNumber: 6)
+    } }()
+    try { if let v = self._speedCmPerS {
+      try visitor.visitSingularUInt32Field(value: v, fieldNumber: 7)
+    } }()
+    if self.expiresUs != 0 {
+      try visitor.visitSingularUInt64Field(value: self.expiresUs, fieldNumber: 8)
+    }
+    if !self.messageType.isEmpty {
+      try visitor.visitSingularStringField(value: self.messageType, fieldNumber: 9)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Vigil_Events_V1_HazardReported, rhs: Vigil_Events_V1_HazardReported) -> Bool {
+    if lhs.id != rhs.id {return false}
+    if lhs.kind != rhs.kind {return false}
+    if lhs.source != rhs.source {return false}
+    if lhs.latitudeE7 != rhs.latitudeE7 {return false}
+    if lhs.longitudeE7 != rhs.longitudeE7 {return false}
+    if lhs._headingCentidegrees != rhs._headingCentidegrees {return false}
+    if lhs._speedCmPerS != rhs._speedCmPerS {return false}
+    if lhs.expiresUs != rhs.expiresUs {return false}
+    if lhs.messageType != rhs.messageType {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Vigil_Events_V1_HazardDeadline: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".HazardDeadline"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}due_us\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt64Field(value: &self.dueUs) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.dueUs != 0 {
+      try visitor.visitSingularUInt64Field(value: self.dueUs, fieldNumber: 1)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Vigil_Events_V1_HazardDeadline, rhs: Vigil_Events_V1_HazardDeadline) -> Bool {
+    if lhs.dueUs != rhs.dueUs {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
