@@ -156,7 +156,7 @@ let package = Package(
         .target(
             name: "VigilWeb",
             dependencies: [
-                "VigilNode", "VigilAccess", "VigilHubProtocol",
+                "VigilNode", "VigilAccess", "VigilHubProtocol", "VigilSystem",
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),

@@ -122,7 +122,7 @@ struct CompactionBench {
             // The anonymous resident set (the heap: not the log's mapped pages, which the kernel
             // drops at will), sampled while the slots are compacted.
             let anonBefore = Self.statusMegabytes("RssAnon:")
-            let sampling = Mutex<(stop: Bool, peak: Double)>((false, anonBefore))
+            let sampling = LockedValue<(stop: Bool, peak: Double)>((false, anonBefore))
             let sampler = Thread {
                 while !sampling.withLock({ $0.stop }) {
                     let now = Self.statusMegabytes("RssAnon:")

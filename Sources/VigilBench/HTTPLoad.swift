@@ -14,8 +14,8 @@ import VigilWeb
 final class HTTPLoad: Sendable {
     static let viewers = 50
 
-    private let tasks = Mutex<[Task<Void, Never>]>([])
-    private let server = Mutex<Task<Void, any Error>?>(nil)
+    private let tasks = LockedValue<[Task<Void, Never>]>([])
+    private let server = LockedValue<Task<Void, any Error>?>(nil)
     /// What the clients did (read after `stop`).
     final class Counts: Sendable {
         let requests = Atomic<Int>(0)
@@ -45,7 +45,7 @@ final class HTTPLoad: Sendable {
             throw BenchError("http load: \(error)")
         }
         let listening = ConditionLock()
-        let port = Mutex<Int?>(nil)
+        let port = LockedValue<Int?>(nil)
         let web = WebServer(node: node, settings: settings, dataDirectory: directory,
                             logger: Logger(label: "vigil-bench.web") { _ in SwiftLogNoOpLogHandler() },
                             onListening: { p, _ in
@@ -116,7 +116,7 @@ final class HTTPLoad: Sendable {
         for t in tasks.withLock({ $0 }) { t.cancel() }
         server.withLock { $0 }?.cancel()
         let done = ConditionLock()
-        let finished = Mutex(false)
+        let finished = LockedValue(false)
         let client = self.client
         Task {
             try? await client.shutdown()

@@ -12,17 +12,17 @@ final class OpenEnvironment: Sendable {
     /// Held shared by read transactions, exclusively while the map grows.
     let mapLock = ReadWriteLock()
     /// At most one writer per environment per process.
-    let hasWriter = Mutex(false)
+    let hasWriter = LockedValue(false)
     /// How records are stored. Only ever changes from `.unchecked` (a format-1 log) to a
     /// checksummed format, when another process's node upgrades the log.
-    let recordFormat: Mutex<RecordFormat>
+    let recordFormat: LockedValue<RecordFormat>
     /// data.mdb's identity when opened: a salvage moves the file aside and puts a fresh one in its
     /// place, which must not be served by this environment.
-    let fileIdentity = Mutex<[UInt64]?>(nil)
+    let fileIdentity = LockedValue<[UInt64]?>(nil)
 
     init(environment: LMDBEnvironment, events: MDB_dbi, checkpoints: MDB_dbi, meta: MDB_dbi, readOnly: Bool,
          recordFormat: RecordFormat) {
-        self.recordFormat = Mutex(recordFormat)
+        self.recordFormat = LockedValue(recordFormat)
         self.environment = environment
         self.events = events
         self.checkpoints = checkpoints
@@ -41,7 +41,7 @@ final class EnvironmentRegistry: Sendable {
     static let shared = EnvironmentRegistry()
 
     private struct Weak { weak var value: OpenEnvironment? }
-    private let open = Mutex<[String: Weak]>([:])
+    private let open = LockedValue<[String: Weak]>([:])
 
     func open(_ configuration: LogConfiguration, flags: EnvironmentFlags, readOnly: Bool) throws -> OpenEnvironment {
         let key = FileSystem.canonicalPath(configuration.directory)

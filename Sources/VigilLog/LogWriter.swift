@@ -92,7 +92,7 @@ final class LogWriter: @unchecked Sendable {
     /// Set after a write or flush error: nothing written afterwards can be trusted to be durable
     /// (a failed fsync may have dropped pages that a later fsync reports as clean), so the log
     /// refuses everything from then on and the node must restart from what is on disk.
-    private let failure = Mutex<LogError?>(nil)
+    private let failure = LockedValue<LogError?>(nil)
     var failed: LogError? { failure.withLock { $0 } }
 
     private func markFailed(_ error: LogError) {
@@ -113,7 +113,7 @@ final class LogWriter: @unchecked Sendable {
     /// `failure`, mirrored under the queue lock so appends check it without a second lock.
     private var refusingAll: LogError?
 
-    private let stats: Mutex<LogStatistics>
+    private let stats: LockedValue<LogStatistics>
     private var thread: OSThread?
 
     /// How this log stores records: set at open (a format-1 log was upgraded then).
@@ -142,7 +142,7 @@ final class LogWriter: @unchecked Sendable {
         var initial = LogStatistics()
         initial.durableSequence = nextSequence - 1
         initial.mapSize = (try? environment.environment.info().me_mapsize) ?? configuration.initialMapSize
-        self.stats = Mutex(initial)
+        self.stats = LockedValue(initial)
         do {
             thread = try OSThread(name: "vigil-log") { [self] in self.run() }
         } catch {

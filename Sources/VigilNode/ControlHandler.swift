@@ -4,6 +4,7 @@ import VigilCore
 import VigilEvents
 import VigilGATT
 import VigilRadio
+import VigilSystem
 
 /// Answers commands from outside the loop (the CLI over `DATA/control.sock` now, the HTTP API
 /// later): status and pings at once; the simulated button; everything else through
@@ -194,7 +195,7 @@ private final class AnswerOnce: Sendable {
         case answered(NodeReply?)
         case done
     }
-    private let state = Mutex<State>(.waiting)
+    private let state = LockedValue<State>(.waiting)
 
     func arm(_ c: CheckedContinuation<NodeReply?, Never>) {
         let early: NodeReply?? = state.withLock { s in

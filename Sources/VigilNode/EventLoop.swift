@@ -15,7 +15,7 @@ final class EventLoop: @unchecked Sendable {
     private var handlers: [UInt64: Handler] = [:]
     private var tokens: [Int32: UInt64] = [:]
     private var nextToken: UInt64 = 16
-    private let requests = Mutex<[@Sendable () -> Void]>([])
+    private let requests = LockedValue<[@Sendable () -> Void]>([])
     let owner = ThreadOwner()
     /// Called with every epoll failure: the node's failure path.
     private let onFailure: (String, SystemError) -> Void

@@ -34,7 +34,7 @@ final class HubChoice: Sendable {
         /// means waiting before the next).
         var failedSinceSuccess: Set<Int> = []
     }
-    private let state = Mutex(State())
+    private let state = LockedValue(State())
 
     /// `links` in the order they were joined; `site` is the box's `site.location`.
     init(links: [HubLinks.Link], node: UInt64, site: GeoPoint?, clock: any WallClock, logger: Logger) throws(HubClient.Failure) {

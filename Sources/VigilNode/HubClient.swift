@@ -4,6 +4,7 @@ import Synchronization
 import NIOCore
 import NIOSSL
 import VigilHubProtocol
+import VigilSystem
 
 /// The box's HTTPS client of one hub. It trusts exactly the hub's certificate it pinned at join
 /// (no CA, no host name: a shelter's hub is reached by address) and sends the box's credential.
@@ -101,7 +102,7 @@ public final class HubClient: Sendable {
     }
 
     /// Set once the hub showed it reads only JSON uploads.
-    private let sendsJSON = Mutex(false)
+    private let sendsJSON = LockedValue(false)
 
     /// Who the hub is and which network it serves (anonymous: no credential is sent).
     public func info() async throws(Failure) -> HubInfo {

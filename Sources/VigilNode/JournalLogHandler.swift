@@ -113,7 +113,7 @@ public struct JournalLogHandler: LogHandler {
             let descriptor: FileDescriptor
             init(_ descriptor: consuming FileDescriptor) { self.descriptor = descriptor }
         }
-        private static let sinks = Mutex<[String: Sink]>([:])
+        private static let sinks = LockedValue<[String: Sink]>([:])
 
         static func shared(socketPath: String, identifier: String) -> Sink {
             sinks.withLock { all in

@@ -89,10 +89,10 @@ public final class Node: @unchecked Sendable {
     // Crossing threads.
     /// Filled by the log's writer thread, emptied by the loop.
     private final class CommitInbox: Sendable {
-        let reports = Mutex<[CommitReport]>([])
+        let reports = LockedValue<[CommitReport]>([])
     }
     private let commitInbox = CommitInbox()
-    private let stopRequest = Mutex<String?>(nil)
+    private let stopRequest = LockedValue<String?>(nil)
 
     static let stopTimer = Scheduler.Timer("stop-after-duration")
     static let patternTimer = Scheduler.Timer("output-pattern")

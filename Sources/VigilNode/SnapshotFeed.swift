@@ -2,6 +2,7 @@ import Synchronization
 import VigilAccess
 import VigilCore
 import VigilEvents
+import VigilSystem
 
 /// Snapshots of the node for servers beside the loop (the box's page and API): the latest one,
 /// and a stream of new ones. Thread-safe; the loop only ever stores and yields (never waits), so
@@ -19,7 +20,7 @@ public final class SnapshotFeed: Sendable {
         var active = false
         var finished = false
     }
-    private let state = Mutex(State())
+    private let state = LockedValue(State())
 
     public init() {}
 

@@ -81,10 +81,10 @@ public final class ManualClock: WallClock, MonotonicClock {
         var monotonicNanoseconds: UInt64
         var observers: [@Sendable () -> Void] = []
     }
-    private let state: Mutex<State>
+    private let state: LockedValue<State>
 
     public init(startMicroseconds: UInt64 = 1_767_225_600_000_000, monotonicStartNanoseconds: UInt64 = 1_000_000_000) {
-        state = Mutex(State(wallMicroseconds: startMicroseconds, monotonicNanoseconds: monotonicStartNanoseconds))
+        state = LockedValue(State(wallMicroseconds: startMicroseconds, monotonicNanoseconds: monotonicStartNanoseconds))
     }
 
     public func nowMicroseconds() -> UInt64 { state.withLock { $0.wallMicroseconds } }
@@ -143,7 +143,7 @@ public final class ClockTimer: Sendable {
     private let timer: TimerFD
     private let due: EventFD
     /// The armed deadline (clock nanoseconds), for the manual clock's observer.
-    private let deadline = Mutex<UInt64?>(nil)
+    private let deadline = LockedValue<UInt64?>(nil)
 
     public init(clock: any MonotonicClock) throws(SystemError) {
         self.clock = clock

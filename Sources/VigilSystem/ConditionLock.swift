@@ -4,7 +4,7 @@ import Glibc
 #endif
 
 /// A mutex with a condition variable, for the few places a thread must block until work arrives
-/// (the log writer thread). Everything else uses `Synchronization.Mutex`.
+/// (the log writer thread). Everything else uses `LockedValue`.
 ///
 /// Contract: `withLock` bodies are short and never block; `wait` must be called inside `withLock`.
 public final class ConditionLock: @unchecked Sendable {

@@ -7,7 +7,7 @@ import Synchronization
 /// a data race that tests would rarely catch by luck. `check()` traps in debug builds (the test
 /// suite runs those) and compiles to nothing in release builds, where the loop must not pay for it.
 public final class ThreadOwner: Sendable {
-    private let owner = Mutex<pthread_t?>(nil)
+    private let owner = LockedValue<pthread_t?>(nil)
 
     public init() {}
 

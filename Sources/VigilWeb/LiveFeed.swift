@@ -2,6 +2,7 @@ import Foundation
 import NIOCore
 import Synchronization
 import VigilNode
+import VigilSystem
 
 /// The page's live stream: one reader of the node's snapshots however many browsers watch. Each
 /// snapshot is rendered once per audience (viewers, staff) into one Server-Sent Events message,
@@ -26,7 +27,7 @@ final class LiveFeed: Sendable {
         var next: UInt64 = 0
         var finished = false
     }
-    private let state = Mutex(State())
+    private let state = LockedValue(State())
     /// At most this many browsers stream at once (bounded memory); more are told to retry.
     static let maximumBrowsers = 256
 

@@ -3,6 +3,7 @@ import Foundation
 import Synchronization
 import VigilAccess
 import VigilHubProtocol
+import VigilSystem
 
 /// Who may act on the box's page and API, kept in `DATA/http` (0700, files 0600):
 ///
@@ -151,7 +152,7 @@ final class FileCache: Sendable {
         var inode: UInt64
         var data: Data
     }
-    private let entries = Mutex<[String: Entry]>([:])
+    private let entries = LockedValue<[String: Entry]>([:])
 
     func contents(of path: String) -> Data? {
         var info = stat()

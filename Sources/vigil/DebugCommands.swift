@@ -57,7 +57,7 @@ struct AppendStress: AsyncParsableCommand {
 /// Bounds appends in flight so the stress writer cannot exhaust memory.
 final class InFlight: Sendable {
     private let lock = ConditionLock()
-    private let count = Mutex(0)
+    private let count = LockedValue(0)
     func add() { lock.withLock { count.withLock { $0 += 1 } } }
     func done() { lock.withLock { count.withLock { $0 -= 1 }; lock.signal() } }
     func wait(below limit: Int) {

@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 import VigilLog
+import VigilSystem
 
 /// What was true at the moment an append was acknowledged.
 private struct AckObservation: Sendable {
@@ -36,10 +37,10 @@ struct DurabilityTests {
             config.sync = mode
             config.commitWindowMicroseconds = 1_000
 
-            let readerBox = Mutex<EventLog?>(nil)
-            let logBox = Mutex<EventLog?>(nil)
-            let commits = Mutex<[CommitObservation]>([])
-            let acks = Mutex<[AckObservation]>([])
+            let readerBox = LockedValue<EventLog?>(nil)
+            let logBox = LockedValue<EventLog?>(nil)
+            let commits = LockedValue<[CommitObservation]>([])
+            let acks = LockedValue<[AckObservation]>([])
 
             @Sendable func otherHandleSees(_ sequence: UInt64) -> Bool {
                 guard let reader = readerBox.withLock({ $0 }) else { return false }

@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 import VigilLog
+import VigilSystem
 
 @Suite("Retention purges")
 struct PurgeTests {
@@ -12,7 +13,7 @@ struct PurgeTests {
             var result: Result<UInt64, LogError>?
             var waiter: CheckedContinuation<Result<UInt64, LogError>?, Never>?
         }
-        private let state = Mutex(State())
+        private let state = LockedValue(State())
 
         var isDone: Bool { state.withLock { $0.result != nil } }
 
@@ -82,7 +83,7 @@ struct PurgeTests {
             // The deletion's first look at a record waits until the append is queued, so the
             // append always arrives while the purge is under way, however the threads are scheduled.
             let appendQueued = DispatchSemaphore(value: 0)
-            let gate = Mutex(true)
+            let gate = LockedValue(true)
             try log.purge(before: 1_000_000, throughSequence: .max, matches: { _, _, _ in
                 // Bounded, so a test that failed to queue the append fails instead of hanging.
                 if gate.withLock({ let closed = $0; $0 = false; return closed }) { _ = appendQueued.wait(timeout: .now() + 60) }
@@ -90,7 +91,7 @@ struct PurgeTests {
             }) { r in done.set(r) }
             // One critical event and nothing else: under deferred-meta its acknowledgement needs the
             // writer to sync while it is busy deleting.
-            let acknowledged = Mutex<(sequence: UInt64?, purgedBefore: UInt64, purgeFinished: Bool)?>(nil)
+            let acknowledged = LockedValue<(sequence: UInt64?, purgedBefore: UInt64, purgeFinished: Bool)?>(nil)
             let whenAcknowledged = DispatchSemaphore(value: 0)
             defer { appendQueued.signal() } // whatever happens, the purge goes on
             try log.append(LogRecord(kind: 3, timeMicroseconds: 2_000_000, payload: [9]), priority: .critical) { result in

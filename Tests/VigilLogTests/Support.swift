@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 import VigilLog
+import VigilSystem
 // The tests' one temporary directory helper, visible to every file of this module.
 @_exported import VigilTestSupport
 
@@ -44,7 +45,7 @@ final class CompletionCollector: Sendable {
         var expected = 0
         var waiter: CheckedContinuation<Void, Never>?
     }
-    private let state = Mutex(State())
+    private let state = LockedValue(State())
 
     /// A completion handler that records its result under `sequence` once known.
     func handler(tag: UInt64) -> @Sendable (Result<UInt64, LogError>) -> Void {

@@ -16,8 +16,8 @@ final class ScriptedRadio: RadioAdapter, @unchecked Sendable {
     let wake: EventFD
     var descriptor: Int32 { wake.fd }
     var reportsState: Bool { false }
-    private let queue = Mutex<[AdvertisingReport]>([])
-    private let plans = Mutex<[AdvertisingPlan]>([])
+    private let queue = LockedValue<[AdvertisingReport]>([])
+    private let plans = LockedValue<[AdvertisingPlan]>([])
     private var confirm: [[UInt8]] = []
 
     init() throws { wake = try EventFD() }

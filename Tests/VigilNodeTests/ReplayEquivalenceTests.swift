@@ -5,6 +5,7 @@ import VigilCore
 import VigilEvents
 import VigilLog
 import VigilNode
+import VigilSystem
 
 /// Builds a realistic mixed log: scan hits over many devices (with time moving far enough for
 /// pruning), alerts with duplicates and cancellations, check-ins, button presses, restarts.
@@ -68,7 +69,7 @@ struct MixedLogGenerator {
         var config = LogConfiguration(directory: dir.path)
         config.sync = .none // a fixture: durability is tested elsewhere
         config.initialMapSize = 64 << 20
-        let acked = Mutex<UInt64>(0)
+        let acked = LockedValue<UInt64>(0)
         let log = try EventLog.open(config) { report in acked.withLock { $0 = report.durableThrough } }
 
         var settings = ProjectionSettings()

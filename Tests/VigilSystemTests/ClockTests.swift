@@ -6,7 +6,7 @@ import VigilSystem
 struct ClockTests {
     /// Records what observers saw, from whichever thread advanced the clock.
     final class Seen: Sendable {
-        let values = Mutex<[UInt64]>([])
+        let values = LockedValue<[UInt64]>([])
         func append(_ v: UInt64) { values.withLock { $0.append(v) } }
         var all: [UInt64] { values.withLock { $0 } }
     }

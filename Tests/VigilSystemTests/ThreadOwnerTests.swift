@@ -7,7 +7,7 @@ import VigilSystem
     @Test func onlyTheClaimingThreadMayTouchWhileClaimed() throws {
         let owner = ThreadOwner()
         #expect(owner.callerMayTouch, "nobody owns it yet")
-        let seenFromLoop = Mutex<Bool?>(nil)
+        let seenFromLoop = LockedValue<Bool?>(nil)
         let thread = try OSThread(name: "test-loop") {
             owner.claim()
             seenFromLoop.withLock { $0 = owner.callerMayTouch }

@@ -8,6 +8,7 @@ import VigilBoard
 import VigilCore
 @testable import VigilNode
 @testable import VigilWeb
+import VigilSystem
 
 /// The page's live updates (issue 13, item 1): Server-Sent Events whose id is the log sequence,
 /// one internal stream however many viewers, at most four updates a second.
@@ -108,7 +109,7 @@ import VigilCore
         try await WebHarness.with("live-rate", publicView: true) { (web: WebHarness) async throws in
             // A crowded radio: a scan window closes every 300 ms, each a durable event.
             let viewer = try await EventStream(web, cookie: nil)
-            let times = Mutex<[UInt64]>([])
+            let times = LockedValue<[UInt64]>([])
             let reader = Task {
                 for await m in viewer.messages {
                     let payload = try? JSONDecoder().decode(LiveFeed.StreamPayload.self, from: Data(m.data.utf8))

@@ -211,7 +211,7 @@ final class WebHarness: @unchecked Sendable {
 
 /// A clock in seconds that tests move.
 final class Seconds: Sendable {
-    private let value = Mutex<UInt64>(1_000)
+    private let value = LockedValue<UInt64>(1_000)
     var now: UInt64 { value.withLock { $0 } }
     func advance(_ by: UInt64) { value.withLock { $0 += by } }
 }
