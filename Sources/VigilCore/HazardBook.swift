@@ -59,6 +59,9 @@ public enum HazardRelevance {
     /// Slower than this (a walking pace's fifth) a road user is not moving: no warning.
     public static let movingMetersPerSecond = 0.3
     static let mphPerMeterPerSecond = 2.236_936_292
+    /// How far from the road's line through the site a road user still counts as on the road
+    /// (its lanes and sidewalks), when `site.road_direction` is set.
+    public static let roadHalfWidthFeet = 100.0
 
     /// The distance at which a road user moving at `mph` is worth a warning: DriveAZ's stopping
     /// distances (about 300 ft at 25 mph, 700 at 55, 950 at 70) as one formula, 7.5 s of travel
@@ -87,9 +90,11 @@ public enum HazardRelevance {
             guard feet <= limit else { return .notRelevant(String(format: "%.0f ft away (over %.0f at its speed)", feet, limit)) }
             let bearing = HazardGeometry.bearingDegrees(fromLatitude: latitude, longitude: longitude, toLatitude: site.latitude, longitude: site.longitude)
             if HazardGeometry.angleBetween(heading, bearing) <= coneHalfAngleDegrees { return .relevant(distanceFeet: feet) }
-            // Along the road toward the entrance: its course follows the road (either way) and
-            // the site is ahead of it, not behind.
+            // Along the road toward the entrance: on the road (within `roadHalfWidthFeet` of its
+            // line through the site, not on a parallel street), its course following the road
+            // (either way), and the site ahead of it, not behind.
             if let road = site.roadDirectionDegrees,
+               feet * abs(sin((bearing - road) * .pi / 180)) <= roadHalfWidthFeet,
                min(HazardGeometry.angleBetween(heading, road), HazardGeometry.angleBetween(heading, road + 180)) <= coneHalfAngleDegrees,
                HazardGeometry.angleBetween(heading, bearing) < 90 {
                 return .relevant(distanceFeet: feet)
@@ -154,9 +159,13 @@ public struct HazardBook: Codable, Equatable, Sendable {
     public static let quietAfterWarningMicroseconds: UInt64 = 30_000_000
     public static let limit = 1_024
 
-    /// The shelter (nil: `site.location` not configured, so nothing is relevant). Configuration,
-    /// not history: set from the settings at start, as the ladder's context is.
+    /// The shelter (nil: `site.location` not configured, so nothing is relevant): the last
+    /// `NodeStarted`'s, so a site changed in the configuration judges reports from the start
+    /// that logged it on, and replay judges every report as the node did.
     public var site: HazardSite?
+    /// Zones and jams that have warned: each warns once while it lasts (a work zone's message
+    /// repeats for days; the people at the shelter need telling once, not every 35 s).
+    public private(set) var warnedZones: Set<String> = []
     public private(set) var hazards: [String: Hazard] = [:]
     public private(set) var warning: Warning?
     /// When the last warning started (0: never): the next waits for its end and the quiet time.
@@ -171,8 +180,10 @@ public struct HazardBook: Codable, Equatable, Sendable {
 
     public static func key(kind: HazardKind, source: HazardSource, id: String) -> String { "\(source.rawValue)/\(kind.rawValue)/\(id)" }
 
-    /// The hazards, most recently heard first.
-    public var active: [Hazard] { hazards.values.sorted { ($0.lastMicroseconds, $0.id) > ($1.lastMicroseconds, $1.id) } }
+    /// The hazards, most recently heard first (ties by key: the same order on every run).
+    public var active: [Hazard] {
+        hazards.sorted { ($0.value.lastMicroseconds, $0.key) > ($1.value.lastMicroseconds, $1.key) }.map(\.value)
+    }
 
     /// When the next hazard expires or the warning ends: the node appends a `HazardDeadline` then.
     public var nextDueMicroseconds: UInt64? {
@@ -192,17 +203,33 @@ public struct HazardBook: Codable, Equatable, Sendable {
             report(h, event: event)
         case .hazardDeadline(let d):
             advance(to: max(d.dueUs, event.timeMicroseconds))
+        case .nodeStarted(let started):
+            site = Self.site(of: started)
         default:
             break
         }
     }
 
-    /// Everything due by `time` ends.
+    /// The site a start logged (nil: none configured).
+    public static func site(of started: NodeStarted) -> HazardSite? {
+        guard started.hasSiteLatitudeE7, started.hasSiteLongitudeE7,
+              (-900_000_000...900_000_000).contains(started.siteLatitudeE7),
+              (-1_800_000_000...1_800_000_000).contains(started.siteLongitudeE7) else { return nil }
+        return HazardSite(latitude: Double(started.siteLatitudeE7) / 1e7, longitude: Double(started.siteLongitudeE7) / 1e7,
+                          roadDirectionDegrees: started.hasRoadDirectionCentidegrees
+                              ? Double(started.roadDirectionCentidegrees % 36_000) / 100 : nil)
+    }
+
+    /// Everything due by `time` ends. A clock stepped back (`time` before a warning began, or
+    /// before a road user's last message) ends what the old timeline would have held too long.
     private mutating func advance(to time: UInt64) {
-        if hazards.values.contains(where: { $0.expiresMicroseconds <= time }) {
-            hazards = hazards.filter { $0.value.expiresMicroseconds > time }
+        let limit = time &+ Self.roadUserLifetimeMicroseconds
+        if hazards.values.contains(where: { $0.expiresMicroseconds <= time || ($0.isRoadUser && $0.lastMicroseconds > limit) }) {
+            hazards = hazards.filter { $0.value.expiresMicroseconds > time && !($0.value.isRoadUser && $0.value.lastMicroseconds > limit) }
         }
-        if let w = warning, w.endsMicroseconds <= time { warning = nil }
+        if warnedZones.contains(where: { hazards[$0] == nil }) { warnedZones = warnedZones.filter { hazards[$0] != nil } }
+        if let w = warning, w.endsMicroseconds <= time || time < w.startMicroseconds { warning = nil }
+        if time < lastWarningStartMicroseconds { lastWarningStartMicroseconds = 0 }
     }
 
     private mutating func report(_ h: HazardReported, event: Event) {
@@ -220,6 +247,7 @@ public struct HazardBook: Codable, Equatable, Sendable {
         } else if h.expiresUs != 0 {
             // It says it has ended already: gone.
             hazards[k] = nil
+            warnedZones.remove(k)
             return
         } else {
             expires = time &+ Self.defaultZoneLifetimeMicroseconds
@@ -257,6 +285,8 @@ public struct HazardBook: Codable, Equatable, Sendable {
                                             headingDegrees: h.headingCentidegrees.map { Double($0) / 100 },
                                             speedMetersPerSecond: h.speedCentimetersPerSecond.map { Double($0) / 100 }, site: site)
         guard case .relevant(let feet) = verdict else { return }
+        // A zone or jam warns once while it lasts.
+        guard h.isRoadUser || !warnedZones.contains(key) else { return }
         let time = event.timeMicroseconds
         if warning != nil || (lastWarningStartMicroseconds > 0
             && time < lastWarningStartMicroseconds &+ Self.warningMicroseconds &+ Self.quietAfterWarningMicroseconds) {
@@ -267,6 +297,7 @@ public struct HazardBook: Codable, Equatable, Sendable {
                           distanceFeet: feet, sequence: event.sequence)
         lastWarningStartMicroseconds = time
         warningsStarted &+= 1
+        if !h.isRoadUser { warnedZones.insert(key) }
     }
 
     public static func name(_ kind: HazardKind) -> String { kind.displayName }

@@ -11,7 +11,8 @@ public struct ProjectionSettings: Sendable, Equatable {
     public var devicePruneAfterMicroseconds: UInt64 = 300_000_000
     /// The ladder's view of the shelter: site, staff channel, zone rules (`site.*`, `notify.staff`).
     public var ladder = LadderContext()
-    /// The shelter for judging hazards (`site.location`, `site.road_direction`).
+    /// The shelter for judging hazards (`site.location`, `site.road_direction`): the node logs it
+    /// in its `NodeStarted`, from which the hazard book takes it.
     public var hazardSite: HazardSite?
     public init() {}
 }
@@ -67,7 +68,6 @@ public struct Projections: Projection {
     public init(settings: ProjectionSettings = ProjectionSettings()) {
         devices = DeviceList(pruneAfterMicroseconds: settings.devicePruneAfterMicroseconds)
         escalations.context = settings.ladder
-        hazards.site = settings.hazardSite
     }
 
     /// Same result as applying `input` to each projection in turn; dispatches on the event once
@@ -201,6 +201,8 @@ public struct Projections: Projection {
         case .exposureKeysPublished, .exposureKeysMatched:
             exposures.apply(.event(event))
         case .hazardReported, .hazardDeadline:
+            hazards.apply(event)
+        case .nodeStarted:
             hazards.apply(event)
         case .linkChanged(let link) where link.role == .sensor:
             sensors.apply(event)

@@ -38,8 +38,13 @@ final class HazardClock: NodeComponent {
         if due <= now {
             var deadline = HazardDeadline()
             deadline.dueUs = due
-            if node.append(.hazardDeadline(deadline), time: now) != nil { appended = due }
-            node.scheduler.cancel(Self.timer)
+            if node.append(.hazardDeadline(deadline), time: now) != nil {
+                appended = due
+                node.scheduler.cancel(Self.timer)
+            } else {
+                // Refused at once: try again shortly, or a quiet box would keep beeping.
+                node.scheduler.schedule(Self.timer, afterNanoseconds: 1_000_000_000)
+            }
         } else {
             node.scheduler.schedule(Self.timer, atNanoseconds: node.monotonicDeadline(forWallMicroseconds: due))
         }

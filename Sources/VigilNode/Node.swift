@@ -257,6 +257,11 @@ public final class Node: @unchecked Sendable {
             started.version = VigilVersion.current
             started.board = board.profile.name
             started.radio = radio.name
+            if let site = configuration.projections.hazardSite {
+                started.siteLatitudeE7 = Int32((site.latitude * 1e7).rounded())
+                started.siteLongitudeE7 = Int32((site.longitude * 1e7).rounded())
+                if let road = site.roadDirectionDegrees { started.roadDirectionCentidegrees = UInt32((road * 100).rounded()) % 36_000 }
+            }
             append(.nodeStarted(started))
             for component in components { try component.start() }
         } catch {

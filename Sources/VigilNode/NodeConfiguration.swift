@@ -325,6 +325,9 @@ public struct NodeConfiguration: Sendable {
         }
         try root.finish()
         let location = config.projections.ladder.siteLocation.split(separator: ",").compactMap { Double($0) }
+        if roadDirection != nil && location.count != 2 {
+            throw ConfigurationError(file: file, line: nil, message: "site.road_direction needs site.location (the entrance the road passes)")
+        }
         if location.count == 2 {
             config.projections.hazardSite = HazardSite(latitude: location[0], longitude: location[1], roadDirectionDegrees: roadDirection)
         }

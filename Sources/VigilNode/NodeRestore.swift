@@ -12,7 +12,6 @@ extension Node {
         projections.outbox.retryBaseMicroseconds = configuration.notifier.retryBaseMicroseconds
         projections.outbox.retryMaxMicroseconds = configuration.notifier.retryMaxMicroseconds
         refreshLadderContext()
-        projections.hazards.site = configuration.projections.hazardSite
         projections.outbox.unreachableAfterMicroseconds = configuration.notifyUnreachableAfterMicroseconds
         let from = projections.appliedThrough
         let replayed = try Replay.catchUp(&projections, from: log)

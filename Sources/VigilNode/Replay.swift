@@ -92,7 +92,6 @@ extension Replay {
                 fresh.outbox.retryMaxMicroseconds = checkpoint.outbox.retryMaxMicroseconds
                 fresh.outbox.keepDelivered = checkpoint.outbox.keepDelivered
                 fresh.escalations.context = checkpoint.escalations.context
-                fresh.hazards.site = checkpoint.hazards.site
             }
             let started = monotonicNanoseconds()
             var replayed = 0
@@ -124,8 +123,6 @@ extension Replay {
             if let stored = try txn.checkpoint(named: Projections.checkpointName),
                let decoded = try? Projections.decoded(stored.state) {
                 state = decoded
-                // The configured site, as the node takes it at start (configuration, not history).
-                if let site = settings.hazardSite { state.hazards.site = site }
             }
             try txn.forEach(from: state.appliedThrough + 1) { result in
                 apply(result, to: &state)
@@ -211,7 +208,6 @@ extension Replay {
                     state.outbox.retryMaxMicroseconds = decoded.outbox.retryMaxMicroseconds
                     state.outbox.keepDelivered = decoded.outbox.keepDelivered
                     state.escalations.context = decoded.escalations.context
-                    state.hazards.site = decoded.hazards.site
                 }
             }
             var through = state.appliedThrough

@@ -75,7 +75,7 @@ func hazardText(_ h: HazardBook, alerts: AlertBook) -> String {
         let speed = hazard.speedCentimetersPerSecond.map { String(format: ", %.1f m/s", Double($0) / 100) } ?? ""
         out += "  \(hazard.hazardKind.displayName) \(ChatText.printable(hazard.id, limit: 64)) at "
             + String(format: "%.6f,%.6f", Double(hazard.latitudeE7) / 1e7, Double(hazard.longitudeE7) / 1e7)
-            + "\(course)\(speed), from \((HazardSource(rawValue: hazard.source) ?? .unspecified).displayName) (\(hazard.messageType)), "
+            + "\(course)\(speed), from \((HazardSource(rawValue: hazard.source) ?? .unspecified).displayName) (\(ChatText.printable(hazard.messageType, limit: 16))), "
             + "\(hazard.messages) messages since \(EventFormatting.time(hazard.firstMicroseconds)), until \(EventFormatting.time(hazard.expiresMicroseconds))\n"
     }
     if h.hazards.count > 20 { out += "  ... \(h.hazards.count - 20) more\n" }

@@ -159,7 +159,10 @@ struct Status: AsyncParsableCommand {
             }
         }
         out += exposureText(s.exposures, verificationKeys: verificationKeys)
-        if !s.hazards.hazards.isEmpty || s.hazards.warningsStarted > 0 { out += hazardText(s.hazards, alerts: s.alerts) }
+        if !s.hazards.hazards.isEmpty || s.hazards.warningsStarted > 0
+            || s.alerts.active.contains(where: { $0.kind == AlertKind.roadHazard.rawValue || $0.kind == AlertKind.areaHazard.rawValue }) {
+            out += hazardText(s.hazards, alerts: s.alerts)
+        }
         out += "check-ins: \(s.checkIns.residents.count) residents\n"
         for (name, c) in s.checkIns.residents.sorted(by: { $0.key < $1.key }) {
             out += "  \(name): last \(EventFormatting.time(c.microseconds)) (\(c.total) total)\n"

@@ -75,6 +75,7 @@ import VigilEvents
         #expect(isRelevant(judge(.vehicle, north: -700, east: 0, heading: 0, mph: 55)))
         #expect(!isRelevant(judge(.vehicle, north: -720, east: 0, heading: 0, mph: 55)))
         #expect(isRelevant(judge(.vehicle, north: -930, east: 0, heading: 0, mph: 70)))
+        #expect(!isRelevant(judge(.vehicle, north: -960, east: 0, heading: 0, mph: 70)))
         // The cone: 22.5° either side of the bearing to the site.
         #expect(isRelevant(judge(.vehicle, north: -200, east: 0, heading: 22, mph: 25)))
         #expect(isRelevant(judge(.vehicle, north: -200, east: 0, heading: 338, mph: 25)))
@@ -83,7 +84,7 @@ import VigilEvents
         // Not moving: no warning, however close.
         #expect(judge(.vehicle, north: -20, east: 0, heading: 0, mph: 0) == .notRelevant("not moving"))
         #expect(judge(.pedestrian, north: -20, east: 0, heading: nil, mph: 3) == .notRelevant("no course"))
-        // A cyclist at 12 mph: 139 ft.
+        // A cyclist at 12 mph: 137 ft.
         #expect(isRelevant(judge(.cyclist, north: 0, east: -130, heading: 90, mph: 12)))
         #expect(!isRelevant(judge(.cyclist, north: 0, east: -150, heading: 90, mph: 12)))
     }
@@ -95,14 +96,16 @@ import VigilEvents
     }
 
     @Test func alongTheRoadTowardTheEntranceCountsWhenTheRoadsDirectionIsKnown() {
-        // 200 ft west and 150 ft north of the entrance, driving east along the road: the bearing
-        // to the site is 127°, 37° off its course.
-        #expect(!isRelevant(judge(.vehicle, north: 150, east: -200, heading: 90, mph: 25)))
+        // 100 ft west and 50 ft north of the entrance, in the far lane, driving east along the
+        // road: the bearing to the site is 117°, 27° off its course.
+        #expect(!isRelevant(judge(.vehicle, north: 50, east: -100, heading: 90, mph: 25)))
         let byTheRoad = HazardSite(latitude: site.latitude, longitude: site.longitude, roadDirectionDegrees: 90)
-        #expect(isRelevant(judge(.vehicle, north: 150, east: -200, heading: 90, mph: 25, site: byTheRoad)))
-        #expect(isRelevant(judge(.vehicle, north: -150, east: 200, heading: 270, mph: 25, site: byTheRoad)), "either way along the road")
-        #expect(!isRelevant(judge(.vehicle, north: 150, east: 200, heading: 90, mph: 25, site: byTheRoad)), "past the entrance: behind it")
-        #expect(!isRelevant(judge(.vehicle, north: 150, east: -200, heading: 0, mph: 25, site: byTheRoad)), "crossing the road")
+        #expect(isRelevant(judge(.vehicle, north: 50, east: -100, heading: 90, mph: 25, site: byTheRoad)))
+        #expect(isRelevant(judge(.vehicle, north: -50, east: 100, heading: 270, mph: 25, site: byTheRoad)), "either way along the road")
+        #expect(!isRelevant(judge(.vehicle, north: 50, east: 100, heading: 90, mph: 25, site: byTheRoad)), "past the entrance: behind it")
+        #expect(!isRelevant(judge(.vehicle, north: 50, east: -100, heading: 0, mph: 25, site: byTheRoad)), "crossing the road")
+        // A parallel street 150 ft away is not the road, whatever its direction.
+        #expect(!isRelevant(judge(.vehicle, north: 150, east: -200, heading: 90, mph: 25, site: byTheRoad)))
     }
 
     @Test mutating func roadUsersLeaveTenSecondsAfterTheirLastMessageAndZonesWhenTheySay() throws {
@@ -173,6 +176,64 @@ import VigilEvents
         #expect(book.dropped == 11)
         #expect(book.active.contains { $0.id == "zone" })
         #expect(!book.active.contains { $0.id == "p0" }, "the road user heard longest ago goes first")
+        // A zone takes a road user's place; with only zones left, a road user is not taken.
+        book.apply(event(report(.workZone, id: "zone-2", north: 0, east: 10), at: 3))
+        #expect(book.hazards.count == HazardBook.limit && book.dropped == 12 && book.active.contains { $0.id == "zone-2" })
+        var zones = HazardBook(site: nil)
+        for i in 0 ..< HazardBook.limit { zones.apply(event(report(.workZone, id: "z\(i)", north: Double(i), east: 0), at: 1)) }
+        zones.apply(event(report(.vehicle, id: "car", north: 0, east: 0, heading: 0, mph: 25), at: 2))
+        #expect(zones.hazards.count == HazardBook.limit && zones.dropped == 1 && !zones.active.contains { $0.id == "car" })
+    }
+
+    @Test mutating func aZoneWarnsOnceWhileItLastsAndRoadUsersEveryThirtyFiveSeconds() {
+        var book = HazardBook(site: site)
+        book.apply(event(report(.workZone, id: "z", north: 300, east: 0), at: 0))
+        #expect(book.warningsStarted == 1)
+        for t in stride(from: 40.0, through: 400, by: 40) { book.apply(event(report(.workZone, id: "z", north: 300, east: 0), at: t)) }
+        #expect(book.warningsStarted == 1, "its message repeats; the people at the shelter were told once")
+        // Gone (it said it ended) and back: a new zone, told again.
+        book.apply(event(report(.workZone, id: "z", north: 300, east: 0, expiresUs: origin + 1), at: 401))
+        book.apply(event(report(.workZone, id: "z", north: 300, east: 0), at: 440))
+        #expect(book.warningsStarted == 2)
+        book.apply(event(report(.vehicle, id: "car", north: -250, east: 0, heading: 0, mph: 25), at: 480))
+        book.apply(event(report(.vehicle, id: "car", north: -250, east: 0, heading: 0, mph: 25), at: 485))
+        book.apply(event(report(.vehicle, id: "car", north: -250, east: 0, heading: 0, mph: 25), at: 520))
+        #expect(book.warningsStarted == 4 && book.warningsHeldBack == 1)
+    }
+
+    @Test mutating func aClockSteppedBackEndsTheWarningAndItsQuietTime() {
+        var book = HazardBook(site: site)
+        let car = report(.vehicle, id: "car", north: -250, east: 0, heading: 0, mph: 25)
+        book.apply(event(car, at: 1_000))
+        #expect(book.warning != nil)
+        // The clock goes back ten minutes (an RTC-less box corrected by NTP).
+        book.apply(event(report(.vehicle, id: "car", north: -200, east: 0, heading: 0, mph: 25), at: 400))
+        #expect(book.warningsStarted == 2, "a new warning at once, not after the old timeline's 35 s")
+        #expect(book.warning?.startMicroseconds == origin + 400_000_000)
+        #expect(book.hazards.count == 1 && book.active.first?.firstMicroseconds == origin + 400_000_000,
+                "the old timeline's record of it went with the step; this report starts it again")
+        book.apply(event(deadline(405), at: 405))
+        #expect(book.warning == nil)
+        book.apply(event(deadline(411), at: 411))
+        #expect(book.hazards.isEmpty, "10 s after its last report in the new timeline, not ten minutes")
+    }
+
+    @Test mutating func theSiteIsTheOneTheLastStartLogged() {
+        var p = Projections()
+        var started = NodeStarted()
+        started.siteLatitudeE7 = Int32((site.latitude * 1e7).rounded())
+        started.siteLongitudeE7 = Int32((site.longitude * 1e7).rounded())
+        started.roadDirectionCentidegrees = 9_000
+        p.apply(event(.nodeStarted(started), at: 0))
+        #expect(p.hazards.site?.roadDirectionDegrees == 90)
+        #expect(abs((p.hazards.site?.latitude ?? 0) - site.latitude) < 1e-7)
+        p.apply(event(report(.vehicle, id: "car", north: -250, east: 0, heading: 0, mph: 25), at: 1))
+        #expect(p.hazards.warningsStarted == 1)
+        // A start without a site: nothing is judged relevant from then on.
+        p.apply(event(.nodeStarted(NodeStarted()), at: 100))
+        #expect(p.hazards.site == nil)
+        p.apply(event(report(.vehicle, id: "car", north: -250, east: 0, heading: 0, mph: 25), at: 200))
+        #expect(p.hazards.warningsStarted == 1)
     }
 
     @Test mutating func replayThroughACheckpointGivesTheSameBook() throws {

@@ -271,7 +271,7 @@ enum Fixtures {
         goldenEventsV15.suffix(2).map(\.body)
     }
 
-    /// Schema 15: a road user's position report and a hazard deadline.
+    /// Schema 15: a start with the site, a road user's position report and a hazard deadline.
     static var goldenEventsV15: [(timeMicroseconds: UInt64, body: EventBody)] {
         var report = HazardReported()
         report.id = "PSM-0A1B2C3D"
@@ -285,8 +285,17 @@ enum Fixtures {
         report.messageType = "PSM"
         var deadline = HazardDeadline()
         deadline.dueUs = start + 10_000_000
+        var started = NodeStarted()
+        started.nodeID = 0x00C0_FFEE
+        started.version = "0.1.0"
+        started.board = "rpi4"
+        started.radio = "hci0"
+        started.siteLatitudeE7 = 334_351_000
+        started.siteLongitudeE7 = -1_120_108_000
+        started.roadDirectionCentidegrees = 9_000
         let base = goldenEventsV14.last?.timeMicroseconds ?? start
-        return goldenEventsV14 + [(base + 250_000, .hazardReported(report)), (base + 500_000, .hazardDeadline(deadline))]
+        return goldenEventsV14 + [(base + 125_000, .nodeStarted(started)), (base + 250_000, .hazardReported(report)),
+                                  (base + 500_000, .hazardDeadline(deadline))]
     }
 
     /// Schema 14: a resident enrolled with a heart-rate sensor, the box's link to it opening, a

@@ -44,6 +44,7 @@ import VigilSystem
         #expect(bad?.refusal == .invalid && bad?.error?.contains("vehicle, pedestrian") == true)
         node.requestStop(reason: "test")
         try await task.value
+        let live = node.projections.hazards
 
         let events = try storedEvents(dir)
         let deadlines = events.compactMap { e -> HazardDeadline? in if case .hazardDeadline(let d) = e.body { d } else { nil } }
@@ -51,5 +52,7 @@ import VigilSystem
         var replayed = Projections(settings: config.projections)
         for e in events { replayed.apply(e) }
         #expect(replayed.hazards.hazards.isEmpty && replayed.hazards.warning == nil && replayed.hazards.warningsStarted == 1)
+        #expect(replayed.hazards == live, "the site came from the log's NodeStarted, as the node took it")
+        #expect(replayed.hazards.site?.latitude == 33.4351)
     }
 }

@@ -1279,9 +1279,42 @@ public nonisolated struct Vigil_Events_V1_NodeStarted: Sendable {
 
   public var radio: String = String()
 
+  /// Schema 15: where the shelter is (`site.location`, `site.road_direction`), as hazards are
+  /// judged from this start on: configuration, logged so replay judges them as the node did.
+  public var siteLatitudeE7: Int32 {
+    get {_siteLatitudeE7 ?? 0}
+    set {_siteLatitudeE7 = newValue}
+  }
+  /// Returns true if `siteLatitudeE7` has been explicitly set.
+  public var hasSiteLatitudeE7: Bool {self._siteLatitudeE7 != nil}
+  /// Clears the value of `siteLatitudeE7`. Subsequent reads from it will return its default value.
+  public mutating func clearSiteLatitudeE7() {self._siteLatitudeE7 = nil}
+
+  public var siteLongitudeE7: Int32 {
+    get {_siteLongitudeE7 ?? 0}
+    set {_siteLongitudeE7 = newValue}
+  }
+  /// Returns true if `siteLongitudeE7` has been explicitly set.
+  public var hasSiteLongitudeE7: Bool {self._siteLongitudeE7 != nil}
+  /// Clears the value of `siteLongitudeE7`. Subsequent reads from it will return its default value.
+  public mutating func clearSiteLongitudeE7() {self._siteLongitudeE7 = nil}
+
+  public var roadDirectionCentidegrees: UInt32 {
+    get {_roadDirectionCentidegrees ?? 0}
+    set {_roadDirectionCentidegrees = newValue}
+  }
+  /// Returns true if `roadDirectionCentidegrees` has been explicitly set.
+  public var hasRoadDirectionCentidegrees: Bool {self._roadDirectionCentidegrees != nil}
+  /// Clears the value of `roadDirectionCentidegrees`. Subsequent reads from it will return its default value.
+  public mutating func clearRoadDirectionCentidegrees() {self._roadDirectionCentidegrees = nil}
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
+
+  fileprivate var _siteLatitudeE7: Int32? = nil
+  fileprivate var _siteLongitudeE7: Int32? = nil
+  fileprivate var _roadDirectionCentidegrees: UInt32? = nil
 }
 
 public nonisolated struct Vigil_Events_V1_NodeStopped: Sendable {
@@ -3164,7 +3197,7 @@ nonisolated extension Vigil_Events_V1_ButtonInput: SwiftProtobuf.Message, SwiftP
 
 nonisolated extension Vigil_Events_V1_NodeStarted: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".NodeStarted"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}node_id\0\u{1}version\0\u{1}board\0\u{1}radio\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}node_id\0\u{1}version\0\u{1}board\0\u{1}radio\0\u{3}site_latitude_e7\0\u{3}site_longitude_e7\0\u{3}road_direction_centidegrees\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -3176,12 +3209,19 @@ nonisolated extension Vigil_Events_V1_NodeStarted: SwiftProtobuf.Message, SwiftP
       case 2: try { try decoder.decodeSingularStringField(value: &self.version) }()
       case 3: try { try decoder.decodeSingularStringField(value: &self.board) }()
       case 4: try { try decoder.decodeSingularStringField(value: &self.radio) }()
+      case 5: try { try decoder.decodeSingularSInt32Field(value: &self._siteLatitudeE7) }()
+      case 6: try { try decoder.decodeSingularSInt32Field(value: &self._siteLongitudeE7) }()
+      case 7: try { try decoder.decodeSingularUInt32Field(value: &self._roadDirectionCentidegrees) }()
       default: break
       }
     }
   }
 
   public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
     if self.nodeID != 0 {
       try visitor.visitSingularUInt64Field(value: self.nodeID, fieldNumber: 1)
     }
@@ -3194,6 +3234,15 @@ nonisolated extension Vigil_Events_V1_NodeStarted: SwiftProtobuf.Message, SwiftP
     if !self.radio.isEmpty {
       try visitor.visitSingularStringField(value: self.radio, fieldNumber: 4)
     }
+    try { if let v = self._siteLatitudeE7 {
+      try visitor.visitSingularSInt32Field(value: v, fieldNumber: 5)
+    } }()
+    try { if let v = self._siteLongitudeE7 {
+      try visitor.visitSingularSInt32Field(value: v, fieldNumber: 6)
+    } }()
+    try { if let v = self._roadDirectionCentidegrees {
+      try visitor.visitSingularUInt32Field(value: v, fieldNumber: 7)
+    } }()
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -3202,6 +3251,9 @@ nonisolated extension Vigil_Events_V1_NodeStarted: SwiftProtobuf.Message, SwiftP
     if lhs.version != rhs.version {return false}
     if lhs.board != rhs.board {return false}
     if lhs.radio != rhs.radio {return false}
+    if lhs._siteLatitudeE7 != rhs._siteLatitudeE7 {return false}
+    if lhs._siteLongitudeE7 != rhs._siteLongitudeE7 {return false}
+    if lhs._roadDirectionCentidegrees != rhs._roadDirectionCentidegrees {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
