@@ -92,6 +92,8 @@ let package = Package(
         // The Attribute Protocol and GATT (server and client roles of one ATT bearer), as bytes
         // in and out: pure, so every PDU a peer can send is tested and fuzzed without a radio.
         .target(name: "VigilGATT", swiftSettings: strict),
+        // SAE J2735 messages in UPER (the regional hazard feed's PSMs): pure, fuzzed.
+        .target(name: "VigilJ2735", swiftSettings: strict),
         // Radio adapters: the simulation and BlueZ's HCI socket; the over-the-air frames.
         .target(
             name: "VigilRadio",
@@ -191,7 +193,7 @@ let package = Package(
         .executableTarget(
             name: "vigil-fuzz",
             dependencies: ["VigilRadio", "VigilCore", "VigilEvents", "VigilExposure", "VigilHubProtocol", "VigilLog", "VigilNode", "VigilAccess",
-                           "VigilGATT"],
+                           "VigilGATT", "VigilJ2735"],
             swiftSettings: strict
         ),
         .executableTarget(
@@ -224,7 +226,7 @@ let package = Package(
             name: "VigilBench",
             dependencies: [
                 "VigilLog", "VigilEvents", "VigilCore", "VigilNode", "VigilBoard", "VigilRadio", "CLMDB", "VigilSystem", "VigilExposure",
-                "VigilHub", "VigilHubProtocol", "VigilWeb", "VigilGATT",
+                "VigilHub", "VigilHubProtocol", "VigilWeb", "VigilGATT", "VigilJ2735",
                 .product(name: "Logging", package: "swift-log"),
                 // The hub's figures: a real hub in this process, its database, 200 HTTPS clients.
                 .product(name: "PostgresNIO", package: "postgres-nio"),
@@ -256,6 +258,7 @@ let package = Package(
             swiftSettings: strict
         ),
         .testTarget(name: "VigilGATTTests", dependencies: ["VigilGATT"], swiftSettings: strict),
+        .testTarget(name: "VigilJ2735Tests", dependencies: ["VigilJ2735"], resources: [.copy("Vectors")], swiftSettings: strict),
         .testTarget(
             name: "VigilRadioTests",
             dependencies: ["VigilRadio", "VigilEvents", "VigilSystem", "VigilTestSupport"],

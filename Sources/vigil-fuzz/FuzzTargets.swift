@@ -5,6 +5,7 @@ import VigilEvents
 import VigilExposure
 import VigilGATT
 import VigilHubProtocol
+import VigilJ2735
 import VigilLog
 import VigilNode
 import VigilRadio
@@ -28,7 +29,18 @@ enum FuzzTargets {
         "web-form": webForm,
         "att-pdu": attPDU,
         "gatt-values": gattValues,
+        "j2735": j2735,
     ]
+
+    /// A J2735 MessageFrame from the regional hazard feed, and its value (or the input itself) as
+    /// a PSM. Promise: a frame decoded encodes to one that decodes to the same id and value.
+    static func j2735(_ bytes: [UInt8]) {
+        if let frame = try? MessageFrame.decode(bytes) {
+            check((try? MessageFrame.decode(frame.encode())) == frame, "a decoded MessageFrame encodes back to itself")
+            _ = try? PersonalSafetyMessage.decode(frame.value)
+        }
+        _ = try? PersonalSafetyMessage.decode(bytes)
+    }
 
     /// An HCI packet from the controller (H4: the type byte first), as the radio reads it.
     static func hciEvent(_ bytes: [UInt8]) {
