@@ -158,6 +158,7 @@ public struct HazardBook: Codable, Equatable, Sendable {
     public static let warningMicroseconds: UInt64 = 5_000_000
     public static let quietAfterWarningMicroseconds: UInt64 = 30_000_000
     public static let limit = 1_024
+    public static let idLimit = 128
 
     /// The shelter (nil: `site.location` not configured, so nothing is relevant): the last
     /// `NodeStarted`'s, so a site changed in the configuration judges reports from the start
@@ -234,7 +235,10 @@ public struct HazardBook: Codable, Equatable, Sendable {
 
     private mutating func report(_ h: HazardReported, event: Event) {
         let time = event.timeMicroseconds
+        // Ids and message types are short in every feed; a longer one is not a hazard the box
+        // keeps (1,024 of them must stay small).
         guard [HazardKind.vehicle, .pedestrian, .cyclist, .trafficJam, .workZone].contains(h.kind),
+              h.id.utf8.count <= Self.idLimit, h.messageType.utf8.count <= 16,
               (-900_000_000...900_000_000).contains(h.latitudeE7), (-1_800_000_000...1_800_000_000).contains(h.longitudeE7) else { return }
         reports &+= 1
         let k = Self.key(kind: h.kind, source: h.source, id: h.id)

@@ -183,6 +183,10 @@ import VigilEvents
         for i in 0 ..< HazardBook.limit { zones.apply(event(report(.workZone, id: "z\(i)", north: Double(i), east: 0), at: 1)) }
         zones.apply(event(report(.vehicle, id: "car", north: 0, east: 0, heading: 0, mph: 25), at: 2))
         #expect(zones.hazards.count == HazardBook.limit && zones.dropped == 1 && !zones.active.contains { $0.id == "car" })
+        // An id longer than any feed's is not kept.
+        var long = HazardBook(site: nil)
+        long.apply(event(report(.vehicle, id: String(repeating: "x", count: HazardBook.idLimit + 1), north: 0, east: 0), at: 1))
+        #expect(long.hazards.isEmpty && long.reports == 0)
     }
 
     @Test mutating func aZoneWarnsOnceWhileItLastsAndRoadUsersEveryThirtyFiveSeconds() {
