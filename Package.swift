@@ -93,7 +93,7 @@ let package = Package(
         // in and out: pure, so every PDU a peer can send is tested and fuzzed without a radio.
         .target(name: "VigilGATT", swiftSettings: strict),
         // SAE J2735 messages in UPER (the regional hazard feed's PSMs): pure, fuzzed.
-        .target(name: "VigilJ2735", swiftSettings: strict),
+        .target(name: "VigilJ2735", dependencies: [.product(name: "SwiftProtobuf", package: "swift-protobuf")], swiftSettings: strict),
         // Radio adapters: the simulation and BlueZ's HCI socket; the over-the-air frames.
         .target(
             name: "VigilRadio",

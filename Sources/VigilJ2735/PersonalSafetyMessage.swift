@@ -92,20 +92,8 @@ public struct PersonalSafetyMessage: Equatable, Sendable {
         let secMark = UInt16(try r.integer(in: 0...65_535))
         let msgCnt = UInt8(try r.integer(in: 0...127))
         let id = try r.octets(4)
-        // Position3D.
-        let positionExtended = try r.bit()
-        let hasElevation = try r.bit(), hasRegional = try r.bit()
-        let lat = Int32(try r.integer(in: -900_000_000...900_000_001))
-        let long = Int32(try r.integer(in: -1_799_999_999...1_800_000_001))
-        let elevation = hasElevation ? Int32(try r.integer(in: -4_096...61_439)) : nil
-        if hasRegional {
-            let count = Int(try r.integer(in: 1...4))
-            for _ in 0 ..< count {
-                _ = try r.integer(in: 0...255) // regionId
-                _ = try r.openType()
-            }
-        }
-        if positionExtended { try r.skipExtensionAdditions() }
+        let position = try Position3D.read(&r)
+        let (lat, long, elevation) = (position.latitude, position.longitude, position.elevation)
         // PositionalAccuracy: semi-major, semi-minor, orientation.
         _ = try r.bits(8 + 8 + 16)
         let speed = UInt16(try r.integer(in: 0...8_191))
@@ -121,7 +109,7 @@ public struct PersonalSafetyMessage: Equatable, Sendable {
             }
         }
         return PersonalSafetyMessage(userType: userType, secondMark: secMark, messageCount: msgCnt, temporaryID: id,
-                                     latitude: lat, longitude: long, elevation: elevation == -4_096 ? nil : elevation,
+                                     latitude: lat, longitude: long, elevation: elevation,
                                      speed: speed, heading: heading, clusterSize: cluster)
     }
 }

@@ -84,4 +84,49 @@ public struct UPERReader: Sendable {
         for _ in 0 ..< count { if try bit() { present += 1 } }
         for _ in 0 ..< present { _ = try openType() }
     }
+
+    /// `SEQUENCE (SIZE(1..4)) OF RegionalExtension`: a region id and an open type each, skipped.
+    public mutating func skipRegionalExtensions() throws(J2735Error) {
+        let count = Int(try integer(in: 1...4))
+        for _ in 0 ..< count {
+            _ = try integer(in: 0...255)
+            _ = try openType()
+        }
+    }
+
+    /// The length of a `SIZE(range)` list or string: the offset from the smallest size, in the
+    /// fewest bits (X.691 §11.9.3.3; ranges here are all under 64K).
+    public mutating func constrainedLength(_ range: ClosedRange<Int>) throws(J2735Error) -> Int {
+        Int(try integer(in: Int64(range.lowerBound)...Int64(range.upperBound)))
+    }
+
+    /// An IA5String of `SIZE(range)`: seven bits a character (X.691 §30.5.3, unaligned).
+    public mutating func ia5String(_ range: ClosedRange<Int>) throws(J2735Error) -> String {
+        let n = try constrainedLength(range)
+        guard n * 7 <= bitsLeft else { throw .truncated }
+        var scalars = String.UnicodeScalarView()
+        for _ in 0 ..< n { scalars.append(Unicode.Scalar(UInt8(try bits(7)))) }
+        return String(scalars)
+    }
+
+    /// An enumeration with `count` root values, maybe extensible: the root index, or nil for a
+    /// value a newer schema added (its index read and dropped).
+    public mutating func enumerated(_ count: Int, extensible: Bool) throws(J2735Error) -> Int? {
+        if extensible, try bit() {
+            _ = try normallySmall()
+            return nil
+        }
+        return Int(try integer(in: 0...Int64(count - 1)))
+    }
+
+    /// A CHOICE's alternative among `count` root ones, maybe extensible: nil for an extension
+    /// alternative, whose open-type value has then been skipped.
+    public mutating func choice(_ count: Int, extensible: Bool) throws(J2735Error) -> Int? {
+        if extensible, try bit() {
+            _ = try normallySmall()
+            _ = try openType()
+            return nil
+        }
+        return count == 1 ? 0 : Int(try integer(in: 0...Int64(count - 1)))
+    }
 }

@@ -32,14 +32,22 @@ enum FuzzTargets {
         "j2735": j2735,
     ]
 
-    /// A J2735 MessageFrame from the regional hazard feed, and its value (or the input itself) as
-    /// a PSM. Promise: a frame decoded encodes to one that decodes to the same id and value.
+    /// A payload from the regional hazard feed: a J2735 MessageFrame raw or in a GeoRoutedMsg,
+    /// its value as a PSM or TIM, and the input itself as either. Promises: a frame decoded
+    /// encodes to one that decodes to the same id and value; a TIM's path has at most 63 points
+    /// a region.
     static func j2735(_ bytes: [UInt8]) {
         if let frame = try? MessageFrame.decode(bytes) {
             check((try? MessageFrame.decode(frame.encode())) == frame, "a decoded MessageFrame encodes back to itself")
             _ = try? PersonalSafetyMessage.decode(frame.value)
         }
         _ = try? PersonalSafetyMessage.decode(bytes)
+        if let tim = try? TravelerInformation.decode(bytes) {
+            check(tim.frames.allSatisfy { $0.regions.allSatisfy { $0.points.count <= 63 } }, "a region's path has at most 63 points")
+            for frame in tim.frames { _ = frame.startMicroseconds(nowMicroseconds: 1_764_201_600_000_000) }
+        }
+        _ = try? FeedMessage.decode(bytes, encoding: .raw)
+        _ = try? FeedMessage.decode(bytes, encoding: .geoRouted)
     }
 
     /// An HCI packet from the controller (H4: the type byte first), as the radio reads it.

@@ -117,7 +117,7 @@ import VigilJ2735
         #expect(throws: J2735Error.unsupported("a fragmented length")) { _ = try MessageFrame.decode([0x00, 0x20, 0xC1, 0x00]) }
     }
 
-    /// The TIMs (work zones, queues) from the same encoder, for the TIM decoder next: as
+    /// The TIMs (work zones, queues) from the same encoder (decoded in TravelerInformationTests): as
     /// MessageFrames they decode to id 31 and their value, and encode back to the same bytes.
     @Test func timFramesFromTheIndependentEncoderAreFramesToo() throws {
         struct TIMVectors: Decodable {
