@@ -57,6 +57,8 @@ let package = Package(
         .systemLibrary(name: "CLMDB", pkgConfig: "lmdb", providers: [.apt(["liblmdb-dev"])]),
         .systemLibrary(name: "CBlueZ", pkgConfig: "bluez", providers: [.apt(["libbluetooth-dev"])]),
         .systemLibrary(name: "CGPIOD", pkgConfig: "libgpiod", providers: [.apt(["libgpiod-dev"])]),
+        // Eclipse Mosquitto's MQTT client (issue 15's hazard feed), driven from the node's loop.
+        .systemLibrary(name: "CMosquitto", pkgConfig: "libmosquitto", providers: [.apt(["libmosquitto-dev"])]),
         // OpenSSL's libcrypto: one AES key setup and 144 ECB blocks per diagnosis key in one call,
         // 15.7x the matching rate of one swift-crypto call per RPI (gaen_match_keys_per_s, README "Benchmarks").
         .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
@@ -104,6 +106,8 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // MQTT over libmosquitto: a client whose socket the node's loop watches (the hazard feed).
+        .target(name: "VigilMQTT", dependencies: ["CMosquitto", "VigilSystem"], swiftSettings: strict),
         // Exposure contacts (GAEN): key schedule, key export files, matching. Pure: it takes bytes
         // and randomness from its caller (VigilNode's DiagnosisKeyFiles reads the files).
         .target(
@@ -127,7 +131,7 @@ let package = Package(
             name: "VigilNode",
             dependencies: [
                 "VigilLog", "VigilEvents", "VigilCore", "VigilRadio", "VigilBoard", "VigilSystem", "VigilExposure",
-                "VigilHubProtocol", "VigilHex", "VigilAccess", "VigilGATT",
+                "VigilHubProtocol", "VigilHex", "VigilAccess", "VigilGATT", "VigilJ2735", "VigilMQTT",
                 // SHA-256 of the hub's key files (checked against the hash the feed offered).
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),

@@ -113,3 +113,49 @@ public struct PersonalSafetyMessage: Equatable, Sendable {
                                      speed: speed, heading: heading, clusterSize: cluster)
     }
 }
+
+extension PersonalSafetyMessage {
+    /// The PSM's UPER encoding (the box's own, in VRU mode): the root up to the heading, the
+    /// elevation when known and the cluster size when set; no path history, no extensions.
+    public func encode() -> [UInt8] {
+        var w = UPERWriter()
+        w.bit(false)
+        for index in 0 ..< Self.optionalCount { w.bit(index == Self.clusterSizeIndex && clusterSize != nil) }
+        switch userType {
+        case .other(let n):
+            w.bit(true)
+            w.bit(false)
+            w.bits(UInt64(min(max(n, 0), 63)), 6)
+        default:
+            w.bit(false)
+            let index: Int64 = switch userType {
+            case .pedestrian: 1
+            case .pedalCyclist: 2
+            case .publicSafetyWorker: 3
+            case .animal: 4
+            default: 0
+            }
+            w.integer(index, in: 0...4)
+        }
+        w.integer(Int64(secondMark), in: 0...65_535)
+        w.integer(Int64(messageCount), in: 0...127)
+        w.octets(Array((temporaryID + [0, 0, 0, 0]).prefix(4)))
+        w.bit(false)
+        w.bit(elevation != nil)
+        w.bit(false)
+        w.integer(Int64(latitude), in: Position3D.latitudeRange)
+        w.integer(Int64(longitude), in: Position3D.longitudeRange)
+        if let elevation { w.integer(Int64(elevation), in: -4_096...61_439) }
+        // Accuracy unavailable: semi-major and semi-minor 255, orientation 65535.
+        w.bits(255, 8)
+        w.bits(255, 8)
+        w.bits(65_535, 16)
+        w.integer(Int64(speed), in: 0...8_191)
+        w.integer(Int64(heading), in: 0...28_800)
+        if let clusterSize {
+            w.bit(false)
+            w.integer(Int64(clusterSize == .unknown ? 0 : clusterSize.rawValue), in: 0...3)
+        }
+        return w.bytes
+    }
+}

@@ -70,6 +70,21 @@ final class EventLoop: @unchecked Sendable {
         }
     }
 
+    /// Changes the events `fd` is watched for (its handler stays). A failure goes to the
+    /// failure path and returns false.
+    @discardableResult
+    func change(_ fd: Int32, _ what: String, events: UInt32) -> Bool {
+        owner.check(what)
+        guard let token = tokens[fd] else { return false }
+        do {
+            try epoll.modify(fd, token: token, events: events)
+            return true
+        } catch {
+            onFailure("cannot change what \(what) is watched for", error)
+            return false
+        }
+    }
+
     func isWatching(_ fd: Int32) -> Bool { tokens[fd] != nil }
 
     /// Waits for descriptors and runs their handlers, then the handed-over work. Returns false

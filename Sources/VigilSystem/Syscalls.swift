@@ -221,6 +221,11 @@ public final class Epoll: Sendable {
     public func add(_ watched: Int32, token: UInt64, events: UInt32 = Epoll.readable) throws(SystemError) {
         _ = try check("epoll_ctl(ADD)") { cvigil_epoll_ctl(fd, EPOLL_CTL_ADD, watched, events, token) }
     }
+    /// Changes what a watched descriptor is watched for (an MQTT socket's output while it has
+    /// bytes queued), keeping its token.
+    public func modify(_ watched: Int32, token: UInt64, events: UInt32) throws(SystemError) {
+        _ = try check("epoll_ctl(MOD)") { cvigil_epoll_ctl(fd, EPOLL_CTL_MOD, watched, events, token) }
+    }
     public func remove(_ watched: Int32) throws(SystemError) {
         _ = try check("epoll_ctl(DEL)") { cvigil_epoll_ctl(fd, EPOLL_CTL_DEL, watched, 0, 0) }
     }

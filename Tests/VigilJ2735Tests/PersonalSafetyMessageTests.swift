@@ -135,6 +135,28 @@ import VigilJ2735
         }
     }
 
+    /// The box's own PSMs (VRU mode) decode to what it meant; for the vectors it can express
+    /// (no acceleration set) its encoding differs from the independent encoder's only in the
+    /// accuracy, which the box sends as unavailable.
+    @Test(arguments: vectors.indices)
+    func theBoxsOwnEncodingDecodesToTheSameValues(_ index: Int) throws {
+        let v = Self.vectors[index]
+        guard !v.name.contains("acceleration") else { return }
+        let psm = try PersonalSafetyMessage.decode(Self.bytes(v.psm))
+        #expect(try PersonalSafetyMessage.decode(psm.encode()) == psm, "\(v.name)")
+        let frame = MessageFrame(messageID: MessageFrame.personalSafetyMessage, value: psm.encode()).encode()
+        #expect(try MessageFrame.decode(frame).value == psm.encode())
+        var vector = Self.bytes(v.psm), mine = psm.encode()
+        #expect(vector.count == mine.count, "\(v.name)")
+        // Accuracy: the 32 bits after the position, whose end depends on the elevation.
+        let start = 144 + (psm.elevation == nil ? 0 : 16)
+        for bit in start ..< start + 32 {
+            vector[bit >> 3] &= ~(0x80 >> UInt8(bit & 7))
+            mine[bit >> 3] &= ~(0x80 >> UInt8(bit & 7))
+        }
+        #expect(vector == mine, "\(v.name): bit for bit, but for the accuracy")
+    }
+
     @Test func theReaderReadsConstrainedNumbersAtTheirWidths() throws {
         var r = UPERReader([0b1010_0000, 0xFF])
         #expect(try r.integer(in: 0...1) == 1)
