@@ -72,6 +72,7 @@ public final class Node: @unchecked Sendable {
     private(set) lazy var connections = GATTLinks(node: self)
     private(set) lazy var chatCentral = ChatCentral(node: self)
     private(set) lazy var heartRateSensors = HeartRateSensors(node: self)
+    private(set) lazy var hazardFeed = HazardFeed(node: self)
     private(set) lazy var metrics = NodeMetrics(node: self, factory: configuration.metrics ?? MetricsSystem.factory)
     /// Snapshots for servers beside the loop (the box's page); built once one asks.
     public let snapshots = SnapshotFeed()
@@ -148,7 +149,7 @@ public final class Node: @unchecked Sendable {
         logUnwritableAtStart = log.failure != nil
         initialAir = boot.air
         failures.target = self
-        components = [intake, airAlerts, buttons, ladder, expiries, hazardClock, deliveries, retention, compaction, checkpoints, control, downtime, zones, occupancy, uplink, logIntegrity, serviceManager, publisher, connections, chatCentral, heartRateSensors, metrics]
+        components = [intake, airAlerts, buttons, ladder, expiries, hazardClock, deliveries, retention, compaction, checkpoints, control, downtime, zones, occupancy, uplink, logIntegrity, serviceManager, publisher, connections, chatCentral, heartRateSensors, hazardFeed, metrics]
         do {
             try restore()
         } catch {
@@ -308,8 +309,10 @@ public final class Node: @unchecked Sendable {
     // MARK: Appending and durability
 
     /// Appends an event; it reaches the projections once the writer reports it durable.
+    /// `sheddable` (the hazard feed's reports) lets the log refuse it under load, as it does scan
+    /// data; nil is then returned and `counters.shed` counts it.
     @discardableResult
-    func append(_ body: EventBody, time: UInt64? = nil) -> UInt64? {
+    func append(_ body: EventBody, time: UInt64? = nil, sheddable: Bool = false) -> UInt64? {
         loop.owner.check("append")
         var t = time ?? clock.nowMicroseconds()
         if body.isSheddable {
@@ -324,7 +327,7 @@ public final class Node: @unchecked Sendable {
         let (kind, payload) = EventCodec.encode(body)
         do {
             let seq = try log.append(LogRecord(kind: kind, timeMicroseconds: t, payload: payload),
-                                     priority: body.isSheddable ? .sheddable : .critical)
+                                     priority: body.isSheddable || sheddable ? .sheddable : .critical)
             pending.append(Event(sequence: seq, timeMicroseconds: t, body: body), atNanoseconds: monotonic.nowNanoseconds())
             counters.appended += 1
             metrics.appended(body.kind)

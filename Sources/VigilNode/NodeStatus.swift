@@ -9,7 +9,8 @@ public struct NodeCounters: Sendable, Codable, Equatable {
     public var appended: UInt64 = 0
     /// Scan hits the log took, in batches or on their own (a batch is one record of many).
     public var scanHitsLogged: UInt64 = 0
-    /// Scan records (batches, single hits) shed because the log writer was over its queue limit.
+    /// Scan records (batches, single hits) and hazard-feed reports shed because the log writer
+    /// was over its queue limit.
     public var shed: UInt64 = 0
     /// Events the log refused (full at its cap, or a write error).
     public var refused: UInt64 = 0
@@ -44,6 +45,8 @@ public struct LiveStatus: Sendable, Codable {
     public var connections: ConnectionsStatus?
     /// Residents' heart-rate sensors (nil: none enrolled).
     public var sensors: [SensorStatus]?
+    /// The regional hazard feed (nil: `hazards.feed` has no brokers).
+    public var hazardFeed: HazardFeedStatus?
 }
 
 /// The box's GATT links, as `vigil status` shows them.
@@ -88,6 +91,7 @@ extension Node {
             logCheck: logIntegrity.last,
             fromMemory: fromMemory.map { FromMemoryStatus(sinceMicroseconds: $0.since, failure: $0.failure, events: $0.taken, critical: $0.criticalTaken) },
             connections: connections.status,
-            sensors: { let s = heartRateSensors.status; return s.isEmpty ? nil : s }())
+            sensors: { let s = heartRateSensors.status; return s.isEmpty ? nil : s }(),
+            hazardFeed: hazardFeed.status)
     }
 }

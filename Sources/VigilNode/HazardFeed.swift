@@ -1,0 +1,554 @@
+import Foundation
+import VigilCore
+import VigilEvents
+import VigilHex
+import VigilJ2735
+import VigilMQTT
+import VigilSystem
+
+/// What the hazard feed counted since the node started (DriveAZ's debug screen, and more).
+public struct HazardFeedCounters: Sendable, Codable, Equatable {
+    /// Messages on the feed's topics, whatever they held.
+    public var received: UInt64 = 0
+    public var receivedPSM: UInt64 = 0
+    public var receivedTIM: UInt64 = 0
+    /// Sound frames of kinds the box does not read (a BSM, a MAP).
+    public var receivedOther: UInt64 = 0
+    public var undecodablePSM: UInt64 = 0
+    public var undecodableTIM: UInt64 = 0
+    /// Topics outside DriveAZ's grammar.
+    public var unknownTopics: UInt64 = 0
+    /// Decoded, but nothing the projection holds: no position, an animal, a TIM that is neither a
+    /// work zone nor a queue, a zone not started or already over, the box's own PSM.
+    public var ignored: UInt64 = 0
+    /// `HazardReported` appended.
+    public var logged: UInt64 = 0
+    /// Repeats not logged by design: a road user's within a second of its last, a zone's unchanged.
+    public var coalesced: UInt64 = 0
+    /// Reports dropped under load: too many still on their way to the card, or the log shed them.
+    public var shed: UInt64 = 0
+    /// The most reports on their way to the card at once, this run.
+    public var maximumInFlight: Int = 0
+    /// PSMs sent (VRU mode) and sends that failed.
+    public var sent: UInt64 = 0
+    public var sendFailures: UInt64 = 0
+    public var connects: UInt64 = 0
+    public var connectFailures: UInt64 = 0
+    public var disconnects: UInt64 = 0
+    public var failovers: UInt64 = 0
+}
+
+/// A message the feed saw, for the debug list (newest first).
+public struct FeedSighting: Sendable, Codable, Equatable {
+    /// "PSM", "TIM", "frame 20", or "PSM (undecodable)".
+    public var type: String
+    public var id: String
+    public var timeMicroseconds: UInt64
+}
+
+/// The feed as `vigil status` and the page show it.
+public struct HazardFeedStatus: Sendable, Codable, Equatable {
+    public var connected: Bool
+    /// "NAME (HOST:PORT)": the broker in use or being tried.
+    public var broker: String?
+    /// "connected", "connecting", "retrying in 4 s".
+    public var state: String
+    public var lastError: String?
+    /// Sending PSMs for the people at the box now.
+    public var vruActive: Bool
+    public var counters: HazardFeedCounters
+    public var seen: [FeedSighting]
+}
+
+/// The regional hazard feed over MQTT (README "Active hazards"), as DriveAZ uses it: the broker
+/// nearest the site (failing over to the next-nearest), mutual TLS, DriveAZ's public and vendor
+/// topics, J2735 PSMs and TIMs decoded into `HazardReported` (source MQTT), and VRU mode: while
+/// people are at the box, a PSM for a pedestrian cluster at the site each second.
+///
+/// libmosquitto runs on the node's loop: its socket is watched like any other (for output only
+/// while it has bytes queued) and its keep-alive runs from the feed's one-second timer. Only
+/// the connect (DNS may block) runs on a helper thread, handing the client back to the loop.
+///
+/// A flood never delays an SOS: at most `maximumInFlight` reports are on their way to the card
+/// at once and the log may shed them (they are sheddable records); the rest are shed and
+/// counted. A road user is logged at most once a second (its first report, and one that makes
+/// it relevant, at once) and a zone when it changes or every five minutes: the card is worn by
+/// what matters, not by a feed's repeats.
+final class HazardFeed: NodeComponent {
+    unowned let node: Node
+    let settings: HazardFeedSettings
+    static let tickTimer = Scheduler.Timer("hazard-feed-tick")
+    static let retryTimer = Scheduler.Timer("hazard-feed-retry")
+    static let connackTimeoutMicroseconds: UInt64 = 10_000_000
+    static let sightingLimit = 20
+    static let memoryLimit = 4_096
+    /// The ITIS codes (SAE J2540-2) that make a TIM a work zone, or the back of a queue.
+    static let roadWorkCodes: ClosedRange<Int> = 1_025...1_037
+    static let queueCodes: Set<Int> = [257, 258, 259, 262, 263]
+
+    private enum Phase: Equatable { case off, dialing, linked, waiting }
+    private var phase = Phase.off
+    private var client: MQTTClient?
+    private var socket: Int32?
+    private var watchingOutput = false
+    /// Bumped whenever a connection is dropped, so a late dial result is ignored.
+    private var generation = 0
+    private var order: [HazardFeedSettings.Broker] = []
+    private var brokerIndex = 0
+    private var failuresHere = 0
+    private var backoff: Backoff
+    private var connected = false
+    private var connectedSinceMicroseconds: UInt64 = 0
+    private var linkedAtMicroseconds: UInt64 = 0
+    /// Set by libmosquitto's callbacks, acted on once its call returned (never inside it).
+    private var failureInCallback: String?
+    private var lastError: String?
+    private var retryAtMicroseconds: UInt64?
+    private(set) var counters = HazardFeedCounters()
+    private var seen: [FeedSighting] = []
+    /// Reports appended and not yet durable (or refused).
+    private var inFlight = Set<UInt64>()
+    private struct Logged { var atMicroseconds: UInt64; var relevant: Bool; var signature: String }
+    private var logged: [String: Logged] = [:]
+    // VRU mode.
+    private var ownIDs: [[UInt8]] = []
+    private var ownIDSinceMicroseconds: UInt64 = 0
+    private var messageCount: UInt8 = 0
+    private(set) var vruActive = false
+    static let ownIDRotationMicroseconds: UInt64 = 300_000_000
+
+    init(node: Node) {
+        self.node = node
+        settings = node.configuration.hazardFeed
+        backoff = Backoff(base: settings.retryBaseMicroseconds, max: settings.retryMaxMicroseconds)
+    }
+
+    private var now: UInt64 { node.scheduler.now / 1_000 }
+
+    func start() throws(NodeError) {
+        guard settings.enabled else { return }
+        node.scheduler.register(Self.tickTimer) { [unowned self] in tick() }
+        node.scheduler.register(Self.retryTimer) { [unowned self] in retryDue() }
+        // The site as configured now (the log's copy is for replaying relevance; the broker is
+        // this run's choice).
+        order = settings.brokersByDistance(from: node.configuration.projections.hazardSite ?? node.projections.hazards.site)
+        node.logger.info("hazard feed: brokers nearest first", metadata: ["brokers": "\(order.map(\.name).joined(separator: ", "))"])
+        dial()
+        node.scheduler.schedule(Self.tickTimer, afterNanoseconds: 1_000_000_000)
+    }
+
+    func stop() {
+        guard phase != .off else { return }
+        if connected, let client {
+            client.disconnect()
+            try? client.writeReady() // DISCONNECT, if the socket takes it now; never waited for
+        }
+        closeConnection()
+        phase = .off
+        node.scheduler.cancel(Self.tickTimer)
+        node.scheduler.cancel(Self.retryTimer)
+    }
+
+    func applied(_ event: Event) { inFlight.remove(event.sequence) }
+    func refused(_ event: Event) { inFlight.remove(event.sequence) }
+
+    var status: HazardFeedStatus? {
+        guard settings.enabled else { return nil }
+        let broker = order.indices.contains(brokerIndex) ? order[brokerIndex] : nil
+        let state: String
+        switch phase {
+        case .off: state = "off"
+        case .dialing: state = "connecting"
+        case .linked: state = connected ? "connected" : "connecting"
+        case .waiting:
+            let wait = (retryAtMicroseconds ?? now) > now ? (retryAtMicroseconds ?? now) - now : 0
+            state = "retrying in \(max(1, (wait + 999_999) / 1_000_000)) s"
+        }
+        return HazardFeedStatus(connected: connected, broker: broker.map { "\($0.name) (\($0.host):\($0.port))" }, state: state,
+                                lastError: lastError, vruActive: vruActive, counters: counters, seen: seen)
+    }
+
+    // MARK: Connecting
+
+    private func path(_ file: String) -> String {
+        file.hasPrefix("/") ? file : node.configuration.dataDirectory + "/" + file
+    }
+
+    private func dial() {
+        guard !node.stopping, !order.isEmpty else { return }
+        let broker = order[brokerIndex]
+        let id = settings.clientID ?? "vigil-" + String(node.nodeID, radix: 16)
+        var options = MQTTClient.Options(clientID: String(id.prefix(23)), host: broker.host, port: broker.port)
+        if settings.tls {
+            options.caFile = path(settings.caFile)
+            options.certificateFile = path(settings.certificateFile)
+            options.keyFile = path(settings.keyFile)
+        }
+        let client: MQTTClient
+        do {
+            client = try MQTTClient(options: options)
+        } catch {
+            attemptFailed("\(error)")
+            return
+        }
+        client.onConnect = { [unowned self] rc in connackArrived(rc) }
+        client.onDisconnect = { [unowned self] rc in if rc != 0 { failureInCallback = failureInCallback ?? "the broker closed the connection" } }
+        client.onMessage = { [unowned self] topic, payload in received(topic: topic, payload: payload) }
+        generation += 1
+        let dialing = generation
+        self.client = client
+        phase = .dialing
+        let node = self.node
+        // The connect resolves the broker's name (DNS can take seconds): never on the loop. The
+        // loop does not touch the client until it is handed back.
+        Thread.detachNewThread {
+            var failure: MQTTError?
+            do throws(MQTTError) { try client.connect() } catch { failure = error }
+            let result = failure
+            node.onLoop { node in node.hazardFeed.dialed(dialing, failure: result) }
+        }
+    }
+
+    private func dialed(_ dialing: Int, failure: MQTTError?) {
+        guard dialing == generation, phase == .dialing, let client else { return }
+        if let failure {
+            attemptFailed(failure.description)
+            return
+        }
+        guard let fd = client.socket else {
+            attemptFailed("no socket after connecting")
+            return
+        }
+        socket = fd
+        watchingOutput = client.wantsWrite
+        guard node.loop.watch(fd, "the hazard feed's MQTT socket", events: Epoll.readable | (watchingOutput ? Epoll.writable : 0),
+                              handler: { [unowned self] events in socketReady(events) }) else {
+            attemptFailed("the socket could not be watched")
+            return
+        }
+        phase = .linked
+        linkedAtMicroseconds = now
+    }
+
+    private func connackArrived(_ rc: Int32) {
+        guard rc == 0 else {
+            failureInCallback = "the broker refused the connection (CONNACK \(rc))"
+            return
+        }
+        connected = true
+        connectedSinceMicroseconds = now
+        counters.connects += 1
+        let broker = order[brokerIndex]
+        for channel in settings.channels {
+            for topic in FeedTopic.subscriptions(channel: channel) {
+                do { try client?.subscribe(topic) } catch { failureInCallback = "\(error)" }
+            }
+        }
+        node.logger.info("hazard feed: connected", metadata: ["broker": "\(broker.name)", "host": "\(broker.host):\(broker.port)"])
+        lastError = nil
+    }
+
+    private func socketReady(_ events: UInt32) {
+        guard let client else { return }
+        do {
+            if events & Epoll.writable != 0 { try client.writeReady() }
+            if events & (Epoll.readable | Epoll.hangup) != 0 { try client.readReady() }
+        } catch {
+            connectionLost(failureInCallback ?? error.description)
+            return
+        }
+        // An error or hang-up libmosquitto's read did not see (a refused connect before TLS
+        // began): level-triggered, it would wake the loop for ever.
+        if events & Epoll.hangup != 0 {
+            connectionLost(failureInCallback ?? "the connection was refused or dropped")
+            return
+        }
+        afterCall()
+    }
+
+    /// After every libmosquitto call: act on what its callbacks found, and watch for output
+    /// only while bytes wait.
+    private func afterCall() {
+        if let failure = failureInCallback {
+            connectionLost(failure)
+            return
+        }
+        guard let client, let socket else { return }
+        let want = client.wantsWrite
+        if want != watchingOutput {
+            watchingOutput = want
+            node.loop.change(socket, "the hazard feed's MQTT socket", events: Epoll.readable | (want ? Epoll.writable : 0))
+        }
+    }
+
+    private func connectionLost(_ reason: String) {
+        if connected {
+            counters.disconnects += 1
+            node.logger.warning("hazard feed: connection lost", metadata: ["broker": "\(order[brokerIndex].name)", "reason": "\(reason)"])
+            // A link that held a minute was a success: the next failure waits from the start.
+            if now &- connectedSinceMicroseconds >= 60_000_000 {
+                backoff.reset()
+                failuresHere = 0
+            }
+        }
+        attemptFailed(reason)
+    }
+
+    private func closeConnection() {
+        if let socket { node.loop.unwatch(socket, "the hazard feed's MQTT socket") }
+        socket = nil
+        // Dropping the client closes its socket (mosquitto_destroy); a dial in flight keeps its
+        // own reference and its result is ignored.
+        client = nil
+        connected = false
+        watchingOutput = false
+        failureInCallback = nil
+        generation += 1
+        vruActive = false
+    }
+
+    private func attemptFailed(_ reason: String) {
+        let wasConnected = connected
+        closeConnection()
+        guard !node.stopping, phase != .off else { return }
+        if !wasConnected { counters.connectFailures += 1 }
+        let first = backoff.isFresh
+        lastError = reason
+        failuresHere += 1
+        if failuresHere >= settings.failuresBeforeFailover, order.count > 1 {
+            let from = order[brokerIndex].name
+            brokerIndex = (brokerIndex + 1) % order.count
+            failuresHere = 0
+            counters.failovers += 1
+            node.logger.warning("hazard feed: failing over", metadata: ["from": "\(from)", "to": "\(order[brokerIndex].name)"])
+        }
+        let delay = backoff.next()
+        if first {
+            node.logger.warning("hazard feed: cannot reach the broker; retrying with back-off",
+                                metadata: ["reason": "\(reason)", "broker": "\(order[brokerIndex].name)"])
+        }
+        phase = .waiting
+        retryAtMicroseconds = now &+ delay
+        node.scheduler.schedule(Self.retryTimer, afterNanoseconds: delay &* 1_000)
+    }
+
+    private func retryDue() {
+        guard phase == .waiting else { return }
+        dial()
+    }
+
+    // MARK: Once a second
+
+    private func tick() {
+        defer { node.scheduler.schedule(Self.tickTimer, afterNanoseconds: 1_000_000_000) }
+        guard phase != .off else { return }
+        if phase == .linked, let client {
+            if !connected, now &- linkedAtMicroseconds >= Self.connackTimeoutMicroseconds {
+                attemptFailed("no answer from the broker in \(Self.connackTimeoutMicroseconds / 1_000_000) s")
+                return
+            }
+            do {
+                try client.housekeeping()
+            } catch {
+                connectionLost(failureInCallback ?? error.description)
+                return
+            }
+            afterCall()
+        }
+        publishOwnPSM()
+        forgetOld()
+    }
+
+    private func forgetOld() {
+        let t = now
+        if logged.count > Self.memoryLimit / 2 {
+            logged = logged.filter { t &- $0.value.atMicroseconds < max(settings.zoneLogIntervalMicroseconds, 20_000_000) }
+        }
+    }
+
+    // MARK: VRU mode
+
+    /// The people at the box: the last minute's distinct advertisers, when that minute is recent.
+    private var peopleAtTheBox: UInt32 {
+        guard let o = node.projections.health.occupancy else { return 0 }
+        let wall = node.clock.nowMicroseconds()
+        return wall &- o.minuteStartMicroseconds <= 180_000_000 ? o.advertisers : 0
+    }
+
+    private func publishOwnPSM() {
+        let people = peopleAtTheBox
+        guard settings.vru, connected, let client, let site = node.projections.hazards.site, people > 0 else {
+            vruActive = false
+            return
+        }
+        vruActive = true
+        if ownIDs.isEmpty || now &- ownIDSinceMicroseconds >= Self.ownIDRotationMicroseconds {
+            var generator = SystemRandomNumberGenerator()
+            ownIDs.insert((0 ..< 4).map { _ in UInt8.random(in: 0...255, using: &generator) }, at: 0)
+            if ownIDs.count > 2 { ownIDs.removeLast() }
+            ownIDSinceMicroseconds = now
+        }
+        let wall = node.clock.nowMicroseconds()
+        // J2735's cluster sizes: small 2-5 people, medium 6-10, large over 10.
+        let cluster: PersonalSafetyMessage.ClusterSize = people > 10 ? .large : people > 5 ? .medium : .small
+        let psm = PersonalSafetyMessage(userType: .pedestrian, secondMark: UInt16(wall / 1_000 % 60_000), messageCount: messageCount,
+                                        temporaryID: ownIDs[0], latitude: Int32((site.latitude * 1e7).rounded()),
+                                        longitude: Int32((site.longitude * 1e7).rounded()),
+                                        speed: 0, heading: PersonalSafetyMessage.headingUnavailable, clusterSize: cluster)
+        messageCount = (messageCount + 1) % 128
+        let frame = MessageFrame(messageID: MessageFrame.personalSafetyMessage, value: psm.encode()).encode()
+        let topic = FeedTopic.publication(region: settings.publishRegion, cell: settings.publishCell, channel: "Public",
+                                          id: Hex.encode(ownIDs[0]).uppercased())
+        do {
+            try client.publish(topic, payload: frame)
+            counters.sent += 1
+        } catch {
+            counters.sendFailures += 1
+        }
+        afterCall()
+    }
+
+    // MARK: Messages
+
+    private func sighted(_ type: String, _ id: String) {
+        seen.insert(FeedSighting(type: type, id: String(id.prefix(64)), timeMicroseconds: node.clock.nowMicroseconds()), at: 0)
+        if seen.count > Self.sightingLimit { seen.removeLast() }
+    }
+
+    private func received(topic text: String, payload: UnsafeRawBufferPointer) {
+        counters.received += 1
+        guard let topic = FeedTopic(text) else {
+            counters.unknownTopics += 1
+            return
+        }
+        let message: FeedMessage
+        do throws(FeedError) {
+            // A payload longer than any PSM or TIM is nothing the box reads.
+            guard payload.count <= 16_384 else { throw FeedError(messageID: nil, reason: "\(payload.count) bytes") }
+            message = try FeedMessage.decode([UInt8](payload), encoding: topic.encoding)
+        } catch {
+            let type: FeedTopic.MessageType = switch error.messageID {
+            case MessageFrame.personalSafetyMessage: .psm
+            case MessageFrame.travelerInformation: .tim
+            default: topic.messageType
+            }
+            if type == .psm { counters.undecodablePSM += 1 } else { counters.undecodableTIM += 1 }
+            sighted("\(type.rawValue) (undecodable)", topic.id)
+            return
+        }
+        switch message {
+        case .psm(let psm):
+            counters.receivedPSM += 1
+            sighted("PSM", Hex.encode(psm.temporaryID).uppercased())
+            take(psm)
+        case .tim(let tim):
+            counters.receivedTIM += 1
+            sighted("TIM", tim.packetID.map { Hex.encode($0).uppercased() } ?? topic.id)
+            take(tim, topicID: topic.id)
+        case .other(let id):
+            counters.receivedOther += 1
+            sighted("frame \(id)", topic.id)
+        }
+    }
+
+    private func take(_ psm: PersonalSafetyMessage) {
+        let kind: HazardKind
+        switch psm.userType {
+        case .pedestrian, .publicSafetyWorker, .unavailable: kind = .pedestrian
+        case .pedalCyclist: kind = .cyclist
+        default: kind = .unspecified
+        }
+        guard kind != .unspecified, psm.hasPosition, !ownIDs.contains(psm.temporaryID) else {
+            counters.ignored += 1
+            return
+        }
+        var report = HazardReported()
+        report.id = Hex.encode(psm.temporaryID).uppercased()
+        report.kind = kind
+        report.source = .mqtt
+        report.latitudeE7 = psm.latitude
+        report.longitudeE7 = psm.longitude
+        if let degrees = psm.headingDegrees { report.headingCentidegrees = UInt32((degrees * 100).rounded()) % 36_000 }
+        if psm.speed != PersonalSafetyMessage.speedUnavailable { report.speedCmPerS = UInt32(psm.speed) * 2 }
+        report.messageType = "PSM"
+        submit(report, roadUser: true, signature: "")
+    }
+
+    private func take(_ tim: TravelerInformation, topicID: String) {
+        let wall = node.clock.nowMicroseconds()
+        let site = node.projections.hazards.site
+        for (index, frame) in tim.frames.enumerated() {
+            let kind: HazardKind
+            if frame.content == .workZone || frame.itisCodes.contains(where: Self.roadWorkCodes.contains) {
+                kind = .workZone
+            } else if frame.itisCodes.contains(where: Self.queueCodes.contains) {
+                kind = .trafficJam
+            } else {
+                counters.ignored += 1
+                continue
+            }
+            let places = frame.regions.flatMap(\.places)
+            guard var place = places.first, let start = frame.startMicroseconds(nowMicroseconds: wall) else {
+                counters.ignored += 1
+                continue
+            }
+            if let site {
+                // The point of the zone nearest the site is where it matters to the site.
+                func feet(_ p: Position3D) -> Double {
+                    HazardGeometry.meters(fromLatitude: Double(p.latitude) / 1e7, longitude: Double(p.longitude) / 1e7,
+                                          toLatitude: site.latitude, longitude: site.longitude)
+                }
+                place = places.min { feet($0) < feet($1) } ?? place
+            }
+            // 32000 minutes is "until further notice": the zone lives while its message repeats.
+            let end = frame.durationMinutes >= 32_000 ? 0 : start &+ UInt64(frame.durationMinutes) * 60_000_000
+            guard start <= wall &+ 60_000_000, end == 0 || end > wall else {
+                counters.ignored += 1 // not started yet, or over
+                continue
+            }
+            var report = HazardReported()
+            let base = tim.packetID.map { Hex.encode($0).uppercased() } ?? topicID
+            report.id = tim.frames.count > 1 ? "\(base)/\(index)" : base
+            report.kind = kind
+            report.source = .mqtt
+            report.latitudeE7 = place.latitude
+            report.longitudeE7 = place.longitude
+            report.expiresUs = end
+            report.messageType = "TIM"
+            submit(report, roadUser: false, signature: "\(place.latitude),\(place.longitude),\(end),\(kind.rawValue)")
+        }
+    }
+
+    private func submit(_ report: HazardReported, roadUser: Bool, signature: String) {
+        let key = HazardBook.key(kind: report.kind, source: .mqtt, id: report.id)
+        let t = now
+        var relevant = false
+        if roadUser, let site = node.projections.hazards.site {
+            let verdict = HazardRelevance.judge(kind: report.kind, latitude: Double(report.latitudeE7) / 1e7, longitude: Double(report.longitudeE7) / 1e7,
+                                                headingDegrees: report.hasHeadingCentidegrees ? Double(report.headingCentidegrees) / 100 : nil,
+                                                speedMetersPerSecond: report.hasSpeedCmPerS ? Double(report.speedCmPerS) / 100 : nil, site: site)
+            if case .relevant = verdict { relevant = true }
+        }
+        if let last = logged[key] {
+            let quiet = roadUser ? settings.roadUserLogIntervalMicroseconds : settings.zoneLogIntervalMicroseconds
+            let newlyRelevant = relevant && !last.relevant
+            let changed = !roadUser && last.signature != signature
+            if t &- last.atMicroseconds < quiet, !newlyRelevant, !changed {
+                counters.coalesced += 1
+                return
+            }
+        }
+        guard inFlight.count < settings.maximumInFlight, logged.count < Self.memoryLimit || logged[key] != nil else {
+            counters.shed += 1
+            return
+        }
+        guard let sequence = node.append(.hazardReported(report), sheddable: true) else {
+            counters.shed += 1
+            return
+        }
+        inFlight.insert(sequence)
+        counters.maximumInFlight = max(counters.maximumInFlight, inFlight.count)
+        logged[key] = Logged(atMicroseconds: t, relevant: relevant, signature: signature)
+        counters.logged += 1
+    }
+}

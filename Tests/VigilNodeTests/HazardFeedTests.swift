@@ -1,0 +1,257 @@
+import Foundation
+import Testing
+import VigilBoard
+import VigilCore
+import VigilEvents
+import VigilHex
+import VigilJ2735
+import VigilMQTT
+import VigilSystem
+import VigilTestSupport
+@testable import VigilNode
+
+/// Issue 15: the regional hazard feed against a real Mosquitto broker on loopback with mutual
+/// TLS. PSMs and TIMs (raw and in GeoRoutedMsg) published by `mosquitto_pub` become hazards;
+/// broken ones are counted by type; VRU mode's PSMs reach `mosquitto_sub`; a restarted broker is
+/// reconnected; an unreachable nearest broker fails over to the next; a flood never holds an SOS.
+///
+/// The node runs on a `ManualClock` (its timers: keep-alive, VRU, retries); the broker and the
+/// sockets are real, so the tests wait for them with `untilChildProcess` (bounded, never timing).
+@Suite(.serialized) struct HazardFeedTests {
+    /// 2025-03-10 14:30 UTC: inside the TIM vectors' road works (14:00, two hours).
+    static let wall: UInt64 = 1_741_617_000_000_000
+    static let phoenix = (33.4351, -112.0108)
+
+    static func vector(_ file: String, _ index: Int, key: String = "frame") throws -> [UInt8] {
+        let url = URL(fileURLWithPath: testsFile("VigilJ2735Tests/Vectors/\(file).json"))
+        let json = try JSONSerialization.jsonObject(with: Data(contentsOf: url)) as? [String: Any]
+        let vectors = json?["vectors"] as? [[String: Any]]
+        guard let hex = vectors?[index][key] as? String, let bytes = Hex.decode(hex) else { throw BrokerError("no vector \(file) \(index)") }
+        return bytes
+    }
+
+    static func configuration(_ dir: TemporaryDirectory, brokers: [HazardFeedSettings.Broker], certificates: String,
+                              advertisers: Int = 0) -> NodeConfiguration {
+        var config = testConfiguration(dir, advertisers: advertisers)
+        config.projections.hazardSite = HazardSite(latitude: phoenix.0, longitude: phoenix.1)
+        config.hazardFeed.brokers = brokers
+        config.hazardFeed.caFile = certificates + "/ca.pem"
+        config.hazardFeed.certificateFile = certificates + "/box.crt"
+        config.hazardFeed.keyFile = certificates + "/box.key"
+        config.hazardFeed.retryBaseMicroseconds = 1_000_000
+        config.hazardFeed.retryMaxMicroseconds = 2_000_000
+        return config
+    }
+
+    static func status(_ node: Node) async -> HazardFeedStatus? { await onLoop(node) { $0.hazardFeed.status } }
+
+    /// Advances the manual clock a second at a time until `condition` holds (retries and
+    /// keep-alive run on it), giving the real broker real time between steps.
+    static func advanceUntil(_ clock: ManualClock, _ node: Node, until condition: @escaping @Sendable (Node) -> Bool, seconds: Int = 30) async -> Bool {
+        for _ in 0 ..< seconds {
+            if await untilChildProcess(node, seconds: 1, condition) { return true }
+            clock.advance(byMicroseconds: 1_000_000)
+        }
+        return await onLoop(node, condition)
+    }
+
+    @Test func psmsAndTIMsOverTLSBecomeHazardsAndTheBoxSendsItsOwn() async throws {
+        let dir = TemporaryDirectory()
+        let broker = try MosquittoBroker(directory: dir.path + "/broker", port: freeLoopbackPort())
+        try broker.start()
+        defer { broker.stop() }
+        let local = HazardFeedSettings.Broker(name: "phoenix", host: "localhost", port: broker.port, latitude: Self.phoenix.0, longitude: Self.phoenix.1)
+        let config = Self.configuration(dir, brokers: [local], certificates: broker.directory, advertisers: 12)
+        let clock = ManualClock(startMicroseconds: Self.wall)
+        let board = try SimulatedBoard(monotonic: clock)
+        let node = try Node(configuration: config, clock: clock, monotonic: clock, logger: quietLogger, board: board)
+        let task = await start(node)
+
+        #expect(await untilChildProcess(node) { $0.hazardFeed.status?.connected == true }, "connected: \(broker.logText)")
+        #expect(await Self.status(node)?.broker == "phoenix (localhost:\(broker.port))")
+        // Subscriptions go out with the CONNACK; give them a keep-alive turn to be written.
+        clock.advance(byMicroseconds: 1_000_000)
+        await settled(node)
+
+        // A pedestrian's PSM, raw; a road work TIM in a GeoRoutedMsg; the queue TIM raw.
+        try broker.publish(topic: "vzimp/1/GeoRelevance/az/12/Public/j2735/PSM/0A1B2C3D", bytes: try Self.vector("psm", 0))
+        try broker.publish(topic: "vzimp/1/GeoRelevance/az/12/Public/j2735_gr/TIM/77", bytes: try Self.vector("georouted", 1, key: "payload"))
+        try broker.publish(topic: "vzimp/1/GeoRelevance/az/12/Public/j2735/TIM/78", bytes: try Self.vector("tim", 2))
+        #expect(await untilChildProcess(node) { $0.projections.hazards.hazards.count == 3 }, "three hazards")
+        let hazards = await onLoop(node) { $0.projections.hazards.active }
+        let walker = try #require(hazards.first { $0.hazardKind == .pedestrian })
+        #expect(walker.id == "0A1B2C3D" && walker.source == HazardSource.mqtt.rawValue && walker.messageType == "PSM")
+        #expect(walker.latitudeE7 == 334_351_000 && walker.headingCentidegrees == 9_000 && walker.speedCentimetersPerSecond == 140)
+        let zone = try #require(hazards.first { $0.hazardKind == .workZone })
+        // 2025-03-10 14:00 UTC and two hours.
+        #expect(zone.expiresMicroseconds == 1_741_615_200_000_000 + 7_200_000_000 && zone.messageType == "TIM")
+        #expect(hazards.contains { $0.hazardKind == .trafficJam })
+        #expect(await onLoop(node) { $0.projections.hazards.warning?.kind == HazardKind.workZone.rawValue }, "a zone at the site warns")
+
+        // Broken ones are counted by the type they claim, never a crash.
+        try broker.publish(topic: "vzimp/1/GeoRelevance/az/12/Public/j2735/PSM/1", bytes: [0x00, 0x20, 0x05, 0x01, 0x02])
+        try broker.publish(topic: "vzimp/1/GeoRelevance/az/12/Public/j2735/TIM/2", bytes: Array(try Self.vector("tim", 0).prefix(12)))
+        try broker.publish(topic: "vzimp/1/GeoRelevance/az/12/Public/j2735_gr/PSM/3", bytes: [0xFF, 0xFF, 0xFF])
+        #expect(await untilChildProcess(node) { ($0.hazardFeed.status?.counters.received ?? 0) >= 6 })
+        let counters = try #require(await Self.status(node)?.counters)
+        #expect(counters.receivedPSM == 1 && counters.receivedTIM == 2)
+        #expect(counters.undecodablePSM == 2 && counters.undecodableTIM == 1, "\(counters)")
+        #expect(counters.logged == 3)
+        let seen = try #require(await Self.status(node)?.seen)
+        #expect(seen.first?.type == "PSM (undecodable)" && seen.contains { $0.type == "PSM" && $0.id == "0A1B2C3D" })
+
+        // VRU mode: people at the box (the simulated radio's 12 advertisers, sampled each minute)
+        // and a site: a PSM for a large pedestrian cluster there, once a second. The first
+        // minute's sample needs a minute of the manual clock (libmosquitto's keep-alive runs on
+        // real time, which this does not touch).
+        await advance(clock, node, byMicroseconds: 70_000_000, step: 1_000_000)
+        #expect(await untilChildProcess(node) { ($0.projections.health.occupancy?.advertisers ?? 0) > 10 })
+        let heardSoFar = LockedValue<[(topic: String, hex: String)]?>(nil)
+        Thread.detachNewThread {
+            let heard = broker.receive(topic: "vzimp/1/GeoRelevance/+/+/Public/j2735/PSM/+", count: 2, seconds: 30)
+            heardSoFar.withLock { $0 = heard }
+        }
+        // A second of the box's time per step, until mosquitto_sub (subscribed at some moment
+        // of real time) has heard two.
+        for _ in 0 ..< 60 where heardSoFar.withLock({ $0 == nil }) {
+            clock.advance(byMicroseconds: 1_000_000)
+            _ = await untilChildProcess(node, seconds: 0.5) { _ in heardSoFar.withLock { $0 != nil } }
+        }
+        _ = await untilChildProcess(node, seconds: 30) { _ in heardSoFar.withLock { $0 != nil } }
+        let heard = heardSoFar.withLock { $0 } ?? []
+        #expect(heard.count == 2, "mosquitto_sub heard the box's PSMs")
+        for (topic, hex) in heard {
+            #expect(topic.hasPrefix("vzimp/1/GeoRelevance/vigil/0/Public/j2735/PSM/"))
+            let frame = try MessageFrame.decode(Hex.decode(hex) ?? [])
+            let psm = try PersonalSafetyMessage.decode(frame.value)
+            #expect(psm.userType == .pedestrian && psm.clusterSize == .large && psm.speed == 0)
+            #expect(psm.latitude == 334_351_000 && psm.longitude == -1_120_108_000)
+            #expect(topic.hasSuffix(Hex.encode(psm.temporaryID).uppercased()))
+        }
+        #expect(await Self.status(node)?.vruActive == true)
+        // Its own PSMs come back on the public topic and are not taken for a hazard.
+        #expect((await Self.status(node)?.counters.ignored ?? 0) >= 1, "the box's own PSMs are ignored")
+
+        // The broker restarts: the feed notices, retries with back-off, and is back.
+        broker.stop()
+        #expect(await untilChildProcess(node) { $0.hazardFeed.status?.connected == false })
+        try broker.start()
+        #expect(await Self.advanceUntil(clock, node, until: { $0.hazardFeed.status?.connected == true }))
+        #expect(await Self.status(node)?.counters.connects == 2)
+        try broker.publish(topic: "vzimp/1/GeoRelevance/az/12/Public/j2735/PSM/CAFEF00D", bytes: try Self.vector("psm", 5))
+        #expect(await untilChildProcess(node) { ($0.hazardFeed.status?.counters.receivedPSM ?? 0) >= 2 }, "subscribed again after the restart")
+
+        #expect(await onLoop(node) { $0.liveStatus().hazardFeed?.connected == true }, "vigil status shows the feed")
+        try await stop(node, task)
+    }
+
+    @Test func anUnreachableNearestBrokerFailsOverToTheNext() async throws {
+        let dir = TemporaryDirectory()
+        let broker = try MosquittoBroker(directory: dir.path + "/broker", port: freeLoopbackPort())
+        try broker.start()
+        defer { broker.stop() }
+        // Phoenix is nearest the site but nothing listens there; Detroit's broker runs.
+        let dead = HazardFeedSettings.Broker(name: "phoenix", host: "127.0.0.1", port: freeLoopbackPort(), latitude: 33.4351, longitude: -112.0108)
+        let detroit = HazardFeedSettings.Broker(name: "detroit", host: "localhost", port: broker.port, latitude: 42.2129, longitude: -83.3521)
+        let config = Self.configuration(dir, brokers: [detroit, dead], certificates: broker.directory)
+        #expect(config.hazardFeed.brokersByDistance(from: config.projections.hazardSite).map(\.name) == ["phoenix", "detroit"])
+        let clock = ManualClock(startMicroseconds: Self.wall)
+        let board = try SimulatedBoard(monotonic: clock)
+        let node = try Node(configuration: config, clock: clock, monotonic: clock, logger: quietLogger, board: board)
+        let task = await start(node)
+        #expect(await Self.advanceUntil(clock, node, until: { $0.hazardFeed.status?.connected == true }))
+        let status = try #require(await Self.status(node))
+        #expect(status.broker?.hasPrefix("detroit") == true && status.counters.failovers == 1)
+        #expect(status.counters.connectFailures == 2, "two tries on the nearest before failing over")
+        try await stop(node, task)
+    }
+
+    /// 10,000 PSMs as fast as a client can send them, an SOS raised in the middle: the SOS is
+    /// durable while the flood is still coming, the feed never has more than its bound on the
+    /// way to the card, and every PSM is accounted for (logged, coalesced or shed).
+    @Test func aFloodOfPSMsNeverHoldsAnSOS() async throws {
+        let dir = TemporaryDirectory()
+        let broker = try MosquittoBroker(directory: dir.path + "/broker", port: freeLoopbackPort())
+        try broker.start()
+        defer { broker.stop() }
+        let local = HazardFeedSettings.Broker(name: "phoenix", host: "localhost", port: broker.port, latitude: Self.phoenix.0, longitude: Self.phoenix.1)
+        var config = Self.configuration(dir, brokers: [local], certificates: broker.directory)
+        config.hazardFeed.maximumInFlight = 64
+        // A shelter key, so an SOS can go on the air.
+        try (NodeSecrets.hex([UInt8](repeating: 7, count: 32)) + "\n").write(toFile: dir.path + "/shelter.key", atomically: true, encoding: .utf8)
+        let clock = ManualClock(startMicroseconds: Self.wall)
+        let board = try SimulatedBoard(monotonic: clock)
+        let node = try Node(configuration: config, clock: clock, monotonic: clock, logger: quietLogger, board: board)
+        let task = await start(node)
+        #expect(await untilChildProcess(node) { $0.hazardFeed.status?.connected == true })
+        clock.advance(byMicroseconds: 1_000_000)
+        await settled(node)
+
+        let total = 10_000
+        let flood = Task {
+            await offPool { () -> String? in
+                do {
+                    try FeedPublisher.flood(broker: broker, count: total, distinctIDs: 2_000)
+                    return nil
+                } catch { return "\(error)" }
+            }
+        }
+        #expect(await untilChildProcess(node) { ($0.hazardFeed.status?.counters.receivedPSM ?? 0) >= 1_000 }, "the flood arrives")
+        let reply = await node.perform(.raiseAlert(AlertRequest(kind: "sos", lifetimeMicroseconds: 3_600_000_000, text: "flood test")))
+        let sos = try #require(reply?.sequence, "the SOS is durable: \(String(describing: reply))")
+        let receivedAtSOS = await Self.status(node)?.counters.receivedPSM ?? 0
+        #expect(await flood.value == nil)
+        #expect(await untilChildProcess(node, seconds: 60) { ($0.hazardFeed.status?.counters.receivedPSM ?? 0) == UInt64(total) })
+        await settled(node)
+        let counters = try #require(await Self.status(node)?.counters)
+        #expect(receivedAtSOS < UInt64(total), "the SOS became durable while the flood was still arriving")
+        #expect(counters.maximumInFlight <= 64)
+        #expect(counters.logged + counters.coalesced + counters.shed + counters.ignored == UInt64(total), "\(counters)")
+        #expect(counters.logged > 0)
+        #expect(await onLoop(node) { $0.projections.appliedThrough >= sos })
+        try await stop(node, task)
+    }
+}
+
+/// The flood's publisher: this project's MQTT client (libmosquitto) driven by a blocking poll on
+/// its own thread, with the publisher's certificate.
+enum FeedPublisher {
+    static func flood(broker: MosquittoBroker, count: Int, distinctIDs: Int) throws {
+        var options = MQTTClient.Options(clientID: "flood-\(UInt32.random(in: 0...UInt32.max))", host: "localhost", port: broker.port)
+        options.caFile = broker.directory + "/ca.pem"
+        options.certificateFile = broker.directory + "/publisher.crt"
+        options.keyFile = broker.directory + "/publisher.key"
+        let client = try MQTTClient(options: options)
+        var connected = false
+        client.onConnect = { rc in connected = rc == 0 }
+        try client.connect()
+        func pump(until done: () -> Bool) throws {
+            let deadline = Date().addingTimeInterval(30)
+            while !done() {
+                guard Date() < deadline, let fd = client.socket else { throw BrokerError("publisher stuck") }
+                var p = pollfd(fd: fd, events: Int16(POLLIN) | (client.wantsWrite ? Int16(POLLOUT) : 0), revents: 0)
+                _ = poll(&p, 1, 100)
+                if p.revents & Int16(POLLOUT) != 0 { try client.writeReady() }
+                if p.revents & Int16(POLLIN) != 0 { try client.readReady() }
+                try client.housekeeping()
+            }
+        }
+        try pump { connected }
+        var sent = 0
+        while sent < count {
+            for _ in 0 ..< min(200, count - sent) {
+                let id = UInt32(sent % distinctIDs)
+                let psm = PersonalSafetyMessage(userType: .pedestrian, secondMark: UInt16(sent % 60_000), messageCount: UInt8(sent % 128),
+                                                temporaryID: withUnsafeBytes(of: id.bigEndian, Array.init),
+                                                latitude: 334_351_000 + Int32(sent % 1_000) * 100, longitude: -1_120_108_000,
+                                                speed: 70, heading: 7_200)
+                let frame = MessageFrame(messageID: MessageFrame.personalSafetyMessage, value: psm.encode()).encode()
+                try client.publish("vzimp/1/GeoRelevance/az/12/Public/j2735/PSM/\(id)", payload: frame)
+                sent += 1
+            }
+            try pump { !client.wantsWrite }
+        }
+        client.disconnect()
+        try? pump { !client.wantsWrite }
+    }
+}
