@@ -23,13 +23,16 @@ final class NodeMetrics: NodeComponent {
     private var ladderSteps: [Int: Counter] = [:]
     private let commits, flushes, shed, refused, hciErrors: Counter
     private let frames: [String: Counter]
-    private let radioUp, outboxBacklog, hubBacklog, appliedThrough, residentsEscalating, activeAlerts: Gauge
+    private let radioUp, outboxBacklog, hubBacklog, appliedThrough, residentsEscalating, activeAlerts, feedConnected: Gauge
+    /// The hazard feed's counters (DriveAZ's debug figures), by what happened to each message.
+    private let feed: [String: Counter]
     /// What the counters had reached at the last sample.
     private var last = Sampled()
 
     struct Sampled {
         var commits: UInt64 = 0, flushes: UInt64 = 0, shed: UInt64 = 0, refused: UInt64 = 0, hciErrors: UInt64 = 0
         var frames: [String: UInt64] = [:]
+        var feed: [String: UInt64] = [:]
     }
 
     init(node: Node, factory: any MetricsFactory) {
@@ -54,6 +57,17 @@ final class NodeMetrics: NodeComponent {
         appliedThrough = gauge("vigil_log_applied_sequence")
         residentsEscalating = gauge("vigil_residents_escalating")
         activeAlerts = gauge("vigil_alerts_active")
+        feedConnected = gauge("vigil_hazard_feed_connected")
+        feed = Dictionary(uniqueKeysWithValues: Self.feedOutcomes.map { ($0, counter("vigil_hazard_feed_messages_total", [("outcome", $0)])) })
+    }
+
+    static let feedOutcomes = ["psm", "tim", "other", "undecodable-psm", "undecodable-tim", "unknown-topic", "logged", "coalesced", "shed",
+                               "ignored", "sent", "send-failed"]
+
+    static func feedFigures(_ k: HazardFeedCounters) -> [String: UInt64] {
+        ["psm": k.receivedPSM, "tim": k.receivedTIM, "other": k.receivedOther, "undecodable-psm": k.undecodablePSM,
+         "undecodable-tim": k.undecodableTIM, "unknown-topic": k.unknownTopics, "logged": k.logged, "coalesced": k.coalesced,
+         "shed": k.shed, "ignored": k.ignored, "sent": k.sent, "send-failed": k.sendFailures]
     }
 
     func start() throws(NodeError) {
@@ -114,6 +128,11 @@ final class NodeMetrics: NodeComponent {
         add(refused, now.refused, last.refused)
         add(hciErrors, now.hciErrors, last.hciErrors)
         for (outcome, counter) in frames { add(counter, now.frames[outcome] ?? 0, last.frames[outcome] ?? 0) }
+        if let status = node.hazardFeed.status {
+            now.feed = Self.feedFigures(status.counters)
+            for (outcome, counter) in feed { add(counter, now.feed[outcome] ?? 0, last.feed[outcome] ?? 0) }
+            feedConnected.record(status.connected ? 1 : 0)
+        }
         last = now
 
         let p = node.projections

@@ -39,6 +39,9 @@ public struct NodeSnapshot: Sendable, Codable, Equatable {
         /// are is not for anyone passing by.
         public var hazards: [Item]
         public static let limit = 20
+        /// The regional MQTT feed (live only; nil when none is configured). The public view
+        /// keeps its state and counts, not the ids it saw or its errors.
+        public var feed: HazardFeedStatus?
 
         public struct Item: Sendable, Codable, Equatable {
             /// vehicle, pedestrian, cyclist, traffic jam, work zone.
@@ -291,7 +294,7 @@ extension NodeSnapshot {
                                      headingDegrees: x.headingCentidegrees.map { Double($0) / 100 },
                                      speedMetersPerSecond: x.speedCentimetersPerSecond.map { Double($0) / 100 },
                                      lastMicroseconds: x.lastMicroseconds, expiresMicroseconds: x.expiresMicroseconds)
-            })
+            }, feed: live?.hazardFeed)
         let talks = state.conversations.recent
         chats = ChatsView(
             devices: talks.count, connected: talks.count { $0.connected }, unread: talks.count { $0.unread > 0 },
@@ -311,6 +314,8 @@ extension NodeSnapshot {
         var copy = self
         copy.chats.conversations = []
         copy.roadHazards.hazards = []
+        copy.roadHazards.feed?.seen = []
+        copy.roadHazards.feed?.lastError = nil
         for i in copy.residents.indices where copy.residents[i].sensor != nil {
             copy.residents[i].sensor?.device = nil
             copy.residents[i].sensor?.readingMicroseconds = nil

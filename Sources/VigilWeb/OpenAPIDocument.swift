@@ -314,6 +314,29 @@ enum OpenAPIDocument {
                       speedMetersPerSecond: {type: number}
                       lastMicroseconds: {type: integer, format: int64}
                       expiresMicroseconds: {type: integer, format: int64}
+                feed:
+                  description: The regional MQTT hazard feed (absent when none is configured). The public view has no seen ids and no error text.
+                  type: object
+                  required: [connected, state, vruActive, counters, seen]
+                  properties:
+                    connected: {type: boolean}
+                    broker: {type: string}
+                    state: {type: string}
+                    lastError: {type: string}
+                    vruActive: {type: boolean}
+                    counters:
+                      type: object
+                      additionalProperties: {type: integer, format: int64}
+                    seen:
+                      type: array
+                      maxItems: 20
+                      items:
+                        type: object
+                        required: [type, id, timeMicroseconds]
+                        properties:
+                          type: {type: string}
+                          id: {type: string}
+                          timeMicroseconds: {type: integer, format: int64}
             chats:
               description: Chats with phones and boxes; what peers wrote is unauthenticated. A caller without a token or a session (the public view) gets only the counts.
               type: object

@@ -119,10 +119,30 @@ enum PageRenderer {
                 out += "</ul>"
             }
         }
+        if let feed = road.feed { out += feedLine(feed, s) }
         if hazards.isEmpty { return out + (road.count == 0 && road.warning == nil ? "<p class=\"quiet\">No active hazard or notice.</p>" : "") + "</section>" }
         out += "<ul class=\"alerts\">"
         for a in hazards { out += alert(a, s, viewer: viewer) }
         return out + "</ul></section>"
+    }
+
+    /// The regional feed as DriveAZ's debug screen shows it: connected or not, the broker, what
+    /// came and went, what could not be decoded; the ids seen for signed-in viewers.
+    static func feedLine(_ f: HazardFeedStatus, _ s: NodeSnapshot) -> String {
+        let k = f.counters
+        var out = "<p id=\"hazard-feed\" data-connected=\"\(f.connected)\"><small>Regional feed: \(escape(f.state))"
+        if let broker = f.broker { out += " (\(escape(broker)))" }
+        out += "; \(k.received) received (\(k.receivedPSM) PSM, \(k.receivedTIM) TIM), undecodable: \(k.undecodablePSM) PSM, \(k.undecodableTIM) TIM"
+        out += "; \(k.sent) sent" + (f.vruActive ? ", announcing the people here to vehicles (VRU mode)" : "")
+        if k.shed > 0 { out += "; \(k.shed) shed under load" }
+        if let error = f.lastError { out += "<br>last error: \(escape(error))" }
+        out += "</small></p>"
+        if !f.seen.isEmpty {
+            out += "<details><summary>Messages seen (\(f.seen.count))</summary><ul class=\"seen\">"
+            for m in f.seen { out += "<li>\(escape(m.type)) \(escape(m.id)) <small>\(ago(m.timeMicroseconds, s.timeMicroseconds))</small></li>" }
+            out += "</ul></details>"
+        }
+        return out
     }
 
     static func alert(_ a: NodeSnapshot.AlertView, _ s: NodeSnapshot, viewer: Viewer) -> String {

@@ -207,6 +207,20 @@ struct Status: AsyncParsableCommand {
                     + "; \(s.readingsHeard) readings heard, \(s.readingsLogged) logged"
                     + (s.readingsMalformed > 0 ? ", \(s.readingsMalformed) malformed" : "") + ", \(s.attempts) attempts\n"
             }
+            if let f = live.hazardFeed {
+                let k = f.counters
+                let broker = f.broker.map { " to " + PeerText.printable($0, limit: 200) } ?? ""
+                let error = f.lastError.map { " (last error: " + PeerText.printable($0, limit: 300) + ")" } ?? ""
+                out += "hazard feed: \(f.state)\(broker)\(error)\n"
+                out += "  received \(k.received) (\(k.receivedPSM) PSM, \(k.receivedTIM) TIM, \(k.receivedOther) other)"
+                out += ", undecodable \(k.undecodablePSM) PSM and \(k.undecodableTIM) TIM\n"
+                out += "  \(k.logged) logged, \(k.coalesced) repeats coalesced, \(k.shed) shed, \(k.ignored) ignored\n"
+                out += "  sent \(k.sent)" + (k.sendFailures > 0 ? " (\(k.sendFailures) failed)" : "") + (f.vruActive ? ", VRU mode on" : "")
+                out += "; \(k.connects) connects, \(k.disconnects) drops, \(k.failovers) failovers\n"
+                for seen in f.seen.prefix(5) {
+                    out += "  seen \(EventFormatting.time(seen.timeMicroseconds)): \(seen.type) \(PeerText.printable(seen.id, limit: 64))\n"
+                }
+            }
         }
         return out
     }

@@ -142,7 +142,37 @@ import VigilTestSupport
         #expect(await untilChildProcess(node) { ($0.hazardFeed.status?.counters.receivedPSM ?? 0) >= 2 }, "subscribed again after the restart")
 
         #expect(await onLoop(node) { $0.liveStatus().hazardFeed?.connected == true }, "vigil status shows the feed")
+        // The page's snapshot carries it; the public view keeps the counts, not the ids seen.
+        let snapshot = await onLoop(node) { NodeSnapshot(state: $0.projections, decisions: [:], live: $0.liveStatus(), timeMicroseconds: Self.wall) }
+        #expect((snapshot.roadHazards.feed?.counters.receivedPSM ?? 0) >= 2 && snapshot.roadHazards.feed?.seen.isEmpty == false)
+        #expect(snapshot.forPublic().roadHazards.feed?.seen.isEmpty == true && (snapshot.forPublic().roadHazards.feed?.counters.receivedPSM ?? 0) >= 2)
         try await stop(node, task)
+    }
+
+    @Test func theFeedIsReadFromTheConfiguration() throws {
+        let config = try NodeConfiguration.load(text: """
+            site:
+              location: "33.4351,-112.0108"
+            hazards:
+              feed:
+                brokers:
+                  - "detroit mqtt-det.example.org:8883 detroit"
+                  - "phoenix mqtt-phx.example.org:8883 33.4351,-112.0108"
+                channels: [Public, "1234"]
+                vru: false
+                max_in_flight: 32
+            """, file: "test.yaml")
+        let feed = config.hazardFeed
+        #expect(feed.enabled && feed.tls && feed.channels == ["Public", "1234"] && !feed.vru && feed.maximumInFlight == 32)
+        #expect(feed.brokers.first?.latitude == 42.2129 && feed.brokers.first?.host == "mqtt-det.example.org" && feed.brokers.first?.port == 8_883)
+        #expect(feed.brokersByDistance(from: config.projections.hazardSite).map(\.name) == ["phoenix", "detroit"])
+        #expect(throws: (any Error).self) {
+            _ = try NodeConfiguration.load(text: "hazards:\n  feed:\n    brokers: [\"nowhere host 1,2\"]\n", file: "bad.yaml")
+        }
+        #expect(throws: (any Error).self) {
+            _ = try NodeConfiguration.load(text: "hazards:\n  feed:\n    channels: [\"a/b\"]\n", file: "bad.yaml")
+        }
+        #expect(!NodeConfiguration().hazardFeed.enabled, "off without brokers")
     }
 
     @Test func anUnreachableNearestBrokerFailsOverToTheNext() async throws {
