@@ -230,7 +230,7 @@ let package = Package(
             name: "VigilBench",
             dependencies: [
                 "VigilLog", "VigilEvents", "VigilCore", "VigilNode", "VigilBoard", "VigilRadio", "CLMDB", "VigilSystem", "VigilExposure",
-                "VigilHub", "VigilHubProtocol", "VigilWeb", "VigilGATT", "VigilJ2735",
+                "VigilHub", "VigilHubProtocol", "VigilWeb", "VigilGATT", "VigilJ2735", "VigilMQTT", "VigilTestSupport",
                 .product(name: "Logging", package: "swift-log"),
                 // The hub's figures: a real hub in this process, its database, 200 HTTPS clients.
                 .product(name: "PostgresNIO", package: "postgres-nio"),
@@ -242,7 +242,9 @@ let package = Package(
         ),
 
         // The tests' shared helpers (one temporary directory); a library only tests depend on.
-        .target(name: "VigilTestSupport", path: "Tests/VigilTestSupport", swiftSettings: strict),
+        // What tests (and the feed's benchmark) share: temporary directories, child processes, a
+        // real Mosquitto broker and a PSM publisher.
+        .target(name: "VigilTestSupport", dependencies: ["VigilJ2735", "VigilMQTT"], path: "Tests/VigilTestSupport", swiftSettings: strict),
         .testTarget(name: "VigilSystemTests", dependencies: ["VigilSystem", "VigilTestSupport"], swiftSettings: strict),
         .testTarget(name: "VigilLogTests", dependencies: ["VigilLog", "VigilSystem", "VigilTestSupport"], swiftSettings: strict),
         .testTarget(

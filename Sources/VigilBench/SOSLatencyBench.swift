@@ -289,7 +289,7 @@ struct SOSLatencyBench {
 }
 
 /// Node diagnostics go to stderr (stdout carries only metric lines); warnings and worse only.
-private func benchNodeLogger() -> Logger {
+func benchNodeLogger() -> Logger {
     Logger(label: "vigil-bench.node") { label in
         var handler = StreamLogHandler.standardError(label: label)
         handler.logLevel = .warning

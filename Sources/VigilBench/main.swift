@@ -39,6 +39,9 @@ func runBenchmarks(_ options: Options) throws {
     if reporter.wants(ATTBench.metric) {
         try ATTBench(plan: plan, options: options, reporter: reporter).run()
     }
+    if reporter.wants(MQTTIngestBench.metric) {
+        try MQTTIngestBench(plan: plan, options: options, reporter: reporter).run()
+    }
     if reporter.wants(PSMBench.metric) {
         try PSMBench(plan: plan, options: options, reporter: reporter).run()
     }
