@@ -12,13 +12,17 @@ public struct FeedTopic: Equatable, Sendable {
 
     public var channel: String
     public var encoding: Encoding
+    public static let idLimit = 96
     public var messageType: MessageType
     public var id: String
 
     /// Nil for a topic outside the grammar (the feed then counts the message as unknown).
     public init?(_ topic: String) {
         let parts = topic.split(separator: "/", omittingEmptySubsequences: false)
+        // An id becomes part of a hazard's id (at most 128 bytes with a frame index), a channel
+        // is a vendor's name: anything longer is not DriveAZ's grammar.
         guard parts.count == 9, parts[0] == "vzimp", parts[1] == "1", parts[2] == "GeoRelevance",
+              parts[8].utf8.count <= Self.idLimit, !parts[8].isEmpty, parts[5].utf8.count <= 64,
               let encoding = Encoding(rawValue: String(parts[6])), let type = MessageType(rawValue: String(parts[7]))
         else { return nil }
         channel = String(parts[5])

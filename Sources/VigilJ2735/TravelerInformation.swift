@@ -182,7 +182,11 @@ public struct TravelerInformation: Equatable, Sendable {
         let scale = Double(1 << zoom)
         var points: [Position3D] = []
         var lat = Double(anchor?.latitude ?? 0), lon = Double(anchor?.longitude ?? 0)
+        // Offsets from no anchor (or an unavailable one) are no place: only an absolute node
+        // gives the path a position to go on from.
+        var placed = anchor?.isAvailable ?? false
         func add() {
+            guard placed else { return }
             let clampedLat = min(max(lat, -900_000_000), 900_000_000)
             let clampedLon = min(max(lon, -1_799_999_999), 1_800_000_000)
             points.append(Position3D(latitude: Int32(clampedLat.rounded()), longitude: Int32(clampedLon.rounded())))
@@ -203,6 +207,7 @@ public struct TravelerInformation: Equatable, Sendable {
                 } else if kind == 6 {
                     lon = Double(try r.integer(in: Position3D.longitudeRange))
                     lat = Double(try r.integer(in: Position3D.latitudeRange))
+                    placed = Position3D(latitude: Int32(lat), longitude: Int32(lon)).isAvailable
                 } else {
                     throw .unsupported("a regional path node")
                 }
@@ -230,6 +235,7 @@ public struct TravelerInformation: Equatable, Sendable {
                 } else if kind == 6 {
                     lon = Double(try r.integer(in: Position3D.longitudeRange))
                     lat = Double(try r.integer(in: Position3D.latitudeRange))
+                    placed = Position3D(latitude: Int32(lat), longitude: Int32(lon)).isAvailable
                 } else {
                     throw .unsupported("a regional path node")
                 }

@@ -109,7 +109,11 @@ final class HazardFeed: NodeComponent {
     /// Reports appended and not yet durable (or refused).
     private var inFlight = Set<UInt64>()
     private struct Logged { var atMicroseconds: UInt64; var relevant: Bool; var signature: String }
-    private var logged: [String: Logged] = [:]
+    /// What was last logged of each road user and each zone, apart: a flood of road users
+    /// fills its own memory (and is then shed), never the zones'.
+    private var loggedRoadUsers: [String: Logged] = [:]
+    private var loggedZones: [String: Logged] = [:]
+    static let zoneMemoryLimit = 1_024
     // VRU mode.
     private var ownIDs: [[UInt8]] = []
     private var ownIDSinceMicroseconds: UInt64 = 0
@@ -138,7 +142,7 @@ final class HazardFeed: NodeComponent {
     }
 
     func stop() {
-        guard phase != .off else { return }
+        guard settings.enabled else { return }
         if connected, let client {
             client.disconnect()
             try? client.writeReady() // DISCONNECT, if the socket takes it now; never waited for
@@ -176,6 +180,9 @@ final class HazardFeed: NodeComponent {
 
     private func dial() {
         guard !node.stopping, !order.isEmpty else { return }
+        // Dialing from here on: a client that cannot be made (a certificate not installed yet)
+        // is a failed attempt like any other, retried with back-off and shown in status.
+        phase = .dialing
         let broker = order[brokerIndex]
         let id = settings.clientID ?? "vigil-" + String(node.nodeID, radix: 16)
         var options = MQTTClient.Options(clientID: String(id.prefix(23)), host: broker.host, port: broker.port)
@@ -251,7 +258,14 @@ final class HazardFeed: NodeComponent {
     private func socketReady(_ events: UInt32) {
         guard let client else { return }
         do {
-            if events & Epoll.writable != 0 { try client.writeReady() }
+            if events & Epoll.writable != 0 {
+                // libmosquitto 2.0.11 moves a TLS handshake that is waiting to write only in
+                // its read (`loop_write` returns at once while the handshake is pending: fixed
+                // upstream in 2.0.15/16): read first, or a slow broker's handshake never leaves
+                // and the writable socket spins the loop. With nothing to read it is a no-op.
+                try client.readReady()
+                try client.writeReady()
+            }
             if events & (Epoll.readable | Epoll.hangup) != 0 { try client.readReady() }
         } catch {
             connectionLost(failureInCallback ?? error.description)
@@ -359,11 +373,13 @@ final class HazardFeed: NodeComponent {
         forgetOld()
     }
 
+    /// A road user is remembered while it could still be in the projection (its lifetime after
+    /// its last logged report), a zone for its log interval: what is older would be logged anew.
     private func forgetOld() {
         let t = now
-        if logged.count > Self.memoryLimit / 2 {
-            logged = logged.filter { t &- $0.value.atMicroseconds < max(settings.zoneLogIntervalMicroseconds, 20_000_000) }
-        }
+        let roadUserAge = max(settings.roadUserLogIntervalMicroseconds, HazardBook.roadUserLifetimeMicroseconds)
+        loggedRoadUsers = loggedRoadUsers.filter { t &- $0.value.atMicroseconds < roadUserAge }
+        loggedZones = loggedZones.filter { t &- $0.value.atMicroseconds < settings.zoneLogIntervalMicroseconds }
     }
 
     // MARK: VRU mode
@@ -423,7 +439,9 @@ final class HazardFeed: NodeComponent {
         }
         let message: FeedMessage
         do throws(FeedError) {
-            // A payload longer than any PSM or TIM is nothing the box reads.
+            // A payload longer than any PSM or TIM is nothing the box reads. (libmosquitto has
+            // already taken it whole: MQTT 3.1.1 cannot ask a broker for less, so its size is
+            // bounded by the broker's `message_size_limit`.)
             guard payload.count <= 16_384 else { throw FeedError(messageID: nil, reason: "\(payload.count) bytes") }
             message = try FeedMessage.decode([UInt8](payload), encoding: topic.encoding)
         } catch {
@@ -529,7 +547,8 @@ final class HazardFeed: NodeComponent {
                                                 speedMetersPerSecond: report.hasSpeedCmPerS ? Double(report.speedCmPerS) / 100 : nil, site: site)
             if case .relevant = verdict { relevant = true }
         }
-        if let last = logged[key] {
+        let last = roadUser ? loggedRoadUsers[key] : loggedZones[key]
+        if let last {
             let quiet = roadUser ? settings.roadUserLogIntervalMicroseconds : settings.zoneLogIntervalMicroseconds
             let newlyRelevant = relevant && !last.relevant
             let changed = !roadUser && last.signature != signature
@@ -538,7 +557,8 @@ final class HazardFeed: NodeComponent {
                 return
             }
         }
-        guard inFlight.count < settings.maximumInFlight, logged.count < Self.memoryLimit || logged[key] != nil else {
+        let remembered = roadUser ? loggedRoadUsers.count < Self.memoryLimit : loggedZones.count < Self.zoneMemoryLimit
+        guard inFlight.count < settings.maximumInFlight, remembered || last != nil else {
             counters.shed += 1
             return
         }
@@ -548,7 +568,8 @@ final class HazardFeed: NodeComponent {
         }
         inFlight.insert(sequence)
         counters.maximumInFlight = max(counters.maximumInFlight, inFlight.count)
-        logged[key] = Logged(atMicroseconds: t, relevant: relevant, signature: signature)
+        let entry = Logged(atMicroseconds: t, relevant: relevant, signature: signature)
+        if roadUser { loggedRoadUsers[key] = entry } else { loggedZones[key] = entry }
         counters.logged += 1
     }
 }

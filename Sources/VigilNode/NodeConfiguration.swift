@@ -348,7 +348,7 @@ public struct NodeConfiguration: Sendable {
                 }
                 if let v = try feed.integer("max_in_flight", in: 1...65_536) { config.hazardFeed.maximumInFlight = v }
                 if let v = try feed.duration("road_user_log_interval") { config.hazardFeed.roadUserLogIntervalMicroseconds = min(v, 9_000_000) }
-                if let v = try feed.duration("zone_log_interval") { config.hazardFeed.zoneLogIntervalMicroseconds = max(1_000_000, v) }
+                if let v = try feed.duration("zone_log_interval") { config.hazardFeed.zoneLogIntervalMicroseconds = min(max(1_000_000, v), 1_800_000_000) }
                 if let v = try feed.duration("retry_base") { config.hazardFeed.retryBaseMicroseconds = max(100_000, v) }
                 if let v = try feed.duration("retry_max") { config.hazardFeed.retryMaxMicroseconds = max(config.hazardFeed.retryBaseMicroseconds, v) }
                 if let v = try feed.integer("failures_before_failover", in: 1...100) { config.hazardFeed.failuresBeforeFailover = v }

@@ -85,7 +85,10 @@ import VigilJ2735
 
     @Test func aTIMsStartIsItsYearAndMinuteInUTC() throws {
         let v = try #require(Self.tims.first)
-        guard case .tim(let tim) = try FeedMessage.decode(Self.bytes(v.frame), encoding: .raw) else { return }
+        guard case .tim(let tim) = try FeedMessage.decode(Self.bytes(v.frame), encoding: .raw) else {
+            Issue.record("the first vector is not a TIM")
+            return
+        }
         let frame = try #require(tim.frames.first)
         // 2025, minute 98760: 2025-03-10 14:00 UTC.
         #expect(frame.startMicroseconds(nowMicroseconds: 0) == 1_741_615_200_000_000)
@@ -145,6 +148,8 @@ import VigilJ2735
         #expect(t.channel == "Public" && t.encoding == .geoRouted && t.messageType == .psm && t.id == "0A1B2C3D")
         #expect(FeedTopic("vzimp/1/GeoRelevance/az/12/Public/j2735/BSM/1") == nil)
         #expect(FeedTopic("vzimp/1/GeoRelevance/az/Public/j2735/PSM/1") == nil)
+        #expect(FeedTopic("vzimp/1/GeoRelevance/az/12/Public/j2735/TIM/" + String(repeating: "x", count: 97)) == nil, "an id too long for a hazard's")
+        #expect(FeedTopic("vzimp/1/GeoRelevance/az/12/Public/j2735/TIM/") == nil)
         #expect(FeedTopic.subscriptions(channel: "Public") == [
             "vzimp/1/GeoRelevance/+/+/Public/j2735_gr/PSM/+", "vzimp/1/GeoRelevance/+/+/Public/j2735_gr/TIM/+",
             "vzimp/1/GeoRelevance/+/+/Public/j2735/PSM/+", "vzimp/1/GeoRelevance/+/+/Public/j2735/TIM/+",

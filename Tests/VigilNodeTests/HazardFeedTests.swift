@@ -131,6 +131,8 @@ import VigilTestSupport
         #expect(await Self.status(node)?.vruActive == true)
         // Its own PSMs come back on the public topic and are not taken for a hazard.
         #expect((await Self.status(node)?.counters.ignored ?? 0) >= 1, "the box's own PSMs are ignored")
+        let own = Set(heard.map { $0.topic.split(separator: "/").last.map(String.init) ?? "" })
+        #expect(await onLoop(node) { n in n.projections.hazards.hazards.values.allSatisfy { !own.contains($0.id) } }, "not a hazard of its own")
 
         // The broker restarts: the feed notices, retries with back-off, and is back.
         broker.stop()
@@ -173,6 +175,23 @@ import VigilTestSupport
             _ = try NodeConfiguration.load(text: "hazards:\n  feed:\n    channels: [\"a/b\"]\n", file: "bad.yaml")
         }
         #expect(!NodeConfiguration().hazardFeed.enabled, "off without brokers")
+    }
+
+    /// Certificates not installed yet: every attempt fails and says why, and is retried, so the
+    /// feed comes up by itself once they are.
+    @Test func missingCertificatesAreRetriedAndShown() async throws {
+        let dir = TemporaryDirectory()
+        let local = HazardFeedSettings.Broker(name: "phoenix", host: "127.0.0.1", port: freeLoopbackPort(), latitude: Self.phoenix.0, longitude: Self.phoenix.1)
+        let config = Self.configuration(dir, brokers: [local], certificates: dir.path + "/not-yet")
+        let clock = ManualClock(startMicroseconds: Self.wall)
+        let board = try SimulatedBoard(monotonic: clock)
+        let node = try Node(configuration: config, clock: clock, monotonic: clock, logger: quietLogger, board: board)
+        let task = await start(node)
+        #expect(await Self.advanceUntil(clock, node, until: { ($0.hazardFeed.status?.counters.connectFailures ?? 0) >= 2 }))
+        let status = try #require(await Self.status(node))
+        #expect(!status.connected && status.lastError?.contains("mosquitto_tls_set") == true, "\(status)")
+        #expect(status.state.hasPrefix("retrying") || status.state == "connecting")
+        try await stop(node, task)
     }
 
     @Test func anUnreachableNearestBrokerFailsOverToTheNext() async throws {

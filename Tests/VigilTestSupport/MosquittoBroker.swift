@@ -126,9 +126,11 @@ public final class MosquittoBroker: @unchecked Sendable {
         p.standardError = pipe
         do { try p.run() } catch { return [] }
         let pid = p.processIdentifier
-        DispatchQueue.global().asyncAfter(deadline: .now() + .seconds(seconds)) { kill(pid, SIGKILL) }
+        let limit = DispatchWorkItem { kill(pid, SIGKILL) }
+        DispatchQueue.global().asyncAfter(deadline: .now() + .seconds(seconds), execute: limit)
         let data = pipe.fileHandleForReading.readDataToEndOfFile()
         p.waitUntilExit()
+        limit.cancel() // the pid may be another process's once this one is reaped
         return String(decoding: data, as: UTF8.self).split(separator: "\n").compactMap { line in
             let parts = line.split(separator: " ")
             return parts.count == 2 ? (String(parts[0]), String(parts[1])) : nil
