@@ -74,6 +74,8 @@ public final class MQTTClient: @unchecked Sendable {
     public var onMessage: MessageHandler?
     /// Messages published (QoS 0: handed to the socket).
     public var onPublish: ((Int32) -> Void)?
+    /// A SUBACK: the subscription's message id and the QoS granted for each topic (128: refused).
+    public var onSubscribe: ((_ mid: Int32, _ granted: [Int32]) -> Void)?
 
     private static let initialised: Bool = { mosquitto_lib_init() == MOSQ_ERR_SUCCESS.rawValue }()
 
@@ -95,6 +97,10 @@ public final class MQTTClient: @unchecked Sendable {
         mosquitto_connect_callback_set(h) { _, user, rc in MQTTClient.owner(user)?.onConnect?(rc) }
         mosquitto_disconnect_callback_set(h) { _, user, rc in MQTTClient.owner(user)?.onDisconnect?(rc) }
         mosquitto_publish_callback_set(h) { _, user, mid in MQTTClient.owner(user)?.onPublish?(mid) }
+        mosquitto_subscribe_callback_set(h) { _, user, mid, count, granted in
+            let qos = granted.map { Array(UnsafeBufferPointer(start: $0, count: Int(max(0, count)))) } ?? []
+            MQTTClient.owner(user)?.onSubscribe?(mid, qos)
+        }
         mosquitto_message_callback_set(h) { _, user, message in
             guard let client = MQTTClient.owner(user), let message, let topic = message.pointee.topic else { return }
             let length = Int(max(0, message.pointee.payloadlen))
@@ -144,8 +150,12 @@ public final class MQTTClient: @unchecked Sendable {
         try check("mosquitto_loop_misc", mosquitto_loop_misc(handle))
     }
 
-    public func subscribe(_ topic: String, qos: Int32 = 0) throws(MQTTError) {
-        try check("mosquitto_subscribe(\(topic))", mosquitto_subscribe(handle, nil, topic, qos))
+    /// Sends SUBSCRIBE; returns its message id (the SUBACK's, in `onSubscribe`).
+    @discardableResult
+    public func subscribe(_ topic: String, qos: Int32 = 0) throws(MQTTError) -> Int32 {
+        var mid: Int32 = 0
+        try check("mosquitto_subscribe(\(topic))", mosquitto_subscribe(handle, &mid, topic, qos))
+        return mid
     }
 
     /// Queues a message (QoS 0 by default, never retained): written by the next `writeReady`.

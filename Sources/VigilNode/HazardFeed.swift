@@ -36,6 +36,8 @@ public struct HazardFeedCounters: Sendable, Codable, Equatable {
     public var connectFailures: UInt64 = 0
     public var disconnects: UInt64 = 0
     public var failovers: UInt64 = 0
+    /// Subscriptions the broker refused (a vendor channel this box's certificate may not read).
+    public var subscriptionsRefused: UInt64 = 0
 }
 
 /// A message the feed saw, for the debug list (newest first).
@@ -98,6 +100,8 @@ final class HazardFeed: NodeComponent {
     private var failuresHere = 0
     private var backoff: Backoff
     private var connected = false
+    /// SUBSCRIBEs sent and not yet acknowledged, by message id.
+    private var subscriptions: [Int32: String] = [:]
     private var connectedSinceMicroseconds: UInt64 = 0
     private var linkedAtMicroseconds: UInt64 = 0
     /// Set by libmosquitto's callbacks, acted on once its call returned (never inside it).
@@ -201,6 +205,7 @@ final class HazardFeed: NodeComponent {
         client.onConnect = { [unowned self] rc in connackArrived(rc) }
         client.onDisconnect = { [unowned self] rc in if rc != 0 { failureInCallback = failureInCallback ?? "the broker closed the connection" } }
         client.onMessage = { [unowned self] topic, payload in received(topic: topic, payload: payload) }
+        client.onSubscribe = { [unowned self] mid, granted in subscribed(mid, granted) }
         generation += 1
         let dialing = generation
         self.client = client
@@ -246,13 +251,27 @@ final class HazardFeed: NodeComponent {
         connectedSinceMicroseconds = now
         counters.connects += 1
         let broker = order[brokerIndex]
+        subscriptions = [:]
         for channel in settings.channels {
             for topic in FeedTopic.subscriptions(channel: channel) {
-                do { try client?.subscribe(topic) } catch { failureInCallback = "\(error)" }
+                do {
+                    if let mid = try client?.subscribe(topic) { subscriptions[mid] = topic }
+                } catch { failureInCallback = "\(error)" }
             }
         }
         node.logger.info("hazard feed: connected", metadata: ["broker": "\(broker.name)", "host": "\(broker.host):\(broker.port)"])
         lastError = nil
+    }
+
+    /// A SUBACK: a topic refused (granted 128) is said in status and counted; the feed goes on
+    /// with the others.
+    private func subscribed(_ mid: Int32, _ granted: [Int32]) {
+        guard let topic = subscriptions.removeValue(forKey: mid) else { return }
+        if granted.contains(where: { $0 >= 128 }) {
+            counters.subscriptionsRefused += 1
+            lastError = "the broker refused the subscription to \(topic)"
+            node.logger.warning("hazard feed: a subscription was refused", metadata: ["topic": "\(topic)"])
+        }
     }
 
     private func socketReady(_ events: UInt32) {

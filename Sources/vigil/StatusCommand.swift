@@ -216,7 +216,8 @@ struct Status: AsyncParsableCommand {
                 out += ", undecodable \(k.undecodablePSM) PSM and \(k.undecodableTIM) TIM\n"
                 out += "  \(k.logged) logged, \(k.coalesced) repeats coalesced, \(k.shed) shed, \(k.ignored) ignored\n"
                 out += "  sent \(k.sent)" + (k.sendFailures > 0 ? " (\(k.sendFailures) failed)" : "") + (f.vruActive ? ", VRU mode on" : "")
-                out += "; \(k.connects) connects, \(k.disconnects) drops, \(k.failovers) failovers\n"
+                out += "; \(k.connects) connects, \(k.disconnects) drops, \(k.failovers) failovers"
+                out += (k.subscriptionsRefused > 0 ? ", \(k.subscriptionsRefused) subscriptions refused" : "") + "\n"
                 for seen in f.seen.prefix(5) {
                     out += "  seen \(EventFormatting.time(seen.timeMicroseconds)): \(seen.type) \(PeerText.printable(seen.id, limit: 64))\n"
                 }

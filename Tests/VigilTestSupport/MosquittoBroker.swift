@@ -63,7 +63,7 @@ public final class MosquittoBroker: @unchecked Sendable {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/usr/sbin/mosquitto")
         p.arguments = ["-c", directory + "/mosquitto-\(port).conf"]
-        FileManager.default.createFile(atPath: log, contents: nil)
+        _ = FileManager.default.createFile(atPath: log, contents: nil)
         p.standardOutput = FileHandle(forWritingAtPath: log)
         p.standardError = FileHandle(forWritingAtPath: log)
         try p.run()
