@@ -84,7 +84,7 @@ struct MQTTIngestBench {
         configuration.simulation.advertisers = 0
         configuration.projections.hazardSite = HazardSite(latitude: 33.4351, longitude: -112.0108)
         var feed = HazardFeedSettings()
-        feed.brokers = [HazardFeedSettings.Broker(name: "phoenix", host: "localhost", port: broker.port, latitude: 33.4351, longitude: -112.0108)]
+        feed.brokers = [HazardFeedSettings.Broker(name: "phoenix", host: "127.0.0.1", port: broker.port, latitude: 33.4351, longitude: -112.0108)]
         feed.caFile = broker.directory + "/ca.pem"
         feed.certificateFile = broker.directory + "/box.crt"
         feed.keyFile = broker.directory + "/box.key"
@@ -121,6 +121,11 @@ struct MQTTIngestBench {
             return received > 0 ? true : nil
         }
         guard probed == true else { throw BenchError("mqtt: the node's subscription never took a PSM") }
+        // Every probe's report applied before counting: none of them may count toward the flood.
+        _ = wait(seconds: 20) { () -> Bool? in
+            let applied = read { n in n.projections.hazards.reports >= (n.liveStatus().hazardFeed?.counters.logged ?? 0) } ?? false
+            return applied ? true : nil
+        }
         let before = read { ($0.projections.hazards.reports, $0.liveStatus().log) }
         guard let (reportsBefore, logBefore) = before else { throw BenchError("mqtt: the node does not answer") }
         let start = monotonicNanoseconds()

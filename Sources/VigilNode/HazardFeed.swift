@@ -51,6 +51,8 @@ public struct FeedSighting: Sendable, Codable, Equatable {
 /// The feed as `vigil status` and the page show it.
 public struct HazardFeedStatus: Sendable, Codable, Equatable {
     public var connected: Bool
+    /// Connected, and every subscription answered by the broker.
+    public var subscribed: Bool
     /// "NAME (HOST:PORT)": the broker in use or being tried.
     public var broker: String?
     /// "connected", "connecting", "retrying in 4 s".
@@ -93,6 +95,8 @@ final class HazardFeed: NodeComponent {
     private var client: MQTTClient?
     private var socket: Int32?
     private var watchingOutput = false
+    /// Over TLS before the CONNACK: output is not watched until input comes (see socketReady).
+    private var outputPausedForHandshake = false
     /// Bumped whenever a connection is dropped, so a late dial result is ignored.
     private var generation = 0
     private var order: [HazardFeedSettings.Broker] = []
@@ -158,7 +162,12 @@ final class HazardFeed: NodeComponent {
     }
 
     func applied(_ event: Event) { inFlight.remove(event.sequence) }
-    func refused(_ event: Event) { inFlight.remove(event.sequence) }
+    /// The log refused a report (shed under load, or a full card): counted as shed, not logged.
+    func refused(_ event: Event) {
+        guard inFlight.remove(event.sequence) != nil else { return }
+        counters.logged &-= min(counters.logged, 1)
+        counters.shed += 1
+    }
 
     var status: HazardFeedStatus? {
         guard settings.enabled else { return nil }
@@ -172,7 +181,8 @@ final class HazardFeed: NodeComponent {
             let wait = (retryAtMicroseconds ?? now) > now ? (retryAtMicroseconds ?? now) - now : 0
             state = "retrying in \(max(1, (wait + 999_999) / 1_000_000)) s"
         }
-        return HazardFeedStatus(connected: connected, broker: broker.map { "\($0.name) (\($0.host):\($0.port))" }, state: state,
+        return HazardFeedStatus(connected: connected, subscribed: connected && subscriptions.isEmpty,
+                                broker: broker.map { "\($0.name) (\($0.host):\($0.port))" }, state: state,
                                 lastError: lastError, vruActive: vruActive, counters: counters, seen: seen)
     }
 
@@ -276,6 +286,7 @@ final class HazardFeed: NodeComponent {
 
     private func socketReady(_ events: UInt32) {
         guard let client else { return }
+        if events & Epoll.readable != 0 { outputPausedForHandshake = false }
         do {
             if events & Epoll.writable != 0 {
                 // libmosquitto 2.0.11 moves a TLS handshake that is waiting to write only in
@@ -284,6 +295,10 @@ final class HazardFeed: NodeComponent {
                 // and the writable socket spins the loop. With nothing to read it is a no-op.
                 try client.readReady()
                 try client.writeReady()
+                // Still "wanting to write" before the CONNACK over TLS: the handshake waits for
+                // the broker (2.0.11 keeps `want_write` set through it). Watch for output again
+                // once input came, or a writable socket would spin the loop until then.
+                if settings.tls, !connected, client.wantsWrite { outputPausedForHandshake = true }
             }
             if events & (Epoll.readable | Epoll.hangup) != 0 { try client.readReady() }
         } catch {
@@ -307,7 +322,7 @@ final class HazardFeed: NodeComponent {
             return
         }
         guard let client, let socket else { return }
-        let want = client.wantsWrite
+        let want = client.wantsWrite && !outputPausedForHandshake
         if want != watchingOutput {
             watchingOutput = want
             node.loop.change(socket, "the hazard feed's MQTT socket", events: Epoll.readable | (want ? Epoll.writable : 0))
@@ -335,6 +350,7 @@ final class HazardFeed: NodeComponent {
         client = nil
         connected = false
         watchingOutput = false
+        outputPausedForHandshake = false
         failureInCallback = nil
         generation += 1
         vruActive = false
@@ -355,7 +371,9 @@ final class HazardFeed: NodeComponent {
             counters.failovers += 1
             node.logger.warning("hazard feed: failing over", metadata: ["from": "\(from)", "to": "\(order[brokerIndex].name)"])
         }
-        let delay = backoff.next()
+        // ±25% so that every box of a region does not come back to a restarted broker at once.
+        var generator = SystemRandomNumberGenerator()
+        let delay = UInt64(Double(backoff.next()) * Double.random(in: 0.75...1.25, using: &generator))
         if first {
             node.logger.warning("hazard feed: cannot reach the broker; retrying with back-off",
                                 metadata: ["reason": "\(reason)", "broker": "\(order[brokerIndex].name)"])

@@ -86,6 +86,9 @@ public final class Node: @unchecked Sendable {
     private var salvagedAtStart: SalvageReport?
     /// In the order they start, hear events and stop.
     private var components: [any NodeComponent] = []
+    /// Appended as sheddable by their component (the hazard feed's reports) and not yet
+    /// durable or refused: a refusal of one is not a critical event's.
+    private var sheddableAppended = Set<UInt64>()
 
     // Crossing threads.
     /// Filled by the log's writer thread, emptied by the loop.
@@ -329,6 +332,7 @@ public final class Node: @unchecked Sendable {
             let seq = try log.append(LogRecord(kind: kind, timeMicroseconds: t, payload: payload),
                                      priority: body.isSheddable || sheddable ? .sheddable : .critical)
             pending.append(Event(sequence: seq, timeMicroseconds: t, body: body), atNanoseconds: monotonic.nowNanoseconds())
+            if sheddable { sheddableAppended.insert(seq) }
             counters.appended += 1
             metrics.appended(body.kind)
             return seq
@@ -336,7 +340,9 @@ public final class Node: @unchecked Sendable {
             counters.shed += 1
         } catch {
             if let failure = log.failure {
-                return appendInMemory(Event(sequence: 0, timeMicroseconds: t, body: body), failure: failure)
+                let seq = appendInMemory(Event(sequence: 0, timeMicroseconds: t, body: body), failure: failure)
+                if sheddable { sheddableAppended.insert(seq) }
+                return seq
             }
             counters.refused += 1
             logger.critical("event not logged", metadata: ["kind": "\(body.kind.name)", "error": "\(error)"])
@@ -407,17 +413,18 @@ public final class Node: @unchecked Sendable {
             while let first = pending.first, first.sequence <= report.durableThrough {
                 let appendedAt = pending.firstAppendedAt ?? now
                 _ = pending.removeFirst()
+                let sheddable = first.body.isSheddable || sheddableAppended.remove(first.sequence) != nil
                 if let failure, refused.contains(first.sequence) || first.sequence > durableBeforeFailure {
                     // Never stored, and nothing will be: taken from memory (the log failed).
                     enterMemoryMode(failure)
-                    fromMemory?.took(first)
+                    fromMemory?.took(first, sheddable: sheddable)
                     projections.apply(.event(first))
                     for c in components { c.applied(first) }
                     continue
                 }
                 if refused.contains(first.sequence) {
                     counters.refused += 1
-                    if !first.body.isSheddable {
+                    if !sheddable {
                         logger.critical("a critical event was refused by the log", metadata: [
                             "kind": "\(first.body.kind.name)", "sequence": "\(first.sequence)",
                         ])

@@ -30,9 +30,11 @@ struct RunningFromMemory: Sendable {
         return lastSequence
     }
 
-    mutating func took(_ event: Event) {
+    /// `sheddable`: appended as sheddable (a feed's report the feed sends again), so it never
+    /// keeps the node from restarting.
+    mutating func took(_ event: Event, sheddable: Bool = false) {
         taken &+= 1
-        if Self.mattersToPeople(event.body.kind) { criticalTaken &+= 1 }
+        if !sheddable, Self.mattersToPeople(event.body.kind) { criticalTaken &+= 1 }
         lastSequence = max(lastSequence, event.sequence)
     }
 

@@ -317,9 +317,10 @@ enum OpenAPIDocument {
                 feed:
                   description: The regional MQTT hazard feed (absent when none is configured). The public view has no seen ids and no error text.
                   type: object
-                  required: [connected, state, vruActive, counters, seen]
+                  required: [connected, subscribed, state, vruActive, counters, seen]
                   properties:
                     connected: {type: boolean}
+                    subscribed: {type: boolean}
                     broker: {type: string}
                     state: {type: string}
                     lastError: {type: string}

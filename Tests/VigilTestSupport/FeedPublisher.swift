@@ -8,7 +8,7 @@ import VigilMQTT
 public enum FeedPublisher {
     /// A client of the broker with the publisher's certificate, connected.
     static func connected(_ broker: MosquittoBroker, _ name: String) throws -> MQTTClient {
-        var options = MQTTClient.Options(clientID: "\(name)-\(UInt32.random(in: 0...UInt32.max))", host: "localhost", port: broker.port)
+        var options = MQTTClient.Options(clientID: "\(name)-\(UInt32.random(in: 0...UInt32.max))", host: "127.0.0.1", port: broker.port)
         options.caFile = broker.directory + "/ca.pem"
         options.certificateFile = broker.directory + "/publisher.crt"
         options.keyFile = broker.directory + "/publisher.key"
@@ -57,9 +57,11 @@ public enum FeedPublisher {
         return received
     }
 
-    /// Publishes `count` PSMs (QoS 0) as fast as the socket takes them, cycling over
-    /// `distinctIDs` pedestrians walking north near Phoenix's reference point.
-    public static func flood(broker: MosquittoBroker, count: Int, distinctIDs: Int) throws {
+    /// Publishes `count` PSMs (QoS 0) as fast as the socket takes them, or at `perSecond` (in
+    /// batches of 200, paced by the wall clock), cycling over `distinctIDs` pedestrians walking
+    /// north near Phoenix's reference point.
+    public static func flood(broker: MosquittoBroker, count: Int, distinctIDs: Int, perSecond: Int? = nil) throws {
+        let start = Date()
         let client = try connected(broker, "flood")
         func pump(until done: () -> Bool) throws { try Self.pump(client, until: done) }
         var sent = 0
@@ -75,6 +77,12 @@ public enum FeedPublisher {
                 sent += 1
             }
             try pump { !client.wantsWrite }
+            if let perSecond {
+                // A publisher's pace, not a test's wait: the next batch when its time comes.
+                let due = start.addingTimeInterval(Double(sent) / Double(perSecond))
+                let ahead = due.timeIntervalSinceNow
+                if ahead > 0 { usleep(UInt32(ahead * 1e6)) }
+            }
         }
         client.disconnect()
         try? pump { !client.wantsWrite }

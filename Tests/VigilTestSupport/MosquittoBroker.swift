@@ -138,7 +138,7 @@ public final class MosquittoBroker: @unchecked Sendable {
     }
 
     public func clientArguments(as name: String) -> [String] {
-        ["-h", "localhost", "-p", "\(port)", "--cafile", directory + "/ca.pem", "--cert", directory + "/\(name).crt",
+        ["-h", "127.0.0.1", "-p", "\(port)", "--cafile", directory + "/ca.pem", "--cert", directory + "/\(name).crt",
          "--key", directory + "/\(name).key"]
     }
 
