@@ -264,7 +264,10 @@ public enum CivilTime {
         daysToJanuaryFirst(year) * 86_400_000_000
     }
 
-    public static func year(ofMicroseconds us: UInt64) -> Int {
+    /// The year of a time, for times up to the year 9999 (later ones count as 9999: the
+    /// arithmetic would overflow far past any clock's reading).
+    public static func year(ofMicroseconds time: UInt64) -> Int {
+        let us = min(time, 253_402_300_799_000_000)
         var year = 1970 + Int(us / 31_556_952_000_000)
         while microseconds(ofYear: year) > Int64(clamping: us) { year -= 1 }
         while microseconds(ofYear: year + 1) <= Int64(clamping: us) { year += 1 }

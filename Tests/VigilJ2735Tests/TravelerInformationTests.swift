@@ -103,6 +103,7 @@ import VigilJ2735
         yearless.startMinuteOfYear = 527_040
         #expect(yearless.startMicroseconds(nowMicroseconds: 1_798_675_200_000_000) == nil, "527040 is invalid")
         #expect(CivilTime.year(ofMicroseconds: 1_741_615_200_000_000) == 2025)
+        #expect(CivilTime.year(ofMicroseconds: .max) == 9_999, "an absurd clock is no trap")
         #expect(CivilTime.microseconds(ofYear: 2024) == 1_704_067_200_000_000)
     }
 
