@@ -191,57 +191,44 @@ public struct TravelerInformation: Equatable, Sendable {
             let clampedLon = min(max(lon, -1_799_999_999), 1_800_000_000)
             points.append(Position3D(latitude: Int32(clampedLat.rounded()), longitude: Int32(clampedLon.rounded())))
         }
-        if try r.bit() { // ll
+        // One node list either way; the offsets' widths and units are the system's.
+        let latLon = try r.bit()
+        if latLon {
             guard try r.choice(1, extensible: true) != nil else { return [] }
-            let count = try r.constrainedLength(2...63)
-            for _ in 0 ..< count {
-                let extended = try r.bit()
-                if try r.bit() { throw .unsupported("a path node with attributes") }
-                let widths = [12, 14, 16, 18, 22, 24]
-                let kind = Int(try r.integer(in: 0...7))
-                if kind < 6 {
-                    let half = Int64(1) << (widths[kind] - 1)
-                    let dLon = try r.integer(in: -half...(half - 1)), dLat = try r.integer(in: -half...(half - 1))
-                    lon += Double(dLon) * scale
-                    lat += Double(dLat) * scale
-                } else if kind == 6 {
-                    lon = Double(try r.integer(in: Position3D.longitudeRange))
-                    lat = Double(try r.integer(in: Position3D.latitudeRange))
-                    placed = Position3D(latitude: Int32(lat), longitude: Int32(lon)).isAvailable
-                } else {
-                    throw .unsupported("a regional path node")
-                }
-                if extended { try r.skipExtensionAdditions() }
-                add()
-            }
-        } else { // xy
+        } else {
             guard let list = try r.choice(2, extensible: true) else { return [] }
             guard list == 0 else { throw .unsupported("a computed lane") }
-            let count = try r.constrainedLength(2...63)
-            for _ in 0 ..< count {
-                let extended = try r.bit()
-                if try r.bit() { throw .unsupported("a path node with attributes") }
-                let widths = [10, 11, 12, 13, 14, 16]
-                let kind = Int(try r.integer(in: 0...7))
-                if kind < 6 {
-                    let half = Int64(1) << (widths[kind] - 1)
-                    let x = try r.integer(in: -half...(half - 1)), y = try r.integer(in: -half...(half - 1))
-                    // Centimetres east and north; 1e-7° of latitude is about 1.11 cm.
-                    let metersPerE7 = 0.011_119_5
-                    let east = Double(x) * scale / 100, north = Double(y) * scale / 100
-                    let cosLat = max(0.01, cos(lat / 1e7 * .pi / 180))
-                    lat += north / metersPerE7
-                    lon += east / (metersPerE7 * cosLat)
-                } else if kind == 6 {
-                    lon = Double(try r.integer(in: Position3D.longitudeRange))
-                    lat = Double(try r.integer(in: Position3D.latitudeRange))
-                    placed = Position3D(latitude: Int32(lat), longitude: Int32(lon)).isAvailable
+        }
+        let widths = latLon ? [12, 14, 16, 18, 22, 24] : [10, 11, 12, 13, 14, 16]
+        let count = try r.constrainedLength(2...63)
+        for _ in 0 ..< count {
+            let extended = try r.bit()
+            if try r.bit() { throw .unsupported("a path node with attributes") }
+            let kind = Int(try r.integer(in: 0...7))
+            if kind < 6 {
+                let half = Int64(1) << (widths[kind] - 1)
+                // Lat/lon: longitude then latitude, 1e-7° each. XY: centimetres east then north.
+                let first = Double(try r.integer(in: -half...(half - 1))) * scale
+                let second = Double(try r.integer(in: -half...(half - 1))) * scale
+                if latLon {
+                    lon += first
+                    lat += second
                 } else {
-                    throw .unsupported("a regional path node")
+                    // 1e-7° of latitude is about 1.11 cm.
+                    let metersPerE7 = 0.011_119_5
+                    let cosLat = max(0.01, cos(lat / 1e7 * .pi / 180))
+                    lat += second / 100 / metersPerE7
+                    lon += first / 100 / (metersPerE7 * cosLat)
                 }
-                if extended { try r.skipExtensionAdditions() }
-                add()
+            } else if kind == 6 {
+                lon = Double(try r.integer(in: Position3D.longitudeRange))
+                lat = Double(try r.integer(in: Position3D.latitudeRange))
+                placed = Position3D(latitude: Int32(lat), longitude: Int32(lon)).isAvailable
+            } else {
+                throw .unsupported("a regional path node")
             }
+            if extended { try r.skipExtensionAdditions() }
+            add()
         }
         return points
     }
