@@ -6,64 +6,6 @@ import VigilJ2735
 import VigilMQTT
 import VigilSystem
 
-/// What the hazard feed counted since the node started (DriveAZ's debug screen, and more).
-public struct HazardFeedCounters: Sendable, Codable, Equatable {
-    /// Messages on the feed's topics, whatever they held.
-    public var received: UInt64 = 0
-    public var receivedPSM: UInt64 = 0
-    public var receivedTIM: UInt64 = 0
-    /// Sound frames of kinds the box does not read (a BSM, a MAP).
-    public var receivedOther: UInt64 = 0
-    public var undecodablePSM: UInt64 = 0
-    public var undecodableTIM: UInt64 = 0
-    /// Topics outside DriveAZ's grammar.
-    public var unknownTopics: UInt64 = 0
-    /// Decoded, but nothing the projection holds: no position, an animal, a TIM that is neither a
-    /// work zone nor a queue, a zone not started or already over, the box's own PSM.
-    public var ignored: UInt64 = 0
-    /// `HazardReported` appended.
-    public var logged: UInt64 = 0
-    /// Repeats not logged by design: a road user's within a second of its last, a zone's unchanged.
-    public var coalesced: UInt64 = 0
-    /// Reports dropped under load: too many still on their way to the card, or the log shed them.
-    public var shed: UInt64 = 0
-    /// The most reports on their way to the card at once, this run.
-    public var maximumInFlight: Int = 0
-    /// PSMs sent (VRU mode) and sends that failed.
-    public var sent: UInt64 = 0
-    public var sendFailures: UInt64 = 0
-    public var connects: UInt64 = 0
-    public var connectFailures: UInt64 = 0
-    public var disconnects: UInt64 = 0
-    public var failovers: UInt64 = 0
-    /// Subscriptions the broker refused (a vendor channel this box's certificate may not read).
-    public var subscriptionsRefused: UInt64 = 0
-}
-
-/// A message the feed saw, for the debug list (newest first).
-public struct FeedSighting: Sendable, Codable, Equatable {
-    /// "PSM", "TIM", "frame 20", or "PSM (undecodable)".
-    public var type: String
-    public var id: String
-    public var timeMicroseconds: UInt64
-}
-
-/// The feed as `vigil status` and the page show it.
-public struct HazardFeedStatus: Sendable, Codable, Equatable {
-    public var connected: Bool
-    /// Connected, and every subscription answered by the broker.
-    public var subscribed: Bool
-    /// "NAME (HOST:PORT)": the broker in use or being tried.
-    public var broker: String?
-    /// "connected", "connecting", "retrying in 4 s".
-    public var state: String
-    public var lastError: String?
-    /// Sending PSMs for the people at the box now.
-    public var vruActive: Bool
-    public var counters: HazardFeedCounters
-    public var seen: [FeedSighting]
-}
-
 /// The regional hazard feed over MQTT (README "Active hazards"), as DriveAZ uses it: the broker
 /// nearest the site (failing over to the next-nearest), mutual TLS, DriveAZ's public and vendor
 /// topics, J2735 PSMs and TIMs decoded into `HazardReported` (source MQTT), and VRU mode: while
@@ -85,10 +27,6 @@ final class HazardFeed: NodeComponent {
     static let retryTimer = Scheduler.Timer("hazard-feed-retry")
     static let connackTimeoutMicroseconds: UInt64 = 10_000_000
     static let sightingLimit = 20
-    static let memoryLimit = 4_096
-    /// The ITIS codes (SAE J2540-2) that make a TIM a work zone, or the back of a queue.
-    static let roadWorkCodes: ClosedRange<Int> = 1_025...1_037
-    static let queueCodes: Set<Int> = [257, 258, 259, 262, 263]
 
     private enum Phase: Equatable { case off, dialing, linked, waiting }
     private var phase = Phase.off
@@ -116,12 +54,8 @@ final class HazardFeed: NodeComponent {
     private var seen: [FeedSighting] = []
     /// Reports appended and not yet durable (or refused).
     private var inFlight = Set<UInt64>()
-    private struct Logged { var atMicroseconds: UInt64; var relevant: Bool; var signature: String }
-    /// What was last logged of each road user and each zone, apart: a flood of road users
-    /// fills its own memory (and is then shed), never the zones'.
-    private var loggedRoadUsers: [String: Logged] = [:]
-    private var loggedZones: [String: Logged] = [:]
-    static let zoneMemoryLimit = 1_024
+    /// What was last logged of each road user and zone: which repeats are worth the card.
+    private var memory: FeedMemory
     // VRU mode.
     private var ownIDs: [[UInt8]] = []
     private var ownIDSinceMicroseconds: UInt64 = 0
@@ -133,6 +67,8 @@ final class HazardFeed: NodeComponent {
         self.node = node
         settings = node.configuration.hazardFeed
         backoff = Backoff(base: settings.retryBaseMicroseconds, max: settings.retryMaxMicroseconds)
+        memory = FeedMemory(roadUserIntervalMicroseconds: settings.roadUserLogIntervalMicroseconds,
+                            zoneIntervalMicroseconds: settings.zoneLogIntervalMicroseconds)
     }
 
     private var now: UInt64 { node.scheduler.now / 1_000 }
@@ -407,16 +343,7 @@ final class HazardFeed: NodeComponent {
             afterCall()
         }
         publishOwnPSM()
-        forgetOld()
-    }
-
-    /// A road user is remembered while it could still be in the projection (its lifetime after
-    /// its last logged report), a zone for its log interval: what is older would be logged anew.
-    private func forgetOld() {
-        let t = now
-        let roadUserAge = max(settings.roadUserLogIntervalMicroseconds, HazardBook.roadUserLifetimeMicroseconds)
-        loggedRoadUsers = loggedRoadUsers.filter { t &- $0.value.atMicroseconds < roadUserAge }
-        loggedZones = loggedZones.filter { t &- $0.value.atMicroseconds < settings.zoneLogIntervalMicroseconds }
+        memory.forget(atMicroseconds: now)
     }
 
     // MARK: VRU mode
@@ -507,106 +434,39 @@ final class HazardFeed: NodeComponent {
     }
 
     private func take(_ psm: PersonalSafetyMessage) {
-        let kind: HazardKind
-        switch psm.userType {
-        case .pedestrian, .publicSafetyWorker, .unavailable: kind = .pedestrian
-        case .pedalCyclist: kind = .cyclist
-        default: kind = .unspecified
-        }
-        guard kind != .unspecified, psm.hasPosition, !ownIDs.contains(psm.temporaryID) else {
+        guard let report = FeedReports.report(psm, ownIDs: ownIDs) else {
             counters.ignored += 1
             return
         }
-        var report = HazardReported()
-        report.id = Hex.encode(psm.temporaryID).uppercased()
-        report.kind = kind
-        report.source = .mqtt
-        report.latitudeE7 = psm.latitude
-        report.longitudeE7 = psm.longitude
-        if let degrees = psm.headingDegrees { report.headingCentidegrees = UInt32((degrees * 100).rounded()) % 36_000 }
-        if psm.speed != PersonalSafetyMessage.speedUnavailable { report.speedCmPerS = UInt32(psm.speed) * 2 }
-        report.messageType = "PSM"
         submit(report, roadUser: true, signature: "")
     }
 
     private func take(_ tim: TravelerInformation, topicID: String) {
-        let wall = node.clock.nowMicroseconds()
-        let site = node.projections.hazards.site
-        for (index, frame) in tim.frames.enumerated() {
-            let kind: HazardKind
-            if frame.content == .workZone || frame.itisCodes.contains(where: Self.roadWorkCodes.contains) {
-                kind = .workZone
-            } else if frame.itisCodes.contains(where: Self.queueCodes.contains) {
-                kind = .trafficJam
-            } else {
-                counters.ignored += 1
-                continue
-            }
-            let places = frame.regions.flatMap(\.places)
-            guard var place = places.first, let start = frame.startMicroseconds(nowMicroseconds: wall) else {
-                counters.ignored += 1
-                continue
-            }
-            if let site {
-                // The point of the zone nearest the site is where it matters to the site.
-                func feet(_ p: Position3D) -> Double {
-                    HazardGeometry.meters(fromLatitude: Double(p.latitude) / 1e7, longitude: Double(p.longitude) / 1e7,
-                                          toLatitude: site.latitude, longitude: site.longitude)
-                }
-                place = places.min { feet($0) < feet($1) } ?? place
-            }
-            // 32000 minutes is "until further notice": the zone lives while its message repeats.
-            let end = frame.durationMinutes >= 32_000 ? 0 : start &+ UInt64(frame.durationMinutes) * 60_000_000
-            guard start <= wall &+ 60_000_000, end == 0 || end > wall else {
-                counters.ignored += 1 // not started yet, or over
-                continue
-            }
-            var report = HazardReported()
-            let base = tim.packetID.map { Hex.encode($0).uppercased() } ?? topicID
-            report.id = tim.frames.count > 1 ? "\(base)/\(index)" : base
-            report.kind = kind
-            report.source = .mqtt
-            report.latitudeE7 = place.latitude
-            report.longitudeE7 = place.longitude
-            report.expiresUs = end
-            report.messageType = "TIM"
-            submit(report, roadUser: false, signature: "\(place.latitude),\(place.longitude),\(end),\(kind.rawValue)")
-        }
+        let reports = FeedReports.reports(tim, topicID: topicID, site: node.projections.hazards.site, nowMicroseconds: node.clock.nowMicroseconds())
+        for case let (report, signature)? in reports { submit(report, roadUser: false, signature: signature) }
+        counters.ignored += UInt64(reports.count { $0 == nil })
     }
 
     private func submit(_ report: HazardReported, roadUser: Bool, signature: String) {
         let key = HazardBook.key(kind: report.kind, source: .mqtt, id: report.id)
-        let t = now
-        var relevant = false
-        if roadUser, let site = node.projections.hazards.site {
-            let verdict = HazardRelevance.judge(kind: report.kind, latitude: Double(report.latitudeE7) / 1e7, longitude: Double(report.longitudeE7) / 1e7,
-                                                headingDegrees: report.hasHeadingCentidegrees ? Double(report.headingCentidegrees) / 100 : nil,
-                                                speedMetersPerSecond: report.hasSpeedCmPerS ? Double(report.speedCmPerS) / 100 : nil, site: site)
-            if case .relevant = verdict { relevant = true }
-        }
-        let last = roadUser ? loggedRoadUsers[key] : loggedZones[key]
-        if let last {
-            let quiet = roadUser ? settings.roadUserLogIntervalMicroseconds : settings.zoneLogIntervalMicroseconds
-            let newlyRelevant = relevant && !last.relevant
-            let changed = !roadUser && last.signature != signature
-            if t &- last.atMicroseconds < quiet, !newlyRelevant, !changed {
-                counters.coalesced += 1
-                return
-            }
-        }
-        let remembered = roadUser ? loggedRoadUsers.count < Self.memoryLimit : loggedZones.count < Self.zoneMemoryLimit
-        guard inFlight.count < settings.maximumInFlight, remembered || last != nil else {
+        let relevant = roadUser && FeedReports.isRelevant(report, to: node.projections.hazards.site)
+        switch memory.judge(key, roadUser: roadUser, relevant: relevant, signature: signature, atMicroseconds: now) {
+        case .repeatOfLogged:
+            counters.coalesced += 1
+            return
+        case .full:
             counters.shed += 1
             return
+        case .worthLogging:
+            break
         }
-        guard let sequence = node.append(.hazardReported(report), sheddable: true) else {
+        guard inFlight.count < settings.maximumInFlight, let sequence = node.append(.hazardReported(report), sheddable: true) else {
             counters.shed += 1
             return
         }
         inFlight.insert(sequence)
         counters.maximumInFlight = max(counters.maximumInFlight, inFlight.count)
-        let entry = Logged(atMicroseconds: t, relevant: relevant, signature: signature)
-        if roadUser { loggedRoadUsers[key] = entry } else { loggedZones[key] = entry }
+        memory.logged(key, roadUser: roadUser, relevant: relevant, signature: signature, atMicroseconds: now)
         counters.logged += 1
     }
 }

@@ -257,3 +257,36 @@ import VigilTestSupport
         try await stop(node, task)
     }
 }
+
+/// Which of the feed's reports reach the card, on explicit times (no broker, no clock).
+@Suite struct FeedMemoryTests {
+    @Test func aRoadUserIsLoggedOnceASecondAndAtOnceWhenItBecomesRelevant() {
+        var memory = FeedMemory(roadUserIntervalMicroseconds: 1_000_000, zoneIntervalMicroseconds: 300_000_000)
+        #expect(memory.judge("p", roadUser: true, relevant: false, signature: "", atMicroseconds: 0) == .worthLogging)
+        memory.logged("p", roadUser: true, relevant: false, signature: "", atMicroseconds: 0)
+        #expect(memory.judge("p", roadUser: true, relevant: false, signature: "", atMicroseconds: 999_999) == .repeatOfLogged)
+        #expect(memory.judge("p", roadUser: true, relevant: true, signature: "", atMicroseconds: 500_000) == .worthLogging, "a warning is never late")
+        #expect(memory.judge("p", roadUser: true, relevant: false, signature: "", atMicroseconds: 1_000_000) == .worthLogging)
+        // Remembered through its lifetime in the projection, then forgotten.
+        memory.forget(atMicroseconds: 9_999_999)
+        #expect(memory.roadUsers["p"] != nil)
+        memory.forget(atMicroseconds: 10_000_000)
+        #expect(memory.roadUsers.isEmpty)
+    }
+
+    @Test func aZoneIsLoggedWhenItChangesOrEveryInterval() {
+        var memory = FeedMemory(roadUserIntervalMicroseconds: 1_000_000, zoneIntervalMicroseconds: 300_000_000)
+        memory.logged("z", roadUser: false, relevant: false, signature: "a", atMicroseconds: 0)
+        #expect(memory.judge("z", roadUser: false, relevant: false, signature: "a", atMicroseconds: 299_999_999) == .repeatOfLogged)
+        #expect(memory.judge("z", roadUser: false, relevant: false, signature: "b", atMicroseconds: 1) == .worthLogging)
+        #expect(memory.judge("z", roadUser: false, relevant: false, signature: "a", atMicroseconds: 300_000_000) == .worthLogging)
+    }
+
+    @Test func aFloodOfRoadUsersNeverCrowdsOutZones() {
+        var memory = FeedMemory(roadUserIntervalMicroseconds: 1_000_000, zoneIntervalMicroseconds: 300_000_000)
+        for i in 0 ..< FeedMemory.roadUserLimit { memory.logged("p\(i)", roadUser: true, relevant: false, signature: "", atMicroseconds: 0) }
+        #expect(memory.judge("new", roadUser: true, relevant: false, signature: "", atMicroseconds: 0) == .full)
+        #expect(memory.judge("p1", roadUser: true, relevant: false, signature: "", atMicroseconds: 2_000_000) == .worthLogging, "a known one still is")
+        #expect(memory.judge("z", roadUser: false, relevant: false, signature: "", atMicroseconds: 0) == .worthLogging)
+    }
+}
