@@ -62,6 +62,9 @@ public typealias HazardKind = Vigil_Events_V1_HazardKind
 public typealias HazardSource = Vigil_Events_V1_HazardSource
 public typealias LinkRole = Vigil_Events_V1_LinkRole
 public typealias ChatChannel = Vigil_Events_V1_ChatChannel
+public typealias AlertTaken = Vigil_Events_V1_AlertTaken
+public typealias TakenVia = Vigil_Events_V1_TakenVia
+public typealias CallDeadline = Vigil_Events_V1_CallDeadline
 
 /// What happened. One case per event kind in the catalogue (README "Event catalogue").
 public enum EventBody: Sendable, Equatable {
@@ -102,6 +105,8 @@ public enum EventBody: Sendable, Equatable {
     case chatOpened(ChatOpened)
     case hazardReported(HazardReported)
     case hazardDeadline(HazardDeadline)
+    case alertTaken(AlertTaken)
+    case callDeadline(CallDeadline)
 
     public var kind: EventKind {
         switch self {
@@ -142,6 +147,8 @@ public enum EventBody: Sendable, Equatable {
         case .chatOpened: .chatOpened
         case .hazardReported: .hazardReported
         case .hazardDeadline: .hazardDeadline
+        case .alertTaken: .alertTaken
+        case .callDeadline: .callDeadline
         }
     }
 
@@ -209,6 +216,8 @@ extension EventKind {
         case .chatOpened: "chat-opened"
         case .hazardReported: "hazard-reported"
         case .hazardDeadline: "hazard-deadline"
+        case .alertTaken: "alert-taken"
+        case .callDeadline: "call-deadline"
         case .UNRECOGNIZED(let n): "kind-\(n)"
         }
     }
@@ -221,6 +230,7 @@ extension EventKind {
         .alertExpired, .alertReaffirmed, .downtimeDetected, .hubAcknowledged, .hubEpochStarted, .hubReceived,
         .occupancySampled, .exposureKeysOffered, .exposureKeysMatched, .hubFeedRewound, .logSalvaged,
         .scanSightings, .scanBatch, .linkChanged, .chatMessage, .chatOpened, .hazardReported, .hazardDeadline,
+        .alertTaken, .callDeadline,
     ]
 
     public init?(name: String) {
@@ -237,7 +247,9 @@ extension EventKind {
         case .alertRaised, .alertReceived, .alertCancelled, .alertAcknowledged, .alertExpired, .alertReaffirmed,
              .deadlineReached, .outboxAttempt, .alarmAcknowledged, .checkIn,
              .residentEnrolled, .residentUpdated, .residentRemoved,
-             .nodeStarted, .nodeStopped, .radioStateChanged, .downtimeDetected, .occupancySampled:
+             .nodeStarted, .nodeStopped, .radioStateChanged, .downtimeDetected, .occupancySampled,
+             // Who took a call for help: every box, coordinator and recipient learns it.
+             .alertTaken, .callDeadline:
             true
         case .scanHit, .exposureDetected, .contactRetention, .exposureKeysPublished, .exposureKeysOffered, .exposureKeysMatched,
              .buttonInput, .hubAcknowledged, .hubEpochStarted, .hubReceived, .hubFeedRewound, .logSalvaged, .scanSightings, .scanBatch, .unspecified, .UNRECOGNIZED,

@@ -73,6 +73,8 @@ public enum EventCodec {
         case .chatOpened(let m): payload = serialize(m)
         case .hazardReported(let m): payload = serialize(m)
         case .hazardDeadline(let m): payload = serialize(m)
+        case .alertTaken(let m): payload = serialize(m)
+        case .callDeadline(let m): payload = serialize(m)
         }
         return (kind, payload)
     }
@@ -134,6 +136,8 @@ public enum EventCodec {
             case .chatOpened: return .chatOpened(try parse(payload))
             case .hazardReported: return .hazardReported(try parse(payload))
             case .hazardDeadline: return .hazardDeadline(try parse(payload))
+            case .alertTaken: return .alertTaken(try parse(payload))
+            case .callDeadline: return .callDeadline(try parse(payload))
             case .unspecified, .UNRECOGNIZED:
                 throw EventDecodingError(sequence: sequence, reason: .unknownKind(kind))
             }

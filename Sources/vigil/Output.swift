@@ -1,5 +1,6 @@
 import Foundation
 import SwiftProtobuf
+import VigilCore
 import VigilEvents
 import VigilNode
 import VigilSystem
@@ -75,6 +76,8 @@ enum EventFormatting {
             case .chatOpened(let m): payload = try m.jsonString(options: options)
             case .hazardReported(let m): payload = try m.jsonString(options: options)
             case .hazardDeadline(let m): payload = try m.jsonString(options: options)
+            case .alertTaken(let m): payload = try m.jsonString(options: options)
+            case .callDeadline(let m): payload = try m.jsonString(options: options)
             case .scanBatch(let m):
                 // The packed hits shown as the ScanHits they are (the batch's bytes say nothing to a reader).
                 let hits = try m.scanHits().map { try $0.jsonString(options: options) }
@@ -155,6 +158,12 @@ enum EventFormatting {
             let course = h.hasHeadingCentidegrees ? String(format: " heading %.1f°", Double(h.headingCentidegrees) / 100) : ""
             summary = "\(h.kind.displayName) \(ChatText.printable(h.id, limit: 64)) at \(String(format: "%.6f,%.6f", Double(h.latitudeE7) / 1e7, Double(h.longitudeE7) / 1e7))\(course)\(motion) (from \(h.source.displayName))"
         case .hazardDeadline(let d): summary = "hazards due by \(EventFormatting.time(d.dueUs)) end"
+        case .alertTaken(let t):
+            let call = t.hasID ? t.id.text : "\(ChatText.printable(t.resident, limit: 64))'s ladder \(t.ladder)"
+            let heard = t.heardFrom == 0 ? "" : " (heard from \(String(t.heardFrom, radix: 16)))"
+            summary = "call \(call) taken by \(ChatText.printable(t.by, limit: 64)) \(CallBook.viaText(t.via))\(heard)"
+        case .callDeadline(let d):
+            summary = "call \(ChatText.printable(d.call, limit: 80)): tier \(d.tier + 1), pass \(d.round + 1) due \(EventFormatting.time(d.dueUs))"
         case .scanSightings(let s):
             let minutes = s.tracks.reduce(0) { $0 + $1.minutes.count }
             summary = "\(s.hits) scan hits from \(time(s.spanStartUs)) to \(time(s.spanEndUs)) compacted: \(s.tracks.count) contact identifiers, \(minutes) identifier-minutes"

@@ -92,7 +92,7 @@ enum Fixtures {
             .scanHit(hit), .alertReceived(received), .alertRaised(raised), .alertCancelled(cancelled),
             .checkIn(checkIn), .buttonInput(button), .nodeStarted(started), .nodeStopped(stopped),
             .radioStateChanged(radio),
-        ] + schema2Bodies + schema4Bodies + schema5Bodies + schema6Bodies + schema7Bodies + schema8Bodies + schema9Bodies + schema10Bodies + schema11Bodies + schema12Bodies + schema13Bodies + schema15Bodies
+        ] + schema2Bodies + schema4Bodies + schema5Bodies + schema6Bodies + schema7Bodies + schema8Bodies + schema9Bodies + schema10Bodies + schema11Bodies + schema12Bodies + schema13Bodies + schema15Bodies + schema16Bodies
     }
 
     /// The kind schema 8 added, every field set (from the v8 golden stream).
@@ -269,6 +269,34 @@ enum Fixtures {
     /// The kinds schema 15 added (active hazards), every field set (from the v15 stream).
     static var schema15Bodies: [EventBody] {
         goldenEventsV15.suffix(2).map(\.body)
+    }
+
+    /// The kinds schema 16 added (calls for help), every field set (from the v16 stream).
+    static var schema16Bodies: [EventBody] {
+        let added = goldenEventsV16.suffix(3).map(\.body)
+        return [added[1], added[0]]
+    }
+
+    /// Schema 16: a call taken by SMS, a resident's call taken on the page, a call tree's step.
+    static var goldenEventsV16: [(timeMicroseconds: UInt64, body: EventBody)] {
+        var taken = AlertTaken()
+        taken.id = AlertID(origin: 0x00C0_FFEE, counter: 7)
+        taken.by = "Luis (+34600111222)"
+        taken.via = .sms
+        taken.heardFrom = 0x0BAD_CAFE
+        var resident = AlertTaken()
+        resident.resident = "room-12"
+        resident.ladder = 3
+        resident.by = "Marta"
+        resident.via = .page
+        var deadline = CallDeadline()
+        deadline.call = "alert:c0ffee:7"
+        deadline.tier = 1
+        deadline.round = 2
+        deadline.dueUs = start + 300_000_000
+        let base = goldenEventsV15.last?.timeMicroseconds ?? start
+        return goldenEventsV15 + [(base + 125_000, .callDeadline(deadline)), (base + 250_000, .alertTaken(taken)),
+                                  (base + 500_000, .alertTaken(resident))]
     }
 
     /// Schema 15: a start with the site, a road user's position report and a hazard deadline.
@@ -784,6 +812,8 @@ extension EventBody {
         case .chatOpened(let m): m
         case .hazardReported(let m): m
         case .hazardDeadline(let m): m
+        case .alertTaken(let m): m
+        case .callDeadline(let m): m
         }
     }
 
@@ -827,6 +857,8 @@ extension EventBody {
         case .chatOpened: self = .chatOpened(try ChatOpened(jsonString: json))
         case .hazardReported: self = .hazardReported(try HazardReported(jsonString: json))
         case .hazardDeadline: self = .hazardDeadline(try HazardDeadline(jsonString: json))
+        case .alertTaken: self = .alertTaken(try AlertTaken(jsonString: json))
+        case .callDeadline: self = .callDeadline(try CallDeadline(jsonString: json))
         case .unspecified, .UNRECOGNIZED: throw GoldenFormatError("no payload type for kind \(kind.name)")
         }
     }

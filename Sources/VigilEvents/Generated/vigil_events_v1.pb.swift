@@ -105,6 +105,10 @@ public nonisolated enum Vigil_Events_V1_EventKind: SwiftProtobuf.Enum, Swift.Cas
   /// Added in schema version 15 (active hazards: road users, work zones and jams).
   case hazardReported // = 36
   case hazardDeadline // = 37
+
+  /// Added in schema version 16 (calls for help reach a person who takes them).
+  case alertTaken // = 38
+  case callDeadline // = 39
   case UNRECOGNIZED(Int)
 
   public init() {
@@ -151,6 +155,8 @@ public nonisolated enum Vigil_Events_V1_EventKind: SwiftProtobuf.Enum, Swift.Cas
     case 35: self = .chatOpened
     case 36: self = .hazardReported
     case 37: self = .hazardDeadline
+    case 38: self = .alertTaken
+    case 39: self = .callDeadline
     default: self = .UNRECOGNIZED(rawValue)
     }
   }
@@ -195,6 +201,8 @@ public nonisolated enum Vigil_Events_V1_EventKind: SwiftProtobuf.Enum, Swift.Cas
     case .chatOpened: return 35
     case .hazardReported: return 36
     case .hazardDeadline: return 37
+    case .alertTaken: return 38
+    case .callDeadline: return 39
     case .UNRECOGNIZED(let i): return i
     }
   }
@@ -239,6 +247,8 @@ public nonisolated enum Vigil_Events_V1_EventKind: SwiftProtobuf.Enum, Swift.Cas
     .chatOpened,
     .hazardReported,
     .hazardDeadline,
+    .alertTaken,
+    .callDeadline,
   ]
 
 }
@@ -795,6 +805,79 @@ public nonisolated enum Vigil_Events_V1_HazardSource: SwiftProtobuf.Enum, Swift.
     .hub,
     .mqtt,
     .staff,
+  ]
+
+}
+
+/// How a person said they take a call.
+public nonisolated enum Vigil_Events_V1_TakenVia: SwiftProtobuf.Enum, Swift.CaseIterable {
+  public typealias RawValue = Int
+  case unspecified // = 0
+
+  /// signed-in staff on the box's page
+  case page // = 1
+
+  /// a bearer token on the box's API
+  case api // = 2
+
+  /// vigil alert take ID --by NAME
+  case cli // = 3
+
+  /// an SMS reply from a number of the call tree
+  case sms // = 4
+
+  /// an authenticated webhook callback
+  case webhook // = 5
+
+  /// a coordinator on the hub's page
+  case hub // = 6
+
+  /// a person at a box pressed its button
+  case button // = 7
+  case UNRECOGNIZED(Int)
+
+  public init() {
+    self = .unspecified
+  }
+
+  public init?(rawValue: Int) {
+    switch rawValue {
+    case 0: self = .unspecified
+    case 1: self = .page
+    case 2: self = .api
+    case 3: self = .cli
+    case 4: self = .sms
+    case 5: self = .webhook
+    case 6: self = .hub
+    case 7: self = .button
+    default: self = .UNRECOGNIZED(rawValue)
+    }
+  }
+
+  public var rawValue: Int {
+    switch self {
+    case .unspecified: return 0
+    case .page: return 1
+    case .api: return 2
+    case .cli: return 3
+    case .sms: return 4
+    case .webhook: return 5
+    case .hub: return 6
+    case .button: return 7
+    case .UNRECOGNIZED(let i): return i
+    }
+  }
+
+  // The compiler won't synthesize support with the UNRECOGNIZED case.
+  public static let allCases: [Vigil_Events_V1_TakenVia] = [
+    .unspecified,
+    .page,
+    .api,
+    .cli,
+    .sms,
+    .webhook,
+    .hub,
+    .button,
   ]
 
 }
@@ -2351,12 +2434,70 @@ public nonisolated struct Vigil_Events_V1_HazardDeadline: Sendable {
   public init() {}
 }
 
+/// A person took a call for help ("I'm on my way"): the call tree stops escalating and everyone
+/// told is told who took it. A call is an alert (sos, medical: `id`) or a resident's ladder at its
+/// alarm step (`resident` and `ladder`, `id` unset). The first taking of a call is what counts.
+public nonisolated struct Vigil_Events_V1_AlertTaken: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var id: Vigil_Events_V1_AlertId {
+    get {_id ?? Vigil_Events_V1_AlertId()}
+    set {_id = newValue}
+  }
+  /// Returns true if `id` has been explicitly set.
+  public var hasID: Bool {self._id != nil}
+  /// Clears the value of `id`. Subsequent reads from it will return its default value.
+  public mutating func clearID() {self._id = nil}
+
+  public var resident: String = String()
+
+  public var ladder: UInt32 = 0
+
+  /// who, as they gave it (a name, a phone number); at most 64 bytes
+  public var by: String = String()
+
+  public var via: Vigil_Events_V1_TakenVia = .unspecified
+
+  /// the box it came from over the hub's feed (0 = taken here)
+  public var heardFrom: UInt64 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _id: Vigil_Events_V1_AlertId? = nil
+}
+
+/// Time reached `due_us` for the call tree's next step of call `call`: `tier` of `round` starts
+/// (round 0 is the first pass; later rounds are "STILL UNANSWERED"). Appended by the node when it
+/// comes, so a quiet box escalates too and replay needs no clock. A deadline that no longer
+/// matches the call (taken, ended, already past that step) is stale and changes nothing.
+public nonisolated struct Vigil_Events_V1_CallDeadline: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var call: String = String()
+
+  public var tier: UInt32 = 0
+
+  public var round: UInt32 = 0
+
+  public var dueUs: UInt64 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
 // MARK: - Code below here is support for the SwiftProtobuf runtime.
 
 fileprivate nonisolated let _protobuf_package = "vigil.events.v1"
 
 nonisolated extension Vigil_Events_V1_EventKind: SwiftProtobuf._ProtoNameProviding {
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0EVENT_KIND_UNSPECIFIED\0\u{1}SCAN_HIT\0\u{1}ALERT_RECEIVED\0\u{1}ALERT_RAISED\0\u{1}ALERT_CANCELLED\0\u{1}CHECK_IN\0\u{1}BUTTON_INPUT\0\u{1}NODE_STARTED\0\u{1}NODE_STOPPED\0\u{1}RADIO_STATE_CHANGED\0\u{1}RESIDENT_ENROLLED\0\u{1}RESIDENT_UPDATED\0\u{1}RESIDENT_REMOVED\0\u{1}DEADLINE_REACHED\0\u{1}ALARM_ACKNOWLEDGED\0\u{1}OUTBOX_ATTEMPT\0\u{1}EXPOSURE_DETECTED\0\u{1}CONTACT_RETENTION\0\u{1}EXPOSURE_KEYS_PUBLISHED\0\u{1}ALERT_ACKNOWLEDGED\0\u{1}ALERT_EXPIRED\0\u{1}ALERT_REAFFIRMED\0\u{1}DOWNTIME_DETECTED\0\u{1}HUB_ACKNOWLEDGED\0\u{1}HUB_EPOCH_STARTED\0\u{1}HUB_RECEIVED\0\u{1}OCCUPANCY_SAMPLED\0\u{1}EXPOSURE_KEYS_OFFERED\0\u{1}EXPOSURE_KEYS_MATCHED\0\u{1}HUB_FEED_REWOUND\0\u{1}LOG_SALVAGED\0\u{1}SCAN_SIGHTINGS\0\u{1}SCAN_BATCH\0\u{1}LINK_CHANGED\0\u{1}CHAT_MESSAGE\0\u{1}CHAT_OPENED\0\u{1}HAZARD_REPORTED\0\u{1}HAZARD_DEADLINE\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0EVENT_KIND_UNSPECIFIED\0\u{1}SCAN_HIT\0\u{1}ALERT_RECEIVED\0\u{1}ALERT_RAISED\0\u{1}ALERT_CANCELLED\0\u{1}CHECK_IN\0\u{1}BUTTON_INPUT\0\u{1}NODE_STARTED\0\u{1}NODE_STOPPED\0\u{1}RADIO_STATE_CHANGED\0\u{1}RESIDENT_ENROLLED\0\u{1}RESIDENT_UPDATED\0\u{1}RESIDENT_REMOVED\0\u{1}DEADLINE_REACHED\0\u{1}ALARM_ACKNOWLEDGED\0\u{1}OUTBOX_ATTEMPT\0\u{1}EXPOSURE_DETECTED\0\u{1}CONTACT_RETENTION\0\u{1}EXPOSURE_KEYS_PUBLISHED\0\u{1}ALERT_ACKNOWLEDGED\0\u{1}ALERT_EXPIRED\0\u{1}ALERT_REAFFIRMED\0\u{1}DOWNTIME_DETECTED\0\u{1}HUB_ACKNOWLEDGED\0\u{1}HUB_EPOCH_STARTED\0\u{1}HUB_RECEIVED\0\u{1}OCCUPANCY_SAMPLED\0\u{1}EXPOSURE_KEYS_OFFERED\0\u{1}EXPOSURE_KEYS_MATCHED\0\u{1}HUB_FEED_REWOUND\0\u{1}LOG_SALVAGED\0\u{1}SCAN_SIGHTINGS\0\u{1}SCAN_BATCH\0\u{1}LINK_CHANGED\0\u{1}CHAT_MESSAGE\0\u{1}CHAT_OPENED\0\u{1}HAZARD_REPORTED\0\u{1}HAZARD_DEADLINE\0\u{1}ALERT_TAKEN\0\u{1}CALL_DEADLINE\0")
 }
 
 nonisolated extension Vigil_Events_V1_AddressType: SwiftProtobuf._ProtoNameProviding {
@@ -2405,6 +2546,10 @@ nonisolated extension Vigil_Events_V1_HazardKind: SwiftProtobuf._ProtoNameProvid
 
 nonisolated extension Vigil_Events_V1_HazardSource: SwiftProtobuf._ProtoNameProviding {
   public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0HAZARD_SOURCE_UNSPECIFIED\0\u{1}HAZARD_SOURCE_AIR\0\u{1}HAZARD_SOURCE_HUB\0\u{1}HAZARD_SOURCE_MQTT\0\u{1}HAZARD_SOURCE_STAFF\0")
+}
+
+nonisolated extension Vigil_Events_V1_TakenVia: SwiftProtobuf._ProtoNameProviding {
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0TAKEN_VIA_UNSPECIFIED\0\u{1}TAKEN_VIA_PAGE\0\u{1}TAKEN_VIA_API\0\u{1}TAKEN_VIA_CLI\0\u{1}TAKEN_VIA_SMS\0\u{1}TAKEN_VIA_WEBHOOK\0\u{1}TAKEN_VIA_HUB\0\u{1}TAKEN_VIA_BUTTON\0")
 }
 
 nonisolated extension Vigil_Events_V1_AdvertisementSummary: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -5112,6 +5257,110 @@ nonisolated extension Vigil_Events_V1_HazardDeadline: SwiftProtobuf.Message, Swi
   }
 
   public static func ==(lhs: Vigil_Events_V1_HazardDeadline, rhs: Vigil_Events_V1_HazardDeadline) -> Bool {
+    if lhs.dueUs != rhs.dueUs {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Vigil_Events_V1_AlertTaken: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".AlertTaken"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}id\0\u{1}resident\0\u{1}ladder\0\u{1}by\0\u{1}via\0\u{3}heard_from\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularMessageField(value: &self._id) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.resident) }()
+      case 3: try { try decoder.decodeSingularUInt32Field(value: &self.ladder) }()
+      case 4: try { try decoder.decodeSingularStringField(value: &self.by) }()
+      case 5: try { try decoder.decodeSingularEnumField(value: &self.via) }()
+      case 6: try { try decoder.decodeSingularUInt64Field(value: &self.heardFrom) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    try { if let v = self._id {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 1)
+    } }()
+    if !self.resident.isEmpty {
+      try visitor.visitSingularStringField(value: self.resident, fieldNumber: 2)
+    }
+    if self.ladder != 0 {
+      try visitor.visitSingularUInt32Field(value: self.ladder, fieldNumber: 3)
+    }
+    if !self.by.isEmpty {
+      try visitor.visitSingularStringField(value: self.by, fieldNumber: 4)
+    }
+    if self.via != .unspecified {
+      try visitor.visitSingularEnumField(value: self.via, fieldNumber: 5)
+    }
+    if self.heardFrom != 0 {
+      try visitor.visitSingularUInt64Field(value: self.heardFrom, fieldNumber: 6)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Vigil_Events_V1_AlertTaken, rhs: Vigil_Events_V1_AlertTaken) -> Bool {
+    if lhs._id != rhs._id {return false}
+    if lhs.resident != rhs.resident {return false}
+    if lhs.ladder != rhs.ladder {return false}
+    if lhs.by != rhs.by {return false}
+    if lhs.via != rhs.via {return false}
+    if lhs.heardFrom != rhs.heardFrom {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Vigil_Events_V1_CallDeadline: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".CallDeadline"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}call\0\u{1}tier\0\u{1}round\0\u{3}due_us\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.call) }()
+      case 2: try { try decoder.decodeSingularUInt32Field(value: &self.tier) }()
+      case 3: try { try decoder.decodeSingularUInt32Field(value: &self.round) }()
+      case 4: try { try decoder.decodeSingularUInt64Field(value: &self.dueUs) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.call.isEmpty {
+      try visitor.visitSingularStringField(value: self.call, fieldNumber: 1)
+    }
+    if self.tier != 0 {
+      try visitor.visitSingularUInt32Field(value: self.tier, fieldNumber: 2)
+    }
+    if self.round != 0 {
+      try visitor.visitSingularUInt32Field(value: self.round, fieldNumber: 3)
+    }
+    if self.dueUs != 0 {
+      try visitor.visitSingularUInt64Field(value: self.dueUs, fieldNumber: 4)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Vigil_Events_V1_CallDeadline, rhs: Vigil_Events_V1_CallDeadline) -> Bool {
+    if lhs.call != rhs.call {return false}
+    if lhs.tier != rhs.tier {return false}
+    if lhs.round != rhs.round {return false}
     if lhs.dueUs != rhs.dueUs {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
