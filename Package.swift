@@ -81,8 +81,19 @@ let package = Package(
             exclude: ["README.md"],
             swiftSettings: strict
         ),
+        // Calls for help, the parts outside bytes decide (issue 27): E.164 phone numbers, SMS
+        // replies and gammu-smsd's inbox files. Pure (no imports at all): fuzzed, below VigilCore,
+        // which checks addresses with it.
+        .target(name: "VigilCalls", swiftSettings: strict),
+        // SIA DC-09 with Contact ID (ADM-CID): an alarm receiving centre's protocol, frames out and
+        // replies in, optional AES. Pure: time, pad bytes and replies come from the caller; fuzzed.
+        .target(
+            name: "VigilAlarmCentre",
+            dependencies: [.product(name: "Crypto", package: "swift-crypto"), .product(name: "_CryptoExtras", package: "swift-crypto")],
+            swiftSettings: strict
+        ),
         // Pure projections: (State, Event) -> State. No clocks, no I/O.
-        .target(name: "VigilCore", dependencies: ["VigilEvents", "VigilHex"], swiftSettings: strict),
+        .target(name: "VigilCore", dependencies: ["VigilEvents", "VigilHex", "VigilCalls"], swiftSettings: strict),
         // The hub sync's wire format and rules, shared by the box and the hub: what leaves a box,
         // an event's identity and content hash, the upload and acknowledgement documents. Pure.
         .target(
@@ -197,7 +208,7 @@ let package = Package(
         .executableTarget(
             name: "vigil-fuzz",
             dependencies: ["VigilRadio", "VigilCore", "VigilEvents", "VigilExposure", "VigilHubProtocol", "VigilLog", "VigilNode", "VigilAccess",
-                           "VigilGATT", "VigilJ2735"],
+                           "VigilGATT", "VigilJ2735", "VigilCalls", "VigilAlarmCentre"],
             swiftSettings: strict
         ),
         .executableTarget(
@@ -264,6 +275,8 @@ let package = Package(
             swiftSettings: strict
         ),
         .testTarget(name: "VigilGATTTests", dependencies: ["VigilGATT"], swiftSettings: strict),
+        .testTarget(name: "VigilCallsTests", dependencies: ["VigilCalls"], swiftSettings: strict),
+        .testTarget(name: "VigilAlarmCentreTests", dependencies: ["VigilAlarmCentre"], swiftSettings: strict),
         .testTarget(name: "VigilJ2735Tests", dependencies: ["VigilJ2735"], resources: [.copy("Vectors")], swiftSettings: strict),
         .testTarget(
             name: "VigilRadioTests",

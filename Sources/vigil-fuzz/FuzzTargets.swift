@@ -1,5 +1,7 @@
 import Foundation
 import VigilAccess
+import VigilAlarmCentre
+import VigilCalls
 import VigilCore
 import VigilEvents
 import VigilExposure
@@ -30,7 +32,22 @@ enum FuzzTargets {
         "att-pdu": attPDU,
         "gatt-values": gattValues,
         "j2735": j2735,
+        "sms-inbox": smsInbox,
+        "dc09-reply": dc09Reply,
     ]
+
+    /// An inbox file of gammu-smsd (its name, its content in each format) and the reply it
+    /// carries, as anyone with a phone can send it: never a trap, and every promise of the
+    /// parsers kept (SMSFuzz: a number is E.164, a reply's code is a letter and four digits ...).
+    static func smsInbox(_ bytes: [UInt8]) {
+        for broken in SMSFuzz.brokenPromises(bytes) { check(false, broken) }
+    }
+
+    /// A reply from an alarm receiving centre (or whatever answers on its port): framing, CRC,
+    /// length, sequence, account, decryption, the splitter; never a trap, every promise kept.
+    static func dc09Reply(_ bytes: [UInt8]) {
+        for broken in DC09Fuzz.brokenPromises(bytes) { check(false, broken) }
+    }
 
     /// A payload from the regional hazard feed: a J2735 MessageFrame raw or in a GeoRoutedMsg,
     /// its value as a PSM or TIM, and the input itself as either. Promises: a frame decoded
