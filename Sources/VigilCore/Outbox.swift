@@ -14,6 +14,11 @@ public struct Outbox: Projection {
         case staff
         /// Over the air to other boxes and phones (SOS); sent by the radio.
         case broadcast
+        /// A call for help to one recipient of the call tree (`CallBook`): one entry per
+        /// recipient and step, so each recipient's outcome is its own.
+        case call
+        /// A call for help to the alarm receiving centre (`arc:`), over SIA DC-09.
+        case arc
     }
 
     public struct Entry: Codable, Equatable, Sendable {

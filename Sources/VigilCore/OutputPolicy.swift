@@ -66,8 +66,8 @@ public struct OutputDecision: Equatable, Sendable, Codable {
 /// every change, so a restart restores them from state and a replay drives nothing.
 ///
 /// Priorities, per line (first match wins):
-/// - red: an SOS raised here is active (on; a short dip every 2 s once another box has
-///   acknowledged it) › a resident's loud alarm (fast blink)
+/// - red: an SOS raised here is active (on; a short dip every 2 s once a person took its call or
+///   another box acknowledged it) › a resident's loud alarm (fast blink)
 /// - amber: the button is held past a long press that re-affirmed this box's own SOS ("keep
 ///   holding to cancel": mostly on, quick dips) › the button is held (fast blink, feedback before
 ///   SOS) › a hazard warning (a road user heading for the site, a work zone near it: quick even
@@ -135,12 +135,19 @@ public enum OutputPolicy {
         }
 
         if !sosHere.isEmpty {
-            // The dip only when every SOS raised here has been heard acknowledged.
-            let acks = sosHere.compactMap { s.alerts.acknowledgement(of: $0) }
-            if acks.count == sosHere.count {
-                out[.red] = OutputDecision(pattern: acknowledgedPulse, reasons: sosReasons + acks.map {
+            // The dip only when every SOS raised here has been answered: a person took its call
+            // (`AlertTaken`), or another box acknowledged it.
+            let answers: [OutputReason] = sosHere.compactMap { sos in
+                if let taken = s.calls.calls[CallBook.id(alert: sos.idText)]?.taken {
+                    return OutputReason(text: "SOS \(sos.idText) taken by \(taken.by) \(CallBook.viaText(TakenVia(rawValue: taken.via) ?? .unspecified))",
+                                        sequences: [taken.sequence])
+                }
+                return s.alerts.acknowledgement(of: sos).map {
                     OutputReason(text: "SOS \($0.idText) acknowledged by another box (\($0.hops) hops)", sequences: [$0.sequence])
-                })
+                }
+            }
+            if answers.count == sosHere.count {
+                out[.red] = OutputDecision(pattern: acknowledgedPulse, reasons: sosReasons + answers)
             } else {
                 out[.red] = OutputDecision(pattern: .on, reasons: sosReasons)
             }
@@ -166,8 +173,11 @@ public enum OutputPolicy {
                 OutputReason(text: "the card stopped taking writes (\(logFailure)): running from memory, nothing new is logged; replace the card",
                              sequences: []),
             ])
-        } else if !unreachable.isEmpty {
-            out[.amber] = OutputDecision(pattern: unreachableBlink, reasons: unreachable.map { e, why in
+        } else if !unreachable.isEmpty || !s.calls.nobodyToTell.isEmpty {
+            out[.amber] = OutputDecision(pattern: unreachableBlink, reasons: s.calls.nobodyToTell.map {
+                OutputReason(text: "no way to tell anyone: call for help \($0.code) has nobody to tell (set notify.staff or calls.tree)",
+                             sequences: [$0.startedSequence])
+            } + unreachable.map { e, why in
                 let cause = switch why {
                 case .noNotifier: "no notify.command is configured"
                 case .failingSince(let t): "failing for \((e.lastAttemptMicroseconds - t) / 60_000_000) min: \(e.lastError)"

@@ -14,6 +14,8 @@ public struct ProjectionSettings: Sendable, Equatable {
     /// The shelter for judging hazards (`site.location`, `site.road_direction`): the node logs it
     /// in its `NodeStarted`, from which the hazard book takes it.
     public var hazardSite: HazardSite?
+    /// Who is told of a call for help, and when (`calls.tree`, or `notify.staff` then `arc`).
+    public var callTree = CallTree()
     public init() {}
 }
 
@@ -38,6 +40,8 @@ public struct Projections: Projection {
     public var sensors = SensorLinks()
     /// Road users, work zones and jams near the shelter, and the warning they raise.
     public var hazards = HazardBook()
+    /// Calls for help walking the call tree until a person takes them.
+    public var calls = CallBook()
 
     /// The checkpoint's name in the log.
     /// v3: schema 4 added the exposure book (an older checkpoint is ignored: the log is replayed).
@@ -63,11 +67,13 @@ public struct Projections: Projection {
     /// v13: schema 13 (connections): conversations with phones and boxes.
     /// v14: schema 14 (heart-rate sensors): residents' sensors, their links and last readings.
     /// v15: schema 15 (active hazards): the hazard book.
-    public static let checkpointName = "projections.v15"
+    /// v16: schema 16 (calls for help reach a person): the call book, its tree and takers.
+    public static let checkpointName = "projections.v16"
 
     public init(settings: ProjectionSettings = ProjectionSettings()) {
         devices = DeviceList(pruneAfterMicroseconds: settings.devicePruneAfterMicroseconds)
         escalations.context = settings.ladder
+        calls.tree = settings.callTree
     }
 
     /// Same result as applying `input` to each projection in turn; dispatches on the event once
@@ -106,6 +112,7 @@ public struct Projections: Projection {
                 outbox.add(id: "sos/\(alert.id.text)/raised", channel: .broadcast, recipients: [],
                            text: "SOS \(alert.id.text)", event: event)
             }
+            followCall(ofAlert: alert.id.text, event: event)
             settleAlarms()
         case .alertCancelled(let cancel):
             // Only an SOS raised here has broadcast outbox entries (a hazard raised here has none).
@@ -115,13 +122,24 @@ public struct Projections: Projection {
                 outbox.add(id: "sos/\(cancel.id.text)/cancelled", channel: .broadcast, recipients: [],
                            text: "SOS \(cancel.id.text) cancelled", event: event)
             }
+            followCall(ofAlert: cancel.id.text, event: event, cancelReason: cancel.reason)
             settleAlarms()
-        case .alertReceived, .alertAcknowledged:
+        case .alertReceived(let alert):
             alerts.apply(alertEvent: event)
+            followCall(ofAlert: alert.id.text, event: event)
             settleAlarms()
-        case .alertExpired:
+        case .alertAcknowledged(let ack):
             alerts.apply(alertEvent: event)
+            followCall(ofAlert: ack.id.text, event: event)
             settleAlarms()
+        case .alertExpired(let expiry):
+            alerts.apply(alertEvent: event)
+            followCall(ofAlert: expiry.id.text, event: event)
+            settleAlarms()
+        case .alertTaken(let t):
+            take(t, event: event)
+        case .callDeadline(let d):
+            addCallMessages(calls.reached(d, event: event), event)
         case .alertReaffirmed:
             alerts.apply(alertEvent: event)
             alarms.reaffirmed(event)
@@ -130,10 +148,12 @@ public struct Projections: Projection {
             checkIns.apply(.event(event))
             sensors.apply(event)
             addMessages(escalations.apply(event), event)
+            followResidentCalls(event)
             settleAlarms()
         case .residentEnrolled, .residentUpdated, .residentRemoved, .deadlineReached:
             sensors.apply(event)
             addMessages(escalations.apply(event), event)
+            followResidentCalls(event)
             settleAlarms()
         case .buttonInput:
             alarms.apply(.event(event))
@@ -192,7 +212,12 @@ public struct Projections: Projection {
                 // Read again after a rewind, an answer to an alert this box no longer holds (long
                 // ended, forgotten) is history: applied, it would put a stale cancel on the air.
                 if r.replayed, !Self.answersKnownAlert(item, alerts) { break }
+                if case .alertTaken(let t) = item.body {
+                    take(t, event: item)
+                    break
+                }
                 alerts.apply(alertEvent: item)
+                if let key = Self.alertKey(of: item.body) { followCall(ofAlert: key, event: item) }
                 settleAlarms()
             } else if r.kind == EventKind.exposureKeysOffered.rawValue,
                       case .exposureKeysOffered(let offer)? = try? EventCodec.decode(kind: r.kind, payload: [UInt8](r.payload), sequence: event.sequence) {
@@ -244,6 +269,11 @@ public struct Projections: Projection {
         case .alertAcknowledged(var k):
             if k.heardFrom == 0 { k.heardFrom = origin }
             item = .alertAcknowledged(k)
+        case .alertTaken(var t):
+            // Only takings made at a box (or by a coordinator): one heard from the feed is not fed
+            // again by the box that heard it.
+            if t.heardFrom == 0 { t.heardFrom = origin }
+            item = .alertTaken(t)
         default:
             return nil
         }
@@ -256,6 +286,7 @@ public struct Projections: Projection {
         case .alertCancelled(let c): alerts.alerts[c.id.text] != nil
         case .alertAcknowledged(let k): alerts.alerts[k.id.text] != nil
         case .alertReaffirmed(let x): alerts.alerts[x.id.text] != nil
+        case .alertTaken(let t): !t.hasID || alerts.alerts[t.id.text] != nil
         default: true
         }
     }
@@ -336,6 +367,121 @@ public struct Projections: Projection {
             outbox.add(id: m.id, channel: channel, recipients: m.recipients,
                        text: m.text, event: event)
         }
+    }
+
+    // MARK: Calls for help
+
+    /// The alert id an alert event names (raise, cancel, acknowledgement, expiry, renewal).
+    static func alertKey(of body: EventBody) -> String? {
+        switch body {
+        case .alertRaised(let a), .alertReceived(let a): a.id.text
+        case .alertCancelled(let c): c.id.text
+        case .alertAcknowledged(let k): k.id.text
+        case .alertExpired(let x): x.id.text
+        case .alertReaffirmed(let x): x.id.text
+        default: nil
+        }
+    }
+
+    /// Keeps the call of alert `key` in step with the alert book, after an alert event was
+    /// applied: a call for help (sos, medical) that is active opens a call; a cancel or an expiry
+    /// ends it; an acknowledgement (a person at a box pressed its button, a coordinator at the
+    /// hub answered) takes it.
+    private mutating func followCall(ofAlert key: String, event: Event, cancelReason: String = "") {
+        guard let alert = alerts.alerts[key], AlertBook.asksForAnswer(kind: alert.kind) || calls.calls[CallBook.id(alert: key)] != nil else { return }
+        let id = CallBook.id(alert: key)
+        if calls.calls[id] == nil {
+            guard alert.tombstone != true, !alert.cancelled, alert.expired != true,
+                  alert.expiresAtMicroseconds == 0 || alert.expiresAtMicroseconds > event.timeMicroseconds else { return }
+            let kind: CallBook.Kind = alert.kind == AlertKind.medical.rawValue ? .medical : .sos
+            let what = (kind == .sos ? "SOS" : "MEDICAL call") + " \(key)" + (alert.text.isEmpty ? "" : " \"\(alert.text.prefix(80))\"")
+            let source: String
+            if alert.raisedHere {
+                source = "raised at this box"
+            } else if alert.hops == 0 {
+                source = "from box \(String(alert.origin, radix: 16))"
+            } else {
+                source = "from box \(String(alert.origin, radix: 16)), \(alert.hops) hops away"
+            }
+            var place: [String] = []
+            let site = escalations.context.siteText
+            if alert.raisedHere, !site.isEmpty { place.append("at \(site)") }
+            if let lat = alert.latitudeE7, let lon = alert.longitudeE7 {
+                place.append("location \(Self.degrees(lat)),\(Self.degrees(lon))")
+            }
+            addCallMessages(calls.open(id: id, kind: kind, alert: key, resident: nil, ladder: nil, source: source, what: what,
+                                       place: place.joined(separator: ", "), event: event), event)
+        }
+        guard let call = calls.calls[id], call.isOpen else { return }
+        if alert.cancelled {
+            let detail = cancelReason.isEmpty ? "It was cancelled." : "It was cancelled: \(cancelReason.prefix(120))."
+            addCallMessages(calls.end(id, reason: "cancelled", detail: detail, event: event), event)
+        } else if alert.expired == true {
+            addCallMessages(calls.end(id, reason: "ended", detail: "It expired without a cancel.", event: event), event)
+        } else if call.taken == nil, let ack = alerts.acknowledgement(of: alert) {
+            // `fromHub` marks the hub's own answers (a coordinator's) as heard from UInt64.max.
+            var fromCoordinator = false
+            if case .alertAcknowledged(let k) = event.body, k.heardFrom == UInt64.max { fromCoordinator = true }
+            let by = ack.madeHere ? "a person at this box"
+                : fromCoordinator ? "a coordinator at the hub"
+                : "a person at another box"
+            addCallMessages(calls.take(id, by: by, via: fromCoordinator ? .hub : .button, event: event), event)
+        }
+    }
+
+    /// An `AlertTaken`: of an alert's call, or (made here) of a resident's.
+    private mutating func take(_ t: AlertTaken, event: Event) {
+        let id: String
+        if t.hasID {
+            id = CallBook.id(alert: t.id.text)
+        } else {
+            // A resident's call is this box's own: a taking heard from elsewhere names another box's.
+            guard t.heardFrom == 0, !t.resident.isEmpty else { return }
+            id = CallBook.id(resident: t.resident, ladder: t.ladder)
+        }
+        let by = t.by.isEmpty ? "someone" : String(t.by.prefix(64))
+        addCallMessages(calls.take(id, by: by, via: t.via, event: event), event)
+    }
+
+    /// Residents' calls after a ladder event: the alarm step opens one; an "I'm OK", a removal or
+    /// a new ladder ends it.
+    private mutating func followResidentCalls(_ event: Event) {
+        if case .deadlineReached(let d) = event.body, d.step == .alarm, let r = escalations.residents[d.resident],
+           r.ladderStep == .alarm, r.ladder == d.ladder, r.stepSequence == event.sequence {
+            let who = r.name.isEmpty ? r.id : r.name
+            var place: [String] = []
+            let site = escalations.context.siteText
+            if !site.isEmpty { place.append("at \(site)") }
+            if !r.room.isEmpty { place.append("room \(r.room)") }
+            addCallMessages(calls.open(id: CallBook.id(resident: r.id, ladder: r.ladder), kind: .resident, alert: nil,
+                                       resident: r.id, ladder: r.ladder, source: "resident of this box",
+                                       what: "ALARM: \(who) has not answered \"are you OK?\"", place: place.joined(separator: ", "),
+                                       event: event), event)
+            return
+        }
+        for call in calls.open where call.kind == .resident {
+            guard let rid = call.resident else { continue }
+            guard let r = escalations.residents[rid] else {
+                addCallMessages(calls.end(call.id, reason: "ended", detail: "The resident was removed from the box.", event: event), event)
+                continue
+            }
+            if r.ladder != call.ladder || r.step == 0 {
+                let who = r.name.isEmpty ? r.id : r.name
+                addCallMessages(calls.end(call.id, reason: "resolved", detail: "\(who) checked in and is OK.", event: event), event)
+            }
+        }
+    }
+
+    private mutating func addCallMessages(_ messages: [CallBook.Message], _ event: Event) {
+        for m in messages {
+            outbox.add(id: m.id, channel: m.recipient == "arc" ? .arc : .call, recipients: m.recipient.isEmpty ? [] : [m.recipient],
+                       text: m.text, event: event)
+        }
+    }
+
+    static func degrees(_ e7: Int32) -> String {
+        let v = Double(e7) / 1e7
+        return String((v * 10_000).rounded() / 10_000)
     }
 
     /// Silenced alarms that are over are forgotten, so a new alarm for the same cause sounds.

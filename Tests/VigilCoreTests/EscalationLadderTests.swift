@@ -64,7 +64,8 @@ struct EscalationLadderTests {
         out = OutputPolicy.decide(h.state, running: true)
         #expect(out[.buzzer]?.pattern == OutputPolicy.loudAlarm)
         #expect(out[.red]?.pattern == OutputPolicy.alarmBlink)
-        #expect(out[.amber]?.pattern == .off)
+        // A call for help now, with no call tree on this box: "nobody to tell" on amber.
+        #expect(out[.amber]?.pattern == OutputPolicy.unreachableBlink)
         #expect(h.resident("r1")?.triggered == 0)
 
         // +5 min: contacts told the emergency was triggered.

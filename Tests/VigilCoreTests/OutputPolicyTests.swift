@@ -142,7 +142,9 @@ struct OutputPolicyTests {
         #expect(out[.red]?.reasons.first?.text.contains("loud alarm") == true)
         #expect(out.pattern(.buzzer) == OutputPolicy.loudAlarm)
         #expect(out.sequences(.buzzer) == [[alarm.sequence]])
-        #expect(out.pattern(.amber) == .off)
+        // The alarm is a call for help, and this box has no call tree: amber says nobody is told.
+        #expect(out.pattern(.amber) == OutputPolicy.unreachableBlink)
+        #expect(out[.amber]?.reasons.first?.text.contains("has nobody to tell") == true)
 
         let notify = h.run(until: h.now + 5 * minute)[0]
         out = OutputPolicy.decide(h.state, running: true)

@@ -1,0 +1,294 @@
+import VigilEvents
+
+/// Calls for help and the people told of them: every SOS or medical call raised here or heard
+/// from another box (over the air or the hub's feed), and every resident's ladder at its alarm
+/// step, becomes a call that walks the call tree (`CallTree`) until a person takes it
+/// (`AlertTaken`, or an acknowledgement of the alert) or it ends (cancelled, expired, the
+/// resident checked in). Each step makes one message per recipient, which the outbox delivers.
+///
+/// Pure: time enters as `CallDeadline` events (appended by the node when a tier is due), so
+/// replay gives the same calls, tiers, messages and takers. Messages are named by call, round,
+/// tier and recipient, so a step never sends twice.
+public struct CallBook: Codable, Equatable, Sendable {
+    public enum Kind: String, Codable, Sendable { case sos, medical, resident }
+
+    public struct Taking: Codable, Equatable, Sendable {
+        /// Who, as they gave it ("Luis", "+34600111222", "a person at box 1a2b").
+        public var by: String
+        /// `TakenVia` raw value.
+        public var via: Int
+        public var microseconds: UInt64
+        public var sequence: UInt64
+    }
+
+    public struct Ending: Codable, Equatable, Sendable {
+        /// "cancelled", "expired", "checked in", "resident removed".
+        public var reason: String
+        public var microseconds: UInt64
+        public var sequence: UInt64
+    }
+
+    public struct Call: Codable, Equatable, Sendable {
+        /// "alert:<origin hex>:<counter>" or "resident:<id>/<ladder>".
+        public var id: String
+        public var kind: Kind
+        /// The alert's id text, for calls that are alerts.
+        public var alert: String?
+        public var resident: String?
+        public var ladder: UInt32?
+        /// Whose call it is: "this box", "box 1a2b (heard over the air)", "box 1a2b (from the hub)".
+        public var source: String
+        /// What, where and since when, as the first message says it.
+        public var summary: String
+        public var startedMicroseconds: UInt64
+        public var startedSequence: UInt64
+        /// The short code a reply may name ("T4821"): unique among open calls.
+        public var code: String
+        /// The tier and round started last.
+        public var tier: UInt32
+        public var round: UInt32
+        public var stepStartedMicroseconds: UInt64
+        /// Recipients told so far, in the order they were first told.
+        public var told: [String]
+        /// When each recipient was last told of this call (for "answering the last call sent to
+        /// that number").
+        public var lastTold: [String: UInt64]
+        public var taken: Taking?
+        public var ended: Ending?
+
+        public var isOpen: Bool { ended == nil }
+        /// Open and nobody has taken it: the tree still walks.
+        public var isUnanswered: Bool { ended == nil && taken == nil }
+    }
+
+    /// A message for one recipient (it becomes an outbox entry).
+    public struct Message: Equatable, Sendable {
+        public var id: String
+        public var recipient: String
+        public var text: String
+    }
+
+    /// The next step due: what `CallDeadline` names when its time comes.
+    public struct Deadline: Equatable, Sendable {
+        public var call: String
+        public var tier: UInt32
+        public var round: UInt32
+        public var dueMicroseconds: UInt64
+    }
+
+    /// The tree (a setting: see `CallTree`).
+    public var tree = CallTree()
+    public private(set) var calls: [String: Call] = [:]
+    public private(set) var openedTotal: UInt64 = 0
+    public private(set) var takenTotal: UInt64 = 0
+    public private(set) var staleDeadlines: UInt64 = 0
+    /// Ended calls kept for status and the page; older ones are forgotten.
+    public static let keepEnded = 100
+
+    public init() {}
+
+    /// Unanswered calls nobody was told of, because the tree has nobody in it: "no way to tell
+    /// anyone" (OutputPolicy, status).
+    public var nobodyToTell: [Call] {
+        tree.everyone.isEmpty ? open.filter { $0.isUnanswered && $0.told.isEmpty } : []
+    }
+
+    /// Open calls, oldest first.
+    public var open: [Call] {
+        calls.values.filter(\.isOpen).sorted { ($0.startedSequence, $0.id) < ($1.startedSequence, $1.id) }
+    }
+
+    /// Every call kept, newest first.
+    public var newestFirst: [Call] {
+        calls.values.sorted { ($0.startedSequence, $0.id) > ($1.startedSequence, $1.id) }
+    }
+
+    // MARK: Opening
+
+    /// Opens a call (an id already present is left alone: a renewal or a duplicate heard again
+    /// is the same call) and tells the first tier.
+    mutating func open(id: String, kind: Kind, alert: String?, resident: String?, ladder: UInt32?, source: String,
+                       what: String, place: String, event: Event) -> [Message] {
+        guard calls[id] == nil else { return [] }
+        let time = event.timeMicroseconds
+        let since = CivilTime(utcSeconds: Int64(clamping: time / 1_000_000)).text
+        let summary = "\(what)\(place.isEmpty ? "" : " " + place); \(source); since \(since) UTC"
+        let call = Call(id: id, kind: kind, alert: alert, resident: resident, ladder: ladder, source: source,
+                        summary: summary, startedMicroseconds: time, startedSequence: event.sequence,
+                        code: uniqueCode(for: id, sequence: event.sequence), tier: 0, round: 0,
+                        stepStartedMicroseconds: time, told: [], lastTold: [:], taken: nil, ended: nil)
+        calls[id] = call
+        openedTotal += 1
+        forgetOldEnded()
+        return tell(id, tier: 0, round: 0, at: time)
+    }
+
+    /// "T" and four digits from the call's id and sequence (no clock, no randomness: replay
+    /// makes the same), moved on while an open call holds it.
+    func uniqueCode(for id: String, sequence: UInt64) -> String {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for b in id.utf8 { hash = (hash ^ UInt64(b)) &* 0x100_0000_01b3 }
+        hash ^= sequence &* 0x9E37_79B9_7F4A_7C15
+        var n = Int(hash % 9_000) + 1_000
+        let taken = Set(calls.values.filter(\.isOpen).map(\.code))
+        for _ in 0..<9_000 where taken.contains("T\(n)") { n = n == 9_999 ? 1_000 : n + 1 }
+        return "T\(n)"
+    }
+
+    // MARK: The tree walking
+
+    /// A `CallDeadline`: the step it names starts, if it is still the call's next step.
+    mutating func reached(_ d: CallDeadline, event: Event) -> [Message] {
+        guard let call = calls[d.call], call.isUnanswered, let next = nextStep(of: call),
+              next.tier == d.tier, next.round == d.round, next.dueMicroseconds == d.dueUs else {
+            staleDeadlines += 1
+            return []
+        }
+        return tell(d.call, tier: d.tier, round: d.round, at: max(d.dueUs, event.timeMicroseconds))
+    }
+
+    /// The step after the call's current one: the next tier, or the top of the next round after
+    /// `repeatAfter`; nil after the last round's last tier.
+    public func nextStep(of call: Call) -> Deadline? {
+        guard call.isUnanswered, !tree.tiers.isEmpty else { return nil }
+        let nextTier = Int(call.tier) + 1
+        if nextTier < tree.tiers.count {
+            return Deadline(call: call.id, tier: UInt32(nextTier), round: call.round,
+                            dueMicroseconds: call.stepStartedMicroseconds &+ tree.tiers[nextTier].afterMicroseconds)
+        }
+        guard call.round + 1 < tree.rounds else { return nil }
+        return Deadline(call: call.id, tier: 0, round: call.round + 1,
+                        dueMicroseconds: call.stepStartedMicroseconds &+ tree.repeatAfterMicroseconds)
+    }
+
+    /// The earliest step due among unanswered calls (ties: the lower call id).
+    public var nextDeadline: Deadline? {
+        var best: Deadline?
+        for call in calls.values where call.isUnanswered {
+            guard let d = nextStep(of: call) else { continue }
+            if let b = best, (b.dueMicroseconds, b.call) <= (d.dueMicroseconds, d.call) { continue }
+            best = d
+        }
+        return best
+    }
+
+    /// Starts `tier` of `round` at `time`: one message for each of its recipients. With nobody
+    /// in the tree there is no message (`nobodyToTell` says so, and amber shows it).
+    private mutating func tell(_ id: String, tier: UInt32, round: UInt32, at time: UInt64) -> [Message] {
+        guard var call = calls[id] else { return [] }
+        call.tier = tier
+        call.round = round
+        call.stepStartedMicroseconds = time
+        var messages: [Message] = []
+        if Int(tier) < tree.tiers.count {
+            let text = openingText(call, round: round)
+            for r in tree.tiers[Int(tier)].recipients {
+                messages.append(Message(id: "call/\(id)/\(round).\(tier)/\(r)", recipient: r, text: text))
+                if !call.told.contains(r) { call.told.append(r) }
+                call.lastTold[r] = time
+            }
+        }
+        calls[id] = call
+        return messages
+    }
+
+    private func openingText(_ call: Call, round: UInt32) -> String {
+        let again = round == 0 ? "" : "STILL UNANSWERED (pass \(round + 1) of \(tree.rounds)): "
+        return "\(again)\(call.summary). Reply TAKE or \(call.code) to take it, or take it on the box's page."
+    }
+
+    // MARK: Taken, ended
+
+    /// A person took the call: the tree stops, and everyone told learns who took it. Only the
+    /// first taking counts; a call already ended is not taken.
+    mutating func take(_ id: String, by: String, via: TakenVia, event: Event) -> [Message] {
+        guard var call = calls[id], call.isUnanswered else { return [] }
+        let time = event.timeMicroseconds
+        call.taken = Taking(by: by, via: via.rawValue, microseconds: time, sequence: event.sequence)
+        calls[id] = call
+        takenTotal += 1
+        let at = CivilTime(utcSeconds: Int64(clamping: time / 1_000_000)).text
+        let text = "TAKEN: \(call.summary). Taken by \(by) (\(Self.viaText(via))) at \(at) UTC."
+        return call.told.map { Message(id: "call/\(id)/taken/\($0)", recipient: $0, text: text) }
+    }
+
+    /// The call ended (cancelled, expired, the resident checked in or was removed): everyone
+    /// told is told.
+    mutating func end(_ id: String, reason: String, detail: String, event: Event) -> [Message] {
+        guard var call = calls[id], call.isOpen else { return [] }
+        let time = event.timeMicroseconds
+        call.ended = Ending(reason: reason, microseconds: time, sequence: event.sequence)
+        calls[id] = call
+        forgetOldEnded()
+        let at = CivilTime(utcSeconds: Int64(clamping: time / 1_000_000)).text
+        let text = "\(reason.uppercased()): \(call.summary). \(detail) (\(at) UTC)"
+        return call.told.map { Message(id: "call/\(id)/end/\($0)", recipient: $0, text: text) }
+    }
+
+    public static func viaText(_ via: TakenVia) -> String {
+        switch via {
+        case .page: "on the box's page"
+        case .api: "through the API"
+        case .cli: "at the box's console"
+        case .sms: "by SMS"
+        case .webhook: "by webhook"
+        case .hub: "at the hub"
+        case .button: "with a box's button"
+        case .unspecified, .UNRECOGNIZED: "by an unknown way"
+        }
+    }
+
+    private mutating func forgetOldEnded() {
+        let ended = calls.values.filter { !$0.isOpen }
+        guard ended.count > Self.keepEnded else { return }
+        for old in ended.sorted(by: { ($0.ended?.sequence ?? 0) < ($1.ended?.sequence ?? 0) }).prefix(ended.count - Self.keepEnded) {
+            calls[old.id] = nil
+        }
+    }
+
+    // MARK: Replies
+
+    /// The call an SMS reply from `number` takes: with a short code, the open call with that code
+    /// that was sent to the number; without one, the last unanswered call sent to the number.
+    /// nil when the number was told of no such call.
+    public func callForReply(from number: String, code: String?) -> Call? {
+        let candidates = calls.values.filter { $0.isOpen && $0.lastTold[number] != nil }
+        if let code {
+            return candidates.first { $0.code.caseInsensitiveCompare(code) }
+        }
+        return candidates.filter(\.isUnanswered).max { a, b in
+            ((a.lastTold[number] ?? 0), a.startedSequence) < ((b.lastTold[number] ?? 0), b.startedSequence)
+        }
+    }
+
+    /// The call of an alert id text, or of a resident's ladder.
+    public static func id(alert: String) -> String { "alert:\(alert)" }
+    public static func id(resident: String, ladder: UInt32) -> String { "resident:\(resident)/\(ladder)" }
+
+    // MARK: Checkpoint
+
+    enum CodingKeys: String, CodingKey { case tree, calls, openedTotal, takenTotal, staleDeadlines }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        tree = try c.decode(CallTree.self, forKey: .tree)
+        let list = try c.decode([Call].self, forKey: .calls)
+        calls = Dictionary(list.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
+        openedTotal = try c.decode(UInt64.self, forKey: .openedTotal)
+        takenTotal = try c.decode(UInt64.self, forKey: .takenTotal)
+        staleDeadlines = try c.decode(UInt64.self, forKey: .staleDeadlines)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(tree, forKey: .tree)
+        try c.encode(calls.values.sorted { $0.id < $1.id }, forKey: .calls)
+        try c.encode(openedTotal, forKey: .openedTotal)
+        try c.encode(takenTotal, forKey: .takenTotal)
+        try c.encode(staleDeadlines, forKey: .staleDeadlines)
+    }
+}
+
+extension String {
+    fileprivate func caseInsensitiveCompare(_ other: String) -> Bool { lowercased() == other.lowercased() }
+}
