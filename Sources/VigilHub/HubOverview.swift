@@ -113,6 +113,10 @@ extension HubDatabase {
                 rows[c.id.text]?.cancelled = true
             case .alertAcknowledged(let k):
                 if rows[k.id.text]?.acknowledgedBy.contains(who) == false { rows[k.id.text]?.acknowledgedBy.append(who) }
+            case .alertTaken(let t) where t.hasID:
+                // Who took the call, as the box that took it recorded it.
+                let taker = "\(String(t.by.prefix(64))) (at \(who))"
+                if rows[t.id.text]?.acknowledgedBy.contains(taker) == false { rows[t.id.text]?.acknowledgedBy.append(taker) }
             default:
                 continue
             }

@@ -289,6 +289,10 @@ struct SyncRoutes: Sendable {
                 feeds = c.heardFrom == 0
             case .alertAcknowledged(let k):
                 feeds = k.heardFrom == 0
+            case .alertTaken(let t):
+                // Who took an alert's call goes to every box; a resident's call is the box's own,
+                // and a taking heard from the feed is not fed again.
+                feeds = t.heardFrom == 0 && t.hasID
             case .occupancySampled(let o):
                 feeds = false
                 // A minute the radio was off for part of is no head count.

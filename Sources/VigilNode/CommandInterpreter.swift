@@ -64,6 +64,7 @@ public struct CommandInterpreter {
         case .acknowledgeAlert(let r): return acknowledge(r)
         case .recordExposure(let r): return exposure(r)
         case .reportHazard(let r): return hazard(r)
+        case .takeCall(let r): return take(r)
         case .recordKeysPublished(let r):
             var p = ExposureKeysPublished()
             p.keys = r.keys
@@ -186,7 +187,20 @@ public struct CommandInterpreter {
             guard contacts.count <= 32, contacts.allSatisfy({ !$0.address.isEmpty && $0.address.utf8.count <= 200 && $0.name.utf8.count <= 200 }) else {
                 return "contacts need an address (at most 32 contacts, 200 bytes each)"
             }
-            r.contacts = contacts.map { var c = Contact(); c.name = $0.name; c.address = $0.address; return c }
+            var checked: [Contact] = []
+            for contact in contacts {
+                // Checked and normalised at enrolment (E.164 for phone numbers), so a typo shows
+                // now, not when the emergency message reaches nobody.
+                do {
+                    var c = Contact()
+                    c.name = contact.name
+                    c.address = try ContactAddress.parse(contact.address).text
+                    checked.append(c)
+                } catch {
+                    return "contact \(contact.name): \(error)"
+                }
+            }
+            r.contacts = checked
         }
         if s.clearNight == true { r.clearNight() }
         if let night = s.night {
@@ -210,7 +224,11 @@ public struct CommandInterpreter {
         }
         if let address = s.ownAddress {
             guard address.utf8.count <= 200 else { return "the address is longer than 200 bytes" }
-            r.ownAddress = address
+            if address.isEmpty {
+                r.ownAddress = ""
+            } else {
+                do { r.ownAddress = try ContactAddress.parse(address).text } catch { return "--address: \(error)" }
+            }
         }
         if let room = s.room {
             guard room.utf8.count <= 100 else { return "the room is longer than 100 bytes" }
@@ -344,6 +362,39 @@ public struct CommandInterpreter {
             return .refused(.conflict, "that alert is already acknowledged")
         }
         return .event(.alertAcknowledged(Self.acknowledgementMadeHere(entry)), alert: id.text)
+    }
+
+    // MARK: Calls for help
+
+    static let takenVia: [String: TakenVia] = ["cli": .cli, "page": .page, "api": .api, "sms": .sms, "webhook": .webhook]
+
+    /// A person takes a call: found by alert id, call id or short code; open and not yet taken.
+    private func take(_ r: TakeRequest) -> Outcome {
+        guard let via = Self.takenVia[r.via] else { return .refused(.invalid, "a call is taken by cli, page, api, sms or webhook") }
+        let by = r.by.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !by.isEmpty, by.utf8.count <= 64, !by.unicodeScalars.contains(where: { $0.value < 0x20 }) else {
+            return .refused(.invalid, "who takes the call is a name of 1 to 64 bytes (--by NAME)")
+        }
+        let book = context.projections.calls
+        let wanted = r.call.trimmingCharacters(in: .whitespaces)
+        let call = book.calls[wanted] ?? book.calls[CallBook.id(alert: wanted)]
+            ?? book.open.first { $0.code.lowercased() == wanted.lowercased() }
+        guard let call else { return .refused(.conflict, "no call for help has the id or code \(wanted.prefix(64))") }
+        if let taken = call.taken {
+            return .refused(.conflict, "call \(call.code) is already taken by \(taken.by) (\(CallBook.viaText(TakenVia(rawValue: taken.via) ?? .unspecified)))")
+        }
+        guard call.isOpen else { return .refused(.conflict, "call \(call.code) has ended (\(call.ended?.reason ?? "ended"))") }
+        guard !context.pending.containsTaking(of: call) else { return .refused(.conflict, "call \(call.code) is being taken already") }
+        var t = AlertTaken()
+        if let alert = call.alert, let id = Self.parseAlertID(alert) {
+            t.id = id
+        } else {
+            t.resident = call.resident ?? ""
+            t.ladder = call.ladder ?? 0
+        }
+        t.by = by
+        t.via = via
+        return .event(.alertTaken(t), alert: call.alert)
     }
 
     static func acknowledgementMadeHere(_ entry: AlertBook.Entry) -> AlertAcknowledged {

@@ -163,6 +163,16 @@ struct ConfigReader {
         return ConfigReader(file: file, node: v, path: name(key))
     }
 
+    /// A list of mappings (`calls.tree`), each read with its own reader.
+    mutating func mappings(_ key: String) throws -> [ConfigReader]? {
+        guard let v = value(key) else { return nil }
+        guard let items = v.sequence else { throw error("\(name(key)) must be a list", at: v) }
+        return try items.map { item in
+            guard item.mapping != nil else { throw error("\(name(key)) must be a list of mappings", at: item) }
+            return ConfigReader(file: file, node: item, path: name(key))
+        }
+    }
+
     /// Fails on keys that were never read: they are typos or settings from another version.
     func finish() throws {
         guard let mapping = node.mapping else { return }

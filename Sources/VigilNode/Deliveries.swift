@@ -47,8 +47,9 @@ final class Deliveries: NodeComponent {
         let now = node.clock.nowMicroseconds()
         let outbox = node.projections.outbox
         var earliest: UInt64?
-        // Broadcast entries are settled by the radio (AirAlerts), not delivered here.
-        for entry in outbox.pending where entry.channel != .broadcast && !attemptsInFlight.contains(entry.id) {
+        // Broadcast entries are settled by the radio (AirAlerts), the alarm centre's by the
+        // centre's link; not delivered here.
+        for entry in outbox.pending where entry.channel != .broadcast && entry.channel != .arc && !attemptsInFlight.contains(entry.id) {
             let due = outbox.nextAttemptMicroseconds(entry)
             if due <= now {
                 deliver(entry)

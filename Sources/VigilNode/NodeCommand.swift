@@ -40,6 +40,8 @@ public enum NodeCommand: Sendable, Equatable {
     case chatDisconnect(ChatPeerReference)
     /// A road user, work zone or jam staff saw (`vigil hazard report`).
     case reportHazard(HazardRequest)
+    /// A person takes a call for help ("I'm on my way"): `AlertTaken`.
+    case takeCall(TakeRequest)
 
     /// The command's name on the wire.
     public var name: String {
@@ -63,6 +65,7 @@ public enum NodeCommand: Sendable, Equatable {
         case .chatConnect: "chat-connect"
         case .chatDisconnect: "chat-disconnect"
         case .reportHazard: "report-hazard"
+        case .takeCall: "take-call"
         }
     }
 }
@@ -233,6 +236,20 @@ public struct AlertCancelRequest: Codable, Sendable, Equatable {
     public init(id: String, reason: String = "") { self.id = id; self.reason = reason }
 }
 
+/// A call for help to take: an alert's id (1a2b3c4d:7), a call's id (resident:room-12/3) or the
+/// short code its messages gave (T4821); who takes it and how.
+public struct TakeRequest: Codable, Sendable, Equatable {
+    public var call: String
+    public var by: String
+    /// "cli", "page", "api", "sms", "webhook".
+    public var via: String
+    public init(call: String, by: String, via: String) {
+        self.call = call
+        self.by = by
+        self.via = via
+    }
+}
+
 public struct AlertReference: Codable, Sendable, Equatable {
     public var id: String
     public init(id: String) { self.id = id }
@@ -333,6 +350,7 @@ extension NodeCommand: Codable {
         case "chat-connect": self = .chatConnect(try arguments(ChatPeerReference.self))
         case "chat-disconnect": self = .chatDisconnect(try arguments(ChatPeerReference.self))
         case "report-hazard": self = .reportHazard(try arguments(HazardRequest.self))
+        case "take-call": self = .takeCall(try arguments(TakeRequest.self))
         default:
             throw DecodingError.dataCorruptedError(forKey: .command, in: c, debugDescription: "unknown command \(name)")
         }
@@ -357,6 +375,7 @@ extension NodeCommand: Codable {
         case .chatOpen(let a): try c.encode(a, forKey: .arguments)
         case .chatConnect(let a), .chatDisconnect(let a): try c.encode(a, forKey: .arguments)
         case .reportHazard(let a): try c.encode(a, forKey: .arguments)
+        case .takeCall(let a): try c.encode(a, forKey: .arguments)
         }
     }
 }

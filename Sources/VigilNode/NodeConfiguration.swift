@@ -61,6 +61,14 @@ public struct NodeConfiguration: Sendable {
     /// How long an SOS raised at the box stays active unless cancelled (0 = until cancelled).
     public var sosExpiryMicroseconds: UInt64 = 3_600_000_000
     public var notifier = NotifierConfiguration()
+    /// The call tree (`calls.tree`, `calls.rounds`, `calls.repeat_after`); nil: the default
+    /// tree, `notify.staff` at once (see `callTree`).
+    public var configuredCallTree: CallTree?
+    /// The call tree calls for help walk: `calls.tree` when configured, else `notify.staff` at
+    /// once (docs/calls-for-help.md).
+    public var callTree: CallTree {
+        configuredCallTree ?? CallTree.standard(staff: projections.ladder.staff, arc: false)
+    }
     /// A start after the log was silent this long appends DowntimeDetected (`notify.downtime_report_after`).
     public var downtimeReportAfterMicroseconds: UInt64 = 300_000_000
     /// Issue 10: delivery failures lasting this long (first failed attempt to the latest) show
@@ -117,11 +125,28 @@ public struct NodeConfiguration: Sendable {
         return try load(text: text, file: file)
     }
 
+    /// Addresses checked and normalised (`ContactAddress`): a typo is an error now, naming the
+    /// setting and line, not a message nobody gets later.
+    static func addresses(_ list: [String], setting: String, in reader: ConfigReader, allowARC: Bool = false) throws -> [String] {
+        guard list.count <= 32 else { throw reader.error("\(setting): at most 32 addresses") }
+        var out: [String] = []
+        for text in list {
+            do {
+                let a = try ContactAddress.parse(text, allowARC: allowARC).text
+                if !out.contains(a) { out.append(a) }
+            } catch {
+                throw reader.error("\(setting): \(error)")
+            }
+        }
+        return out
+    }
+
     /// Reads a configuration from `text` (named `file` in messages).
     public static func load(text: String, file: String) throws -> NodeConfiguration {
         var config = NodeConfiguration()
         config.source = file
         guard var root = try ConfigReader.parse(file: file, text: text) else { return config }
+        var pendingDefaultTree: CallTree?
         if let v = try root.string("data") { config.dataDirectory = v }
         if let v = try root.string("board") { config.boardName = v }
         if let v = try root.string("log_level") {
@@ -266,8 +291,7 @@ public struct NodeConfiguration: Sendable {
             if let v = try notify.duration("retry_max") { config.notifier.retryMaxMicroseconds = max(1_000_000, v) }
             // The ladder's second step and downtime reports go to the staff channel.
             if let v = try notify.strings("staff") {
-                guard v.allSatisfy({ !$0.isEmpty && $0.count <= 256 }) else { throw notify.error("notify.staff must be a list of addresses") }
-                config.projections.ladder.staff = v
+                config.projections.ladder.staff = try addresses(v, setting: "notify.staff", in: notify)
             }
             if let v = try notify.duration("downtime_report_after") { config.downtimeReportAfterMicroseconds = max(1_000_000, v) }
             // Issue 10: how long failures may last before amber says "no way to tell anyone".
@@ -275,6 +299,33 @@ public struct NodeConfiguration: Sendable {
             try notify.finish()
         }
         var roadDirection: Double?
+        if var calls = try root.section("calls") {
+            var tree = CallTree(configured: true)
+            if let items = try calls.mappings("tree") {
+                guard !items.isEmpty, items.count <= 8 else { throw calls.error("calls.tree must list 1 to 8 tiers") }
+                for (i, var item) in items.enumerated() {
+                    let wait = try item.duration("after") ?? 0
+                    guard i > 0 || wait == 0 else { throw item.error("calls.tree: the first tier starts at once (after: 0s)") }
+                    guard let to = try item.strings("to"), !to.isEmpty, to.count <= 16 else {
+                        throw item.error("calls.tree: each tier needs to: a list of 1 to 16 recipients")
+                    }
+                    let recipients = try addresses(to, setting: "calls.tree", in: item, allowARC: true)
+                    if recipients.contains("arc") { throw item.error("calls.tree: arc needs the alarm receiving centre (arc:), which this version does not speak yet") }
+                    try item.finish()
+                    tree.tiers.append(CallTree.Tier(afterMicroseconds: wait, recipients: recipients))
+                }
+            }
+            if let v = try calls.integer("rounds", in: 1...10) { tree.rounds = UInt32(v) }
+            if let v = try calls.duration("repeat_after") { tree.repeatAfterMicroseconds = max(60_000_000, v) }
+            try calls.finish()
+            // rounds or repeat_after alone shape the default tree.
+            if tree.tiers.isEmpty {
+                tree.configured = false
+                pendingDefaultTree = tree
+            } else {
+                config.configuredCallTree = tree
+            }
+        }
         if var site = try root.section("site") {
             if let v = try site.string("name") { config.projections.ladder.siteName = v }
             if let v = try site.string("location"), !v.isEmpty {
@@ -372,6 +423,12 @@ public struct NodeConfiguration: Sendable {
             try p.finish()
         }
         try root.finish()
+        if let shape = pendingDefaultTree {
+            var tree = CallTree.standard(staff: config.projections.ladder.staff, arc: false)
+            tree.rounds = shape.rounds
+            tree.repeatAfterMicroseconds = shape.repeatAfterMicroseconds
+            config.configuredCallTree = tree
+        }
         let location = config.projections.ladder.siteLocation.split(separator: ",").compactMap { Double($0) }
         if roadDirection != nil && location.count != 2 {
             throw ConfigurationError(file: file, line: nil, message: "site.road_direction needs site.location (the entrance the road passes)")

@@ -24,6 +24,8 @@ final class NodeMetrics: NodeComponent {
     private let commits, flushes, shed, refused, hciErrors: Counter
     private let frames: [String: Counter]
     private let radioUp, outboxBacklog, hubBacklog, appliedThrough, residentsEscalating, activeAlerts, feedConnected: Gauge
+    /// Calls for help (docs/calls-for-help.md): open, unanswered, the oldest unanswered one's age.
+    private let callsOpen, callsUnanswered, oldestUnansweredSeconds: Gauge
     /// The hazard feed's counters (DriveAZ's debug figures), by what happened to each message.
     private let feed: [String: Counter]
     /// What the counters had reached at the last sample.
@@ -58,6 +60,9 @@ final class NodeMetrics: NodeComponent {
         residentsEscalating = gauge("vigil_residents_escalating")
         activeAlerts = gauge("vigil_alerts_active")
         feedConnected = gauge("vigil_hazard_feed_connected")
+        callsOpen = gauge("vigil_calls_open")
+        callsUnanswered = gauge("vigil_calls_unanswered")
+        oldestUnansweredSeconds = gauge("vigil_call_oldest_unanswered_seconds")
         feed = Dictionary(uniqueKeysWithValues: Self.feedOutcomes.map { ($0, counter("vigil_hazard_feed_messages_total", [("outcome", $0)])) })
     }
 
@@ -143,5 +148,11 @@ final class NodeMetrics: NodeComponent {
         appliedThrough.record(Int64(clamping: p.appliedThrough))
         residentsEscalating.record(p.escalations.residents.values.count { $0.isEscalating || $0.step >= 3 })
         activeAlerts.record(p.alerts.active.count)
+        let open = p.calls.open
+        let unanswered = open.filter(\.isUnanswered)
+        callsOpen.record(open.count)
+        callsUnanswered.record(unanswered.count)
+        let nowUs = node.clock.nowMicroseconds()
+        oldestUnansweredSeconds.record(Int64(clamping: unanswered.map { nowUs &- min(nowUs, $0.startedMicroseconds) }.max().map { $0 / 1_000_000 } ?? 0))
     }
 }

@@ -12,6 +12,7 @@ extension Node {
         projections.outbox.retryBaseMicroseconds = configuration.notifier.retryBaseMicroseconds
         projections.outbox.retryMaxMicroseconds = configuration.notifier.retryMaxMicroseconds
         refreshLadderContext()
+        projections.calls.tree = configuration.callTree
         projections.outbox.unreachableAfterMicroseconds = configuration.notifyUnreachableAfterMicroseconds
         let from = projections.appliedThrough
         let replayed = try Replay.catchUp(&projections, from: log)

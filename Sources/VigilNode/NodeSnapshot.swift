@@ -28,6 +28,33 @@ public struct NodeSnapshot: Sendable, Codable, Equatable {
     public var chats: ChatsView
     /// Road users, work zones and jams near the shelter, and the warning (README "Active hazards").
     public var roadHazards: RoadHazardsView
+    /// Calls for help, open ones first, then the most recently ended (docs/calls-for-help.md).
+    /// Nil from a node before calls existed.
+    public var calls: [CallView]?
+
+    /// A call for help: what, how old, whether a person has taken it, where the tree stands.
+    public struct CallView: Sendable, Codable, Equatable {
+        /// The short code its messages gave (T4821): what "take" takes.
+        public var code: String
+        public var id: String
+        /// sos, medical, resident.
+        public var kind: String
+        /// What, where, whose, since when; empty in the public view (names, rooms).
+        public var summary: String
+        public var startedMicroseconds: UInt64
+        public var open: Bool
+        /// Who took it and how; the public view says only that it was taken.
+        public var takenBy: String?
+        public var takenVia: String?
+        public var takenMicroseconds: UInt64?
+        /// Why it ended: cancelled, ended, resolved.
+        public var ended: String?
+        /// The tier and pass started last (1-based), and how many recipients were told.
+        public var tier: UInt32
+        public var pass: UInt32
+        public var told: Int
+        public static let limit = 20
+    }
 
     public struct RoadHazardsView: Sendable, Codable, Equatable {
         /// The warning sounding now, in words, and when it ends.
@@ -295,6 +322,12 @@ extension NodeSnapshot {
                                      speedMetersPerSecond: x.speedCentimetersPerSecond.map { Double($0) / 100 },
                                      lastMicroseconds: x.lastMicroseconds, expiresMicroseconds: x.expiresMicroseconds)
             }, feed: live?.hazardFeed)
+        calls = (state.calls.open + state.calls.newestFirst.filter { !$0.isOpen }).prefix(CallView.limit).map { c in
+            CallView(code: c.code, id: c.id, kind: c.kind.rawValue, summary: c.summary, startedMicroseconds: c.startedMicroseconds,
+                     open: c.isOpen, takenBy: c.taken?.by, takenVia: c.taken.map { CallBook.viaText(TakenVia(rawValue: $0.via) ?? .unspecified) },
+                     takenMicroseconds: c.taken?.microseconds, ended: c.ended?.reason, tier: c.tier + 1, pass: c.round + 1,
+                     told: c.told.count)
+        }
         let talks = state.conversations.recent
         chats = ChatsView(
             devices: talks.count, connected: talks.count { $0.connected }, unread: talks.count { $0.unread > 0 },
@@ -313,6 +346,14 @@ extension NodeSnapshot {
     public func forPublic() -> NodeSnapshot {
         var copy = self
         copy.chats.conversations = []
+        // Who needs help and who is coming are for staff: a passer-by sees that a call is open
+        // and whether it is taken.
+        copy.calls = copy.calls?.map { c in
+            var c = c
+            c.summary = ""
+            c.takenBy = c.takenBy == nil ? nil : "someone"
+            return c
+        }
         copy.roadHazards.hazards = []
         copy.roadHazards.feed?.seen = []
         copy.roadHazards.feed?.lastError = nil

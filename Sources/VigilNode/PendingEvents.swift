@@ -66,6 +66,15 @@ struct PendingEvents {
         elements.contains { if case .alertCancelled(let c) = $0.body { c.id == id } else { false } }
     }
 
+    /// Whether a taking of `call` is on its way to the log (a second one would claim a taking
+    /// the call book ignores).
+    func containsTaking(of call: CallBook.Call) -> Bool {
+        elements.contains { e in
+            guard case .alertTaken(let t) = e.body else { return false }
+            return t.hasID ? CallBook.id(alert: t.id.text) == call.id : CallBook.id(resident: t.resident, ladder: t.ladder) == call.id
+        }
+    }
+
     func containsAcknowledgement(_ id: AlertID) -> Bool {
         elements.contains { if case .alertAcknowledged(let a) = $0.body { a.id == id } else { false } }
     }

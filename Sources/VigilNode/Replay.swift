@@ -92,6 +92,7 @@ extension Replay {
                 fresh.outbox.retryMaxMicroseconds = checkpoint.outbox.retryMaxMicroseconds
                 fresh.outbox.keepDelivered = checkpoint.outbox.keepDelivered
                 fresh.escalations.context = checkpoint.escalations.context
+                fresh.calls.tree = checkpoint.calls.tree
             }
             let started = monotonicNanoseconds()
             var replayed = 0
@@ -208,6 +209,7 @@ extension Replay {
                     state.outbox.retryMaxMicroseconds = decoded.outbox.retryMaxMicroseconds
                     state.outbox.keepDelivered = decoded.outbox.keepDelivered
                     state.escalations.context = decoded.escalations.context
+                    state.calls.tree = decoded.calls.tree
                 }
             }
             var through = state.appliedThrough

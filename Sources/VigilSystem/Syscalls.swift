@@ -548,6 +548,80 @@ public final class FileWatch: Sendable {
     }
 }
 
+/// inotify on one directory for files that arrive whole: closed after writing, or moved in
+/// (gammu-smsd's inbox). Non-blocking, for the event loop to watch `fd`; `drain` hands over the
+/// names that arrived, at most 64 KiB of events a call.
+public final class DirectoryWatch: Sendable {
+    public let fd: Int32
+    public init(directory: String) throws(SystemError) {
+        fd = try check("inotify_init1") { inotify_init1(Int32(IN_CLOEXEC | IN_NONBLOCK)) }
+        do {
+            _ = try check("inotify_add_watch", directory) { inotify_add_watch(fd, directory, UInt32(IN_CLOSE_WRITE | IN_MOVED_TO)) }
+        } catch {
+            _ = Glibc.close(fd)
+            throw error
+        }
+    }
+    deinit { _ = Glibc.close(fd) }
+
+    /// The names of files that arrived since the last call, and whether the kernel's queue
+    /// overflowed (events were lost: the caller lists the directory again).
+    public func drain() throws(SystemError) -> (names: [String], overflowed: Bool) {
+        var names: [String] = []
+        var overflowed = false
+        let header = MemoryLayout<inotify_event>.size
+        for _ in 0..<16 {
+            guard let bytes = try readAvailable(fd, upTo: 65_536), !bytes.isEmpty else { break }
+            var offset = 0
+            while offset + header <= bytes.count {
+                let mask = bytes.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self) }
+                let length = Int(bytes.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: offset + 12, as: UInt32.self) })
+                let start = offset + header
+                guard length <= bytes.count - start else { break }
+                if mask & UInt32(IN_Q_OVERFLOW) != 0 { overflowed = true }
+                let name = bytes[start..<(start + length)].prefix { $0 != 0 }
+                if !name.isEmpty { names.append(String(decoding: name, as: UTF8.self)) }
+                offset = start + length
+            }
+        }
+        return (names, overflowed)
+    }
+}
+
+extension FileSystem {
+    /// The names in `directory` (not . and ..), at most `limit` of them.
+    public static func names(inDirectory directory: String, limit: Int = 100_000) throws(SystemError) -> [String] {
+        guard let dir = opendir(directory) else { throw SystemError("opendir", directory, errno: Errno.current) }
+        defer { closedir(dir) }
+        var names: [String] = []
+        while names.count < limit, let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        return names
+    }
+
+    /// At most `limit` bytes of the file at `path` (refusing a larger one rather than cutting it),
+    /// read without following a last-component symlink.
+    public static func readSmallFile(_ path: String, limit: Int) throws(SystemError) -> [UInt8] {
+        let fd = try check("open", path) { cvigil_open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0) }
+        defer { _ = Glibc.close(fd) }
+        var info = stat()
+        if fstat(fd, &info) != 0 { throw SystemError("fstat", path, errno: Errno.current) }
+        guard info.st_mode & S_IFMT == S_IFREG else { throw SystemError("open", path, errno: Errno(rawValue: EINVAL)) }
+        guard info.st_size <= limit else { throw SystemError("read", path, errno: Errno(rawValue: EFBIG)) }
+        var out: [UInt8] = []
+        while out.count <= limit {
+            guard let chunk = try readAvailable(fd, upTo: limit + 1 - out.count), !chunk.isEmpty else { break }
+            out += chunk
+        }
+        guard out.count <= limit else { throw SystemError("read", path, errno: Errno(rawValue: EFBIG)) }
+        return out
+    }
+}
+
 /// Random bytes from the kernel (getrandom), for node ids and alert ids.
 public func secureRandomUInt64() -> UInt64 {
     var generator = SystemRandomNumberGenerator()

@@ -65,6 +65,14 @@ struct APIRoutes: Sendable {
                 await perform(.acknowledgeAlert(AlertReference(id: Self.pathID(context))))
             }
         }
+        api.post("calls/:id/take") { request, context in
+            try await authorised(request, acting: true) {
+                switch await Self.decode(TakeBody.self, request) {
+                case .success(let body): await perform(.takeCall(TakeRequest(call: Self.pathID(context), by: body.by, via: "api")))
+                case .failure(let refused): refused.response
+                }
+            }
+        }
         api.post("alerts/:id/cancel") { request, context in
             try await authorised(request, acting: true) {
                 await perform(.cancelAlert(AlertCancelRequest(id: Self.pathID(context), reason: "cancelled through the API")))
@@ -97,6 +105,9 @@ struct APIRoutes: Sendable {
 
     /// The `{id}` of a path, percent-decoded ("" when it is not valid percent-encoding: the node
     /// refuses that as it refuses any id that is not one).
+    /// The body of a taking: who takes the call.
+    struct TakeBody: Decodable { var by: String }
+
     static func pathID(_ context: WebContext) -> String {
         context.parameters.get("id")?.removingPercentEncoding ?? ""
     }

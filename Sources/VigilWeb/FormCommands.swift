@@ -22,6 +22,10 @@ enum FormCommands {
         case "acknowledge":
             guard let id = field("alert") else { return .failure(.init(message: "Which alert?")) }
             return .success(.acknowledgeAlert(AlertReference(id: id)))
+        case "take":
+            guard let call = field("call") else { return .failure(.init(message: "Which call?")) }
+            guard let by = field("by") else { return .failure(.init(message: "Who takes it? Give your name, so the others know who is on the way.")) }
+            return .success(.takeCall(TakeRequest(call: call, by: by, via: "page")))
         case "cancel":
             guard let id = field("alert") else { return .failure(.init(message: "Which alert?")) }
             return .success(.cancelAlert(AlertCancelRequest(id: id, reason: field("reason") ?? "cancelled on the box's page")))

@@ -86,6 +86,14 @@ enum OpenAPIDocument {
         post:
           summary: Answer a call for help heard from another box.
           responses: *commandResponses
+      /calls/{call}/take:
+        parameters:
+          - {name: call, in: path, required: true, description: "The call's short code (T4821) or an alert's id (ORIGIN:COUNTER)",
+             schema: {type: string, pattern: "^(T[0-9]{4}|[0-9a-f]{1,16}:[0-9]{1,10})$"}}
+        post:
+          summary: Take a call for help ("I'm on my way"); the call tree stops and everyone told learns who took it.
+          requestBody: {required: true, content: {application/json: {schema: {$ref: "#/components/schemas/TakeRequest"}}}}
+          responses: *commandResponses
       /alerts/{id}/cancel:
         parameters: [{$ref: "#/components/parameters/alert"}]
         post:
@@ -138,8 +146,13 @@ enum OpenAPIDocument {
               type: string
               enum: [ping, status, press, check-in, enrol-resident, update-resident, remove-resident, silence-alarms,
                      raise-alert, cancel-alert, acknowledge-alert, record-exposure, record-keys-published, reload-hub-links,
-                     chat-send, chat-open, chat-connect, chat-disconnect]
+                     chat-send, chat-open, chat-connect, chat-disconnect, report-hazard, take-call]
             arguments: {type: object}
+        TakeRequest:
+          type: object
+          required: [by]
+          properties:
+            by: {type: string, minLength: 1, maxLength: 64, description: "Who takes the call (a name or a phone number)"}
         AlertRequest:
           type: object
           required: [kind, lifetimeMicroseconds, text]
@@ -338,6 +351,26 @@ enum OpenAPIDocument {
                           type: {type: string}
                           id: {type: string}
                           timeMicroseconds: {type: integer, format: int64}
+            calls:
+              description: Calls for help, open ones first, then the most recently ended. The public view has no summary and says only "someone" for who took a call.
+              type: array
+              items:
+                type: object
+                required: [code, id, kind, summary, startedMicroseconds, open, tier, pass, told]
+                properties:
+                  code: {type: string}
+                  id: {type: string}
+                  kind: {type: string, enum: [sos, medical, resident]}
+                  summary: {type: string}
+                  startedMicroseconds: {type: integer, format: int64}
+                  open: {type: boolean}
+                  takenBy: {type: string}
+                  takenVia: {type: string}
+                  takenMicroseconds: {type: integer, format: int64}
+                  ended: {type: string}
+                  tier: {type: integer}
+                  pass: {type: integer}
+                  told: {type: integer}
             chats:
               description: Chats with phones and boxes; what peers wrote is unauthenticated. A caller without a token or a session (the public view) gets only the counts.
               type: object

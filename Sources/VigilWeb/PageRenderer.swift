@@ -92,12 +92,42 @@ enum PageRenderer {
 
     static func help(_ s: NodeSnapshot, viewer: Viewer) -> String {
         let calls = s.alerts.filter { $0.category == "help" }
-        var out = "<section id=\"help\"><h2>Calls for help (\(calls.count))</h2>"
-        if calls.isEmpty { return out + "<p class=\"quiet\">No call for help.</p></section>" }
-        out += "<ul class=\"alerts\">"
-        for a in calls { out += alert(a, s, viewer: viewer) }
-        return out + "</ul></section>"
+        let tree = (s.calls ?? []).filter(\.open)
+        var out = "<section id=\"help\"><h2>Calls for help (\(max(calls.count, tree.count)))</h2>"
+        if calls.isEmpty && tree.isEmpty { return out + "<p class=\"quiet\">No call for help.</p></section>" }
+        if !tree.isEmpty {
+            out += "<ul class=\"calls\">"
+            for c in tree { out += call(c, s, viewer: viewer) }
+            out += "</ul>"
+        }
+        if !calls.isEmpty {
+            out += "<ul class=\"alerts\">"
+            for a in calls { out += alert(a, s, viewer: viewer) }
+            out += "</ul>"
+        }
+        return out + "</section>"
     }
+
+    /// A call walking the call tree: taken by whom, or how far the tree has gone; staff take it
+    /// here, giving their name so everyone told learns who is on the way.
+    static func call(_ c: NodeSnapshot.CallView, _ s: NodeSnapshot, viewer: Viewer) -> String {
+        var out = "<li class=\"call\(c.takenBy == nil ? " unanswered" : " taken")\" data-call=\"\(escape(c.code))\" data-started=\"\(c.startedMicroseconds)\">"
+        out += "<b>\(escape(c.code))</b> \(escape(c.summary.isEmpty ? c.kind : c.summary)), \(ago(c.startedMicroseconds, s.timeMicroseconds))"
+        if let by = c.takenBy {
+            out += "<br><span class=\"ok\">Taken by \(escape(by))\(c.takenVia.map { " " + escape($0) } ?? "")"
+            if let t = c.takenMicroseconds { out += " after \(duration((t &- c.startedMicroseconds) / 1_000_000))" }
+            out += ".</span>"
+        } else {
+            out += "<br><span class=\"waiting\">UNANSWERED: tier \(c.tier), pass \(c.pass); \(c.told) told.</span>"
+            if viewer.acting {
+                out += "<form method=\"post\" action=\"/act/take\" class=\"inline\">\(csrfField(viewer))"
+                out += "<input type=\"hidden\" name=\"call\" value=\"\(escape(c.code))\">"
+                out += "<label>Your name <input name=\"by\" required maxlength=\"64\" size=\"12\"></label> <button>I'm on my way</button></form>"
+            }
+        }
+        return out + "</li>"
+    }
+
 
     static func hazards(_ s: NodeSnapshot, viewer: Viewer) -> String {
         let hazards = s.alerts.filter { $0.category != "help" }

@@ -13,7 +13,7 @@ import VigilSystem
 struct AlertCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "alert", abstract: "Raise or cancel an alert at this box (it goes on the air).",
-        subcommands: [AlertRaise.self, AlertCancel.self, AlertAcknowledge.self])
+        subcommands: [AlertRaise.self, AlertCancel.self, AlertAcknowledge.self, AlertTake.self])
 }
 
 /// An alert kind as the command line names it.
@@ -120,6 +120,28 @@ struct AlertAcknowledge: AsyncParsableCommand {
             _ = try parseAlertID(id)
             let reply = try CommandSender.sendToRunningNode(.acknowledgeAlert(AlertReference(id: id)), dataDirectory: dir)
             FileOutput.standardOutput.write("acknowledged alert \(id) (event \(reply.sequence ?? 0)); the acknowledgement goes on the air\n")
+        }
+    }
+}
+
+/// `vigil alert take ID --by NAME`: a person takes a call for help ("I'm on my way"). The call tree
+/// stops escalating and everyone told learns who took it (docs/calls-for-help.md). Works with or
+/// without a running node, as a check-in does.
+struct AlertTake: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "take",
+        abstract: "Take a call for help: the call tree stops and everyone told learns who is on the way.")
+
+    @Argument(help: "The call: an alert's id (1a2b3c4d:7), a call's id (resident:room-12/3) or its short code (T4821), as `vigil status` prints them.")
+    var call: String
+    @Option(help: "Who takes it (a name or a phone number, at most 64 bytes).") var by: String
+    @OptionGroup var options: DataOptions
+
+    func run() async throws {
+        try await reportingErrors {
+            let dir = try options.load().configuration.dataDirectory
+            let reply = try CommandSender.send(.takeCall(TakeRequest(call: call, by: by, via: "cli")), dataDirectory: dir)
+            FileOutput.standardOutput.write("took call \(call) as \(by) (event \(reply.sequence ?? 0)); everyone told is told\n")
         }
     }
 }

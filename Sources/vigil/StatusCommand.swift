@@ -144,6 +144,10 @@ struct Status: AsyncParsableCommand {
             }
             out += "  \(a.idText) \(AlertKind(rawValue: a.kind).map { "\($0)" } ?? "?") \(a.raisedHere ? "raised here" : "received, \(a.hops) hops")\(ack)\n"
         }
+        // A past moment (--at) ages calls to then; the present to the wall clock.
+        let now = (at != nil || atSequence != nil) && s.health.lastEventMicroseconds > 0
+            ? s.health.lastEventMicroseconds : UInt64(max(0, Date().timeIntervalSince1970 * 1_000_000))
+        out += CallText.status(s, nowMicroseconds: now)
         let pending = s.outbox.pending.filter { $0.channel != .broadcast }
         out += "messages: \(pending.count) pending, \(s.outbox.deliveredTotal) delivered, \(s.outbox.failedAttempts) failed attempts\n"
         let unreachable = s.outbox.unreachableEntries

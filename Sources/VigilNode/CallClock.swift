@@ -1,0 +1,56 @@
+import VigilCore
+import VigilEvents
+
+/// Time walking the call tree: when the next tier of an unanswered call is due (or the top of
+/// its next round, "STILL UNANSWERED"), `CallDeadline` says so at that moment. The call book then
+/// makes that tier's messages, the outbox delivers them, and replay needs no clock: a quiet box
+/// escalates all the same.
+///
+/// One deadline at a time; one appended and not yet durable is not appended again.
+final class CallClock: NodeComponent {
+    unowned let node: Node
+    static let timer = Scheduler.Timer("call-deadline")
+    /// The deadline appended and not yet applied.
+    private var appended: CallBook.Deadline?
+
+    init(node: Node) { self.node = node }
+
+    func start() throws(NodeError) {
+        node.scheduler.register(Self.timer) { [unowned self] in reconcile() }
+    }
+
+    func applied(_ event: Event) { settle(event) }
+
+    func refused(_ event: Event) { settle(event) }
+
+    private func settle(_ event: Event) {
+        if case .callDeadline(let d) = event.body, let a = appended, a.call == d.call, a.tier == d.tier, a.round == d.round {
+            appended = nil
+        }
+    }
+
+    func reconcile() {
+        guard !node.stopping, let due = node.projections.calls.nextDeadline else {
+            node.scheduler.cancel(Self.timer)
+            return
+        }
+        if let appended, appended == due { return } // waiting to become durable
+        let now = node.clock.nowMicroseconds()
+        if due.dueMicroseconds <= now {
+            var deadline = CallDeadline()
+            deadline.call = due.call
+            deadline.tier = due.tier
+            deadline.round = due.round
+            deadline.dueUs = due.dueMicroseconds
+            if node.append(.callDeadline(deadline), time: now) != nil {
+                appended = due
+                node.scheduler.cancel(Self.timer)
+            } else {
+                // Refused at once (a full queue): try again shortly, or the tree would stall.
+                node.scheduler.schedule(Self.timer, afterNanoseconds: 1_000_000_000)
+            }
+        } else {
+            node.scheduler.schedule(Self.timer, atNanoseconds: node.monotonicDeadline(forWallMicroseconds: due.dueMicroseconds))
+        }
+    }
+}

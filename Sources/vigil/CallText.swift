@@ -1,0 +1,50 @@
+import Foundation
+import VigilCore
+import VigilEvents
+
+/// Calls for help as `vigil status` prints them: each call's code, what, age, whether it is
+/// taken (by whom, how, after how long), where the tree stands, and each recipient's outcome.
+enum CallText {
+    static func status(_ s: Projections, nowMicroseconds now: UInt64) -> String {
+        let book = s.calls
+        guard book.openedTotal > 0 || !book.calls.isEmpty else {
+            let who = book.tree.everyone
+            return "calls for help: none yet; the tree tells \(who.isEmpty ? "NOBODY (set notify.staff or calls.tree)" : who.joined(separator: ", "))\n"
+        }
+        let open = book.open
+        let unanswered = open.filter(\.isUnanswered).count
+        var out = "calls for help: \(open.count) open (\(unanswered) unanswered), \(book.takenTotal) taken of \(book.openedTotal)\n"
+        for call in book.newestFirst.prefix(10) { out += "  " + line(call, s, now: now) + "\n" }
+        return out
+    }
+
+    static func line(_ call: CallBook.Call, _ s: Projections, now: UInt64) -> String {
+        var text = "\(call.code) \(call.id): \(call.summary); \(age(now &- call.startedMicroseconds)) old"
+        if let t = call.taken {
+            text += ", TAKEN by \(t.by) \(CallBook.viaText(TakenVia(rawValue: t.via) ?? .unspecified)) after \(age(t.microseconds &- call.startedMicroseconds))"
+        } else if call.isOpen {
+            text += ", UNANSWERED, tier \(call.tier + 1) of \(max(1, s.calls.tree.tiers.count)), pass \(call.round + 1) of \(s.calls.tree.rounds)"
+        }
+        if let e = call.ended { text += ", \(e.reason) at \(EventFormatting.time(e.microseconds))" }
+        let told = call.told.map { "\($0) (\(outcome(of: call, to: $0, s.outbox)))" }
+        text += told.isEmpty ? "; nobody told" : "; told \(told.joined(separator: ", "))"
+        return text
+    }
+
+    /// The latest message of `call` to `recipient`: delivered, pending or failing (with why).
+    static func outcome(of call: CallBook.Call, to recipient: String, _ outbox: Outbox) -> String {
+        let prefix = "call/\(call.id)/", suffix = "/\(recipient)"
+        let entries = outbox.entries.values.filter { $0.id.hasPrefix(prefix) && $0.id.hasSuffix(suffix) }
+        guard let last = entries.max(by: { ($0.createdSequence, $0.id) < ($1.createdSequence, $1.id) }) else { return "delivered" }
+        if last.delivered { return "delivered" }
+        if last.attempts == 0 { return "sending" }
+        return "not delivered after \(last.attempts) attempt\(last.attempts == 1 ? "" : "s"): \(last.lastError.prefix(80))"
+    }
+
+    static func age(_ us: UInt64) -> String {
+        let s = us / 1_000_000
+        if s < 120 { return "\(s) s" }
+        if s < 7_200 { return "\(s / 60) min" }
+        return "\(s / 3_600) h \(s % 3_600 / 60) min"
+    }
+}
