@@ -142,7 +142,7 @@ let package = Package(
             name: "VigilNode",
             dependencies: [
                 "VigilLog", "VigilEvents", "VigilCore", "VigilRadio", "VigilBoard", "VigilSystem", "VigilExposure",
-                "VigilHubProtocol", "VigilHex", "VigilAccess", "VigilGATT", "VigilJ2735", "VigilMQTT",
+                "VigilHubProtocol", "VigilHex", "VigilAccess", "VigilGATT", "VigilJ2735", "VigilMQTT", "VigilCalls",
                 // SHA-256 of the hub's key files (checked against the hash the feed offered).
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
@@ -286,7 +286,7 @@ let package = Package(
         .testTarget(
             name: "VigilNodeTests",
             dependencies: [
-                "VigilNode", "VigilLog", "VigilCore", "VigilEvents", "VigilRadio", "VigilBoard", "VigilSystem", "VigilExposure", "VigilGATT", "VigilJ2735", "VigilMQTT", "VigilHex",
+                "VigilNode", "VigilLog", "VigilCore", "VigilEvents", "VigilRadio", "VigilBoard", "VigilSystem", "VigilExposure", "VigilGATT", "VigilJ2735", "VigilMQTT", "VigilHex", "VigilCalls",
                 "VigilTestSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),

@@ -42,6 +42,8 @@ public struct Projections: Projection {
     public var hazards = HazardBook()
     /// Calls for help walking the call tree until a person takes them.
     public var calls = CallBook()
+    /// SMS that reached the box, and what it made of them.
+    public var sms = SMSBook()
 
     /// The checkpoint's name in the log.
     /// v3: schema 4 added the exposure book (an older checkpoint is ignored: the log is replayed).
@@ -140,6 +142,8 @@ public struct Projections: Projection {
             take(t, event: event)
         case .callDeadline(let d):
             addCallMessages(calls.reached(d, event: event), event)
+        case .smsReceived(let m):
+            sms.apply(m, event: event)
         case .alertReaffirmed:
             alerts.apply(alertEvent: event)
             alarms.reaffirmed(event)

@@ -65,6 +65,8 @@ public typealias ChatChannel = Vigil_Events_V1_ChatChannel
 public typealias AlertTaken = Vigil_Events_V1_AlertTaken
 public typealias TakenVia = Vigil_Events_V1_TakenVia
 public typealias CallDeadline = Vigil_Events_V1_CallDeadline
+public typealias SMSReceived = Vigil_Events_V1_SmsReceived
+public typealias SMSReading = Vigil_Events_V1_SmsReading
 
 /// What happened. One case per event kind in the catalogue (README "Event catalogue").
 public enum EventBody: Sendable, Equatable {
@@ -107,6 +109,7 @@ public enum EventBody: Sendable, Equatable {
     case hazardDeadline(HazardDeadline)
     case alertTaken(AlertTaken)
     case callDeadline(CallDeadline)
+    case smsReceived(SMSReceived)
 
     public var kind: EventKind {
         switch self {
@@ -149,6 +152,7 @@ public enum EventBody: Sendable, Equatable {
         case .hazardDeadline: .hazardDeadline
         case .alertTaken: .alertTaken
         case .callDeadline: .callDeadline
+        case .smsReceived: .smsReceived
         }
     }
 
@@ -218,6 +222,7 @@ extension EventKind {
         case .hazardDeadline: "hazard-deadline"
         case .alertTaken: "alert-taken"
         case .callDeadline: "call-deadline"
+        case .smsReceived: "sms-received"
         case .UNRECOGNIZED(let n): "kind-\(n)"
         }
     }
@@ -230,7 +235,7 @@ extension EventKind {
         .alertExpired, .alertReaffirmed, .downtimeDetected, .hubAcknowledged, .hubEpochStarted, .hubReceived,
         .occupancySampled, .exposureKeysOffered, .exposureKeysMatched, .hubFeedRewound, .logSalvaged,
         .scanSightings, .scanBatch, .linkChanged, .chatMessage, .chatOpened, .hazardReported, .hazardDeadline,
-        .alertTaken, .callDeadline,
+        .alertTaken, .callDeadline, .smsReceived,
     ]
 
     public init?(name: String) {
@@ -256,7 +261,10 @@ extension EventKind {
              // What phones say to the box stays at the box: unauthenticated, and about people nearby.
              .linkChanged, .chatMessage, .chatOpened,
              // Road users' positions are the region's feed's already, and about people moving.
-             .hazardReported, .hazardDeadline:
+             .hazardReported, .hazardDeadline,
+             // Who texted the box, and what, stays at the box: a taking or a check-in it caused
+             // leaves as that event's effect in the box's state, not as the SMS.
+             .smsReceived:
             false
         }
     }

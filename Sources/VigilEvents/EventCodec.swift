@@ -75,6 +75,7 @@ public enum EventCodec {
         case .hazardDeadline(let m): payload = serialize(m)
         case .alertTaken(let m): payload = serialize(m)
         case .callDeadline(let m): payload = serialize(m)
+        case .smsReceived(let m): payload = serialize(m)
         }
         return (kind, payload)
     }
@@ -138,6 +139,7 @@ public enum EventCodec {
             case .hazardDeadline: return .hazardDeadline(try parse(payload))
             case .alertTaken: return .alertTaken(try parse(payload))
             case .callDeadline: return .callDeadline(try parse(payload))
+            case .smsReceived: return .smsReceived(try parse(payload))
             case .unspecified, .UNRECOGNIZED:
                 throw EventDecodingError(sequence: sequence, reason: .unknownKind(kind))
             }

@@ -1,6 +1,7 @@
 import CoreMetrics
 import Foundation
 import VigilBoard
+import VigilCalls
 import VigilCore
 import VigilHubProtocol
 import VigilLog
@@ -64,6 +65,8 @@ public struct NodeConfiguration: Sendable {
     /// The call tree (`calls.tree`, `calls.rounds`, `calls.repeat_after`); nil: the default
     /// tree, `notify.staff` at once (see `callTree`).
     public var configuredCallTree: CallTree?
+    /// Replies by SMS from gammu-smsd's inbox (`calls.sms_inbox`, `calls.sms_inbox_format`).
+    public var smsInbox = SMSInboxSettings()
     /// The call tree calls for help walk: `calls.tree` when configured, else `notify.staff` at
     /// once (docs/calls-for-help.md).
     public var callTree: CallTree {
@@ -316,6 +319,14 @@ public struct NodeConfiguration: Sendable {
                 }
             }
             if let v = try calls.integer("rounds", in: 1...10) { tree.rounds = UInt32(v) }
+            if let v = try calls.string("sms_inbox"), !v.isEmpty {
+                guard v.hasPrefix("/") else { throw calls.error("calls.sms_inbox must be an absolute path (gammu-smsd's inboxpath)") }
+                config.smsInbox.directory = v
+            }
+            if let v = try calls.string("sms_inbox_format") {
+                guard let format = InboxFormat(rawValue: v) else { throw calls.error("calls.sms_inbox_format must be detail, standard or unicode (gammu-smsd's inboxformat)") }
+                config.smsInbox.format = format
+            }
             if let v = try calls.duration("repeat_after") { tree.repeatAfterMicroseconds = max(60_000_000, v) }
             try calls.finish()
             // rounds or repeat_after alone shape the default tree.

@@ -282,6 +282,8 @@ public enum FileSystem {
         /// The file's identity: another file moved into its place has another.
         public var device: UInt64 = 0
         public var inode: UInt64 = 0
+        /// Last modification, µs since the epoch.
+        public var modifiedMicroseconds: UInt64 = 0
     }
 
     public static func entry(_ path: String) throws(SystemError) -> Entry {
@@ -289,7 +291,8 @@ public enum FileSystem {
         guard lstat(path, &st) == 0 else { throw SystemError("lstat", path, errno: Errno.current) }
         let type = st.st_mode & S_IFMT
         return Entry(isDirectory: type == S_IFDIR, isSymbolicLink: type == S_IFLNK, owner: st.st_uid, mode: st.st_mode & 0o7777,
-                     device: UInt64(st.st_dev), inode: UInt64(st.st_ino))
+                     device: UInt64(st.st_dev), inode: UInt64(st.st_ino),
+                     modifiedMicroseconds: UInt64(max(0, st.st_mtim.tv_sec)) &* 1_000_000 &+ UInt64(max(0, st.st_mtim.tv_nsec)) / 1_000)
     }
 
     /// The uid of the user called `name`, if there is one.

@@ -78,6 +78,7 @@ enum EventFormatting {
             case .hazardDeadline(let m): payload = try m.jsonString(options: options)
             case .alertTaken(let m): payload = try m.jsonString(options: options)
             case .callDeadline(let m): payload = try m.jsonString(options: options)
+            case .smsReceived(let m): payload = try m.jsonString(options: options)
             case .scanBatch(let m):
                 // The packed hits shown as the ScanHits they are (the batch's bytes say nothing to a reader).
                 let hits = try m.scanHits().map { try $0.jsonString(options: options) }
@@ -162,6 +163,8 @@ enum EventFormatting {
             let call = t.hasID ? t.id.text : "\(ChatText.printable(t.resident, limit: 64))'s ladder \(t.ladder)"
             let heard = t.heardFrom == 0 ? "" : " (heard from \(String(t.heardFrom, radix: 16)))"
             summary = "call \(call) taken by \(ChatText.printable(t.by, limit: 64)) \(CallBook.viaText(t.via))\(heard)"
+        case .smsReceived(let m):
+            summary = "SMS from \(ChatText.printable(m.sender, limit: 32)) (\(m.reading)): \(ChatText.printable(m.text, limit: 120))"
         case .callDeadline(let d):
             summary = "call \(ChatText.printable(d.call, limit: 80)): tier \(d.tier + 1), pass \(d.round + 1) due \(EventFormatting.time(d.dueUs))"
         case .scanSightings(let s):

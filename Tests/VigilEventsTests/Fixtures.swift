@@ -273,8 +273,8 @@ enum Fixtures {
 
     /// The kinds schema 16 added (calls for help), every field set (from the v16 stream).
     static var schema16Bodies: [EventBody] {
-        let added = goldenEventsV16.suffix(3).map(\.body)
-        return [added[1], added[0]]
+        let added = goldenEventsV16.suffix(4).map(\.body)
+        return [added[1], added[0], added[3]]
     }
 
     /// Schema 16: a call taken by SMS, a resident's call taken on the page, a call tree's step.
@@ -294,9 +294,17 @@ enum Fixtures {
         deadline.tier = 1
         deadline.round = 2
         deadline.dueUs = start + 300_000_000
+        var sms = SMSReceived()
+        sms.file = "IN20261128_031200_00_+34600111222_00.txt"
+        sms.sender = "+34600111222"
+        sms.text = "Take T4821, José"
+        sms.reading = .reply
+        sms.error = "none"
+        sms.receivedUs = start + 400_000_000
+        sms.outcome = "not acted on: not a reply the box knows (TAKE, a call's code, OK)"
         let base = goldenEventsV15.last?.timeMicroseconds ?? start
         return goldenEventsV15 + [(base + 125_000, .callDeadline(deadline)), (base + 250_000, .alertTaken(taken)),
-                                  (base + 500_000, .alertTaken(resident))]
+                                  (base + 500_000, .alertTaken(resident)), (base + 750_000, .smsReceived(sms))]
     }
 
     /// Schema 15: a start with the site, a road user's position report and a hazard deadline.
@@ -814,6 +822,7 @@ extension EventBody {
         case .hazardDeadline(let m): m
         case .alertTaken(let m): m
         case .callDeadline(let m): m
+        case .smsReceived(let m): m
         }
     }
 
@@ -859,6 +868,7 @@ extension EventBody {
         case .hazardDeadline: self = .hazardDeadline(try HazardDeadline(jsonString: json))
         case .alertTaken: self = .alertTaken(try AlertTaken(jsonString: json))
         case .callDeadline: self = .callDeadline(try CallDeadline(jsonString: json))
+        case .smsReceived: self = .smsReceived(try SMSReceived(jsonString: json))
         case .unspecified, .UNRECOGNIZED: throw GoldenFormatError("no payload type for kind \(kind.name)")
         }
     }

@@ -109,6 +109,7 @@ public nonisolated enum Vigil_Events_V1_EventKind: SwiftProtobuf.Enum, Swift.Cas
   /// Added in schema version 16 (calls for help reach a person who takes them).
   case alertTaken // = 38
   case callDeadline // = 39
+  case smsReceived // = 40
   case UNRECOGNIZED(Int)
 
   public init() {
@@ -157,6 +158,7 @@ public nonisolated enum Vigil_Events_V1_EventKind: SwiftProtobuf.Enum, Swift.Cas
     case 37: self = .hazardDeadline
     case 38: self = .alertTaken
     case 39: self = .callDeadline
+    case 40: self = .smsReceived
     default: self = .UNRECOGNIZED(rawValue)
     }
   }
@@ -203,6 +205,7 @@ public nonisolated enum Vigil_Events_V1_EventKind: SwiftProtobuf.Enum, Swift.Cas
     case .hazardDeadline: return 37
     case .alertTaken: return 38
     case .callDeadline: return 39
+    case .smsReceived: return 40
     case .UNRECOGNIZED(let i): return i
     }
   }
@@ -249,6 +252,7 @@ public nonisolated enum Vigil_Events_V1_EventKind: SwiftProtobuf.Enum, Swift.Cas
     .hazardDeadline,
     .alertTaken,
     .callDeadline,
+    .smsReceived,
   ]
 
 }
@@ -399,6 +403,9 @@ public nonisolated enum Vigil_Events_V1_CheckInSource: SwiftProtobuf.Enum, Swift
   case checkInBleTag // = 3
   case checkInHeartRate // = 4
   case checkInHub // = 5
+
+  /// schema 16: "OK" by SMS from the resident's own number
+  case checkInSms // = 6
   case UNRECOGNIZED(Int)
 
   public init() {
@@ -413,6 +420,7 @@ public nonisolated enum Vigil_Events_V1_CheckInSource: SwiftProtobuf.Enum, Swift
     case 3: self = .checkInBleTag
     case 4: self = .checkInHeartRate
     case 5: self = .checkInHub
+    case 6: self = .checkInSms
     default: self = .UNRECOGNIZED(rawValue)
     }
   }
@@ -425,6 +433,7 @@ public nonisolated enum Vigil_Events_V1_CheckInSource: SwiftProtobuf.Enum, Swift
     case .checkInBleTag: return 3
     case .checkInHeartRate: return 4
     case .checkInHub: return 5
+    case .checkInSms: return 6
     case .UNRECOGNIZED(let i): return i
     }
   }
@@ -437,6 +446,7 @@ public nonisolated enum Vigil_Events_V1_CheckInSource: SwiftProtobuf.Enum, Swift
     .checkInBleTag,
     .checkInHeartRate,
     .checkInHub,
+    .checkInSms,
   ]
 
 }
@@ -878,6 +888,67 @@ public nonisolated enum Vigil_Events_V1_TakenVia: SwiftProtobuf.Enum, Swift.Case
     .webhook,
     .hub,
     .button,
+  ]
+
+}
+
+/// How the box read an SMS from gammu-smsd's inbox.
+public nonisolated enum Vigil_Events_V1_SmsReading: SwiftProtobuf.Enum, Swift.CaseIterable {
+  public typealias RawValue = Int
+  case unspecified // = 0
+
+  /// a whole message: its text may answer something
+  case reply // = 1
+
+  /// part 2 or later of a linked message, in a file of its own
+  case continuation // = 2
+
+  /// a linked message with parts missing
+  case incomplete // = 3
+
+  /// a delivery report for a message the box sent
+  case deliveryReport // = 4
+
+  /// the file's name or content is not what gammu-smsd writes
+  case unreadable // = 5
+  case UNRECOGNIZED(Int)
+
+  public init() {
+    self = .unspecified
+  }
+
+  public init?(rawValue: Int) {
+    switch rawValue {
+    case 0: self = .unspecified
+    case 1: self = .reply
+    case 2: self = .continuation
+    case 3: self = .incomplete
+    case 4: self = .deliveryReport
+    case 5: self = .unreadable
+    default: self = .UNRECOGNIZED(rawValue)
+    }
+  }
+
+  public var rawValue: Int {
+    switch self {
+    case .unspecified: return 0
+    case .reply: return 1
+    case .continuation: return 2
+    case .incomplete: return 3
+    case .deliveryReport: return 4
+    case .unreadable: return 5
+    case .UNRECOGNIZED(let i): return i
+    }
+  }
+
+  // The compiler won't synthesize support with the UNRECOGNIZED case.
+  public static let allCases: [Vigil_Events_V1_SmsReading] = [
+    .unspecified,
+    .reply,
+    .continuation,
+    .incomplete,
+    .deliveryReport,
+    .unreadable,
   ]
 
 }
@@ -2492,12 +2563,47 @@ public nonisolated struct Vigil_Events_V1_CallDeadline: Sendable {
   public init() {}
 }
 
+/// An SMS arrived in gammu-smsd's inbox (`calls.sms_inbox`): the fact, once per file, and what the
+/// box made of it, decided from who sent it and what the box had asked them. TAKE (or a call's
+/// short code) from a number told of an open call, after it was told, takes it: an AlertTaken
+/// (via SMS) follows. OK from a resident's own number, after "are you OK?" was asked: a CheckIn
+/// (source SMS) follows. Anything else is shown to staff, never acted on.
+public nonisolated struct Vigil_Events_V1_SmsReceived: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// the inbox file's name (at most 255 bytes)
+  public var file: String = String()
+
+  /// E.164 for a phone number, else as gammu-smsd gave it (at most 64 bytes)
+  public var sender: String = String()
+
+  /// the message, control characters dropped (at most 320 characters)
+  public var text: String = String()
+
+  public var reading: Vigil_Events_V1_SmsReading = .unspecified
+
+  /// why it could not be read (UNREADABLE)
+  public var error: String = String()
+
+  /// when the file was written (its modification time)
+  public var receivedUs: UInt64 = 0
+
+  /// what the box made of it, in words ("took call T4821", "not acted on: ...")
+  public var outcome: String = String()
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
 // MARK: - Code below here is support for the SwiftProtobuf runtime.
 
 fileprivate nonisolated let _protobuf_package = "vigil.events.v1"
 
 nonisolated extension Vigil_Events_V1_EventKind: SwiftProtobuf._ProtoNameProviding {
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0EVENT_KIND_UNSPECIFIED\0\u{1}SCAN_HIT\0\u{1}ALERT_RECEIVED\0\u{1}ALERT_RAISED\0\u{1}ALERT_CANCELLED\0\u{1}CHECK_IN\0\u{1}BUTTON_INPUT\0\u{1}NODE_STARTED\0\u{1}NODE_STOPPED\0\u{1}RADIO_STATE_CHANGED\0\u{1}RESIDENT_ENROLLED\0\u{1}RESIDENT_UPDATED\0\u{1}RESIDENT_REMOVED\0\u{1}DEADLINE_REACHED\0\u{1}ALARM_ACKNOWLEDGED\0\u{1}OUTBOX_ATTEMPT\0\u{1}EXPOSURE_DETECTED\0\u{1}CONTACT_RETENTION\0\u{1}EXPOSURE_KEYS_PUBLISHED\0\u{1}ALERT_ACKNOWLEDGED\0\u{1}ALERT_EXPIRED\0\u{1}ALERT_REAFFIRMED\0\u{1}DOWNTIME_DETECTED\0\u{1}HUB_ACKNOWLEDGED\0\u{1}HUB_EPOCH_STARTED\0\u{1}HUB_RECEIVED\0\u{1}OCCUPANCY_SAMPLED\0\u{1}EXPOSURE_KEYS_OFFERED\0\u{1}EXPOSURE_KEYS_MATCHED\0\u{1}HUB_FEED_REWOUND\0\u{1}LOG_SALVAGED\0\u{1}SCAN_SIGHTINGS\0\u{1}SCAN_BATCH\0\u{1}LINK_CHANGED\0\u{1}CHAT_MESSAGE\0\u{1}CHAT_OPENED\0\u{1}HAZARD_REPORTED\0\u{1}HAZARD_DEADLINE\0\u{1}ALERT_TAKEN\0\u{1}CALL_DEADLINE\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0EVENT_KIND_UNSPECIFIED\0\u{1}SCAN_HIT\0\u{1}ALERT_RECEIVED\0\u{1}ALERT_RAISED\0\u{1}ALERT_CANCELLED\0\u{1}CHECK_IN\0\u{1}BUTTON_INPUT\0\u{1}NODE_STARTED\0\u{1}NODE_STOPPED\0\u{1}RADIO_STATE_CHANGED\0\u{1}RESIDENT_ENROLLED\0\u{1}RESIDENT_UPDATED\0\u{1}RESIDENT_REMOVED\0\u{1}DEADLINE_REACHED\0\u{1}ALARM_ACKNOWLEDGED\0\u{1}OUTBOX_ATTEMPT\0\u{1}EXPOSURE_DETECTED\0\u{1}CONTACT_RETENTION\0\u{1}EXPOSURE_KEYS_PUBLISHED\0\u{1}ALERT_ACKNOWLEDGED\0\u{1}ALERT_EXPIRED\0\u{1}ALERT_REAFFIRMED\0\u{1}DOWNTIME_DETECTED\0\u{1}HUB_ACKNOWLEDGED\0\u{1}HUB_EPOCH_STARTED\0\u{1}HUB_RECEIVED\0\u{1}OCCUPANCY_SAMPLED\0\u{1}EXPOSURE_KEYS_OFFERED\0\u{1}EXPOSURE_KEYS_MATCHED\0\u{1}HUB_FEED_REWOUND\0\u{1}LOG_SALVAGED\0\u{1}SCAN_SIGHTINGS\0\u{1}SCAN_BATCH\0\u{1}LINK_CHANGED\0\u{1}CHAT_MESSAGE\0\u{1}CHAT_OPENED\0\u{1}HAZARD_REPORTED\0\u{1}HAZARD_DEADLINE\0\u{1}ALERT_TAKEN\0\u{1}CALL_DEADLINE\0\u{1}SMS_RECEIVED\0")
 }
 
 nonisolated extension Vigil_Events_V1_AddressType: SwiftProtobuf._ProtoNameProviding {
@@ -2513,7 +2619,7 @@ nonisolated extension Vigil_Events_V1_Severity: SwiftProtobuf._ProtoNameProvidin
 }
 
 nonisolated extension Vigil_Events_V1_CheckInSource: SwiftProtobuf._ProtoNameProviding {
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0CHECK_IN_SOURCE_UNSPECIFIED\0\u{1}CHECK_IN_BUTTON\0\u{1}CHECK_IN_CLI\0\u{1}CHECK_IN_BLE_TAG\0\u{1}CHECK_IN_HEART_RATE\0\u{1}CHECK_IN_HUB\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0CHECK_IN_SOURCE_UNSPECIFIED\0\u{1}CHECK_IN_BUTTON\0\u{1}CHECK_IN_CLI\0\u{1}CHECK_IN_BLE_TAG\0\u{1}CHECK_IN_HEART_RATE\0\u{1}CHECK_IN_HUB\0\u{1}CHECK_IN_SMS\0")
 }
 
 nonisolated extension Vigil_Events_V1_Edge: SwiftProtobuf._ProtoNameProviding {
@@ -2550,6 +2656,10 @@ nonisolated extension Vigil_Events_V1_HazardSource: SwiftProtobuf._ProtoNameProv
 
 nonisolated extension Vigil_Events_V1_TakenVia: SwiftProtobuf._ProtoNameProviding {
   public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0TAKEN_VIA_UNSPECIFIED\0\u{1}TAKEN_VIA_PAGE\0\u{1}TAKEN_VIA_API\0\u{1}TAKEN_VIA_CLI\0\u{1}TAKEN_VIA_SMS\0\u{1}TAKEN_VIA_WEBHOOK\0\u{1}TAKEN_VIA_HUB\0\u{1}TAKEN_VIA_BUTTON\0")
+}
+
+nonisolated extension Vigil_Events_V1_SmsReading: SwiftProtobuf._ProtoNameProviding {
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0SMS_READING_UNSPECIFIED\0\u{1}SMS_READING_REPLY\0\u{1}SMS_READING_CONTINUATION\0\u{1}SMS_READING_INCOMPLETE\0\u{1}SMS_READING_DELIVERY_REPORT\0\u{1}SMS_READING_UNREADABLE\0")
 }
 
 nonisolated extension Vigil_Events_V1_AdvertisementSummary: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
@@ -5362,6 +5472,66 @@ nonisolated extension Vigil_Events_V1_CallDeadline: SwiftProtobuf.Message, Swift
     if lhs.tier != rhs.tier {return false}
     if lhs.round != rhs.round {return false}
     if lhs.dueUs != rhs.dueUs {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Vigil_Events_V1_SmsReceived: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".SmsReceived"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}file\0\u{1}sender\0\u{1}text\0\u{1}reading\0\u{1}error\0\u{3}received_us\0\u{1}outcome\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.file) }()
+      case 2: try { try decoder.decodeSingularStringField(value: &self.sender) }()
+      case 3: try { try decoder.decodeSingularStringField(value: &self.text) }()
+      case 4: try { try decoder.decodeSingularEnumField(value: &self.reading) }()
+      case 5: try { try decoder.decodeSingularStringField(value: &self.error) }()
+      case 6: try { try decoder.decodeSingularUInt64Field(value: &self.receivedUs) }()
+      case 7: try { try decoder.decodeSingularStringField(value: &self.outcome) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.file.isEmpty {
+      try visitor.visitSingularStringField(value: self.file, fieldNumber: 1)
+    }
+    if !self.sender.isEmpty {
+      try visitor.visitSingularStringField(value: self.sender, fieldNumber: 2)
+    }
+    if !self.text.isEmpty {
+      try visitor.visitSingularStringField(value: self.text, fieldNumber: 3)
+    }
+    if self.reading != .unspecified {
+      try visitor.visitSingularEnumField(value: self.reading, fieldNumber: 4)
+    }
+    if !self.error.isEmpty {
+      try visitor.visitSingularStringField(value: self.error, fieldNumber: 5)
+    }
+    if self.receivedUs != 0 {
+      try visitor.visitSingularUInt64Field(value: self.receivedUs, fieldNumber: 6)
+    }
+    if !self.outcome.isEmpty {
+      try visitor.visitSingularStringField(value: self.outcome, fieldNumber: 7)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Vigil_Events_V1_SmsReceived, rhs: Vigil_Events_V1_SmsReceived) -> Bool {
+    if lhs.file != rhs.file {return false}
+    if lhs.sender != rhs.sender {return false}
+    if lhs.text != rhs.text {return false}
+    if lhs.reading != rhs.reading {return false}
+    if lhs.error != rhs.error {return false}
+    if lhs.receivedUs != rhs.receivedUs {return false}
+    if lhs.outcome != rhs.outcome {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -1,0 +1,172 @@
+import VigilCalls
+import VigilCore
+import VigilEvents
+import VigilSystem
+
+/// SMS replies from gammu-smsd's inbox (`calls.sms_inbox`): the directory watched with inotify
+/// (files closed after writing or moved in; no polling), each new file read once, bounded,
+/// parsed by VigilCalls and judged by `SMSReplyRule`. The fact is logged (`SmsReceived`), then
+/// what it caused (a taking, a check-in). A file is never read twice: the log remembers the names
+/// read (`SMSBook`), and files older than `horizon` are left alone, so an old inbox is not
+/// replayed into today's calls.
+///
+/// The inbox missing or unreadable never stops the node: the button and every other path work;
+/// status says what is wrong and the watch is tried again every 30 s.
+final class SMSInbox: NodeComponent {
+    unowned let node: Node
+    private var watch: DirectoryWatch?
+    /// Names waiting to be read, in arrival order (bounded: a flood waits in the directory).
+    private var queue: [String] = []
+    private var queued: Set<String> = []
+    /// Files whose SmsReceived is appended and not yet applied.
+    private var appended: Set<String> = []
+    /// Why the inbox cannot be read, for status.
+    private(set) var problem: String?
+    private(set) var counters = Counters()
+
+    struct Counters: Sendable, Equatable, Codable {
+        var read: UInt64 = 0
+        var actedOn: UInt64 = 0
+        var unreadable: UInt64 = 0
+        var tooOld: UInt64 = 0
+        var overflows: UInt64 = 0
+    }
+
+    static let retryTimer = Scheduler.Timer("sms-inbox-retry")
+    static let drainTimer = Scheduler.Timer("sms-inbox-drain")
+    /// Files read per turn of the loop: a flood of texts never holds the button up.
+    static let perTurn = 16
+    static let queueLimit = 1_024
+    /// Files written longer ago than this are not read (a reply answers a question of now).
+    static let horizonMicroseconds: UInt64 = 86_400_000_000
+
+    init(node: Node) { self.node = node }
+
+    var settings: SMSInboxSettings { node.configuration.smsInbox }
+
+    func start() throws(NodeError) {
+        guard settings.directory != nil else { return }
+        node.scheduler.register(Self.retryTimer) { [unowned self] in openWatch() }
+        node.scheduler.register(Self.drainTimer) { [unowned self] in readSome() }
+        openWatch()
+    }
+
+    func applied(_ event: Event) {
+        if case .smsReceived(let m) = event.body { appended.remove(m.file) }
+    }
+
+    func refused(_ event: Event) {
+        if case .smsReceived(let m) = event.body { appended.remove(m.file) }
+    }
+
+    private func openWatch() {
+        guard let directory = settings.directory, watch == nil, !node.stopping else { return }
+        do {
+            let w = try DirectoryWatch(directory: directory)
+            guard node.loop.watch(w.fd, "the SMS inbox", handler: { [unowned self] _ in arrived() }) else { return }
+            watch = w
+            problem = nil
+            rescan()
+        } catch {
+            problem = "cannot watch \(directory): \(error)"
+            node.logger.warning("SMS inbox unavailable; retrying in 30 s", metadata: ["error": "\(error)"])
+            node.scheduler.schedule(Self.retryTimer, afterNanoseconds: 30_000_000_000)
+        }
+    }
+
+    /// inotify said files arrived.
+    private func arrived() {
+        guard let watch else { return }
+        do {
+            let (names, overflowed) = try watch.drain()
+            if overflowed {
+                counters.overflows += 1
+                rescan()
+            } else {
+                for name in names { enqueue(name) }
+            }
+        } catch {
+            problem = "reading the SMS inbox's events failed: \(error)"
+        }
+        readSome()
+    }
+
+    /// Every name in the directory not read yet (at start, and after the kernel dropped events).
+    private func rescan() {
+        guard let directory = settings.directory else { return }
+        do {
+            for name in try FileSystem.names(inDirectory: directory).sorted() { enqueue(name) }
+        } catch {
+            problem = "cannot list \(directory): \(error)"
+        }
+        readSome()
+    }
+
+    private func enqueue(_ name: String) {
+        guard name.hasPrefix("IN"), !queued.contains(name), !appended.contains(name), !node.projections.sms.hasRead(name),
+              queue.count < Self.queueLimit else { return }
+        queue.append(name)
+        queued.insert(name)
+    }
+
+    /// Reads up to `perTurn` waiting files; the rest on the next turn.
+    private func readSome() {
+        guard let directory = settings.directory, !node.stopping else { return }
+        var done = 0
+        while done < Self.perTurn, !queue.isEmpty {
+            let name = queue.removeFirst()
+            queued.remove(name)
+            guard !appended.contains(name), !node.projections.sms.hasRead(name) else { continue }
+            done += 1
+            read(name, in: directory)
+        }
+        if !queue.isEmpty { node.scheduler.schedule(Self.drainTimer, afterNanoseconds: 0) }
+        // A queue that was full left names in the directory: look again once it has room.
+        if queue.isEmpty && queued.isEmpty && done == Self.perTurn { rescanSoon() }
+    }
+
+    private func rescanSoon() { node.scheduler.schedule(Self.retryTimer, afterNanoseconds: 1_000_000_000) }
+
+    private func read(_ name: String, in directory: String) {
+        let path = directory + "/" + name
+        let now = node.clock.nowMicroseconds()
+        let entry: FileSystem.Entry
+        do { entry = try FileSystem.entry(path) } catch { return } // gone meanwhile
+        guard !entry.isDirectory, !entry.isSymbolicLink else { return }
+        guard entry.modifiedMicroseconds &+ Self.horizonMicroseconds >= now else {
+            counters.tooOld += 1
+            return
+        }
+        let sms: Result<InboundSMS, any Error>
+        do {
+            let bytes = try FileSystem.readSmallFile(path, limit: InboxMessage.maximumFileSize)
+            sms = .success(try InboundSMS.read(name: Array(name.utf8), contents: bytes, format: settings.format))
+        } catch {
+            // Too large, not a regular file, unreadable, not gammu's: logged as unreadable (the
+            // log says why), never retried.
+            sms = .failure(error)
+        }
+        let rule = SMSReplyRule(interpreter: node.control.interpreter, projections: node.projections)
+        let decision = rule.decide(file: name, sms: sms, receivedMicroseconds: min(entry.modifiedMicroseconds, now))
+        counters.read += 1
+        if decision.received.reading == .unreadable { counters.unreadable += 1 }
+        guard node.append(.smsReceived(decision.received)) != nil else { return }
+        appended.insert(name)
+        if let effect = decision.effect, node.append(effect) != nil { counters.actedOn += 1 }
+        // Phone numbers and texts stay out of the journal above debug (issue 28).
+        node.logger.debug("SMS read", metadata: ["file": "\(name)", "outcome": "\(decision.received.outcome)"])
+    }
+
+    func stop() {
+        if let watch { node.loop.unwatch(watch.fd, "the SMS inbox") }
+        watch = nil
+    }
+}
+
+/// `calls.sms_inbox` and `calls.sms_inbox_format`: gammu-smsd's inbox directory and the format it
+/// writes (`inboxformat`; detail keeps every character and tells parts and reports apart).
+public struct SMSInboxSettings: Sendable, Equatable {
+    public var directory: String?
+    public var format: InboxFormat = .detail
+    public init() {}
+}
