@@ -31,6 +31,17 @@ public struct NodeSnapshot: Sendable, Codable, Equatable {
     /// Calls for help, open ones first, then the most recently ended (docs/calls-for-help.md).
     /// Nil from a node before calls existed.
     public var calls: [CallView]?
+    /// The latest SMS that reached the box and what it made of them, newest first; empty in the
+    /// public view (phone numbers and what people wrote).
+    public var texts: [TextView]?
+
+    public struct TextView: Sendable, Codable, Equatable {
+        public var sender: String
+        public var text: String
+        public var outcome: String
+        public var receivedMicroseconds: UInt64
+        public static let limit = 10
+    }
 
     /// A call for help: what, how old, whether a person has taken it, where the tree stands.
     public struct CallView: Sendable, Codable, Equatable {
@@ -328,6 +339,9 @@ extension NodeSnapshot {
                      takenMicroseconds: c.taken?.microseconds, ended: c.ended?.reason, tier: c.tier + 1, pass: c.round + 1,
                      told: c.told.count)
         }
+        texts = state.sms.recent.suffix(TextView.limit).reversed().map {
+            TextView(sender: $0.sender, text: PeerText.printable($0.text), outcome: $0.outcome, receivedMicroseconds: $0.receivedMicroseconds)
+        }
         let talks = state.conversations.recent
         chats = ChatsView(
             devices: talks.count, connected: talks.count { $0.connected }, unread: talks.count { $0.unread > 0 },
@@ -348,6 +362,7 @@ extension NodeSnapshot {
         copy.chats.conversations = []
         // Who needs help and who is coming are for staff: a passer-by sees that a call is open
         // and whether it is taken.
+        copy.texts = copy.texts.map { _ in [] }
         copy.calls = copy.calls?.map { c in
             var c = c
             c.summary = ""

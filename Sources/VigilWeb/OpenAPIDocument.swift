@@ -351,6 +351,17 @@ enum OpenAPIDocument {
                           type: {type: string}
                           id: {type: string}
                           timeMicroseconds: {type: integer, format: int64}
+            texts:
+              description: The latest SMS that reached the box and what it made of them, newest first; empty in the public view.
+              type: array
+              items:
+                type: object
+                required: [sender, text, outcome, receivedMicroseconds]
+                properties:
+                  sender: {type: string}
+                  text: {type: string}
+                  outcome: {type: string}
+                  receivedMicroseconds: {type: integer, format: int64}
             calls:
               description: Calls for help, open ones first, then the most recently ended. The public view has no summary and says only "someone" for who took a call.
               type: array

@@ -94,7 +94,7 @@ enum PageRenderer {
         let calls = s.alerts.filter { $0.category == "help" }
         let tree = (s.calls ?? []).filter(\.open)
         var out = "<section id=\"help\"><h2>Calls for help (\(max(calls.count, tree.count)))</h2>"
-        if calls.isEmpty && tree.isEmpty { return out + "<p class=\"quiet\">No call for help.</p></section>" }
+        if calls.isEmpty && tree.isEmpty { return out + "<p class=\"quiet\">No call for help.</p>" + texts(s) + "</section>" }
         if !tree.isEmpty {
             out += "<ul class=\"calls\">"
             for c in tree { out += call(c, s, viewer: viewer) }
@@ -105,7 +105,17 @@ enum PageRenderer {
             for a in calls { out += alert(a, s, viewer: viewer) }
             out += "</ul>"
         }
-        return out + "</section>"
+        return out + texts(s) + "</section>"
+    }
+
+    /// The latest SMS and what the box made of them (staff only: the public view has none).
+    static func texts(_ s: NodeSnapshot) -> String {
+        guard let texts = s.texts, !texts.isEmpty else { return "" }
+        var out = "<details class=\"texts\"><summary>Texts received (\(texts.count))</summary><ul>"
+        for t in texts {
+            out += "<li><b>\(escape(t.sender))</b> <q>\(escape(t.text))</q> <small>\(escape(t.outcome)), \(ago(t.receivedMicroseconds, s.timeMicroseconds))</small></li>"
+        }
+        return out + "</ul></details>"
     }
 
     /// A call walking the call tree: taken by whom, or how far the tree has gone; staff take it

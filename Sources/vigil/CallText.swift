@@ -18,6 +18,18 @@ enum CallText {
         return out
     }
 
+    /// SMS that reached the box: counts, and the latest few with what the box made of them
+    /// (replies it did not act on are for staff to read).
+    static func sms(_ s: Projections) -> String {
+        let book = s.sms
+        guard book.received > 0 else { return "" }
+        var out = "SMS received: \(book.received) (\(book.unreadable) unreadable)\n"
+        for m in book.recent.suffix(5).reversed() {
+            out += "  \(EventFormatting.time(m.receivedMicroseconds)) from \(m.sender): \"\(m.text.prefix(60))\" — \(m.outcome)\n"
+        }
+        return out
+    }
+
     static func line(_ call: CallBook.Call, _ s: Projections, now: UInt64) -> String {
         var text = "\(call.code) \(call.id): \(call.summary); \(age(now &- call.startedMicroseconds)) old"
         if let t = call.taken {
