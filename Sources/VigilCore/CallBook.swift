@@ -53,6 +53,10 @@ public struct CallBook: Codable, Equatable, Sendable {
         /// When each recipient was last told of this call (for "answering the last call sent to
         /// that number").
         public var lastTold: [String: UInt64]
+        /// When each recipient was first told of this call: a reply written after it answers it.
+        public var firstTold: [String: UInt64]
+        /// The box the call's alert came from (this box's own id for one raised here).
+        public var origin: UInt64
         public var taken: Taking?
         public var ended: Ending?
 
@@ -84,6 +88,14 @@ public struct CallBook: Codable, Equatable, Sendable {
     public private(set) var staleDeadlines: UInt64 = 0
     /// Ended calls kept for status and the page; older ones are forgotten.
     public static let keepEnded = 100
+    /// Open calls from other boxes at most, in all and per box (`noteRefusedRemoteCall` counts
+    /// the rest, which stay alerts).
+    public static let maximumRemoteOpen = 64
+    public static let maximumOpenPerRemoteBox = 4
+    public static let raisedHere = "raised at this box"
+    public private(set) var refusedRemoteCalls: UInt64 = 0
+
+    mutating func noteRefusedRemoteCall() { refusedRemoteCalls += 1 }
 
     public init() {}
 
@@ -108,7 +120,7 @@ public struct CallBook: Codable, Equatable, Sendable {
     /// Opens a call (an id already present is left alone: a renewal or a duplicate heard again
     /// is the same call) and tells the first tier.
     mutating func open(id: String, kind: Kind, alert: String?, resident: String?, ladder: UInt32?, source: String,
-                       what: String, place: String, event: Event) -> [Message] {
+                       what: String, place: String, event: Event, origin: UInt64 = 0) -> [Message] {
         guard calls[id] == nil else { return [] }
         let time = event.timeMicroseconds
         let since = CivilTime(utcSeconds: Int64(clamping: time / 1_000_000)).text
@@ -116,7 +128,8 @@ public struct CallBook: Codable, Equatable, Sendable {
         let call = Call(id: id, kind: kind, alert: alert, resident: resident, ladder: ladder, source: source,
                         summary: summary, startedMicroseconds: time, startedSequence: event.sequence,
                         code: uniqueCode(for: id, sequence: event.sequence), tier: 0, round: 0,
-                        stepStartedMicroseconds: time, told: [], lastTold: [:], taken: nil, ended: nil)
+                        stepStartedMicroseconds: time, told: [], lastTold: [:], firstTold: [:], origin: origin,
+                        taken: nil, ended: nil)
         calls[id] = call
         openedTotal += 1
         forgetOldEnded()
@@ -131,7 +144,10 @@ public struct CallBook: Codable, Equatable, Sendable {
         hash ^= sequence &* 0x9E37_79B9_7F4A_7C15
         var n = Int(hash % 9_000) + 1_000
         let taken = Set(calls.values.filter(\.isOpen).map(\.code))
-        for _ in 0..<9_000 where taken.contains("T\(n)") { n = n == 9_999 ? 1_000 : n + 1 }
+        for _ in 0..<9_000 {
+            guard taken.contains("T\(n)") else { break }
+            n = n == 9_999 ? 1_000 : n + 1
+        }
         return "T\(n)"
     }
 
@@ -186,6 +202,7 @@ public struct CallBook: Codable, Equatable, Sendable {
                 messages.append(Message(id: "call/\(id)/\(round).\(tier)/\(r)", recipient: r, text: text))
                 if !call.told.contains(r) { call.told.append(r) }
                 call.lastTold[r] = time
+                if call.firstTold[r] == nil { call.firstTold[r] = time }
             }
         }
         calls[id] = call
@@ -248,17 +265,24 @@ public struct CallBook: Codable, Equatable, Sendable {
 
     // MARK: Replies
 
-    /// The call an SMS reply from `number` takes: with a short code, the open call with that code
-    /// that was sent to the number; without one, the last unanswered call sent to the number.
-    /// nil when the number was told of no such call.
-    public func callForReply(from number: String, code: String?) -> Call? {
-        let candidates = calls.values.filter { $0.isOpen && $0.lastTold[number] != nil }
+    /// The calls an SMS reply from `number`, written at `time`, may take: open calls first told
+    /// to that number before `time`; with a short code, only the call with that code, else the
+    /// unanswered ones, the last told first. More than one without a code is ambiguous: the
+    /// caller asks for the code rather than guess.
+    public func callsForReply(from number: String, code: String?, writtenAt time: UInt64) -> [Call] {
+        let candidates = calls.values.filter { c in c.isOpen && (c.firstTold[number].map { $0 <= time } ?? false) }
         if let code {
-            return candidates.first { $0.code.caseInsensitiveCompare(code) }
+            return candidates.filter { $0.code.caseInsensitiveCompare(code) }
         }
-        return candidates.filter(\.isUnanswered).max { a, b in
-            ((a.lastTold[number] ?? 0), a.startedSequence) < ((b.lastTold[number] ?? 0), b.startedSequence)
+        return candidates.filter(\.isUnanswered).sorted { a, b in
+            ((a.lastTold[number] ?? 0), a.startedSequence) > ((b.lastTold[number] ?? 0), b.startedSequence)
         }
+    }
+
+    /// The one call a reply takes (see `callsForReply`), nil when none or several.
+    public func callForReply(from number: String, code: String?, writtenAt time: UInt64 = .max) -> Call? {
+        let found = callsForReply(from: number, code: code, writtenAt: time)
+        return found.count == 1 ? found[0] : nil
     }
 
     /// The call of an alert id text, or of a resident's ladder.
@@ -267,7 +291,7 @@ public struct CallBook: Codable, Equatable, Sendable {
 
     // MARK: Checkpoint
 
-    enum CodingKeys: String, CodingKey { case tree, calls, openedTotal, takenTotal, staleDeadlines }
+    enum CodingKeys: String, CodingKey { case tree, calls, openedTotal, takenTotal, staleDeadlines, refusedRemoteCalls }
 
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
@@ -277,6 +301,7 @@ public struct CallBook: Codable, Equatable, Sendable {
         openedTotal = try c.decode(UInt64.self, forKey: .openedTotal)
         takenTotal = try c.decode(UInt64.self, forKey: .takenTotal)
         staleDeadlines = try c.decode(UInt64.self, forKey: .staleDeadlines)
+        refusedRemoteCalls = try c.decode(UInt64.self, forKey: .refusedRemoteCalls)
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -286,6 +311,7 @@ public struct CallBook: Codable, Equatable, Sendable {
         try c.encode(openedTotal, forKey: .openedTotal)
         try c.encode(takenTotal, forKey: .takenTotal)
         try c.encode(staleDeadlines, forKey: .staleDeadlines)
+        try c.encode(refusedRemoteCalls, forKey: .refusedRemoteCalls)
     }
 }
 

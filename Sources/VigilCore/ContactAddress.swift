@@ -68,8 +68,9 @@ public enum ContactAddress: Equatable, Sendable {
             }
         }
         let parts = trimmed.split(separator: "@", omittingEmptySubsequences: false)
-        if parts.count == 2, !parts[0].isEmpty, parts[1].contains("."), !parts[1].hasPrefix("."), !parts[1].hasSuffix("."),
-           !trimmed.contains(" ") {
+        // Not starting with "-": a notifier may pass the address on a command line.
+        if parts.count == 2, !parts[0].isEmpty, !parts[0].hasPrefix("-"), parts[1].contains("."), !parts[1].hasPrefix("."),
+           !parts[1].hasSuffix("."), !trimmed.contains(" ") {
             return .email(trimmed)
         }
         throw invalid("expected a phone number in international form (+34 600 111 222), an e-mail address or an https:// webhook")

@@ -217,7 +217,8 @@ public struct Projections: Projection {
                 // ended, forgotten) is history: applied, it would put a stale cancel on the air.
                 if r.replayed, !Self.answersKnownAlert(item, alerts) { break }
                 if case .alertTaken(let t) = item.body {
-                    take(t, event: item)
+                    // A taking of an alert this box never heard names nothing here.
+                    if Self.answersKnownAlert(item, alerts) { take(t, event: item) }
                     break
                 }
                 alerts.apply(alertEvent: item)
@@ -397,11 +398,23 @@ public struct Projections: Projection {
         if calls.calls[id] == nil {
             guard alert.tombstone != true, !alert.cancelled, alert.expired != true,
                   alert.expiresAtMicroseconds == 0 || alert.expiresAtMicroseconds > event.timeMicroseconds else { return }
+            // Calls from other boxes are bounded, per box and in all: a box (or a stolen box's
+            // credential at the hub) raising thousands must not text the staff thousands of times.
+            // What is over the bound stays an alert on the page and in status.
+            if !alert.raisedHere {
+                let remote = calls.open.filter { $0.kind != .resident && $0.source != CallBook.raisedHere }
+                guard remote.count < CallBook.maximumRemoteOpen,
+                      remote.count { $0.origin == alert.origin } < CallBook.maximumOpenPerRemoteBox else {
+                    calls.noteRefusedRemoteCall()
+                    return
+                }
+            }
             let kind: CallBook.Kind = alert.kind == AlertKind.medical.rawValue ? .medical : .sos
-            let what = (kind == .sos ? "SOS" : "MEDICAL call") + " \(key)" + (alert.text.isEmpty ? "" : " \"\(alert.text.prefix(80))\"")
+            let text = PrintableText.clean(alert.text, limit: 80)
+            let what = (kind == .sos ? "SOS" : "MEDICAL call") + " \(key)" + (text.isEmpty ? "" : " \"\(text)\"")
             let source: String
             if alert.raisedHere {
-                source = "raised at this box"
+                source = CallBook.raisedHere
             } else if alert.hops == 0 {
                 source = "from box \(String(alert.origin, radix: 16))"
             } else {
@@ -414,7 +427,7 @@ public struct Projections: Projection {
                 place.append("location \(Self.degrees(lat)),\(Self.degrees(lon))")
             }
             addCallMessages(calls.open(id: id, kind: kind, alert: key, resident: nil, ladder: nil, source: source, what: what,
-                                       place: place.joined(separator: ", "), event: event), event)
+                                       place: place.joined(separator: ", "), event: event, origin: alert.origin), event)
         }
         guard let call = calls.calls[id], call.isOpen else { return }
         if alert.cancelled {
@@ -422,13 +435,18 @@ public struct Projections: Projection {
             addCallMessages(calls.end(id, reason: "cancelled", detail: detail, event: event), event)
         } else if alert.expired == true {
             addCallMessages(calls.end(id, reason: "ended", detail: "It expired without a cancel.", event: event), event)
-        } else if call.taken == nil, let ack = alerts.acknowledgement(of: alert) {
-            // `fromHub` marks the hub's own answers (a coordinator's) as heard from UInt64.max.
-            var fromCoordinator = false
-            if case .alertAcknowledged(let k) = event.body, k.heardFrom == UInt64.max { fromCoordinator = true }
-            let by = ack.madeHere ? "a person at this box"
+        } else if call.taken == nil, case .alertAcknowledged(let k) = event.body, k.id.text == key {
+            // Only this event's acknowledgement: one stored before the call opened (heard for an
+            // alert id not raised yet) takes nothing. `fromHub` marks the hub's own answers (a
+            // coordinator's) as heard from UInt64.max.
+            let madeHere = k.heardFrom == 0
+            let fromCoordinator = k.heardFrom == UInt64.max
+            // Another box's word does not stop this box's own call: a stolen box could silence
+            // every SOS. It stops calls raised elsewhere (their own box escalates them).
+            guard madeHere || fromCoordinator || !alert.raisedHere else { return }
+            let by = madeHere ? "a person at this box"
                 : fromCoordinator ? "a coordinator at the hub"
-                : "a person at another box"
+                : "a person at box \(String(k.heardFrom, radix: 16))"
             addCallMessages(calls.take(id, by: by, via: fromCoordinator ? .hub : .button, event: event), event)
         }
     }
@@ -443,8 +461,16 @@ public struct Projections: Projection {
             guard t.heardFrom == 0, !t.resident.isEmpty else { return }
             id = CallBook.id(resident: t.resident, ladder: t.ladder)
         }
-        let by = t.by.isEmpty ? "someone" : String(t.by.prefix(64))
-        addCallMessages(calls.take(id, by: by, via: t.via, event: event), event)
+        var by = t.by.isEmpty ? "someone" : PrintableText.clean(t.by, limit: 64)
+        var via = t.via
+        if t.heardFrom != 0 {
+            // Heard from the hub's feed: another box's word. It never stops this box's own call
+            // (see followCall), and how it was taken is that box's claim, said as such.
+            if let alert = alerts.alerts[t.id.text], alert.raisedHere { return }
+            by = "\(by) at box \(String(t.heardFrom, radix: 16))"
+            via = .hub
+        }
+        addCallMessages(calls.take(id, by: by, via: via, event: event), event)
     }
 
     /// Residents' calls after a ladder event: the alarm step opens one; an "I'm OK", a removal or

@@ -115,7 +115,8 @@ extension HubDatabase {
                 if rows[k.id.text]?.acknowledgedBy.contains(who) == false { rows[k.id.text]?.acknowledgedBy.append(who) }
             case .alertTaken(let t) where t.hasID:
                 // Who took the call, as the box that took it recorded it.
-                let taker = "\(String(t.by.prefix(64))) (at \(who))"
+                // Said as the box's claim ("taken by …"), never in the form a coordinator's is.
+                let taker = "taken by \(PrintableText.clean(t.by, limit: 64)) (at \(who))"
                 if rows[t.id.text]?.acknowledgedBy.contains(taker) == false { rows[t.id.text]?.acknowledgedBy.append(taker) }
             default:
                 continue

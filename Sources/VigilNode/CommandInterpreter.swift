@@ -366,13 +366,19 @@ public struct CommandInterpreter {
 
     // MARK: Calls for help
 
-    static let takenVia: [String: TakenVia] = ["cli": .cli, "page": .page, "api": .api, "sms": .sms, "webhook": .webhook]
+    /// The ways a command may name. SMS and webhook takings are made by the node itself
+    /// (`SMSReplyRule`), never claimed by a caller.
+    static let takenVia: [String: TakenVia] = ["cli": .cli, "page": .page, "api": .api]
+
+    private func take(_ r: TakeRequest) -> Outcome {
+        guard let via = Self.takenVia[r.via] else { return .refused(.invalid, "a call is taken by cli, page or api") }
+        return take(r, via: via)
+    }
 
     /// A person takes a call: found by alert id, call id or short code; open and not yet taken.
-    private func take(_ r: TakeRequest) -> Outcome {
-        guard let via = Self.takenVia[r.via] else { return .refused(.invalid, "a call is taken by cli, page, api, sms or webhook") }
-        let by = r.by.trimmingCharacters(in: .whitespacesAndNewlines)
-        guard !by.isEmpty, by.utf8.count <= 64, !by.unicodeScalars.contains(where: { $0.value < 0x20 }) else {
+    func take(_ r: TakeRequest, via: TakenVia) -> Outcome {
+        let by = PrintableText.clean(r.by, limit: 64).trimmingCharacters(in: .whitespaces)
+        guard !by.isEmpty, by.utf8.count <= 256 else {
             return .refused(.invalid, "who takes the call is a name of 1 to 64 bytes (--by NAME)")
         }
         let book = context.projections.calls

@@ -20,6 +20,10 @@ final class SMSInbox: NodeComponent {
     private var queued: Set<String> = []
     /// Files whose SmsReceived is appended and not yet applied.
     private var appended: Set<String> = []
+    /// Names passed over for good (older than the horizon, not files): not looked at again.
+    private var skipped: Set<String> = []
+    /// The queue was full: names were left in the directory, to be listed again once it drains.
+    private var overflowedQueue = false
     /// Why the inbox cannot be read, for status.
     private(set) var problem: String?
     private(set) var counters = Counters()
@@ -33,6 +37,7 @@ final class SMSInbox: NodeComponent {
     }
 
     static let retryTimer = Scheduler.Timer("sms-inbox-retry")
+    static let rescanTimer = Scheduler.Timer("sms-inbox-rescan")
     static let drainTimer = Scheduler.Timer("sms-inbox-drain")
     /// Files read per turn of the loop: a flood of texts never holds the button up.
     static let perTurn = 16
@@ -48,6 +53,7 @@ final class SMSInbox: NodeComponent {
         guard settings.directory != nil else { return }
         node.scheduler.register(Self.retryTimer) { [unowned self] in openWatch() }
         node.scheduler.register(Self.drainTimer) { [unowned self] in readSome() }
+        node.scheduler.register(Self.rescanTimer) { [unowned self] in rescan() }
         openWatch()
     }
 
@@ -95,7 +101,9 @@ final class SMSInbox: NodeComponent {
     private func rescan() {
         guard let directory = settings.directory else { return }
         do {
-            for name in try FileSystem.names(inDirectory: directory).sorted() { enqueue(name) }
+            // Newest first (gammu names files by date and time): a long-kept inbox never crowds
+            // out the replies that came while the node was down.
+            for name in try FileSystem.names(inDirectory: directory).sorted(by: >) { enqueue(name) }
         } catch {
             problem = "cannot list \(directory): \(error)"
         }
@@ -104,7 +112,11 @@ final class SMSInbox: NodeComponent {
 
     private func enqueue(_ name: String) {
         guard name.hasPrefix("IN"), !queued.contains(name), !appended.contains(name), !node.projections.sms.hasRead(name),
-              queue.count < Self.queueLimit else { return }
+              !skipped.contains(name) else { return }
+        guard queue.count < Self.queueLimit else {
+            overflowedQueue = true
+            return
+        }
         queue.append(name)
         queued.insert(name)
     }
@@ -122,19 +134,26 @@ final class SMSInbox: NodeComponent {
         }
         if !queue.isEmpty { node.scheduler.schedule(Self.drainTimer, afterNanoseconds: 0) }
         // A queue that was full left names in the directory: look again once it has room.
-        if queue.isEmpty && queued.isEmpty && done == Self.perTurn { rescanSoon() }
+        if queue.isEmpty && overflowedQueue {
+            overflowedQueue = false
+            rescanSoon()
+        }
     }
 
-    private func rescanSoon() { node.scheduler.schedule(Self.retryTimer, afterNanoseconds: 1_000_000_000) }
+    private func rescanSoon() { node.scheduler.schedule(Self.rescanTimer, afterNanoseconds: 1_000_000_000) }
 
     private func read(_ name: String, in directory: String) {
         let path = directory + "/" + name
         let now = node.clock.nowMicroseconds()
         let entry: FileSystem.Entry
         do { entry = try FileSystem.entry(path) } catch { return } // gone meanwhile
-        guard !entry.isDirectory, !entry.isSymbolicLink else { return }
+        guard !entry.isDirectory, !entry.isSymbolicLink else {
+            remember(skipped: name)
+            return
+        }
         guard entry.modifiedMicroseconds &+ Self.horizonMicroseconds >= now else {
             counters.tooOld += 1
+            remember(skipped: name)
             return
         }
         let sms: Result<InboundSMS, any Error>
@@ -155,6 +174,11 @@ final class SMSInbox: NodeComponent {
         if let effect = decision.effect, node.append(effect) != nil { counters.actedOn += 1 }
         // Phone numbers and texts stay out of the journal above debug (issue 28).
         node.logger.debug("SMS read", metadata: ["file": "\(name)", "outcome": "\(decision.received.outcome)"])
+    }
+
+    private func remember(skipped name: String) {
+        if skipped.count >= 10_000 { skipped.removeAll() }
+        skipped.insert(name)
     }
 
     func stop() {

@@ -84,13 +84,21 @@ struct SMSReplyRule {
 
     private func take(number: String, code: String?, at time: UInt64, fact: SMSReceived) -> Decision {
         var fact = fact
-        // Only a call this number was told of before the reply arrived.
-        guard let call = projections.calls.callForReply(from: number, code: code),
-              let told = call.lastTold[number], told <= time else {
+        // Only a call this number was told of before the reply was written; without a code, only
+        // when that is one call (a late TAKE must not take a newer call nobody meant).
+        let calls = projections.calls.callsForReply(from: number, code: code, writtenAt: time)
+        guard let call = calls.first else {
             fact.outcome = "not acted on: \(number) was told of no open call" + (code.map { " with code \($0)" } ?? "")
             return Decision(received: fact, effect: nil)
         }
-        switch interpreter.interpret(.takeCall(TakeRequest(call: call.code, by: number, via: "sms"))) {
+        guard calls.count == 1 else {
+            fact.outcome = "not acted on: \(number) was told of \(calls.count) open calls; reply with one's code ("
+                + calls.prefix(4).map(\.code).joined(separator: ", ") + ")"
+            return Decision(received: fact, effect: nil)
+        }
+        // Who took it, as everyone told will read it: the number's last digits only, since the
+        // taking leaves the box (the hub, other boxes) and a number is the staff member's own.
+        switch interpreter.take(TakeRequest(call: call.code, by: Self.masked(number), via: "sms"), via: .sms) {
         case .event(let body, _):
             fact.outcome = "took call \(call.code)"
             return Decision(received: fact, effect: body)
@@ -99,6 +107,9 @@ struct SMSReplyRule {
             return Decision(received: fact, effect: nil)
         }
     }
+
+    /// "the phone ending 222": enough for staff to tell each other apart.
+    static func masked(_ number: String) -> String { "the phone ending \(number.suffix(3))" }
 
     private func checkIn(number: String, at time: UInt64, fact: SMSReceived) -> Decision {
         var fact = fact

@@ -94,7 +94,7 @@ enum PageRenderer {
         let calls = s.alerts.filter { $0.category == "help" }
         let tree = (s.calls ?? []).filter(\.open)
         var out = "<section id=\"help\"><h2>Calls for help (\(max(calls.count, tree.count)))</h2>"
-        if calls.isEmpty && tree.isEmpty { return out + "<p class=\"quiet\">No call for help.</p>" + texts(s) + "</section>" }
+        if calls.isEmpty && tree.isEmpty { return out + "<p class=\"quiet\">No call for help.</p>" + texts(s, viewer: viewer) + "</section>" }
         if !tree.isEmpty {
             out += "<ul class=\"calls\">"
             for c in tree { out += call(c, s, viewer: viewer) }
@@ -105,12 +105,12 @@ enum PageRenderer {
             for a in calls { out += alert(a, s, viewer: viewer) }
             out += "</ul>"
         }
-        return out + texts(s) + "</section>"
+        return out + texts(s, viewer: viewer) + "</section>"
     }
 
     /// The latest SMS and what the box made of them (staff only: the public view has none).
-    static func texts(_ s: NodeSnapshot) -> String {
-        guard let texts = s.texts, !texts.isEmpty else { return "" }
+    static func texts(_ s: NodeSnapshot, viewer: Viewer) -> String {
+        guard viewer.acting, let texts = s.texts, !texts.isEmpty else { return "" }
         var out = "<details class=\"texts\"><summary>Texts received (\(texts.count))</summary><ul>"
         for t in texts {
             out += "<li><b>\(escape(t.sender))</b> <q>\(escape(t.text))</q> <small>\(escape(t.outcome)), \(ago(t.receivedMicroseconds, s.timeMicroseconds))</small></li>"
@@ -122,9 +122,12 @@ enum PageRenderer {
     /// here, giving their name so everyone told learns who is on the way.
     static func call(_ c: NodeSnapshot.CallView, _ s: NodeSnapshot, viewer: Viewer) -> String {
         var out = "<li class=\"call\(c.takenBy == nil ? " unanswered" : " taken")\" data-call=\"\(escape(c.code))\" data-started=\"\(c.startedMicroseconds)\">"
-        out += "<b>\(escape(c.code))</b> \(escape(c.summary.isEmpty ? c.kind : c.summary)), \(ago(c.startedMicroseconds, s.timeMicroseconds))"
+        // Who needs help, where, and who is coming are for signed-in staff.
+        let summary = viewer.acting && !c.summary.isEmpty ? c.summary : c.kind
+        out += "<b>\(escape(c.code))</b> \(escape(summary)), \(ago(c.startedMicroseconds, s.timeMicroseconds))"
         if let by = c.takenBy {
-            out += "<br><span class=\"ok\">Taken by \(escape(by))\(c.takenVia.map { " " + escape($0) } ?? "")"
+            out += viewer.acting ? "<br><span class=\"ok\">Taken by \(escape(by))\(c.takenVia.map { " " + escape($0) } ?? "")"
+                : "<br><span class=\"ok\">Taken: someone is on the way"
             if let t = c.takenMicroseconds { out += " after \(duration((t &- c.startedMicroseconds) / 1_000_000))" }
             out += ".</span>"
         } else {

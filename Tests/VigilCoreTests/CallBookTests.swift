@@ -156,7 +156,49 @@ struct CallBookTests {
         ack.id = AlertID(origin: 0xB2, counter: 7)
         ack.heardFrom = 0xC3
         h.append(.alertAcknowledged(ack))
-        #expect(h.state.calls.open.first?.taken?.by == "a person at another box")
+        #expect(h.state.calls.open.first?.taken?.by == "a person at box c3")
+    }
+
+    @Test func anotherBoxsWordNeverStopsThisBoxsOwnCall() {
+        var h = LadderHarness(state: Self.state())
+        // Acknowledgements heard before the SOS exists (a stolen box guessing the next counters).
+        var early = AlertAcknowledged()
+        early.id = AlertID(origin: Self.here, counter: 1)
+        early.heardFrom = 0xC3
+        h.append(.alertAcknowledged(early))
+        h.append(Self.raisedSOS(at: h.now))
+        #expect(h.state.calls.open.first?.taken == nil, "an acknowledgement from before the call takes nothing")
+        // Another box acknowledges it, and another box's taking arrives from the hub's feed.
+        var ack = AlertAcknowledged()
+        ack.id = AlertID(origin: Self.here, counter: 1)
+        ack.heardFrom = 0xC3
+        h.append(.alertAcknowledged(ack))
+        var t = AlertTaken()
+        t.id = AlertID(origin: Self.here, counter: 1)
+        t.by = "Luis"
+        t.via = .page
+        t.heardFrom = 0xC3
+        h.append(.alertTaken(t))
+        #expect(h.state.calls.open.first?.taken == nil)
+        #expect(h.state.calls.nextDeadline != nil, "the tree still walks")
+        // A coordinator at the hub (the feed's own answer) does take it.
+        var coordinator = AlertAcknowledged()
+        coordinator.id = AlertID(origin: Self.here, counter: 1)
+        coordinator.heardFrom = UInt64.max
+        h.append(.alertAcknowledged(coordinator))
+        #expect(h.state.calls.open.first?.taken?.by == "a coordinator at the hub")
+    }
+
+    @Test func callsFromOtherBoxesAreBoundedPerBox() {
+        var h = LadderHarness(state: Self.state())
+        for counter in 1...10 {
+            var a = alert(origin: 0xB2, counter: UInt32(counter), kind: .sos)
+            a.expiresAtUs = 0
+            h.append(.alertReceived(a))
+        }
+        #expect(h.state.calls.open.count == CallBook.maximumOpenPerRemoteBox)
+        #expect(h.state.calls.refusedRemoteCalls == 6)
+        #expect(h.state.alerts.active.count == 10, "the rest stay alerts")
     }
 
     @Test func warningsAreNotCallsForHelp() {
@@ -200,10 +242,15 @@ struct CallBookTests {
         h.run(until: h.now + Self.minute)
         h.append(Self.raisedSOS(counter: 2, at: h.now))
         let first = try #require(h.state.calls.calls[CallBook.id(alert: "a1:1")])
-        #expect(h.state.calls.callForReply(from: Self.staff[0], code: nil)?.id == CallBook.id(alert: "a1:2"))
-        #expect(h.state.calls.callForReply(from: Self.staff[0], code: first.code.lowercased())?.id == first.id)
-        #expect(h.state.calls.callForReply(from: "+34699999999", code: nil) == nil, "a number never told takes nothing")
-        #expect(h.state.calls.callForReply(from: Self.manager, code: first.code) == nil, "the manager was not told yet")
+        let second = try #require(h.state.calls.calls[CallBook.id(alert: "a1:2")])
+        // Two calls told: without a code it is ambiguous (the newest first, for the question).
+        #expect(h.state.calls.callsForReply(from: Self.staff[0], code: nil, writtenAt: h.now).map(\.id) == [second.id, first.id])
+        #expect(h.state.calls.callForReply(from: Self.staff[0], code: nil, writtenAt: h.now) == nil)
+        #expect(h.state.calls.callForReply(from: Self.staff[0], code: first.code.lowercased(), writtenAt: h.now)?.id == first.id)
+        // Written before the second call was told: only the first can be meant.
+        #expect(h.state.calls.callForReply(from: Self.staff[0], code: nil, writtenAt: h.now - 1)?.id == first.id)
+        #expect(h.state.calls.callForReply(from: "+34699999999", code: nil, writtenAt: h.now) == nil, "a number never told takes nothing")
+        #expect(h.state.calls.callForReply(from: Self.manager, code: first.code, writtenAt: h.now) == nil, "the manager was not told yet")
     }
 
     @Test func shortCodesOfOpenCallsDiffer() {

@@ -68,7 +68,7 @@ import VigilSystem
         let p = Self.state(told: Self.t0, asked: Self.t0)
         let d = Self.rule(p, now: Self.t0 + 1).decide(file: "f1", sms: try Self.inbound(Self.staff, "Take."), receivedMicroseconds: Self.t0 + 1)
         guard case .alertTaken(let t)? = d.effect else { Issue.record("no taking: \(d.received.outcome)"); return }
-        #expect(t.by == Self.staff && t.via == .sms && t.id == AlertID(origin: 0xA1, counter: 1))
+        #expect(t.by == "the phone ending 222" && t.via == .sms && t.id == AlertID(origin: 0xA1, counter: 1))
         #expect(d.received.outcome.hasPrefix("took call T"))
         #expect(d.received.reading == .reply && d.received.sender == Self.staff)
     }
@@ -133,10 +133,10 @@ import VigilSystem
         #expect(outcomes.first?.contains("was told of no open call") == true, "\(outcomes)")
         #expect(outcomes.last?.hasPrefix("took call T") == true, "\(outcomes)")
         let takings = try storedEvents(dir).compactMap { e -> AlertTaken? in if case .alertTaken(let t) = e.body { t } else { nil } }
-        #expect(takings.map(\.by) == [Self.staff])
+        #expect(takings.map(\.by) == ["the phone ending 222"], "the number itself stays at the box")
         #expect(takings.first?.via == .sms)
         // Everyone told learns who took it, by the notifier.
-        let told = CallsForHelpNodeTests.received(dir).contains { ($0["text"] as? String)?.contains("Taken by \(Self.staff) (by SMS)") == true }
+        let told = CallsForHelpNodeTests.received(dir).contains { ($0["text"] as? String)?.contains("Taken by the phone ending 222 (by SMS)") == true }
         let queued = await Self.pendingTakenMessage(dir)
         #expect(told || queued)
 
