@@ -82,9 +82,9 @@ let package = Package(
             swiftSettings: strict
         ),
         // Calls for help, the parts outside bytes decide (issue 27): E.164 phone numbers, SMS
-        // replies and gammu-smsd's inbox files. Pure (no imports at all): fuzzed, below VigilCore,
+        // replies and gammu-smsd's inbox files. Pure (the hex codec only): fuzzed, below VigilCore,
         // which checks addresses with it.
-        .target(name: "VigilCalls", swiftSettings: strict),
+        .target(name: "VigilCalls", dependencies: ["VigilHex"], swiftSettings: strict),
         // SIA DC-09 with Contact ID (ADM-CID): an alarm receiving centre's protocol, frames out and
         // replies in, optional AES. Pure: time, pad bytes and replies come from the caller; fuzzed.
         .target(
@@ -275,8 +275,8 @@ let package = Package(
             swiftSettings: strict
         ),
         .testTarget(name: "VigilGATTTests", dependencies: ["VigilGATT"], swiftSettings: strict),
-        .testTarget(name: "VigilCallsTests", dependencies: ["VigilCalls"], swiftSettings: strict),
-        .testTarget(name: "VigilAlarmCentreTests", dependencies: ["VigilAlarmCentre"], swiftSettings: strict),
+        .testTarget(name: "VigilCallsTests", dependencies: ["VigilCalls", "VigilSystem"], swiftSettings: strict),
+        .testTarget(name: "VigilAlarmCentreTests", dependencies: ["VigilAlarmCentre", "VigilSystem"], swiftSettings: strict),
         .testTarget(name: "VigilJ2735Tests", dependencies: ["VigilJ2735"], resources: [.copy("Vectors")], swiftSettings: strict),
         .testTarget(
             name: "VigilRadioTests",

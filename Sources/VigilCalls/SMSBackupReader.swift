@@ -1,3 +1,5 @@
+import VigilHex
+
 /// Reads gammu's smsbackup text format, as gammu-smsd writes a received message with
 /// `inboxformat = detail`:
 ///
@@ -167,26 +169,11 @@ enum SMSBackupReader {
         return out
     }
 
+    /// The bytes of hex text (either case), or nil for an odd length or a non-hex byte: the one
+    /// hex codec (VigilHex).
     private static func hexBytes(_ hex: [UInt8]) -> [UInt8]? {
-        guard hex.count % 2 == 0 else { return nil }
-        var out: [UInt8] = []
-        out.reserveCapacity(hex.count / 2)
-        var index = 0
-        while index + 1 < hex.count {
-            guard let high = nibble(hex[index]), let low = nibble(hex[index + 1]) else { return nil }
-            out.append(high << 4 | low)
-            index += 2
-        }
-        return out
-    }
-
-    private static func nibble(_ c: UInt8) -> UInt8? {
-        switch c {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): c - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): c - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): c - UInt8(ascii: "A") + 10
-        default: nil
-        }
+        guard hex.allSatisfy({ $0 < 0x80 }) else { return nil }
+        return Hex.decode(String(decoding: hex, as: UTF8.self))
     }
 
     /// The concatenation element of a user data header (3GPP TS 23.040 9.2.3.24.1 and .8:

@@ -1,4 +1,5 @@
 import Testing
+import VigilSystem
 @testable import VigilAlarmCentre
 
 /// Random damage to real replies: the parser and splitter must return (refuse or accept) for every
@@ -65,17 +66,8 @@ import Testing
     }
 }
 
-/// A small deterministic generator for the tests (Steele, Lea and Flood's SplitMix64 constants).
-struct SplitMix64 {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
+/// VigilSystem's seeded generator, with the bound the mutations need.
+extension SplitMix64 {
     /// 0..<bound (bound > 0), or 0 for bound 0.
     mutating func below(_ bound: Int) -> Int { bound <= 0 ? 0 : Int(next() % UInt64(bound)) }
 }

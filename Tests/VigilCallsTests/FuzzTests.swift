@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import VigilSystem
 import VigilCalls
 
 /// SMSFuzz over random and mutated inputs: nothing traps, and every promise the types make

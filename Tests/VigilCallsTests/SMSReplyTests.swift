@@ -1,4 +1,5 @@
 import Testing
+import VigilSystem
 import VigilCalls
 
 /// The replies staff and residents send, read strictly: the documented keywords in any case
