@@ -404,7 +404,7 @@ public struct Projections: Projection {
             if !alert.raisedHere {
                 let remote = calls.open.filter { $0.kind != .resident && $0.source != CallBook.raisedHere }
                 guard remote.count < CallBook.maximumRemoteOpen,
-                      remote.count { $0.origin == alert.origin } < CallBook.maximumOpenPerRemoteBox else {
+                      remote.count(where: { $0.origin == alert.origin }) < CallBook.maximumOpenPerRemoteBox else {
                     calls.noteRefusedRemoteCall()
                     return
                 }
