@@ -143,6 +143,7 @@ let package = Package(
             dependencies: [
                 "VigilLog", "VigilEvents", "VigilCore", "VigilRadio", "VigilBoard", "VigilSystem", "VigilExposure",
                 "VigilHubProtocol", "VigilHex", "VigilAccess", "VigilGATT", "VigilJ2735", "VigilMQTT", "VigilCalls",
+                "VigilAlarmCentre",
                 // SHA-256 of the hub's key files (checked against the hash the feed offered).
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
@@ -276,7 +277,7 @@ let package = Package(
         ),
         .testTarget(name: "VigilGATTTests", dependencies: ["VigilGATT"], swiftSettings: strict),
         .testTarget(name: "VigilCallsTests", dependencies: ["VigilCalls", "VigilSystem"], swiftSettings: strict),
-        .testTarget(name: "VigilAlarmCentreTests", dependencies: ["VigilAlarmCentre", "VigilSystem"], swiftSettings: strict),
+        .testTarget(name: "VigilAlarmCentreTests", dependencies: ["VigilAlarmCentre", "VigilSystem", "VigilTestSupport"], swiftSettings: strict),
         .testTarget(name: "VigilJ2735Tests", dependencies: ["VigilJ2735"], resources: [.copy("Vectors")], swiftSettings: strict),
         .testTarget(
             name: "VigilRadioTests",

@@ -57,6 +57,9 @@ public struct CallBook: Codable, Equatable, Sendable {
         public var firstTold: [String: UInt64]
         /// The box the call's alert came from (this box's own id for one raised here).
         public var origin: UInt64
+        /// The call's number at this box (1, 2, ...): what the alarm receiving centre tells open
+        /// calls apart by (Contact ID's zone or user field, modulo 1000).
+        public var number: UInt64
         public var taken: Taking?
         public var ended: Ending?
 
@@ -70,6 +73,8 @@ public struct CallBook: Codable, Equatable, Sendable {
         public var id: String
         public var recipient: String
         public var text: String
+        /// For the alarm receiving centre (`arc`): what it is told, as a Contact ID event.
+        public var alarm: AlarmSignal? = nil
     }
 
     /// The next step due: what `CallDeadline` names when its time comes.
@@ -94,6 +99,10 @@ public struct CallBook: Codable, Equatable, Sendable {
     public static let maximumOpenPerRemoteBox = 4
     public static let raisedHere = "raised at this box"
     public private(set) var refusedRemoteCalls: UInt64 = 0
+    /// The box's own troubles reported to the alarm receiving centre and not yet restored.
+    public private(set) var raisedTroubles: Set<AlarmSignal.Condition> = []
+    /// The recipient that stands for the alarm receiving centre in a tree.
+    public static let alarmCentre = "arc"
 
     mutating func noteRefusedRemoteCall() { refusedRemoteCalls += 1 }
 
@@ -125,13 +134,13 @@ public struct CallBook: Codable, Equatable, Sendable {
         let time = event.timeMicroseconds
         let since = CivilTime(utcSeconds: Int64(clamping: time / 1_000_000)).text
         let summary = "\(what)\(place.isEmpty ? "" : " " + place); \(source); since \(since) UTC"
+        openedTotal += 1
         let call = Call(id: id, kind: kind, alert: alert, resident: resident, ladder: ladder, source: source,
                         summary: summary, startedMicroseconds: time, startedSequence: event.sequence,
                         code: uniqueCode(for: id, sequence: event.sequence), tier: 0, round: 0,
                         stepStartedMicroseconds: time, told: [], lastTold: [:], firstTold: [:], origin: origin,
-                        taken: nil, ended: nil)
+                        number: openedTotal, taken: nil, ended: nil)
         calls[id] = call
-        openedTotal += 1
         forgetOldEnded()
         return tell(id, tier: 0, round: 0, at: time)
     }
@@ -199,7 +208,14 @@ public struct CallBook: Codable, Equatable, Sendable {
         if Int(tier) < tree.tiers.count {
             let text = openingText(call, round: round)
             for r in tree.tiers[Int(tier)].recipients {
-                messages.append(Message(id: "call/\(id)/\(round).\(tier)/\(r)", recipient: r, text: text))
+                var alarm: AlarmSignal?
+                if r == Self.alarmCentre {
+                    // The centre holds an alarm until it is restored: a later round would be a
+                    // second alarm there, not a reminder.
+                    guard !call.told.contains(r) else { continue }
+                    alarm = AlarmSignal(Self.condition(of: call.kind), number: call.number)
+                }
+                messages.append(Message(id: "call/\(id)/\(round).\(tier)/\(r)", recipient: r, text: text, alarm: alarm))
                 if !call.told.contains(r) { call.told.append(r) }
                 call.lastTold[r] = time
                 if call.firstTold[r] == nil { call.firstTold[r] = time }
@@ -226,7 +242,10 @@ public struct CallBook: Codable, Equatable, Sendable {
         takenTotal += 1
         let at = CivilTime(utcSeconds: Int64(clamping: time / 1_000_000)).text
         let text = "TAKEN: \(call.summary). Taken by \(by) (\(Self.viaText(via))) at \(at) UTC."
-        return call.told.map { Message(id: "call/\(id)/taken/\($0)", recipient: $0, text: text) }
+        // The centre is not told: a taking here is not its alarm's end, and Contact ID has no
+        // word for "a person is on the way". Its operator follows its own procedure until the
+        // restore at the call's end.
+        return call.told.filter { $0 != Self.alarmCentre }.map { Message(id: "call/\(id)/taken/\($0)", recipient: $0, text: text) }
     }
 
     /// The call ended (cancelled, expired, the resident checked in or was removed): everyone
@@ -239,7 +258,39 @@ public struct CallBook: Codable, Equatable, Sendable {
         forgetOldEnded()
         let at = CivilTime(utcSeconds: Int64(clamping: time / 1_000_000)).text
         let text = "\(reason.uppercased()): \(call.summary). \(detail) (\(at) UTC)"
-        return call.told.map { Message(id: "call/\(id)/end/\($0)", recipient: $0, text: text) }
+        return call.told.map { r in
+            Message(id: "call/\(id)/end/\(r)", recipient: r, text: text,
+                    alarm: r == Self.alarmCentre ? AlarmSignal(Self.condition(of: call.kind), restore: true, number: call.number) : nil)
+        }
+    }
+
+    static func condition(of kind: Kind) -> AlarmSignal.Condition {
+        switch kind {
+        case .sos: .sos
+        case .medical: .medical
+        case .resident: .missedCheckIn
+        }
+    }
+
+    // MARK: The box's own troubles
+
+    /// A trouble of the box raised (`raised`) or over: a message for the alarm receiving centre
+    /// when the tree has one. A trouble already raised is not raised again, and only a raised one
+    /// is restored; a damaged log (`once`) is reported each time and never restored, since what
+    /// was lost stays lost until someone looks.
+    mutating func trouble(_ condition: AlarmSignal.Condition, raised: Bool, once: Bool = false, event: Event) -> [Message] {
+        guard tree.everyone.contains(Self.alarmCentre) else { return [] }
+        if !once {
+            if raised {
+                guard raisedTroubles.insert(condition).inserted else { return [] }
+            } else {
+                guard raisedTroubles.remove(condition) != nil else { return [] }
+            }
+        }
+        let signal = AlarmSignal(condition, restore: !raised)
+        let at = CivilTime(utcSeconds: Int64(clamping: event.timeMicroseconds / 1_000_000)).text
+        return [Message(id: "trouble/\(condition.rawValue)/\(event.sequence)/\(Self.alarmCentre)", recipient: Self.alarmCentre,
+                        text: "Box trouble: \(signal.text) (\(at) UTC)", alarm: signal)]
     }
 
     public static func viaText(_ via: TakenVia) -> String {
@@ -291,7 +342,7 @@ public struct CallBook: Codable, Equatable, Sendable {
 
     // MARK: Checkpoint
 
-    enum CodingKeys: String, CodingKey { case tree, calls, openedTotal, takenTotal, staleDeadlines, refusedRemoteCalls }
+    enum CodingKeys: String, CodingKey { case tree, calls, openedTotal, takenTotal, staleDeadlines, refusedRemoteCalls, raisedTroubles }
 
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
@@ -302,6 +353,7 @@ public struct CallBook: Codable, Equatable, Sendable {
         takenTotal = try c.decode(UInt64.self, forKey: .takenTotal)
         staleDeadlines = try c.decode(UInt64.self, forKey: .staleDeadlines)
         refusedRemoteCalls = try c.decode(UInt64.self, forKey: .refusedRemoteCalls)
+        raisedTroubles = Set(try c.decode([AlarmSignal.Condition].self, forKey: .raisedTroubles))
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -312,6 +364,7 @@ public struct CallBook: Codable, Equatable, Sendable {
         try c.encode(takenTotal, forKey: .takenTotal)
         try c.encode(staleDeadlines, forKey: .staleDeadlines)
         try c.encode(refusedRemoteCalls, forKey: .refusedRemoteCalls)
+        try c.encode(raisedTroubles.map(\.rawValue).sorted(), forKey: .raisedTroubles)
     }
 }
 

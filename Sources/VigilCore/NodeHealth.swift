@@ -27,6 +27,8 @@ public struct NodeHealth: Projection {
     public var stops: UInt64 = 0
     public var nodeID: UInt64 = 0
     public var lastStartMicroseconds: UInt64 = 0
+    /// The reason a `RadioStateChanged` gives when the node itself turns the radio off at a stop.
+    public static let radioStopReason = "node stopping"
     public var radioState: Int = 0
     public var radioAdapter: String = ""
     public var radioStateSequence: UInt64 = 0

@@ -39,6 +39,8 @@ public struct Outbox: Projection {
         public var lastNotifier: String?
         /// The sequence of the latest attempt, for `vigil why`.
         public var lastAttemptSequence: UInt64?
+        /// For the alarm receiving centre's entries (channel `.arc`): what to report.
+        public var alarm: AlarmSignal?
     }
 
     /// Why an undelivered entry counts as "no way to tell anyone".
@@ -71,12 +73,13 @@ public struct Outbox: Projection {
     }
 
     /// Adds an entry (an id already present is left alone: the same step never sends twice).
-    public mutating func add(id: String, channel: Channel, recipients: [String], text: String, event: Event) {
+    public mutating func add(id: String, channel: Channel, recipients: [String], text: String, event: Event,
+                             alarm: AlarmSignal? = nil) {
         guard entries[id] == nil else { return }
         entries[id] = Entry(id: id, channel: channel, recipients: recipients, text: text,
                             createdMicroseconds: event.timeMicroseconds, createdSequence: event.sequence,
                             attempts: 0, lastAttemptMicroseconds: 0, lastError: "", delivered: false,
-                            deliveredSequence: 0)
+                            deliveredSequence: 0, alarm: alarm)
     }
 
     mutating func record(_ attempt: OutboxAttempt, event: Event) {

@@ -70,7 +70,7 @@ public struct Projections: Projection {
     /// v14: schema 14 (heart-rate sensors): residents' sensors, their links and last readings.
     /// v15: schema 15 (active hazards): the hazard book.
     /// v16: schema 16 (calls for help reach a person): the call book, its tree and takers.
-    public static let checkpointName = "projections.v16"
+    public static let checkpointName = "projections.v17"
 
     public init(settings: ProjectionSettings = ProjectionSettings()) {
         devices = DeviceList(pruneAfterMicroseconds: settings.devicePruneAfterMicroseconds)
@@ -234,6 +234,15 @@ public struct Projections: Projection {
             hazards.apply(event)
         case .nodeStarted:
             hazards.apply(event)
+        case .logSalvaged:
+            addCallMessages(calls.trouble(.logDamaged, raised: true, once: true, event: event), event)
+        case .radioStateChanged(let change):
+            // The box's own stop turns its radio off: not a trouble.
+            if change.state == .on {
+                addCallMessages(calls.trouble(.radioLost, raised: false, event: event), event)
+            } else if change.reason != NodeHealth.radioStopReason {
+                addCallMessages(calls.trouble(.radioLost, raised: true, event: event), event)
+            }
         case .linkChanged(let link) where link.role == .sensor:
             sensors.apply(event)
         case .linkChanged, .chatMessage, .chatOpened:
@@ -504,8 +513,8 @@ public struct Projections: Projection {
 
     private mutating func addCallMessages(_ messages: [CallBook.Message], _ event: Event) {
         for m in messages {
-            outbox.add(id: m.id, channel: m.recipient == "arc" ? .arc : .call, recipients: m.recipient.isEmpty ? [] : [m.recipient],
-                       text: m.text, event: event)
+            outbox.add(id: m.id, channel: m.recipient == CallBook.alarmCentre ? .arc : .call,
+                       recipients: m.recipient.isEmpty ? [] : [m.recipient], text: m.text, event: event, alarm: m.alarm)
         }
     }
 

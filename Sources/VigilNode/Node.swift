@@ -60,6 +60,7 @@ public final class Node: @unchecked Sendable {
     private(set) lazy var callClock = CallClock(node: self)
     private(set) lazy var smsInbox = SMSInbox(node: self)
     private(set) lazy var deliveries = Deliveries(node: self)
+    private(set) lazy var alarmCentre = AlarmCentreLink(node: self)
     private(set) lazy var retention = Retention(node: self)
     private(set) lazy var compaction = Compaction(node: self)
     private(set) lazy var checkpoints = Checkpoints(node: self)
@@ -154,7 +155,7 @@ public final class Node: @unchecked Sendable {
         logUnwritableAtStart = log.failure != nil
         initialAir = boot.air
         failures.target = self
-        components = [intake, airAlerts, buttons, ladder, expiries, hazardClock, callClock, smsInbox, deliveries, retention, compaction, checkpoints, control, downtime, zones, occupancy, uplink, logIntegrity, serviceManager, publisher, connections, chatCentral, heartRateSensors, hazardFeed, metrics]
+        components = [intake, airAlerts, buttons, ladder, expiries, hazardClock, callClock, smsInbox, deliveries, alarmCentre, retention, compaction, checkpoints, control, downtime, zones, occupancy, uplink, logIntegrity, serviceManager, publisher, connections, chatCentral, heartRateSensors, hazardFeed, metrics]
         do {
             try restore()
         } catch {

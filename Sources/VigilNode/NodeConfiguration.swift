@@ -70,8 +70,10 @@ public struct NodeConfiguration: Sendable {
     /// The call tree calls for help walk: `calls.tree` when configured, else `notify.staff` at
     /// once (docs/calls-for-help.md).
     public var callTree: CallTree {
-        configuredCallTree ?? CallTree.standard(staff: projections.ladder.staff, arc: false)
+        configuredCallTree ?? CallTree.standard(staff: projections.ladder.staff, arc: alarmCentre != nil)
     }
+    /// The alarm receiving centre (`arc:`); nil: none.
+    public var alarmCentre: AlarmCentreSettings?
     /// A start after the log was silent this long appends DowntimeDetected (`notify.downtime_report_after`).
     public var downtimeReportAfterMicroseconds: UInt64 = 300_000_000
     /// Issue 10: delivery failures lasting this long (first failed attempt to the latest) show
@@ -313,7 +315,6 @@ public struct NodeConfiguration: Sendable {
                         throw item.error("calls.tree: each tier needs to: a list of 1 to 16 recipients")
                     }
                     let recipients = try addresses(to, setting: "calls.tree", in: item, allowARC: true)
-                    if recipients.contains("arc") { throw item.error("calls.tree: arc needs the alarm receiving centre (arc:), which this version does not speak yet") }
                     try item.finish()
                     tree.tiers.append(CallTree.Tier(afterMicroseconds: wait, recipients: recipients))
                 }
@@ -433,9 +434,15 @@ public struct NodeConfiguration: Sendable {
             if let v = try p.duration("checkpoint_interval") { config.checkpointIntervalMicroseconds = max(1_000_000, v) }
             try p.finish()
         }
+        if var arc = try root.section("arc") {
+            config.alarmCentre = try alarmCentre(from: &arc)
+        }
         try root.finish()
+        if config.alarmCentre == nil, config.configuredCallTree?.everyone.contains(CallBook.alarmCentre) == true {
+            throw ConfigurationError(file: file, line: nil, message: "calls.tree names arc, but no alarm receiving centre is configured (arc:)")
+        }
         if let shape = pendingDefaultTree {
-            var tree = CallTree.standard(staff: config.projections.ladder.staff, arc: false)
+            var tree = CallTree.standard(staff: config.projections.ladder.staff, arc: config.alarmCentre != nil)
             tree.rounds = shape.rounds
             tree.repeatAfterMicroseconds = shape.repeatAfterMicroseconds
             config.configuredCallTree = tree

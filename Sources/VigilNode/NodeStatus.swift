@@ -47,6 +47,8 @@ public struct LiveStatus: Sendable, Codable {
     public var sensors: [SensorStatus]?
     /// The regional hazard feed (nil: `hazards.feed` has no brokers).
     public var hazardFeed: HazardFeedStatus?
+    /// The alarm receiving centre's link (nil: no `arc:`).
+    public var alarmCentre: AlarmCentreStatus?
 }
 
 /// The box's GATT links, as `vigil status` shows them.
@@ -92,6 +94,7 @@ extension Node {
             fromMemory: fromMemory.map { FromMemoryStatus(sinceMicroseconds: $0.since, failure: $0.failure, events: $0.taken, critical: $0.criticalTaken) },
             connections: connections.status,
             sensors: { let s = heartRateSensors.status; return s.isEmpty ? nil : s }(),
-            hazardFeed: hazardFeed.status)
+            hazardFeed: hazardFeed.status,
+            alarmCentre: configuration.alarmCentre == nil ? nil : alarmCentre.status)
     }
 }

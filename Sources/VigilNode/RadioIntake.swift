@@ -1,3 +1,4 @@
+import VigilCore
 import VigilEvents
 import VigilRadio
 import VigilSystem
@@ -133,7 +134,7 @@ final class RadioIntake: NodeComponent {
         var off = RadioStateChanged()
         off.state = .off
         off.adapter = node.radio.name
-        off.reason = "node stopping"
+        off.reason = NodeHealth.radioStopReason
         node.append(.radioStateChanged(off))
     }
 }

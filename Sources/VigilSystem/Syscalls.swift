@@ -462,6 +462,23 @@ public enum UnixSocket {
     }
 }
 
+/// TCP client sockets to numeric addresses (the alarm receiving centre's receivers): non-blocking
+/// from the first call, so the event loop never waits on one.
+public enum TCPStream {
+    /// Starts connecting to `address` (an IPv4 or IPv6 literal) on `port`. The socket comes back
+    /// at once, connected or connecting: watch it for output, then ask `connectionError`.
+    public static func connect(address: String, port: UInt16) throws(SystemError) -> FileDescriptor {
+        let raw = try check("connect", "\(address) port \(port)") { cvigil_tcp_connect(address, port) }
+        return FileDescriptor(adopting: raw)
+    }
+
+    /// After a connecting socket turned writable: nil when it is connected, else why not.
+    public static func connectionError(_ socket: borrowing FileDescriptor) -> SystemError? {
+        let error = cvigil_socket_error(socket.rawValue)
+        return error == 0 ? nil : SystemError("connect", errno: Errno(rawValue: error))
+    }
+}
+
 /// Unix-domain datagram sockets: the service manager's notification socket (`NOTIFY_SOCKET`).
 public enum UnixDatagram {
     /// An unbound, non-blocking datagram socket to send from.

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import VigilAlarmCentre
+import VigilTestSupport
 
 /// corpus/dc09: the fuzz seeds, most of them raw replies captured from pysiaalarm 3.2.2.
 @Suite struct CorpusTests {

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import VigilAlarmCentre
+import VigilTestSupport
 
 /// Against a real receiver: scripts/sia-centre runs pysiaalarm 3.2.2 on loopback (installed by
 /// scripts/setup). Frames go over a plain TCP socket; replies are split and parsed by this

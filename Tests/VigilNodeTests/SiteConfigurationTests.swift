@@ -50,3 +50,66 @@ import Testing
         #expect(c.projections.ladder == NodeConfiguration().projections.ladder)
     }
 }
+
+/// `arc:` (issue 27, item 3): receivers, identity and key checked when the file is read.
+struct AlarmCentreConfigurationTests {
+    func load(_ yaml: String) throws -> NodeConfiguration { try SiteConfigurationTests().load(yaml) }
+
+    @Test func anAlarmCentreJoinsTheDefaultTreeAfterTheStaff() throws {
+        let c = try load("""
+            notify:
+              staff: ["+34 600 111 222"]
+            arc:
+              receivers: ["192.0.2.10:9000", "[2001:db8::1]:9001", "localhost:9002"]
+              account: "12ab"
+              receiver: "3"
+              line: "2"
+              key: "0123456789ABCDEF"
+              test_every: 12h
+            """)
+        let arc = try #require(c.alarmCentre)
+        #expect(arc.receivers.map(\.description) == ["192.0.2.10:9000", "[2001:db8::1]:9001", "127.0.0.1:9002"])
+        #expect(arc.identity.account == "12AB")
+        #expect(arc.key?.bitCount == 128)
+        #expect(arc.testEveryMicroseconds == 12 * 3_600_000_000)
+        #expect(c.callTree.tiers.map(\.recipients) == [["+34600111222"], ["arc"]])
+    }
+
+    @Test func aTreeNamingTheCentreNeedsOne() throws {
+        #expect(throws: ConfigurationError.self) {
+            try load("""
+                calls:
+                  tree:
+                    - to: ["arc"]
+                """)
+        }
+        let c = try load("""
+            calls:
+              tree:
+                - to: ["+34600111222"]
+                - after: 2m
+                  to: ["arc"]
+            arc:
+              receivers: ["127.0.0.1:9000"]
+              account: "1234"
+            """)
+        #expect(c.callTree.everyone == ["+34600111222", "arc"])
+    }
+
+    @Test("bad receivers, accounts and keys are refused when the file is read", arguments: [
+        "receivers: [\"centre.example.org:9000\"]\n  account: \"1234\"",
+        "receivers: [\"192.0.2.10\"]\n  account: \"1234\"",
+        "receivers: [\"192.0.2.10:0\"]\n  account: \"1234\"",
+        "receivers: [\"300.0.2.10:9000\"]\n  account: \"1234\"",
+        "receivers: []\n  account: \"1234\"",
+        "receivers: [\"192.0.2.10:9000\"]",
+        "receivers: [\"192.0.2.10:9000\"]\n  account: \"12\"",
+        "receivers: [\"192.0.2.10:9000\"]\n  account: \"12zz\"",
+        "receivers: [\"192.0.2.10:9000\"]\n  account: \"1234\"\n  key: \"short\"",
+        "receivers: [\"192.0.2.10:9000\"]\n  account: \"1234\"\n  key_hex: \"00112233\"",
+        "receivers: [\"192.0.2.10:9000\"]\n  account: \"1234\"\n  colour: red",
+    ])
+    func badSettingsAreRefused(body: String) {
+        #expect(throws: ConfigurationError.self) { try load("arc:\n  " + body + "\n") }
+    }
+}

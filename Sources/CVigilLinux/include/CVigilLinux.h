@@ -13,6 +13,9 @@
 #include <sys/timerfd.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <arpa/inet.h>
 #include <sys/stat.h>
 #include <sys/file.h>
 #include <sys/inotify.h>
@@ -136,6 +139,45 @@ static inline int cvigil_pidfd_open(pid_t pid) { return (int)syscall(SYS_pidfd_o
 /// descriptor, in "/".
 int cvigil_spawn_io(pid_t *pid, const char *path, char *const argv[], int stdin_fd, int out_fd);
 int cvigil_spawn(pid_t *pid, const char *path, char *const argv[], int stdin_fd, int stderr_fd);
+
+/* A non-blocking TCP socket connecting to a numeric IPv4 or IPv6 address: returns the socket
+ * (connected, or connecting: watch it for output, then read SO_ERROR) or -1 with errno set
+ * (EINVAL: not a numeric address). No name lookup, so it never blocks. */
+static inline int cvigil_tcp_connect(const char *address, unsigned short port) {
+    struct sockaddr_storage storage;
+    memset(&storage, 0, sizeof storage);
+    struct sockaddr_in *v4 = (struct sockaddr_in *)&storage;
+    struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)&storage;
+    socklen_t length;
+    int family;
+    if (inet_pton(AF_INET, address, &v4->sin_addr) == 1) {
+        family = AF_INET; v4->sin_family = AF_INET; v4->sin_port = htons(port); length = sizeof *v4;
+    } else if (inet_pton(AF_INET6, address, &v6->sin6_addr) == 1) {
+        family = AF_INET6; v6->sin6_family = AF_INET6; v6->sin6_port = htons(port); length = sizeof *v6;
+    } else {
+        errno = EINVAL;
+        return -1;
+    }
+    int fd = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -1;
+    int one = 1;
+    (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if (connect(fd, (struct sockaddr *)&storage, length) < 0 && errno != EINPROGRESS) {
+        int saved = errno;
+        close(fd);
+        errno = saved;
+        return -1;
+    }
+    return fd;
+}
+
+/* The pending error of a socket (SO_ERROR): 0 when a non-blocking connect succeeded. */
+static inline int cvigil_socket_error(int fd) {
+    int error = 0;
+    socklen_t length = sizeof error;
+    if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length) < 0) return errno;
+    return error;
+}
 
 static inline int cvigil_unix_connect(int fd, const char *path) {
     struct sockaddr_un addr = {0};

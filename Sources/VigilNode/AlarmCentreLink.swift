@@ -1,0 +1,344 @@
+import VigilAlarmCentre
+import VigilCore
+import VigilEvents
+import VigilSystem
+
+/// The link to the alarm receiving centre (`arc:`): sends the outbox's `.arc` entries — calls
+/// for help, their restores, the box's troubles — as Contact ID events over SIA DC-09 TCP, one at
+/// a time and strictly in order, and a periodic test report when nothing else went for
+/// `arc.test_every`. Non-blocking sockets on the loop: a receiver that accepts and never answers
+/// costs a timer, not the loop.
+///
+/// The centre's ACK settles an entry as an `OutboxAttempt` (notifier "arc <receiver>"): "received
+/// by the centre", never "taken" — a person takes a call (`AlertTaken`). An attempt every
+/// receiver failed is recorded as failed, with what each did, and retried with back-off; a stop
+/// or a kill -9 before the ACK leaves the entry pending, and the next start sends it again with
+/// the same DC-09 sequence number, so the centre can tell the repeat.
+final class AlarmCentreLink: NodeComponent {
+    unowned let node: Node
+    private var exchange: Exchange?
+    /// Entries with an attempt appended but not yet applied.
+    private var attemptsInFlight: Set<String> = []
+    private(set) var status: AlarmCentreStatus
+    /// When the last exchange ended with an ACK, or the link started (wall clock): the test is
+    /// due `testEvery` after it.
+    private var lastContactMicroseconds: UInt64 = 0
+    private var testSequence = DC09Sequence.first
+    static let attemptTimer = Scheduler.Timer("arc-attempt")
+    static let exchangeTimer = Scheduler.Timer("arc-exchange")
+    static let noCentreError = "no alarm receiving centre is configured (arc:)"
+    /// The first test report goes this long after the start (the path proved soon after a boot).
+    static let firstTestAfterMicroseconds: UInt64 = 60_000_000
+
+    /// One report on its way: to which receiver, over which connection, answered by what.
+    private final class Exchange {
+        /// The outbox entry; nil for a periodic test.
+        let entry: String?
+        let attempt: UInt32
+        let report: AlarmReport
+        let sequence: DC09Sequence
+        var plan: AlarmCentreAttempt
+        var socket: Socket?
+        var connecting = false
+        var expectation: DC09Expectation?
+        var splitter = DC09FrameSplitter()
+
+        init(entry: String?, attempt: UInt32, report: AlarmReport, sequence: DC09Sequence, receivers: [String]) {
+            (self.entry, self.attempt, self.report, self.sequence) = (entry, attempt, report, sequence)
+            plan = AlarmCentreAttempt(receivers: receivers)
+        }
+    }
+
+    private final class Socket {
+        let descriptor: FileDescriptor
+        init(_ descriptor: consuming FileDescriptor) { self.descriptor = descriptor }
+    }
+
+    init(node: Node) {
+        self.node = node
+        status = AlarmCentreStatus(receivers: node.configuration.alarmCentre?.receivers.map(\.description) ?? [])
+    }
+
+    private var settings: AlarmCentreSettings? { node.configuration.alarmCentre }
+
+    func start() throws(NodeError) {
+        node.scheduler.register(Self.attemptTimer) { [unowned self] in reconcile() }
+        node.scheduler.register(Self.exchangeTimer) { [unowned self] in timedOut() }
+        if let settings, settings.testEveryMicroseconds > 0 {
+            let now = node.clock.nowMicroseconds()
+            // So the first test is due `firstTestAfter` from now.
+            lastContactMicroseconds = now &+ Self.firstTestAfterMicroseconds &- min(settings.testEveryMicroseconds, now &+ Self.firstTestAfterMicroseconds)
+        }
+    }
+
+    func applied(_ event: Event) {
+        if case .outboxAttempt(let a) = event.body { attemptsInFlight.remove(a.entry) }
+    }
+
+    func refused(_ event: Event) {
+        if case .outboxAttempt(let a) = event.body { attemptsInFlight.remove(a.entry) }
+    }
+
+    /// Starts the next report due: the oldest pending `.arc` entry (nothing overtakes it, so the
+    /// centre hears each call's alarm before its restore), else a test report when one is due.
+    func reconcile() {
+        guard !node.stopping, exchange == nil else { return }
+        let now = node.clock.nowMicroseconds()
+        let outbox = node.projections.outbox
+        if let head = outbox.pending.first(where: { $0.channel == .arc }) {
+            guard !attemptsInFlight.contains(head.id) else { return }
+            let retry = Backoff(base: outbox.retryBaseMicroseconds, max: settings?.retryMaxMicroseconds ?? outbox.retryMaxMicroseconds)
+            let due = head.attempts == 0 ? head.createdMicroseconds : head.lastAttemptMicroseconds &+ retry.delay(afterFailures: head.attempts)
+            if due <= now { begin(head) } else { schedule(atWall: due) }
+            return
+        }
+        guard let settings, settings.testEveryMicroseconds > 0 else {
+            node.scheduler.cancel(Self.attemptTimer)
+            return
+        }
+        let due = lastContactMicroseconds &+ settings.testEveryMicroseconds
+        if due <= now { beginTest() } else { schedule(atWall: due) }
+    }
+
+    /// A test report now (`vigil calls test`, or its interval): false when none is configured or
+    /// a report is on its way (the test follows that one's end on its own interval).
+    @discardableResult
+    func testNow() -> Bool {
+        guard settings != nil, exchange == nil, !node.stopping else { return false }
+        beginTest()
+        return true
+    }
+
+    private func schedule(atWall due: UInt64) {
+        node.scheduler.schedule(Self.attemptTimer, atNanoseconds: node.monotonicDeadline(forWallMicroseconds: due))
+    }
+
+    // MARK: Starting a report
+
+    private func begin(_ entry: Outbox.Entry) {
+        let attempt = entry.attempts + 1
+        guard let settings else {
+            record(entry: entry.id, attempt: attempt, delivered: false, notifier: "none", error: Self.noCentreError)
+            return
+        }
+        guard let alarm = entry.alarm else {
+            record(entry: entry.id, attempt: attempt, delivered: false, notifier: "arc", error: "the entry names no report for the centre")
+            return
+        }
+        let report = Self.report(alarm)
+        node.logger.notice("report to the alarm centre", metadata: [
+            "entry": "\(entry.id)", "report": "\(alarm.text)", "contact-id": "\(report.contactID(partition: settings.partition))",
+            "attempt": "\(attempt)",
+        ])
+        let ex = Exchange(entry: entry.id, attempt: attempt, report: report, sequence: Self.sequence(forEntry: entry.id),
+                          receivers: settings.receivers.map(\.description))
+        exchange = ex
+        follow(ex.plan.first, ex)
+    }
+
+    private func beginTest() {
+        guard let settings else { return }
+        let ex = Exchange(entry: nil, attempt: 1, report: .periodicTest, sequence: testSequence,
+                          receivers: settings.receivers.map(\.description))
+        testSequence = testSequence.next()
+        exchange = ex
+        follow(ex.plan.first, ex)
+    }
+
+    /// The Contact ID report for an outbox entry's signal (VigilAlarmCentre's code table).
+    static func report(_ alarm: AlarmSignal) -> AlarmReport {
+        let number = Int(truncatingIfNeeded: alarm.number % 1_000)
+        let condition: AlarmCondition = switch alarm.condition {
+        case .sos: .sos(call: number)
+        case .medical: .medical(resident: number)
+        case .missedCheckIn: .missedCheckIn(resident: number)
+        case .logDamaged: .eventLogDamaged
+        case .radioLost: .radioLost
+        }
+        return alarm.restore ? .cleared(condition) : .raised(condition)
+    }
+
+    /// An entry's DC-09 sequence number, from its id: the same on every attempt and after a
+    /// restart (a repeat the centre can recognise), different for different entries but by
+    /// chance. 0001...9999.
+    static func sequence(forEntry id: String) -> DC09Sequence {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for b in id.utf8 { hash = (hash ^ UInt64(b)) &* 0x100_0000_01b3 }
+        return DC09Sequence(Int(hash % 9_999) + 1) ?? .first
+    }
+
+    // MARK: The exchange
+
+    private func follow(_ next: AlarmCentreAttempt.Next, _ ex: Exchange) {
+        switch next {
+        case .connect(let index):
+            connect(ex, to: index)
+        case .resend:
+            send(ex)
+        case .delivered(let index):
+            finish(ex, delivered: true, receiver: index, error: "")
+        case .failed(let why):
+            finish(ex, delivered: false, receiver: nil, error: why)
+        }
+    }
+
+    private func connect(_ ex: Exchange, to index: Int) {
+        guard let settings, index < settings.receivers.count else { return }
+        let receiver = settings.receivers[index]
+        let descriptor: FileDescriptor
+        do {
+            descriptor = try TCPStream.connect(address: receiver.address, port: receiver.port)
+        } catch {
+            outcome(.connectFailed("\(error.errno)"), ex)
+            return
+        }
+        let socket = Socket(descriptor)
+        ex.socket = socket
+        ex.connecting = true
+        ex.splitter = DC09FrameSplitter()
+        guard node.loop.watch(socket.descriptor.rawValue, "the alarm centre", events: Epoll.writable, handler: { [unowned self] events in
+            ready(events)
+        }) else {
+            ex.socket = nil
+            outcome(.connectFailed("the socket cannot be watched"), ex)
+            return
+        }
+        node.scheduler.schedule(Self.exchangeTimer, afterNanoseconds: settings.connectTimeoutMicroseconds &* 1_000)
+    }
+
+    private func ready(_ events: UInt32) {
+        guard let ex = exchange, let socket = ex.socket else { return }
+        if ex.connecting {
+            if let error = TCPStream.connectionError(socket.descriptor) {
+                outcome(.connectFailed("\(error.errno)"), ex)
+                return
+            }
+            ex.connecting = false
+            guard node.loop.change(socket.descriptor.rawValue, "the alarm centre", events: Epoll.readable) else {
+                outcome(.connectFailed("the socket cannot be watched"), ex)
+                return
+            }
+            send(ex)
+            return
+        }
+        readReplies(ex, socket)
+    }
+
+    private func send(_ ex: Exchange) {
+        guard let settings, let socket = ex.socket else { return }
+        var pad = [UInt8](repeating: 0, count: DC09Frame.maximumPadCount)
+        var generator = SystemRandomNumberGenerator()
+        for i in pad.indices { pad[i] = generator.next() }
+        let seconds = Int64(clamping: node.clock.nowMicroseconds() / 1_000_000)
+        do {
+            let frame = try DC09Frame.encode(ex.report, partition: settings.partition, identity: settings.identity,
+                                             sequence: ex.sequence, key: settings.key, utcSeconds: seconds, pad: pad)
+            try socket.descriptor.sendAll(frame.bytes)
+            ex.expectation = frame.expectation
+        } catch let error as SystemError {
+            outcome(.sendFailed("\(error.errno)"), ex)
+            return
+        } catch {
+            outcome(.sendFailed("\(error)"), ex)
+            return
+        }
+        node.scheduler.schedule(Self.exchangeTimer, afterNanoseconds: settings.replyTimeoutMicroseconds &* 1_000)
+    }
+
+    private func readReplies(_ ex: Exchange, _ socket: Socket) {
+        var buffer = [UInt8](repeating: 0, count: DC09Reply.maximumLength)
+        let read: Int?
+        do {
+            read = try buffer.withUnsafeMutableBytes { raw throws(SystemError) in try socket.descriptor.read(into: raw) }
+        } catch {
+            outcome(.closed, ex)
+            return
+        }
+        guard let count = read else { return } // nothing yet
+        guard count > 0 else {
+            outcome(.closed, ex)
+            return
+        }
+        ex.splitter.append(buffer.prefix(count))
+        guard let expectation = ex.expectation else { return } // bytes before a frame was sent
+        while let frame = ex.splitter.nextFrame() {
+            do {
+                switch try DC09Reply.parse(frame, expecting: expectation) {
+                case .acknowledged: outcome(.acknowledged, ex)
+                case .negative: outcome(.negative, ex)
+                case .notUnderstood: outcome(.notUnderstood, ex)
+                }
+            } catch {
+                outcome(.garbage("\(error)"), ex)
+            }
+            return // one reply answers a frame; a resend waits for its own
+        }
+        if ex.splitter.bufferedByteCount > 4 * DC09Reply.maximumLength {
+            outcome(.garbage("too many bytes without a frame"), ex)
+        }
+    }
+
+    private func timedOut() {
+        guard let ex = exchange else { return }
+        outcome(ex.connecting || ex.socket == nil ? .connectTimedOut : .silent, ex)
+    }
+
+    /// What the current receiver did: counted, and the attempt goes on as the plan says.
+    private func outcome(_ outcome: AlarmCentreAttempt.Outcome, _ ex: Exchange) {
+        node.scheduler.cancel(Self.exchangeTimer)
+        status.count(outcome)
+        let next = ex.plan.record(outcome)
+        if next != .resend { close(ex) }
+        if outcome != .acknowledged {
+            node.logger.warning("alarm centre receiver failed", metadata: [
+                "receiver": "\(ex.plan.receivers[min(ex.plan.current, ex.plan.receivers.count - 1)])",
+                "outcome": "\(outcome.text)", "report": "\(ex.entry ?? "test")",
+            ])
+        }
+        follow(next, ex)
+    }
+
+    private func close(_ ex: Exchange) {
+        guard let socket = ex.socket else { return }
+        node.loop.unwatch(socket.descriptor.rawValue, "the alarm centre")
+        ex.socket = nil // closes it
+        ex.expectation = nil
+        ex.connecting = false
+    }
+
+    private func finish(_ ex: Exchange, delivered: Bool, receiver: Int?, error: String) {
+        close(ex)
+        node.scheduler.cancel(Self.exchangeTimer)
+        exchange = nil
+        let now = node.clock.nowMicroseconds()
+        let name = receiver.map { ex.plan.receivers[$0] }
+        status.finished(delivered: delivered, receiver: name, error: error, test: ex.entry == nil, at: now)
+        if delivered { lastContactMicroseconds = now }
+        if let entry = ex.entry {
+            record(entry: entry, attempt: ex.attempt, delivered: delivered, notifier: name.map { "arc \($0)" } ?? "arc", error: error)
+        } else {
+            if !delivered { lastContactMicroseconds = now } // the next test waits its interval too
+            reconcile()
+        }
+    }
+
+    private func record(entry: String, attempt: UInt32, delivered: Bool, notifier: String, error: String) {
+        var a = OutboxAttempt()
+        a.entry = entry
+        a.attempt = attempt
+        a.delivered = delivered
+        a.notifier = notifier
+        a.error = String(error.prefix(500))
+        attemptsInFlight.insert(entry)
+        if node.append(.outboxAttempt(a)) == nil { attemptsInFlight.remove(entry) }
+    }
+
+    func stop() {
+        guard let ex = exchange else { return }
+        // An interrupted report is not recorded: the entry stays pending and goes again.
+        close(ex)
+        node.scheduler.cancel(Self.exchangeTimer)
+        node.scheduler.cancel(Self.attemptTimer)
+        exchange = nil
+    }
+}

@@ -1,0 +1,171 @@
+import Foundation
+import Testing
+import VigilBoard
+import VigilCore
+import VigilEvents
+import VigilSystem
+import VigilTestSupport
+@testable import VigilNode
+
+/// Issue 27, item 3: calls for help reach an alarm receiving centre over SIA DC-09 — a real one,
+/// pysiaalarm (scripts/sia-centre) on loopback, plain and encrypted, with receivers that are down,
+/// silent or answer garbage ahead of one that works.
+@Suite(.serialized) struct AlarmCentreNodeTests {
+    static let key = "0123456789ABCDEF"
+
+    static func configuration(_ dir: TemporaryDirectory, ports: [Int], key: String?) throws -> NodeConfiguration {
+        var config = try CallsForHelpNodeTests.configuration(dir)
+        var arc = try AlarmCentreSettings(receivers: ports.map { .init(address: "127.0.0.1", port: UInt16($0)) },
+                                          identity: .init(account: "1234", receiver: "1", line: "1"))
+        if let key { arc.key = try .init(bytes: Array(key.utf8)) }
+        arc.testEveryMicroseconds = 0
+        arc.replyTimeoutMicroseconds = 2_000_000
+        config.alarmCentre = arc
+        return config
+    }
+
+    /// A port nothing listens on (bound, then closed).
+    static func closedPort() -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) { p in
+            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length); return getsockname(fd, $0, &length) }
+        }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    static func press(_ node: Node, _ clock: ManualClock, holdMicroseconds: UInt64 = 500_000) async {
+        node.onLoop { n in try? (n.board as? SimulatedBoard)?.press(holdMicroseconds: holdMicroseconds) }
+        await advance(clock, node, byMicroseconds: holdMicroseconds + 200_000, step: 20_000)
+    }
+
+    /// The node's clock is real time (the centre checks each frame's time against its own).
+    static func realTimeClock() -> ManualClock {
+        ManualClock(startMicroseconds: UInt64(Date().timeIntervalSince1970 * 1_000_000))
+    }
+
+    static func arcEntries(_ node: Node) async -> [Outbox.Entry] {
+        await onLoop(node) { n in n.projections.outbox.entries.values.filter { $0.channel == .arc }.sorted { $0.createdSequence < $1.createdSequence } }
+    }
+
+    @Test("an SOS goes to the centre as Contact ID 120 and its cancel as the restore", arguments: [nil, key])
+    func anSOSReachesTheCentreAndItsCancelRestoresIt(key: String?) async throws {
+        let centre = try ReceiverProcess(account: "1234", key: key)
+        let dir = TemporaryDirectory()
+        let config = try Self.configuration(dir, ports: [centre.port], key: key)
+        #expect(config.callTree.everyone == [CallsForHelpNodeTests.staff, "arc"], "the default tree: staff, then the centre")
+        let clock = Self.realTimeClock()
+        let board = try SimulatedBoard(monotonic: clock)
+        let node = try Node(configuration: config, clock: clock, monotonic: clock, logger: quietLogger, board: board)
+        let task = await start(node)
+        await Self.press(node, clock)
+        #expect(await untilChildProcess(node) { n in n.projections.outbox.entries.values.contains { $0.channel == .arc && $0.delivered } })
+        let raised = try #require(centre.next("event", timeout: 10), "pysiaalarm got the alarm")
+        #expect(raised["message_type"] as? String == "ADM-CID")
+        #expect(raised["event_qualifier"] as? String == "1")
+        #expect(raised["event_type"] as? String == "120")
+        #expect(raised["ri"] as? String == "001", "the box's first call")
+        #expect(raised["encrypted"] as? Bool == (key != nil))
+        let first = try #require(await Self.arcEntries(node).first)
+        #expect(first.lastNotifier == "arc 127.0.0.1:\(centre.port)", "the ACK is recorded as the centre's receipt")
+        #expect(first.alarm == AlarmSignal(.sos, number: 1))
+        // Taken here: the centre is not told (it holds its alarm until the restore).
+        let code = try #require(await onLoop(node) { $0.projections.calls.open.first?.code })
+        let reply = try #require(await node.perform(.takeCall(TakeRequest(call: code, by: "Luis", via: "cli"))))
+        #expect(reply.ok)
+        await settled(node)
+        #expect(await Self.arcEntries(node).count == 1)
+
+        // Cancelled by holding the button (8 s): the restore, same code and zone.
+        await Self.press(node, clock, holdMicroseconds: 8_500_000)
+        #expect(await onLoop(node) { $0.projections.calls.open.isEmpty })
+        #expect(await untilChildProcess(node) { n in n.projections.outbox.pending.allSatisfy { $0.channel != .arc } })
+        let restored = try #require(centre.next("event", timeout: 10))
+        #expect(restored["event_qualifier"] as? String == "3")
+        #expect(restored["event_type"] as? String == "120")
+        #expect(restored["ri"] as? String == "001")
+        let status = await onLoop(node) { $0.liveStatus().alarmCentre }
+        #expect(status?.acknowledged == 2)
+        #expect(status?.problem == nil)
+        try await stop(node, task)
+        #expect(centre.stop().status == 0)
+        let attempts = try storedEvents(dir).compactMap { e -> OutboxAttempt? in
+            if case .outboxAttempt(let a) = e.body, a.notifier.hasPrefix("arc") { a } else { nil }
+        }
+        #expect(attempts.count == 2 && attempts.allSatisfy(\.delivered), "one receipt per report, nothing sent twice")
+    }
+
+    @Test("a receiver that is down, silent, says garbage or DUH hands over to the next", arguments: ["down", "silent", "garbage", "duh", "close"])
+    func aFailingReceiverHandsOverToTheNext(mode: String) async throws {
+        let bad = mode == "down" ? nil : try ReceiverProcess(account: "1234", key: Self.key, mode: mode)
+        let good = try ReceiverProcess(account: "1234", key: Self.key)
+        let dir = TemporaryDirectory()
+        let badPort = bad?.port ?? Self.closedPort()
+        let config = try Self.configuration(dir, ports: [badPort, good.port], key: Self.key)
+        let clock = Self.realTimeClock()
+        let board = try SimulatedBoard(monotonic: clock)
+        let node = try Node(configuration: config, clock: clock, monotonic: clock, logger: quietLogger, board: board)
+        let task = await start(node)
+        await Self.press(node, clock)
+        if mode == "silent" {
+            // The reply timeout (2 s) passes on the node's clock.
+            #expect(await untilChildProcess(node) { $0.scheduler.isArmed(AlarmCentreLink.exchangeTimer) && $0.alarmCentre.status.closed == 0 })
+            await advance(clock, node, byMicroseconds: 2_100_000, step: 100_000)
+        }
+        #expect(await untilChildProcess(node) { n in n.projections.outbox.entries.values.contains { $0.channel == .arc && $0.delivered } })
+        let entry = try #require(await Self.arcEntries(node).first)
+        #expect(entry.lastNotifier == "arc 127.0.0.1:\(good.port)")
+        #expect(entry.attempts == 1, "one attempt: the second receiver took it")
+        #expect(good.next("event", timeout: 10)?["event_type"] as? String == "120")
+        let status = try #require(await onLoop(node) { $0.liveStatus().alarmCentre })
+        switch mode {
+        case "down": #expect(status.unreachable == 1)
+        case "silent": #expect(status.silent == 1)
+        case "garbage": #expect(status.garbage == 1)
+        case "duh": #expect(status.notUnderstood == 1)
+        default: #expect(status.closed == 1)
+        }
+        #expect(status.acknowledged == 1)
+        try await stop(node, task)
+        _ = bad?.stop()
+        _ = good.stop()
+    }
+
+    @Test func aCentreThatNeverAcknowledgesLeavesTheReportPendingUntilOneDoesAfterARestart() async throws {
+        // The only receiver refuses every frame (NAK): the attempt fails, is recorded with why, and
+        // the entry stays pending across a restart; a restart with a working centre delivers it.
+        let nak = try ReceiverProcess(account: "1234", mode: "nak")
+        let dir = TemporaryDirectory()
+        var config = try Self.configuration(dir, ports: [nak.port], key: nil)
+        let clock = Self.realTimeClock()
+        do {
+            let board = try SimulatedBoard(monotonic: clock)
+            let node = try Node(configuration: config, clock: clock, monotonic: clock, logger: quietLogger, board: board)
+            let task = await start(node)
+            await Self.press(node, clock)
+            #expect(await untilChildProcess(node) { n in n.projections.outbox.entries.values.contains { $0.channel == .arc && $0.attempts > 0 } })
+            let entry = try #require(await Self.arcEntries(node).first)
+            #expect(!entry.delivered)
+            #expect(entry.lastError.contains("NAK"), "\(entry.lastError)")
+            let status = try #require(await onLoop(node) { $0.liveStatus().alarmCentre })
+            #expect(status.negative == 2, "a NAK is answered with one resend")
+            #expect(status.problem != nil)
+            try await stop(node, task)
+        }
+        _ = nak.stop()
+        let good = try ReceiverProcess(account: "1234")
+        config.alarmCentre?.receivers = [.init(address: "127.0.0.1", port: UInt16(good.port))]
+        let board = try SimulatedBoard(monotonic: clock)
+        let node = try Node(configuration: config, clock: clock, monotonic: clock, logger: quietLogger, board: board)
+        let task = await start(node)
+        await advance(clock, node, byMicroseconds: 6_000_000, step: 200_000) // the back-off's first wait
+        #expect(await untilChildProcess(node) { n in n.projections.outbox.entries.values.contains { $0.channel == .arc && $0.delivered } })
+        #expect(good.next("event", timeout: 10)?["event_type"] as? String == "120")
+        try await stop(node, task)
+        _ = good.stop()
+    }
+}
