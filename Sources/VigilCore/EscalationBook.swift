@@ -296,15 +296,21 @@ public struct EscalationBook: Projection {
             r.ladder = d.ladder
             r.step = LadderStep.prompt.rawValue
             r.ladderStartMicroseconds = max(d.dueUs, event.timeMicroseconds)
-            messages.append(Message(id: "\(r.id)/\(r.ladder)/prompt", audience: .resident, recipients: [r.id],
-                                    text: "Are you OK, \(who)? Press the button or check in."))
+            // By SMS to the resident's own number when they have one (a reply OK checks them in);
+            // without one, the box's own prompt (its pattern, their tag or phone) is all there is:
+            // a message to the resident's id would be "delivered" to nobody.
+            if !r.ownAddress.isEmpty {
+                messages.append(Message(id: "\(r.id)/\(r.ladder)/prompt", audience: .resident, recipients: [r.ownAddress],
+                                        text: "Are you OK, \(who)? Reply OK, press the button or check in."))
+            }
         case .text:
             r.step = LadderStep.text.rawValue
             // The second step is a text to the resident themselves and a word to the staff on
             // site, who can knock on the door; contacts hear only at the last step (issue 10).
-            messages.append(Message(id: "\(r.id)/\(r.ladder)/text", audience: .resident,
-                                    recipients: [r.ownAddress.isEmpty ? r.id : r.ownAddress],
-                                    text: "\(who), you have not answered \"are you OK?\". Please press the button or check in now."))
+            if !r.ownAddress.isEmpty {
+                messages.append(Message(id: "\(r.id)/\(r.ladder)/text", audience: .resident, recipients: [r.ownAddress],
+                                        text: "\(who), you have not answered \"are you OK?\". Please reply OK, press the button or check in now."))
+            }
             if !context.staff.isEmpty {
                 messages.append(Message(id: "\(r.id)/\(r.ladder)/staff", audience: .staff, recipients: context.staff,
                                         text: "\(who) has not answered \"are you OK?\"\(whereText(r)). Please check on them."))

@@ -41,6 +41,10 @@ public struct Outbox: Projection {
         public var lastAttemptSequence: UInt64?
         /// For the alarm receiving centre's entries (channel `.arc`): what to report.
         public var alarm: AlarmSignal?
+        /// For those entries: their number among the centre's reports (1, 2, ...), given when the
+        /// entry is made, so every attempt and every start sends the same DC-09 sequence number
+        /// and different reports differ.
+        public var alarmNumber: UInt64?
     }
 
     /// Why an undelivered entry counts as "no way to tell anyone".
@@ -64,6 +68,8 @@ public struct Outbox: Projection {
     public private(set) var entries: [String: Entry] = [:]
     public private(set) var deliveredTotal: UInt64 = 0
     public private(set) var failedAttempts: UInt64 = 0
+    /// Entries for the alarm receiving centre made so far (`Entry.alarmNumber`).
+    public private(set) var alarmEntriesMade: UInt64 = 0
 
     public init() {}
 
@@ -76,10 +82,15 @@ public struct Outbox: Projection {
     public mutating func add(id: String, channel: Channel, recipients: [String], text: String, event: Event,
                              alarm: AlarmSignal? = nil) {
         guard entries[id] == nil else { return }
+        var number: UInt64?
+        if alarm != nil {
+            alarmEntriesMade += 1
+            number = alarmEntriesMade
+        }
         entries[id] = Entry(id: id, channel: channel, recipients: recipients, text: text,
                             createdMicroseconds: event.timeMicroseconds, createdSequence: event.sequence,
                             attempts: 0, lastAttemptMicroseconds: 0, lastError: "", delivered: false,
-                            deliveredSequence: 0, alarm: alarm)
+                            deliveredSequence: 0, alarm: alarm, alarmNumber: number)
     }
 
     mutating func record(_ attempt: OutboxAttempt, event: Event) {
@@ -145,7 +156,7 @@ public struct Outbox: Projection {
     }
 
     enum CodingKeys: String, CodingKey {
-        case retryBaseMicroseconds, retryMaxMicroseconds, keepDelivered, entries, deliveredTotal, failedAttempts
+        case retryBaseMicroseconds, retryMaxMicroseconds, keepDelivered, entries, deliveredTotal, failedAttempts, alarmEntriesMade
     }
 
     public init(from decoder: any Decoder) throws {
@@ -157,6 +168,7 @@ public struct Outbox: Projection {
         entries = Dictionary(list.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
         deliveredTotal = try c.decode(UInt64.self, forKey: .deliveredTotal)
         failedAttempts = try c.decode(UInt64.self, forKey: .failedAttempts)
+        alarmEntriesMade = try c.decode(UInt64.self, forKey: .alarmEntriesMade)
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -167,5 +179,6 @@ public struct Outbox: Projection {
         try c.encode(entries.values.sorted { $0.id < $1.id }, forKey: .entries)
         try c.encode(deliveredTotal, forKey: .deliveredTotal)
         try c.encode(failedAttempts, forKey: .failedAttempts)
+        try c.encode(alarmEntriesMade, forKey: .alarmEntriesMade)
     }
 }

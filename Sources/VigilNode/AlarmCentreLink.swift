@@ -13,7 +13,9 @@ import VigilSystem
 /// by the centre", never "taken" — a person takes a call (`AlertTaken`). An attempt every
 /// receiver failed is recorded as failed, with what each did, and retried with back-off; a stop
 /// or a kill -9 before the ACK leaves the entry pending, and the next start sends it again with
-/// the same DC-09 sequence number, so the centre can tell the repeat.
+/// the same DC-09 sequence number (the entry's own, from the log), so the centre can tell the
+/// repeat. Reports take the numbers 0001-4999 in turn; test reports 5000-9999, so neither reuses
+/// the other's.
 final class AlarmCentreLink: NodeComponent {
     unowned let node: Node
     private var exchange: Exchange?
@@ -23,7 +25,11 @@ final class AlarmCentreLink: NodeComponent {
     /// When the last exchange ended with an ACK, or the link started (wall clock): the test is
     /// due `testEvery` after it.
     private var lastContactMicroseconds: UInt64 = 0
-    private var testSequence = DC09Sequence.first
+    private var testSequence: DC09Sequence
+    /// What the last NAK's receiver time said of this box's clock (seconds, bounded by
+    /// `maximumClockCorrectionSeconds`): added to the time of the one resend after a NAK.
+    private var clockCorrectionSeconds: Int64 = 0
+    static let maximumClockCorrectionSeconds: Int64 = 3_600
     static let attemptTimer = Scheduler.Timer("arc-attempt")
     static let exchangeTimer = Scheduler.Timer("arc-exchange")
     static let noCentreError = "no alarm receiving centre is configured (arc:)"
@@ -42,6 +48,8 @@ final class AlarmCentreLink: NodeComponent {
         var connecting = false
         var expectation: DC09Expectation?
         var splitter = DC09FrameSplitter()
+        /// The time (UTC seconds) of the frame last sent.
+        var sentSeconds: Int64 = 0
 
         init(entry: String?, attempt: UInt32, report: AlarmReport, sequence: DC09Sequence, receivers: [String]) {
             (self.entry, self.attempt, self.report, self.sequence) = (entry, attempt, report, sequence)
@@ -57,6 +65,9 @@ final class AlarmCentreLink: NodeComponent {
     init(node: Node) {
         self.node = node
         status = AlarmCentreStatus(receivers: node.configuration.alarmCentre?.receivers.map(\.description) ?? [])
+        status.encrypted = node.configuration.alarmCentre?.key != nil
+        var generator = SystemRandomNumberGenerator()
+        testSequence = DC09Sequence(5_000 + Int(generator.next() % 5_000)) ?? .first
     }
 
     private var settings: AlarmCentreSettings? { node.configuration.alarmCentre }
@@ -64,6 +75,10 @@ final class AlarmCentreLink: NodeComponent {
     func start() throws(NodeError) {
         node.scheduler.register(Self.attemptTimer) { [unowned self] in reconcile() }
         node.scheduler.register(Self.exchangeTimer) { [unowned self] in timedOut() }
+        if let settings, settings.key == nil {
+            // In the clear, anyone on the path can read the account and forge an ACK.
+            node.logger.warning("the alarm centre's reports go unencrypted: set arc.key (the centre's AES key)")
+        }
         if let settings, settings.testEveryMicroseconds > 0 {
             let now = node.clock.nowMicroseconds()
             // So the first test is due `firstTestAfter` from now.
@@ -89,7 +104,8 @@ final class AlarmCentreLink: NodeComponent {
             guard !attemptsInFlight.contains(head.id) else { return }
             let retry = Backoff(base: outbox.retryBaseMicroseconds, max: settings?.retryMaxMicroseconds ?? outbox.retryMaxMicroseconds)
             let due = head.attempts == 0 ? head.createdMicroseconds : head.lastAttemptMicroseconds &+ retry.delay(afterFailures: head.attempts)
-            if due <= now { begin(head) } else { schedule(atWall: due) }
+            // A wall clock stepped back must not push a call for help out by the step.
+            if due <= now { begin(head) } else { schedule(atWall: min(due, now &+ retry.max)) }
             return
         }
         guard let settings, settings.testEveryMicroseconds > 0 else {
@@ -97,14 +113,15 @@ final class AlarmCentreLink: NodeComponent {
             return
         }
         let due = lastContactMicroseconds &+ settings.testEveryMicroseconds
-        if due <= now { beginTest() } else { schedule(atWall: due) }
+        if due <= now { beginTest() } else { schedule(atWall: min(due, now &+ settings.testEveryMicroseconds)) }
     }
 
-    /// A test report now (`vigil calls test`, or its interval): false when none is configured or
-    /// a report is on its way (the test follows that one's end on its own interval).
+    /// A test report now (`vigil calls test`, or its interval): false when none is configured, a
+    /// report is on its way or one waits to be retried (nothing goes before a call for help).
     @discardableResult
     func testNow() -> Bool {
-        guard settings != nil, exchange == nil, !node.stopping else { return false }
+        guard settings != nil, exchange == nil, !node.stopping,
+              !node.projections.outbox.pending.contains(where: { $0.channel == .arc }) else { return false }
         beginTest()
         return true
     }
@@ -130,7 +147,7 @@ final class AlarmCentreLink: NodeComponent {
             "entry": "\(entry.id)", "report": "\(alarm.text)", "contact-id": "\(report.contactID(partition: settings.partition))",
             "attempt": "\(attempt)",
         ])
-        let ex = Exchange(entry: entry.id, attempt: attempt, report: report, sequence: Self.sequence(forEntry: entry.id),
+        let ex = Exchange(entry: entry.id, attempt: attempt, report: report, sequence: Self.sequence(forReport: entry.alarmNumber ?? 0),
                           receivers: settings.receivers.map(\.description))
         exchange = ex
         follow(ex.plan.first, ex)
@@ -146,8 +163,9 @@ final class AlarmCentreLink: NodeComponent {
     }
 
     /// The Contact ID report for an outbox entry's signal (VigilAlarmCentre's code table).
+    /// Numbers go into Contact ID's three digits as 1...999 (000 is the box's own), in turn.
     static func report(_ alarm: AlarmSignal) -> AlarmReport {
-        let number = Int(truncatingIfNeeded: alarm.number % 1_000)
+        let number = alarm.number == 0 ? 0 : Int(truncatingIfNeeded: (alarm.number - 1) % 999 + 1)
         let condition: AlarmCondition = switch alarm.condition {
         case .sos: .sos(call: number)
         case .medical: .medical(resident: number)
@@ -158,13 +176,10 @@ final class AlarmCentreLink: NodeComponent {
         return alarm.restore ? .cleared(condition) : .raised(condition)
     }
 
-    /// An entry's DC-09 sequence number, from its id: the same on every attempt and after a
-    /// restart (a repeat the centre can recognise), different for different entries but by
-    /// chance. 0001...9999.
-    static func sequence(forEntry id: String) -> DC09Sequence {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for b in id.utf8 { hash = (hash ^ UInt64(b)) &* 0x100_0000_01b3 }
-        return DC09Sequence(Int(hash % 9_999) + 1) ?? .first
+    /// The DC-09 sequence number of the `number`-th report (`Outbox.Entry.alarmNumber`):
+    /// 0001...4999 in turn, the same on every attempt and after a restart.
+    static func sequence(forReport number: UInt64) -> DC09Sequence {
+        DC09Sequence(Int((number &- 1) % 4_999) + 1) ?? .first
     }
 
     // MARK: The exchange
@@ -174,6 +189,8 @@ final class AlarmCentreLink: NodeComponent {
         case .connect(let index):
             connect(ex, to: index)
         case .resend:
+            // Whatever else came with the NAK answers the frame before, not the resend.
+            ex.splitter = DC09FrameSplitter()
             send(ex)
         case .delivered(let index):
             finish(ex, delivered: true, receiver: index, error: "")
@@ -229,7 +246,8 @@ final class AlarmCentreLink: NodeComponent {
         var pad = [UInt8](repeating: 0, count: DC09Frame.maximumPadCount)
         var generator = SystemRandomNumberGenerator()
         for i in pad.indices { pad[i] = generator.next() }
-        let seconds = Int64(clamping: node.clock.nowMicroseconds() / 1_000_000)
+        let seconds = Int64(clamping: node.clock.nowMicroseconds() / 1_000_000) &+ clockCorrectionSeconds
+        ex.sentSeconds = seconds
         do {
             let frame = try DC09Frame.encode(ex.report, partition: settings.partition, identity: settings.identity,
                                              sequence: ex.sequence, key: settings.key, utcSeconds: seconds, pad: pad)
@@ -265,7 +283,15 @@ final class AlarmCentreLink: NodeComponent {
             do {
                 switch try DC09Reply.parse(frame, expecting: expectation) {
                 case .acknowledged: outcome(.acknowledged, ex)
-                case .negative: outcome(.negative, ex)
+                case .negative(let receiverTime):
+                    // Most NAKs say the frame's time is outside the centre's window: its own time
+                    // (not authenticated, so only within an hour) corrects the resend's.
+                    if let receiverTime {
+                        let skew = receiverTime.utcSeconds &- ex.sentSeconds &+ clockCorrectionSeconds
+                        clockCorrectionSeconds = max(-Self.maximumClockCorrectionSeconds, min(Self.maximumClockCorrectionSeconds, skew))
+                        status.clockSkewSeconds = skew
+                    }
+                    outcome(.negative, ex)
                 case .notUnderstood: outcome(.notUnderstood, ex)
                 }
             } catch {
@@ -273,7 +299,7 @@ final class AlarmCentreLink: NodeComponent {
             }
             return // one reply answers a frame; a resend waits for its own
         }
-        if ex.splitter.bufferedByteCount > 4 * DC09Reply.maximumLength {
+        if ex.splitter.droppedBytes > UInt64(4 * DC09Reply.maximumLength) {
             outcome(.garbage("too many bytes without a frame"), ex)
         }
     }
@@ -287,14 +313,14 @@ final class AlarmCentreLink: NodeComponent {
     private func outcome(_ outcome: AlarmCentreAttempt.Outcome, _ ex: Exchange) {
         node.scheduler.cancel(Self.exchangeTimer)
         status.count(outcome)
-        let next = ex.plan.record(outcome)
-        if next != .resend { close(ex) }
-        if outcome != .acknowledged {
+        if outcome != .acknowledged, ex.plan.current < ex.plan.receivers.count {
             node.logger.warning("alarm centre receiver failed", metadata: [
-                "receiver": "\(ex.plan.receivers[min(ex.plan.current, ex.plan.receivers.count - 1)])",
-                "outcome": "\(outcome.text)", "report": "\(ex.entry ?? "test")",
+                "receiver": "\(ex.plan.receivers[ex.plan.current])", "outcome": "\(outcome.text)",
+                "report": "\(ex.entry ?? "test")",
             ])
         }
+        let next = ex.plan.record(outcome)
+        if next != .resend { close(ex) }
         follow(next, ex)
     }
 
@@ -317,7 +343,11 @@ final class AlarmCentreLink: NodeComponent {
         if let entry = ex.entry {
             record(entry: entry, attempt: ex.attempt, delivered: delivered, notifier: name.map { "arc \($0)" } ?? "arc", error: error)
         } else {
-            if !delivered { lastContactMicroseconds = now } // the next test waits its interval too
+            if !delivered, let settings {
+                // A failed test is tried again after `retry_max`, not a whole interval later: the
+                // amber line clears soon after the path is back.
+                lastContactMicroseconds = now &+ settings.retryMaxMicroseconds &- min(settings.testEveryMicroseconds, now &+ settings.retryMaxMicroseconds)
+            }
             reconcile()
         }
     }

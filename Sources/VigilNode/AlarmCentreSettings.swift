@@ -1,4 +1,5 @@
 import VigilAlarmCentre
+import VigilSystem
 
 /// The alarm receiving centre (`arc:`): where calls for help and the box's troubles go over SIA
 /// DC-09 as Contact ID events (docs/calls-for-help.md, "The alarm receiving centre").
@@ -53,22 +54,10 @@ public struct AlarmCentreSettings: Sendable {
             (host, portText) = (parts[0], parts[1])
         }
         if host == "localhost" { host = "127.0.0.1" }
-        guard let port = UInt16(portText), port > 0, isNumericAddress(String(host)) else { return nil }
+        guard !portText.isEmpty, portText.count <= 5, portText.allSatisfy({ $0.isASCII && $0.isNumber }),
+              let port = UInt16(portText), port > 0, TCPStream.isNumericAddress(String(host)) else { return nil }
         return Receiver(address: String(host), port: port)
     }
-
-    /// An IPv4 dotted quad or an IPv6 literal (hex digits, colons, perhaps a dotted tail).
-    static func isNumericAddress(_ host: String) -> Bool {
-        let quads = host.split(separator: ".", omittingEmptySubsequences: false)
-        if quads.count == 4, quads.allSatisfy({ q in !q.isEmpty && q.count <= 3 && q.allSatisfy(\.isASCIIDigit) && (Int(q) ?? 256) <= 255 }) {
-            return true
-        }
-        return host.contains(":") && host.count <= 45 && host.allSatisfy { $0.isHexDigit || $0 == ":" || $0 == "." }
-    }
-}
-
-extension Character {
-    fileprivate var isASCIIDigit: Bool { isASCII && isNumber }
 }
 
 extension NodeConfiguration {

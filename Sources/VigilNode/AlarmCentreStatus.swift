@@ -22,6 +22,11 @@ public struct AlarmCentreStatus: Sendable, Codable, Equatable {
     /// The last test report: when, and whether a receiver acknowledged it.
     public var lastTestMicroseconds: UInt64?
     public var lastTestPassed: Bool?
+    /// Whether reports are encrypted (`arc.key`): in the clear, an ACK can be forged on the path.
+    public var encrypted = false
+    /// How far the centre's clock was from the box's at the last NAK that gave its time (seconds,
+    /// positive: the centre is ahead).
+    public var clockSkewSeconds: Int64?
 
     public init(receivers: [String]) { self.receivers = receivers }
 

@@ -472,6 +472,12 @@ public enum TCPStream {
         return FileDescriptor(adopting: raw)
     }
 
+    /// Whether `connect` takes `address`: an IPv4 dotted quad or an IPv6 literal, as inet_pton(3)
+    /// reads them (no zone, no name).
+    public static func isNumericAddress(_ address: String) -> Bool {
+        !address.contains("\0") && cvigil_is_numeric_address(address) == 1
+    }
+
     /// After a connecting socket turned writable: nil when it is connected, else why not.
     public static func connectionError(_ socket: borrowing FileDescriptor) -> SystemError? {
         let error = cvigil_socket_error(socket.rawValue)

@@ -24,7 +24,7 @@ import Testing
         #expect(try CLI.run(["run", "--data", dir.path, "--duration", "200ms"]).status == 0)
         // At 60x, each minute of the ladder is a second of real time.
         let add = try CLI.run(["resident", "add", "room-9", "--interval", "1m", "--confirm", "1m", "--text-to-alarm", "1m",
-                               "--alarm-to-notify", "1m", "--contact", "Luis=+34600000000", "--data", dir.path])
+                               "--alarm-to-notify", "1m", "--contact", "Luis=+34600000000", "--address", "+34600000999", "--data", dir.path])
         #expect(add.status == 0, "\(add.stderr)")
 
         // A notifier that accepts every message: since issue 10 a box without one delivers nothing

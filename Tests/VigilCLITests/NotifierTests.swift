@@ -101,6 +101,13 @@ import Glibc
         #expect(garbage.status == 1)
         #expect(garbage.stderr.contains("not a Vigil outbox message"))
         #expect(good.queuedOrSent().isEmpty)
+
+        // Issue 27: nobody it can reach is not "delivered" (it was exit 0).
+        let nobody = #"{"id":"room-1/1/prompt","recipients":["room-1","ana@example.org"],"text":"Are you OK?"}"#
+        let unreachable = try Tool.run(Self.sms, ["--smsd-config", good.config, "--state", dir.path + "/ledger"], input: nobody)
+        #expect(unreachable.status == 3)
+        #expect(unreachable.stderr.contains("nobody this notifier can reach"), "\(unreachable.stderr)")
+        #expect(good.queuedOrSent().isEmpty)
     }
 
     // MARK: Webhook
@@ -177,7 +184,7 @@ import Glibc
         // At 60x the first "are you OK?" is due about a second after the start; the confirm
         // window is long, so the prompt is the only message during the run.
         let add = try CLI.run(["resident", "add", "room-7", "--name", "Ana", "--interval", "1m", "--confirm", "6h",
-                               "--contact", "Luis=+34600000000", "--data", dir.path])
+                               "--contact", "Luis=+34600000000", "--address", "+34600000999", "--data", dir.path])
         #expect(add.status == 0, "\(add.stderr)")
 
         let (node, _) = try CLI.start(["run", "--config", config, "--data", dir.path, "--time-scale", "60", "--duration", "30s"])
@@ -190,7 +197,7 @@ import Glibc
         #expect(requests.map(\.key) == ["room-7/1/prompt"], "exactly one request")
         #expect(requests.first?.path == "/vigil")
         let body = try #require(try JSONSerialization.jsonObject(with: Data((requests.first?.body ?? "").utf8)) as? [String: Any])
-        #expect(body["text"] as? String == "Are you OK, Ana? Press the button or check in.")
+        #expect(body["text"] as? String == "Are you OK, Ana? Reply OK, press the button or check in.")
         #expect(body["attempt"] as? Int == 1)
     }
 

@@ -32,7 +32,7 @@ struct EscalationLadderTests {
         #expect(h.step("r1") == .prompt)
         let promptEntry = h.outbox.entries["r1/1/prompt"]
         #expect(promptEntry?.channel == .resident)
-        #expect(promptEntry?.recipients == ["r1"])
+        #expect(promptEntry?.recipients == [LadderEvents.residentPhone], "by SMS to the resident's own number")
         #expect(promptEntry?.text.contains("Dora") == true)
         #expect(promptEntry?.createdSequence == prompt.first?.sequence)
         #expect(h.outbox.pending.map(\.id) == ["r1/1/prompt"])
@@ -41,7 +41,7 @@ struct EscalationLadderTests {
         #expect(out[.buzzer]?.pattern == OutputPolicy.chirp)
         #expect(out[.red]?.pattern == .off)
 
-        // +20 min: the text to the resident (no own address: their id), not to the contacts
+        // +20 min: the text to the resident's own number, not to the contacts
         // (issue 10: contacts hear only at the last step; no staff channel is configured here).
         #expect(h.run(until: t0 + 4 * hour + 20 * minute - 1).isEmpty)
         let text = h.run(until: t0 + 4 * hour + 20 * minute)
@@ -49,7 +49,7 @@ struct EscalationLadderTests {
         #expect(h.step("r1") == .text)
         let textEntry = h.outbox.entries["r1/1/text"]
         #expect(textEntry?.channel == .resident)
-        #expect(textEntry?.recipients == ["r1"])
+        #expect(textEntry?.recipients == [LadderEvents.residentPhone])
         #expect(textEntry?.createdSequence == text.first?.sequence)
         out = OutputPolicy.decide(h.state, running: true)
         #expect(out[.amber]?.pattern == OutputPolicy.promptBlink)
@@ -316,10 +316,26 @@ struct EscalationLadderTests {
         #expect(h.plainDeadline("r1") == PlainDeadline("r1", ladder: 1, step: .text, due: t0 + 4 * hour + 10 * minute))
         let text = h.run(until: t0 + 4 * hour + 10 * minute)
         #expect(text.count == 1)
-        #expect(h.outbox.entries["r1/1/text"]?.recipients == ["r1"]) // the resident (issue 10)
+        #expect(h.outbox.entries["r1/1/text"]?.recipients == [LadderEvents.residentPhone]) // the resident (issue 10)
         #expect(OutputPolicy.decide(h.state, running: true)[.amber]?.reasons.first?.text.contains("Dora M.") == true)
         h.run(until: t0 + 4 * hour + 20 * minute)
         #expect(h.outbox.entries["r1/1/notify"]?.recipients == ["+44 7700 900123"])
+    }
+
+    /// Issue 27, item 4: a message to a resident's id reached nobody, yet a notifier could call
+    /// it delivered. Without a phone of their own the box's pattern is their prompt; the staff
+    /// and contacts are told at their steps as before.
+    @Test func aResidentWithoutAPhoneGetsNoMessageOnlyTheBoxsPrompt() {
+        var h = LadderHarness()
+        h.append(radio(.on))
+        h.append(LadderEvents.enrolled(LadderEvents.resident("r1", name: "Dora", ownAddress: "")))
+        let t0 = h.now
+        h.run(until: t0 + 4 * hour + 20 * minute)
+        #expect(h.step("r1") == .text)
+        #expect(h.outbox.entries.isEmpty)
+        #expect(OutputPolicy.decide(h.state, running: true)[.amber]?.pattern == OutputPolicy.promptBlink)
+        h.run(until: t0 + 4 * hour + 30 * minute)
+        #expect(h.outbox.entries.keys.sorted() == ["r1/1/notify"])
     }
 
     @Test func anUpdateWhileIdleKeepsTheAnchor() {

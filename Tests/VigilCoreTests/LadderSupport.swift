@@ -127,15 +127,19 @@ struct LadderHarness {
 enum LadderEvents {
     static let contacts: [(name: String, address: String)] = [("Ana", "+61 400 000 001"), ("Ben", "ben@example.org")]
 
+    /// The resident's own phone (the "are you OK?" prompt and its reply go by SMS to it).
+    static let residentPhone = "+34600000999"
+
     static func resident(_ id: String, name: String = "", mode: CheckInMode = .time,
                          interval: UInt64 = 4 * LadderHarness.hour,
                          confirm: UInt64 = 0, textToAlarm: UInt64 = 0, alarmToNotify: UInt64 = 0,
                          contacts: [(name: String, address: String)] = LadderEvents.contacts,
                          pauses: [(start: UInt64, end: UInt64)] = [],
                          night: (start: UInt32, end: UInt32, utcOffset: Int32)? = nil,
-                         tag: UInt64 = 0) -> Resident {
+                         tag: UInt64 = 0, ownAddress: String = LadderEvents.residentPhone) -> Resident {
         var r = Resident()
         r.id = id
+        r.ownAddress = ownAddress
         r.name = name
         r.mode = mode
         r.intervalUs = interval

@@ -1,4 +1,5 @@
 import Testing
+import VigilCore
 @testable import VigilNode
 
 /// The pure decision of one attempt at the alarm centre: receivers in order, a NAK resent once.
@@ -24,5 +25,22 @@ struct AlarmCentreAttemptTests {
 
     @Test func noReceiversFailsAtOnce() {
         #expect(AlarmCentreAttempt(receivers: []).first == .failed("no receiver is configured"))
+    }
+}
+
+/// The numbers the centre sees: DC-09 sequence numbers and Contact ID zones.
+struct AlarmCentreNumberTests {
+    @Test func reportsTakeSequenceNumbersInTurnBelowTheTests() {
+        #expect(AlarmCentreLink.sequence(forReport: 1).value == 1)
+        #expect(AlarmCentreLink.sequence(forReport: 4_999).value == 4_999)
+        #expect(AlarmCentreLink.sequence(forReport: 5_000).value == 1)
+    }
+
+    @Test func callNumbersWrapIntoOneToNineHundredNinetyNine() {
+        #expect(AlarmCentreLink.report(AlarmSignal(.sos, number: 1)).contactID().zone == 1)
+        #expect(AlarmCentreLink.report(AlarmSignal(.sos, number: 999)).contactID().zone == 999)
+        #expect(AlarmCentreLink.report(AlarmSignal(.sos, number: 1_000)).contactID().zone == 1)
+        #expect(AlarmCentreLink.report(AlarmSignal(.radioLost)).contactID().zone == 0)
+        #expect(AlarmCentreLink.report(AlarmSignal(.missedCheckIn, restore: true, number: 3)).contactID().description == "3102 01 003")
     }
 }

@@ -135,6 +135,30 @@ import VigilTestSupport
         _ = good.stop()
     }
 
+    @Test func aTestReportGoesAMinuteAfterTheStartAndTheCentresNAKCorrectsTheBoxsTime() async throws {
+        let centre = try ReceiverProcess(account: "1234", key: Self.key)
+        let dir = TemporaryDirectory()
+        var config = try Self.configuration(dir, ports: [centre.port], key: Self.key)
+        config.alarmCentre?.testEveryMicroseconds = 3_600_000_000
+        let clock = Self.realTimeClock()
+        let board = try SimulatedBoard(monotonic: clock)
+        let node = try Node(configuration: config, clock: clock, monotonic: clock, logger: quietLogger, board: board)
+        let task = await start(node)
+        await advance(clock, node, byMicroseconds: 59_000_000, step: 1_000_000)
+        #expect(await onLoop(node) { $0.alarmCentre.status.lastTestMicroseconds } == nil)
+        await advance(clock, node, byMicroseconds: 2_000_000, step: 500_000)
+        // The node's clock is now a minute ahead of the centre's: the centre NAKs with its own
+        // time, and the resend, corrected by it, is acknowledged.
+        #expect(await untilChildProcess(node) { $0.alarmCentre.status.lastTestPassed == true })
+        #expect(centre.next("event", timeout: 10)?["event_type"] as? String == "602")
+        let status = try #require(await onLoop(node) { $0.liveStatus().alarmCentre })
+        #expect(status.encrypted)
+        #expect((status.clockSkewSeconds ?? 0) < -40, "the centre's NAK said the box is ahead: \(String(describing: status.clockSkewSeconds))")
+        #expect(await onLoop(node) { $0.projections.outbox.entries.isEmpty }, "a test is not a message in the log")
+        try await stop(node, task)
+        _ = centre.stop()
+    }
+
     @Test func aCentreThatNeverAcknowledgesLeavesTheReportPendingUntilOneDoesAfterARestart() async throws {
         // The only receiver refuses every frame (NAK): the attempt fails, is recorded with why, and
         // the entry stays pending across a restart; a restart with a working centre delivers it.

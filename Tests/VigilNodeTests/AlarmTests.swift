@@ -191,6 +191,7 @@ import VigilSystem
         c.name = "Luis"
         c.address = "+34600000000"
         r.contacts = [c]
+        r.ownAddress = "+34600000999" // the prompt goes to the resident's own phone
         let (kind, payload) = EventCodec.encode(.residentEnrolled(r))
         try log.append(LogRecord(kind: kind, timeMicroseconds: time, payload: payload), priority: .critical)
         log.close()

@@ -33,6 +33,7 @@ import VigilSystem
             c.name = "Luis"
             c.address = "+34600000000"
             r.contacts = [c]
+            r.ownAddress = "+34600000999"
             n.append(.residentEnrolled(r))
         }
         await advance(clock, node, byMicroseconds: 70_000_000, step: 500_000)

@@ -171,6 +171,12 @@ static inline int cvigil_tcp_connect(const char *address, unsigned short port) {
     return fd;
 }
 
+/* 1 when `address` is a numeric IPv4 or IPv6 address cvigil_tcp_connect takes, else 0. */
+static inline int cvigil_is_numeric_address(const char *address) {
+    struct in6_addr buffer;
+    return inet_pton(AF_INET, address, &buffer) == 1 || inet_pton(AF_INET6, address, &buffer) == 1;
+}
+
 /* The pending error of a socket (SO_ERROR): 0 when a non-blocking connect succeeded. */
 static inline int cvigil_socket_error(int fd) {
     int error = 0;
