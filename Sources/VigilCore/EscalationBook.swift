@@ -73,7 +73,7 @@ public struct EscalationBook: Projection {
         public var anchorMicroseconds: UInt64
         /// Ladder instances started so far; the current one when `step` > 0.
         public var ladder: UInt32
-        /// LadderStep raw value: 0 = idle, 1 = prompted, 2 = contacts texted, 3 = alarm, 4 = triggered.
+        /// LadderStep raw value: 0 = idle, 1 = prompted, 2 = asked again (by SMS, and the staff told), 3 = alarm, 4 = triggered (contacts told).
         public var step: Int
         /// When the current step happened: its due time, or the later time its DeadlineReached was
         /// logged (a box that was off). The next step counts from here.
@@ -482,7 +482,7 @@ public struct EscalationBook: Projection {
 
     /// Residents whose loud alarm sounds (alarm step or triggered).
     public var alarming: [ResidentState] { residents.values.filter { $0.step >= 3 }.sorted { $0.id < $1.id } }
-    /// Residents being asked "are you OK?" (prompted or contacts texted).
+    /// Residents being asked "are you OK?" (prompted, or asked again).
     public var prompting: [ResidentState] { residents.values.filter { (1...2).contains($0.step) }.sorted { $0.id < $1.id } }
 
     // tagOwners is derived from residents: not encoded.

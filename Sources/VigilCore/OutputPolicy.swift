@@ -112,7 +112,11 @@ public enum OutputPolicy {
 
     /// `logFailure`: why the log stopped taking writes, when the node runs on from memory (not an
     /// event: nothing can be logged then). It shows on amber after the button and the prompts.
-    public static func decide(_ s: Projections, running: Bool, logFailure: String? = nil) -> [OutputLine: OutputDecision] {
+    /// `callPathProblem`: why the box cannot call for help now (the alarm centre's link has not
+    /// been acknowledged since ...; the link's own state, not an event): amber after the log's
+    /// failure, before undelivered messages.
+    public static func decide(_ s: Projections, running: Bool, logFailure: String? = nil,
+                              callPathProblem: String? = nil) -> [OutputLine: OutputDecision] {
         var out = Dictionary(uniqueKeysWithValues: OutputLine.allCases.map { ($0, OutputDecision.off) })
         guard running else { return out }
         let active = s.alerts.active
@@ -130,7 +134,9 @@ public enum OutputPolicy {
         }
         let hazardReasons = hazardWarningReasons(s)
         let promptReasons = prompting.map {
-            OutputReason(text: "asking \(label($0)) \"are you OK?\"\($0.ladderStep == .text ? " (contacts texted)" : "")",
+            // At the text step the resident is asked again (by SMS with a number of their own)
+            // and the staff are told; contacts only hear at the last step.
+            OutputReason(text: "asking \(label($0)) \"are you OK?\"\($0.ladderStep == .text ? secondAsk($0, staff: !s.escalations.context.staff.isEmpty) : "")",
                          sequences: [$0.stepSequence])
         }
 
@@ -172,6 +178,10 @@ public enum OutputPolicy {
             out[.amber] = OutputDecision(pattern: logFailedFlash, reasons: [
                 OutputReason(text: "the card stopped taking writes (\(logFailure)): running from memory, nothing new is logged; replace the card",
                              sequences: []),
+            ])
+        } else if let callPathProblem {
+            out[.amber] = OutputDecision(pattern: unreachableBlink, reasons: [
+                OutputReason(text: "cannot call for help: \(callPathProblem)", sequences: []),
             ])
         } else if !unreachable.isEmpty || !s.calls.nobodyToTell.isEmpty {
             out[.amber] = OutputDecision(pattern: unreachableBlink, reasons: s.calls.nobodyToTell.map {
@@ -271,4 +281,10 @@ public enum OutputPolicy {
     }
 
     private static func label(_ r: EscalationBook.ResidentState) -> String { r.name.isEmpty ? r.id : "\(r.name) (\(r.id))" }
+
+    /// What the ladder's second step did, said exactly (the page and `vigil why` read it).
+    static func secondAsk(_ r: EscalationBook.ResidentState, staff: Bool) -> String {
+        let told = [r.ownAddress.isEmpty ? nil : "asked again by SMS", staff ? "staff told" : nil].compactMap { $0 }
+        return told.isEmpty ? " (asked again)" : " (\(told.joined(separator: ", ")))"
+    }
 }

@@ -338,7 +338,10 @@ final class AlarmCentreLink: NodeComponent {
         exchange = nil
         let now = node.clock.nowMicroseconds()
         let name = receiver.map { ex.plan.receivers[$0] }
+        let hadProblem = status.problem != nil
         status.finished(delivered: delivered, receiver: name, error: error, test: ex.entry == nil, at: now)
+        // "Cannot call for help" on amber comes and goes with the link's state, not an event.
+        if hadProblem != (status.problem != nil) { node.reconcileOutputs() }
         if delivered { lastContactMicroseconds = now }
         if let entry = ex.entry {
             record(entry: entry, attempt: ex.attempt, delivered: delivered, notifier: name.map { "arc \($0)" } ?? "arc", error: error)

@@ -99,6 +99,15 @@ final class ControlHandler: NodeComponent {
         case .chatDisconnect(let request):
             guard let peer = LEAddress(request.peer) else { return .now(.refused(.invalid, "a device is AA:BB:CC:DD:EE:FF")) }
             return .now(node.chatCentral.disconnect(peer.value) ? .done : .refused(.conflict, "the box has no chat link to \(request.peer)"))
+        case .testCalls:
+            guard !node.stopping else { return .now(.refused(.unavailable, "the node is stopping")) }
+            guard node.configuration.alarmCentre != nil else {
+                return .now(.refused(.conflict, "no alarm receiving centre is configured (arc:): nothing to test"))
+            }
+            guard node.alarmCentre.testNow() else {
+                return .now(.refused(.conflict, "a report to the alarm centre is on its way or waiting to be retried: its outcome is the test (vigil status)"))
+            }
+            return .now(.done)
         case .reloadHubLinks:
             guard !node.stopping else { return .now(.refused(.unavailable, "the node is stopping")) }
             do {

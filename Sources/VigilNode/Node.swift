@@ -454,9 +454,11 @@ public final class Node: @unchecked Sendable {
 
     // MARK: Outputs
 
-    /// Derives the desired patterns from the projections and drives the board to match.
-    private func reconcileOutputs() {
-        patterns.update(OutputPolicy.decide(projections, running: !stopping, logFailure: fromMemory?.failure),
+    /// Derives the desired patterns from the projections (and what the node knows that is not an
+    /// event: the log's failure, the centre's link) and drives the board to match.
+    func reconcileOutputs() {
+        patterns.update(OutputPolicy.decide(projections, running: !stopping, logFailure: fromMemory?.failure,
+                                            callPathProblem: configuration.alarmCentre == nil ? nil : alarmCentre.status.problem),
                         nowNanoseconds: monotonic.nowNanoseconds())
         driveOutputs()
     }

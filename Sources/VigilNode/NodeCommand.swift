@@ -42,6 +42,8 @@ public enum NodeCommand: Sendable, Equatable {
     case reportHazard(HazardRequest)
     /// A person takes a call for help ("I'm on my way"): `AlertTaken`.
     case takeCall(TakeRequest)
+    /// Sends a test report to the alarm receiving centre now (`vigil calls test`).
+    case testCalls
 
     /// The command's name on the wire.
     public var name: String {
@@ -66,6 +68,7 @@ public enum NodeCommand: Sendable, Equatable {
         case .chatDisconnect: "chat-disconnect"
         case .reportHazard: "report-hazard"
         case .takeCall: "take-call"
+        case .testCalls: "test-calls"
         }
     }
 }
@@ -351,6 +354,7 @@ extension NodeCommand: Codable {
         case "chat-disconnect": self = .chatDisconnect(try arguments(ChatPeerReference.self))
         case "report-hazard": self = .reportHazard(try arguments(HazardRequest.self))
         case "take-call": self = .takeCall(try arguments(TakeRequest.self))
+        case "test-calls": self = .testCalls
         default:
             throw DecodingError.dataCorruptedError(forKey: .command, in: c, debugDescription: "unknown command \(name)")
         }
@@ -360,7 +364,7 @@ extension NodeCommand: Codable {
         var c = encoder.container(keyedBy: Key.self)
         try c.encode(name, forKey: .command)
         switch self {
-        case .ping, .status, .reloadHubLinks: break
+        case .ping, .status, .reloadHubLinks, .testCalls: break
         case .press(let a): try c.encode(a, forKey: .arguments)
         case .checkIn(let a): try c.encode(a, forKey: .arguments)
         case .enrolResident(let a), .updateResident(let a): try c.encode(a, forKey: .arguments)

@@ -26,6 +26,10 @@ final class NodeMetrics: NodeComponent {
     private let radioUp, outboxBacklog, hubBacklog, appliedThrough, residentsEscalating, activeAlerts, feedConnected: Gauge
     /// Calls for help (docs/calls-for-help.md): open, unanswered, the oldest unanswered one's age.
     private let callsOpen, callsUnanswered, oldestUnansweredSeconds: Gauge
+    /// The alarm centre's link: 1 while its last exchange was acknowledged (or none failed yet);
+    /// what its receivers did, by outcome.
+    private let alarmCentreUp: Gauge
+    private let alarmCentre: [String: Counter]
     /// The hazard feed's counters (DriveAZ's debug figures), by what happened to each message.
     private let feed: [String: Counter]
     /// What the counters had reached at the last sample.
@@ -35,6 +39,7 @@ final class NodeMetrics: NodeComponent {
         var commits: UInt64 = 0, flushes: UInt64 = 0, shed: UInt64 = 0, refused: UInt64 = 0, hciErrors: UInt64 = 0
         var frames: [String: UInt64] = [:]
         var feed: [String: UInt64] = [:]
+        var alarmCentre: [String: UInt64] = [:]
     }
 
     init(node: Node, factory: any MetricsFactory) {
@@ -63,11 +68,22 @@ final class NodeMetrics: NodeComponent {
         callsOpen = gauge("vigil_calls_open")
         callsUnanswered = gauge("vigil_calls_unanswered")
         oldestUnansweredSeconds = gauge("vigil_call_oldest_unanswered_seconds")
+        alarmCentreUp = gauge("vigil_alarm_centre_up")
+        alarmCentre = Dictionary(uniqueKeysWithValues: Self.alarmCentreOutcomes.map {
+            ($0, counter("vigil_alarm_centre_replies_total", [("outcome", $0)]))
+        })
         feed = Dictionary(uniqueKeysWithValues: Self.feedOutcomes.map { ($0, counter("vigil_hazard_feed_messages_total", [("outcome", $0)])) })
     }
 
     static let feedOutcomes = ["psm", "tim", "other", "undecodable-psm", "undecodable-tim", "unknown-topic", "logged", "coalesced", "shed",
                                "ignored", "sent", "send-failed"]
+
+    static let alarmCentreOutcomes = ["ack", "nak", "duh", "garbage", "silent", "closed", "unreachable"]
+
+    static func alarmCentreFigures(_ s: AlarmCentreStatus) -> [String: UInt64] {
+        ["ack": s.acknowledged, "nak": s.negative, "duh": s.notUnderstood, "garbage": s.garbage, "silent": s.silent,
+         "closed": s.closed, "unreachable": s.unreachable]
+    }
 
     static func feedFigures(_ k: HazardFeedCounters) -> [String: UInt64] {
         ["psm": k.receivedPSM, "tim": k.receivedTIM, "other": k.receivedOther, "undecodable-psm": k.undecodablePSM,
@@ -137,6 +153,12 @@ final class NodeMetrics: NodeComponent {
             now.feed = Self.feedFigures(status.counters)
             for (outcome, counter) in feed { add(counter, now.feed[outcome] ?? 0, last.feed[outcome] ?? 0) }
             feedConnected.record(status.connected ? 1 : 0)
+        }
+        if node.configuration.alarmCentre != nil {
+            let status = node.alarmCentre.status
+            now.alarmCentre = Self.alarmCentreFigures(status)
+            for (outcome, counter) in alarmCentre { add(counter, now.alarmCentre[outcome] ?? 0, last.alarmCentre[outcome] ?? 0) }
+            alarmCentreUp.record(status.problem == nil ? 1 : 0)
         }
         last = now
 

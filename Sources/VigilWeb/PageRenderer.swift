@@ -416,7 +416,7 @@ enum PageRenderer {
         switch step {
         case "none": "fine"
         case "prompt": "asked if OK"
-        case "text": "contacts texted"
+        case "text": "asked again (staff told)"
         case "alarm": "ALARM"
         case "notify": "emergency: contacts told"
         default: step

@@ -145,3 +145,25 @@ struct AlertTake: AsyncParsableCommand {
         }
     }
 }
+
+/// `vigil calls`: the path calls for help take out of the box.
+struct CallsCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "calls", abstract: "Calls for help: prove the path to the alarm centre.", subcommands: [CallsTest.self])
+}
+
+/// `vigil calls test`: a test report (Contact ID 602) to the alarm receiving centre now; its
+/// outcome shows in `vigil status`, `vigil why` (amber "cannot call for help") and `/metrics`.
+struct CallsTest: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "test", abstract: "Send a test report to the alarm receiving centre now (the running node).")
+    @OptionGroup var options: DataOptions
+
+    func run() async throws {
+        try await reportingErrors {
+            let dir = try options.load().configuration.dataDirectory
+            _ = try CommandSender.sendToRunningNode(.testCalls, dataDirectory: dir)
+            FileOutput.standardOutput.write("test report to the alarm centre started; `vigil status` shows its outcome\n")
+        }
+    }
+}

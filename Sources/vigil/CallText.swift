@@ -1,6 +1,7 @@
 import Foundation
 import VigilCore
 import VigilEvents
+import VigilNode
 
 /// Calls for help as `vigil status` prints them: each call's code, what, age, whether it is
 /// taken (by whom, how, after how long), where the tree stands, and each recipient's outcome.
@@ -48,9 +49,28 @@ enum CallText {
         let prefix = "call/\(call.id)/", suffix = "/\(recipient)"
         let entries = outbox.entries.values.filter { $0.id.hasPrefix(prefix) && $0.id.hasSuffix(suffix) }
         guard let last = entries.max(by: { ($0.createdSequence, $0.id) < ($1.createdSequence, $1.id) }) else { return "delivered" }
-        if last.delivered { return "delivered" }
+        if last.delivered { return last.channel == .arc ? "received by the centre" : "delivered" }
         if last.attempts == 0 { return "sending" }
         return "not delivered after \(last.attempts) attempt\(last.attempts == 1 ? "" : "s"): \(last.lastError.prefix(80))"
+    }
+
+    /// The alarm centre's link, from the running node: whether it answers, and what its
+    /// receivers did.
+    static func alarmCentre(_ a: AlarmCentreStatus?) -> String {
+        guard let a else { return "" }
+        var out = "alarm centre: \(a.receivers.joined(separator: ", "))\(a.encrypted ? "" : " (UNENCRYPTED: set arc.key)")"
+        if let problem = a.problem {
+            out += "; PROBLEM: \(problem)"
+        } else if let last = a.lastAcknowledgedMicroseconds {
+            out += "; last ACK \(EventFormatting.time(last)) from \(a.lastAcknowledgedBy ?? "?")"
+        }
+        if let test = a.lastTestMicroseconds {
+            out += "; last test \(EventFormatting.time(test)) \(a.lastTestPassed == true ? "passed" : "FAILED")"
+        }
+        out += "\n  replies: \(a.acknowledged) ACK, \(a.negative) NAK, \(a.notUnderstood) DUH, \(a.garbage) garbage, "
+            + "\(a.silent) silent, \(a.closed) closed, \(a.unreachable) unreachable"
+        if let skew = a.clockSkewSeconds { out += "; the centre's clock \(skew >= 0 ? "+" : "")\(skew) s from the box's" }
+        return out + "\n"
     }
 
     static func age(_ us: UInt64) -> String {

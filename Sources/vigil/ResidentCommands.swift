@@ -244,12 +244,35 @@ struct ListResidents: AsyncParsableCommand {
                 let name = r.name.isEmpty ? "" : " (\(r.name))"
                 let sensor = state.sensors.byResident[r.id].map { "; " + Self.describe($0) } ?? ""
                 FileOutput.standardOutput.write("\(r.id)\(name): \(r.checkInMode) every \(HumanDuration.format(microseconds: r.intervalMicroseconds)), step \(r.ladderStep), \(r.contacts.count) contacts; \(next)\(sensor)\n")
+                for line in Self.told(r, state) { FileOutput.standardOutput.write("  \(line)\n") }
             }
         }
     }
 }
 
 extension ListResidents {
+    /// Who was told what in the resident's current ladder, step by step, and how each message
+    /// stands: what was said to whom, never more than the outbox knows.
+    static func told(_ r: EscalationBook.ResidentState, _ state: Projections) -> [String] {
+        guard r.step > 0 else { return [] }
+        let prefix = "\(r.id)/\(r.ladder)/"
+        var lines = state.outbox.entries.values.filter { $0.id.hasPrefix(prefix) }
+            .sorted { ($0.createdSequence, $0.id) < ($1.createdSequence, $1.id) }
+            .map { e in "\(e.id.dropFirst(prefix.count)): \(e.recipients.joined(separator: ", ")) (\(standing(e)))" }
+        if r.ownAddress.isEmpty { lines.insert("no phone of their own: asked by the box only", at: 0) }
+        if let call = state.calls.calls[CallBook.id(resident: r.id, ladder: r.ladder)] {
+            let taken = call.taken.map { "; taken by \($0.by)" } ?? (call.isOpen ? "; not taken yet" : "")
+            lines.append("call \(call.code): told \(call.told.isEmpty ? "nobody" : call.told.joined(separator: ", "))\(taken)")
+        }
+        return lines
+    }
+
+    /// "delivered", "received by the centre", "pending", "not delivered: why".
+    static func standing(_ e: Outbox.Entry) -> String {
+        if e.delivered { return e.channel == .arc ? "received by the centre" : "delivered" }
+        return e.attempts == 0 ? "pending" : "not delivered after \(e.attempts) attempts: \(e.lastError)"
+    }
+
     /// "heart-rate sensor C0:…: linked, last 72 bpm (contact) at TIME", from the log.
     static func describe(_ sensor: SensorLinks.Sensor) -> String {
         let address = LEAddress(value: sensor.peer, kind: sensor.random ? .random : .public)

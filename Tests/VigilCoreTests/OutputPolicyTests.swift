@@ -128,7 +128,9 @@ struct OutputPolicyTests {
         out = OutputPolicy.decide(h.state, running: true)
         #expect(out.pattern(.amber) == OutputPolicy.promptBlink)
         #expect(out.sequences(.amber) == [[text.sequence]])
-        #expect(out[.amber]?.reasons.first?.text.contains("contacts texted") == true)
+        // Issue 27: contacts hear only at the last step; the second asks the resident again.
+        #expect(out[.amber]?.reasons.first?.text.contains("(asked again by SMS)") == true, "\(out[.amber]?.reasons ?? [])")
+        #expect(out[.amber]?.reasons.first?.text.contains("contacts") == false)
     }
 
     @Test func alarmAndTriggered() {

@@ -159,6 +159,33 @@ import VigilTestSupport
         _ = centre.stop()
     }
 
+    @Test func aFailedTestShowsCannotCallForHelpOnAmberUntilOnePasses() async throws {
+        let dir = TemporaryDirectory()
+        let config = try Self.configuration(dir, ports: [Self.closedPort()], key: nil)
+        let clock = Self.realTimeClock()
+        let board = try SimulatedBoard(monotonic: clock)
+        let node = try Node(configuration: config, clock: clock, monotonic: clock, logger: quietLogger, board: board)
+        let task = await start(node)
+        let reply = try #require(await node.perform(.testCalls))
+        #expect(reply.ok, "\(reply)")
+        #expect(await untilChildProcess(node) { $0.alarmCentre.status.lastTestPassed == false })
+        let amber = await onLoop(node) { $0.patterns.decisions[.amber] }
+        #expect(amber?.reasons.first?.text.hasPrefix("cannot call for help: the alarm centre has not acknowledged since") == true,
+                "\(String(describing: amber))")
+        #expect(await onLoop(node) { $0.liveStatus().alarmCentre?.unreachable } == 1)
+        try await stop(node, task)
+
+        // Without a centre there is nothing to test, and the CLI hears so.
+        let other = TemporaryDirectory()
+        let plain = try CallsForHelpNodeTests.configuration(other)
+        let bare = try Node(configuration: plain, clock: clock, monotonic: clock, logger: quietLogger, board: try SimulatedBoard(monotonic: clock))
+        let bareTask = await start(bare)
+        let refused = try #require(await bare.perform(.testCalls))
+        #expect(!refused.ok)
+        #expect(refused.error?.contains("no alarm receiving centre") == true)
+        try await stop(bare, bareTask)
+    }
+
     @Test func aCentreThatNeverAcknowledgesLeavesTheReportPendingUntilOneDoesAfterARestart() async throws {
         // The only receiver refuses every frame (NAK): the attempt fails, is recorded with why, and
         // the entry stays pending across a restart; a restart with a working centre delivers it.
