@@ -242,7 +242,7 @@ let package = Package(
             name: "VigilBench",
             dependencies: [
                 "VigilLog", "VigilEvents", "VigilCore", "VigilNode", "VigilBoard", "VigilRadio", "CLMDB", "VigilSystem", "VigilExposure",
-                "VigilHub", "VigilHubProtocol", "VigilWeb", "VigilGATT", "VigilJ2735", "VigilTestSupport",
+                "VigilHub", "VigilHubProtocol", "VigilWeb", "VigilGATT", "VigilJ2735", "VigilTestSupport", "VigilAlarmCentre",
                 .product(name: "Logging", package: "swift-log"),
                 // The hub's figures: a real hub in this process, its database, 200 HTTPS clients.
                 .product(name: "PostgresNIO", package: "postgres-nio"),

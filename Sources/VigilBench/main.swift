@@ -21,6 +21,9 @@ func runBenchmarks(_ options: Options) throws {
     if reporter.wants(SOSLatencyBench.metric) || reporter.wants(SOSLatencyBench.httpMetric) {
         try SOSLatencyBench(plan: plan, options: options, reporter: reporter).run()
     }
+    if CallPathBench.metrics.contains(where: reporter.wants) {
+        try CallPathBench(plan: plan, options: options, reporter: reporter).run()
+    }
     if ScanReportBench.metrics.contains(where: reporter.wants) {
         try ScanReportBench(plan: plan, options: options, reporter: reporter).run()
     }

@@ -10,6 +10,11 @@ public struct AlarmCentreSettings: Sendable {
         public var address: String
         public var port: UInt16
         public var description: String { address.contains(":") ? "[\(address)]:\(port)" : "\(address):\(port)" }
+        /// `address` must be numeric (`TCPStream.isNumericAddress`); the configuration checks it.
+        public init(address: String, port: UInt16) {
+            self.address = address
+            self.port = port
+        }
     }
 
     /// Tried in order for every report; the first that answers ACK has it.
