@@ -231,7 +231,7 @@ final class CentreOutput: @unchecked Sendable {
 }
 
 /// Lines the notifier wrote and ACKs the centre sent, stamped when they arrived here.
-final class LineStamps: @unchecked Sendable {
+final class LineStamps: Sendable {
     struct Stamped { var text: String; var at: UInt64 }
     struct State {
         var notifier: [Stamped] = []
@@ -241,41 +241,24 @@ final class LineStamps: @unchecked Sendable {
         var pending = 0
     }
 
-    private let lock = ConditionLock()
-    private var state = State() // guarded by `lock`
+    private let shared = WaitableState(State())
 
     func add(notifier lines: [String], at time: UInt64) {
-        lock.withLock {
-            state.notifier += lines.filter { !$0.isEmpty }.map { Stamped(text: $0, at: time) }
-            lock.broadcast()
-        }
+        shared.update { $0.notifier += lines.filter { !$0.isEmpty }.map { Stamped(text: $0, at: time) } }
     }
 
     func checked(pending: Int) {
-        lock.withLock {
-            state.checks += 1
-            state.pending = pending
-            lock.broadcast()
+        shared.update {
+            $0.checks += 1
+            $0.pending = pending
         }
     }
 
-    func add(ack time: UInt64) {
-        lock.withLock {
-            state.acks.append(time)
-            lock.broadcast()
-        }
-    }
+    func add(ack time: UInt64) { shared.update { $0.acks.append(time) } }
 
-    func snapshot() -> State { lock.withLock { state } }
+    func snapshot() -> State { shared.snapshot() }
 
     func wait(timeoutNanoseconds: UInt64, until condition: (State) -> Bool) -> State? {
-        let deadline = monotonicNanoseconds() + timeoutNanoseconds
-        return lock.withLock {
-            while !condition(state) {
-                if monotonicNanoseconds() >= deadline { return nil }
-                lock.wait(untilMonotonicNanoseconds: deadline)
-            }
-            return state
-        }
+        shared.wait(timeoutNanoseconds: timeoutNanoseconds, until: condition)
     }
 }

@@ -312,20 +312,16 @@ final class SOSProbe: @unchecked Sendable {
         var error: String?
     }
 
-    private let lock = ConditionLock()
-    private var state = State() // guarded by `lock`
+    private let shared: WaitableState<State>
 
     init() {
-        state.redOn.reserveCapacity(1_100)
-        state.pressEdges.reserveCapacity(2_200)
+        var initial = State()
+        initial.redOn.reserveCapacity(1_100)
+        initial.pressEdges.reserveCapacity(2_200)
+        shared = WaitableState(initial)
     }
 
-    private func update(_ change: (inout State) -> Void) {
-        lock.withLock {
-            change(&state)
-            lock.broadcast()
-        }
-    }
+    private func update(_ change: (inout State) -> Void) { shared.update(change) }
 
     func red(on: Bool, atNanoseconds t: UInt64) {
         update { on ? $0.redOn.append(t) : ($0.redOff += 1) }
@@ -345,18 +341,11 @@ final class SOSProbe: @unchecked Sendable {
         }
     }
 
-    func snapshot() -> State { lock.withLock { state } }
+    func snapshot() -> State { shared.snapshot() }
 
     /// The state once `condition` holds; nil when `timeoutNanoseconds` pass first.
     func wait(timeoutNanoseconds: UInt64, until condition: (State) -> Bool) -> State? {
-        let deadline = monotonicNanoseconds() + timeoutNanoseconds
-        return lock.withLock {
-            while !condition(state) {
-                if monotonicNanoseconds() >= deadline { return nil }
-                lock.wait(untilMonotonicNanoseconds: deadline)
-            }
-            return state
-        }
+        shared.wait(timeoutNanoseconds: timeoutNanoseconds, until: condition)
     }
 }
 

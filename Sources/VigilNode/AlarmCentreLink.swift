@@ -19,8 +19,7 @@ import VigilSystem
 final class AlarmCentreLink: NodeComponent {
     unowned let node: Node
     private var exchange: Exchange?
-    /// Entries with an attempt appended but not yet applied.
-    private var attemptsInFlight: Set<String> = []
+    private var attemptsInFlight = AttemptsInFlight()
     private(set) var status: AlarmCentreStatus
     /// When the last exchange ended with an ACK, or the link started (wall clock): the test is
     /// due `testEvery` after it.
@@ -86,13 +85,9 @@ final class AlarmCentreLink: NodeComponent {
         }
     }
 
-    func applied(_ event: Event) {
-        if case .outboxAttempt(let a) = event.body { attemptsInFlight.remove(a.entry) }
-    }
+    func applied(_ event: Event) { attemptsInFlight.settle(event) }
 
-    func refused(_ event: Event) {
-        if case .outboxAttempt(let a) = event.body { attemptsInFlight.remove(a.entry) }
-    }
+    func refused(_ event: Event) { attemptsInFlight.settle(event) }
 
     /// Starts the next report due: the oldest pending `.arc` entry (nothing overtakes it, so the
     /// centre hears each call's alarm before its restore), else a test report when one is due.
@@ -356,14 +351,7 @@ final class AlarmCentreLink: NodeComponent {
     }
 
     private func record(entry: String, attempt: UInt32, delivered: Bool, notifier: String, error: String) {
-        var a = OutboxAttempt()
-        a.entry = entry
-        a.attempt = attempt
-        a.delivered = delivered
-        a.notifier = notifier
-        a.error = String(error.prefix(500))
-        attemptsInFlight.insert(entry)
-        if node.append(.outboxAttempt(a)) == nil { attemptsInFlight.remove(entry) }
+        attemptsInFlight.record(on: node, entry: entry, attempt: attempt, delivered: delivered, notifier: notifier, error: error)
     }
 
     func stop() {

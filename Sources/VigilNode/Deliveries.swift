@@ -13,8 +13,7 @@ import VigilSystem
 /// command configured later delivers it), and the amber line says "no way to tell anyone".
 final class Deliveries: NodeComponent {
     unowned let node: Node
-    /// Entries with an attempt appended but not yet applied.
-    private var attemptsInFlight: Set<String> = []
+    private var attemptsInFlight = AttemptsInFlight()
     private var running: DeliveryAttempt?
     static let attemptTimer = Scheduler.Timer("outbox-attempt")
     static let timeoutTimer = Scheduler.Timer("notifier-timeout")
@@ -33,13 +32,9 @@ final class Deliveries: NodeComponent {
 
     func inFlight(_ entry: String) -> Bool { attemptsInFlight.contains(entry) }
 
-    func applied(_ event: Event) {
-        if case .outboxAttempt(let a) = event.body { attemptsInFlight.remove(a.entry) }
-    }
+    func applied(_ event: Event) { attemptsInFlight.settle(event) }
 
-    func refused(_ event: Event) {
-        if case .outboxAttempt(let a) = event.body { attemptsInFlight.remove(a.entry) }
-    }
+    func refused(_ event: Event) { attemptsInFlight.settle(event) }
 
     /// Starts the next due delivery, or arms the timer for it.
     func reconcile() {
@@ -120,14 +115,7 @@ final class Deliveries: NodeComponent {
 
     /// Appends an attempt (from a delivery here, or the radio settling a broadcast).
     func record(entry: String, attempt: UInt32, delivered: Bool, notifier: String, error: String) {
-        var a = OutboxAttempt()
-        a.entry = entry
-        a.attempt = attempt
-        a.delivered = delivered
-        a.notifier = notifier
-        a.error = String(error.prefix(500))
-        attemptsInFlight.insert(entry)
-        node.append(.outboxAttempt(a))
+        attemptsInFlight.record(on: node, entry: entry, attempt: attempt, delivered: delivered, notifier: notifier, error: error)
     }
 
     func stop() {
