@@ -94,15 +94,7 @@ struct CallPathBench {
         try "#!/bin/sh\nexec cat >> '\(fifo)'\n".write(toFile: script, atomically: true, encoding: .utf8)
         chmod(script, 0o755)
 
-        var configuration = NodeConfiguration()
-        configuration.dataDirectory = directory + "/data"
-        configuration.sync = .deferredMeta
-        configuration.radio = "sim"
-        configuration.loopNice = -10
-        configuration.simulation.advertisers = SOSLatencyBench.advertisers
-        configuration.gestures.longPressNanoseconds = SOSLatencyBench.longPressNanoseconds
-        configuration.gestures.debounceNanoseconds = SOSLatencyBench.debounceNanoseconds
-        configuration.gestures.cancelHoldNanoseconds = SOSLatencyBench.cancelHoldNanoseconds
+        var configuration = SOSLatencyBench.pressConfiguration(directory: directory + "/data")
         configuration.notifier.command = script
         configuration.projections.ladder.staff = ["+34600111222"]
         configuration.projections.ladder.siteName = "Bench Shelter"
@@ -137,16 +129,7 @@ struct CallPathBench {
         }
 
         let probe = SOSProbe()
-        let board = try ProbedBoard(inner: SimulatedBoard(profile: configuration.board), probe: probe)
-        let node = try Node(configuration: configuration, logger: benchNodeLogger(), board: board)
-        let thread = try OSThread(name: "vigil-bench-callpath") {
-            do throws(NodeError) {
-                try node.run()
-                probe.finished(error: nil)
-            } catch {
-                probe.finished(error: "\(error)")
-            }
-        }
+        let (node, thread) = try SOSLatencyBench.startProbedNode(configuration, probe: probe, thread: "vigil-bench-callpath")
         var result = RunResult()
         var failure: (any Error)?
         do {

@@ -133,27 +133,33 @@ struct SOSLatencyBench {
     }
 
     /// One fresh node in `directory`: a warm-up cycle, then `presses` measured cycles.
-    private func measure(directory: String, presses: Int, httpLoad: Bool) throws -> RunResult {
+    /// A simulated box as the press benchmarks run it: deferred-meta sync, the loop at nice -10
+    /// (as board/vigil.yaml), a few advertisers in the background, the gestures scaled down.
+    static func pressConfiguration(directory: String) -> NodeConfiguration {
         var configuration = NodeConfiguration()
         configuration.dataDirectory = directory
         configuration.sync = .deferredMeta
         configuration.radio = "sim"
         // As board/vigil.yaml configures a box: the loop and the writer ahead of the page.
         configuration.loopNice = -10
-        configuration.simulation.advertisers = Self.advertisers
-        configuration.gestures.longPressNanoseconds = Self.longPressNanoseconds
-        configuration.gestures.debounceNanoseconds = Self.debounceNanoseconds
-        configuration.gestures.cancelHoldNanoseconds = Self.cancelHoldNanoseconds
+        configuration.simulation.advertisers = advertisers
+        configuration.gestures.longPressNanoseconds = longPressNanoseconds
+        configuration.gestures.debounceNanoseconds = debounceNanoseconds
+        configuration.gestures.cancelHoldNanoseconds = cancelHoldNanoseconds
+        return configuration
+    }
 
-        let probe = SOSProbe()
+    /// `configuration`'s node on the probed board, running on a thread of its own that tells
+    /// `probe` when it ends.
+    static func startProbedNode(_ configuration: NodeConfiguration, probe: SOSProbe, thread name: String) throws -> (Node, OSThread) {
         let board = try ProbedBoard(inner: SimulatedBoard(profile: configuration.board), probe: probe)
         let node: Node
         do {
             node = try Node(configuration: configuration, logger: benchNodeLogger(), board: board)
         } catch {
-            throw BenchError("sos: cannot open a node in \(directory): \(error)")
+            throw BenchError("cannot open a node in \(configuration.dataDirectory): \(error)")
         }
-        let thread = try OSThread(name: "vigil-bench-sos") {
+        let thread = try OSThread(name: name) {
             do throws(NodeError) {
                 try node.run()
                 probe.finished(error: nil)
@@ -161,6 +167,12 @@ struct SOSLatencyBench {
                 probe.finished(error: "\(error)")
             }
         }
+        return (node, thread)
+    }
+
+    private func measure(directory: String, presses: Int, httpLoad: Bool) throws -> RunResult {
+        let probe = SOSProbe()
+        let (node, thread) = try Self.startProbedNode(Self.pressConfiguration(directory: directory), probe: probe, thread: "vigil-bench-sos")
         var stopped = false
         defer {
             // On an error path: the node must be gone before the directory is removed.
