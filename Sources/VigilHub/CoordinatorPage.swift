@@ -3,20 +3,25 @@ import VigilEvents
 import VigilHubProtocol
 import VigilAccess
 
-/// The coordinators' pages as HTML, rendered on the server so they work without JavaScript (and
-/// none is sent: the Content-Security-Policy forbids scripts). Every text from a box or a person
-/// goes through `escape`.
+/// The coordinators' pages as HTML, rendered on the server so they work without JavaScript. One
+/// small script of the hub's own (`static/hub.js`, the only script the Content-Security-Policy
+/// allows) keeps the overview live: the hub's feed says "changed" over Server-Sent Events and the
+/// script swaps in the page's fresh `#live` part; without it, the page reloads every 15 seconds.
+/// Every text from a box or a person goes through `escape`.
 enum CoordinatorPage {
     static func escape(_ text: String) -> String { HTMLText.escape(text) }
 
-    static func document(title: String, body: String, refreshSeconds: Int? = nil) -> String {
+    /// `liveRefreshSeconds`: the page is live (its script follows the hub's changes); without
+    /// scripts it reloads this often.
+    static func document(title: String, body: String, liveRefreshSeconds: Int? = nil) -> String {
         """
         <!doctype html>
         <html lang="en"><head><meta charset="utf-8">
         <meta name="viewport" content="width=device-width, initial-scale=1">
-        \(refreshSeconds.map { "<meta http-equiv=\"refresh\" content=\"\($0)\">" } ?? "")
+        \(liveRefreshSeconds.map { "<noscript><meta http-equiv=\"refresh\" content=\"\($0)\"></noscript>" } ?? "")
         <title>\(escape(title))</title>
         <link rel="stylesheet" href="/static/hub.css">
+        \(liveRefreshSeconds == nil ? "" : "<script src=\"/static/hub.js\" defer></script>")
         </head><body>
         \(body)
         </body></html>
@@ -55,6 +60,7 @@ enum CoordinatorPage {
             <span>\(escape(coordinator))</span> <button type="submit">Sign out</button></form>
             </header>
             \(notice.map { "<p class=\"notice\" id=\"notice\">\(escape($0))</p>" } ?? "")
+            <div id="live">
             <section class="summary">
             <div class="\(calls.isEmpty ? "ok" : "calling")" id="open-calls"><b>\(calls.count)</b> open call\(calls.count == 1 ? "" : "s") for help</div>
             <div id="box-count"><b>\(o.boxes.filter { !$0.revoked }.count)</b> boxes</div>
@@ -67,10 +73,45 @@ enum CoordinatorPage {
             <section><h2>Boxes</h2>\(boxTable(o))</section>
             <section><h2>Diagnosis-key files</h2>\(keyFileTable(o))</section>
             <section><h2>Ended alerts</h2>\(alertTable(Array(o.alerts.filter { !$0.isOpen(at: o.nowMicroseconds) }.prefix(30)), o, csrf: csrf, open: false))</section>
-            <footer>As of \(time(o.nowMicroseconds)). This page reloads every 15 seconds.</footer>
+            <footer>As of \(time(o.nowMicroseconds)). This page follows the network live (without scripts it reloads every 15 seconds).</footer>
+            </div>
             """
-        return document(title: calls.isEmpty ? "Vigil hub" : "(\(calls.count)) Vigil hub: call for help", body: body, refreshSeconds: 15)
+        return document(title: calls.isEmpty ? "Vigil hub" : "(\(calls.count)) Vigil hub: call for help", body: body, liveRefreshSeconds: 15)
     }
+
+    /// The overview's live script: on each "change" from `/events`, fetch the page and swap in its
+    /// `#live` part and title. Not while a field of it has the focus (a coordinator typing an
+    /// alert's text): then after the focus leaves. A signed-out session (a redirect) reloads.
+    static let script = """
+        "use strict";
+        (function () {
+          var live = document.getElementById("live");
+          if (!live || !window.EventSource || !window.fetch || !window.DOMParser) return;
+          var busy = false, again = false;
+          function typing() {
+            var a = document.activeElement;
+            return a && live.contains(a) && /^(INPUT|TEXTAREA|SELECT)$/.test(a.tagName);
+          }
+          function refresh() {
+            if (busy || typing()) { again = true; return; }
+            busy = true;
+            fetch("/", { credentials: "same-origin", cache: "no-store" }).then(function (r) {
+              if (r.redirected || !r.ok) { window.location.reload(); return null; }
+              return r.text();
+            }).then(function (html) {
+              if (html === null) return;
+              var doc = new DOMParser().parseFromString(html, "text/html");
+              var fresh = doc.getElementById("live");
+              if (fresh) { live.replaceWith(fresh); live = fresh; document.title = doc.title; }
+            }).catch(function () { again = true; }).finally(function () {
+              busy = false;
+              if (again) { again = false; setTimeout(refresh, 500); }
+            });
+          }
+          document.addEventListener("focusout", function () { if (again) { again = false; setTimeout(refresh, 0); } });
+          new EventSource("/events").addEventListener("change", refresh);
+        })();
+        """
 
     static func alertTable(_ alerts: [HubOverview.AlertRow], _ o: HubOverview, csrf: String, open: Bool) -> String {
         guard !alerts.isEmpty else { return "<p class=\"empty\" id=\"\(open ? "no-open-alerts" : "no-ended-alerts")\">None.</p>" }

@@ -13,9 +13,15 @@ import VigilHubProtocol
 /// Access: nothing here is readable or writable without a session. The session cookie is
 /// HttpOnly, Secure and SameSite=Strict; every form carries the session's CSRF token as well,
 /// and a POST without the right one changes nothing (403). Pages send a Content-Security-Policy
-/// that allows no script, no frame and no form target elsewhere.
+/// that allows only the hub's own script, no frame and no form target elsewhere.
+///
+/// Live: `/events` (Server-Sent Events, a session's only) says "change" whenever any hub process
+/// commits to the feed — a box's call for help, a taking, a coordinator's alert — so the page
+/// shows a new call within a second instead of at its next reload.
 struct CoordinatorRoutes: Sendable {
     let database: HubDatabase
+    let signal: FeedSignal
+    let streams: LiveStreams
     let logger: Logger
     let now: @Sendable () -> UInt64
 
@@ -40,6 +46,11 @@ struct CoordinatorRoutes: Sendable {
         router.post("alerts/cancel") { request, _ in try await withSession(request) { session, _, form in
             try await act(form, by: session.coordinator, acknowledge: false)
         } }
+        router.get("events") { request, _ in try await events(request) }
+        router.get("static/hub.js") { _, _ in
+            Response(status: .ok, headers: [.contentType: "text/javascript; charset=utf-8", .cacheControl: "max-age=3600"],
+                     body: .init(byteBuffer: ByteBuffer(string: CoordinatorPage.script)))
+        }
         router.get("static/hub.css") { _, _ in
             Response(status: .ok, headers: [.contentType: "text/css; charset=utf-8", .cacheControl: "max-age=3600"],
                      body: .init(byteBuffer: ByteBuffer(string: CoordinatorPage.stylesheet)))
@@ -55,6 +66,46 @@ struct CoordinatorRoutes: Sendable {
         let notice = request.uri.queryParameters["done"].flatMap { Self.notices[String($0)] }
         let o = try await database.overview(nowMicroseconds: now())
         return Self.html(CoordinatorPage.overview(o, coordinator: session.coordinator, csrf: session.csrf, notice: notice))
+    }
+
+    /// How long a stream waits for a change before it sends a keep-alive comment (and checks
+    /// that its session still holds).
+    static let keepAliveSeconds = 20.0
+
+    /// The live stream: "event: change" after each commit to the feed, a comment every 20 s
+    /// otherwise. It ends when the session does (signed out, expired), when the hub shuts down,
+    /// or at once with 503 when `LiveStreams.maximum` streams are open.
+    func events(_ request: Request) async throws -> Response {
+        guard let token = Self.sessionToken(request), try await database.session(token: token) != nil else {
+            return Response(status: .unauthorized, headers: [.cacheControl: "no-store"])
+        }
+        guard await streams.open() else {
+            logger.warning("hub: live streams at their limit; one refused", metadata: ["limit": "\(LiveStreams.maximum)"])
+            return Response(status: .serviceUnavailable, headers: [.retryAfter: "30", .cacheControl: "no-store"])
+        }
+        let database = self.database, signal = self.signal, streams = self.streams
+        var headers: HTTPFields = [.contentType: "text/event-stream", .cacheControl: "no-store"]
+        for (name, value) in Self.securityHeaders where name != .cacheControl { headers[name] = value }
+        return Response(status: .ok, headers: headers, body: ResponseBody { writer in
+            do {
+                try await writer.write(ByteBuffer(string: "retry: 2000\n\n"))
+                while await !signal.isClosing {
+                    let seen = await signal.generation
+                    await signal.wait(after: seen, seconds: Self.keepAliveSeconds)
+                    if await signal.generation != seen {
+                        try await writer.write(ByteBuffer(string: "event: change\ndata: \n\n"))
+                    } else {
+                        guard try await database.session(token: token) != nil else { break }
+                        try await writer.write(ByteBuffer(string: ": keep-alive\n\n"))
+                    }
+                }
+                try await writer.finish(nil)
+            } catch {
+                await streams.close()
+                throw error
+            }
+            await streams.close()
+        })
     }
 
     static let notices: [String: String] = [
@@ -171,7 +222,7 @@ struct CoordinatorRoutes: Sendable {
     // MARK: Responses
 
     static let securityHeaders: [(HTTPField.Name, String)] = [
-        (.contentSecurityPolicy, "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"),
+        (.contentSecurityPolicy, "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"),
         (.xContentTypeOptions, "nosniff"),
         // same-origin, not no-referrer: with no-referrer a browser sends "Origin: null" on its own
         // forms, and the sign-in form's origin check needs the real one.
@@ -192,4 +243,19 @@ struct CoordinatorRoutes: Sendable {
         if let cookie { headers[.setCookie] = cookie }
         return Response(status: .seeOther, headers: headers)
     }
+}
+
+/// The live streams open at once, bounded: each holds a connection and a waiter on the feed's
+/// signal, and a stolen session must not be able to hold thousands.
+actor LiveStreams {
+    static let maximum = 256
+    private var count = 0
+
+    func open() -> Bool {
+        guard count < Self.maximum else { return false }
+        count += 1
+        return true
+    }
+
+    func close() { count = max(0, count - 1) }
 }

@@ -84,7 +84,8 @@ public enum Hub {
         let signal = FeedSignal()
         let router = Router(context: BasicRequestContext.self)
         SyncRoutes(database: database, identity: identity, signal: signal, cache: FeedCache(), logger: logger).register(on: router)
-        CoordinatorRoutes(database: database, logger: logger, now: { UInt64(max(0, Date().timeIntervalSince1970 * 1_000_000)) })
+        CoordinatorRoutes(database: database, signal: signal, streams: LiveStreams(), logger: logger,
+                          now: { UInt64(max(0, Date().timeIntervalSince1970 * 1_000_000)) })
             .register(on: router)
         let app = Application(
             router: router,
