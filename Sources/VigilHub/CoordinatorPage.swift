@@ -79,37 +79,62 @@ enum CoordinatorPage {
         return document(title: calls.isEmpty ? "Vigil hub" : "(\(calls.count)) Vigil hub: call for help", body: body, liveRefreshSeconds: 15)
     }
 
-    /// The overview's live script: on each "change" from `/events`, fetch the page and swap in its
-    /// `#live` part and title. Not while a field of it has the focus (a coordinator typing an
-    /// alert's text): then after the focus leaves. A signed-out session (a redirect) reloads.
+    /// The overview's live script: on each "change" from `/events` (and when the stream opens or
+    /// reopens, for what changed meanwhile) fetch the page and swap in its `#live` part and title.
+    /// Never over a coordinator's work: not while a field in it has the focus or holds something
+    /// typed or chosen, nor while a button is being pressed; then after. A fetch that fails is
+    /// tried again later and later (0.5 s doubling to 15 s); a signed-out session (a redirect, a
+    /// 401) reloads into the sign-in. Where the stream cannot work (no EventSource, or it gave
+    /// up: a refusal, the hub gone), the page reloads every 15 s as it does without scripts.
     static let script = """
         "use strict";
         (function () {
           var live = document.getElementById("live");
-          if (!live || !window.EventSource || !window.fetch || !window.DOMParser) return;
-          var busy = false, again = false;
-          function typing() {
+          if (!live) return;
+          function reloadLater() { setTimeout(function () { window.location.reload(); }, 15000 + Math.random() * 5000); }
+          if (!window.EventSource || !window.fetch || !window.DOMParser) { reloadLater(); return; }
+          var busy = false, again = false, pressing = false, delay = 500;
+          function working() {
             var a = document.activeElement;
-            return a && live.contains(a) && /^(INPUT|TEXTAREA|SELECT)$/.test(a.tagName);
+            if (pressing || (a && live.contains(a) && /^(INPUT|TEXTAREA|SELECT|BUTTON)$/.test(a.tagName))) return true;
+            var fields = live.querySelectorAll("input, textarea, select");
+            for (var i = 0; i < fields.length; i++) {
+              var f = fields[i];
+              if (f.type === "hidden" || f.type === "submit") continue;
+              if (f.tagName === "SELECT") {
+                for (var j = 0; j < f.options.length; j++) if (f.options[j].selected !== f.options[j].defaultSelected) return true;
+              } else if (f.type === "checkbox" || f.type === "radio") {
+                if (f.checked !== f.defaultChecked) return true;
+              } else if (f.value !== f.defaultValue) return true;
+            }
+            return false;
           }
           function refresh() {
-            if (busy || typing()) { again = true; return; }
+            if (busy || working()) { again = true; return; }
             busy = true;
+            var failed = false;
             fetch("/", { credentials: "same-origin", cache: "no-store" }).then(function (r) {
-              if (r.redirected || !r.ok) { window.location.reload(); return null; }
+              if (r.redirected || r.status === 401) { window.location.reload(); return null; }
+              if (!r.ok) { failed = true; return null; }
               return r.text();
             }).then(function (html) {
               if (html === null) return;
               var doc = new DOMParser().parseFromString(html, "text/html");
               var fresh = doc.getElementById("live");
-              if (fresh) { live.replaceWith(fresh); live = fresh; document.title = doc.title; }
-            }).catch(function () { again = true; }).finally(function () {
+              if (fresh) { live.replaceWith(fresh); live = fresh; document.title = doc.title; delay = 500; }
+            }).catch(function () { failed = true; }).finally(function () {
               busy = false;
-              if (again) { again = false; setTimeout(refresh, 500); }
+              if (failed) { again = false; setTimeout(refresh, delay); delay = Math.min(delay * 2, 15000); }
+              else if (again) { again = false; setTimeout(refresh, 0); }
             });
           }
-          document.addEventListener("focusout", function () { if (again) { again = false; setTimeout(refresh, 0); } });
-          new EventSource("/events").addEventListener("change", refresh);
+          document.addEventListener("pointerdown", function () { pressing = true; });
+          document.addEventListener("pointerup", function () { setTimeout(function () { pressing = false; if (again) { again = false; refresh(); } }, 300); });
+          document.addEventListener("focusout", function () { setTimeout(function () { if (again) { again = false; refresh(); } }, 0); });
+          var source = new EventSource("/events");
+          source.addEventListener("change", refresh);
+          source.addEventListener("open", refresh);
+          source.addEventListener("error", function () { if (source.readyState === EventSource.CLOSED) reloadLater(); });
         })();
         """
 

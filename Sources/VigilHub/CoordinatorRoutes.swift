@@ -1,3 +1,4 @@
+import Synchronization
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -72,39 +73,47 @@ struct CoordinatorRoutes: Sendable {
     /// that its session still holds).
     static let keepAliveSeconds = 20.0
 
-    /// The live stream: "event: change" after each commit to the feed, a comment every 20 s
-    /// otherwise. It ends when the session does (signed out, expired), when the hub shuts down,
-    /// or at once with 503 when `LiveStreams.maximum` streams are open.
+    /// The live stream: "event: change" after commits to the feed (at most one a second: the
+    /// page fetches the overview on each), a comment every 20 s otherwise. It ends when the
+    /// session does (looked at every 20 s however busy the feed), when the hub shuts down or the
+    /// task is cancelled; refused with 503 beyond `LiveStreams.perSession` for one session or
+    /// `LiveStreams.maximum` in all.
     func events(_ request: Request) async throws -> Response {
         guard let token = Self.sessionToken(request), try await database.session(token: token) != nil else {
             return Response(status: .unauthorized, headers: [.cacheControl: "no-store"])
         }
-        guard await streams.open() else {
-            logger.warning("hub: live streams at their limit; one refused", metadata: ["limit": "\(LiveStreams.maximum)"])
+        guard let lease = await streams.open(session: token) else {
+            logger.warning("hub: a live stream refused at its limit", metadata: [
+                "per-session": "\(LiveStreams.perSession)", "limit": "\(LiveStreams.maximum)",
+            ])
             return Response(status: .serviceUnavailable, headers: [.retryAfter: "30", .cacheControl: "no-store"])
         }
-        let database = self.database, signal = self.signal, streams = self.streams
+        let database = self.database, signal = self.signal
         var headers: HTTPFields = [.contentType: "text/event-stream", .cacheControl: "no-store"]
         for (name, value) in Self.securityHeaders where name != .cacheControl { headers[name] = value }
+        // The lease is the body's: released when the body ends, or when Hummingbird drops the
+        // body unrun (the client left before the head went out).
         return Response(status: .ok, headers: headers, body: ResponseBody { writer in
-            do {
-                try await writer.write(ByteBuffer(string: "retry: 2000\n\n"))
-                while await !signal.isClosing {
-                    let seen = await signal.generation
-                    await signal.wait(after: seen, seconds: Self.keepAliveSeconds)
-                    if await signal.generation != seen {
-                        try await writer.write(ByteBuffer(string: "event: change\ndata: \n\n"))
-                    } else {
-                        guard try await database.session(token: token) != nil else { break }
-                        try await writer.write(ByteBuffer(string: ": keep-alive\n\n"))
-                    }
+            defer { lease.release() }
+            try await writer.write(ByteBuffer(string: "retry: 2000\n\n"))
+            var checked = ContinuousClock.now
+            var seen = await signal.generation
+            while await !signal.isClosing {
+                try Task.checkCancellation()
+                await signal.wait(after: seen, seconds: Self.keepAliveSeconds)
+                try Task.checkCancellation()
+                if ContinuousClock.now - checked >= .seconds(Self.keepAliveSeconds) {
+                    guard try await database.session(token: token) != nil else { break }
+                    checked = ContinuousClock.now
                 }
-                try await writer.finish(nil)
-            } catch {
-                await streams.close()
-                throw error
+                let now = await signal.generation
+                let changed = now != seen
+                seen = now
+                try await writer.write(ByteBuffer(string: changed ? "event: change\ndata: \n\n" : ": keep-alive\n\n"))
+                // Changes in the next second are told together, after it.
+                if changed { try await Task.sleep(for: .seconds(1)) }
             }
-            await streams.close()
+            try await writer.finish(nil)
         })
     }
 
@@ -245,17 +254,52 @@ struct CoordinatorRoutes: Sendable {
     }
 }
 
-/// The live streams open at once, bounded: each holds a connection and a waiter on the feed's
-/// signal, and a stolen session must not be able to hold thousands.
+/// The live streams open at once, bounded in all and per session: each holds a connection and a
+/// waiter on the feed's signal, and one stolen cookie must not hold them all.
 actor LiveStreams {
     static let maximum = 256
+    static let perSession = 4
+    private var bySession: [String: Int] = [:]
     private var count = 0
 
-    func open() -> Bool {
-        guard count < Self.maximum else { return false }
+    /// A lease on one stream for `session`, nil at either limit.
+    func open(session: String) -> Lease? {
+        guard count < Self.maximum, bySession[session, default: 0] < Self.perSession else { return nil }
         count += 1
-        return true
+        bySession[session, default: 0] += 1
+        return Lease(streams: self, session: session)
     }
 
-    func close() { count = max(0, count - 1) }
+    fileprivate func close(session: String) {
+        count = max(0, count - 1)
+        let left = bySession[session, default: 1] - 1
+        bySession[session] = left > 0 ? left : nil
+    }
+
+    /// One stream's place: given back once, by `release` or when the lease is dropped unreleased.
+    final class Lease: Sendable {
+        private let streams: LiveStreams
+        private let session: String
+        private let released = OnceFlag()
+
+        fileprivate init(streams: LiveStreams, session: String) {
+            self.streams = streams
+            self.session = session
+        }
+
+        func release() {
+            guard released.set() else { return }
+            let streams = self.streams, session = self.session
+            Task { await streams.close(session: session) }
+        }
+
+        deinit { release() }
+    }
+}
+
+/// A flag set once, from any thread.
+final class OnceFlag: Sendable {
+    private let value = Mutex(false)
+    /// Sets it; true only for the call that set it.
+    func set() -> Bool { value.withLock { was in defer { was = true }; return !was } }
 }

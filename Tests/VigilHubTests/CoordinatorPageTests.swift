@@ -6,7 +6,7 @@ import VigilAccess
 import VigilCore
 import VigilEvents
 import VigilExposure
-import VigilHub
+@testable import VigilHub
 import VigilHubProtocol
 import VigilTestSupport
 @testable import VigilNode
@@ -195,6 +195,13 @@ import VigilTestSupport
         #expect(elapsed < .seconds(2), "a new call reaches the live page within a second (2 s allowed under CI load): \(elapsed)")
         let overview = try await hub.database { try await $0.overview(nowMicroseconds: UInt64(Date().timeIntervalSince1970 * 1_000_000)) }
         #expect(overview.openAlerts.contains { $0.id == sos.id }, "the page's next fetch shows the call")
+
+        // One session holds at most 4 streams (a stolen cookie cannot take every place).
+        var held: [HTTPClientResponse] = []
+        for _ in 0..<3 { held.append(try await client.execute(request, timeout: .seconds(60))) }
+        #expect(held.allSatisfy { $0.status == .ok })
+        let fifth = try await client.execute(request, timeout: .seconds(10))
+        #expect(fifth.status == .serviceUnavailable)
         try await client.shutdown()
         try await a.stop()
         try await b.stop()
@@ -214,5 +221,27 @@ import VigilTestSupport
             #expect(cookie.contains("HttpOnly") && cookie.contains("Secure") && cookie.contains("SameSite=Strict"))
         }
         return (response.status.code, cookie.map { String($0.prefix { $0 != ";" }) })
+    }
+}
+
+/// The live streams' places are given back however a stream ends, even when its body never ran.
+struct LiveStreamsTests {
+    @Test func aLeaseDroppedUnreleasedGivesItsPlaceBack() async throws {
+        let streams = LiveStreams()
+        var leases: [LiveStreams.Lease] = []
+        for _ in 0..<LiveStreams.perSession { leases.append(try #require(await streams.open(session: "a"))) }
+        #expect(await streams.open(session: "a") == nil, "one session holds at most \(LiveStreams.perSession)")
+        #expect(await streams.open(session: "b") != nil, "another session is not held up")
+        leases[0].release()
+        leases[0].release() // once only
+        leases.removeLast() // dropped without release: its deinit gives the place back
+        var reopened: LiveStreams.Lease?
+        for _ in 0..<100 where reopened == nil {
+            reopened = await streams.open(session: "a")
+            if reopened == nil { await Task.yield() }
+        }
+        #expect(reopened != nil)
+        #expect(await streams.open(session: "a") != nil, "both places came back")
+        #expect(await streams.open(session: "a") == nil)
     }
 }
