@@ -6,7 +6,7 @@ import VigilSystem
 /// The link to the alarm receiving centre (`arc:`): sends the outbox's `.arc` entries — calls
 /// for help, their restores, the box's troubles — as Contact ID events over SIA DC-09 TCP, one at
 /// a time and strictly in order, and a periodic test report when nothing else went for
-/// `arc.test_every`. Non-blocking sockets on the loop: a receiver that accepts and never answers
+/// `calls.test_every`. Non-blocking sockets on the loop: a receiver that accepts and never answers
 /// costs a timer, not the loop.
 ///
 /// The centre's ACK settles an entry as an `OutboxAttempt` (notifier "arc <receiver>"): "received

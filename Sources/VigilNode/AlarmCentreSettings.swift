@@ -32,7 +32,7 @@ public struct AlarmCentreSettings: Sendable {
     /// above a centre's usual answer in milliseconds, and short enough to reach the next in time).
     public var replyTimeoutMicroseconds: UInt64 = 10_000_000
     /// A periodic test report (Contact ID 602) when nothing went to the centre for this long
-    /// (`arc.test_every`; 0 = none).
+    /// (`calls.test_every`: the box's self-test of its call paths; 0 = none).
     public var testEveryMicroseconds: UInt64 = 86_400_000_000
     /// The longest wait between attempts at a report every receiver failed (back-off from
     /// `notify.retry_base`, capped here rather than at `notify.retry_max`: a call for help to the
@@ -98,7 +98,6 @@ extension NodeConfiguration {
         if let v = try section.integer("partition", in: 0...99) { settings.partition = v }
         if let v = try section.duration("connect_timeout") { settings.connectTimeoutMicroseconds = min(max(500_000, v), 60_000_000) }
         if let v = try section.duration("reply_timeout") { settings.replyTimeoutMicroseconds = min(max(500_000, v), 120_000_000) }
-        if let v = try section.duration("test_every") { settings.testEveryMicroseconds = v == 0 ? 0 : max(60_000_000, v) }
         if let v = try section.duration("retry_max") { settings.retryMaxMicroseconds = max(1_000_000, v) }
         try section.finish()
         return settings

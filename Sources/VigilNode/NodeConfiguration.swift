@@ -152,6 +152,7 @@ public struct NodeConfiguration: Sendable {
         config.source = file
         guard var root = try ConfigReader.parse(file: file, text: text) else { return config }
         var pendingDefaultTree: CallTree?
+        var callsTestEvery: UInt64?
         if let v = try root.string("data") { config.dataDirectory = v }
         if let v = try root.string("board") { config.boardName = v }
         if let v = try root.string("log_level") {
@@ -329,6 +330,7 @@ public struct NodeConfiguration: Sendable {
                 config.smsInbox.format = format
             }
             if let v = try calls.duration("repeat_after") { tree.repeatAfterMicroseconds = max(60_000_000, v) }
+            if let v = try calls.duration("test_every") { callsTestEvery = v == 0 ? 0 : max(60_000_000, v) }
             try calls.finish()
             // rounds or repeat_after alone shape the default tree.
             if tree.tiers.isEmpty {
@@ -437,6 +439,7 @@ public struct NodeConfiguration: Sendable {
         if var arc = try root.section("arc") {
             config.alarmCentre = try alarmCentre(from: &arc)
         }
+        if let callsTestEvery { config.alarmCentre?.testEveryMicroseconds = callsTestEvery }
         try root.finish()
         if config.alarmCentre == nil, config.configuredCallTree?.everyone.contains(CallBook.alarmCentre) == true {
             throw ConfigurationError(file: file, line: nil, message: "calls.tree names arc, but no alarm receiving centre is configured (arc:)")

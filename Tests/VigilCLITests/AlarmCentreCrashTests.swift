@@ -13,12 +13,13 @@ import VigilTestSupport
               command: /bin/sh
               arguments: ["-c", "cat > /dev/null"]
               staff: ["+34600111222"]
+            calls:
+              test_every: 0s
             arc:
               receivers: ["127.0.0.1:\(port)"]
               account: "1234"
               receiver: "1"
               reply_timeout: 60s
-              test_every: 0s
             """.write(toFile: path, atomically: true, encoding: .utf8)
         return path
     }

@@ -65,6 +65,7 @@ struct AlarmCentreConfigurationTests {
               receiver: "3"
               line: "2"
               key: "0123456789ABCDEF"
+            calls:
               test_every: 12h
             """)
         let arc = try #require(c.alarmCentre)
