@@ -105,6 +105,13 @@ final class WebHarness: @unchecked Sendable {
         // The first snapshot, published once the server asked for them (at the loop's next turn).
         if manual != nil { await advance(byMicroseconds: 300_000) }
         try await untilSnapshot { _ in true }
+        // The page's own reader of snapshots (its task, not the node's) has it too: until then
+        // /healthz says "starting", which under load raced the first request of a test.
+        let deadline = ContinuousClock.now + .seconds(30)
+        while server.feed.secondsSinceSnapshot == nil {
+            guard ContinuousClock.now < deadline else { throw HarnessError(message: "the page never received the node's first snapshot") }
+            await Task.yield()
+        }
     }
 
     /// Returns once the node has published a snapshot `holds` is true of (for a real-time node;
