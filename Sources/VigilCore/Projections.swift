@@ -70,6 +70,8 @@ public struct Projections: Projection {
     /// v14: schema 14 (heart-rate sensors): residents' sensors, their links and last readings.
     /// v15: schema 15 (active hazards): the hazard book.
     /// v16: schema 16 (calls for help reach a person): the call book, its tree and takers.
+    /// v17: the alarm receiving centre (call numbers, troubles raised, the outbox's alarm entries
+    /// and their numbers) and residents' prompts to their own number only.
     public static let checkpointName = "projections.v17"
 
     public init(settings: ProjectionSettings = ProjectionSettings()) {
