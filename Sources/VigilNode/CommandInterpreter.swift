@@ -39,7 +39,7 @@ public struct CommandInterpreter {
 
     public func interpret(_ command: NodeCommand) -> Outcome {
         switch command {
-        case .ping, .status, .press, .reloadHubLinks, .chatSend, .chatConnect, .chatDisconnect, .testCalls:
+        case .ping, .status, .press, .reloadHubLinks, .chatSend, .chatConnect, .chatDisconnect, .testCalls, .takeCallByCallback:
             return .refused(.invalid, "\(command.name) is answered by the node, not logged")
         case .chatOpen(let r):
             guard let peer = LEAddress(r.peer)?.value else { return .refused(.invalid, "a device is AA:BB:CC:DD:EE:FF, with /random for a random address") }

@@ -14,6 +14,8 @@ final class ControlHandler: NodeComponent {
     private var server: ControlServer?
     /// Answers owed to `Node.perform` callers, once their events are durable.
     private var durableWaiters: [(sequence: UInt64, alert: String?, answer: @Sendable (NodeReply) -> Void)] = []
+    /// Webhook callbacks taken and refused this run.
+    private(set) var callbacks = WebhookCallbackStatus()
 
     init(node: Node) { self.node = node }
 
@@ -108,6 +110,22 @@ final class ControlHandler: NodeComponent {
                 return .now(.refused(.conflict, "a report to the alarm centre is on its way or waiting to be retried: its outcome is the test (vigil status)"))
             }
             return .now(.done)
+        case .takeCallByCallback(let request):
+            guard !node.stopping else { return .now(.refused(.unavailable, "the node is stopping")) }
+            let rule = WebhookCallbackRule(interpreter: interpreter, calls: node.projections.calls, key: node.callbackKey)
+            switch rule.decide(request) {
+            case .refused(let why, let message):
+                callbacks.refused(message, at: node.clock.nowMicroseconds())
+                if callbacks.worthLogging {
+                    node.logger.notice("webhook callback refused", metadata: ["why": "\(message)", "refused": "\(callbacks.refused)"])
+                }
+                return .now(.refused(why, message))
+            case .event(let body, let alert):
+                guard let sequence = node.append(body) else { return .now(.refused(.logRefused, "the log refused the event")) }
+                callbacks.taken += 1
+                node.logger.notice("call taken by webhook callback", metadata: ["call": "\(request.call.prefix(80))"])
+                return .whenDurable(sequence, alert: alert)
+            }
         case .reloadHubLinks:
             guard !node.stopping else { return .now(.refused(.unavailable, "the node is stopping")) }
             do {

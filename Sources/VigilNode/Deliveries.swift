@@ -74,7 +74,7 @@ final class Deliveries: NodeComponent {
         let child: ChildProcess
         do {
             child = try ChildProcess(path: command, arguments: notifier.arguments,
-                                     input: OutboxMessage(entry, attempt: attempt, nodeID: node.nodeID).json)
+                                     input: OutboxMessage(entry, attempt: attempt, nodeID: node.nodeID, take: takeLink(for: entry)).json)
         } catch {
             record(entry: entry.id, attempt: attempt, delivered: false, notifier: "command", error: "\(error)")
             return
@@ -125,5 +125,11 @@ final class Deliveries: NodeComponent {
         node.loop.unwatch(running.child.exitDescriptor, "the notifier")
         node.scheduler.cancel(Self.timeoutTimer)
         self.running = nil
+    }
+
+    /// A webhook told of a call nobody has taken gets the link that lets it take the call.
+    private func takeLink(for entry: Outbox.Entry) -> OutboxMessage.TakeLink? {
+        WebhookCallbackRule.link(for: entry, calls: node.projections.calls, key: node.callbackKey,
+                                 publicURL: node.configuration.http.publicURL)
     }
 }

@@ -29,6 +29,8 @@ public final class Node: @unchecked Sendable {
     private let lockFile: FileDescriptor
     public let radio: any RadioAdapter
     public let board: any BoardAdapter
+    /// Signs and checks the take links of messages to webhooks (`WebhookCallbackRule`).
+    let callbackKey: CallbackKey
     let loop: EventLoop
     let scheduler: Scheduler
 
@@ -130,6 +132,7 @@ public final class Node: @unchecked Sendable {
         nodeID = boot.nodeID
         self.radio = boot.radio
         self.board = boot.board
+        callbackKey = boot.callbackKey
         // The failure path needs `self`, which exists only once every stored property is set:
         // until then failures are collected here and handed over below.
         let failures = FailureRelay()

@@ -13,6 +13,7 @@ struct NodeBootstrap {
     let radio: any RadioAdapter
     let board: any BoardAdapter
     let air: AirLink
+    let callbackKey: CallbackKey
 
     init(configuration: NodeConfiguration, clock: any WallClock, monotonic: any MonotonicClock, logger: Logger,
          radio: (any RadioAdapter)?, board: (any BoardAdapter)?) throws(NodeError) {
@@ -30,6 +31,7 @@ struct NodeBootstrap {
             throw .radio("\(error)")
         }
         air = try Self.makeAirLink(configuration, nodeID: nodeID, logger: logger)
+        callbackKey = try CallbackKey.load(directory: configuration.dataDirectory)
     }
 
     /// Creates the data directory if needed and takes its lock: one node per directory.

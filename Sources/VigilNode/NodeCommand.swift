@@ -42,6 +42,9 @@ public enum NodeCommand: Sendable, Equatable {
     case reportHazard(HazardRequest)
     /// A person takes a call for help ("I'm on my way"): `AlertTaken`.
     case takeCall(TakeRequest)
+    /// A webhook recipient takes a call with the token its message carried (the box's
+    /// `/api/v1/callbacks/take`); judged by the node, which holds the key (`WebhookCallbackRule`).
+    case takeCallByCallback(CallbackTakeRequest)
     /// Sends a test report to the alarm receiving centre now (`vigil calls test`).
     case testCalls
 
@@ -68,6 +71,7 @@ public enum NodeCommand: Sendable, Equatable {
         case .chatDisconnect: "chat-disconnect"
         case .reportHazard: "report-hazard"
         case .takeCall: "take-call"
+        case .takeCallByCallback: "take-call-by-callback"
         case .testCalls: "test-calls"
         }
     }
@@ -253,6 +257,21 @@ public struct TakeRequest: Codable, Sendable, Equatable {
     }
 }
 
+/// A webhook's callback: the call and recipient its message's take link named, the token that
+/// came with it, and who takes the call (optional: the webhook's host otherwise).
+public struct CallbackTakeRequest: Codable, Sendable, Equatable {
+    public var call: String
+    public var recipient: String
+    public var token: String
+    public var by: String?
+    public init(call: String, recipient: String, token: String, by: String? = nil) {
+        self.call = call
+        self.recipient = recipient
+        self.token = token
+        self.by = by
+    }
+}
+
 public struct AlertReference: Codable, Sendable, Equatable {
     public var id: String
     public init(id: String) { self.id = id }
@@ -354,6 +373,7 @@ extension NodeCommand: Codable {
         case "chat-disconnect": self = .chatDisconnect(try arguments(ChatPeerReference.self))
         case "report-hazard": self = .reportHazard(try arguments(HazardRequest.self))
         case "take-call": self = .takeCall(try arguments(TakeRequest.self))
+        case "take-call-by-callback": self = .takeCallByCallback(try arguments(CallbackTakeRequest.self))
         case "test-calls": self = .testCalls
         default:
             throw DecodingError.dataCorruptedError(forKey: .command, in: c, debugDescription: "unknown command \(name)")
@@ -380,6 +400,7 @@ extension NodeCommand: Codable {
         case .chatConnect(let a), .chatDisconnect(let a): try c.encode(a, forKey: .arguments)
         case .reportHazard(let a): try c.encode(a, forKey: .arguments)
         case .takeCall(let a): try c.encode(a, forKey: .arguments)
+        case .takeCallByCallback(let a): try c.encode(a, forKey: .arguments)
         }
     }
 }

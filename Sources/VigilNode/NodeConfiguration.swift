@@ -428,6 +428,12 @@ public struct NodeConfiguration: Sendable {
             }
             if let v = try http.bool("tls") { config.http.tls = v }
             if let v = try http.bool("public_view") { config.http.publicView = v }
+            if let v = try http.string("public_url"), !v.isEmpty {
+                guard let url = HTTPSettings.parsePublicURL(v) else {
+                    throw http.error("http.public_url must be the page's address as others reach it, such as https://vigil-a.lan:8443")
+                }
+                config.http.publicURL = url
+            }
             try http.finish()
         }
         if var p = try root.section("projections") {
@@ -599,8 +605,23 @@ public struct HTTPSettings: Sendable, Equatable {
     /// Anyone who reaches the page may see the read-only view without signing in. Off by
     /// default: residents' names and rooms are not for everyone on a shelter's Wi-Fi.
     public var publicView = false
+    /// The page's address as the servers of webhook recipients reach it (`https://vigil-a.lan:8443`),
+    /// without a trailing slash: messages to webhooks carry a take link under it. nil: they carry
+    /// the link's path and token only.
+    public var publicURL: String?
 
     public init() {}
+
+    /// An `http(s)://host[:port][/prefix]` URL without spaces, query or fragment, at most 200
+    /// bytes; returned without its trailing slash.
+    public static func parsePublicURL(_ text: String) -> String? {
+        let trimmed = text.hasSuffix("/") ? String(text.dropLast()) : text
+        guard trimmed.utf8.count <= 200, trimmed.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7F }),
+              trimmed.hasPrefix("https://") || trimmed.hasPrefix("http://"),
+              let url = URL(string: trimmed), let host = url.host, !host.isEmpty,
+              url.query == nil, url.fragment == nil, url.user == nil else { return nil }
+        return trimmed
+    }
 
     /// `HOST:PORT` (an IPv6 host in brackets), or nil.
     public static func parseListen(_ text: String) -> (host: String, port: Int)? {

@@ -30,6 +30,7 @@ final class NodeMetrics: NodeComponent {
     /// what its receivers did, by outcome.
     private let alarmCentreUp: Gauge
     private let alarmCentre: [String: Counter]
+    private let callbacks: [String: Counter]
     /// The hazard feed's counters (DriveAZ's debug figures), by what happened to each message.
     private let feed: [String: Counter]
     /// What the counters had reached at the last sample.
@@ -40,6 +41,7 @@ final class NodeMetrics: NodeComponent {
         var frames: [String: UInt64] = [:]
         var feed: [String: UInt64] = [:]
         var alarmCentre: [String: UInt64] = [:]
+        var callbacks: [String: UInt64] = [:]
     }
 
     init(node: Node, factory: any MetricsFactory) {
@@ -71,6 +73,9 @@ final class NodeMetrics: NodeComponent {
         alarmCentreUp = gauge("vigil_alarm_centre_up")
         alarmCentre = Dictionary(uniqueKeysWithValues: Self.alarmCentreOutcomes.map {
             ($0, counter("vigil_alarm_centre_replies_total", [("outcome", $0)]))
+        })
+        callbacks = Dictionary(uniqueKeysWithValues: ["taken", "refused"].map {
+            ($0, counter("vigil_webhook_callbacks_total", [("outcome", $0)]))
         })
         feed = Dictionary(uniqueKeysWithValues: Self.feedOutcomes.map { ($0, counter("vigil_hazard_feed_messages_total", [("outcome", $0)])) })
     }
@@ -160,6 +165,8 @@ final class NodeMetrics: NodeComponent {
             for (outcome, counter) in alarmCentre { add(counter, now.alarmCentre[outcome] ?? 0, last.alarmCentre[outcome] ?? 0) }
             alarmCentreUp.record(status.problem == nil ? 1 : 0)
         }
+        now.callbacks = ["taken": node.control.callbacks.taken, "refused": node.control.callbacks.refused]
+        for (outcome, counter) in callbacks { add(counter, now.callbacks[outcome] ?? 0, last.callbacks[outcome] ?? 0) }
         last = now
 
         let p = node.projections

@@ -49,6 +49,8 @@ public struct LiveStatus: Sendable, Codable {
     public var hazardFeed: HazardFeedStatus?
     /// The alarm receiving centre's link (nil: no `arc:`).
     public var alarmCentre: AlarmCentreStatus?
+    /// Webhook callbacks this run (nil: none came).
+    public var webhookCallbacks: WebhookCallbackStatus?
 }
 
 /// The box's GATT links, as `vigil status` shows them.
@@ -95,6 +97,7 @@ extension Node {
             connections: connections.status,
             sensors: { let s = heartRateSensors.status; return s.isEmpty ? nil : s }(),
             hazardFeed: hazardFeed.status,
-            alarmCentre: configuration.alarmCentre == nil ? nil : alarmCentre.status)
+            alarmCentre: configuration.alarmCentre == nil ? nil : alarmCentre.status,
+            webhookCallbacks: control.callbacks == WebhookCallbackStatus() ? nil : control.callbacks)
     }
 }

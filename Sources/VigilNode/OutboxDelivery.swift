@@ -38,13 +38,27 @@ struct OutboxMessage: Codable, Equatable {
     var attempt: Int
     var node: String
     var createdMicroseconds: UInt64
+    /// For a webhook told of a call nobody has taken: how it takes the call.
+    var take: TakeLink?
+
+    /// A webhook recipient's way to take a call: POST `{"recipient", "token", "by"}` as JSON to
+    /// `url` (or `path` on the box's page, when `http.public_url` is not set).
+    /// docs/calls-for-help.md, "Webhook callbacks".
+    struct TakeLink: Codable, Equatable {
+        var call: String
+        var code: String
+        var recipient: String
+        var path: String
+        var url: String?
+        var token: String
+    }
 
     enum CodingKeys: String, CodingKey {
-        case id, channel, recipients, text, attempt, node
+        case id, channel, recipients, text, attempt, node, take
         case createdMicroseconds = "created_us"
     }
 
-    init(_ entry: Outbox.Entry, attempt: UInt32, nodeID: UInt64) {
+    init(_ entry: Outbox.Entry, attempt: UInt32, nodeID: UInt64, take: TakeLink? = nil) {
         id = entry.id
         channel = entry.channel.rawValue
         recipients = entry.recipients
@@ -52,6 +66,7 @@ struct OutboxMessage: Codable, Equatable {
         self.attempt = Int(attempt)
         node = String(nodeID, radix: 16)
         createdMicroseconds = entry.createdMicroseconds
+        self.take = take
     }
 
     var json: [UInt8] {

@@ -73,6 +73,14 @@ struct APIRoutes: Sendable {
                 }
             }
         }
+        // A webhook recipient takes a call with the token its message carried: the token is the
+        // authentication (no session, no bearer token), checked by the node, which holds the key.
+        api.post("callbacks/take") { request, _ in
+            switch await Self.decode(CallbackTakeRequest.self, request) {
+            case .success(let body): return await callback(body)
+            case .failure(let refused): return refused.response
+            }
+        }
         api.post("alerts/:id/cancel") { request, context in
             try await authorised(request, acting: true) {
                 await perform(.cancelAlert(AlertCancelRequest(id: Self.pathID(context), reason: "cancelled through the API")))
@@ -164,6 +172,24 @@ struct APIRoutes: Sendable {
         }
         if reply.ok { logger.notice("api: command taken", metadata: ["command": "\(command.name)", "sequence": "\(reply.sequence ?? 0)"]) }
         return Self.json(reply, status: status)
+    }
+
+    /// A callback's answer: 403 for a token that does not take the call (whatever was wrong),
+    /// 409 for a call already taken or ended, else as any command.
+    func callback(_ body: CallbackTakeRequest) async -> Response {
+        guard let reply = await node.perform(.takeCallByCallback(body)) else {
+            return Self.problem(.serviceUnavailable, "the node did not answer: it is stopping or restarting")
+        }
+        if reply.ok {
+            logger.notice("api: a webhook took a call", metadata: ["sequence": "\(reply.sequence ?? 0)"])
+            return Self.json(reply)
+        }
+        switch reply.refusal {
+        case .invalid?: return Self.problem(.forbidden, reply.error ?? "this token does not take that call")
+        case .conflict?: return Self.json(reply, status: .conflict)
+        case .logRefused?: return Self.json(reply, status: .insufficientStorage)
+        default: return Self.json(reply, status: .serviceUnavailable)
+        }
     }
 
     // MARK: Access

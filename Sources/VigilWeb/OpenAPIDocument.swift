@@ -94,6 +94,12 @@ enum OpenAPIDocument {
           summary: Take a call for help ("I'm on my way"); the call tree stops and everyone told learns who took it.
           requestBody: {required: true, content: {application/json: {schema: {$ref: "#/components/schemas/TakeRequest"}}}}
           responses: *commandResponses
+      /callbacks/take:
+        post:
+          summary: A webhook recipient takes a call with the token its message carried (no bearer token; the token is the proof).
+          security: []
+          requestBody: {required: true, content: {application/json: {schema: {$ref: "#/components/schemas/CallbackTakeRequest"}}}}
+          responses: *commandResponses
       /alerts/{id}/cancel:
         parameters: [{$ref: "#/components/parameters/alert"}]
         post:
@@ -146,13 +152,21 @@ enum OpenAPIDocument {
               type: string
               enum: [ping, status, press, check-in, enrol-resident, update-resident, remove-resident, silence-alarms,
                      raise-alert, cancel-alert, acknowledge-alert, record-exposure, record-keys-published, reload-hub-links,
-                     chat-send, chat-open, chat-connect, chat-disconnect, report-hazard, take-call]
+                     chat-send, chat-open, chat-connect, chat-disconnect, report-hazard, take-call, take-call-by-callback, test-calls]
             arguments: {type: object}
         TakeRequest:
           type: object
           required: [by]
           properties:
             by: {type: string, minLength: 1, maxLength: 64, description: "Who takes the call (a name or a phone number)"}
+        CallbackTakeRequest:
+          type: object
+          required: [call, recipient, token]
+          properties:
+            call: {type: string, maxLength: 512, description: "The call's id, as the message's take.call gave it"}
+            recipient: {type: string, maxLength: 256, description: "The webhook's address, as take.recipient gave it"}
+            token: {type: string, pattern: "^[0-9a-f]{64}$", description: "take.token: good for this call and this recipient only"}
+            by: {type: string, maxLength: 64, description: "Who takes the call (the webhook's host if not given)"}
         AlertRequest:
           type: object
           required: [kind, lifetimeMicroseconds, text]

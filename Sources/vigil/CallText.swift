@@ -56,6 +56,16 @@ enum CallText {
 
     /// The alarm centre's link, from the running node: whether it answers, and what its
     /// receivers did.
+    /// Webhook callbacks this run: what they took, what was refused and why.
+    static func webhookCallbacks(_ c: WebhookCallbackStatus?) -> String {
+        guard let c else { return "" }
+        var out = "webhook callbacks: \(c.taken) taken, \(c.refused) refused"
+        if let why = c.lastRefusal, let at = c.lastRefusalMicroseconds {
+            out += " (last refused \(EventFormatting.time(at)): \(why))"
+        }
+        return out + "\n"
+    }
+
     static func alarmCentre(_ a: AlarmCentreStatus?) -> String {
         guard let a else { return "" }
         var out = "alarm centre: \(a.receivers.joined(separator: ", "))\(a.encrypted ? "" : " (UNENCRYPTED: set arc.key)")"

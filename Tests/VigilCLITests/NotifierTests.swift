@@ -201,6 +201,80 @@ import Glibc
         #expect(body["attempt"] as? Int == 1)
     }
 
+    /// Issue 27: a webhook recipient takes a call by calling back. The message the shipped webhook
+    /// notifier POSTs to a local HTTP server carries a take link; a forged callback to the box's
+    /// page is refused (403) and counted, the real one takes the call (via webhook), and the
+    /// TAKEN message reaches the webhook too.
+    @Test func aWebhookTakesACallByCallingTheBoxBackAndAForgedCallbackIsRefused() throws {
+        let curl = try #require(Tool.find("curl"), "curl is not installed: run scripts/setup")
+        let dir = TemporaryDirectory()
+        let server = try WebhookServer(dir: dir.path + "-server", failFirst: 0)
+        defer { server.stop() }
+        #expect(try CLI.run(["run", "--data", dir.path, "--duration", "200ms"]).status == 0)
+        let port = try Self.freeLocalPort()
+        let hook = "\(server.url)/staff-hook"
+        let config = dir.path + "/vigil.yaml"
+        try """
+        notify:
+          command: \(Self.webhook)
+          arguments: ["--url", "\(hook)", "--state", "\(dir.path)/notify-ledger"]
+          staff: ["\(hook)"]
+          retry_base: 1s
+        http:
+          listen: 127.0.0.1:\(port)
+          tls: false
+          public_url: http://127.0.0.1:\(port)/
+        """.write(toFile: config, atomically: true, encoding: .utf8)
+        let (node, _) = try CLI.start(["run", "--config", config, "--data", dir.path, "--duration", "60s"])
+        defer { if node.isRunning { kill(node.processIdentifier, SIGKILL) } }
+        #expect(eventually(seconds: 15) { (try? CLI.run(["sim", "press", "sos", "--data", dir.path]).status) == 0 })
+        #expect(eventually(seconds: 20) { !server.requests().isEmpty }, "the webhook got the call")
+        let opening = try #require(try JSONSerialization.jsonObject(with: Data((server.requests().first?.body ?? "").utf8)) as? [String: Any])
+        let take = try #require(opening["take"] as? [String: Any], "\(opening)")
+        let url = try #require(take["url"] as? String)
+        #expect(url == "http://127.0.0.1:\(port)/api/v1/callbacks/take")
+        let call = try #require(take["call"] as? String), token = try #require(take["token"] as? String)
+
+        func post(_ body: [String: String]) throws -> Int {
+            let json = String(decoding: try JSONSerialization.data(withJSONObject: body), as: UTF8.self)
+            let r = try Tool.run(curl, ["-s", "-o", "/dev/null", "-w", "%{http_code}", "-X", "POST", "-H", "Content-Type: application/json",
+                                        "--data-binary", "@-", url], input: json)
+            return Int(r.stdout) ?? -1
+        }
+        let forged = String(repeating: "a", count: 64)
+        #expect(try post(["call": call, "recipient": hook, "token": forged, "by": "Mallory"]) == 403)
+        #expect(try post(["call": call, "recipient": hook]) == 400, "no token")
+        #expect(try CLI.run(["status", "--data", dir.path]).stdout.contains("webhook callbacks: 0 taken, 1 refused"))
+        #expect(try post(["call": call, "recipient": hook, "token": token, "by": "Ana (staff chat)"]) == 200)
+        #expect(try post(["call": call, "recipient": hook, "token": token, "by": "Ana (staff chat)"]) == 409, "taken once")
+        #expect(eventually(seconds: 20) {
+            server.requests().contains { $0.body.contains("Taken by Ana (staff chat) (by webhook)") }
+        }, "the webhook learns who took it: \(server.requests().map(\.body))")
+        kill(node.processIdentifier, SIGTERM)
+        node.waitUntilExit()
+
+        let takings = try CLI.run(["log", "tail", "--data", dir.path, "-n", "1000", "--kind", "alert-taken", "--json"]).lines
+        #expect(takings.count == 1, "\(takings)")
+        #expect(takings.first?.contains("Mallory") == false)
+        #expect(try CLI.run(["replay", "--data", dir.path]).status == 0)
+    }
+
+    /// A TCP port nobody listens on now (the kernel's pick, released at once).
+    static func freeLocalPort() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw WebhookServer.ServerError(message: "socket: \(errno)") }
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+        }
+        guard bound else { throw WebhookServer.ServerError(message: "bind: \(errno)") }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
     func waitForTheNextSecond() {
         let now = Date().timeIntervalSince1970
         usleep(useconds_t((now.rounded(.down) + 1.05 - now) * 1_000_000))

@@ -103,4 +103,91 @@ import VigilSystem
         #expect(Self.received(dir).isEmpty, "nobody was handed a message")
         #expect(amber.contains { $0.contains("has nobody to tell") }, "\(amber)")
     }
+
+    /// A webhook told of a call gets a take link; its token takes that call for that recipient
+    /// only. Forged, altered and borrowed tokens are refused alike, counted, and logged as nothing.
+    @Test func aWebhookTakesTheCallWithItsTokenAndForgedOnesAreRefusedAlike() async throws {
+        let dir = TemporaryDirectory()
+        var config = try Self.configuration(dir)
+        let hook = "https://staff.example/hooks/vigil?secret=s3cret"
+        config.projections.ladder.staff = [hook, Self.staff]
+        config.http.publicURL = "https://vigil-a.lan:8443"
+        let clock = ManualClock()
+        let board = try SimulatedBoard(monotonic: clock)
+        let node = try Node(configuration: config, clock: clock, monotonic: clock, logger: quietLogger, board: board)
+        let task = await start(node)
+        node.onLoop { n in try? (n.board as? SimulatedBoard)?.press(holdMicroseconds: 500_000) }
+        await advance(clock, node, byMicroseconds: 700_000, step: 10_000)
+        await Self.deliverAll(node, clock)
+
+        let opening = Self.received(dir)
+        let toHook = try #require(opening.first { $0["recipients"] as? [String] == [hook] })
+        #expect(opening.first { $0["recipients"] as? [String] == [Self.staff] }?["take"] == nil, "a phone replies by SMS")
+        let take = try #require(toHook["take"] as? [String: Any])
+        let call = try #require(take["call"] as? String)
+        let token = try #require(take["token"] as? String)
+        #expect(take["recipient"] as? String == hook)
+        #expect(take["url"] as? String == "https://vigil-a.lan:8443/api/v1/callbacks/take")
+        #expect(token.count == 64)
+
+        func callback(_ request: CallbackTakeRequest) async throws -> NodeReply {
+            try #require(await node.perform(.takeCallByCallback(request)))
+        }
+        let altered = String(token.dropLast()) + (token.hasSuffix("0") ? "1" : "0")
+        let forged = [
+            CallbackTakeRequest(call: call, recipient: hook, token: altered),
+            CallbackTakeRequest(call: call, recipient: hook, token: String(repeating: "0", count: 64)),
+            CallbackTakeRequest(call: call, recipient: hook, token: "short"),
+            // The phone's number with the webhook's token: a token is good for one recipient.
+            CallbackTakeRequest(call: call, recipient: Self.staff, token: token),
+            // Another call's id with this call's token.
+            CallbackTakeRequest(call: "alert:1:1", recipient: hook, token: token),
+        ]
+        for request in forged {
+            let reply = try await callback(request)
+            #expect(!reply.ok && reply.refusal == .invalid && reply.error == WebhookCallbackRule.refusal, "\(request): \(reply)")
+        }
+        #expect(await onLoop(node) { $0.projections.calls.calls[call]?.taken == nil })
+
+        let taken = try await callback(CallbackTakeRequest(call: call, recipient: hook, token: token))
+        #expect(taken.ok, "\(taken)")
+        await Self.deliverAll(node, clock)
+        let again = try await callback(CallbackTakeRequest(call: call, recipient: hook, token: token, by: "Marta"))
+        #expect(!again.ok && again.refusal == .conflict, "a token takes its call once: \(again)")
+        let status = await onLoop(node) { $0.liveStatus().webhookCallbacks }
+        #expect(status?.taken == 1 && status?.refused == UInt64(forged.count + 1), "\(String(describing: status))")
+        try await stop(node, task)
+
+        let takenMessages = Self.received(dir).filter { ($0["text"] as? String)?.hasPrefix("TAKEN") == true }
+        #expect(takenMessages.count == 2, "both recipients learn who took it")
+        #expect(takenMessages.allSatisfy { $0["take"] == nil }, "nothing left to take")
+        let takings = try storedEvents(dir).compactMap { e -> AlertTaken? in if case .alertTaken(let t) = e.body { t } else { nil } }
+        #expect(takings.count == 1, "refused callbacks are never events")
+        #expect(takings.first?.via == .webhook)
+        #expect(takings.first?.by == "staff.example", "the webhook's host, never its secret path")
+    }
+
+    @Test func aCallbackKeysTokenIsBoundToItsCallAndRecipient() throws {
+        let key = CallbackKey(bytes: Array(repeating: 7, count: 32))
+        let token = key.token(call: "alert:ab:1", recipient: "https://a.example/x")
+        #expect(key.verifies(token, call: "alert:ab:1", recipient: "https://a.example/x"))
+        #expect(!key.verifies(token, call: "alert:ab:2", recipient: "https://a.example/x"))
+        #expect(!key.verifies(token, call: "alert:ab:1", recipient: "https://a.example/y"))
+        // Fields are length-prefixed: moving bytes between them gives another token.
+        #expect(key.token(call: "ab", recipient: "c") != key.token(call: "a", recipient: "bc"))
+        #expect(!CallbackKey(bytes: Array(repeating: 8, count: 32)).verifies(token, call: "alert:ab:1", recipient: "https://a.example/x"))
+        #expect(!key.verifies(token + "00", call: "alert:ab:1", recipient: "https://a.example/x"))
+        #expect(!key.verifies("zz" + token.dropFirst(2), call: "alert:ab:1", recipient: "https://a.example/x"))
+        #expect(WebhookCallbackRule.host(of: "https://user:pw@hooks.example:8443/p?q=1") == "hooks.example:8443")
+
+        let dir = TemporaryDirectory()
+        try FileManager.default.createDirectory(atPath: dir.path, withIntermediateDirectories: true)
+        let made = try CallbackKey.load(directory: dir.path)
+        let loaded = try CallbackKey.load(directory: dir.path)
+        #expect(loaded.token(call: "c", recipient: "r") == made.token(call: "c", recipient: "r"), "kept across starts")
+        let mode = try FileManager.default.attributesOfItem(atPath: dir.path + "/callback-key")[.posixPermissions] as? Int
+        #expect(mode == 0o600)
+        try "not a key\n".write(toFile: dir.path + "/callback-key", atomically: true, encoding: .utf8)
+        #expect(throws: NodeError.self) { try CallbackKey.load(directory: dir.path) }
+    }
 }
