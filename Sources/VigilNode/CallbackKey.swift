@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import Logging
 import VigilHex
 import VigilSystem
 
@@ -25,39 +26,52 @@ struct CallbackKey: Sendable {
     /// `DATA/callback-key`: 32 random bytes in hex, made on first start (mode 600). A key that
     /// exists but cannot be read is an error, never silently replaced (every token given out for
     /// calls still open would stop working without anyone being told).
-    static func load(directory: String) throws(NodeError) -> CallbackKey {
+    static func load(directory: String, logger: Logger? = nil) throws(NodeError) -> CallbackKey {
         let path = directory + "/" + fileName
-        if FileSystem.exists(path) {
+        // Empty: a power cut during the first start, before the key was whole (no token was ever
+        // given out under it), so a new one is made.
+        if FileSystem.exists(path) && FileSystem.size(path) != 0 {
             guard let text = try? String(contentsOfFile: path, encoding: .utf8),
                   let bytes = Hex.decode(text.trimmingCharacters(in: .whitespacesAndNewlines)), bytes.count == 32 else {
                 throw .unsupported("\(path) is not a callback key (64 hex digits); move it away to make a new one (tokens already sent stop working)")
+            }
+            if NodeSecrets.readableByOthers(path) {
+                logger?.warning("the webhook callback key is readable by other users; chmod 600 it", metadata: ["path": "\(path)"])
             }
             return CallbackKey(bytes: bytes)
         }
         var bytes: [UInt8] = []
         for _ in 0..<4 { withUnsafeBytes(of: secureRandomUInt64()) { bytes += $0 } }
+        // Whole or not at all: written aside, made durable, then renamed into place.
+        let fresh = path + ".new"
         do {
-            try FileSystem.createExclusive(path, contents: Array((Hex.encode(bytes) + "\n").utf8))
+            FileSystem.remove(fresh)
+            try FileSystem.createExclusive(fresh, contents: Array((Hex.encode(bytes) + "\n").utf8))
+            try FileSystem.rename(fresh, to: path)
+            try FileSystem.syncDirectory(directory)
         } catch {
             throw .system(error)
         }
         return CallbackKey(bytes: bytes)
     }
 
-    /// The token that lets `recipient` take `call`: 64 hex digits.
-    func token(call: String, recipient: String) -> String {
-        Hex.encode(Array(HMAC<SHA256>.authenticationCode(for: Self.input(call: call, recipient: recipient), using: key)))
+    /// The token that lets `recipient` take `call`, the one that started at `started` (the
+    /// event's sequence: a call id used again later, by a box whose counter started over, is
+    /// another call, and old tokens do not take it): 64 hex digits.
+    func token(call: String, started: UInt64, recipient: String) -> String {
+        Hex.encode(Array(HMAC<SHA256>.authenticationCode(for: Self.input(call: call, started: started, recipient: recipient), using: key)))
     }
 
     /// Whether `token` is the one given to `recipient` for `call`, compared in constant time.
-    func verifies(_ token: String, call: String, recipient: String) -> Bool {
+    func verifies(_ token: String, call: String, started: UInt64, recipient: String) -> Bool {
         guard token.utf8.count == 64, let mac = Hex.decode(token) else { return false }
-        return HMAC<SHA256>.isValidAuthenticationCode(mac, authenticating: Self.input(call: call, recipient: recipient), using: key)
+        return HMAC<SHA256>.isValidAuthenticationCode(mac, authenticating: Self.input(call: call, started: started, recipient: recipient), using: key)
     }
 
     /// Length-prefixed fields: no (call, recipient) pair reads as another.
-    private static func input(call: String, recipient: String) -> [UInt8] {
+    private static func input(call: String, started: UInt64, recipient: String) -> [UInt8] {
         var bytes = context
+        withUnsafeBytes(of: started.bigEndian) { bytes += $0 }
         for field in [call, recipient] {
             let utf8 = Array(field.utf8)
             withUnsafeBytes(of: UInt32(clamping: utf8.count).bigEndian) { bytes += $0 }

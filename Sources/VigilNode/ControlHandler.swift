@@ -103,11 +103,14 @@ final class ControlHandler: NodeComponent {
             return .now(node.chatCentral.disconnect(peer.value) ? .done : .refused(.conflict, "the box has no chat link to \(request.peer)"))
         case .testCalls:
             guard !node.stopping else { return .now(.refused(.unavailable, "the node is stopping")) }
-            guard node.configuration.alarmCentre != nil else {
-                return .now(.refused(.conflict, "no alarm receiving centre is configured (arc:): nothing to test"))
+            let arc = node.configuration.alarmCentre != nil, messages = node.notifierTest.configured
+            guard arc || messages else {
+                return .now(.refused(.conflict, "nothing to test: no alarm receiving centre (arc:) and no calls.test_to"))
             }
-            guard node.alarmCentre.testNow() else {
-                return .now(.refused(.conflict, "a report to the alarm centre is on its way or waiting to be retried: its outcome is the test (vigil status)"))
+            // Each path its own test; one already on its way is its own answer.
+            let arcStarted = arc && node.alarmCentre.testNow(), messagesStarted = messages && node.notifierTest.testNow()
+            guard arcStarted || messagesStarted else {
+                return .now(.refused(.conflict, "a test is on its way already, or a report to the alarm centre is waiting to be retried: its outcome is the test (vigil status)"))
             }
             return .now(.done)
         case .takeCallByCallback(let request):

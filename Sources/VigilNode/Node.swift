@@ -63,6 +63,7 @@ public final class Node: @unchecked Sendable {
     private(set) lazy var smsInbox = SMSInbox(node: self)
     private(set) lazy var deliveries = Deliveries(node: self)
     private(set) lazy var alarmCentre = AlarmCentreLink(node: self)
+    private(set) lazy var notifierTest = NotifierSelfTest(node: self)
     private(set) lazy var retention = Retention(node: self)
     private(set) lazy var compaction = Compaction(node: self)
     private(set) lazy var checkpoints = Checkpoints(node: self)
@@ -102,6 +103,8 @@ public final class Node: @unchecked Sendable {
     }
     private let commitInbox = CommitInbox()
     private let stopRequest = LockedValue<String?>(nil)
+    /// Webhook callbacks the page refused before they reached the loop (`noteMalformedCallback`).
+    let malformedCallbacks = Atomic<UInt64>(0)
 
     static let stopTimer = Scheduler.Timer("stop-after-duration")
     static let patternTimer = Scheduler.Timer("output-pattern")
@@ -158,7 +161,7 @@ public final class Node: @unchecked Sendable {
         logUnwritableAtStart = log.failure != nil
         initialAir = boot.air
         failures.target = self
-        components = [intake, airAlerts, buttons, ladder, expiries, hazardClock, callClock, smsInbox, deliveries, alarmCentre, retention, compaction, checkpoints, control, downtime, zones, occupancy, uplink, logIntegrity, serviceManager, publisher, connections, chatCentral, heartRateSensors, hazardFeed, metrics]
+        components = [intake, airAlerts, buttons, ladder, expiries, hazardClock, callClock, smsInbox, deliveries, alarmCentre, notifierTest, retention, compaction, checkpoints, control, downtime, zones, occupancy, uplink, logIntegrity, serviceManager, publisher, connections, chatCentral, heartRateSensors, hazardFeed, metrics]
         do {
             try restore()
         } catch {
@@ -461,9 +464,17 @@ public final class Node: @unchecked Sendable {
     /// event: the log's failure, the centre's link) and drives the board to match.
     func reconcileOutputs() {
         patterns.update(OutputPolicy.decide(projections, running: !stopping, logFailure: fromMemory?.failure,
-                                            callPathProblem: configuration.alarmCentre == nil ? nil : alarmCentre.status.problem),
+                                            callPathProblem: callPathProblem),
                         nowNanoseconds: monotonic.nowNanoseconds())
         driveOutputs()
+    }
+
+    /// Why the box cannot call for help now, from its self-tests and the centre's link; nil: no
+    /// path is known to fail.
+    var callPathProblem: String? {
+        let problems = [configuration.alarmCentre == nil ? nil : alarmCentre.status.problem,
+                        notifierTest.configured ? notifierTest.status.problem : nil].compactMap { $0 }
+        return problems.isEmpty ? nil : problems.joined(separator: "; ")
     }
 
     /// Sets every line to its pattern's level now and arms the timer for the next change.

@@ -31,7 +31,7 @@ struct NodeBootstrap {
             throw .radio("\(error)")
         }
         air = try Self.makeAirLink(configuration, nodeID: nodeID, logger: logger)
-        callbackKey = try CallbackKey.load(directory: configuration.dataDirectory)
+        callbackKey = try CallbackKey.load(directory: configuration.dataDirectory, logger: logger)
     }
 
     /// Creates the data directory if needed and takes its lock: one node per directory.

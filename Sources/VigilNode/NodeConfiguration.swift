@@ -74,6 +74,10 @@ public struct NodeConfiguration: Sendable {
     }
     /// The alarm receiving centre (`arc:`); nil: none.
     public var alarmCentre: AlarmCentreSettings?
+    /// The self-test (`calls.test_every`, 0: none; `calls.test_to`, addresses that get a test
+    /// message through the notifier): `NotifierSelfTest`, and the centre's test report.
+    public var callTestEveryMicroseconds: UInt64 = 86_400_000_000
+    public var callTestRecipients: [String] = []
     /// A start after the log was silent this long appends DowntimeDetected (`notify.downtime_report_after`).
     public var downtimeReportAfterMicroseconds: UInt64 = 300_000_000
     /// Issue 10: delivery failures lasting this long (first failed attempt to the latest) show
@@ -331,6 +335,10 @@ public struct NodeConfiguration: Sendable {
             }
             if let v = try calls.duration("repeat_after") { tree.repeatAfterMicroseconds = max(60_000_000, v) }
             if let v = try calls.duration("test_every") { callsTestEvery = v == 0 ? 0 : max(60_000_000, v) }
+            if let v = try calls.strings("test_to") {
+                guard v.count <= 8 else { throw calls.error("calls.test_to lists at most 8 addresses") }
+                config.callTestRecipients = try addresses(v, setting: "calls.test_to", in: calls)
+            }
             try calls.finish()
             // rounds or repeat_after alone shape the default tree.
             if tree.tiers.isEmpty {
@@ -430,7 +438,7 @@ public struct NodeConfiguration: Sendable {
             if let v = try http.bool("public_view") { config.http.publicView = v }
             if let v = try http.string("public_url"), !v.isEmpty {
                 guard let url = HTTPSettings.parsePublicURL(v) else {
-                    throw http.error("http.public_url must be the page's address as others reach it, such as https://vigil-a.lan:8443")
+                    throw http.error("http.public_url must be the page's https address as others reach it, such as https://vigil-a.lan:8443")
                 }
                 config.http.publicURL = url
             }
@@ -445,7 +453,10 @@ public struct NodeConfiguration: Sendable {
         if var arc = try root.section("arc") {
             config.alarmCentre = try alarmCentre(from: &arc)
         }
-        if let callsTestEvery { config.alarmCentre?.testEveryMicroseconds = callsTestEvery }
+        if let callsTestEvery {
+            config.alarmCentre?.testEveryMicroseconds = callsTestEvery
+            config.callTestEveryMicroseconds = callsTestEvery
+        }
         try root.finish()
         if config.alarmCentre == nil, config.configuredCallTree?.everyone.contains(CallBook.alarmCentre) == true {
             throw ConfigurationError(file: file, line: nil, message: "calls.tree names arc, but no alarm receiving centre is configured (arc:)")
@@ -612,15 +623,22 @@ public struct HTTPSettings: Sendable, Equatable {
 
     public init() {}
 
-    /// An `http(s)://host[:port][/prefix]` URL without spaces, query or fragment, at most 200
-    /// bytes; returned without its trailing slash.
+    /// An `https://host[:port][/prefix]` URL without spaces, query or fragment, at most 200
+    /// bytes (plain `http://` only to this box itself: a take token must not cross a network in
+    /// the clear); returned without its trailing slash.
     public static func parsePublicURL(_ text: String) -> String? {
         let trimmed = text.hasSuffix("/") ? String(text.dropLast()) : text
         guard trimmed.utf8.count <= 200, trimmed.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7F }),
-              trimmed.hasPrefix("https://") || trimmed.hasPrefix("http://"),
+              trimmed.hasPrefix("https://") || isLoopback(url: trimmed),
               let url = URL(string: trimmed), let host = url.host, !host.isEmpty,
               url.query == nil, url.fragment == nil, url.user == nil else { return nil }
         return trimmed
+    }
+
+    /// Whether `url` is plain http to this box itself (127.0.0.0/8, ::1, localhost).
+    public static func isLoopback(url: String) -> Bool {
+        guard url.lowercased().hasPrefix("http://"), let host = URL(string: url)?.host?.lowercased() else { return false }
+        return host == "localhost" || host == "::1" || host == "[::1]" || host.hasPrefix("127.")
     }
 
     /// `HOST:PORT` (an IPv6 host in brackets), or nil.

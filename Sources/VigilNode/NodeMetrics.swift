@@ -29,6 +29,7 @@ final class NodeMetrics: NodeComponent {
     /// The alarm centre's link: 1 while its last exchange was acknowledged (or none failed yet);
     /// what its receivers did, by outcome.
     private let alarmCentreUp: Gauge
+    private let notifierTestUp: Gauge
     private let alarmCentre: [String: Counter]
     private let callbacks: [String: Counter]
     /// The hazard feed's counters (DriveAZ's debug figures), by what happened to each message.
@@ -71,6 +72,7 @@ final class NodeMetrics: NodeComponent {
         callsUnanswered = gauge("vigil_calls_unanswered")
         oldestUnansweredSeconds = gauge("vigil_call_oldest_unanswered_seconds")
         alarmCentreUp = gauge("vigil_alarm_centre_up")
+        notifierTestUp = gauge("vigil_notifier_test_up")
         alarmCentre = Dictionary(uniqueKeysWithValues: Self.alarmCentreOutcomes.map {
             ($0, counter("vigil_alarm_centre_replies_total", [("outcome", $0)]))
         })
@@ -165,7 +167,9 @@ final class NodeMetrics: NodeComponent {
             for (outcome, counter) in alarmCentre { add(counter, now.alarmCentre[outcome] ?? 0, last.alarmCentre[outcome] ?? 0) }
             alarmCentreUp.record(status.problem == nil ? 1 : 0)
         }
-        now.callbacks = ["taken": node.control.callbacks.taken, "refused": node.control.callbacks.refused]
+        if node.notifierTest.configured { notifierTestUp.record(node.notifierTest.status.problem == nil ? 1 : 0) }
+        let callbackStatus = node.webhookCallbackStatus
+        now.callbacks = ["taken": callbackStatus?.taken ?? 0, "refused": callbackStatus?.refused ?? 0]
         for (outcome, counter) in callbacks { add(counter, now.callbacks[outcome] ?? 0, last.callbacks[outcome] ?? 0) }
         last = now
 

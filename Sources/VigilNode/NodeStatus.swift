@@ -51,6 +51,11 @@ public struct LiveStatus: Sendable, Codable {
     public var alarmCentre: AlarmCentreStatus?
     /// Webhook callbacks this run (nil: none came).
     public var webhookCallbacks: WebhookCallbackStatus?
+    /// The notifier's self-test (nil: no `calls.test_to`).
+    public var notifierTest: NotifierTestStatus?
+    /// Why the box cannot call for help now (the centre's link, a failed self-test); nil: no path
+    /// is known to fail.
+    public var callPathProblem: String?
 }
 
 /// The box's GATT links, as `vigil status` shows them.
@@ -80,6 +85,17 @@ public enum VigilVersion {
 }
 
 extension Node {
+    /// Callbacks taken and refused, the page's refusals of malformed ones included; nil: none came.
+    var webhookCallbackStatus: WebhookCallbackStatus? {
+        var status = control.callbacks
+        let malformed = malformedCallbacks.load(ordering: .relaxed)
+        if malformed > 0 {
+            status.refused &+= malformed
+            if status.lastRefusal == nil { status.lastRefusal = "malformed (refused by the page)" }
+        }
+        return status == WebhookCallbackStatus() ? nil : status
+    }
+
     /// The live status, read on the loop (the control handler runs there).
     public func liveStatus() -> LiveStatus {
         loop.owner.check("liveStatus")
@@ -98,6 +114,8 @@ extension Node {
             sensors: { let s = heartRateSensors.status; return s.isEmpty ? nil : s }(),
             hazardFeed: hazardFeed.status,
             alarmCentre: configuration.alarmCentre == nil ? nil : alarmCentre.status,
-            webhookCallbacks: control.callbacks == WebhookCallbackStatus() ? nil : control.callbacks)
+            webhookCallbacks: webhookCallbackStatus,
+            notifierTest: notifierTest.configured ? notifierTest.status : nil,
+            callPathProblem: callPathProblem)
     }
 }

@@ -69,6 +69,17 @@ struct OutboxMessage: Codable, Equatable {
         self.take = take
     }
 
+    /// A self-test's message (`NotifierSelfTest`): channel "test", one recipient.
+    init(testTo recipient: String, id: String, text: String, nodeID: UInt64, createdMicroseconds: UInt64) {
+        self.id = id
+        channel = "test"
+        recipients = [recipient]
+        self.text = text
+        attempt = 1
+        node = String(nodeID, radix: 16)
+        self.createdMicroseconds = createdMicroseconds
+    }
+
     var json: [UInt8] {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]

@@ -15,40 +15,53 @@ struct WebhookCallbackRule {
     let calls: CallBook
     let key: CallbackKey
 
-    static let refusal = "this token does not take that call"
+    static let refusal = CallbackTakeRequest.refusal
+    /// Who took the call when the callback does not say. Never the webhook's address: services
+    /// keep their secrets in its path, query and sometimes its host.
+    static let defaultTaker = "a webhook"
 
-    /// The take link for a message: only to a single webhook recipient of an opening message
-    /// ("call/<id>/<round>.<tier>/<recipient>") of a call nobody has taken yet.
+    /// The take link for a message: only to a single webhook recipient, still in the tree, of an
+    /// opening message ("call/<id>/<round>.<tier>/<recipient>", matched exactly) of a call nobody
+    /// has taken yet, and only over TLS (or to a relay on this box): a token read on the way
+    /// takes the call.
     static func link(for entry: Outbox.Entry, calls: CallBook, key: CallbackKey, publicURL: String?) -> OutboxMessage.TakeLink? {
         guard entry.channel == .call, entry.recipients.count == 1, let recipient = entry.recipients.first,
-              case .webhook? = try? ContactAddress.parse(recipient) else { return nil }
-        guard let call = calls.open.first(where: { call in
-            let prefix = "call/\(call.id)/"
-            return entry.id.hasPrefix(prefix) && entry.id.dropFirst(prefix.count).first?.isNumber == true
-        }), call.isUnanswered, call.told.contains(recipient) else { return nil }
+              carriesTokens(recipient), calls.tree.everyone.contains(recipient) else { return nil }
+        guard let call = calls.open.first(where: { isOpening(entry.id, of: $0.id, to: recipient) }),
+              call.isUnanswered, call.told.contains(recipient) else { return nil }
         let path = "/api/v1/callbacks/take"
         return OutboxMessage.TakeLink(call: call.id, code: call.code, recipient: recipient, path: path,
-                                      url: publicURL.map { $0 + path }, token: key.token(call: call.id, recipient: recipient))
+                                      url: publicURL.map { $0 + path },
+                                      token: key.token(call: call.id, started: call.startedSequence, recipient: recipient))
+    }
+
+    /// Whether `entry` is exactly "call/<call>/<round>.<tier>/<recipient>" (a resident's id may
+    /// hold "/", so a prefix alone could name another resident's call).
+    static func isOpening(_ entry: String, of call: String, to recipient: String) -> Bool {
+        let prefix = "call/\(call)/", suffix = "/" + recipient
+        guard entry.hasPrefix(prefix), entry.hasSuffix(suffix), entry.utf8.count > prefix.utf8.count + suffix.utf8.count else { return false }
+        let step = entry.utf8.dropFirst(prefix.utf8.count).dropLast(suffix.utf8.count)
+        let parts = step.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
+        return parts.count == 2 && parts.allSatisfy { !$0.isEmpty && $0.count <= 10 && $0.allSatisfy { (0x30...0x39).contains($0) } }
+    }
+
+    /// A webhook whose messages may carry tokens: https, or plain http to this box itself.
+    static func carriesTokens(_ recipient: String) -> Bool {
+        guard case .webhook? = try? ContactAddress.parse(recipient) else { return false }
+        let lower = recipient.lowercased()
+        return lower.hasPrefix("https://") || HTTPSettings.isLoopback(url: lower)
     }
 
     /// What a callback becomes: the taking, or a refusal. Checks the token before anything else,
     /// so every answer before it is the same.
     func decide(_ request: CallbackTakeRequest) -> CommandInterpreter.Outcome {
-        guard request.call.utf8.count <= 512, request.recipient.utf8.count <= ContactAddress.maximumLength,
-              key.verifies(request.token, call: request.call, recipient: request.recipient),
-              let call = calls.calls[request.call], call.told.contains(request.recipient) else {
+        guard request.isWellFormed, let call = calls.calls[request.call],
+              key.verifies(request.token, call: call.id, started: call.startedSequence, recipient: request.recipient),
+              call.told.contains(request.recipient), calls.tree.everyone.contains(request.recipient) else {
             return .refused(.invalid, Self.refusal)
         }
         let named = PrintableText.clean(request.by ?? "", limit: 64).trimmingCharacters(in: .whitespaces)
-        let by = named.isEmpty ? Self.host(of: request.recipient) : named
-        return interpreter.take(TakeRequest(call: call.id, by: by, via: "webhook"), via: .webhook)
-    }
-
-    /// A webhook's host, never its path or query (where services keep their secrets).
-    static func host(of url: String) -> String {
-        let rest = url.drop(while: { $0 != ":" }).dropFirst(3)
-        let authority = rest.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
-        return String((authority.split(separator: "@").last ?? authority).prefix(64))
+        return interpreter.take(TakeRequest(call: call.id, by: named.isEmpty ? Self.defaultTaker : named, via: "webhook"), via: .webhook)
     }
 }
 
@@ -71,4 +84,26 @@ public struct WebhookCallbackStatus: Sendable, Codable, Equatable {
 
     /// A flood of forged callbacks is counted, not written line by line to the journal.
     var worthLogging: Bool { refused <= 3 || refused.nonzeroBitCount == 1 }
+}
+
+extension CallbackTakeRequest {
+    /// The one answer to every callback whose token does not take the call it names.
+    public static let refusal = "this token does not take that call"
+
+    /// The shape a genuine callback has: the box's page checks it before the request reaches
+    /// the node's loop (`Node.noteMalformedCallback`).
+    public var isWellFormed: Bool {
+        token.utf8.count == 64 && token.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
+            && !call.isEmpty && call.utf8.count <= 512
+            && !recipient.isEmpty && recipient.utf8.count <= ContactAddress.maximumLength
+            && (by?.utf8.count ?? 0) <= 1_024
+    }
+}
+
+extension Node {
+    /// The page refused a callback that could not be genuine without asking the loop: counted
+    /// with the callbacks the node refused. Any thread.
+    public func noteMalformedCallback() {
+        malformedCallbacks.add(1, ordering: .relaxed)
+    }
 }

@@ -177,6 +177,11 @@ struct APIRoutes: Sendable {
     /// A callback's answer: 403 for a token that does not take the call (whatever was wrong),
     /// 409 for a call already taken or ended, else as any command.
     func callback(_ body: CallbackTakeRequest) async -> Response {
+        // A request that cannot be genuine is answered here, without a turn of the node's loop.
+        guard body.isWellFormed else {
+            node.noteMalformedCallback()
+            return Self.problem(.forbidden, CallbackTakeRequest.refusal)
+        }
         guard let reply = await node.perform(.takeCallByCallback(body)) else {
             return Self.problem(.serviceUnavailable, "the node did not answer: it is stopping or restarting")
         }

@@ -149,21 +149,22 @@ struct AlertTake: AsyncParsableCommand {
 /// `vigil calls`: the path calls for help take out of the box.
 struct CallsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "calls", abstract: "Calls for help: prove the path to the alarm centre.", subcommands: [CallsTest.self])
+        commandName: "calls", abstract: "Calls for help: prove the paths to people and the alarm centre.", subcommands: [CallsTest.self])
 }
 
-/// `vigil calls test`: a test report (Contact ID 602) to the alarm receiving centre now; its
-/// outcome shows in `vigil status`, `vigil why` (amber "cannot call for help") and `/metrics`.
+/// `vigil calls test`: the self-test now: a test report (Contact ID 602) to the alarm receiving
+/// centre and a test message to each of `calls.test_to`; the outcome shows in `vigil status`,
+/// `vigil why` (amber "cannot call for help") and `/metrics`.
 struct CallsTest: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "test", abstract: "Send a test report to the alarm receiving centre now (the running node).")
+        commandName: "test", abstract: "Run the self-test now (the running node): the alarm centre and calls.test_to.")
     @OptionGroup var options: DataOptions
 
     func run() async throws {
         try await reportingErrors {
             let dir = try options.load().configuration.dataDirectory
             _ = try CommandSender.sendToRunningNode(.testCalls, dataDirectory: dir)
-            FileOutput.standardOutput.write("test report to the alarm centre started; `vigil status` shows its outcome\n")
+            FileOutput.standardOutput.write("self-test started; `vigil status` shows its outcome\n")
         }
     }
 }

@@ -56,6 +56,20 @@ enum CallText {
 
     /// The alarm centre's link, from the running node: whether it answers, and what its
     /// receivers did.
+    /// The notifier's self-test: to whom, and how the last one went.
+    static func notifierTest(_ t: NotifierTestStatus?) -> String {
+        guard let t else { return "" }
+        var out = "self-test messages to \(t.recipients.joined(separator: ", ")): "
+        if let problem = t.problem {
+            out += "PROBLEM: \(problem)"
+        } else if let at = t.lastTestMicroseconds {
+            out += "last test passed \(EventFormatting.time(at))"
+        } else {
+            out += "no test yet (vigil calls test)"
+        }
+        return out + "\n"
+    }
+
     /// Webhook callbacks this run: what they took, what was refused and why.
     static func webhookCallbacks(_ c: WebhookCallbackStatus?) -> String {
         guard let c else { return "" }

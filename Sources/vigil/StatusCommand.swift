@@ -149,6 +149,7 @@ struct Status: AsyncParsableCommand {
             ? s.health.lastEventMicroseconds : UInt64(max(0, Date().timeIntervalSince1970 * 1_000_000))
         out += CallText.status(s, nowMicroseconds: now)
         out += CallText.alarmCentre(live?.alarmCentre)
+        out += CallText.notifierTest(live?.notifierTest)
         out += CallText.webhookCallbacks(live?.webhookCallbacks)
         out += CallText.sms(s)
         let pending = s.outbox.pending.filter { $0.channel != .broadcast }

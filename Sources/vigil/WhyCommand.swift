@@ -24,7 +24,7 @@ struct Why: AsyncParsableCommand {
             // Explain what the node shows, or would show if it ran. A node whose log failed runs
             // from memory: what it took since is not in the log, but the failure itself shows.
             let decisions = OutputPolicy.decide(state, running: true, logFailure: live?.status?.fromMemory?.failure,
-                                                callPathProblem: live?.status?.alarmCentre?.problem)
+                                                callPathProblem: live?.status.flatMap { $0.callPathProblem ?? $0.alarmCentre?.problem })
             let sequences = Set(decisions.values.flatMap { $0.reasons.flatMap(\.sequences) })
             var events: [UInt64: Event] = [:]
             try log.read { txn in

@@ -138,6 +138,7 @@ import VigilSystem
             CallbackTakeRequest(call: call, recipient: hook, token: altered),
             CallbackTakeRequest(call: call, recipient: hook, token: String(repeating: "0", count: 64)),
             CallbackTakeRequest(call: call, recipient: hook, token: "short"),
+            CallbackTakeRequest(call: call, recipient: hook, token: token.uppercased()),
             // The phone's number with the webhook's token: a token is good for one recipient.
             CallbackTakeRequest(call: call, recipient: Self.staff, token: token),
             // Another call's id with this call's token.
@@ -164,30 +165,50 @@ import VigilSystem
         let takings = try storedEvents(dir).compactMap { e -> AlertTaken? in if case .alertTaken(let t) = e.body { t } else { nil } }
         #expect(takings.count == 1, "refused callbacks are never events")
         #expect(takings.first?.via == .webhook)
-        #expect(takings.first?.by == "staff.example", "the webhook's host, never its secret path")
+        #expect(takings.first?.by == WebhookCallbackRule.defaultTaker, "never the webhook's address, where its secrets are")
     }
 
-    @Test func aCallbackKeysTokenIsBoundToItsCallAndRecipient() throws {
+    @Test func aCallbackKeysTokenIsBoundToItsCallItsStartAndItsRecipient() throws {
         let key = CallbackKey(bytes: Array(repeating: 7, count: 32))
-        let token = key.token(call: "alert:ab:1", recipient: "https://a.example/x")
-        #expect(key.verifies(token, call: "alert:ab:1", recipient: "https://a.example/x"))
-        #expect(!key.verifies(token, call: "alert:ab:2", recipient: "https://a.example/x"))
-        #expect(!key.verifies(token, call: "alert:ab:1", recipient: "https://a.example/y"))
+        let token = key.token(call: "alert:ab:1", started: 5, recipient: "https://a.example/x")
+        #expect(key.verifies(token, call: "alert:ab:1", started: 5, recipient: "https://a.example/x"))
+        #expect(!key.verifies(token, call: "alert:ab:2", started: 5, recipient: "https://a.example/x"))
+        #expect(!key.verifies(token, call: "alert:ab:1", started: 6, recipient: "https://a.example/x"), "the same id used again is another call")
+        #expect(!key.verifies(token, call: "alert:ab:1", started: 5, recipient: "https://a.example/y"))
         // Fields are length-prefixed: moving bytes between them gives another token.
-        #expect(key.token(call: "ab", recipient: "c") != key.token(call: "a", recipient: "bc"))
-        #expect(!CallbackKey(bytes: Array(repeating: 8, count: 32)).verifies(token, call: "alert:ab:1", recipient: "https://a.example/x"))
-        #expect(!key.verifies(token + "00", call: "alert:ab:1", recipient: "https://a.example/x"))
-        #expect(!key.verifies("zz" + token.dropFirst(2), call: "alert:ab:1", recipient: "https://a.example/x"))
-        #expect(WebhookCallbackRule.host(of: "https://user:pw@hooks.example:8443/p?q=1") == "hooks.example:8443")
+        #expect(key.token(call: "ab", started: 1, recipient: "c") != key.token(call: "a", started: 1, recipient: "bc"))
+        #expect(!CallbackKey(bytes: Array(repeating: 8, count: 32)).verifies(token, call: "alert:ab:1", started: 5, recipient: "https://a.example/x"))
+        #expect(!key.verifies(token + "00", call: "alert:ab:1", started: 5, recipient: "https://a.example/x"))
+        #expect(!key.verifies("zz" + token.dropFirst(2), call: "alert:ab:1", started: 5, recipient: "https://a.example/x"))
 
         let dir = TemporaryDirectory()
         try FileManager.default.createDirectory(atPath: dir.path, withIntermediateDirectories: true)
+        // An empty key (a power cut during the first start) is made again.
+        FileManager.default.createFile(atPath: dir.path + "/callback-key", contents: Data())
         let made = try CallbackKey.load(directory: dir.path)
         let loaded = try CallbackKey.load(directory: dir.path)
-        #expect(loaded.token(call: "c", recipient: "r") == made.token(call: "c", recipient: "r"), "kept across starts")
+        #expect(loaded.token(call: "c", started: 1, recipient: "r") == made.token(call: "c", started: 1, recipient: "r"), "kept across starts")
         let mode = try FileManager.default.attributesOfItem(atPath: dir.path + "/callback-key")[.posixPermissions] as? Int
         #expect(mode == 0o600)
+        #expect(!FileManager.default.fileExists(atPath: dir.path + "/callback-key.new"))
         try "not a key\n".write(toFile: dir.path + "/callback-key", atomically: true, encoding: .utf8)
         #expect(throws: NodeError.self) { try CallbackKey.load(directory: dir.path) }
+    }
+
+    @Test func aTakeLinkGoesOnlyOverTLSAndOnlyOnTheExactOpeningMessageOfItsCall() {
+        #expect(WebhookCallbackRule.carriesTokens("https://hooks.example/x"))
+        #expect(WebhookCallbackRule.carriesTokens("http://127.0.0.1:8080/relay"))
+        #expect(!WebhookCallbackRule.carriesTokens("http://relay.lan/x"), "a token in the clear on the Wi-Fi takes the call")
+        #expect(!WebhookCallbackRule.carriesTokens("+34600111222"))
+        let r = "https://h.example/x"
+        #expect(WebhookCallbackRule.isOpening("call/resident:room-12/2/0.1/\(r)", of: "resident:room-12/2", to: r))
+        // room-12/2's third ladder is not room-12's second.
+        #expect(!WebhookCallbackRule.isOpening("call/resident:room-12/2/3/0.0/\(r)", of: "resident:room-12/2", to: r))
+        #expect(WebhookCallbackRule.isOpening("call/resident:room-12/2/3/0.0/\(r)", of: "resident:room-12/2/3", to: r))
+        #expect(!WebhookCallbackRule.isOpening("call/resident:room-12/2/taken/\(r)", of: "resident:room-12/2", to: r))
+        #expect(!WebhookCallbackRule.isOpening("call/alert:ab:1/end/\(r)", of: "alert:ab:1", to: r))
+        #expect(HTTPSettings.parsePublicURL("http://vigil-a.lan:8443") == nil)
+        #expect(HTTPSettings.parsePublicURL("https://vigil-a.lan:8443/") == "https://vigil-a.lan:8443")
+        #expect(HTTPSettings.parsePublicURL("http://127.0.0.1:8080") == "http://127.0.0.1:8080")
     }
 }

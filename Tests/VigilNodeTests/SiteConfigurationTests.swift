@@ -76,6 +76,22 @@ struct AlarmCentreConfigurationTests {
         #expect(c.callTree.tiers.map(\.recipients) == [["+34600111222"], ["arc"]])
     }
 
+    @Test func theSelfTestsRecipientsAreCheckedAndNormalisedAndThePublicURLIsTLS() throws {
+        let c = try load("""
+            calls:
+              test_every: 6h
+              test_to: ["+34 600-111-222", "https://ntfy.example.org/shelter-3"]
+            http:
+              public_url: https://vigil-a.lan:8443/
+            """)
+        #expect(c.callTestRecipients == ["+34600111222", "https://ntfy.example.org/shelter-3"])
+        #expect(c.callTestEveryMicroseconds == 6 * 3_600_000_000)
+        #expect(c.http.publicURL == "https://vigil-a.lan:8443")
+        #expect(throws: ConfigurationError.self) { try load("calls:\n  test_to: [\"600 111 222\"]\n") }
+        #expect(throws: ConfigurationError.self) { try load("calls:\n  test_to: [\"arc\"]\n") }
+        #expect(throws: ConfigurationError.self) { try load("http:\n  public_url: http://vigil-a.lan:8080\n") }
+    }
+
     @Test func aTreeNamingTheCentreNeedsOne() throws {
         #expect(throws: ConfigurationError.self) {
             try load("""
