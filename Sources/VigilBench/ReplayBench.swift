@@ -7,18 +7,22 @@ import VigilSystem
 /// A log of `plan.replayEvents` mixed events (scan hits sheddable, the rest critical), appended as
 /// the node appends them, without syncs: the input of the replay and salvage benchmarks.
 func buildMixedLog(directory: String, plan: Plan) throws {
+    try buildMixedLog(directory: directory, events: plan.replayEvents, plan: plan)
+}
+
+func buildMixedLog(directory: String, events count: Int, plan: Plan) throws {
     var configuration = LogConfiguration(directory: directory)
     configuration.sync = .none
     configuration.initialMapSize = 512 << 20
     var events = MixedWorkload()
-    let result = try runVigilAppend(directory: directory, configuration: configuration, count: plan.replayEvents,
+    let result = try runVigilAppend(directory: directory, configuration: configuration, count: count,
                                     pacing: .saturated(maxInFlight: plan.maxInFlight), device: nil) { _ in
         let next = events.next()
         let record = LogRecord(kind: next.kind, timeMicroseconds: next.time, payload: next.payload)
         return (record, next.kind == UInt32(EventKind.scanHit.rawValue) ? .sheddable : .critical)
     }
-    guard result.acknowledged == plan.replayEvents else {
-        throw BenchError("the log has \(result.acknowledged) events, expected \(plan.replayEvents) (shed \(result.shed))")
+    guard result.acknowledged == count else {
+        throw BenchError("the log has \(result.acknowledged) events, expected \(count) (shed \(result.shed))")
     }
 }
 

@@ -24,6 +24,12 @@ func runBenchmarks(_ options: Options) throws {
     if CallPathBench.metrics.contains(where: reporter.wants) {
         try CallPathBench(plan: plan, options: options, reporter: reporter).run()
     }
+    if reporter.wants(MassCallBench.metric) {
+        try MassCallBench(plan: plan, reporter: reporter).run()
+    }
+    if reporter.wants(PowerCutBench.metric) {
+        try PowerCutBench(plan: plan, options: options, reporter: reporter).run()
+    }
     if ScanReportBench.metrics.contains(where: reporter.wants) {
         try ScanReportBench(plan: plan, options: options, reporter: reporter).run()
     }
@@ -64,6 +70,9 @@ func loadAverage() -> String {
     return loads.map { String(($0 * 100).rounded() / 100) }.joined(separator: " ")
 }
 
+if CommandLine.arguments.count == 3 && CommandLine.arguments[1] == PowerCutBench.childFlag {
+    PowerCutBench.runChild(directory: CommandLine.arguments[2])
+}
 do {
     guard let options = try Options.parse(Array(CommandLine.arguments.dropFirst())) else { exit(0) }
     try runBenchmarks(options)

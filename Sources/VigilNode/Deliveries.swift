@@ -111,6 +111,10 @@ final class Deliveries: NodeComponent {
             node.logger.warning("delivery failed", metadata: ["entry": "\(running.entry)", "error": "\(error)"])
         }
         record(entry: running.entry, attempt: running.attempt, delivered: error.isEmpty, notifier: "command", error: error)
+        // The next message now, not once this attempt is durable: the entry just tried is held
+        // (`attemptsInFlight`) until it is, so it cannot go twice, and 200 calls at once do not
+        // wait for a commit between each two messages (mass_call_notify_s).
+        reconcile()
     }
 
     /// Appends an attempt (from a delivery here, or the radio settling a broadcast).
