@@ -88,6 +88,10 @@ public struct CallBook: Codable, Equatable, Sendable {
     /// The tree (a setting: see `CallTree`).
     public var tree = CallTree()
     public private(set) var calls: [String: Call] = [:]
+    /// The ids of open residents' calls: what every check-in and ladder event looks at
+    /// (`Projections.followResidentCalls`), kept apart so that a box with many open alerts does not
+    /// sort all its calls on each one. Derived (rebuilt from `calls` on decode).
+    public private(set) var openResidentCallIDs: Set<String> = []
     public private(set) var openedTotal: UInt64 = 0
     public private(set) var takenTotal: UInt64 = 0
     public private(set) var staleDeadlines: UInt64 = 0
@@ -119,6 +123,11 @@ public struct CallBook: Codable, Equatable, Sendable {
         calls.values.filter(\.isOpen).sorted { ($0.startedSequence, $0.id) < ($1.startedSequence, $1.id) }
     }
 
+    /// Open residents' calls, oldest first.
+    public var openResidentCalls: [Call] {
+        openResidentCallIDs.compactMap { calls[$0] }.sorted { ($0.startedSequence, $0.id) < ($1.startedSequence, $1.id) }
+    }
+
     /// Every call kept, newest first.
     public var newestFirst: [Call] {
         calls.values.sorted { ($0.startedSequence, $0.id) > ($1.startedSequence, $1.id) }
@@ -141,6 +150,7 @@ public struct CallBook: Codable, Equatable, Sendable {
                         stepStartedMicroseconds: time, told: [], lastTold: [:], firstTold: [:], origin: origin,
                         number: openedTotal, taken: nil, ended: nil)
         calls[id] = call
+        if kind == .resident { openResidentCallIDs.insert(id) }
         forgetOldEnded()
         return tell(id, tier: 0, round: 0, at: time)
     }
@@ -255,6 +265,7 @@ public struct CallBook: Codable, Equatable, Sendable {
         let time = event.timeMicroseconds
         call.ended = Ending(reason: reason, microseconds: time, sequence: event.sequence)
         calls[id] = call
+        openResidentCallIDs.remove(id)
         forgetOldEnded()
         let at = CivilTime(utcSeconds: Int64(clamping: time / 1_000_000)).text
         let text = "\(reason.uppercased()): \(call.summary). \(detail) (\(at) UTC)"
@@ -349,6 +360,7 @@ public struct CallBook: Codable, Equatable, Sendable {
         tree = try c.decode(CallTree.self, forKey: .tree)
         let list = try c.decode([Call].self, forKey: .calls)
         calls = Dictionary(list.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
+        openResidentCallIDs = Set(calls.values.filter { $0.isOpen && $0.kind == .resident }.map(\.id))
         openedTotal = try c.decode(UInt64.self, forKey: .openedTotal)
         takenTotal = try c.decode(UInt64.self, forKey: .takenTotal)
         staleDeadlines = try c.decode(UInt64.self, forKey: .staleDeadlines)

@@ -500,7 +500,7 @@ public struct Projections: Projection {
                                        event: event), event)
             return
         }
-        for call in calls.open where call.kind == .resident {
+        for call in calls.openResidentCalls {
             guard let rid = call.resident else { continue }
             guard let r = escalations.residents[rid] else {
                 addCallMessages(calls.end(call.id, reason: "ended", detail: "The resident was removed from the box.", event: event), event)

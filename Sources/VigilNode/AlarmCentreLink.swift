@@ -37,8 +37,10 @@ final class AlarmCentreLink: NodeComponent {
 
     /// One report on its way: to which receiver, over which connection, answered by what.
     private final class Exchange {
-        /// The outbox entry; nil for a periodic test.
+        /// The outbox entry; nil for a periodic test or a report the log cannot hold (`unlogged`).
         let entry: String?
+        /// A trouble report made while the log takes no writes: not an outbox entry.
+        var unlogged = false
         let attempt: UInt32
         let report: AlarmReport
         let sequence: DC09Sequence
@@ -74,6 +76,7 @@ final class AlarmCentreLink: NodeComponent {
     func start() throws(NodeError) {
         node.scheduler.register(Self.attemptTimer) { [unowned self] in reconcile() }
         node.scheduler.register(Self.exchangeTimer) { [unowned self] in timedOut() }
+        started = true
         if let settings, settings.key == nil {
             // In the clear, anyone on the path can read the account and forge an ACK.
             node.logger.warning("the alarm centre's reports go unencrypted: set arc.key (the centre's AES key)")
@@ -83,6 +86,21 @@ final class AlarmCentreLink: NodeComponent {
             // So the first test is due `firstTestAfter` from now.
             lastContactMicroseconds = now &+ Self.firstTestAfterMicroseconds &- min(settings.testEveryMicroseconds, now &+ Self.firstTestAfterMicroseconds)
         }
+    }
+
+    /// "Running from memory" (Contact ID 300) waiting to go, and when it may be tried again
+    /// after a failed attempt. Not an outbox entry: the log that would hold one takes no writes.
+    private var unloggedTrouble: AlarmReport?
+    private var unloggedRetryAtMicroseconds: UInt64 = 0
+    private var started = false
+
+    /// The log stopped taking writes: the centre hears it (once per run), so a box whose card
+    /// died is seen before anyone needs it. Sent after any call for help waiting, before a test.
+    func reportRunningFromMemory() {
+        guard settings != nil, unloggedTrouble == nil, !status.runningFromMemoryReported else { return }
+        unloggedTrouble = .raised(.runningFromMemory)
+        // A card read-only from the start fails the node's first append, before `start`.
+        if started { reconcile() }
     }
 
     func applied(_ event: Event) { attemptsInFlight.settle(event) }
@@ -101,6 +119,10 @@ final class AlarmCentreLink: NodeComponent {
             let due = head.attempts == 0 ? head.createdMicroseconds : head.lastAttemptMicroseconds &+ retry.delay(afterFailures: head.attempts)
             // A wall clock stepped back must not push a call for help out by the step.
             if due <= now { begin(head) } else { schedule(atWall: min(due, now &+ retry.max)) }
+            return
+        }
+        if let trouble = unloggedTrouble {
+            if unloggedRetryAtMicroseconds <= now { beginUnlogged(trouble) } else { schedule(atWall: unloggedRetryAtMicroseconds) }
             return
         }
         guard let settings, settings.testEveryMicroseconds > 0 else {
@@ -152,6 +174,16 @@ final class AlarmCentreLink: NodeComponent {
         guard let settings else { return }
         let ex = Exchange(entry: nil, attempt: 1, report: .periodicTest, sequence: testSequence,
                           receivers: settings.receivers.map(\.description))
+        testSequence = testSequence.next()
+        exchange = ex
+        follow(ex.plan.first, ex)
+    }
+
+    private func beginUnlogged(_ report: AlarmReport) {
+        guard let settings else { return }
+        node.logger.notice("report to the alarm centre", metadata: ["report": "running from memory (not in the log)"])
+        let ex = Exchange(entry: nil, attempt: 1, report: report, sequence: testSequence, receivers: settings.receivers.map(\.description))
+        ex.unlogged = true
         testSequence = testSequence.next()
         exchange = ex
         follow(ex.plan.first, ex)
@@ -334,11 +366,19 @@ final class AlarmCentreLink: NodeComponent {
         let now = node.clock.nowMicroseconds()
         let name = receiver.map { ex.plan.receivers[$0] }
         let hadProblem = status.problem != nil
-        status.finished(delivered: delivered, receiver: name, error: error, test: ex.entry == nil, at: now)
+        status.finished(delivered: delivered, receiver: name, error: error, test: ex.entry == nil && !ex.unlogged, at: now)
         // "Cannot call for help" on amber comes and goes with the link's state, not an event.
         if hadProblem != (status.problem != nil) { node.reconcileOutputs() }
         if delivered { lastContactMicroseconds = now }
-        if let entry = ex.entry {
+        if ex.unlogged {
+            if delivered {
+                unloggedTrouble = nil
+                status.runningFromMemoryReported = true
+            } else if let settings {
+                unloggedRetryAtMicroseconds = now &+ settings.retryMaxMicroseconds
+            }
+            reconcile()
+        } else if let entry = ex.entry {
             record(entry: entry, attempt: ex.attempt, delivered: delivered, notifier: name.map { "arc \($0)" } ?? "arc", error: error)
         } else {
             if !delivered, let settings {

@@ -27,6 +27,8 @@ public struct AlarmCentreStatus: Sendable, Codable, Equatable {
     /// How far the centre's clock was from the box's at the last NAK that gave its time (seconds,
     /// positive: the centre is ahead).
     public var clockSkewSeconds: Int64?
+    /// The centre acknowledged this run's "running from memory" trouble report.
+    public var runningFromMemoryReported = false
 
     public init(receivers: [String]) { self.receivers = receivers }
 

@@ -399,6 +399,7 @@ public final class Node: @unchecked Sendable {
                                 metadata: ["critical_events": "\(memory.criticalTaken)"])
             }
         }
+        alarmCentre.reportRunningFromMemory()
         if !logUnwritableAtStart {
             scheduler.schedule(Self.fromMemoryTimer, afterNanoseconds: configuration.logFailedRestartAfterMicroseconds &* 1_000)
         }

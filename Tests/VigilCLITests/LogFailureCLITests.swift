@@ -54,6 +54,31 @@ struct LogFailureCLITests {
         #expect(checkIns.lines.count == 1, "the check-in taken in memory is not on the card: \(checkIns.stdout)")
     }
 
+    /// Issue 27: the alarm centre hears that the box's card failed (Contact ID 1300, "running from
+    /// memory"), once, although the log that would hold the report takes no writes.
+    @Test func theAlarmCentreHearsThatTheCardFailed() throws {
+        let dir = TemporaryDirectory()
+        let centre = try ReceiverProcess(account: "1234")
+        defer { _ = centre.stop() }
+        let config = try LimitedNode.configuration(in: dir.path, extra: """
+            calls:
+              test_every: 0s
+            arc:
+              receivers: ["127.0.0.1:\(centre.port)"]
+              account: "1234"
+              receiver: "1"
+            """)
+        let node = try LimitedNode.start(config: config, fileSizeLimit: 200_000)
+        defer { node.kill() }
+        #expect(eventually(seconds: 60) { LimitedNode.live(config)?["fromMemory"] != nil })
+        let event = try #require(centre.next("event", timeout: 30), "the centre heard the trouble")
+        #expect(event["event_type"] as? String == "300" && event["event_qualifier"] as? String == "1", "\(event)")
+        #expect(eventually(seconds: 20) {
+            ((LimitedNode.live(config)?["alarmCentre"] as? [String: Any])?["runningFromMemoryReported"] as? Bool) == true
+        })
+        #expect(centre.next("event", timeout: 3) == nil, "once per run")
+    }
+
     @Test func withNothingHeldOnlyInMemoryTheNodeExitsSoSystemdTriesTheCardAgain() throws {
         let dir = TemporaryDirectory()
         let config = try LimitedNode.configuration(in: dir.path, restartAfter: "2s")
@@ -117,7 +142,7 @@ struct LimitedNode {
     func kill() { if process.isRunning { Glibc.kill(process.processIdentifier, SIGKILL) } }
 
     /// `restartAfter`: log.failed_restart_after (short only where the test waits for the exit).
-    static func configuration(in directory: String, restartAfter: String = "60s") throws -> String {
+    static func configuration(in directory: String, restartAfter: String = "60s", extra: String = "") throws -> String {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let path = directory + "/vigil.yaml"
         try """
@@ -129,6 +154,7 @@ struct LimitedNode {
         log:
           disk_reserve: 0
           failed_restart_after: \(restartAfter)
+        \(extra)
         """.write(toFile: path, atomically: true, encoding: .utf8)
         return path
     }
