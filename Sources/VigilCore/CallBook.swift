@@ -92,6 +92,11 @@ public struct CallBook: Codable, Equatable, Sendable {
     /// (`Projections.followResidentCalls`), kept apart so that a box with many open alerts does not
     /// sort all its calls on each one. Derived (rebuilt from `calls` on decode).
     public private(set) var openResidentCallIDs: Set<String> = []
+    /// The codes open calls hold, and the ended calls in the order they ended (ties: the order
+    /// they started): derived like `openResidentCallIDs`, so that opening or ending a call costs
+    /// the same with ten open calls as with ten thousand.
+    private var openCodes: Set<String> = []
+    private var endedOrder: [String] = []
     public private(set) var openedTotal: UInt64 = 0
     public private(set) var takenTotal: UInt64 = 0
     public private(set) var staleDeadlines: UInt64 = 0
@@ -151,7 +156,7 @@ public struct CallBook: Codable, Equatable, Sendable {
                         number: openedTotal, taken: nil, ended: nil)
         calls[id] = call
         if kind == .resident { openResidentCallIDs.insert(id) }
-        forgetOldEnded()
+        openCodes.insert(call.code)
         return tell(id, tier: 0, round: 0, at: time)
     }
 
@@ -162,9 +167,8 @@ public struct CallBook: Codable, Equatable, Sendable {
         for b in id.utf8 { hash = (hash ^ UInt64(b)) &* 0x100_0000_01b3 }
         hash ^= sequence &* 0x9E37_79B9_7F4A_7C15
         var n = Int(hash % 9_000) + 1_000
-        let taken = Set(calls.values.filter(\.isOpen).map(\.code))
         for _ in 0..<9_000 {
-            guard taken.contains("T\(n)") else { break }
+            guard openCodes.contains("T\(n)") else { break }
             n = n == 9_999 ? 1_000 : n + 1
         }
         return "T\(n)"
@@ -266,6 +270,8 @@ public struct CallBook: Codable, Equatable, Sendable {
         call.ended = Ending(reason: reason, microseconds: time, sequence: event.sequence)
         calls[id] = call
         openResidentCallIDs.remove(id)
+        openCodes.remove(call.code)
+        endedOrder.append(id)
         forgetOldEnded()
         let at = CivilTime(utcSeconds: Int64(clamping: time / 1_000_000)).text
         let text = "\(reason.uppercased()): \(call.summary). \(detail) (\(at) UTC)"
@@ -318,11 +324,9 @@ public struct CallBook: Codable, Equatable, Sendable {
     }
 
     private mutating func forgetOldEnded() {
-        let ended = calls.values.filter { !$0.isOpen }
-        guard ended.count > Self.keepEnded else { return }
-        for old in ended.sorted(by: { ($0.ended?.sequence ?? 0) < ($1.ended?.sequence ?? 0) }).prefix(ended.count - Self.keepEnded) {
-            calls[old.id] = nil
-        }
+        guard endedOrder.count > Self.keepEnded else { return }
+        for old in endedOrder.prefix(endedOrder.count - Self.keepEnded) { calls[old] = nil }
+        endedOrder.removeFirst(endedOrder.count - Self.keepEnded)
     }
 
     // MARK: Replies
@@ -361,6 +365,10 @@ public struct CallBook: Codable, Equatable, Sendable {
         let list = try c.decode([Call].self, forKey: .calls)
         calls = Dictionary(list.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
         openResidentCallIDs = Set(calls.values.filter { $0.isOpen && $0.kind == .resident }.map(\.id))
+        openCodes = Set(calls.values.filter(\.isOpen).map(\.code))
+        endedOrder = calls.values.filter { !$0.isOpen }
+            .sorted { ($0.ended?.sequence ?? 0, $0.startedSequence, $0.id) < ($1.ended?.sequence ?? 0, $1.startedSequence, $1.id) }
+            .map(\.id)
         openedTotal = try c.decode(UInt64.self, forKey: .openedTotal)
         takenTotal = try c.decode(UInt64.self, forKey: .takenTotal)
         staleDeadlines = try c.decode(UInt64.self, forKey: .staleDeadlines)
