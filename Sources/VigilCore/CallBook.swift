@@ -96,6 +96,9 @@ public struct CallBook: Codable, Equatable, Sendable {
     /// they started): derived like `openResidentCallIDs`, so that opening or ending a call costs
     /// the same with ten open calls as with ten thousand.
     private var openCodes: Set<String> = []
+    /// Open calls from other boxes: their ids and origins (the bounds `maximumRemoteOpen` and
+    /// `maximumOpenPerRemoteBox` are checked against it on every alert heard).
+    public private(set) var openRemoteOrigins: [String: UInt64] = [:]
     private var endedOrder: [String] = []
     public private(set) var openedTotal: UInt64 = 0
     public private(set) var takenTotal: UInt64 = 0
@@ -128,6 +131,9 @@ public struct CallBook: Codable, Equatable, Sendable {
         calls.values.filter(\.isOpen).sorted { ($0.startedSequence, $0.id) < ($1.startedSequence, $1.id) }
     }
 
+    /// A call for help raised at another box (heard over the air, or from the hub).
+    static func isRemote(_ call: Call) -> Bool { call.kind != .resident && call.source != raisedHere }
+
     /// Open residents' calls, oldest first.
     public var openResidentCalls: [Call] {
         openResidentCallIDs.compactMap { calls[$0] }.sorted { ($0.startedSequence, $0.id) < ($1.startedSequence, $1.id) }
@@ -156,6 +162,7 @@ public struct CallBook: Codable, Equatable, Sendable {
                         number: openedTotal, taken: nil, ended: nil)
         calls[id] = call
         if kind == .resident { openResidentCallIDs.insert(id) }
+        if Self.isRemote(call) { openRemoteOrigins[id] = call.origin }
         openCodes.insert(call.code)
         return tell(id, tier: 0, round: 0, at: time)
     }
@@ -270,6 +277,7 @@ public struct CallBook: Codable, Equatable, Sendable {
         call.ended = Ending(reason: reason, microseconds: time, sequence: event.sequence)
         calls[id] = call
         openResidentCallIDs.remove(id)
+        openRemoteOrigins[id] = nil
         openCodes.remove(call.code)
         endedOrder.append(id)
         forgetOldEnded()
@@ -366,6 +374,8 @@ public struct CallBook: Codable, Equatable, Sendable {
         calls = Dictionary(list.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
         openResidentCallIDs = Set(calls.values.filter { $0.isOpen && $0.kind == .resident }.map(\.id))
         openCodes = Set(calls.values.filter(\.isOpen).map(\.code))
+        openRemoteOrigins = Dictionary(calls.values.filter { $0.isOpen && Self.isRemote($0) }.map { ($0.id, $0.origin) },
+                                       uniquingKeysWith: { a, _ in a })
         endedOrder = calls.values.filter { !$0.isOpen }
             .sorted { ($0.ended?.sequence ?? 0, $0.startedSequence, $0.id) < ($1.ended?.sequence ?? 0, $1.startedSequence, $1.id) }
             .map(\.id)

@@ -413,9 +413,9 @@ public struct Projections: Projection {
             // credential at the hub) raising thousands must not text the staff thousands of times.
             // What is over the bound stays an alert on the page and in status.
             if !alert.raisedHere {
-                let remote = calls.open.filter { $0.kind != .resident && $0.source != CallBook.raisedHere }
+                let remote = calls.openRemoteOrigins
                 guard remote.count < CallBook.maximumRemoteOpen,
-                      remote.count(where: { $0.origin == alert.origin }) < CallBook.maximumOpenPerRemoteBox else {
+                      remote.values.count(where: { $0 == alert.origin }) < CallBook.maximumOpenPerRemoteBox else {
                     calls.noteRefusedRemoteCall()
                     return
                 }
