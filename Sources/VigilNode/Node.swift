@@ -104,7 +104,7 @@ public final class Node: @unchecked Sendable {
     private let commitInbox = CommitInbox()
     private let stopRequest = LockedValue<String?>(nil)
     /// Webhook callbacks the page refused before they reached the loop (`noteMalformedCallback`).
-    let malformedCallbacks = Atomic<UInt64>(0)
+    let malformedCallbacks = LockedValue<UInt64>(0)
 
     static let stopTimer = Scheduler.Timer("stop-after-duration")
     static let patternTimer = Scheduler.Timer("output-pattern")

@@ -88,7 +88,7 @@ extension Node {
     /// Callbacks taken and refused, the page's refusals of malformed ones included; nil: none came.
     var webhookCallbackStatus: WebhookCallbackStatus? {
         var status = control.callbacks
-        let malformed = malformedCallbacks.load(ordering: .relaxed)
+        let malformed = malformedCallbacks.withLock { $0 }
         if malformed > 0 {
             status.refused &+= malformed
             if status.lastRefusal == nil { status.lastRefusal = "malformed (refused by the page)" }

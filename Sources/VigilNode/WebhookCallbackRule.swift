@@ -104,6 +104,6 @@ extension Node {
     /// The page refused a callback that could not be genuine without asking the loop: counted
     /// with the callbacks the node refused. Any thread.
     public func noteMalformedCallback() {
-        malformedCallbacks.add(1, ordering: .relaxed)
+        malformedCallbacks.withLock { $0 &+= 1 }
     }
 }
