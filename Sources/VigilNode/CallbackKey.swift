@@ -8,10 +8,11 @@ import VigilSystem
 /// token that lets that recipient, and only it, take that call, and only that one
 /// (`WebhookCallbackRule`).
 ///
-/// A token is HMAC-SHA256 under this key of the call's id and the recipient's address, in hex. It
-/// is not stored anywhere: the node recomputes it to check a callback. So it cannot be listed or
-/// leaked from the log, a leaked token takes one call (which has then been taken), and a new key
-/// (delete `DATA/callback-key`) voids every token given out.
+/// A token is HMAC-SHA256 under this key of the call's id, the sequence of the event that opened
+/// it and the recipient's address, in hex. It is not stored anywhere: the node recomputes it to
+/// check a callback, so it cannot be listed or leaked from the log. Whoever reads the message can
+/// use it (so links go only over TLS, `WebhookCallbackRule.carriesTokens`), for that one call,
+/// until someone takes it; a new key (delete `DATA/callback-key`) voids every token given out.
 struct CallbackKey: Sendable {
     static let fileName = "callback-key"
     /// Bumped if the token's input ever changes, so old tokens never verify under new rules.
