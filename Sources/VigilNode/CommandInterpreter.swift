@@ -19,6 +19,9 @@ public struct CommandInterpreter {
         /// A shelter key is installed: alerts can go on the air.
         var hasShelterKey: Bool
         var maxAlertLifetimeMicroseconds: UInt64
+        /// The node is not running (the CLI appends for it): alerts are raised and cancelled only
+        /// by a running node, which alone knows the next counter and tells people at once.
+        var offline = false
     }
 
     /// The event a command becomes, or why it is refused.
@@ -34,7 +37,11 @@ public struct CommandInterpreter {
     public static func offline(state: Projections, nowMicroseconds: UInt64) -> CommandInterpreter {
         CommandInterpreter(context: Context(projections: state, pending: PendingEvents(), nodeID: state.health.nodeID,
                                             nowMicroseconds: nowMicroseconds, hasShelterKey: false,
-                                            maxAlertLifetimeMicroseconds: 0))
+                                            maxAlertLifetimeMicroseconds: 0, offline: true))
+    }
+
+    private var notRunning: Outcome {
+        .refused(.unavailable, "the node is not running: alerts are raised and cancelled by a running node (start it: systemctl start vigil)")
     }
 
     public func interpret(_ command: NodeCommand) -> Outcome {
@@ -289,10 +296,14 @@ public struct CommandInterpreter {
 
     /// A raised alert gets its id here (origin and the next counter: only the node knows it).
     private func raise(_ r: AlertRequest) -> Outcome {
-        guard context.hasShelterKey else { return noKey }
+        guard !context.offline else { return notRunning }
         guard let kind = Self.alertKinds[r.kind], AlertFrame.FrameType(kind: kind) != nil else {
             return .refused(.invalid, "unknown alert kind \(r.kind)")
         }
+        // A call for help goes to people (the call tree) whether or not it can go on the air, as
+        // the button's does (issue 27): only warnings, which exist to be heard by other boxes,
+        // need the shelter key.
+        guard context.hasShelterKey || AlertBook.asksForAnswer(kind: kind.rawValue) else { return noKey }
         var alert = Alert()
         alert.kind = kind
         switch r.severity {
@@ -333,7 +344,9 @@ public struct CommandInterpreter {
 
     /// A cancel must name an active alert raised here, not cancelled already.
     private func cancel(_ r: AlertCancelRequest) -> Outcome {
-        guard context.hasShelterKey else { return noKey }
+        guard !context.offline else { return notRunning }
+        // No key needed: only alerts raised here are cancelled, and without a key those are
+        // calls for help that never went on the air.
         guard let id = Self.parseAlertID(r.id) else { return .refused(.invalid, "the id must look like 1a2b3c4d:7 (origin in hex, counter)") }
         let raisedHere = context.projections.alerts.active.contains { $0.raisedHere && $0.idText == id.text }
             || context.pending.containsRaised(id)

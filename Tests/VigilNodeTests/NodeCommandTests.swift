@@ -69,10 +69,24 @@ import VigilSystem
         }
         #expect(updated.intervalUs == 7_200_000_000 && updated.mode == .time, "unset settings keep their value")
         guard case .refused(.unavailable, let why) = interpreter.interpret(.raiseAlert(AlertRequest(kind: "fire", lifetimeMicroseconds: 60_000_000))) else {
-            Issue.record("an alert was accepted without a radio")
+            Issue.record("an alert was accepted for a stopped node")
             return
         }
-        #expect(why.contains("shelter key"))
+        #expect(why.contains("not running"))
+        // A running node without a shelter key: a call for help goes to the call tree (issue 27);
+        // a warning, which exists to go on the air, is refused.
+        let keyless = CommandInterpreter(context: .init(projections: state, pending: PendingEvents(), nodeID: 0xAB, nowMicroseconds: 2_000,
+                                                        hasShelterKey: false, maxAlertLifetimeMicroseconds: 3_600_000_000))
+        guard case .event(.alertRaised(let sos), _) = keyless.interpret(.raiseAlert(AlertRequest(kind: "sos", lifetimeMicroseconds: 60_000_000))) else {
+            Issue.record("an SOS was refused without a radio")
+            return
+        }
+        #expect(sos.kind == .sos && sos.id == AlertID(origin: 0xAB, counter: 1))
+        guard case .refused(.unavailable, let noKey) = keyless.interpret(.raiseAlert(AlertRequest(kind: "fire", lifetimeMicroseconds: 60_000_000))) else {
+            Issue.record("a warning was accepted without a radio")
+            return
+        }
+        #expect(noKey.contains("shelter key"))
         guard case .event(.checkIn(let c), _) = interpreter.interpret(.checkIn(CheckInRequest(resident: "room-12", heartRate: 70, heartRateFlags: 0x1FF))) else {
             Issue.record("a check-in was refused")
             return
