@@ -219,4 +219,52 @@ import VigilTestSupport
         try await stop(node, task)
         _ = good.stop()
     }
+
+    @Test func aCentreDownForAnHourHearsEveryReportOnceAndInOrderWhenItIsBack() async throws {
+        // Issue 27, item 8: the only receiver is down (nothing listens on its port) for an hour,
+        // during which an SOS is raised and cancelled. Every attempt fails at once and is
+        // recorded; when a centre listens on that port again, it hears the alarm, then its
+        // restore, each once.
+        let port = Self.closedPort()
+        let dir = TemporaryDirectory()
+        var config = try Self.configuration(dir, ports: [port], key: nil)
+        config.alarmCentre?.retryMaxMicroseconds = 30_000_000
+        // The node's clock starts an hour behind: after the hour it is about real time again,
+        // which the centre checks each frame's time against.
+        let clock = ManualClock(startMicroseconds: UInt64(Date().timeIntervalSince1970 * 1_000_000) - 3_600_000_000)
+        let board = try SimulatedBoard(monotonic: clock)
+        let node = try Node(configuration: config, clock: clock, monotonic: clock, logger: quietLogger, board: board)
+        let task = await start(node)
+        await Self.press(node, clock)
+        await advance(clock, node, byMicroseconds: 120_000_000, step: 5_000_000)
+        let alert = try #require(await onLoop(node) { $0.projections.alerts.active.first?.idText })
+        // No shelter key: the cancel of a call for help raised here needs none.
+        let cancelled = try #require(await node.perform(.cancelAlert(AlertCancelRequest(id: alert, reason: "false alarm"))))
+        #expect(cancelled.ok, "\(cancelled)")
+        await advance(clock, node, byMicroseconds: 3_480_000_000, step: 10_000_000)
+        let down = await Self.arcEntries(node)
+        #expect(down.count == 2, "the alarm and its restore")
+        #expect(down.allSatisfy { !$0.delivered }, "\(down.map { ($0.attempts, $0.lastError) })")
+        #expect((down.first?.attempts ?? 0) >= 60 && down.last?.attempts == 0,
+                "the alarm is retried (every 30 s at most) and the restore waits behind it: \(down.map(\.attempts))")
+        #expect(await onLoop(node) { $0.callPathProblem } != nil, "an hour without the centre shows")
+
+        let centre = try ReceiverProcess(account: "1234", port: port)
+        defer { _ = centre.stop() }
+        #expect(centre.port == port)
+        var delivered = false
+        for _ in 0..<40 where !delivered {
+            await advance(clock, node, byMicroseconds: 5_000_000, step: 1_000_000)
+            delivered = await untilChildProcess(node, seconds: 2) { n in
+                n.projections.outbox.entries.values.filter { $0.channel == .arc }.allSatisfy(\.delivered)
+            }
+        }
+        #expect(delivered)
+        let heard = [centre.next("event", timeout: 10), centre.next("event", timeout: 10)].compactMap { $0 }
+        #expect(heard.map { $0["event_qualifier"] as? String } == ["1", "3"], "the alarm, then its restore: \(heard)")
+        #expect(heard.allSatisfy { $0["event_type"] as? String == "120" })
+        #expect(centre.next("event", timeout: 2) == nil, "each once")
+        #expect(Set(await Self.arcEntries(node).map(\.lastNotifier)) == ["arc 127.0.0.1:\(port)"])
+        try await stop(node, task)
+    }
 }

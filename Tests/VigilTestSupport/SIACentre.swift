@@ -34,9 +34,10 @@ public final class ReceiverProcess {
     private var buffer: [UInt8] = []
     public private(set) var lines: [[String: Any]] = []
 
-    public init(account: String, key: String? = nil, mode: String = "normal") throws {
+    /// `port` 0: one the system picks (then `port` says which).
+    public init(account: String, key: String? = nil, mode: String = "normal", port wanted: Int = 0) throws {
         process.executableURL = URL(fileURLWithPath: LiveHarness.python)
-        process.arguments = LiveHarness.pythonArguments + [LiveHarness.script, "--port", "0", "--account", account, "--mode", mode] + (key.map { ["--key", $0] } ?? [])
+        process.arguments = LiveHarness.pythonArguments + [LiveHarness.script, "--port", "\(wanted)", "--account", account, "--mode", mode] + (key.map { ["--key", $0] } ?? [])
         let pipe = Pipe()
         process.standardOutput = pipe
         output = pipe.fileHandleForReading.fileDescriptor
