@@ -18,6 +18,8 @@ import VigilSystem
 /// the other's.
 final class AlarmCentreLink: NodeComponent {
     unowned let node: Node
+    /// Before the log is open too: reports to the centre go out before the log is open.
+    var runsBeforeLogOpen: Bool { true }
     private var exchange: Exchange?
     private var attemptsInFlight = AttemptsInFlight()
     private(set) var status: AlarmCentreStatus

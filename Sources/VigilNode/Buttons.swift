@@ -16,6 +16,8 @@ import VigilSystem
 /// healthy (the service manager restarts it, which requests the lines again).
 final class Buttons: NodeComponent {
     unowned let node: Node
+    /// Before the log is open too: the button is what a start must not hold up.
+    var runsBeforeLogOpen: Bool { true }
     private var gestures: ButtonGestureDecoder
     /// One decoder per resident check-in button, by line.
     private var checkInGestures: [UInt32: ButtonGestureDecoder] = [:]

@@ -9,6 +9,8 @@ import VigilEvents
 /// One deadline at a time; one appended and not yet durable is not appended again.
 final class CallClock: NodeComponent {
     unowned let node: Node
+    /// Before the log is open too: a call before the open moves up its tree.
+    var runsBeforeLogOpen: Bool { true }
     static let timer = Scheduler.Timer("call-deadline")
     /// The deadline appended and not yet applied.
     private var appended: CallBook.Deadline?

@@ -44,21 +44,19 @@ struct CallbackKey: Sendable {
         var bytes: [UInt8] = []
         for _ in 0..<4 { withUnsafeBytes(of: secureRandomUInt64()) { bytes += $0 } }
         // Whole or not at all: written aside, made durable, then renamed into place.
-        let fresh = path + ".new"
         do {
-            FileSystem.remove(fresh)
-            try FileSystem.createExclusive(fresh, contents: Array((Hex.encode(bytes) + "\n").utf8))
-            try FileSystem.rename(fresh, to: path)
-            try FileSystem.syncDirectory(directory)
+            try FileSystem.replaceDurably(path, contents: Array((Hex.encode(bytes) + "\n").utf8))
         } catch {
             throw .system(error)
         }
         return CallbackKey(bytes: bytes)
     }
 
-    /// The token that lets `recipient` take `call`, the one that started at `started` (the
-    /// event's sequence: a call id used again later, by a box whose counter started over, is
-    /// another call, and old tokens do not take it): 64 hex digits.
+    /// The token that lets `recipient` take `call`, the one that started at `started` (the time
+    /// of the event that opened it, in µs: a call id used again later, by a box whose counter
+    /// started over, is another call, and old tokens do not take it): 64 hex digits. The time,
+    /// not the event's sequence: a call opened before the log was open (decision 0002) is
+    /// appended again with a new sequence once it is, and its tokens must go on working.
     func token(call: String, started: UInt64, recipient: String) -> String {
         Hex.encode(Array(HMAC<SHA256>.authenticationCode(for: Self.input(call: call, started: started, recipient: recipient), using: key)))
     }

@@ -11,6 +11,8 @@ import VigilSystem
 /// `CommandInterpreter`, appended, and answered once durable.
 final class ControlHandler: NodeComponent {
     unowned let node: Node
+    /// Before the log is open too: presses, takes and status from the first second.
+    var runsBeforeLogOpen: Bool { true }
     private var server: ControlServer?
     /// Answers owed to `Node.perform` callers, once their events are durable.
     private var durableWaiters: [(sequence: UInt64, alert: String?, answer: @Sendable (NodeReply) -> Void)] = []
@@ -67,6 +69,11 @@ final class ControlHandler: NodeComponent {
     /// What the state says about `command` now; commands that become events are answered once
     /// the event is durable.
     func answer(_ command: NodeCommand) -> ControlServer.Answer {
+        if let opening = node.opening, !Self.worksBeforeLogOpen(command) {
+            let seconds = Double(node.monotonic.nowNanoseconds() &- opening.startedNanoseconds) / 1e9
+            return .now(.refused(.unavailable, "the log is being checked and opened after an unclean stop (\(String(format: "%.0f", seconds)) s so far); "
+                + "until it is, the box takes presses, alerts and takes only: try again in a moment"))
+        }
         switch command {
         case .ping:
             return .now(.done)
@@ -149,6 +156,19 @@ final class ControlHandler: NodeComponent {
                 }
                 return .whenDurable(sequence, alert: alert)
             }
+        }
+    }
+
+    /// What a box answers while its log is being checked and opened (`LogOpening`): what a call
+    /// for help needs. The rest reads or changes history the box does not hold yet (residents,
+    /// exposure, the hub, chat, hazards) and waits for the open.
+    static func worksBeforeLogOpen(_ command: NodeCommand) -> Bool {
+        switch command {
+        case .ping, .status, .press, .silenceAlarms, .raiseAlert, .cancelAlert, .acknowledgeAlert, .takeCall, .takeCallByCallback, .testCalls:
+            true
+        case .checkIn, .enrolResident, .updateResident, .removeResident, .recordExposure, .recordKeysPublished, .reloadHubLinks,
+             .chatSend, .chatOpen, .chatConnect, .chatDisconnect, .reportHazard:
+            false
         }
     }
 

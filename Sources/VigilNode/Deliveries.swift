@@ -13,6 +13,8 @@ import VigilSystem
 /// command configured later delivers it), and the amber line says "no way to tell anyone".
 final class Deliveries: NodeComponent {
     unowned let node: Node
+    /// Before the log is open too: messages of a call for help go out before the log is open.
+    var runsBeforeLogOpen: Bool { true }
     private var attemptsInFlight = AttemptsInFlight()
     private var running: DeliveryAttempt?
     static let attemptTimer = Scheduler.Timer("outbox-attempt")

@@ -25,7 +25,9 @@ public final class Node: @unchecked Sendable {
     let clock: any WallClock
     let monotonic: any MonotonicClock
     let logger: Logger
-    let log: EventLog
+    /// The log: a scratch one while a start checks and opens the real one (`LogOpening`), then
+    /// the real one. Loop-owned once the loop runs.
+    private(set) var log: EventLog
     private let lockFile: FileDescriptor
     public let radio: any RadioAdapter
     public let board: any BoardAdapter
@@ -92,6 +94,17 @@ public final class Node: @unchecked Sendable {
     private var salvagedAtStart: SalvageReport?
     /// In the order they start, hear events and stop.
     private var components: [any NodeComponent] = []
+    /// The components running: all of them, or before the log is open only those that
+    /// `runsBeforeLogOpen`.
+    private var active: [any NodeComponent] = []
+    /// Set while this start checks and opens its log off the loop (decision 0002).
+    private(set) var opening: LogOpening?
+    /// After the log is taken over, the last event carried into it: outputs and effects wait
+    /// until it is applied, so they never reflect the restored state without what happened
+    /// before the open (red does not blink off between the two).
+    private var carriedThrough: UInt64?
+    /// The highest alert counter used here, kept outside the log (`AlertCounterFloor`).
+    private var alertFloor: AlertCounterFloor
     /// Appended as sheddable by their component (the hazard feed's reports) and not yet
     /// durable or refused: a refusal of one is not a critical event's.
     private var sheddableAppended = Set<UInt64>()
@@ -146,28 +159,57 @@ public final class Node: @unchecked Sendable {
             lockFile.unlock()
             throw .system(error)
         }
-        let loop = self.loop
-        let inbox = self.commitInbox
-        do {
-            (log, salvagedAtStart) = try LogRecovery.open(configuration, logger: logger) { report in
-                inbox.reports.withLock { $0.append(report) }
-                loop.wake()
+        let onDurable = Self.durableReports(to: commitInbox, waking: loop)
+        alertFloor = AlertCounterFloor(directory: configuration.dataDirectory)
+        // A start that must check its log first runs on a scratch log meanwhile (`LogOpening`);
+        // one that cannot make a scratch log (a full card) opens the log before the loop, as
+        // every start once did.
+        var opening: LogOpening?
+        if LogOpening.isDue(directory: configuration.dataDirectory) {
+            do {
+                opening = try LogOpening(configuration: configuration, startedNanoseconds: monotonic.nowNanoseconds(), onDurable: onDurable)
+            } catch {
+                logger.warning("no scratch log: the log is checked and opened before the button works", metadata: ["error": "\(error)"])
             }
-        } catch {
-            lockFile.unlock()
-            throw error
+        }
+        if let opening {
+            log = opening.scratch
+            self.opening = opening
+        } else {
+            do {
+                (log, salvagedAtStart) = try LogRecovery.open(configuration, logger: logger, onDurable: onDurable)
+            } catch {
+                lockFile.unlock()
+                throw error
+            }
         }
         projections = Projections(settings: configuration.projections)
         logUnwritableAtStart = log.failure != nil
         initialAir = boot.air
         failures.target = self
         components = [intake, airAlerts, buttons, ladder, expiries, hazardClock, callClock, smsInbox, deliveries, alarmCentre, notifierTest, retention, compaction, checkpoints, control, downtime, zones, occupancy, uplink, logIntegrity, serviceManager, publisher, connections, chatCentral, heartRateSensors, hazardFeed, metrics]
+        active = opening == nil ? components : components.filter(\.runsBeforeLogOpen)
+        if opening != nil {
+            // Nothing restored yet: the settings, and alert counters above any the log holds.
+            Self.configure(&projections, configuration)
+            projections.alerts.countersUsed(through: alertFloor.floor(logExists: true))
+            return
+        }
         do {
             try restore()
         } catch {
             log.close()
             lockFile.unlock()
             throw .log(error)
+        }
+        recordAlertFloor(projections.alerts.highestCounterRaisedHere)
+    }
+
+    /// The log writer's reports, handed to the loop.
+    private static func durableReports(to inbox: CommitInbox, waking loop: EventLoop) -> @Sendable (CommitReport) -> Void {
+        { report in
+            inbox.reports.withLock { $0.append(report) }
+            loop.wake()
         }
     }
 
@@ -229,7 +271,8 @@ public final class Node: @unchecked Sendable {
     private func callSettledWaiters() {
         // A timer already due (armed at once, say a window that closed while its report was on
         // its way) runs on the next turn: not settled until it has.
-        guard !settledWaiters.isEmpty, pending.isEmpty, finished || !scheduler.hasDue else { return }
+        // Nor while the log is being checked and opened beside the loop (`LogOpening`).
+        guard !settledWaiters.isEmpty, pending.isEmpty, finished || (!scheduler.hasDue && opening == nil && carriedThrough == nil) else { return }
         let waiters = settledWaiters
         settledWaiters.removeAll()
         for w in waiters { w(self) }
@@ -260,7 +303,7 @@ public final class Node: @unchecked Sendable {
         }
         if let duration { scheduler.schedule(Self.stopTimer, afterNanoseconds: duration &* 1_000) }
         do {
-            for component in components { try component.open() }
+            for component in active { try component.open() }
             if let salvaged = salvagedAtStart {
                 append(.logSalvaged(LogRecovery.event(salvaged, trigger: "start")))
                 salvagedAtStart = nil
@@ -276,7 +319,8 @@ public final class Node: @unchecked Sendable {
                 if let road = site.roadDirectionDegrees { started.roadDirectionCentidegrees = UInt32((road * 100).rounded()) % 36_000 }
             }
             append(.nodeStarted(started))
-            for component in components { try component.start() }
+            for component in active { try component.start() }
+            if let opening { try beginOpening(opening) }
         } catch {
             if fatal == nil { fatal = error }
             shutdownAfterFailure()
@@ -293,6 +337,7 @@ public final class Node: @unchecked Sendable {
         while !finished {
             _ = loop.turn() // a failure went to the failure path, which stops the node
             drainDurable()
+            if opening?.isDone == true, pending.isEmpty, !stopping { completeOpening() }
             if let reason = stopRequest.withLock({ $0 }), !stopping {
                 beginStop(reason: reason)
             }
@@ -336,6 +381,7 @@ public final class Node: @unchecked Sendable {
             for e in pending.elements { if case .scanSightings(let s) = e.body { floor = max(floor, s.spanEndUs) } }
             if t < floor { t = floor }
         }
+        if case .alertRaised(let a) = body, a.id.origin == nodeID { recordAlertFloor(a.id.counter) }
         let (kind, payload) = EventCodec.encode(body)
         do {
             let seq = try log.append(LogRecord(kind: kind, timeMicroseconds: t, payload: payload),
@@ -405,6 +451,84 @@ public final class Node: @unchecked Sendable {
         }
     }
 
+    // MARK: A start that checks its log first (decision 0002)
+
+    /// Starts the worker that checks, salvages if need be, opens and restores the real log.
+    private func beginOpening(_ opening: LogOpening) throws(NodeError) {
+        logger.notice("the last stop was not clean: the log is checked and opened beside the loop; the button, outputs and calls for help work meanwhile")
+        let loop = self.loop
+        do {
+            try opening.begin(configuration: configuration, logger: logger, onDurable: Self.durableReports(to: commitInbox, waking: loop),
+                              monotonic: monotonic) { loop.wake() }
+        } catch {
+            throw .system(error)
+        }
+    }
+
+    /// The worker is done and nothing is pending on the scratch log: the loop takes the real log
+    /// over in this one turn. The restored projections replace the scratch ones, what happened
+    /// meanwhile is appended to the real log in order, and the other components open and start.
+    private func completeOpening() {
+        guard let opening, let outcome = opening.takeOutcome() else { return }
+        opening.joinWorker()
+        let opened: LogOpening.OpenedLog
+        switch outcome {
+        case .failure(let error):
+            // As a start that cannot open its log always did: stop, and let systemd try again.
+            fail(error)
+            return
+        case .success(let o):
+            opened = o // the log is this node's now, not the opening's to close
+        }
+        opening.close()
+        self.opening = nil
+        log = opened.log
+        logUnwritableAtStart = log.failure != nil
+        projections = opened.projections
+        sheddableAppended.removeAll()
+        if fromMemory != nil {
+            // The scratch log failed: the real one is another log, and starts afresh.
+            fromMemory = nil
+            scheduler.cancel(Self.fromMemoryTimer)
+        }
+        recordAlertFloor(projections.alerts.highestCounterRaisedHere)
+        if let salvaged = opened.salvaged {
+            append(.logSalvaged(LogRecovery.event(salvaged, trigger: "start")))
+        }
+        for event in opening.held { append(event.body, time: event.timeMicroseconds) }
+        carriedThrough = pending.last?.sequence
+        let before = Set(active.map { ObjectIdentifier($0) })
+        do {
+            let rest = components.filter { !before.contains(ObjectIdentifier($0)) }
+            for component in rest { try component.open() }
+            active = components.filter { before.contains(ObjectIdentifier($0)) } + rest
+            for component in rest { try component.start() }
+            active = components
+        } catch {
+            fail(error)
+        }
+        logger.notice("the log is open: events taken meanwhile are appended to it", metadata: [
+            "seconds": "\(String(format: "%.2f", opened.seconds))", "carried": "\(opening.held.count)",
+            "not_carried": "\(opening.notCarried)", "applied_through": "\(projections.appliedThrough)",
+            "salvaged": "\(opened.salvaged != nil)",
+        ])
+        if opening.notCarried > 0 {
+            logger.critical("events taken before the log was open were too many to carry into it", metadata: ["not_carried": "\(opening.notCarried)"])
+        }
+        if carriedThrough == nil { reconcile() }
+    }
+
+    /// Makes an alert counter used here durable outside the log, before the alert is appended
+    /// (`AlertCounterFloor`). A failure is logged: the alert matters more than the floor.
+    private func recordAlertFloor(_ counter: UInt32) {
+        do {
+            try alertFloor.record(counter)
+        } catch {
+            logger.error("cannot keep the alert counter outside the log; a start before its log is open may reuse an alert id",
+                         metadata: ["error": "\(error)"])
+        }
+    }
+
     /// Applies what the writer reported durable, tells the components, and reconciles.
     private func drainDurable() {
         let reports = commitInbox.reports.withLock { r in
@@ -429,7 +553,8 @@ public final class Node: @unchecked Sendable {
                     enterMemoryMode(failure)
                     fromMemory?.took(first, sheddable: sheddable)
                     projections.apply(.event(first))
-                    for c in components { c.applied(first) }
+                    opening?.hold(first)
+                    for c in active { c.applied(first) }
                     continue
                 }
                 if refused.contains(first.sequence) {
@@ -439,23 +564,29 @@ public final class Node: @unchecked Sendable {
                             "kind": "\(first.body.kind.name)", "sequence": "\(first.sequence)",
                         ])
                     }
-                    for c in components { c.refused(first) }
+                    for c in active { c.refused(first) }
                     continue
                 }
                 metrics.acknowledged(afterNanoseconds: now >= appendedAt ? now - appendedAt : 0)
                 projections.apply(.event(first))
-                for c in components { c.applied(first) }
+                opening?.hold(first)
+                for c in active { c.applied(first) }
             }
             control.settle(durableThrough: report.durableThrough, refused: failure == nil ? refused : [],
                            unlogged: fromMemory != nil)
         }
         if let failure { enterMemoryMode(failure) }
+        if let through = carriedThrough {
+            // The carried events are not all applied yet: effects wait for them.
+            if let first = pending.first, first.sequence <= through { return }
+            carriedThrough = nil
+        }
         reconcile()
     }
 
     private func reconcile() {
         reconcileOutputs()
-        for c in components { c.reconcile() }
+        for c in active { c.reconcile() }
         callStateWaiters()
     }
 
@@ -514,21 +645,26 @@ public final class Node: @unchecked Sendable {
     private func beginStop(reason: String) {
         stopping = true
         logger.info("stopping", metadata: ["reason": "\(reason)"])
-        for c in components { c.stop() }
+        for c in active { c.stop() }
         var stopped = NodeStopped()
         stopped.reason = reason
         append(.nodeStopped(stopped))
     }
 
     private func finish() {
-        checkpoints.write()
+        if opening == nil { checkpoints.write() }
         log.close()
         drainDurable() // the close acknowledged whatever was left; nothing should be pending now
         board.stop()
         control.close()
         // An orderly stop: this run did not crash reading its log, so the next start need not check
-        // it first. A failure of the log itself leaves the mark, and the next start checks.
-        if !(fatal?.mayBeTheLog ?? false) { LogRecovery.checkedThisStart(directory: configuration.dataDirectory) }
+        // it first. A failure of the log itself leaves the mark, and the next start checks; so
+        // does a stop before this start's check and open were done.
+        if let opening {
+            opening.close()
+        } else if !(fatal?.mayBeTheLog ?? false) {
+            LogRecovery.checkedThisStart(directory: configuration.dataDirectory)
+        }
         // The directory is free for the next node as soon as this one is done with it.
         lockFile.unlock()
         finished = true
@@ -538,11 +674,12 @@ public final class Node: @unchecked Sendable {
     }
 
     private func shutdownAfterFailure() {
-        if !(fatal?.mayBeTheLog ?? false) { LogRecovery.checkedThisStart(directory: configuration.dataDirectory) }
+        if opening == nil, !(fatal?.mayBeTheLog ?? false) { LogRecovery.checkedThisStart(directory: configuration.dataDirectory) }
         radio.stop()
         board.stop()
         control.close()
         log.close()
+        opening?.close()
         lockFile.unlock()
         finished = true
     }

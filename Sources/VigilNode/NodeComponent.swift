@@ -25,6 +25,11 @@ protocol NodeComponent: AnyObject {
     func reconcile()
     /// The node is stopping (it may still append): end what is running, release descriptors.
     func stop()
+    /// Whether it opens and starts before the log is open, on a start that checks its log first
+    /// (`LogOpening`): true only for what a call for help needs, and only for components that
+    /// read neither the log nor history the restored projections would hold. The others open
+    /// and start once the log is open, from the restored state.
+    var runsBeforeLogOpen: Bool { get }
 }
 
 extension NodeComponent {
@@ -34,6 +39,7 @@ extension NodeComponent {
     func refused(_ event: Event) {}
     func reconcile() {}
     func stop() {}
+    var runsBeforeLogOpen: Bool { false }
 }
 
 /// Reading a device that the loop watches (the radio, the button): a hang-up, or reads failing

@@ -41,6 +41,8 @@ public struct LiveStatus: Sendable, Codable {
     public var logCheck: String?
     /// Set when the log stopped taking writes and the node runs on from memory.
     public var fromMemory: FromMemoryStatus?
+    /// Set while the log is being checked and opened after an unclean stop (decision 0002).
+    public var logOpening: LogOpeningStatus?
     /// GATT links (nil: `connections` is off).
     public var connections: ConnectionsStatus?
     /// Residents' heart-rate sensors (nil: none enrolled).
@@ -110,6 +112,8 @@ extension Node {
             onAir: airAlerts.onAirDescriptions, hci: (radio as? HCIRadio)?.counters, hubProblem: uplink.problems.summary,
             logCheck: logIntegrity.last,
             fromMemory: fromMemory.map { FromMemoryStatus(sinceMicroseconds: $0.since, failure: $0.failure, events: $0.taken, critical: $0.criticalTaken) },
+            logOpening: opening.map { LogOpeningStatus(seconds: Double(monotonic.nowNanoseconds() &- $0.startedNanoseconds) / 1e9,
+                                                       held: $0.held.count) },
             connections: connections.status,
             sensors: { let s = heartRateSensors.status; return s.isEmpty ? nil : s }(),
             hazardFeed: hazardFeed.status,
@@ -118,4 +122,12 @@ extension Node {
             notifierTest: notifierTest.configured ? notifierTest.status : nil,
             callPathProblem: callPathProblem)
     }
+}
+
+/// A start checking and opening its log while the loop already runs (`LogOpening`).
+public struct LogOpeningStatus: Sendable, Codable, Equatable {
+    /// Since the process started.
+    public var seconds: Double
+    /// Events taken meanwhile, to be appended to the log once it is open.
+    public var held: Int
 }

@@ -13,6 +13,8 @@ import VigilSystem
 /// The journal has each outcome; the notifier's own ledger has each test message's id.
 final class NotifierSelfTest: NodeComponent {
     unowned let node: Node
+    /// Before the log is open too: the call path's own test.
+    var runsBeforeLogOpen: Bool { true }
     private(set) var status: NotifierTestStatus
     /// Recipients the running test has still to reach, and what failed so far.
     private var queue: [String] = []

@@ -12,6 +12,8 @@ import VigilSystem
 /// is counted and logged once; the node goes on (the service manager is not the box's safety).
 final class ServiceNotifications: NodeComponent {
     unowned let node: Node
+    /// Before the log is open too: systemd hears READY and the watchdog while a long check runs.
+    var runsBeforeLogOpen: Bool { true }
     private let settings: ServiceManagerSettings?
     private var socket: FileDescriptor?
     private var lastStatus = ""

@@ -95,6 +95,8 @@ public final class SnapshotFeed: Sendable {
 /// at once and a crowded radio costs at most four small snapshots a second.
 final class SnapshotPublisher: NodeComponent {
     unowned let node: Node
+    /// Before the log is open too: the page shows the box from the first second.
+    var runsBeforeLogOpen: Bool { true }
     static let timer = Scheduler.Timer("page-snapshot")
     static let minimumIntervalNanoseconds: UInt64 = 250_000_000
     static let heartbeatNanoseconds: UInt64 = 5_000_000_000

@@ -32,7 +32,7 @@ struct WebhookCallbackRule {
         let path = "/api/v1/callbacks/take"
         return OutboxMessage.TakeLink(call: call.id, code: call.code, recipient: recipient, path: path,
                                       url: publicURL.map { $0 + path },
-                                      token: key.token(call: call.id, started: call.startedSequence, recipient: recipient))
+                                      token: key.token(call: call.id, started: call.startedMicroseconds, recipient: recipient))
     }
 
     /// Whether `entry` is exactly "call/<call>/<round>.<tier>/<recipient>" (a resident's id may
@@ -56,7 +56,7 @@ struct WebhookCallbackRule {
     /// so every answer before it is the same.
     func decide(_ request: CallbackTakeRequest) -> CommandInterpreter.Outcome {
         guard request.isWellFormed, let call = calls.calls[request.call],
-              key.verifies(request.token, call: call.id, started: call.startedSequence, recipient: request.recipient),
+              key.verifies(request.token, call: call.id, started: call.startedMicroseconds, recipient: request.recipient),
               call.told.contains(request.recipient), calls.tree.everyone.contains(request.recipient) else {
             return .refused(.invalid, Self.refusal)
         }

@@ -350,6 +350,18 @@ public enum FileSystem {
         try fd.fsync()
     }
 
+    /// Replaces `path` with `contents`, whole or not at all, and durably: written to `path.new`
+    /// (mode 0600) and fsynced, renamed into place, then the directory fsynced. A crash leaves
+    /// either the old file or the new one, never a torn one.
+    public static func replaceDurably(_ path: String, contents: [UInt8]) throws(SystemError) {
+        let fresh = path + ".new"
+        remove(fresh)
+        try createExclusive(fresh, contents: contents)
+        try rename(fresh, to: path)
+        let slash = path.lastIndex(of: "/")
+        try syncDirectory(slash.map { String(path[..<$0]) }.flatMap { $0.isEmpty ? "/" : $0 } ?? ".")
+    }
+
     /// The file's permission bits, or nil if it cannot be examined.
     public static func permissions(_ path: String) -> UInt32? {
         var info = stat()

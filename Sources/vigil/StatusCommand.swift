@@ -119,6 +119,10 @@ struct Status: AsyncParsableCommand {
         if s.health.undecodable > 0 { out += ", \(s.health.undecodable) unreadable (last at \(s.health.lastUndecodableSequence))" }
         out += "\n"
         if let check = live?.logCheck { out += "log check: \(check)\n" }
+        if let opening = live?.logOpening {
+            out += "log: being checked and opened after an unclean stop, for \(String(format: "%.1f", opening.seconds)) s;"
+                + " \(opening.held) event(s) held until it is open (the button, the outputs and calls for help work meanwhile)\n"
+        }
         if let salvage = s.health.lastSalvage {
             out += "log SALVAGED \(s.health.salvages == 1 ? "once" : "\(s.health.salvages) times"), last at \(EventFormatting.time(salvage.timeMicroseconds)): "
                 + "\(salvage.recovered) records kept, \(salvage.lostCount) lost\(salvage.lost.isEmpty ? "" : " (\(salvage.lost))")"
