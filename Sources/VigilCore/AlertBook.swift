@@ -67,12 +67,6 @@ public struct AlertBook: Projection {
     /// The highest counter of the alerts raised here: the next one gets a higher one, even after
     /// the alerts themselves are forgotten (an alert id must never repeat).
     public private(set) var highestCounterRaisedHere: UInt32 = 0
-
-    /// Counters up to `counter` are taken already (a start before its log is open knows the
-    /// highest from outside the log): the next alert raised here gets a higher one.
-    public mutating func countersUsed(through counter: UInt32) {
-        highestCounterRaisedHere = max(highestCounterRaisedHere, counter)
-    }
     /// Alerts and acknowledgements forgotten because they ended long ago (see `prune`).
     public private(set) var forgotten: UInt64 = 0
     private var lastPruneMicroseconds: UInt64 = 0

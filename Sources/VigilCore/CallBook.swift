@@ -57,8 +57,10 @@ public struct CallBook: Codable, Equatable, Sendable {
         public var firstTold: [String: UInt64]
         /// The box the call's alert came from (this box's own id for one raised here).
         public var origin: UInt64
-        /// The call's number at this box (1, 2, ...): what the alarm receiving centre tells open
-        /// calls apart by (Contact ID's zone or user field, modulo 1000).
+        /// The call's number at this box, 1 to 999, unique among open calls: what the alarm
+        /// receiving centre tells open calls apart by (Contact ID's zone or user field). Made
+        /// like the code, from the call's id and time: a call opened before the log was open
+        /// (decision 0002) keeps its number when it is carried into the log.
         public var number: UInt64
         public var taken: Taking?
         public var ended: Ending?
@@ -96,6 +98,7 @@ public struct CallBook: Codable, Equatable, Sendable {
     /// they started): derived like `openResidentCallIDs`, so that opening or ending a call costs
     /// the same with ten open calls as with ten thousand.
     private var openCodes: Set<String> = []
+    private var openNumbers: Set<UInt64> = []
     /// Open calls from other boxes: their ids and origins (the bounds `maximumRemoteOpen` and
     /// `maximumOpenPerRemoteBox` are checked against it on every alert heard).
     public private(set) var openRemoteOrigins: [String: UInt64] = [:]
@@ -157,28 +160,44 @@ public struct CallBook: Codable, Equatable, Sendable {
         openedTotal += 1
         let call = Call(id: id, kind: kind, alert: alert, resident: resident, ladder: ladder, source: source,
                         summary: summary, startedMicroseconds: time, startedSequence: event.sequence,
-                        code: uniqueCode(for: id, sequence: event.sequence), tier: 0, round: 0,
+                        code: uniqueCode(for: id, time: time), tier: 0, round: 0,
                         stepStartedMicroseconds: time, told: [], lastTold: [:], firstTold: [:], origin: origin,
-                        number: openedTotal, taken: nil, ended: nil)
+                        number: uniqueNumber(for: id, time: time), taken: nil, ended: nil)
         calls[id] = call
         if kind == .resident { openResidentCallIDs.insert(id) }
         if Self.isRemote(call) { openRemoteOrigins[id] = call.origin }
         openCodes.insert(call.code)
+        openNumbers.insert(call.number)
         return tell(id, tier: 0, round: 0, at: time)
     }
 
-    /// "T" and four digits from the call's id and sequence (no clock, no randomness: replay
-    /// makes the same), moved on while an open call holds it.
-    func uniqueCode(for id: String, sequence: UInt64) -> String {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for b in id.utf8 { hash = (hash ^ UInt64(b)) &* 0x100_0000_01b3 }
-        hash ^= sequence &* 0x9E37_79B9_7F4A_7C15
-        var n = Int(hash % 9_000) + 1_000
+    /// "T" and four digits from the call's id and the time of the event that opened it (no
+    /// clock, no randomness: replay makes the same; not the event's sequence, which changes
+    /// when a call opened before the log was open is carried into it), moved on while an open
+    /// call holds it.
+    func uniqueCode(for id: String, time: UInt64) -> String {
+        var n = Int(Self.hash(id, time) % 9_000) + 1_000
         for _ in 0..<9_000 {
             guard openCodes.contains("T\(n)") else { break }
             n = n == 9_999 ? 1_000 : n + 1
         }
         return "T\(n)"
+    }
+
+    /// 1 to 999 from the call's id and time, moved on while an open call holds it.
+    func uniqueNumber(for id: String, time: UInt64) -> UInt64 {
+        var n = (Self.hash(id, time) >> 20) % 999 + 1
+        for _ in 0..<999 {
+            guard openNumbers.contains(n) else { break }
+            n = n == 999 ? 1 : n + 1
+        }
+        return n
+    }
+
+    private static func hash(_ id: String, _ time: UInt64) -> UInt64 {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for b in id.utf8 { hash = (hash ^ UInt64(b)) &* 0x100_0000_01b3 }
+        return hash ^ (time &* 0x9E37_79B9_7F4A_7C15)
     }
 
     // MARK: The tree walking
@@ -279,6 +298,7 @@ public struct CallBook: Codable, Equatable, Sendable {
         openResidentCallIDs.remove(id)
         openRemoteOrigins[id] = nil
         openCodes.remove(call.code)
+        openNumbers.remove(call.number)
         endedOrder.append(id)
         forgetOldEnded()
         let at = CivilTime(utcSeconds: Int64(clamping: time / 1_000_000)).text
@@ -374,6 +394,7 @@ public struct CallBook: Codable, Equatable, Sendable {
         calls = Dictionary(list.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
         openResidentCallIDs = Set(calls.values.filter { $0.isOpen && $0.kind == .resident }.map(\.id))
         openCodes = Set(calls.values.filter(\.isOpen).map(\.code))
+        openNumbers = Set(calls.values.filter(\.isOpen).map(\.number))
         openRemoteOrigins = Dictionary(calls.values.filter { $0.isOpen && Self.isRemote($0) }.map { ($0.id, $0.origin) },
                                        uniquingKeysWith: { a, _ in a })
         endedOrder = calls.values.filter { !$0.isOpen }

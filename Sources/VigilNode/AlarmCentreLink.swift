@@ -112,7 +112,7 @@ final class AlarmCentreLink: NodeComponent {
     /// Starts the next report due: the oldest pending `.arc` entry (nothing overtakes it, so the
     /// centre hears each call's alarm before its restore), else a test report when one is due.
     func reconcile() {
-        guard !node.stopping, exchange == nil else { return }
+        guard !node.stopping, exchange == nil, !node.isCarrying else { return }
         let now = node.clock.nowMicroseconds()
         let outbox = node.projections.outbox
         if let head = outbox.pending.first(where: { $0.channel == .arc }) {

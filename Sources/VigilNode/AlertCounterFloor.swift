@@ -7,8 +7,10 @@ import VigilSystem
 /// the log yet: so each alert raised here writes its counter here first, durably, and a start
 /// before the open counts on from it.
 ///
-/// One small fsynced write per alert raised here (a person's press or command: rare), none for
-/// alerts heard.
+/// Counters are reserved in blocks (`block`): the file says the highest counter that may have
+/// been used, so one small fsynced write (on the loop, before the alert is appended) covers the
+/// next 64 alerts raised here, none for alerts heard. A counter skipped by a restart is a gap,
+/// never a repeat.
 struct AlertCounterFloor {
     let path: String
     /// What the file says; nil when it is missing or unreadable.
@@ -17,6 +19,7 @@ struct AlertCounterFloor {
     /// file, or the file lost): from here, which no box's log reaches in practice (2^31 alerts).
     static let unknownFloor: UInt32 = 0x8000_0000
     static let fileName = "alert-counter"
+    static let block: UInt32 = 64
 
     init(directory: String) {
         path = directory + "/" + Self.fileName
@@ -31,10 +34,35 @@ struct AlertCounterFloor {
         stored ?? (logExists ? Self.unknownFloor : 0)
     }
 
-    /// Makes `counter` durable here, when it is higher than what is stored.
+    /// After a start that restored a complete log (the last stop was clean, nothing salvaged):
+    /// every counter used here is in the log, so the file says exactly the log's highest, and
+    /// counters stay dense (no gap of a reserved block at every restart).
+    mutating func reset(to highest: UInt32) throws(SystemError) {
+        guard stored != highest else { return }
+        do {
+            try FileSystem.replaceDurably(path, contents: Array("\(highest)\n".utf8))
+        } catch {
+            FileSystem.remove(path)
+            stored = nil
+            throw error
+        }
+        stored = highest
+    }
+
+    /// Makes sure the file covers `counter`: when it does not (or does not exist yet), reserves
+    /// the block above it. A failed write removes the file (removing works on a full card): a
+    /// floor that might be stale must not be trusted, and without one the start counts from
+    /// `unknownFloor`.
     mutating func record(_ counter: UInt32) throws(SystemError) {
-        guard counter > (stored ?? 0) else { return }
-        try FileSystem.replaceDurably(path, contents: Array("\(counter)\n".utf8))
-        stored = counter
+        if let stored, counter <= stored { return }
+        let reserved = counter > UInt32.max - Self.block ? UInt32.max : counter + Self.block
+        do {
+            try FileSystem.replaceDurably(path, contents: Array("\(reserved)\n".utf8))
+        } catch {
+            FileSystem.remove(path)
+            stored = nil
+            throw error
+        }
+        stored = reserved
     }
 }

@@ -32,6 +32,7 @@ final class CallClock: NodeComponent {
     }
 
     func reconcile() {
+        guard !node.isCarrying else { return } // the calls from before the open are not all back yet
         guard !node.stopping, let due = node.projections.calls.nextDeadline else {
             node.scheduler.cancel(Self.timer)
             return

@@ -74,6 +74,24 @@ final class ControlHandler: NodeComponent {
             return .now(.refused(.unavailable, "the log is being checked and opened after an unclean stop (\(String(format: "%.0f", seconds)) s so far); "
                 + "until it is, the box takes presses, alerts and takes only: try again in a moment"))
         }
+        let answer = decide(command)
+        // Before the open a call or alert from before the restart is unknown: "try again", not
+        // "no such call".
+        if node.opening != nil, case .now(let reply) = answer, reply.refusal == .conflict || reply.refusal == .invalid {
+            switch command {
+            case .cancelAlert, .acknowledgeAlert, .takeCall, .takeCallByCallback:
+                var retry = reply
+                retry.refusal = .unavailable
+                retry.error = (reply.error ?? "") + " (the log is still being opened after an unclean stop: a call or alert from before it is not known yet; try again in a moment)"
+                return .now(retry)
+            default:
+                break
+            }
+        }
+        return answer
+    }
+
+    private func decide(_ command: NodeCommand) -> ControlServer.Answer {
         switch command {
         case .ping:
             return .now(.done)

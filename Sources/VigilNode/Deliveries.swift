@@ -40,7 +40,7 @@ final class Deliveries: NodeComponent {
 
     /// Starts the next due delivery, or arms the timer for it.
     func reconcile() {
-        guard !node.stopping, running == nil else { return }
+        guard !node.stopping, running == nil, !node.isCarrying else { return }
         let now = node.clock.nowMicroseconds()
         let outbox = node.projections.outbox
         var earliest: UInt64?

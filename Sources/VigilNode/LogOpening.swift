@@ -35,7 +35,7 @@ final class LogOpening {
     let startedNanoseconds: UInt64
     /// Events applied before the open, in order, to be appended to the real log.
     private(set) var held: [Event] = []
-    /// Events past `maximumHeld`: applied and acted on, but not carried into the real log.
+    /// Housekeeping events past `maximumHeld`: applied, but not carried into the real log.
     private(set) var notCarried: UInt64 = 0
     /// Enough for hours of presses, messages and reports; scan hits never come (the radio
     /// starts after the open).
@@ -122,9 +122,11 @@ final class LogOpening {
         }
     }
 
-    /// An event applied before the open: kept to be appended to the real log.
+    /// An event applied before the open: kept to be appended to the real log. Past
+    /// `maximumHeld` only what matters to people is kept (`RunningFromMemory.mattersToPeople`:
+    /// presses, alerts, takes, messages' outcomes), which people make at their own pace.
     func hold(_ event: Event) {
-        guard held.count < Self.maximumHeld else {
+        guard held.count < Self.maximumHeld || RunningFromMemory.mattersToPeople(event.body.kind) else {
             notCarried &+= 1
             return
         }

@@ -103,6 +103,9 @@ public final class Node: @unchecked Sendable {
     /// until it is applied, so they never reflect the restored state without what happened
     /// before the open (red does not blink off between the two).
     private var carriedThrough: UInt64?
+    /// Events from before the open are being carried into the log and are not all applied:
+    /// effects (messages, reports, outputs) wait, or they would act on half a state.
+    var isCarrying: Bool { carriedThrough != nil }
     /// The highest alert counter used here, kept outside the log (`AlertCounterFloor`).
     private var alertFloor: AlertCounterFloor
     /// Appended as sheddable by their component (the hazard feed's reports) and not yet
@@ -118,6 +121,9 @@ public final class Node: @unchecked Sendable {
     private let stopRequest = LockedValue<String?>(nil)
     /// Webhook callbacks the page refused before they reached the loop (`noteMalformedCallback`).
     let malformedCallbacks = LockedValue<UInt64>(0)
+    /// The real log for threads beside the loop (the page's time travel); nil while a start is
+    /// opening it (`LogOpening`). `log` itself is the loop's.
+    let openLog = LockedValue<EventLog?>(nil)
 
     static let stopTimer = Scheduler.Timer("stop-after-duration")
     static let patternTimer = Scheduler.Timer("output-pattern")
@@ -192,7 +198,7 @@ public final class Node: @unchecked Sendable {
         if opening != nil {
             // Nothing restored yet: the settings, and alert counters above any the log holds.
             Self.configure(&projections, configuration)
-            projections.alerts.countersUsed(through: alertFloor.floor(logExists: true))
+            pending.alertCounterFloor = alertFloor.floor(logExists: true)
             return
         }
         do {
@@ -202,7 +208,27 @@ public final class Node: @unchecked Sendable {
             lockFile.unlock()
             throw .log(error)
         }
-        recordAlertFloor(projections.alerts.highestCounterRaisedHere)
+        openLog.withLock { $0 = log }
+        keepAlertCountersAboveTheFloor(logComplete: salvagedAtStart == nil)
+    }
+
+    /// After a restore: the floor covers the log's counters, and counters continue above both.
+    /// `logComplete` (a clean stop before, nothing salvaged): the log holds every counter used,
+    /// and the floor is set to its highest. Otherwise alerts raised before a crash of the
+    /// opening, or lost to a salvage, may be missing from the log: the floor stays above them.
+    private func keepAlertCountersAboveTheFloor(logComplete: Bool) {
+        let highest = projections.alerts.highestCounterRaisedHere
+        if logComplete {
+            do {
+                try alertFloor.reset(to: highest)
+            } catch {
+                logger.error("cannot keep the alert counter outside the log; a start before its log is open may reuse an alert id",
+                             metadata: ["error": "\(error)"])
+            }
+        } else {
+            recordAlertFloor(highest)
+        }
+        pending.alertCounterFloor = max(highest, alertFloor.stored ?? 0)
     }
 
     /// The log writer's reports, handed to the loop.
@@ -338,7 +364,10 @@ public final class Node: @unchecked Sendable {
             _ = loop.turn() // a failure went to the failure path, which stops the node
             drainDurable()
             if opening?.isDone == true, pending.isEmpty, !stopping { completeOpening() }
-            if let reason = stopRequest.withLock({ $0 }), !stopping {
+            // A stop asked for while the log is being opened waits for the open, so what was
+            // taken meanwhile is carried into the log (systemd's stop timeout bounds the wait);
+            // a failure stops at once.
+            if let reason = stopRequest.withLock({ $0 }), !stopping, opening == nil || fatal != nil {
                 beginStop(reason: reason)
             }
             if stopping && pending.isEmpty {
@@ -445,6 +474,9 @@ public final class Node: @unchecked Sendable {
                                 metadata: ["critical_events": "\(memory.criticalTaken)"])
             }
         }
+        // The scratch log of a start still opening its log is not the card's log: the centre
+        // hears nothing, and no restart is armed (it would end the open).
+        guard opening == nil else { return }
         alarmCentre.reportRunningFromMemory()
         if !logUnwritableAtStart {
             scheduler.schedule(Self.fromMemoryTimer, afterNanoseconds: configuration.logFailedRestartAfterMicroseconds &* 1_000)
@@ -483,6 +515,7 @@ public final class Node: @unchecked Sendable {
         opening.close()
         self.opening = nil
         log = opened.log
+        openLog.withLock { $0 = opened.log }
         logUnwritableAtStart = log.failure != nil
         projections = opened.projections
         sheddableAppended.removeAll()
@@ -491,11 +524,21 @@ public final class Node: @unchecked Sendable {
             fromMemory = nil
             scheduler.cancel(Self.fromMemoryTimer)
         }
-        recordAlertFloor(projections.alerts.highestCounterRaisedHere)
+        keepAlertCountersAboveTheFloor(logComplete: false)
         if let salvaged = opened.salvaged {
             append(.logSalvaged(LogRecovery.event(salvaged, trigger: "start")))
         }
-        for event in opening.held { append(event.body, time: event.timeMicroseconds) }
+        var silencesDropped = 0
+        for event in opening.held {
+            // A silence is not carried: it silences whatever sounds when it is applied, and the
+            // restored state may sound alarms nobody heard before the open. An alarm silenced
+            // before the open sounds again, until silenced again (fail loud).
+            if case .alarmAcknowledged = event.body {
+                silencesDropped += 1
+                continue
+            }
+            append(event.body, time: event.timeMicroseconds)
+        }
         carriedThrough = pending.last?.sequence
         let before = Set(active.map { ObjectIdentifier($0) })
         do {
@@ -512,6 +555,9 @@ public final class Node: @unchecked Sendable {
             "not_carried": "\(opening.notCarried)", "applied_through": "\(projections.appliedThrough)",
             "salvaged": "\(opened.salvaged != nil)",
         ])
+        if silencesDropped > 0 {
+            logger.notice("alarms silenced before the log was open sound again until silenced again", metadata: ["silences": "\(silencesDropped)"])
+        }
         if opening.notCarried > 0 {
             logger.critical("events taken before the log was open were too many to carry into it", metadata: ["not_carried": "\(opening.notCarried)"])
         }
@@ -595,6 +641,7 @@ public final class Node: @unchecked Sendable {
     /// Derives the desired patterns from the projections (and what the node knows that is not an
     /// event: the log's failure, the centre's link) and drives the board to match.
     func reconcileOutputs() {
+        guard !isCarrying else { return }
         patterns.update(OutputPolicy.decide(projections, running: !stopping, logFailure: fromMemory?.failure,
                                             callPathProblem: callPathProblem),
                         nowNanoseconds: monotonic.nowNanoseconds())

@@ -34,6 +34,30 @@ public struct NodeSnapshot: Sendable, Codable, Equatable {
     /// The latest SMS that reached the box and what it made of them, newest first; empty in the
     /// public view (phone numbers and what people wrote).
     public var texts: [TextView]?
+    /// Whether the box can call for help: its alarm centre's link, its self-test's messages, and
+    /// a start still checking its log. Nil from a node that knows neither (no `arc:`, no
+    /// `calls.test_to`, not starting), or a past state.
+    public var callPaths: CallPathsView?
+
+    public struct CallPathsView: Sendable, Codable, Equatable {
+        /// Why the box cannot call for help now (what amber says); nil: no path is known to fail.
+        public var problem: String?
+        public var alarmCentre: Path?
+        public var messages: Path?
+        /// Seconds the start has been checking its log, while it does (decision 0002).
+        public var logOpeningSeconds: Double?
+
+        public struct Path: Sendable, Codable, Equatable {
+            /// When it last worked: the centre's last ACK, or the last self-test that passed.
+            public var lastGoodMicroseconds: UInt64?
+            /// When the last test ran and whether it passed.
+            public var lastTestMicroseconds: UInt64?
+            public var lastTestPassed: Bool?
+            public var failingSinceMicroseconds: UInt64?
+            /// What went wrong last (staff only: it may name hosts or numbers).
+            public var lastProblem: String?
+        }
+    }
 
     public struct TextView: Sendable, Codable, Equatable {
         public var sender: String
@@ -339,6 +363,19 @@ extension NodeSnapshot {
                      takenMicroseconds: c.taken?.microseconds, ended: c.ended?.reason, tier: c.tier + 1, pass: c.round + 1,
                      told: c.told.count)
         }
+        if let live, live.alarmCentre != nil || live.notifierTest != nil || live.logOpening != nil || live.callPathProblem != nil {
+            callPaths = CallPathsView(
+                problem: live.callPathProblem,
+                alarmCentre: live.alarmCentre.map { a in
+                    .init(lastGoodMicroseconds: a.lastAcknowledgedMicroseconds, lastTestMicroseconds: a.lastTestMicroseconds,
+                          lastTestPassed: a.lastTestPassed, failingSinceMicroseconds: a.failingSinceMicroseconds, lastProblem: a.lastProblem)
+                },
+                messages: live.notifierTest.map { t in
+                    .init(lastGoodMicroseconds: t.lastTestPassed == true ? t.lastTestMicroseconds : nil, lastTestMicroseconds: t.lastTestMicroseconds,
+                          lastTestPassed: t.lastTestPassed, failingSinceMicroseconds: t.failingSinceMicroseconds, lastProblem: t.lastProblem)
+                },
+                logOpeningSeconds: live.logOpening?.seconds)
+        }
         texts = state.sms.recent.suffix(TextView.limit).reversed().map {
             TextView(sender: $0.sender, text: PeerText.printable($0.text), outcome: $0.outcome, receivedMicroseconds: $0.receivedMicroseconds)
         }
@@ -363,6 +400,9 @@ extension NodeSnapshot {
         // Who needs help and who is coming are for staff: a passer-by sees that a call is open
         // and whether it is taken.
         copy.texts = copy.texts.map { _ in [] }
+        // That the box cannot call for help is for everyone to see; the details name hosts.
+        copy.callPaths?.alarmCentre?.lastProblem = nil
+        copy.callPaths?.messages?.lastProblem = nil
         copy.calls = copy.calls?.map { c in
             var c = c
             c.summary = ""

@@ -100,10 +100,16 @@ struct PendingEvents {
         return active.values.max { $0.counter < $1.counter }
     }
 
+    /// Counters up to here may have been used by this box, as far as the log cannot say
+    /// (`AlertCounterFloor`): set by the node, never part of the projections (replay must give
+    /// the same state without it).
+    var alertCounterFloor: UInt32 = 0
+
     /// The next alert counter of `origin`: ids are (node, counter) and never repeat, so it
-    /// continues from the log (the book keeps the highest apart from the alerts it forgets).
+    /// continues from the log (the book keeps the highest apart from the alerts it forgets) and
+    /// from the floor kept outside it.
     func nextAlertCounter(_ alerts: AlertBook, origin: UInt64) -> UInt32 {
-        var highest = alerts.highestCounterRaisedHere
+        var highest = max(alerts.highestCounterRaisedHere, alertCounterFloor)
         for e in elements {
             if case .alertRaised(let a) = e.body, a.id.origin == origin { highest = max(highest, a.id.counter) }
         }

@@ -14,8 +14,6 @@ import VigilSystem
 /// status says what is wrong and the watch is tried again every 30 s.
 final class SMSInbox: NodeComponent {
     unowned let node: Node
-    /// Before the log is open too: an SMS reply takes a call opened before the log is open.
-    var runsBeforeLogOpen: Bool { true }
     private var watch: DirectoryWatch?
     /// Names waiting to be read, in arrival order (bounded: a flood waits in the directory).
     private var queue: [String] = []

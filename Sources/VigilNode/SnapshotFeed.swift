@@ -171,7 +171,8 @@ extension Node {
     /// never on the loop; one at a time per process, with at most two waiting (more are refused
     /// with `PastViewBusy`), so a page reloaded in a hurry cannot start many replays.
     public func pastSnapshot(at moment: PastMoment, asked: String) async throws -> NodeSnapshot {
-        let log = self.log
+        // The log as other threads may read it: nil while a start is still opening it.
+        guard let log = openLog.withLock({ $0 }) else { throw PastViewBusy() }
         let settings = configuration.projections
         let unreachableAfter = configuration.notifyUnreachableAfterMicroseconds
         let result: Result<NodeSnapshot, any Error>? = await Self.replays.run(maxWaiting: 2) {

@@ -291,6 +291,35 @@ enum PageRenderer {
         return out + "</section>"
     }
 
+    /// Whether the box can call for help: amber's reason in words, then each path's state.
+    static func callPaths(_ p: NodeSnapshot.CallPathsView, now: UInt64) -> String {
+        var out = "<dt>Calling for help</dt><dd>"
+        if let problem = p.problem {
+            out += "<span class=\"warn\">Cannot call for help: \(escape(problem))</span>"
+        } else {
+            out += "no path is known to fail"
+        }
+        func path(_ name: String, _ path: NodeSnapshot.CallPathsView.Path) -> String {
+            var line = "<br>\(name): "
+            if let since = path.failingSinceMicroseconds {
+                line += "<span class=\"warn\">failing since \(ago(since, now))</span>"
+            } else if let good = path.lastGoodMicroseconds {
+                line += "worked \(ago(good, now))"
+            } else {
+                line += "not tried yet"
+            }
+            if let t = path.lastTestMicroseconds { line += "; last test \(ago(t, now)), \(path.lastTestPassed == true ? "passed" : "failed")" }
+            if path.failingSinceMicroseconds != nil, let why = path.lastProblem { line += " (\(escape(why)))" }
+            return line
+        }
+        if let arc = p.alarmCentre { out += path("alarm centre", arc) }
+        if let messages = p.messages { out += path("test messages", messages) }
+        if let seconds = p.logOpeningSeconds {
+            out += "<br>starting: the log has been checked for \(Int(seconds)) s after an unclean stop; the button and calls for help work meanwhile"
+        }
+        return out + "</dd>"
+    }
+
     static func system(_ s: NodeSnapshot) -> String {
         var out = "<section id=\"system\"><h2>Box</h2><dl>"
         let r = s.radio
@@ -317,6 +346,7 @@ enum PageRenderer {
         if let f = l.failure { out += "<br><span class=\"warn\">The card stopped taking writes (\(escape(f))): the box runs from memory. Replace the card.</span>" }
         if l.diskFull { out += "<br><span class=\"warn\">The card is full: scan data is not kept; alerts and check-ins are.</span>" }
         out += "</dd>"
+        if let paths = s.callPaths { out += callPaths(paths, now: s.timeMicroseconds) }
         let m = s.messages
         out += "<dt>Messages</dt><dd>\(m.pending) waiting, \(m.delivered) delivered"
         if m.unreachable > 0 { out += "<br><span class=\"warn\">\(m.unreachable) cannot reach anyone.</span>" }

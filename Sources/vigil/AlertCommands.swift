@@ -47,7 +47,7 @@ enum SeverityName: String, ExpressibleByArgument, CaseIterable {
 
 struct AlertRaise: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "raise", abstract: "Raise an alert here: it goes on the air until it expires or is cancelled.")
+        commandName: "raise", abstract: "Raise an alert here: it lasts until it expires or is cancelled (on the air with a shelter key; a call for help goes to the call tree either way).")
 
     @Argument(help: "sos, medical, fire, flood, evacuate, road-hazard, area-hazard or info.")
     var kind: AlertKindName
@@ -75,7 +75,7 @@ struct AlertRaise: AsyncParsableCommand {
             }
             let reply = try CommandSender.sendToRunningNode(.raiseAlert(request), dataDirectory: dir)
             let expiry = realtimeMicroseconds() &+ lifetime
-            FileOutput.standardOutput.write("raised \(kind.name) alert \(reply.alert ?? "?") (event \(reply.sequence ?? 0)); on the air until about \(EventFormatting.time(expiry))\n")
+            FileOutput.standardOutput.write("raised \(kind.name) alert \(reply.alert ?? "?") (event \(reply.sequence ?? 0)); it lasts until about \(EventFormatting.time(expiry))\n")
         }
     }
 }

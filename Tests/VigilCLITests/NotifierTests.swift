@@ -110,6 +110,67 @@ import Glibc
         #expect(good.queuedOrSent().isEmpty)
     }
 
+    /// Issue 27, item 8: gammu-smsd stopped. A call and its cancel are queued with SMSD in order
+    /// but never recorded "delivered" while it is down (the notifier asks gammu-smsd-monitor);
+    /// once SMSD runs, it sends each once, in order, and the node records both delivered.
+    @Test func withGammuSMSDStoppedACallWaitsInOrderAndGoesOnceWhenItIsBack() throws {
+        let daemon = try #require(Tool.find("gammu-smsd"), "gammu-smsd is not installed: run scripts/setup")
+        let dir = TemporaryDirectory()
+        let spool = Spool(dir.path + "-spool")
+        try spool.create()
+        #expect(try CLI.run(["run", "--data", dir.path, "--duration", "200ms"]).status == 0)
+        let config = dir.path + "/vigil.yaml"
+        try """
+        notify:
+          command: \(Self.sms)
+          arguments: ["--smsd-config", "\(spool.config)", "--state", "\(dir.path)/notify-ledger"]
+          staff: ["+34600000042"]
+          retry_base: 1s
+          retry_max: 2s
+        site:
+          name: Shelter North
+        """.write(toFile: config, atomically: true, encoding: .utf8)
+        let (node, _) = try CLI.start(["run", "--config", config, "--data", dir.path, "--duration", "90s"])
+        defer { if node.isRunning { kill(node.processIdentifier, SIGKILL) } }
+        // Raised as soon as the node answers (no shelter key: a call for help needs none).
+        var raised = ""
+        #expect(eventually(seconds: 20) {
+            guard let r = try? CLI.run(["alert", "raise", "sos", "--data", dir.path]), r.status == 0 else { return false }
+            raised = r.stdout
+            return true
+        })
+        let words = raised.split(separator: " ").map(String.init)
+        let id = try #require(words.count > 3 ? words[3] : nil, "\(raised)")
+        #expect(eventually(seconds: 20) { spool.queuedOrSent().count == 1 }, "the SOS message is queued with SMSD")
+        let cancelled = try CLI.run(["alert", "cancel", id, "--data", dir.path])
+        #expect(cancelled.status == 0, "\(cancelled.stderr)")
+        #expect(eventually(seconds: 20) { spool.queuedOrSent().count == 2 }, "then its cancel")
+        #expect(spool.sent().isEmpty)
+        // Retried while SMSD is down, each attempt says why; nothing is delivered.
+        func failedAttempts() -> [String] {
+            let lines = (try? CLI.run(["log", "tail", "--data", dir.path, "-n", "1000", "--kind", "outbox-attempt", "--json"]).lines) ?? []
+            return lines.compactMap { line in
+                guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+                      let payload = object["payload"] as? [String: Any], payload["delivered"] as? Bool != true else { return nil }
+                return payload["error"] as? String
+            }
+        }
+        #expect(eventually(seconds: 20) { failedAttempts().contains { $0.contains("gammu-smsd, which is not running") } }, "\(failedAttempts())")
+        #expect(deliveredEntries(dir).isEmpty)
+
+        let smsd = try Tool.start(daemon, ["-c", spool.config])
+        defer { Tool.stop(smsd) }
+        #expect(eventually(seconds: 30) { spool.sent().count == 2 }, "SMSD sends the queue: \(spool.log())")
+        #expect(eventually(seconds: 30) { deliveredEntries(dir).count == 2 }, "\(deliveredEntries(dir))")
+        let sent = spool.sent()
+        #expect(sent.map(\.number) == ["+34600000042", "+34600000042"])
+        #expect(sent.first?.text.contains("SOS") == true && sent.last?.text.contains("CANCELLED") == true,
+                "in order: \(sent.map(\.text))")
+        kill(node.processIdentifier, SIGTERM)
+        node.waitUntilExit()
+        #expect(spool.queuedOrSent().count == 2, "each once, also after the retries")
+    }
+
     // MARK: Webhook
 
     @Test func webhookPostsWithIdempotencyKeyFailsOn500AndNeverRepeatsADoneEntry() throws {

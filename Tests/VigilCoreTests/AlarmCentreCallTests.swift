@@ -20,7 +20,7 @@ struct AlarmCentreCallTests {
         h.outbox.entries.values.filter { $0.channel == .arc }.sorted { ($0.createdSequence, $0.id) < ($1.createdSequence, $1.id) }
     }
 
-    @Test func theCentreHearsACallOnceAtItsTierAndNotAgainInLaterRounds() {
+    @Test func theCentreHearsACallOnceAtItsTierAndNotAgainInLaterRounds() throws {
         var h = LadderHarness(state: Self.state())
         h.append(CallBookTests.raisedSOS(at: h.now))
         #expect(Self.arcEntries(h).isEmpty, "the centre's tier starts 2 minutes in")
@@ -28,7 +28,9 @@ struct AlarmCentreCallTests {
         let first = Self.arcEntries(h)
         #expect(first.count == 1)
         #expect(first.first?.recipients == ["arc"])
-        #expect(first.first?.alarm == AlarmSignal(.sos, number: 1))
+        let number = try #require(h.state.calls.open.first?.number)
+        #expect((1...999).contains(number))
+        #expect(first.first?.alarm == AlarmSignal(.sos, number: number))
         // Two more rounds: the staff are told again, the centre (which holds its alarm) is not.
         CallBookTests.runCalls(&h, until: h.now + 30 * Self.minute)
         #expect(h.state.calls.open.first?.round == 2)
@@ -69,7 +71,22 @@ struct AlarmCentreCallTests {
         h.append(CallBookTests.raisedSOS(counter: 2, at: h.now))
         // The default tree's second tier (the centre) starts at once, by the call clock's deadline.
         CallBookTests.runCalls(&h, until: h.now)
-        #expect(Self.arcEntries(h).compactMap(\.alarm?.number) == [1, 2])
+        let numbers = Self.arcEntries(h).compactMap(\.alarm?.number)
+        #expect(numbers.count == 2 && Set(numbers).count == 2 && numbers.allSatisfy { (1...999).contains($0) }, "\(numbers)")
+        #expect(Set(h.state.calls.open.map(\.number)) == Set(numbers))
+    }
+
+    @Test func aCallsCodeAndNumberComeFromItsIDAndTimeNotItsSequence() {
+        // A call opened before the log was open is carried into it with a new sequence
+        // (decision 0002): the code its messages gave and the number the centre heard stay.
+        var early = LadderHarness(state: CallBookTests.state(tree: .standard(staff: Self.staff, arc: true)))
+        early.append(CallBookTests.raisedSOS(counter: 7, at: early.now))
+        var later = LadderHarness(state: CallBookTests.state(tree: .standard(staff: Self.staff, arc: true)))
+        for _ in 0..<5 { later.append(.nodeStarted(NodeStarted())) }
+        later.append(CallBookTests.raisedSOS(counter: 7, at: early.now))
+        let a = early.state.calls.open.first, b = later.state.calls.open.first
+        #expect(a != nil && a?.startedSequence != b?.startedSequence)
+        #expect(a?.code == b?.code && a?.number == b?.number)
     }
 
     @Test func radioTroubleIsRaisedOnceAndRestoredOnceAndTheBoxsOwnStopIsNone() {

@@ -68,11 +68,11 @@ import VigilTestSupport
         #expect(raised["message_type"] as? String == "ADM-CID")
         #expect(raised["event_qualifier"] as? String == "1")
         #expect(raised["event_type"] as? String == "120")
-        #expect(raised["ri"] as? String == "001", "the box's first call")
+        let zone = try #require(raised["ri"] as? String, "the call's number")
         #expect(raised["encrypted"] as? Bool == (key != nil))
         let first = try #require(await Self.arcEntries(node).first)
         #expect(first.lastNotifier == "arc 127.0.0.1:\(centre.port)", "the ACK is recorded as the centre's receipt")
-        #expect(first.alarm == AlarmSignal(.sos, number: 1))
+        #expect(first.alarm.map { String(format: "%03d", $0.number) } == zone)
         // Taken here: the centre is not told (it holds its alarm until the restore).
         let code = try #require(await onLoop(node) { $0.projections.calls.open.first?.code })
         let reply = try #require(await node.perform(.takeCall(TakeRequest(call: code, by: "Luis", via: "cli"))))
@@ -87,7 +87,7 @@ import VigilTestSupport
         let restored = try #require(centre.next("event", timeout: 10))
         #expect(restored["event_qualifier"] as? String == "3")
         #expect(restored["event_type"] as? String == "120")
-        #expect(restored["ri"] as? String == "001")
+        #expect(restored["ri"] as? String == zone, "the restore names the alarm's zone")
         let status = await onLoop(node) { $0.liveStatus().alarmCentre }
         #expect(status?.acknowledged == 2)
         #expect(status?.problem == nil)
@@ -173,6 +173,13 @@ import VigilTestSupport
         #expect(amber?.reasons.first?.text.hasPrefix("cannot call for help: the alarm centre has not acknowledged since") == true,
                 "\(String(describing: amber))")
         #expect(await onLoop(node) { $0.liveStatus().alarmCentre?.unreachable } == 1)
+        // The page says so too, with the centre's state; the public view without what went wrong.
+        let paths = try #require(await onLoop(node) { $0.snapshot().callPaths })
+        #expect(paths.problem?.hasPrefix("the alarm centre has not acknowledged since") == true, "\(paths)")
+        #expect(paths.alarmCentre?.failingSinceMicroseconds != nil && paths.alarmCentre?.lastTestPassed == false)
+        #expect(paths.alarmCentre?.lastProblem?.contains("127.0.0.1") == true)
+        let open = try #require(await onLoop(node) { $0.snapshot().forPublic().callPaths })
+        #expect(open.problem != nil && open.alarmCentre?.lastProblem == nil)
         try await stop(node, task)
 
         // Without a centre there is nothing to test, and the CLI hears so.
