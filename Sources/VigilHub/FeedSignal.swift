@@ -40,7 +40,7 @@ actor FeedSignal {
         nextID += 1
         let id = nextID
         await withTaskGroup(of: Void.self) { group in
-            group.addTask { await self.park(id) }
+            group.addTask { await self.park(id, seen: seen) }
             group.addTask {
                 try? await Task.sleep(for: .seconds(seconds))
                 await self.release(id)
@@ -55,8 +55,11 @@ actor FeedSignal {
     /// Ids released before they parked (the timeout won the race to the actor).
     private var released: Set<UInt64> = []
 
-    private func park(_ id: UInt64) async {
-        if released.remove(id) != nil { return }
+    /// Parks unless woken meanwhile: the park runs on the actor after `wait` has left it, and a
+    /// notification in between found no waiter to resume (10,000 boxes polling hit this: their
+    /// SOS came at the poll's timeout, 25 s late), so it checks the generation again here.
+    private func park(_ id: UInt64, seen: UInt64) async {
+        if released.remove(id) != nil || generation != seen || closing { return }
         await withCheckedContinuation { waiters[id] = $0 }
     }
 
