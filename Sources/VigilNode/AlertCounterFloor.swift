@@ -39,14 +39,7 @@ struct AlertCounterFloor {
     /// counters stay dense (no gap of a reserved block at every restart).
     mutating func reset(to highest: UInt32) throws(SystemError) {
         guard stored != highest else { return }
-        do {
-            try FileSystem.replaceDurably(path, contents: Array("\(highest)\n".utf8))
-        } catch {
-            FileSystem.remove(path)
-            stored = nil
-            throw error
-        }
-        stored = highest
+        try store(highest)
     }
 
     /// Makes sure the file covers `counter`: when it does not (or does not exist yet), reserves
@@ -55,14 +48,19 @@ struct AlertCounterFloor {
     /// `unknownFloor`.
     mutating func record(_ counter: UInt32) throws(SystemError) {
         if let stored, counter <= stored { return }
-        let reserved = counter > UInt32.max - Self.block ? UInt32.max : counter + Self.block
+        try store(counter > UInt32.max - Self.block ? UInt32.max : counter + Self.block)
+    }
+
+    /// Writes the file; on failure removes it, since a floor that might be stale must not be
+    /// trusted.
+    private mutating func store(_ value: UInt32) throws(SystemError) {
         do {
-            try FileSystem.replaceDurably(path, contents: Array("\(reserved)\n".utf8))
+            try FileSystem.replaceDurably(path, contents: Array("\(value)\n".utf8))
         } catch {
             FileSystem.remove(path)
             stored = nil
             throw error
         }
-        stored = reserved
+        stored = value
     }
 }

@@ -171,7 +171,8 @@ public final class Node: @unchecked Sendable {
         // one that cannot make a scratch log (a full card) opens the log before the loop, as
         // every start once did.
         var opening: LogOpening?
-        if LogOpening.isDue(directory: configuration.dataDirectory) {
+        let checkWasDue = LogOpening.isDue(directory: configuration.dataDirectory)
+        if checkWasDue {
             do {
                 opening = try LogOpening(configuration: configuration, startedNanoseconds: monotonic.nowNanoseconds(), onDurable: onDurable)
             } catch {
@@ -209,7 +210,8 @@ public final class Node: @unchecked Sendable {
             throw .log(error)
         }
         openLog.withLock { $0 = log }
-        keepAlertCountersAboveTheFloor(logComplete: salvagedAtStart == nil)
+        // After an unclean stop the log may lack alerts raised just before it, salvaged or not.
+        keepAlertCountersAboveTheFloor(logComplete: !checkWasDue && salvagedAtStart == nil)
     }
 
     /// After a restore: the floor covers the log's counters, and counters continue above both.
