@@ -17,6 +17,7 @@ struct SyncRoutes: Sendable {
     let signal: FeedSignal
     let cache: FeedCache
     let polls = PollLimit()
+    let credentials = CredentialCache()
     let keyFileSlots = KeyFileSlots()
     let logger: Logger
 
@@ -154,7 +155,8 @@ struct SyncRoutes: Sendable {
     /// one when there is none (a long poll, woken by any hub process's commit).
     func feed(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
         let node: UInt64
-        switch await authenticate(request, context) {
+        let longPoll = request.uri.queryParameters["wait"].flatMap { Double(String($0)) }.map { $0 > 0 } ?? false
+        switch await authenticate(request, context, longPoll: longPoll) {
         case .success(let n): node = n
         case .failure(let refusal): return refusal.response
         }
@@ -217,8 +219,9 @@ struct SyncRoutes: Sendable {
 
     // MARK: Checks
 
-    /// The credential must be the current one of the node named in the path.
-    func authenticate(_ request: Request, _ context: BasicRequestContext) async -> Result<UInt64, Refused> {
+    /// The credential must be the current one of the node named in the path. A long poll may be
+    /// let in by a recent check (`CredentialCache`); everything else asks the database.
+    func authenticate(_ request: Request, _ context: BasicRequestContext, longPoll: Bool = false) async -> Result<UInt64, Refused> {
         guard let text = context.parameters.get("node"), let node = NodeIDText.parse(text) else {
             return .failure(Refused(Self.refuse(.badRequest, "bad_node", "the path's node must be 16 lower-case hex digits")))
         }
@@ -228,10 +231,13 @@ struct SyncRoutes: Sendable {
         guard credential.node == node else {
             return .failure(Refused(Self.refuse(.forbidden, "wrong_box", "this credential belongs to another box")))
         }
+        if longPoll && credentials.accepts(credential) { return .success(node) }
         do {
             guard try await database.authenticate(credential) else {
+                credentials.forget(node)
                 return .failure(Refused(Self.refuse(.unauthorized, "unauthenticated", "unknown or revoked credential")))
             }
+            credentials.remember(credential)
         } catch {
             logger.error("hub: the database failed while checking a credential", metadata: ["error": "\(String(reflecting: error))"])
             return .failure(Refused(Self.refuse(.serviceUnavailable, "database_unavailable", "the hub's database is not answering; try again")))

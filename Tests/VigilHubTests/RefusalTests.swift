@@ -134,6 +134,11 @@ import VigilTestSupport
         let revoked = try await Hub.revoke(name: "a", configuration: hub.configuration, logger: quietLogger)
         #expect(revoked)
         #expect(try await Self.post(client, urlA, Self.encode(good), authorization: a.credential.headerValue) == (401, "unauthenticated"))
+        // Its long polls too: the refusal above ended what the hub remembered of its credential
+        // (a long poll may be let in by a check of the last 5 s; `CredentialCache`).
+        var longPoll = HTTPClientRequest(url: hub.url + "/api/v1/boxes/\(NodeIDText.format(a.node))/feed?after=0&wait=20")
+        longPoll.headers.add(name: "authorization", value: a.credential.headerValue)
+        #expect(try await client.execute(longPoll, timeout: .seconds(30)).status.code == 401)
         let token = try await hub.enrolmentToken(for: "c")
         let enrol = Array(try JSONEncoder().encode(EnrolRequest(token: token.secret, node: "00000000000000c1")))
         #expect(try await Self.post(client, hub.url + "/api/v1/boxes/enrol", enrol, authorization: nil).0 == 200)
