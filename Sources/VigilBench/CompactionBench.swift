@@ -121,11 +121,11 @@ struct CompactionBench {
             var compactionSeconds: [Double] = []
             // The anonymous resident set (the heap: not the log's mapped pages, which the kernel
             // drops at will), sampled while the slots are compacted.
-            let anonBefore = Self.statusMegabytes("RssAnon:")
+            let anonBefore = statusMegabytes("RssAnon:")
             let sampling = LockedValue<(stop: Bool, peak: Double)>((false, anonBefore))
             let sampler = Thread {
                 while !sampling.withLock({ $0.stop }) {
-                    let now = Self.statusMegabytes("RssAnon:")
+                    let now = statusMegabytes("RssAnon:")
                     sampling.withLock { $0.peak = max($0.peak, now) }
                     usleep(2_000)
                 }
@@ -186,13 +186,5 @@ struct CompactionBench {
                 ("extrapolated_from_minutes", .int(minutes)),
             ]))
         }
-    }
-
-    /// A line of /proc/self/status in kB (RssAnon, VmHWM), in MB; 0 when unreadable.
-    static func statusMegabytes(_ field: String) -> Double {
-        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
-              let line = status.split(separator: "\n").first(where: { $0.hasPrefix(field) }),
-              let kilobytes = Double(line.split(separator: " ").dropFirst().first ?? "") else { return 0 }
-        return kilobytes / 1024
     }
 }

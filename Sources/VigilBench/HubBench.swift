@@ -326,6 +326,7 @@ struct HubBench {
 /// `hub.json` like `vigil hub join` does).
 final class BenchBox: @unchecked Sendable {
     let node: Node
+    let nodeID: UInt64
     private let task: Task<Void, any Error>
 
     init(label: String, base: String, database: HubDatabase, url: String, hubData: String, directory: String? = nil) async throws {
@@ -333,6 +334,7 @@ final class BenchBox: @unchecked Sendable {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let token = try await database.createEnrolmentToken(name: label)
         let nodeID = try NodeIdentity.load(dataDirectory: directory)
+        self.nodeID = nodeID
         guard case .enrolled(let name, let secret) = try await database.enrol(token: token, node: nodeID) else {
             throw BenchError("hub: \(label) could not enrol")
         }

@@ -36,6 +36,9 @@ func runBenchmarks(_ options: Options) throws {
     if HubBench.metrics.contains(where: reporter.wants) {
         try HubBench(plan: plan, options: options, reporter: reporter).run()
     }
+    if reporter.wants(HubFanoutBench.metric) {
+        try HubFanoutBench(plan: plan, options: options, reporter: reporter).run()
+    }
     if SalvageBench.metrics.contains(where: reporter.wants) {
         try SalvageBench(plan: plan, reporter: reporter).run()
     }
@@ -72,6 +75,9 @@ func loadAverage() -> String {
 
 if CommandLine.arguments.count == 3 && CommandLine.arguments[1] == PowerCutBench.childFlag {
     PowerCutBench.runChild(directory: CommandLine.arguments[2])
+}
+if CommandLine.arguments.count == 3 && CommandLine.arguments[1] == HubFanoutBench.childFlag {
+    HubFanoutBench.runChild(directory: CommandLine.arguments[2])
 }
 do {
     guard let options = try Options.parse(Array(CommandLine.arguments.dropFirst())) else { exit(0) }

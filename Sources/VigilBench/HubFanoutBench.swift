@@ -1,0 +1,497 @@
+import AsyncHTTPClient
+import Foundation
+import Logging
+import NIOCore
+import NIOSSL
+import VigilEvents
+import VigilHub
+import VigilHubProtocol
+import VigilNode
+
+/// `hub_fanout_10k_p99_ms` (issue 27): a regional network's size.
+///
+/// One hub process (this binary run as `--hub-child DIR`: `Hub.run`, what `vigil-hub serve`
+/// runs) with its own PostgreSQL cluster; this process is the simulator: 10,000 enrolled boxes
+/// (2,000 in quick mode) each holding the hub's feed with long polls over TLS, plus one running
+/// node, box A. Box A raises an SOS, then a person takes its call at box A; for every simulated
+/// box, the time from the raise (and from the taking) until the box has the item durable.
+///
+/// "Durable at a simulated box": a box's feed items go to one file this process writes and
+/// `fdatasync`s (group commit, one writer thread), and an arrival counts when its sync returns.
+/// A real box appends to its own LMDB log instead; here 10,000 boxes share one disk.
+///
+/// The value is the worse of the two p99s; the context has both, and the hub's RSS (now and
+/// peak) and CPU during the measured calls. There is no baseline run: the goal (1,000 ms) is the
+/// comparison, as for `hub_alert_fanout_p99_ms`. `FANOUT_BOXES=N` in the environment sets the
+/// number of boxes, to see how the figure grows with them.
+struct HubFanoutBench {
+    static let metric = "hub_fanout_10k_p99_ms"
+    static let childFlag = "--hub-child"
+    static let goalMilliseconds = 1_000.0
+    static let boxesPerClient = 250
+
+    let plan: Plan
+    let options: Options
+    let reporter: Reporter
+
+    var boxes: Int { ProcessInfo.processInfo.environment["FANOUT_BOXES"].flatMap { Int($0) } ?? (options.quick ? 2_000 : 10_000) }
+    var calls: Int { options.quick ? 2 : min(max(plan.runs, 3), 5) }
+
+    func run() throws {
+        try raiseDescriptorLimit(to: boxes + 2_000)
+        try withTemporaryDirectory("hub-fanout") { directory in
+            // The cluster runs as the postgres user when this runs as root.
+            _ = chmod(directory, 0o711)
+            try blocking { try await measure(directory) }
+        }
+    }
+
+    /// Each simulated box holds a connection, and the hub (its child) one for each of them.
+    private func raiseDescriptorLimit(to wanted: Int) throws {
+        var limit = rlimit()
+        guard getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0 else { throw BenchError("hub fanout: getrlimit failed: errno \(errno)") }
+        guard limit.rlim_max >= rlim_t(wanted) else {
+            throw BenchError("hub fanout: \(wanted) descriptors are needed and the hard limit is \(limit.rlim_max) (ulimit -Hn)")
+        }
+        limit.rlim_cur = limit.rlim_max
+        guard setrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0 else { throw BenchError("hub fanout: setrlimit failed: errno \(errno)") }
+    }
+
+    // MARK: The hub's process
+
+    /// The hub child: runs the hub on DIR (port 0), says its port on stdout, ends on SIGTERM.
+    static func runChild(directory: String) -> Never {
+        let logger = {
+            var l = Logger(label: "hub") { StreamLogHandler.standardError(label: $0) }
+            l.logLevel = .warning
+            return l
+        }()
+        do {
+            try blocking {
+                try await Hub.run(HubConfiguration(dataDirectory: directory, host: "127.0.0.1", port: 0), logger: logger) { port, _ in
+                    writeAll("listening \(port)\n", to: STDOUT_FILENO)
+                }
+            }
+            exit(0)
+        } catch {
+            writeAll("vigil-bench hub child: \(error)\n", to: STDERR_FILENO)
+            exit(1)
+        }
+    }
+
+    private func startHub(_ hubData: String) throws -> (Process, Int) {
+        let child = Process()
+        child.executableURL = URL(fileURLWithPath: "/proc/self/exe")
+        child.arguments = [Self.childFlag, hubData]
+        let out = Pipe()
+        child.standardOutput = out
+        try child.run()
+        var said = ""
+        while !said.contains("\n") {
+            let data = out.fileHandleForReading.availableData
+            if data.isEmpty { throw BenchError("hub fanout: the hub process ended before it listened") }
+            said += String(decoding: data, as: UTF8.self)
+        }
+        guard let line = said.split(separator: "\n").first, line.hasPrefix("listening "), let port = Int(line.dropFirst(10)) else {
+            kill(child.processIdentifier, SIGTERM)
+            throw BenchError("hub fanout: the hub process said \(said)")
+        }
+        return (child, port)
+    }
+
+    private func stopHub(_ child: Process) {
+        guard child.isRunning else { return }
+        kill(child.processIdentifier, SIGTERM)
+        child.waitUntilExit()
+    }
+
+    // MARK: The measurement
+
+    private func measure(_ directory: String) async throws {
+        let hubData = directory + "/hub"
+        let (hub, port) = try startHub(hubData)
+        defer { stopHub(hub) }
+        let url = "https://127.0.0.1:\(port)"
+        let cluster = try LocalCluster(dataDirectory: hubData, logger: benchLogger)
+        let pem = try String(contentsOfFile: hubData + "/tls/hub.crt", encoding: .utf8)
+        var tls = TLSConfiguration.makeClientConfiguration()
+        tls.trustRoots = .certificates(try NIOSSLCertificate.fromPEMBytes(Array(pem.utf8)))
+        tls.certificateVerification = .noHostnameVerification
+        var httpConfiguration = HTTPClient.Configuration(tlsConfiguration: tls)
+        httpConfiguration.connectionPool = .init(idleTimeout: .seconds(120), concurrentHTTP1ConnectionsPerHostSoftLimit: Self.boxesPerClient + 8)
+        httpConfiguration.timeout = .init(connect: .seconds(60), read: .seconds(90))
+        // Boxes share a client per 250: one pool of 10,000 connections spends the simulator's
+        // time looking for an idle one (AsyncHTTPClient scans its pool), which no box does.
+        let clients = (0..<(boxes + Self.boxesPerClient - 1) / Self.boxesPerClient).map { _ in
+            HTTPClient(eventLoopGroupProvider: .singleton, configuration: httpConfiguration)
+        }
+        let sink: DurableArrivals
+        do {
+            sink = try DurableArrivals(path: directory + "/arrivals", boxes: boxes)
+        } catch {
+            for c in clients { try? await c.shutdown() }
+            throw error
+        }
+        do {
+            try await Hub.withDatabase(HubConfiguration(dataDirectory: hubData), cluster: cluster, logger: benchLogger) { database in
+                try await rounds(database, clients, url, hubData: hubData, base: directory, hub: hub.processIdentifier, sink: sink)
+            }
+        } catch {
+            sink.close()
+            for c in clients { try? await c.shutdown() }
+            throw error
+        }
+        sink.close()
+        for c in clients { try await c.shutdown() }
+    }
+
+    private func enrol(_ database: HubDatabase) async throws -> [HubBench.EnrolledBox] {
+        let count = boxes
+        return try await withThrowingTaskGroup(of: [HubBench.EnrolledBox].self) { group in
+            let workers = 16
+            for w in 0..<workers {
+                group.addTask {
+                    var mine: [HubBench.EnrolledBox] = []
+                    var rng = SystemRandomNumberGenerator()
+                    for i in stride(from: w, to: count, by: workers) {
+                        let token = try await database.createEnrolmentToken(name: "sim-\(i)")
+                        let node = rng.next() | 1
+                        guard case .enrolled(_, let secret) = try await database.enrol(token: token, node: node) else {
+                            throw BenchError("hub fanout: simulated box \(i) could not enrol")
+                        }
+                        mine.append(HubBench.EnrolledBox(node: node, credential: BoxCredential(node: node, secret: secret)))
+                    }
+                    return mine
+                }
+            }
+            var all: [HubBench.EnrolledBox] = []
+            for try await part in group { all += part }
+            return all
+        }
+    }
+
+    private func rounds(_ database: HubDatabase, _ clients: [HTTPClient], _ url: String, hubData: String, base: String,
+                        hub: Int32, sink: DurableArrivals) async throws {
+        let enrolStart = monotonicNanoseconds()
+        let simulated = try await enrol(database)
+        progress("hub fanout: \(simulated.count) boxes enrolled in \(String(format: "%.1f", Double(monotonicNanoseconds() - enrolStart) / 1e9)) s")
+        var end: UInt64 = 0
+        for try await (p) in try await database.client.query("SELECT coalesce(max(position), 0) FROM feed", logger: benchLogger).decode(Int64.self) {
+            end = UInt64(p)
+        }
+        let a = try await BenchBox(label: "fanout-10k-a", base: base, database: database, url: url, hubData: hubData)
+        let pollers = FeedPollers(clients: clients, url: url, sink: sink)
+        defer { pollers.stop() }
+        // The boxes come up in waves of 250, each wave's first (plain) read answered before the
+        // next starts: 10,000 TLS handshakes at once would measure the listen backlog instead.
+        let rampStart = monotonicNanoseconds()
+        try await pollers.start(simulated, after: end, wave: 250)
+        progress("hub fanout: \(simulated.count) boxes polling over TLS after \(String(format: "%.1f", Double(monotonicNanoseconds() - rampStart) / 1e9)) s")
+
+        var raisedLatencies: [UInt64] = []
+        var takenLatencies: [UInt64] = []
+        var cpuStart: (ticks: UInt64, wall: UInt64)?
+        var postgresStart: UInt64 = 0
+        let ownCPUStart = processCPUTicks("self")
+        // One warm-up call, not counted: the first answers and re-polls after the ramp.
+        for i in 0..<(calls + 1) {
+            if i == 1 { cpuStart = (processCPUTicks("\(hub)"), monotonicNanoseconds()); postgresStart = postgresCPUTicks() }
+            let round = try await call(i, at: a, sink: sink)
+            if i >= 1 {
+                raisedLatencies += round.raised
+                takenLatencies += round.taken
+            }
+            progress("hub fanout: call \(i + 1)/\(calls + 1): p99 raised \(String(format: "%.0f", milliseconds(percentile(round.raised.sorted(), 99) ?? 0))) ms, taken \(String(format: "%.0f", milliseconds(percentile(round.taken.sorted(), 99) ?? 0))) ms; first \(String(format: "%.0f", milliseconds(round.raised.min() ?? 0))) ms, \(String(format: "%.0f", milliseconds(round.taken.min() ?? 0))) ms")
+        }
+        let cpuSeconds = Double(processCPUTicks("\(hub)") - (cpuStart?.ticks ?? 0)) / Double(sysconf(Int32(_SC_CLK_TCK)))
+        let wallSeconds = Double(monotonicNanoseconds() - (cpuStart?.wall ?? 0)) / 1e9
+        let simulatorCPU = Double(processCPUTicks("self") - ownCPUStart) / Double(sysconf(Int32(_SC_CLK_TCK)))
+        let postgresCPU = Double(postgresCPUTicks() &- postgresStart) / Double(sysconf(Int32(_SC_CLK_TCK)))
+        let hubRSS = statusMegabytes("VmRSS:", pid: "\(hub)")
+        let hubPeak = statusMegabytes("VmHWM:", pid: "\(hub)")
+        let failedPolls = pollers.failures
+        pollers.stop()
+        try await a.stop()
+
+        let raised = raisedLatencies.sorted()
+        let taken = takenLatencies.sorted()
+        let p99Raised = milliseconds(percentile(raised, 99) ?? .max)
+        let p99Taken = milliseconds(percentile(taken, 99) ?? .max)
+        let worse = max(p99Raised, p99Taken)
+        progress("hub fanout: hub RSS \(Int(hubRSS)) MB (peak \(Int(hubPeak)) MB), CPU \(String(format: "%.2f", cpuSeconds)) s (PostgreSQL \(String(format: "%.2f", postgresCPU)) s, simulator \(String(format: "%.2f", simulatorCPU)) s) over \(String(format: "%.1f", wallSeconds)) s; \(failedPolls) failed polls")
+        reporter.emit(MetricLine(metric: Self.metric, value: worse, unit: "ms", context: [
+            ("p99_raised_ms", .double(p99Raised)), ("p50_raised_ms", .optional(percentile(raised, 50).map(milliseconds))),
+            ("max_raised_ms", .optional(raised.last.map(milliseconds))),
+            ("p99_taken_ms", .double(p99Taken)), ("p50_taken_ms", .optional(percentile(taken, 50).map(milliseconds))),
+            ("max_taken_ms", .optional(taken.last.map(milliseconds))),
+            ("boxes", .int(boxes)), ("calls", .int(calls)), ("arrivals", .int(raised.count + taken.count)),
+            ("hub_rss_mb", .double(hubRSS)), ("hub_peak_rss_mb", .double(hubPeak)),
+            ("hub_cpu_s", .double(cpuSeconds)), ("hub_cpu_percent_of_one_core", .double(wallSeconds > 0 ? 100 * cpuSeconds / wallSeconds : 0)),
+            ("simulator_cpu_s", .double(simulatorCPU)), ("postgres_cpu_s", .double(postgresCPU)), ("failed_polls", .int(failedPolls)),
+            ("syncs", .int(sink.syncs)), ("cores", .int(ProcessInfo.processInfo.activeProcessorCount)),
+            ("goal_ms", .double(Self.goalMilliseconds)), ("met", .bool(worse <= Self.goalMilliseconds)),
+        ]))
+    }
+
+    /// One call: box A raises an SOS; when every simulated box has it, a person takes the call
+    /// at box A; when every box has the taking, the latencies of both.
+    private func call(_ i: Int, at a: BenchBox, sink: DurableArrivals) async throws -> (raised: [UInt64], taken: [UInt64]) {
+        let raisedDone = sink.expect(origin: a.nodeID, phase: .raised)
+        let raisedAt = monotonicNanoseconds()
+        let reply = OneShot<NodeReply>()
+        a.node.submit(.raiseAlert(AlertRequest(kind: "sos", lifetimeMicroseconds: 3_600_000_000, text: "fanout \(i)"))) { reply.give($0) }
+        guard let answer = await reply.value(timeoutSeconds: 30), answer.ok, let key = answer.alert,
+              let id = CommandInterpreter.parseAlertID(key) else {
+            throw BenchError("hub fanout: box A refused the SOS: \(String(describing: reply.peek()))")
+        }
+        guard await raisedDone.value(timeoutSeconds: 120) != nil else {
+            throw BenchError("hub fanout: \(sink.count(.raised)) of \(boxes) boxes had SOS \(i) after 120 s")
+        }
+        let raised = sink.latencies(.raised, since: raisedAt)
+
+        let takenDone = sink.expect(origin: a.nodeID, alert: id, phase: .taken)
+        let takenAt = monotonicNanoseconds()
+        let took = OneShot<NodeReply>()
+        a.node.submit(.takeCall(TakeRequest(call: key, by: "bench", via: "cli"))) { took.give($0) }
+        guard let tookAnswer = await took.value(timeoutSeconds: 30), tookAnswer.ok else {
+            throw BenchError("hub fanout: box A would not take call \(i): \(String(describing: took.peek()))")
+        }
+        guard await takenDone.value(timeoutSeconds: 120) != nil else {
+            throw BenchError("hub fanout: \(sink.count(.taken)) of \(boxes) boxes had the taking of call \(i) after 120 s")
+        }
+        return (raised, sink.latencies(.taken, since: takenAt))
+    }
+
+    // MARK: /proc
+
+    /// The CPU of every PostgreSQL process now running (the hub's cluster is the only one here).
+    private func postgresCPUTicks() -> UInt64 {
+        guard let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc") else { return 0 }
+        var total: UInt64 = 0
+        for pid in entries where pid.allSatisfy(\.isNumber) {
+            guard let comm = try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8), comm.hasPrefix("postgres") else { continue }
+            total += processCPUTicks(pid)
+        }
+        return total
+    }
+
+    /// utime + stime of a process, in clock ticks (`/proc/PID/stat`, fields 14 and 15).
+    private func processCPUTicks(_ pid: String) -> UInt64 {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let close = stat.lastIndex(of: ")") else { return 0 }
+        // Fields after the command's closing parenthesis start at field 3.
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        guard fields.count > 13, let user = UInt64(fields[11]), let system = UInt64(fields[12]) else { return 0 }
+        return user + system
+    }
+}
+
+/// A line of /proc/PID/status in kB (VmRSS, VmHWM), in MB; 0 when unreadable.
+func statusMegabytes(_ field: String, pid: String = "self") -> Double {
+    guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+          let line = status.split(separator: "\n").first(where: { $0.hasPrefix(field) }),
+          let kilobytes = Double(line.split(separator: " ").dropFirst().first ?? "") else { return 0 }
+    return kilobytes / 1024
+}
+
+/// The simulated boxes: each one long polls the feed from its cursor, again after every answer,
+/// and hands box A's alert items to the durable sink.
+final class FeedPollers: @unchecked Sendable {
+    let clients: [HTTPClient]
+    let url: String
+    let sink: DurableArrivals
+    private let lock = NSLock()
+    private var tasks: [Task<Void, Never>] = []
+    private var failed = 0
+
+    init(clients: [HTTPClient], url: String, sink: DurableArrivals) {
+        self.clients = clients
+        self.url = url
+        self.sink = sink
+    }
+
+    var failures: Int {
+        lock.lock()
+        defer { lock.unlock() }
+        return failed
+    }
+
+    func start(_ boxes: [HubBench.EnrolledBox], after: UInt64, wave: Int) async throws {
+        var index = 0
+        while index < boxes.count {
+            let slice = Array(boxes[index..<min(index + wave, boxes.count)].enumerated().map { (index + $0.offset, $0.element) })
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for (i, box) in slice {
+                    group.addTask {
+                        guard try await self.read(box, index: i, after: after, wait: 0) != nil else {
+                            throw BenchError("hub fanout: simulated box \(i)'s first read failed")
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+            let started = slice.map { i, box in Task.detached { await self.poll(box, index: i, after: after) } }
+            lock.withLock { tasks += started }
+            index += wave
+        }
+    }
+
+    func stop() {
+        lock.lock()
+        let all = tasks
+        tasks = []
+        lock.unlock()
+        for t in all { t.cancel() }
+    }
+
+    private func poll(_ box: HubBench.EnrolledBox, index: Int, after start: UInt64) async {
+        var cursor = start
+        while !Task.isCancelled {
+            do {
+                if let next = try await read(box, index: index, after: cursor, wait: 25) { cursor = next; continue }
+            } catch {}
+            if Task.isCancelled { return }
+            lock.withLock { failed += 1 }
+        }
+    }
+
+    /// One read of the feed; box A's items go to the sink. The new cursor, nil when it failed.
+    private func read(_ box: HubBench.EnrolledBox, index: Int, after cursor: UInt64, wait: Int) async throws -> UInt64? {
+        var request = HTTPClientRequest(url: url + "/api/v1/boxes/\(NodeIDText.format(box.node))/feed?after=\(cursor)&wait=\(wait)")
+        request.headers.add(name: "authorization", value: box.credential.headerValue)
+        let response = try await clients[index / HubFanoutBench.boxesPerClient % clients.count].execute(request, timeout: .seconds(60))
+        let body = try await response.body.collect(upTo: 4 << 20)
+        guard response.status == .ok else { return nil }
+        let answer = try JSONDecoder().decode(FeedAnswer.self, from: Data(body.readableBytesView))
+        for item in answer.items {
+            guard let payload = Data(base64Encoded: item.payload),
+                  let event = try? EventCodec.decode(kind: item.kind, payload: Array(payload), sequence: item.position) else { continue }
+            switch event {
+            case .alertRaised(let r): sink.arrived(box: index, alert: r.id, phase: .raised)
+            case .alertTaken(let t): sink.arrived(box: index, alert: t.id, phase: .taken)
+            default: break
+            }
+        }
+        return answer.cursor
+    }
+}
+
+/// The simulated boxes' storage: arrivals of the expected item are written to one file by one
+/// thread and synced in groups; an arrival counts (and is timed) when its sync has returned.
+final class DurableArrivals: @unchecked Sendable {
+    enum Phase: UInt8 { case raised = 1, taken = 2 }
+
+    private let fd: Int32
+    private let boxes: Int
+    private let condition = NSCondition()
+    private var queue: [(box: Int, phase: Phase)] = []
+    private var closing = false
+    /// The item that counts: a raise of any new alert from `origin`, or the taking of `alert`.
+    private var expected: (origin: UInt64, alert: AlertID?, phase: Phase)?
+    private var durableAt: [UInt64]
+    private var done = 0
+    private var finished: OneShot<Void>?
+    private var syncCount = 0
+    private let writerEnded = DispatchSemaphore(value: 0)
+
+    init(path: String, boxes: Int) throws {
+        fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw BenchError("hub fanout: cannot open \(path): errno \(errno)") }
+        self.boxes = boxes
+        durableAt = [UInt64](repeating: 0, count: boxes)
+        let thread = Thread { [self] in
+            write()
+            writerEnded.signal()
+        }
+        thread.name = "fanout-arrivals"
+        thread.start()
+    }
+
+    var syncs: Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return syncCount
+    }
+
+    /// From now on, arrivals of this phase from `origin` (of `alert` when given) count; done when
+    /// every box has one. Set before the raise, which goes to the hub before its id is known here.
+    func expect(origin: UInt64, alert: AlertID? = nil, phase: Phase) -> OneShot<Void> {
+        let shot = OneShot<Void>()
+        condition.lock()
+        expected = (origin, alert, phase)
+        durableAt = [UInt64](repeating: 0, count: boxes)
+        done = 0
+        finished = shot
+        condition.unlock()
+        return shot
+    }
+
+    func arrived(box: Int, alert: AlertID, phase: Phase) {
+        condition.lock()
+        defer { condition.unlock() }
+        guard let expected, expected.origin == alert.origin, expected.alert == nil || expected.alert == alert, expected.phase == phase,
+              box < boxes, durableAt[box] == 0 else { return }
+        queue.append((box, phase))
+        condition.signal()
+    }
+
+    func count(_ phase: Phase) -> Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return expected?.phase == phase ? done : 0
+    }
+
+    /// Each box's time from `start` until its arrival was durable.
+    func latencies(_ phase: Phase, since start: UInt64) -> [UInt64] {
+        condition.lock()
+        defer { condition.unlock() }
+        guard expected?.phase == phase else { return [] }
+        return durableAt.filter { $0 > 0 }.map { $0 > start ? $0 - start : 0 }
+    }
+
+    func close() {
+        condition.lock()
+        closing = true
+        condition.signal()
+        condition.unlock()
+        writerEnded.wait()
+        _ = Glibc.close(fd)
+    }
+
+    private func write() {
+        while true {
+            condition.lock()
+            while queue.isEmpty && !closing { condition.wait() }
+            if queue.isEmpty && closing { condition.unlock(); return }
+            let batch = queue
+            queue = []
+            condition.unlock()
+            // A record a box keeps: its index, the phase, as a box's log entry would be.
+            var bytes: [UInt8] = []
+            bytes.reserveCapacity(batch.count * 5)
+            for (box, phase) in batch {
+                withUnsafeBytes(of: UInt32(box).littleEndian) { bytes += $0 }
+                bytes.append(phase.rawValue)
+            }
+            var written = 0
+            while written < bytes.count {
+                let n = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + written, bytes.count - written) }
+                if n < 0 && errno == EINTR { continue }
+                guard n > 0 else { break }
+                written += n
+            }
+            _ = fdatasync(fd)
+            let now = monotonicNanoseconds()
+            condition.lock()
+            syncCount += 1
+            var shot: OneShot<Void>?
+            for (box, phase) in batch where expected?.phase == phase && durableAt[box] == 0 {
+                durableAt[box] = now
+                done += 1
+                if done == boxes { shot = finished }
+            }
+            condition.unlock()
+            shot?.give(())
+        }
+    }
+}
