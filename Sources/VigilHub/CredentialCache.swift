@@ -11,12 +11,14 @@ import VigilHubProtocol
 ///
 /// The contract: only a long poll (`feed` with `wait` > 0) may be let in from here. Uploads,
 /// sync state, key files and plain reads always ask the database, so a revoked box is refused
-/// those at once. A revoked box's long polls are refused within `lifetime`; a long poll open
+/// those at once. A revoked box's new long polls are refused within `lifetime`; a long poll open
 /// when it was revoked ran to its end (up to 30 s) before this cache existed, so revocation was
 /// never quicker than that for the feed. A wrong secret for a cached node misses (the hash is
 /// compared), and refusals are never kept: a flood of bad credentials costs what it did.
 final class CredentialCache: Sendable {
-    static let lifetime: Duration = .seconds(5)
+    /// Longer than 10,000 boxes take to hear an item here (about 5 s on 2 cores), so their
+    /// re-polls after it do not all ask the database; half of a long poll's 30 s.
+    static let lifetime: Duration = .seconds(15)
     /// Boxes remembered at most; past it, expired entries go, then all of them.
     static let capacity = 100_000
 

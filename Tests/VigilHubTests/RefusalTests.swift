@@ -135,7 +135,7 @@ import VigilTestSupport
         #expect(revoked)
         #expect(try await Self.post(client, urlA, Self.encode(good), authorization: a.credential.headerValue) == (401, "unauthenticated"))
         // Its long polls too: the refusal above ended what the hub remembered of its credential
-        // (a long poll may be let in by a check of the last 5 s; `CredentialCache`).
+        // (a long poll may be let in by a recent check; `CredentialCache`).
         var longPoll = HTTPClientRequest(url: hub.url + "/api/v1/boxes/\(NodeIDText.format(a.node))/feed?after=0&wait=20")
         longPoll.headers.add(name: "authorization", value: a.credential.headerValue)
         #expect(try await client.execute(longPoll, timeout: .seconds(30)).status.code == 401)
