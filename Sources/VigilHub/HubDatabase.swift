@@ -178,6 +178,9 @@ public struct HubDatabase: Sendable {
         case nameTaken(String)
         /// This node is enrolled under another name: the token is for a different box.
         case nodeEnrolled(String)
+        /// The node id is the network's own alert origin (coordinators' alerts): a box holding it
+        /// could re-affirm and cancel them. The token is not used up.
+        case nodeReserved
     }
 
     /// Uses a token once: the box `node` gets a new credential (a box that joins again gets a
@@ -200,6 +203,11 @@ public struct HubDatabase: Sendable {
 
     private func enrolTransaction(token: String, nodeID: Int64, credential: String) async throws -> EnrolOutcome {
         try await client.withTransaction(logger: logger) { connection -> EnrolOutcome in
+            // Before the token is used: the network's origin is public (`GET /api/v1/hub`), so
+            // refusing it tells a guesser nothing, and the box's owner can retry with its own id.
+            for try await _ in try await connection.query("SELECT 1 FROM network WHERE alert_origin = \(nodeID)", logger: logger).decode(Int32.self) {
+                return .nodeReserved
+            }
             var name: String?
             for try await (n) in try await connection.query("""
                 UPDATE enrolment_tokens SET used_at = now(), used_by = \(nodeID)

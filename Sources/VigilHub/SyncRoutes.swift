@@ -117,6 +117,8 @@ struct SyncRoutes: Sendable {
                 return Self.refuse(.forbidden, "token_refused", "this enrolment token is unknown, used or expired")
             case .nameTaken(let name):
                 return Self.refuse(.conflict, "name_taken", "another box is already called \(name)")
+            case .nodeReserved:
+                return Self.refuse(.badRequest, "reserved_node", "this node id is the network's own alert origin; a box cannot take it")
             case .nodeEnrolled(let name):
                 return Self.refuse(.conflict, "node_enrolled", "this node is enrolled as \(name); join again with a token made for that name")
             }

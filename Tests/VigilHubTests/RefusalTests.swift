@@ -148,6 +148,13 @@ import VigilTestSupport
         let other = try await hub.enrolmentToken(for: "d")
         let takeover = Array(try JSONEncoder().encode(EnrolRequest(token: other.secret, node: NodeIDText.format(b.node))))
         #expect(try await Self.post(client, hub.url + "/api/v1/boxes/enrol", takeover, authorization: nil) == (409, "node_enrolled"))
+        // Nor the network's own alert origin (public: GET /api/v1/hub), whose holder could cancel
+        // coordinators' alerts; the token stays good for the box's own id.
+        let network = try await hub.database { try await $0.networkAlertOrigin() }
+        let claim = Array(try JSONEncoder().encode(EnrolRequest(token: other.secret, node: NodeIDText.format(network))))
+        #expect(try await Self.post(client, hub.url + "/api/v1/boxes/enrol", claim, authorization: nil) == (400, "reserved_node"))
+        let own = Array(try JSONEncoder().encode(EnrolRequest(token: other.secret, node: "00000000000000d1")))
+        #expect(try await Self.post(client, hub.url + "/api/v1/boxes/enrol", own, authorization: nil).0 == 200)
         #expect(try await Self.post(client, urlB, Self.encode(UploadBatch(node: NodeIDText.format(b.node), epoch: 0, from: 1, through: 1,
                                                                           events: [Self.event(1, Self.checkIn("R-b"))])),
                                     authorization: b.credential.headerValue).0 == 200, "b's own credential still works")
