@@ -7,9 +7,10 @@ import VigilHubProtocol
 /// which on a box that restarts rarely (and then on purpose) costs a sign-in, never safety.
 ///
 /// A session lasts `lifetimeSeconds` from its last use (a volunteer's shift, not forever), and
-/// ends when the admin password changes. Sign-in attempts are counted per client address (an
-/// IPv6 client by its /64), each from before its password is checked: after `allowedFailures`
-/// within `failureWindowSeconds` that address waits until the window passes. At most
+/// ends when the admin password changes. Sign-in attempts are counted per client address (the
+/// full address, IPv4-mapped ones as IPv4: `WebContext.signInKey`), each from before its
+/// password is checked: after `allowedFailures` within `failureWindowSeconds` that address
+/// waits until the window passes. At most
 /// `maximumChecking` passwords are checked at once; more attempts are refused (503) at once.
 /// Every count is bounded: the tables drop their oldest entries beyond `maximumEntries`.
 actor WebSessions {
