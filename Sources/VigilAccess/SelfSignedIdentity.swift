@@ -69,12 +69,15 @@ public struct SelfSignedIdentity: Sendable {
         return SelfSignedIdentity(certificatePEM: pem, keyPath: keyPath, certificatePath: certificatePath, fingerprint: fingerprint)
     }
 
-    /// The server's TLS configuration.
+    /// The server's TLS configuration: TLS 1.2 or newer (1.0 and 1.1 are deprecated, RFC 8996;
+    /// every browser and the boxes speak 1.2 or 1.3).
     public func serverTLS() throws(AccessError) -> TLSConfiguration {
         do {
             let chain = try NIOSSLCertificate.fromPEMFile(certificatePath).map { NIOSSLCertificateSource.certificate($0) }
             let key = try NIOSSLPrivateKey(file: keyPath, format: .pem)
-            return TLSConfiguration.makeServerConfiguration(certificateChain: chain, privateKey: .privateKey(key))
+            var configuration = TLSConfiguration.makeServerConfiguration(certificateChain: chain, privateKey: .privateKey(key))
+            configuration.minimumTLSVersion = .tlsv12
+            return configuration
         } catch {
             throw .setup("cannot load the TLS certificate: \(error)")
         }

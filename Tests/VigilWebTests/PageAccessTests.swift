@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import Foundation
 import NIOCore
 import NIOHTTP1
+import NIOSSL
 import Testing
 import VigilCore
 import VigilEvents
@@ -206,6 +207,19 @@ import VigilEvents
             #expect(login.status == .ok)
             let signedIn = try await web.post("/login", form: "password=correct+horse+battery")
             #expect(signedIn.headers.first(name: "set-cookie")?.contains("Secure") == true, "over TLS the cookie is Secure")
+
+            // TLS 1.0 and 1.1 are refused (RFC 8996); 1.2 is enough.
+            for (version, accepted) in [(TLSVersion.tlsv1, false), (.tlsv11, false), (.tlsv12, true)] {
+                var tls = TLSConfiguration.makeClientConfiguration()
+                tls.certificateVerification = .none
+                tls.minimumTLSVersion = .tlsv1
+                tls.maximumTLSVersion = version
+                let old = HTTPClient(eventLoopGroupProvider: .singleton, configuration: HTTPClient.Configuration(tlsConfiguration: tls))
+                // A refused handshake is retried by the client until its deadline: a short one.
+                let answered = (try? await old.execute(HTTPClientRequest(url: web.base + "/login"), timeout: .seconds(accepted ? 30 : 3)).status) == .ok
+                try await old.shutdown()
+                #expect(answered == accepted, "TLS up to \(version)")
+            }
         }
     }
 
