@@ -18,6 +18,14 @@ int cvigil_pipe2(int fds[2], int flags) { return pipe2(fds, flags); }
 
 int cvigil_accept(int fd) { return accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC); }
 
+int cvigil_peer_uid(int fd, unsigned int *uid) {
+    struct ucred credentials;
+    socklen_t length = sizeof credentials;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &length) != 0) return -1;
+    *uid = (unsigned int)credentials.uid;
+    return 0;
+}
+
 int cvigil_spawn(pid_t *pid, const char *path, char *const argv[], int stdin_fd, int stderr_fd) {
     posix_spawn_file_actions_t actions;
     int rc = posix_spawn_file_actions_init(&actions);

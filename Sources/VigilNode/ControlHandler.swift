@@ -26,8 +26,15 @@ final class ControlHandler: NodeComponent {
         // cannot be made (a data path longer than a socket address allows), the node runs
         // without it rather than not at all.
         do {
-            server = try ControlServer(path: node.configuration.dataDirectory + "/control.sock", loop: node.loop,
-                                       clock: node.monotonic) { [unowned self] command in answer(command) }
+            let logger = node.logger
+            server = try ControlServer(path: node.configuration.dataDirectory + "/control.sock", loop: node.loop, clock: node.monotonic,
+                                       onRefused: { user, total in
+                                           // The first, then every hundredth: a local flood must not fill the journal.
+                                           guard total == 1 || total % 100 == 0 else { return }
+                                           logger.warning("the control socket refused a process of another user", metadata: [
+                                               "user": "\(user.map(String.init) ?? "unknown")", "refused_since_start": "\(total)",
+                                           ])
+                                       }) { [unowned self] command in answer(command) }
         } catch {
             node.logger.warning("no control socket: the CLI cannot reach this node (it still reads its log)",
                                 metadata: ["error": "\(error)"])

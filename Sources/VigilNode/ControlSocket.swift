@@ -33,12 +33,23 @@ final class ControlServer {
     /// Room for the largest command (an exposure record) with a wide margin.
     static let maxRequestBytes = 65_536
 
-    init(path: String, loop: EventLoop, clock: any MonotonicClock, answer: @escaping (NodeCommand) -> Answer) throws(SystemError) {
+    /// Users whose processes may send commands: the node's own and root. The file's mode (0600)
+    /// already keeps others out; this holds when someone loosens the mode or the directory.
+    let allowedUsers: Set<UInt32>
+    /// Connections refused for their peer's user (or an unreadable peer), since the start.
+    private(set) var refusedPeers = 0
+    private let onRefused: (_ user: UInt32?, _ total: Int) -> Void
+
+    init(path: String, loop: EventLoop, clock: any MonotonicClock, allowedUsers: Set<UInt32> = [UInt32(geteuid()), 0],
+         onRefused: @escaping (_ user: UInt32?, _ total: Int) -> Void = { _, _ in },
+         answer: @escaping (NodeCommand) -> Answer) throws(SystemError) {
         self.path = path
         self.loop = loop
         self.clock = clock
         self.answer = answer
-        listener = try UnixSocket.listen(path: path)
+        self.allowedUsers = allowedUsers
+        self.onRefused = onRefused
+        listener = try UnixSocket.listen(path: path, mode: 0o600)
         guard loop.watch(listener.rawValue, "the control socket", handler: { [unowned self] _ in acceptAll() }) else {
             throw SystemError("epoll_ctl(ADD)", path, errno: .invalid)
         }
@@ -58,6 +69,12 @@ final class ControlServer {
                 return // the peer went away before we took it: nothing to do
             }
             guard let connection = accepted else { return }
+            let user = try? UnixSocket.peerUserID(connection)
+            guard let user, allowedUsers.contains(user) else {
+                refusedPeers += 1
+                onRefused(user, refusedPeers)
+                continue // closed on scope exit, before a byte is read
+            }
             if connections.count >= Self.maxConnections { dropIdle() }
             guard connections.count < Self.maxConnections else { continue } // closed on scope exit
             let fd = connection.rawValue

@@ -440,14 +440,25 @@ public enum UnixSocket {
         return (fds[0], fds[1])
     }
 
-    /// Binds and listens at `path` (a stale socket file from a crashed node is replaced).
-    public static func listen(path: String, backlog: Int32 = 8) throws(SystemError) -> FileDescriptor {
+    /// Binds and listens at `path` (a stale socket file from a crashed node is replaced). The
+    /// file gets `mode` between the bind and the listen: nobody can connect before the listen,
+    /// so there is no moment when the umask's mode lets others in (a socket's own descriptor
+    /// cannot `fchmod` its file on Linux).
+    public static func listen(path: String, backlog: Int32 = 8, mode: UInt32 = 0o600) throws(SystemError) -> FileDescriptor {
         let raw = try check("socket(AF_UNIX)") { socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0) }
         let fd = FileDescriptor(adopting: raw)
         _ = unlink(path)
         _ = try check("bind", path) { cvigil_unix_bind(raw, path) }
+        _ = try check("chmod", path) { chmod(path, mode_t(mode)) }
         _ = try check("listen", path) { Glibc.listen(raw, backlog) }
         return fd
+    }
+
+    /// The user id of the process at the other end of a connected Unix socket.
+    public static func peerUserID(_ fd: borrowing FileDescriptor) throws(SystemError) -> UInt32 {
+        var uid: UInt32 = 0
+        _ = try check("getsockopt(SO_PEERCRED)") { cvigil_peer_uid(fd.rawValue, &uid) }
+        return uid
     }
 
     /// Accepts one pending connection; nil when none is waiting.

@@ -29,6 +29,8 @@
 // Defined in shim.c, which needs _GNU_SOURCE; defining it here would change how glibc's headers
 // look to Swift (fd_set) and clash with the Glibc module.
 int cvigil_set_thread_name(pthread_t thread, const char *name);
+// The user id of a Unix socket's peer (SO_PEERCRED's struct ucred needs _GNU_SOURCE).
+int cvigil_peer_uid(int fd, unsigned int *uid);
 
 static inline int cvigil_errno(void) { return errno; }
 
