@@ -8,6 +8,8 @@
 #include <unistd.h>
 #include <signal.h>
 #include <string.h>
+#include <errno.h>
+#include <sys/prctl.h>
 #include "CVigilLinux.h"
 
 extern char **environ;
@@ -26,7 +28,11 @@ int cvigil_peer_uid(int fd, unsigned int *uid) {
     return 0;
 }
 
-int cvigil_spawn(pid_t *pid, const char *path, char *const argv[], int stdin_fd, int stderr_fd) {
+int cvigil_spawn(pid_t *pid, const char *path, char *const argv[], char *const envp[], int stdin_fd, int stderr_fd) {
+    // systemd's AmbientCapabilities (CAP_NET_ADMIN, CAP_NET_RAW) would pass to every program
+    // exec'd from here. Capabilities are per thread, and the child is cloned from this one.
+    // EINVAL: a kernel without ambient capabilities (before 4.3) has none to pass.
+    if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0 && errno != EINVAL) return errno;
     posix_spawn_file_actions_t actions;
     int rc = posix_spawn_file_actions_init(&actions);
     if (rc != 0) return rc;
@@ -38,7 +44,7 @@ int cvigil_spawn(pid_t *pid, const char *path, char *const argv[], int stdin_fd,
     // A fresh process group, so a timeout can kill the program and anything it started.
     posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
     posix_spawnattr_setpgroup(&attr, 0);
-    rc = posix_spawn(pid, path, &actions, &attr, argv, environ);
+    rc = posix_spawn(pid, path, &actions, &attr, argv, envp);
     posix_spawnattr_destroy(&attr);
     posix_spawn_file_actions_destroy(&actions);
     return rc;

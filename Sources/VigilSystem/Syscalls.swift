@@ -723,7 +723,27 @@ public func runToCompletion(path: String, arguments: [String], outputPath: Strin
     return signal == 0 ? (status >> 8) & 0xFF : 128 + signal
 }
 
+/// A program the node starts (a notifier, `vigil log check`): a process group of its own, none
+/// of the node's descriptors, only `passedEnvironment` of its environment, and none of its
+/// ambient capabilities (systemd gives the node CAP_NET_ADMIN and CAP_NET_RAW for the radio; a
+/// notifier that a config file names must not get them).
 public final class ChildProcess: @unchecked Sendable {
+    /// What a child gets of the node's environment: where programs are, the locale and time
+    /// zone, the home directory (curl and Gammu read their files there), and the proxy to reach
+    /// a webhook through. Anything else (a token a unit file set, say) stays with the node.
+    public static let passedEnvironment = ["PATH", "HOME", "LANG", "LC_ALL", "TZ",
+                                           "http_proxy", "https_proxy", "no_proxy", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY"]
+    static let defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+    /// `NAME=value` for each passed variable the node has (PATH always).
+    public static func environment() -> [String] {
+        var out: [String] = []
+        for name in passedEnvironment {
+            if let value = getenv(name) { out.append(name + "=" + String(cString: value)) } else if name == "PATH" { out.append("PATH=" + defaultPath) }
+        }
+        return out
+    }
+
     public let pid: Int32
     /// Readable when the process has exited.
     public let exitDescriptor: Int32
@@ -760,8 +780,14 @@ public final class ChildProcess: @unchecked Sendable {
         }
         var child: pid_t = 0
         let argv = ([path] + arguments).map { strdup($0) } + [nil]
-        defer { for a in argv { free(a) } }
-        let rc = argv.withUnsafeBufferPointer { cvigil_spawn(&child, path, $0.baseAddress, stdinPipe[0], stderrPipe[1]) }
+        let envp = Self.environment().map { strdup($0) } + [nil]
+        defer {
+            for a in argv { free(a) }
+            for e in envp { free(e) }
+        }
+        let rc = argv.withUnsafeBufferPointer { a in
+            envp.withUnsafeBufferPointer { e in cvigil_spawn(&child, path, a.baseAddress, e.baseAddress, stdinPipe[0], stderrPipe[1]) }
+        }
         guard rc == 0 else {
             _ = Glibc.close(stdinPipe[1]); _ = Glibc.close(stderrPipe[0])
             throw SystemError("spawn", path, errno: Errno(rawValue: rc))

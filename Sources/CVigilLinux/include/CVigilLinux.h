@@ -135,12 +135,15 @@ int cvigil_pipe2(int fds[2], int flags);
 // pidfd_open(2): a descriptor that becomes readable when the process exits (Linux 5.3+).
 static inline int cvigil_pidfd_open(pid_t pid) { return (int)syscall(SYS_pidfd_open, pid, 0); }
 
-// Spawns `path` with `argv` (NULL-terminated), stdin from `stdin_fd`, stdout to /dev/null and
-// stderr to `stderr_fd`; other descriptors are close-on-exec. Returns 0 or an errno.
 /// posix_spawn with stdin from `stdin_fd` and stdout and stderr both to `out_fd`, no other
 /// descriptor, in "/".
 int cvigil_spawn_io(pid_t *pid, const char *path, char *const argv[], int stdin_fd, int out_fd);
-int cvigil_spawn(pid_t *pid, const char *path, char *const argv[], int stdin_fd, int stderr_fd);
+// Spawns `path` with `argv` and `envp` (NULL-terminated), stdin from `stdin_fd`, stdout to
+// /dev/null and stderr to `stderr_fd`; other descriptors are close-on-exec. Returns 0 or an
+// errno. For a program the node does not trust with its privileges (a notifier): `envp` only,
+// and without the calling thread's ambient capabilities (cleared on that thread first: it is
+// permanent there, and the loop never starts anything that needs them).
+int cvigil_spawn(pid_t *pid, const char *path, char *const argv[], char *const envp[], int stdin_fd, int stderr_fd);
 
 /* A non-blocking TCP socket connecting to a numeric IPv4 or IPv6 address: returns the socket
  * (connected, or connecting: watch it for output, then read SO_ERROR) or -1 with errno set

@@ -1,0 +1,32 @@
+import Foundation
+import Testing
+import VigilSystem
+
+/// A program the node starts (a notifier named in a config file) gets little of the node.
+@Suite struct ChildProcessTests {
+    /// Runs `script` with /bin/sh and returns what it wrote to stderr.
+    static func run(_ script: String) throws -> String {
+        let child = try ChildProcess(path: "/bin/sh", arguments: ["-c", script], input: [])
+        var exited = pollfd(fd: child.exitDescriptor, events: Int16(POLLIN), revents: 0)
+        #expect(poll(&exited, 1, 10_000) == 1, "the child ended")
+        #expect(child.reap() == 0)
+        return child.standardError(limit: 16_384)
+    }
+
+    @Test func aChildGetsOnlyThePassedEnvironment() throws {
+        setenv("VIGIL_TEST_UNIT_SECRET", "do-not-pass", 1)
+        setenv("LANG", "C.UTF-8", 1)
+        let environment = try Self.run("env >&2").split(separator: "\n").map(String.init)
+        #expect(!environment.contains { $0.contains("VIGIL_TEST_UNIT_SECRET") || $0.contains("do-not-pass") })
+        #expect(environment.contains { $0.hasPrefix("PATH=") })
+        #expect(environment.contains("LANG=C.UTF-8"))
+        let names = Set(environment.compactMap { $0.split(separator: "=", maxSplits: 1).first.map(String.init) })
+        // /bin/sh adds PWD (and dash nothing else); everything else came from the list.
+        #expect(names.subtracting(ChildProcess.passedEnvironment + ["PWD", "SHLVL", "_", "OLDPWD"]).isEmpty, "\(names)")
+    }
+
+    @Test func aChildHasNoAmbientCapabilities() throws {
+        let status = try Self.run("grep CapAmb /proc/self/status >&2")
+        #expect(status == "CapAmb:\t0000000000000000", "\(status)")
+    }
+}
