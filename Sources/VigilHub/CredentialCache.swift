@@ -40,8 +40,9 @@ final class CredentialCache: Sendable {
         }
     }
 
-    /// The database accepted this credential just now.
-    func remember(_ credential: BoxCredential, now: ContinuousClock.Instant = .now) {
+    /// The database accepted this credential in a check that began at `now` (taken before the
+    /// query: a check that began before a revocation committed counts from then).
+    func remember(_ credential: BoxCredential, now: ContinuousClock.Instant) {
         let entry = Entry(hash: Self.hash(credential.secret), checkedAt: now)
         entries.withLock { entries in
             if entries.count >= Self.capacity && entries[credential.node] == nil {
@@ -52,9 +53,14 @@ final class CredentialCache: Sendable {
         }
     }
 
-    /// A refusal forgets the node (its credential was revoked or replaced).
-    func forget(_ node: UInt64) {
-        _ = entries.withLock { $0.removeValue(forKey: node) }
+    /// A refusal of this very credential forgets it (revoked or replaced). A refusal of another
+    /// secret for the node does not: node ids are public (every feed item names its origin), and
+    /// junk credentials must not evict a box and bring back a database check per poll.
+    func forget(_ credential: BoxCredential) {
+        let hash = Self.hash(credential.secret)
+        entries.withLock { entries in
+            if let entry = entries[credential.node], Self.equal(entry.hash, hash) { entries[credential.node] = nil }
+        }
     }
 
     var count: Int { entries.withLock { $0.count } }

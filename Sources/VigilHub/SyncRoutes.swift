@@ -234,12 +234,13 @@ struct SyncRoutes: Sendable {
             return .failure(Refused(Self.refuse(.forbidden, "wrong_box", "this credential belongs to another box")))
         }
         if longPoll && credentials.accepts(credential) { return .success(node) }
+        let checked = ContinuousClock.now
         do {
             guard try await database.authenticate(credential) else {
-                credentials.forget(node)
+                credentials.forget(credential)
                 return .failure(Refused(Self.refuse(.unauthorized, "unauthenticated", "unknown or revoked credential")))
             }
-            credentials.remember(credential)
+            credentials.remember(credential, now: checked)
         } catch {
             logger.error("hub: the database failed while checking a credential", metadata: ["error": "\(String(reflecting: error))"])
             return .failure(Refused(Self.refuse(.serviceUnavailable, "database_unavailable", "the hub's database is not answering; try again")))

@@ -22,11 +22,14 @@ import VigilHubProtocol
         #expect(!cache.accepts(BoxCredential(node: 0xB0C6_0000, secret: box.secret), now: start), "nor the secret for another box")
     }
 
-    @Test func aRefusedBoxIsForgotten() {
+    @Test func aRefusalOfTheCredentialForgetsItButAJunkOneForTheSameBoxDoesNot() {
         let cache = CredentialCache()
         cache.remember(box, now: start)
-        cache.forget(box.node)
-        #expect(!cache.accepts(box, now: start))
+        // Node ids are public: anyone can send a wrong secret for this box.
+        cache.forget(BoxCredential(node: box.node, secret: "junk"))
+        #expect(cache.accepts(box, now: start), "a junk credential does not evict the box")
+        cache.forget(box)
+        #expect(!cache.accepts(box, now: start), "its own credential refused (revoked): forgotten")
     }
 
     @Test func theCacheHoldsAtMostItsCapacityDroppingExpiredBoxesFirst() {
