@@ -112,10 +112,10 @@ struct WebContext: RequestContext, RemoteAddressRequestContext {
     }
 
     /// The client's address without its port, as sign-in attempts are counted (`signInKey`).
-    var client: String { Self.signInKey(remoteAddress?.ipAddress) }
+    var client: String { Self.signInKey(remoteAddress) }
 
-    /// The full address: an IPv4 client seen through the dual-stack listener (`::ffff:a.b.c.d`)
-    /// by its IPv4 address, an IPv6 client by its whole address in one spelling.
+    /// The full address, from its bytes (not its text): an IPv4 client seen through the
+    /// dual-stack listener (`::ffff:a.b.c.d`) by its IPv4 address, an IPv6 client by all 128 bits.
     ///
     /// Not by /64: every device on the shelter's Wi-Fi shares one /64, so counting by it let one
     /// device lock every staff member out (and all IPv4 clients once shared `0:0:0:0::/64`). A
@@ -123,36 +123,21 @@ struct WebContext: RequestContext, RemoteAddressRequestContext {
     /// check, and at most `WebSessions.maximumChecking` run at once for the whole box. Behind a
     /// reverse proxy every client is the proxy: its address is counted, and one client's failures
     /// make every client wait. Forwarded headers are not trusted (anyone can write them).
-    static func signInKey(_ address: String?) -> String {
-        guard let address, !address.isEmpty else { return "unknown" }
-        guard address.contains(":") else { return address }
-        var text = address.lowercased()
-        if let zone = text.firstIndex(of: "%") { text = String(text[..<zone]) }
-        var groups = text.split(separator: ":", omittingEmptySubsequences: false).map(String.init)
-        // A dotted IPv4 tail (`::ffff:192.0.2.1`) is two groups.
-        var tail: String?
-        if let last = groups.last, last.contains(".") {
-            tail = last
-            groups.removeLast()
-            groups.append(contentsOf: ["0", "0"])
+    static func signInKey(_ address: SocketAddress?) -> String {
+        switch address {
+        case .v4:
+            return address?.ipAddress ?? "unknown"
+        case .v6(let v6):
+            var raw = v6.address.sin6_addr
+            let bytes = withUnsafeBytes(of: &raw) { Array($0) }
+            guard bytes.count == 16 else { return "unknown" }
+            if bytes[0..<10].allSatisfy({ $0 == 0 }) && bytes[10] == 0xFF && bytes[11] == 0xFF {
+                return "\(bytes[12]).\(bytes[13]).\(bytes[14]).\(bytes[15])"
+            }
+            return stride(from: 0, to: 16, by: 2).map { String(UInt16(bytes[$0]) << 8 | UInt16(bytes[$0 + 1]), radix: 16) }
+                .joined(separator: ":")
+        default:
+            return "unknown"
         }
-        if let gap = groups.firstIndex(of: ""), groups.count < 8 {
-            // "::" stands for as many zero groups as are missing.
-            let rest = groups.filter { !$0.isEmpty }
-            let before = Array(groups[..<gap]).filter { !$0.isEmpty }
-            let after = Array(rest.dropFirst(before.count))
-            groups = before + Array(repeating: "0", count: 8 - before.count - after.count) + after
-        }
-        guard groups.count == 8 else { return text }
-        let normal = groups.map { group -> String in
-            let trimmed = group.drop { $0 == "0" }
-            return trimmed.isEmpty ? "0" : String(trimmed)
-        }
-        if normal.prefix(5).allSatisfy({ $0 == "0" }) && normal[5] == "ffff" {
-            if let tail { return tail }
-            let high = UInt16(normal[6], radix: 16) ?? 0, low = UInt16(normal[7], radix: 16) ?? 0
-            return "\(high >> 8).\(high & 0xff).\(low >> 8).\(low & 0xff)"
-        }
-        return normal.joined(separator: ":")
     }
 }
