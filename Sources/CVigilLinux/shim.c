@@ -29,7 +29,7 @@ int cvigil_peer_uid(int fd, unsigned int *uid) {
 }
 
 int cvigil_spawn(pid_t *pid, const char *path, char *const argv[], char *const envp[], int stdin_fd, int stderr_fd) {
-    // systemd's AmbientCapabilities (CAP_NET_ADMIN, CAP_NET_RAW) would pass to every program
+    // systemd's AmbientCapabilities (CAP_NET_ADMIN, CAP_NET_RAW, CAP_SYS_NICE) would pass to every program
     // exec'd from here. Capabilities are per thread, and the child is cloned from this one.
     // EINVAL: a kernel without ambient capabilities (before 4.3) has none to pass.
     if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0 && errno != EINVAL) return errno;

@@ -725,8 +725,10 @@ public func runToCompletion(path: String, arguments: [String], outputPath: Strin
 
 /// A program the node starts (a notifier, `vigil log check`): a process group of its own, none
 /// of the node's descriptors, only `passedEnvironment` of its environment, and none of its
-/// ambient capabilities (systemd gives the node CAP_NET_ADMIN and CAP_NET_RAW for the radio; a
-/// notifier that a config file names must not get them).
+/// ambient capabilities (systemd gives the node CAP_NET_ADMIN, CAP_NET_RAW and CAP_SYS_NICE; a
+/// notifier that a config file names must not get them). `runToCompletion` (the start's own
+/// `vigil log check` and salvage, the node's own binary) keeps the environment. The inheritable
+/// set is kept: a program with file-inheritable capabilities could still gain them.
 public final class ChildProcess: @unchecked Sendable {
     /// What a child gets of the node's environment: where programs are, the locale and time
     /// zone, the home directory (curl and Gammu read their files there), and the proxy to reach

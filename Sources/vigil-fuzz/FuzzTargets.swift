@@ -202,7 +202,7 @@ enum FuzzTargets {
         _ = try? NodeConfiguration.load(text: text, file: "fuzz.yaml")
     }
 
-    /// A line on the control socket (any local user in the vigil group may write one).
+    /// A line on the control socket (from the node's own user or root, who may still send junk).
     static func controlCommand(_ bytes: [UInt8]) {
         guard let command = try? JSONDecoder().decode(NodeCommand.self, from: Data(bytes)) else { return }
         guard let again = try? JSONEncoder().encode(command) else { fail("a decoded command encodes") }
