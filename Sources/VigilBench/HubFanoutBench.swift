@@ -192,10 +192,14 @@ struct HubFanoutBench {
         var takenLatencies: [UInt64] = []
         var cpuStart: (ticks: UInt64, wall: UInt64)?
         var postgresStart: UInt64 = 0
-        let ownCPUStart = processCPUTicks("self")
+        var ownCPUStart: UInt64 = 0
         // One warm-up call, not counted: the first answers and re-polls after the ramp.
         for i in 0..<(calls + 1) {
-            if i == 1 { cpuStart = (processCPUTicks("\(hub)"), monotonicNanoseconds()); postgresStart = postgresCPUTicks() }
+            if i == 1 {
+                cpuStart = (processCPUTicks("\(hub)"), monotonicNanoseconds())
+                postgresStart = postgresCPUTicks()
+                ownCPUStart = processCPUTicks("self")
+            }
             let round = try await call(i, at: a, sink: sink)
             if i >= 1 {
                 raisedLatencies += round.raised
@@ -206,7 +210,8 @@ struct HubFanoutBench {
         let cpuSeconds = Double(processCPUTicks("\(hub)") - (cpuStart?.ticks ?? 0)) / Double(sysconf(Int32(_SC_CLK_TCK)))
         let wallSeconds = Double(monotonicNanoseconds() - (cpuStart?.wall ?? 0)) / 1e9
         let simulatorCPU = Double(processCPUTicks("self") - ownCPUStart) / Double(sysconf(Int32(_SC_CLK_TCK)))
-        let postgresCPU = Double(postgresCPUTicks() &- postgresStart) / Double(sysconf(Int32(_SC_CLK_TCK)))
+        let postgresEnd = postgresCPUTicks()
+        let postgresCPU = Double(postgresEnd > postgresStart ? postgresEnd - postgresStart : 0) / Double(sysconf(Int32(_SC_CLK_TCK)))
         let hubRSS = statusMegabytes("VmRSS:", pid: "\(hub)")
         let hubPeak = statusMegabytes("VmHWM:", pid: "\(hub)")
         let failedPolls = pollers.failures
@@ -227,7 +232,7 @@ struct HubFanoutBench {
             ("boxes", .int(boxes)), ("calls", .int(calls)), ("arrivals", .int(raised.count + taken.count)),
             ("hub_rss_mb", .double(hubRSS)), ("hub_peak_rss_mb", .double(hubPeak)),
             ("hub_cpu_s", .double(cpuSeconds)), ("hub_cpu_percent_of_one_core", .double(wallSeconds > 0 ? 100 * cpuSeconds / wallSeconds : 0)),
-            ("simulator_cpu_s", .double(simulatorCPU)), ("postgres_cpu_s", .double(postgresCPU)), ("failed_polls", .int(failedPolls)),
+            ("simulator_cpu_s", .double(simulatorCPU)), ("simulator_includes", .string("box A's node")), ("postgres_cpu_s", .double(postgresCPU)), ("failed_polls", .int(failedPolls)),
             ("syncs", .int(sink.syncs)), ("cores", .int(ProcessInfo.processInfo.activeProcessorCount)),
             ("goal_ms", .double(Self.goalMilliseconds)), ("met", .bool(worse <= Self.goalMilliseconds)),
         ]))
@@ -247,7 +252,7 @@ struct HubFanoutBench {
         guard await raisedDone.value(timeoutSeconds: 120) != nil else {
             throw BenchError("hub fanout: \(sink.count(.raised)) of \(boxes) boxes had SOS \(i) after 120 s")
         }
-        let raised = sink.latencies(.raised, since: raisedAt)
+        let raised = try sink.latencies(.raised, of: id, since: raisedAt)
 
         let takenDone = sink.expect(origin: a.nodeID, alert: id, phase: .taken)
         let takenAt = monotonicNanoseconds()
@@ -259,30 +264,39 @@ struct HubFanoutBench {
         guard await takenDone.value(timeoutSeconds: 120) != nil else {
             throw BenchError("hub fanout: \(sink.count(.taken)) of \(boxes) boxes had the taking of call \(i) after 120 s")
         }
-        return (raised, sink.latencies(.taken, since: takenAt))
+        return (raised, try sink.latencies(.taken, of: id, since: takenAt))
     }
 
     // MARK: /proc
 
-    /// The CPU of every PostgreSQL process now running (the hub's cluster is the only one here).
+    /// The CPU PostgreSQL has spent: every live postgres process's own, plus the postmaster's
+    /// reaped children's (a backend or autovacuum worker that ended in the window counts too).
     private func postgresCPUTicks() -> UInt64 {
         guard let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc") else { return 0 }
         var total: UInt64 = 0
         for pid in entries where pid.allSatisfy(\.isNumber) {
-            guard let comm = try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8), comm.hasPrefix("postgres") else { continue }
-            total += processCPUTicks(pid)
+            guard let comm = try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8), comm.hasPrefix("postgres"),
+                  let fields = statFields(pid) else { continue }
+            total += fields.user + fields.system
+            let parent = (try? String(contentsOfFile: "/proc/\(fields.parent)/comm", encoding: .utf8)) ?? ""
+            if !parent.hasPrefix("postgres") { total += fields.reapedUser + fields.reapedSystem }
         }
         return total
     }
 
-    /// utime + stime of a process, in clock ticks (`/proc/PID/stat`, fields 14 and 15).
+    /// utime + stime of a process, in clock ticks.
     private func processCPUTicks(_ pid: String) -> UInt64 {
+        statFields(pid).map { $0.user + $0.system } ?? 0
+    }
+
+    /// `/proc/PID/stat`'s parent (field 4) and CPU ticks (fields 14 to 17).
+    private func statFields(_ pid: String) -> (parent: String, user: UInt64, system: UInt64, reapedUser: UInt64, reapedSystem: UInt64)? {
         guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-              let close = stat.lastIndex(of: ")") else { return 0 }
+              let close = stat.lastIndex(of: ")") else { return nil }
         // Fields after the command's closing parenthesis start at field 3.
-        let fields = stat[stat.index(after: close)...].split(separator: " ")
-        guard fields.count > 13, let user = UInt64(fields[11]), let system = UInt64(fields[12]) else { return 0 }
-        return user + system
+        let f = stat[stat.index(after: close)...].split(separator: " ")
+        guard f.count > 14, let user = UInt64(f[11]), let system = UInt64(f[12]), let cu = UInt64(f[13]), let cs = UInt64(f[14]) else { return nil }
+        return (String(f[1]), user, system, cu, cs)
     }
 }
 
@@ -384,7 +398,7 @@ final class DurableArrivals: @unchecked Sendable {
     private let fd: Int32
     private let boxes: Int
     private let condition = NSCondition()
-    private var queue: [(box: Int, phase: Phase)] = []
+    private var queue: [(box: Int, phase: Phase, alert: AlertID)] = []
     private var closing = false
     /// The item that counts: a raise of any new alert from `origin`, or the taking of `alert`.
     private var expected: (origin: UInt64, alert: AlertID?, phase: Phase)?
@@ -392,6 +406,10 @@ final class DurableArrivals: @unchecked Sendable {
     private var done = 0
     private var finished: OneShot<Void>?
     private var syncCount = 0
+    /// Why arrivals could not be made durable, if they could not.
+    private(set) var failure: String?
+    /// Which alert each box's counted arrival was of.
+    private var arrivedAlert: [AlertID?]
     private let writerEnded = DispatchSemaphore(value: 0)
 
     init(path: String, boxes: Int) throws {
@@ -399,6 +417,7 @@ final class DurableArrivals: @unchecked Sendable {
         guard fd >= 0 else { throw BenchError("hub fanout: cannot open \(path): errno \(errno)") }
         self.boxes = boxes
         durableAt = [UInt64](repeating: 0, count: boxes)
+        arrivedAlert = [AlertID?](repeating: nil, count: boxes)
         let thread = Thread { [self] in
             write()
             writerEnded.signal()
@@ -420,6 +439,7 @@ final class DurableArrivals: @unchecked Sendable {
         condition.lock()
         expected = (origin, alert, phase)
         durableAt = [UInt64](repeating: 0, count: boxes)
+        arrivedAlert = [AlertID?](repeating: nil, count: boxes)
         done = 0
         finished = shot
         condition.unlock()
@@ -431,7 +451,7 @@ final class DurableArrivals: @unchecked Sendable {
         defer { condition.unlock() }
         guard let expected, expected.origin == alert.origin, expected.alert == nil || expected.alert == alert, expected.phase == phase,
               box < boxes, durableAt[box] == 0 else { return }
-        queue.append((box, phase))
+        queue.append((box, phase, alert))
         condition.signal()
     }
 
@@ -441,11 +461,16 @@ final class DurableArrivals: @unchecked Sendable {
         return expected?.phase == phase ? done : 0
     }
 
-    /// Each box's time from `start` until its arrival was durable.
-    func latencies(_ phase: Phase, since start: UInt64) -> [UInt64] {
+    /// Each box's time from `start` until its arrival was durable; only arrivals of `alert`
+    /// (a raise is expected before its id is known: another alert of box A would count).
+    func latencies(_ phase: Phase, of alert: AlertID, since start: UInt64) throws -> [UInt64] {
         condition.lock()
         defer { condition.unlock() }
+        if let failure { throw BenchError("hub fanout: \(failure)") }
         guard expected?.phase == phase else { return [] }
+        guard arrivedAlert.allSatisfy({ $0 == alert }) else {
+            throw BenchError("hub fanout: some boxes counted another alert of box A than \(alert)")
+        }
         return durableAt.filter { $0 > 0 }.map { $0 > start ? $0 - start : 0 }
     }
 
@@ -469,7 +494,7 @@ final class DurableArrivals: @unchecked Sendable {
             // A record a box keeps: its index, the phase, as a box's log entry would be.
             var bytes: [UInt8] = []
             bytes.reserveCapacity(batch.count * 5)
-            for (box, phase) in batch {
+            for (box, phase, _) in batch {
                 withUnsafeBytes(of: UInt32(box).littleEndian) { bytes += $0 }
                 bytes.append(phase.rawValue)
             }
@@ -480,13 +505,21 @@ final class DurableArrivals: @unchecked Sendable {
                 guard n > 0 else { break }
                 written += n
             }
-            _ = fdatasync(fd)
+            // An arrival that did not reach the disk is not durable: the run fails.
+            let synced = written == bytes.count && fdatasync(fd) == 0
+            if !synced {
+                condition.lock()
+                failure = "the arrivals file could not be written or synced: errno \(errno)"
+                condition.unlock()
+                continue
+            }
             let now = monotonicNanoseconds()
             condition.lock()
             syncCount += 1
             var shot: OneShot<Void>?
-            for (box, phase) in batch where expected?.phase == phase && durableAt[box] == 0 {
+            for (box, phase, alert) in batch where expected?.phase == phase && durableAt[box] == 0 {
                 durableAt[box] = now
+                arrivedAlert[box] = alert
                 done += 1
                 if done == boxes { shot = finished }
             }
