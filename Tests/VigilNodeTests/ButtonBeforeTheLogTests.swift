@@ -121,11 +121,16 @@ import VigilSystem
         #expect(afterCall?.1 == earlyCall.1)
         let taken = try #require(await node.perform(.takeCall(TakeRequest(call: earlyCall.0, by: "Luis", via: "cli"))))
         #expect(taken.ok, "\(taken)")
+        // The taking is told to everyone told; the stop does not wait for messages not yet sent.
+        let takingTold = await untilChildProcess(node, seconds: 30) { _ in
+            CallsForHelpNodeTests.received(dir).contains { ($0["text"] as? String)?.hasPrefix("TAKEN") == true }
+        }
+        #expect(takingTold, "the taking was told")
         try await stop(node, task)
 
         let texts = CallsForHelpNodeTests.received(dir).compactMap { $0["text"] as? String }
         #expect(texts.filter { !$0.hasPrefix("TAKEN") }.count == 2, "the message sent before the open is not sent twice: \(texts)")
-        #expect(texts.last?.hasPrefix("TAKEN") == true)
+        #expect(texts.last?.hasPrefix("TAKEN") == true, "\(texts)")
         let after = try storedEvents(dir)
         #expect(Array(after.prefix(before.count)).map(\.sequence) == before.map(\.sequence), "the old log is kept as it was")
         let added = after.dropFirst(before.count)
