@@ -191,13 +191,13 @@ struct HubFanoutBench {
         var raisedLatencies: [UInt64] = []
         var takenLatencies: [UInt64] = []
         var cpuStart: (ticks: UInt64, wall: UInt64)?
-        var postgresStart: UInt64 = 0
+        var postgresStart = PostgresSample()
         var ownCPUStart: UInt64 = 0
         // One warm-up call, not counted: the first answers and re-polls after the ramp.
         for i in 0..<(calls + 1) {
             if i == 1 {
                 cpuStart = (processCPUTicks("\(hub)"), monotonicNanoseconds())
-                postgresStart = postgresCPUTicks()
+                postgresStart = postgresSample()
                 ownCPUStart = processCPUTicks("self")
             }
             let round = try await call(i, at: a, sink: sink)
@@ -210,8 +210,7 @@ struct HubFanoutBench {
         let cpuSeconds = Double(processCPUTicks("\(hub)") - (cpuStart?.ticks ?? 0)) / Double(sysconf(Int32(_SC_CLK_TCK)))
         let wallSeconds = Double(monotonicNanoseconds() - (cpuStart?.wall ?? 0)) / 1e9
         let simulatorCPU = Double(processCPUTicks("self") - ownCPUStart) / Double(sysconf(Int32(_SC_CLK_TCK)))
-        let postgresEnd = postgresCPUTicks()
-        let postgresCPU = Double(postgresEnd > postgresStart ? postgresEnd - postgresStart : 0) / Double(sysconf(Int32(_SC_CLK_TCK)))
+        let postgresCPU = Double(postgresSample().ticks(since: postgresStart)) / Double(sysconf(Int32(_SC_CLK_TCK)))
         let hubRSS = statusMegabytes("VmRSS:", pid: "\(hub)")
         let hubPeak = statusMegabytes("VmHWM:", pid: "\(hub)")
         let failedPolls = pollers.failures
@@ -269,19 +268,34 @@ struct HubFanoutBench {
 
     // MARK: /proc
 
-    /// The CPU PostgreSQL has spent: every live postgres process's own, plus the postmaster's
-    /// reaped children's (a backend or autovacuum worker that ended in the window counts too).
-    private func postgresCPUTicks() -> UInt64 {
-        guard let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc") else { return 0 }
-        var total: UInt64 = 0
+    /// PostgreSQL's processes at one moment: each live one's CPU ticks, and the ticks of the
+    /// children the postmaster has reaped so far.
+    struct PostgresSample {
+        var live: [String: UInt64] = [:]
+        var reaped: UInt64 = 0
+
+        /// Ticks spent between `start` and `self`: the live processes' growth, plus the ended
+        /// ones' (reaped since, less what they had spent before `start`).
+        func ticks(since start: PostgresSample) -> UInt64 {
+            var total: Int64 = 0
+            for (pid, now) in live { total += Int64(now) - Int64(start.live[pid] ?? 0) }
+            total += Int64(reaped) - Int64(start.reaped)
+            for (pid, before) in start.live where live[pid] == nil { total -= Int64(before) }
+            return UInt64(max(0, total))
+        }
+    }
+
+    private func postgresSample() -> PostgresSample {
+        var sample = PostgresSample()
+        guard let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc") else { return sample }
         for pid in entries where pid.allSatisfy(\.isNumber) {
             guard let comm = try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8), comm.hasPrefix("postgres"),
                   let fields = statFields(pid) else { continue }
-            total += fields.user + fields.system
+            sample.live[pid] = fields.user + fields.system
             let parent = (try? String(contentsOfFile: "/proc/\(fields.parent)/comm", encoding: .utf8)) ?? ""
-            if !parent.hasPrefix("postgres") { total += fields.reapedUser + fields.reapedSystem }
+            if !parent.hasPrefix("postgres") { sample.reaped += fields.reapedUser + fields.reapedSystem }
         }
-        return total
+        return sample
     }
 
     /// utime + stime of a process, in clock ticks.
