@@ -101,9 +101,10 @@ try:
     row = one(f"#help li.alert[data-alert='{call_id}']")
     press(f"#help li.alert[data-alert='{call_id}'] form[action='/act/acknowledge'] button")
     check("Acknowledged" in one("#notice").text, "acknowledging says what happened")
-    row = one(f"#help li.alert[data-alert='{call_id}']")
-    check("acknowledged here" in row.text, "the call shows it was acknowledged here")
-    check(not row.find_elements(By.CSS_SELECTOR, "form[action='/act/acknowledge']"), "no second acknowledgement is offered")
+    # Looked up afresh each time: the live stream may replace the section between two reads.
+    check("acknowledged here" in one(f"#help li.alert[data-alert='{call_id}']").text, "the call shows it was acknowledged here")
+    check(not driver.find_elements(By.CSS_SELECTOR, f"#help li.alert[data-alert='{call_id}'] form[action='/act/acknowledge']"),
+          "no second acknowledgement is offered")
     shot("4-acknowledged")
 
     press("form[action='/act/silence'] button")
