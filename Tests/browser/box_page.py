@@ -36,6 +36,7 @@ fires_after = float(fires_after)
 
 browser = Browser(output)
 driver, shot, check, submit, one, press = browser.driver, browser.shot, browser.check, browser.submit, browser.one, browser.press
+text, displayed, attribute = browser.text, browser.displayed, browser.attribute
 
 
 def api(path, body):
@@ -54,7 +55,7 @@ try:
     shot("1-sign-in")
     one("input[name=password]").send_keys(password + "-wrong")
     submit(one("#sign-in button"))
-    check("Wrong password" in one("#sign-in-error").text, "a wrong password is refused with a clear message")
+    check("Wrong password" in text("#sign-in-error"), "a wrong password is refused with a clear message")
     one("input[name=password]").send_keys(password)
     submit(one("#sign-in button"))
     check(driver.current_url.rstrip("/") == url, "the right password opens the page")
@@ -93,31 +94,31 @@ try:
     print(f"sos-latency-ms: {latency:.0f}")
     check(0 <= latency <= 1000, f"the SOS reached the page within a second of it ({latency:.0f} ms)")
     check(int(driver.execute_script("return document.body.dataset.sequence")) > before, "the page's event id moved on")
-    check("on" in one("#lights li.line.red").get_attribute("class"), "the red light shows on the page")
+    check("on" in attribute("#lights li.line.red", "class"), "the red light shows on the page")
     shot("3-sos-live")
 
     # Acknowledge the call heard from another box: help is coming.
     driver.get(url + "/")
     row = one(f"#help li.alert[data-alert='{call_id}']")
     press(f"#help li.alert[data-alert='{call_id}'] form[action='/act/acknowledge'] button")
-    check("Acknowledged" in one("#notice").text, "acknowledging says what happened")
+    check("Acknowledged" in text("#notice"), "acknowledging says what happened")
     # Looked up afresh each time: the live stream may replace the section between two reads.
-    check("acknowledged here" in one(f"#help li.alert[data-alert='{call_id}']").text, "the call shows it was acknowledged here")
+    check("acknowledged here" in text(f"#help li.alert[data-alert='{call_id}']"), "the call shows it was acknowledged here")
     check(not driver.find_elements(By.CSS_SELECTOR, f"#help li.alert[data-alert='{call_id}'] form[action='/act/acknowledge']"),
           "no second acknowledgement is offered")
     shot("4-acknowledged")
 
     press("form[action='/act/silence'] button")
-    check("silenced" in one("#notice").text, "silencing the alarm says what happened")
+    check("silenced" in text("#notice"), "silencing the alarm says what happened")
     press(f"#residents tr[data-resident='{resident}'] form[action='/act/check-in'] button")
-    check("Checked in" in one("#notice").text, "checking a resident in says what happened")
+    check("Checked in" in text("#notice"), "checking a resident in says what happened")
     shot("5-silenced-checked-in")
 
     # A phone's message: staff start a reply, and the live update of the section keeps it.
     chat = f"#chats li[data-device='{device}']"
-    check("Is there room for two more?" in one(chat).text and "unauthenticated" in one(chat).text,
+    check("Is there room for two more?" in text(chat) and "unauthenticated" in text(chat),
           "the phone's message shows, marked unauthenticated")
-    check(one(f"{chat} span.badge").text == "1", "its unread badge says 1")
+    check(text(f"{chat} span.badge") == "1", "its unread badge says 1")
     draft = one(f"{chat} form[action='/act/chat-send'] input[name=text]")
     draft.click()
     draft.send_keys("Yes, come to the east door")
@@ -132,7 +133,7 @@ try:
 
     # After-incident review: the page as it was before the SOS.
     driver.get(url + f"/?seq={before}")
-    check("rebuilt from its log" in one("p.past").text, "a past view says what it is")
+    check("rebuilt from its log" in text("p.past"), "a past view says what it is")
     check(not any("raised here" in li.text for li in driver.find_elements(By.CSS_SELECTOR, "#help li.alert")),
           "before the SOS, no SOS of this box shows")
     shot("7-time-travel")
@@ -141,7 +142,7 @@ try:
     driver.get(url + "/")
     width = driver.execute_script("return document.documentElement.scrollWidth")
     check(width <= 400, f"the page does not scroll sideways on a phone ({width}px wide)")
-    check(one("#help").is_displayed(), "calls for help are readable on a phone-sized screen")
+    check(displayed("#help"), "calls for help are readable on a phone-sized screen")
     shot("8-phone")
 
     driver.set_window_size(1280, 1400)

@@ -56,6 +56,26 @@ class Browser:
         self.check(len(found) == 1, f"exactly one {css} (found {len(found)})")
         return found[0]
 
+    def read(self, css, reading):
+        """What `reading` reads from the one element `css` finds, found again if a live update
+        replaced it between finding and reading (the page's sections are swapped whole, at any
+        moment, by its live stream)."""
+        for attempt in range(5):
+            try:
+                return reading(self.one(css))
+            except StaleElementReferenceException:
+                if attempt == 4:
+                    raise
+
+    def text(self, css):
+        return self.read(css, lambda element: element.text)
+
+    def displayed(self, css):
+        return self.read(css, lambda element: element.is_displayed())
+
+    def attribute(self, css, name):
+        return self.read(css, lambda element: element.get_attribute(name))
+
     def press(self, css):
         """Submits the form of the one button `css` finds; found again if a live update replaced
         it between finding and clicking."""

@@ -20,6 +20,7 @@ url, name, password, calling_box, alert_id, resident, output = sys.argv[1:8]
 
 browser = Browser(output)
 driver, shot, check, submit, one = browser.driver, browser.shot, browser.check, browser.submit, browser.one
+text, displayed = browser.text, browser.displayed
 
 
 try:
@@ -31,7 +32,7 @@ try:
     one("input[name=name]").send_keys(name)
     one("input[name=password]").send_keys(password + "-wrong")
     submit(one("#sign-in button[type=submit]"))
-    check("Wrong name or password" in one("#sign-in-error").text, "a wrong password is refused with a clear message")
+    check("Wrong name or password" in text("#sign-in-error"), "a wrong password is refused with a clear message")
 
     one("input[name=name]").send_keys(name)
     one("input[name=password]").send_keys(password)
@@ -41,7 +42,7 @@ try:
     check(cookie is not None and cookie.get("httpOnly") and cookie.get("secure") and cookie.get("sameSite") == "Strict",
           "the session cookie is HttpOnly, Secure and SameSite=Strict")
 
-    check(one("#open-calls b").text == "1", "the summary counts one open call for help")
+    check(text("#open-calls b") == "1", "the summary counts one open call for help")
     dot = one(f"#map g.box-dot.calling[data-box='{calling_box}']")
     check(dot.find_element(By.CSS_SELECTOR, "circle").get_attribute("r") == "12", "the calling box is drawn large and red on the map")
     check(len(driver.find_elements(By.CSS_SELECTOR, "#map g.box-dot")) == 2, "both boxes are on the map")
@@ -56,7 +57,7 @@ try:
     shot("2-overview-call-for-help")
 
     submit(row.find_element(By.CSS_SELECTOR, "button.ack"))
-    check("Acknowledged" in one("#notice").text, "acknowledging says what happened")
+    check("Acknowledged" in text("#notice"), "acknowledging says what happened")
     row = one(f"#open-alerts tr.alert[data-alert='{alert_id}']")
     check(f"coordinator {name}" in row.find_element(By.CSS_SELECTOR, ".acks").text, "the call shows the coordinator's acknowledgement")
     check(not row.find_elements(By.CSS_SELECTOR, "button.ack"), "the acknowledge button is gone once acknowledged")
@@ -66,7 +67,7 @@ try:
     Select(form.find_element(By.NAME, "kind")).select_by_value("evacuate")
     form.find_element(By.NAME, "text").send_keys("Move to the upper floor")
     submit(form.find_element(By.CSS_SELECTOR, "button[type=submit]"))
-    check("raised" in one("#notice").text, "raising an alert says what happened")
+    check("raised" in text("#notice"), "raising an alert says what happened")
     raised = [r for r in driver.find_elements(By.CSS_SELECTOR, "#open-alerts tr.alert.open") if "Move to the upper floor" in r.text]
     check(len(raised) == 1 and f"coordinator {name}" in raised[0].text and "Evacuate" in raised[0].text,
           "the network alert is listed as the coordinator's")
@@ -74,7 +75,7 @@ try:
 
     driver.set_window_size(390, 1600)
     driver.refresh()
-    check(one("#open-calls").is_displayed(), "the summary is readable on a phone-sized screen")
+    check(displayed("#open-calls"), "the summary is readable on a phone-sized screen")
     width = driver.execute_script("return document.documentElement.scrollWidth")
     check(width <= 400, f"the page does not scroll sideways on a phone ({width}px wide)")
     cancel = one("#open-alerts button.cancel")
