@@ -34,14 +34,6 @@ struct AlertCounterFloor {
         stored ?? (logExists ? Self.unknownFloor : 0)
     }
 
-    /// After a start that restored a complete log (the last stop was clean, nothing salvaged):
-    /// every counter used here is in the log, so the file says exactly the log's highest, and
-    /// counters stay dense (no gap of a reserved block at every restart).
-    mutating func reset(to highest: UInt32) throws(SystemError) {
-        guard stored != highest else { return }
-        try store(highest)
-    }
-
     /// Makes sure the file covers `counter`: when it does not (or does not exist yet), reserves
     /// the block above it. A failed write removes the file (removing works on a full card): a
     /// floor that might be stale must not be trusted, and without one the start counts from

@@ -211,25 +211,17 @@ public final class Node: @unchecked Sendable {
         }
         openLog.withLock { $0 = log }
         // After an unclean stop the log may lack alerts raised just before it, salvaged or not.
-        keepAlertCountersAboveTheFloor(logComplete: !checkWasDue && salvagedAtStart == nil)
+        keepAlertCountersAboveTheFloor()
     }
 
     /// After a restore: the floor covers the log's counters, and counters continue above both.
-    /// `logComplete` (a clean stop before, nothing salvaged): the log holds every counter used,
-    /// and the floor is set to its highest. Otherwise alerts raised before a crash of the
-    /// opening, or lost to a salvage, may be missing from the log: the floor stays above them.
-    private func keepAlertCountersAboveTheFloor(logComplete: Bool) {
+    /// The floor is never lowered to the log's highest, even after a start that looks clean: a
+    /// counter written here whose alert never became durable (a crash after the start's check
+    /// had passed and cleared its mark) is in no log, and lowering the floor would give it out
+    /// again. A reserved block skipped is a gap, never a repeat.
+    private func keepAlertCountersAboveTheFloor() {
         let highest = projections.alerts.highestCounterRaisedHere
-        if logComplete {
-            do {
-                try alertFloor.reset(to: highest)
-            } catch {
-                logger.error("cannot keep the alert counter outside the log; a start before its log is open may reuse an alert id",
-                             metadata: ["error": "\(error)"])
-            }
-        } else {
-            recordAlertFloor(highest)
-        }
+        recordAlertFloor(highest)
         pending.alertCounterFloor = max(highest, alertFloor.stored ?? 0)
     }
 
@@ -526,7 +518,7 @@ public final class Node: @unchecked Sendable {
             fromMemory = nil
             scheduler.cancel(Self.fromMemoryTimer)
         }
-        keepAlertCountersAboveTheFloor(logComplete: false)
+        keepAlertCountersAboveTheFloor()
         if let salvaged = opened.salvaged {
             append(.logSalvaged(LogRecovery.event(salvaged, trigger: "start")))
         }
