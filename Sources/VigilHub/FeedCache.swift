@@ -23,12 +23,12 @@ actor FeedCache {
     private var readAt = ContinuousClock.now
     private var reading: Task<Void, any Error>?
 
-    /// Items after `after` that did not come from `node`, oldest first, as of notification
+    /// Items after `after` that did not come from `node` (every item when nil), oldest first, as of notification
     /// `generation` (`FeedSignal.generation`, read before this call), with the newest position
     /// and the item at `after`. nil when the window cannot say: a cursor older than the window,
     /// or one past it (this process may lag the one the box used before; only the database says
     /// a position is gone).
-    func items(after: UInt64, for node: UInt64, generation: UInt64, limit: Int,
+    func items(after: UInt64, for node: UInt64?, generation: UInt64, limit: Int,
                database: HubDatabase) async throws -> HubDatabase.FeedPage? {
         if !loaded || generation > readGeneration || ContinuousClock.now - readAt > .seconds(Self.maxAgeSeconds) {
             try await refresh(generation: generation, database: database)
@@ -47,7 +47,7 @@ actor FeedCache {
         // A cursor with no item in the window (the floor itself, or a position gone): the
         // database decides.
         if after > 0 && atCursor == nil { return nil }
-        for item in window[low...] where item.originNode != node {
+        for item in window[low...] where node == nil || item.originNode != node {
             out.append(item)
             if out.count == limit { break }
         }

@@ -83,7 +83,9 @@ public enum Hub {
 
         let signal = FeedSignal()
         let router = Router(context: BasicRequestContext.self)
-        SyncRoutes(database: database, identity: identity, signal: signal, cache: FeedCache(), logger: logger).register(on: router)
+        let cache = FeedCache()
+        let streams = FeedStreams(signal: signal, cache: cache, database: database, logger: logger)
+        SyncRoutes(database: database, identity: identity, signal: signal, cache: cache, streams: streams, logger: logger).register(on: router)
         CoordinatorRoutes(database: database, signal: signal, streams: LiveStreams(), logger: logger,
                           now: { UInt64(max(0, Date().timeIntervalSince1970 * 1_000_000)) })
             .register(on: router)
@@ -100,7 +102,8 @@ public enum Hub {
         )
         let migration = MigrationService(database: database, app: app)
         let listener = FeedListener(client: client, signal: signal, logger: logger)
-        var groupConfiguration = ServiceGroupConfiguration(services: [.init(service: client), .init(service: migration), .init(service: listener)],
+        var groupConfiguration = ServiceGroupConfiguration(services: [.init(service: client), .init(service: migration), .init(service: listener),
+                                                                      .init(service: FeedStreamsService(streams: streams, signal: signal))],
                                                            gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
         // A service that does not finish its graceful shutdown (a wait that ignores it) is
         // cancelled after this long, so SIGTERM always ends the hub (CI once saw one hang).

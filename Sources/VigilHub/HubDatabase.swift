@@ -259,6 +259,35 @@ public struct HubDatabase: Sendable {
         return false
     }
 
+    /// Of the credentials feed streams were opened with (`FeedStreams`), the hashes that still
+    /// hold (the box enrolled with that secret, not revoked); their boxes' last contact becomes
+    /// now. One statement for every stream of the process, however many.
+    func credentialsStillHeld(_ held: [(node: UInt64, hash: String)]) async throws -> Set<String> {
+        guard !held.isEmpty else { return [] }
+        let nodes = held.map { Int64(bitPattern: $0.node) }
+        let hashes = held.map(\.hash)
+        let rows = try await client.query("""
+            WITH held(node, hash) AS (SELECT * FROM unnest(\(nodes)::bigint[], \(hashes)::text[])),
+            valid AS (
+                SELECT DISTINCT b.node_id, h.hash FROM boxes b JOIN held h ON b.node_id = h.node AND b.credential_hash = decode(h.hash, 'hex')
+                WHERE b.revoked_at IS NULL
+            ),
+            touched AS (
+                UPDATE boxes SET last_contact = now()
+                WHERE node_id IN (SELECT node_id FROM valid) AND (last_contact IS NULL OR last_contact < now() - interval '10 seconds')
+            )
+            SELECT hash FROM valid
+            """, logger: logger)
+        var valid: Set<String> = []
+        for try await hash in rows.decode(String.self) { valid.insert(hash) }
+        return valid
+    }
+
+    /// The credential's hash as the hub stores it, in hex (`credentialsStillHeld`).
+    static func hashHex(_ secret: String) -> String {
+        SHA256.hash(data: Array(secret.utf8)).map { String(format: "%02x", $0) }.joined()
+    }
+
     /// Revokes the box called `name`; false when there is none.
     public func revoke(name: String) async throws -> Bool {
         let rows = try await client.query("UPDATE boxes SET revoked_at = now() WHERE name = \(name) AND revoked_at IS NULL RETURNING node_id",

@@ -16,6 +16,7 @@ struct SyncRoutes: Sendable {
     let identity: HubIdentity
     let signal: FeedSignal
     let cache: FeedCache
+    let streams: FeedStreams
     let polls = PollLimit()
     let credentials = CredentialCache()
     let keyFileSlots = KeyFileSlots()
@@ -175,6 +176,9 @@ struct SyncRoutes: Sendable {
         if let at, at.count != 16 || !at.allSatisfy({ $0.isHexDigit && !$0.isUppercase }) {
             return Self.refuse(.badRequest, "bad_query", "at must be 16 lower-case hex digits")
         }
+        if query["stream"] == "1", let header = request.headers[.authorization], let credential = BoxCredential(headerValue: header) {
+            return await stream(after: after, for: node, credentialHash: HubDatabase.hashHex(credential.secret), at: at)
+        }
         guard wait > 0 else { return try await poll(after: after, for: node, wait: 0, at: at) }
         guard await polls.enter(node) else {
             return Self.refuse(.tooManyRequests, "too_many_polls", "this box already holds \(PollLimit.perBox) long polls open; wait for their answers")
@@ -188,6 +192,32 @@ struct SyncRoutes: Sendable {
             await polls.leave(node)
             throw error
         }
+    }
+
+    /// The feed as a stream of lines (`FeedStreams` has the contract). It holds one of the box's
+    /// poll places while it is open.
+    func stream(after: UInt64, for node: UInt64, credentialHash: String, at: String?) async -> Response {
+        guard await polls.enter(node) else {
+            return Self.refuse(.tooManyRequests, "too_many_polls", "this box already holds \(PollLimit.perBox) feed reads open; wait for their answers")
+        }
+        let polls = self.polls, streams = self.streams
+        guard let subscription = await streams.open(node: node, credentialHash: credentialHash, after: after, at: at) else {
+            await polls.leave(node)
+            return Self.refuse(.serviceUnavailable, "shutting_down", "the hub is shutting down; read the feed from another")
+        }
+        // The place is the body's: given back when the body ends, or when Hummingbird drops the
+        // body unrun (the box left before the head went out).
+        let lease = StreamLease {
+            Task {
+                await streams.close(subscription.id)
+                await polls.leave(node)
+            }
+        }
+        return Response(status: .ok, headers: [.contentType: "application/x-ndjson", .cacheControl: "no-store"], body: ResponseBody { writer in
+            defer { lease.release() }
+            for await line in subscription.lines { try await writer.write(line) }
+            try await writer.finish(nil)
+        })
     }
 
     /// Items after `after`, waiting up to `wait` seconds for one.

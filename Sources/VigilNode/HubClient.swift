@@ -121,6 +121,67 @@ public final class HubClient: Sendable {
                               Optional<UploadBatch>.none, as: FeedAnswer.self)
     }
 
+    /// The feed as a stream from `after` (`at` as for `feed`): `each` gets every answer, the
+    /// first at once, until it returns false or the hub ends the stream (after 5 to 15 minutes;
+    /// the caller opens the next). A hub without streams answers one long poll of `wait` seconds,
+    /// and `each` gets that answer. Returns how many answers `each` got. The hub's failures are
+    /// `Failure`; `each`'s own errors pass through.
+    ///
+    /// A quiet stream still gets a line every 20 s, so the client's 30 s read timeout ends one
+    /// the hub or the network dropped.
+    public func followFeed(node: UInt64, after: UInt64, at: UInt64? = nil, wait: Int,
+                           each: (FeedAnswer) async throws -> Bool) async throws -> Int {
+        let digest = at.map { "&at=" + FeedAnswer.digestText($0) } ?? ""
+        var request = HTTPClientRequest(url: url + "/api/v1/boxes/\(NodeIDText.format(node))/feed?after=\(after)&wait=\(wait)&stream=1" + digest)
+        if let credential { request.headers.add(name: "Authorization", value: credential.headerValue) }
+        let response: HTTPClientResponse
+        do {
+            response = try await http.execute(request, timeout: .minutes(5))
+        } catch {
+            throw Failure.unreachable("\(error)")
+        }
+        let streamed = response.headers.first(name: "content-type")?.hasPrefix("application/x-ndjson") ?? false
+        guard response.status == .ok, streamed else {
+            let bytes: [UInt8]
+            do { bytes = Array(try await response.body.collect(upTo: 8 << 20).readableBytesView) } catch is NIOTooManyBytesError {
+                throw Failure.tooLarge(limit: 8 << 20)
+            } catch {
+                throw Failure.unreachable("\(error)")
+            }
+            _ = try await each(try Self.answer(Int(response.status.code), bytes, as: FeedAnswer.self))
+            return 1
+        }
+        var lines = FeedLines()
+        var answers = 0
+        do {
+            for try await piece in response.body {
+                let complete: [[UInt8]]
+                do { complete = try lines.take(piece.readableBytesView) } catch { throw Failure.tooLarge(limit: lines.maximumLength) }
+                for line in complete {
+                    let answer: FeedAnswer
+                    do { answer = try JSONDecoder().decode(FeedAnswer.self, from: Data(line)) } catch {
+                        throw Failure.badAnswer("a feed line: \(error)")
+                    }
+                    answers += 1
+                    guard try await each(answer) else { return answers }
+                }
+            }
+        } catch let failure as Failure {
+            throw failure
+        } catch let error as HTTPClientError {
+            throw Failure.unreachable("\(error)")
+        } catch let error as NIOSSLError {
+            throw Failure.unreachable("\(error)")
+        } catch let error as IOError {
+            throw Failure.unreachable("\(error)")
+        } catch let error as ChannelError {
+            throw Failure.unreachable("\(error)")
+        }
+        // A stream that ends without a line, or inside one, was cut.
+        guard answers > 0, lines.unfinished == 0 else { throw Failure.unreachable("the feed stream ended early") }
+        return answers
+    }
+
     /// A part of a key file the feed offered (`export.bin`, or `export.sig` with `signature`),
     /// at most `limit` bytes.
     /// A large file on a slow link takes long: the whole exchange may take up to 10 minutes (the

@@ -3,9 +3,10 @@ import Logging
 import VigilEvents
 import VigilHubProtocol
 
-/// The download loop beside the node's loop: long-polls the hub's feed from the box's cursor and
-/// appends each item with its position (one `HubReceived` event), so an item is applied once
-/// even when the feed is read again after a crash.
+/// The download loop beside the node's loop: follows the hub's feed from the box's cursor (a
+/// stream of lines; a long poll from a hub without streams) and appends each item with its
+/// position (one `HubReceived` event), so an item is applied once even when the feed is read
+/// again after a crash.
 final class DownlinkWorker: @unchecked Sendable {
     let node: Node
     let choice: HubChoice
@@ -14,7 +15,7 @@ final class DownlinkWorker: @unchecked Sendable {
     let generation: UInt64
     /// Only the cursor matters.
     private let snapshots = SnapshotMailbox()
-    /// Seconds the hub may hold a poll open (under the client's 30 s read timeout).
+    /// Seconds a hub without streams may hold a poll open (under the client's 30 s read timeout).
     static let pollSeconds = 25
 
     init(node: Node, choice: HubChoice, problems: HubProblems, generation: UInt64, logger: Logger) {
@@ -38,25 +39,29 @@ final class DownlinkWorker: @unchecked Sendable {
             // across a failover.
             let (index, hub) = choice.current()
             do {
-                let answer = try await hub.client.feed(node: node.nodeID, after: mark.feedCursor, wait: Self.pollSeconds,
-                                                       at: mark.feedCursor > 0 && mark.feedCursorDigest != 0 ? mark.feedCursorDigest : nil)
-                retry.succeeded()
-                choice.answered(index)
-                if let rewound = Self.rewind(answer, mark: mark, hub: hub.fingerprint) {
-                    logger.warning("hub: the feed no longer holds what this box took at its cursor (a hub restored from a backup?); reading it again",
-                                   metadata: ["cursor": "\(mark.feedCursor)", "hub_head": "\(answer.head ?? 0)"])
-                    // Everything again, appended in one turn, so an alert and its cancel read
-                    // again never light the alarms apart.
-                    var bodies: [EventBody] = [.hubFeedRewound(rewound)]
-                    bodies += try await readAll(hub.client, fingerprint: hub.fingerprint)
-                    mark = try await append(bodies, until: { $0.feedRewinds > mark.feedRewinds && $0.feedCursor >= Self.last(bodies) }, from: mark)
-                    continue
+                // One stream, line after line; a rewind (or the stream's end) opens the next.
+                _ = try await hub.client.followFeed(node: node.nodeID, after: mark.feedCursor,
+                                                    at: mark.feedCursor > 0 && mark.feedCursorDigest != 0 ? mark.feedCursorDigest : nil,
+                                                    wait: Self.pollSeconds) { answer in
+                    retry.succeeded()
+                    choice.answered(index)
+                    if let rewind = Self.rewind(answer, mark: mark, hub: hub.fingerprint) {
+                        logger.warning("hub: the feed no longer holds what this box took at its cursor (a hub restored from a backup?); reading it again",
+                                       metadata: ["cursor": "\(mark.feedCursor)", "hub_head": "\(answer.head ?? 0)"])
+                        // Everything again, appended in one turn, so an alert and its cancel read
+                        // again never light the alarms apart.
+                        var bodies: [EventBody] = [.hubFeedRewound(rewind)]
+                        bodies += try await readAll(hub.client, fingerprint: hub.fingerprint)
+                        mark = try await append(bodies, until: { $0.feedRewinds > mark.feedRewinds && $0.feedCursor >= Self.last(bodies) }, from: mark)
+                        return false
+                    }
+                    let bodies = Self.received(answer.items, after: mark.feedCursor, hub: hub.fingerprint)
+                    guard !bodies.isEmpty else { return !Task.isCancelled }
+                    let last = Self.last(bodies)
+                    mark = try await append(bodies, until: { $0.feedCursor >= last }, from: mark)
+                    logger.info("hub: items received from the feed", metadata: ["count": "\(bodies.count)", "cursor": "\(mark.feedCursor)"])
+                    return !Task.isCancelled
                 }
-                let bodies = Self.received(answer.items, after: mark.feedCursor, hub: hub.fingerprint)
-                guard !bodies.isEmpty else { continue }
-                let last = Self.last(bodies)
-                mark = try await append(bodies, until: { $0.feedCursor >= last }, from: mark)
-                logger.info("hub: items received from the feed", metadata: ["count": "\(bodies.count)", "cursor": "\(mark.feedCursor)"])
             } catch {
                 if HubChoice.isNoAnswer(error), choice.didNotAnswer(index, error) { continue }
                 guard await retry.wait(after: error, "hub: the feed cannot be read; retrying", logger) else { return }

@@ -164,6 +164,21 @@ enum FuzzTargets {
         }
         _ = try? JSONDecoder().decode(UploadBatch.self, from: Data(bytes))
         _ = try? JSONDecoder().decode(FeedAnswer.self, from: Data(bytes))
+        // The same bytes as a feed stream, in pieces the first byte sizes: the lines come out
+        // whole whatever the pieces, and each is read as the box reads it.
+        let piece = max(1, Int(bytes.first ?? 1))
+        var whole = FeedLines(maximumLength: 4_096), split = FeedLines(maximumLength: 4_096)
+        let all = try? whole.take(bytes)
+        var pieces: [[UInt8]]? = []
+        var start = 0
+        while start < bytes.count, pieces != nil {
+            let end = min(bytes.count, start + piece)
+            if let lines = try? split.take(bytes[start..<end]) { pieces? += lines } else { pieces = nil }
+            start = end
+        }
+        check((all == nil) == (pieces == nil), "a line too long is found whatever the pieces")
+        if let all, let pieces { check(all == pieces, "the lines are the same whatever the pieces") }
+        for line in all ?? [] { _ = try? JSONDecoder().decode(FeedAnswer.self, from: Data(line)) }
     }
 
     /// An event log's data.mdb as a failing card left it: `vigil log check` walks it and salvage
