@@ -88,18 +88,29 @@ struct HubBench {
         let credential: BoxCredential
     }
 
-    func enrol(_ database: HubDatabase, count: Int, label: String) async throws -> [EnrolledBox] {
-        var out: [EnrolledBox] = []
-        var rng = SystemRandomNumberGenerator()
-        for i in 0..<count {
-            let token = try await database.createEnrolmentToken(name: "\(label)-\(i)")
-            let node = rng.next() | 1
-            guard case .enrolled(_, let secret) = try await database.enrol(token: token, node: node) else {
-                throw BenchError("hub: box \(i) could not enrol")
+    /// `count` boxes enrolled through the hub's own path (a token each, then the enrolment),
+    /// `workers` at once; in no particular order.
+    static func enrol(_ database: HubDatabase, count: Int, label: String, workers: Int = 1) async throws -> [EnrolledBox] {
+        try await withThrowingTaskGroup(of: [EnrolledBox].self) { group in
+            for w in 0..<workers {
+                group.addTask {
+                    var mine: [EnrolledBox] = []
+                    var rng = SystemRandomNumberGenerator()
+                    for i in stride(from: w, to: count, by: workers) {
+                        let token = try await database.createEnrolmentToken(name: "\(label)-\(i)")
+                        let node = rng.next() | 1
+                        guard case .enrolled(_, let secret) = try await database.enrol(token: token, node: node) else {
+                            throw BenchError("hub: box \(label)-\(i) could not enrol")
+                        }
+                        mine.append(EnrolledBox(node: node, credential: BoxCredential(node: node, secret: secret)))
+                    }
+                    return mine
+                }
             }
-            out.append(EnrolledBox(node: node, credential: BoxCredential(node: node, secret: secret)))
+            var all: [EnrolledBox] = []
+            for try await part in group { all += part }
+            return all
         }
-        return out
     }
 
     /// One event as the baseline inserts it.
@@ -143,7 +154,7 @@ struct HubBench {
         var hubRates: [Double] = []
         var bareRates: [Double] = []
         for run in 0..<runs {
-            let boxes = try await enrol(database, count: Self.boxes, label: "ingest\(run)")
+            let boxes = try await Self.enrol(database, count: Self.boxes, label: "ingest\(run)")
             let perBox = eventsPerBox
             let work = boxes.map { box in (box, Self.batches(for: box.node, events: perBox)) }
             // The binary body, as boxes send it (`HubClient.upload`).
@@ -212,7 +223,7 @@ struct HubBench {
 
     private func fanout(_ database: HubDatabase, _ http: HTTPClient, _ url: String, hubData: String, base: String) async throws {
         // 198 boxes that only listen: long polls from the feed's end, again after every answer.
-        let listeners = try await enrol(database, count: Self.boxes - 2, label: "listener")
+        let listeners = try await Self.enrol(database, count: Self.boxes - 2, label: "listener")
         var end: UInt64 = 0
         for try await (p) in try await database.client.query("SELECT coalesce(max(position), 0) FROM feed", logger: benchLogger).decode(Int64.self) {
             end = UInt64(p)

@@ -12,7 +12,7 @@ import VigilNode
 ///
 /// One hub process (this binary run as `--hub-child DIR`: `Hub.run`, what `vigil-hub serve`
 /// runs) with its own PostgreSQL cluster; this process is the simulator: 10,000 enrolled boxes
-/// (2,000 in quick mode) each holding the hub's feed with long polls over TLS, plus one running
+/// (2,000 in quick mode) each following the hub's feed stream over TLS, plus one running
 /// node, box A. Box A raises an SOS, then a person takes its call at box A; for every simulated
 /// box, the time from the raise (and from the taking) until the box has the item durable.
 ///
@@ -29,6 +29,9 @@ struct HubFanoutBench {
     static let childFlag = "--hub-child"
     static let goalMilliseconds = 1_000.0
     static let boxesPerClient = 250
+
+    /// Seconds between measured calls (quick mode: none).
+    static func callGapSeconds(quick: Bool) -> Double { quick ? 0 : 20 }
 
     let plan: Plan
     let options: Options
@@ -145,35 +148,10 @@ struct HubFanoutBench {
         for c in clients { try await c.shutdown() }
     }
 
-    private func enrol(_ database: HubDatabase) async throws -> [HubBench.EnrolledBox] {
-        let count = boxes
-        return try await withThrowingTaskGroup(of: [HubBench.EnrolledBox].self) { group in
-            let workers = 16
-            for w in 0..<workers {
-                group.addTask {
-                    var mine: [HubBench.EnrolledBox] = []
-                    var rng = SystemRandomNumberGenerator()
-                    for i in stride(from: w, to: count, by: workers) {
-                        let token = try await database.createEnrolmentToken(name: "sim-\(i)")
-                        let node = rng.next() | 1
-                        guard case .enrolled(_, let secret) = try await database.enrol(token: token, node: node) else {
-                            throw BenchError("hub fanout: simulated box \(i) could not enrol")
-                        }
-                        mine.append(HubBench.EnrolledBox(node: node, credential: BoxCredential(node: node, secret: secret)))
-                    }
-                    return mine
-                }
-            }
-            var all: [HubBench.EnrolledBox] = []
-            for try await part in group { all += part }
-            return all
-        }
-    }
-
     private func rounds(_ database: HubDatabase, _ clients: [HTTPClient], _ url: String, hubData: String, base: String,
                         hub: Int32, sink: DurableArrivals) async throws {
         let enrolStart = monotonicNanoseconds()
-        let simulated = try await enrol(database)
+        let simulated = try await HubBench.enrol(database, count: boxes, label: "sim", workers: 16)
         progress("hub fanout: \(simulated.count) boxes enrolled in \(String(format: "%.1f", Double(monotonicNanoseconds() - enrolStart) / 1e9)) s")
         var end: UInt64 = 0
         for try await (p) in try await database.client.query("SELECT coalesce(max(position), 0) FROM feed", logger: benchLogger).decode(Int64.self) {
@@ -186,21 +164,32 @@ struct HubFanoutBench {
         // next starts: 10,000 TLS handshakes at once would measure the listen backlog instead.
         let rampStart = monotonicNanoseconds()
         try await pollers.start(simulated, after: end, wave: 250)
-        progress("hub fanout: \(simulated.count) boxes polling over TLS after \(String(format: "%.1f", Double(monotonicNanoseconds() - rampStart) / 1e9)) s")
+        progress("hub fanout: \(simulated.count) boxes following the feed over TLS after \(String(format: "%.1f", Double(monotonicNanoseconds() - rampStart) / 1e9)) s")
 
         var raisedLatencies: [UInt64] = []
         var takenLatencies: [UInt64] = []
         var cpuStart: (ticks: UInt64, wall: UInt64)?
         var postgresStart = PostgresSample()
         var ownCPUStart: UInt64 = 0
-        // One warm-up call, not counted: the first answers and re-polls after the ramp.
+        var streamsStart = 0
+        // One warm-up call, not counted: the first answers after the ramp.
         for i in 0..<(calls + 1) {
             if i == 1 {
                 cpuStart = (processCPUTicks("\(hub)"), monotonicNanoseconds())
                 postgresStart = postgresSample()
                 ownCPUStart = processCPUTicks("self")
+                streamsStart = pollers.streamsOpened
             }
-            let round = try await call(i, at: a, sink: sink)
+            // The measured calls are spread over 80 s: the window holds heartbeats (every 20 s)
+            // and the hub's credential checks of every stream (every 30 s), so the CPU is the
+            // cost of holding 10,000 streams, not only of five items.
+            if i >= 2 { try await Task.sleep(for: .seconds(Self.callGapSeconds(quick: options.quick))) }
+            let round: (raised: [UInt64], taken: [UInt64])
+            do { round = try await call(i, at: a, sink: sink) } catch {
+                // Box A is a running node: stopped, not left to the process's end.
+                try? await a.stop()
+                throw error
+            }
             if i >= 1 {
                 raisedLatencies += round.raised
                 takenLatencies += round.taken
@@ -214,6 +203,7 @@ struct HubFanoutBench {
         let hubRSS = statusMegabytes("VmRSS:", pid: "\(hub)")
         let hubPeak = statusMegabytes("VmHWM:", pid: "\(hub)")
         let failedPolls = pollers.failures
+        let streamsOpened = pollers.streamsOpened - streamsStart
         pollers.stop()
         try await a.stop()
 
@@ -222,7 +212,7 @@ struct HubFanoutBench {
         let p99Raised = milliseconds(percentile(raised, 99) ?? .max)
         let p99Taken = milliseconds(percentile(taken, 99) ?? .max)
         let worse = max(p99Raised, p99Taken)
-        progress("hub fanout: hub RSS \(Int(hubRSS)) MB (peak \(Int(hubPeak)) MB), CPU \(String(format: "%.2f", cpuSeconds)) s (PostgreSQL \(String(format: "%.2f", postgresCPU)) s, simulator \(String(format: "%.2f", simulatorCPU)) s) over \(String(format: "%.1f", wallSeconds)) s; \(failedPolls) failed polls")
+        progress("hub fanout: hub RSS \(Int(hubRSS)) MB (peak \(Int(hubPeak)) MB), CPU \(String(format: "%.2f", cpuSeconds)) s (PostgreSQL \(String(format: "%.2f", postgresCPU)) s, simulator \(String(format: "%.2f", simulatorCPU)) s) over \(String(format: "%.1f", wallSeconds)) s; \(streamsOpened) streams opened, \(failedPolls) failed")
         reporter.emit(MetricLine(metric: Self.metric, value: worse, unit: "ms", context: [
             ("p99_raised_ms", .double(p99Raised)), ("p50_raised_ms", .optional(percentile(raised, 50).map(milliseconds))),
             ("max_raised_ms", .optional(raised.last.map(milliseconds))),
@@ -232,6 +222,7 @@ struct HubFanoutBench {
             ("hub_rss_mb", .double(hubRSS)), ("hub_peak_rss_mb", .double(hubPeak)),
             ("hub_cpu_s", .double(cpuSeconds)), ("hub_cpu_percent_of_one_core", .double(wallSeconds > 0 ? 100 * cpuSeconds / wallSeconds : 0)),
             ("simulator_cpu_s", .double(simulatorCPU)), ("simulator_includes", .string("box A's node")), ("postgres_cpu_s", .double(postgresCPU)), ("failed_polls", .int(failedPolls)),
+            ("streams_opened", .int(streamsOpened)), ("call_gap_s", .double(Self.callGapSeconds(quick: options.quick))), ("wall_s", .double(wallSeconds)),
             ("syncs", .int(sink.syncs)), ("cores", .int(ProcessInfo.processInfo.activeProcessorCount)),
             ("goal_ms", .double(Self.goalMilliseconds)), ("met", .bool(worse <= Self.goalMilliseconds)),
         ]))
@@ -322,8 +313,8 @@ func statusMegabytes(_ field: String, pid: String = "self") -> Double {
     return kilobytes / 1024
 }
 
-/// The simulated boxes: each one long polls the feed from its cursor, again after every answer,
-/// and hands box A's alert items to the durable sink.
+/// The simulated boxes: each one follows the feed's stream from its cursor, again after the hub
+/// ends one, and hands box A's alert items to the durable sink.
 final class FeedPollers: @unchecked Sendable {
     let clients: [HTTPClient]
     let url: String
@@ -331,12 +322,16 @@ final class FeedPollers: @unchecked Sendable {
     private let lock = NSLock()
     private var tasks: [Task<Void, Never>] = []
     private var failed = 0
+    private var opened = 0
 
     init(clients: [HTTPClient], url: String, sink: DurableArrivals) {
         self.clients = clients
         self.url = url
         self.sink = sink
     }
+
+    /// Streams opened so far (each box's first, then one each time the hub ends one).
+    var streamsOpened: Int { lock.withLock { opened } }
 
     var failures: Int {
         lock.lock()
@@ -376,10 +371,42 @@ final class FeedPollers: @unchecked Sendable {
         var cursor = start
         while !Task.isCancelled {
             do {
-                if let next = try await read(box, index: index, after: cursor, wait: 25) { cursor = next; continue }
+                if let next = try await follow(box, index: index, after: cursor) { cursor = next; continue }
             } catch {}
             if Task.isCancelled { return }
             lock.withLock { failed += 1 }
+        }
+    }
+
+    /// One feed stream, as a box follows it (`HubClient.followFeed`), until the hub ends it; box
+    /// A's items go to the sink. The new cursor, nil when it failed.
+    private func follow(_ box: HubBench.EnrolledBox, index: Int, after start: UInt64) async throws -> UInt64? {
+        var request = HTTPClientRequest(url: url + "/api/v1/boxes/\(NodeIDText.format(box.node))/feed?after=\(start)&wait=25&stream=1")
+        request.headers.add(name: "authorization", value: box.credential.headerValue)
+        lock.withLock { opened += 1 }
+        let response = try await clients[index / HubFanoutBench.boxesPerClient % clients.count].execute(request, timeout: .minutes(5))
+        guard response.status == .ok else { return nil }
+        var cursor = start
+        var lines = FeedLines()
+        for try await piece in response.body {
+            for line in try lines.take(piece.readableBytesView) {
+                let answer = try JSONDecoder().decode(FeedAnswer.self, from: Data(line))
+                arrived(answer, box: index)
+                cursor = answer.cursor
+            }
+        }
+        return cursor
+    }
+
+    private func arrived(_ answer: FeedAnswer, box index: Int) {
+        for item in answer.items {
+            guard let payload = Data(base64Encoded: item.payload),
+                  let event = try? EventCodec.decode(kind: item.kind, payload: Array(payload), sequence: item.position) else { continue }
+            switch event {
+            case .alertRaised(let r): sink.arrived(box: index, alert: r.id, phase: .raised)
+            case .alertTaken(let t): sink.arrived(box: index, alert: t.id, phase: .taken)
+            default: break
+            }
         }
     }
 
@@ -391,15 +418,7 @@ final class FeedPollers: @unchecked Sendable {
         let body = try await response.body.collect(upTo: 4 << 20)
         guard response.status == .ok else { return nil }
         let answer = try JSONDecoder().decode(FeedAnswer.self, from: Data(body.readableBytesView))
-        for item in answer.items {
-            guard let payload = Data(base64Encoded: item.payload),
-                  let event = try? EventCodec.decode(kind: item.kind, payload: Array(payload), sequence: item.position) else { continue }
-            switch event {
-            case .alertRaised(let r): sink.arrived(box: index, alert: r.id, phase: .raised)
-            case .alertTaken(let t): sink.arrived(box: index, alert: t.id, phase: .taken)
-            default: break
-            }
-        }
+        arrived(answer, box: index)
         return answer.cursor
     }
 }
