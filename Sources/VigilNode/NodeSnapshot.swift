@@ -393,16 +393,37 @@ extension NodeSnapshot {
             })
     }
 
-    /// What anyone may read where `http.public_view` allows it: no chats' addresses or texts.
+    /// What anyone may read where `http.public_view` allows it, the one filter for the page, its
+    /// live stream and the API: that calls are open and taken, the lights, counts; not who, where,
+    /// what they wrote, their heart rates, or the hosts and errors behind the box's links.
     public func forPublic() -> NodeSnapshot {
         var copy = self
         copy.chats.conversations = []
         // Who needs help and who is coming are for staff: a passer-by sees that a call is open
         // and whether it is taken.
         copy.texts = copy.texts.map { _ in [] }
-        // That the box cannot call for help is for everyone to see; the details name hosts.
+        // That the box cannot call for help is for everyone to see; the details name hosts and
+        // numbers (the problem line carries them too: it is said again without them).
         copy.callPaths?.alarmCentre?.lastProblem = nil
         copy.callPaths?.messages?.lastProblem = nil
+        if let paths = copy.callPaths, paths.problem != nil {
+            let failing = [paths.alarmCentre?.failingSinceMicroseconds != nil ? "the alarm centre is failing" : nil,
+                           paths.messages?.failingSinceMicroseconds != nil ? "test messages are failing" : nil].compactMap { $0 }
+            copy.callPaths?.problem = failing.isEmpty ? "a path is failing" : failing.joined(separator: "; ")
+        }
+        // Where an alert was raised and what it says (a phone's address, a name, a room) are for
+        // staff: a passer-by sees its kind and that it is open.
+        copy.alerts = copy.alerts.map { a in
+            var a = a
+            a.text = ""
+            a.latitude = nil
+            a.longitude = nil
+            return a
+        }
+        // The hub's address, and why it fails (hosts, errors), are for staff.
+        if !copy.hub.hub.isEmpty { copy.hub.hub = "a hub" }
+        if copy.hub.problem != nil { copy.hub.problem = "the hub cannot be reached" }
+        copy.roadHazards.feed?.broker = nil
         copy.calls = copy.calls?.map { c in
             var c = c
             c.summary = ""

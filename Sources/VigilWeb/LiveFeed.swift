@@ -95,8 +95,11 @@ final class LiveFeed: Sendable {
     }
 
     static func render(_ s: NodeSnapshot) -> Message {
+        let forViewers = s.forPublic()
         func message(acting: Bool) -> ByteBuffer {
             let viewer = PageRenderer.Viewer(acting: acting, csrf: "")
+            // Viewers read the public view, as the page and the API give it.
+            let s = acting ? s : forViewers
             var sections: [String: String] = [:]
             for name in PageRenderer.sections { sections[name] = PageRenderer.section(name, s, viewer: viewer) }
             let payload = StreamPayload(sequence: s.sequence, time: PageRenderer.clock(s.timeMicroseconds), sections: sections)

@@ -99,7 +99,8 @@ struct WebRoutes: Sendable {
             return Self.html(PageRenderer.message("Starting", "The box is starting; this page shows it in a moment."), status: .serviceUnavailable)
         }
         let notice = query["done"].flatMap { Self.notices[String($0)] }
-        return Self.html(PageRenderer.page(snapshot, viewer: viewer, notice: notice))
+        // A viewer who is not signed in reads the public view, as the API and the live stream give it.
+        return Self.html(PageRenderer.page(session != nil ? snapshot : snapshot.forPublic(), viewer: viewer, notice: notice))
     }
 
     /// `?at=` (a time, "90m ago") or `?seq=` (an event): the moment, and how to say it; nil for now.
