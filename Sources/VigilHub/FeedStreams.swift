@@ -59,6 +59,12 @@ actor FeedStreams {
         var lastSent: ContinuousClock.Instant
         let ends: ContinuousClock.Instant
         let continuation: AsyncStream<ByteBuffer>.Continuation
+        /// Gives back what the stream holds outside (its box's poll place), once, when the hub
+        /// ends it: not when its HTTP body ends, which a box that stops reading can put off for
+        /// ever.
+        let onClose: @Sendable () -> Void
+        /// Lines its buffer had room for after the last one handed to it.
+        var room: Int
     }
 
     let settings: Settings
@@ -73,7 +79,6 @@ actor FeedStreams {
     private var owing: Set<UInt64> = []
     /// The notification and the time of the last round that visited every stream.
     private var lastFullRound: (generation: UInt64, at: ContinuousClock.Instant)?
-    private var lastCredentialCheck = ContinuousClock.now
     private var nextID: UInt64 = 0
     private var closed = false
     private let kicks: AsyncStream<Void>
@@ -96,14 +101,16 @@ actor FeedStreams {
 
     /// A new stream for `node` from `after`; its first line follows at once. nil once the hub is
     /// shutting down.
-    func open(node: UInt64, credentialHash: String, after: UInt64, at: String?) -> Subscription? {
+    func open(node: UInt64, credentialHash: String, after: UInt64, at: String?,
+              onClose: @escaping @Sendable () -> Void = {}) -> Subscription? {
         guard !closed else { return nil }
         nextID += 1
         let id = nextID
         let (lines, continuation) = AsyncStream.makeStream(of: ByteBuffer.self, bufferingPolicy: .bufferingOldest(settings.buffered))
         let now = ContinuousClock.now
         subscribers[id] = Subscriber(node: node, credentialHash: credentialHash, cursor: after, at: at, lastSent: now,
-                                     ends: now + settings.lifetime * Double.random(in: 0.5...1.5), continuation: continuation)
+                                     ends: now + settings.lifetime * Double.random(in: 0.5...1.5), continuation: continuation,
+                                     onClose: onClose, room: settings.buffered)
         owing.insert(id)
         continuation.onTermination = { [weak self] _ in
             guard let self else { return }
@@ -115,7 +122,9 @@ actor FeedStreams {
 
     func close(_ id: UInt64) {
         owing.remove(id)
-        subscribers.removeValue(forKey: id)?.continuation.finish()
+        guard let s = subscribers.removeValue(forKey: id) else { return }
+        s.continuation.finish()
+        s.onClose()
     }
 
     /// The reader: a round after each notification, and at least every quarter heartbeat (for
@@ -131,22 +140,39 @@ actor FeedStreams {
             }
             kicker.yield()
         }
-        defer { relay.cancel() }
+        // The credential check in its own task: its query (up to 10,000 rows) never holds up a
+        // round, so an SOS never waits for it.
+        let checker = Task { [settings] in
+            var wait = settings.credentialCheck
+            while await !signal.isClosing {
+                try? await Task.sleep(for: wait)
+                wait = await self.checkCredentials() ? settings.credentialCheck : Self.retryAfterFailure
+            }
+        }
+        defer {
+            relay.cancel()
+            checker.cancel()
+        }
         for await _ in kicks {
             if await signal.isClosing { break }
             await round()
         }
         closed = true
-        for (_, s) in subscribers { s.continuation.finish() }
-        subscribers.removeAll()
+        for id in Array(subscribers.keys) { close(id) }
     }
+
+    /// A failed credential check, or read of the feed, is tried again after this long.
+    static let retryAfterFailure: Duration = .seconds(5)
 
     /// Serves every stream that owes a line: new items, a first line, a heartbeat, or its end.
     private func round() async {
-        if ContinuousClock.now - lastCredentialCheck >= settings.credentialCheck { await checkCredentials() }
         let generation = await signal.generation
         let started = ContinuousClock.now
-        let full = lastFullRound.map { $0.generation != generation || started - $0.at >= settings.heartbeat / 4 } ?? true
+        // A round every quarter heartbeat reads again even without a notification (through the
+        // window, whose reads are at most `FeedCache.maxAgeSeconds` old): a LISTEN connection
+        // that died without a word must not hold an SOS back until the stream ends.
+        let timely = lastFullRound.map { started - $0.at >= settings.heartbeat / 4 } ?? true
+        let full = timely || lastFullRound?.generation != generation
         if full { lastFullRound = (generation, started) }
         var pages: [UInt64: HubDatabase.FeedPage] = [:]
         var sharedLines: [UInt64: ByteBuffer] = [:]
@@ -160,7 +186,7 @@ actor FeedStreams {
                 close(id)
                 continue
             }
-            if !s.owesFirstLine && s.generation >= generation {
+            if !s.owesFirstLine && s.generation >= generation && !timely {
                 if now - s.lastSent >= settings.heartbeat {
                     let line = quietLines[s.cursor] ?? Self.line(FeedAnswer(items: [], cursor: s.cursor))
                     quietLines[s.cursor] = line
@@ -210,15 +236,23 @@ actor FeedStreams {
                     line = Self.line(FeedAnswer(items: Self.entries(items), cursor: looked))
                 }
                 send(line, to: id, now: now)
+            } else if now - current.lastSent >= settings.heartbeat {
+                let line = quietLines[looked] ?? Self.line(FeedAnswer(items: [], cursor: looked))
+                quietLines[looked] = line
+                send(line, to: id, now: now)
             }
-            guard subscribers[id] != nil else { continue }
+            guard let after = subscribers[id] else { continue }
             current.owesFirstLine = false
             current.cursor = looked
             if current.generation < generation && !more { current.generation = generation }
             if more { owing.insert(id) } else { owing.remove(id) }
-            if let sent = subscribers[id]?.lastSent { current.lastSent = sent }
+            current.lastSent = after.lastSent
+            current.room = after.room
             subscribers[id] = current
-            if more { again = true }
+            // The next page at once only while the box keeps up: a box catching up reads it as
+            // fast as it can, and one that does not gets the rest at the next timely round, not
+            // a buffer of pages the hub holds for it.
+            if more && current.room > settings.buffered / 2 { again = true }
         }
         if let failed {
             logger.warning("hub: feed streams could not read the feed; trying again at the next change or tick",
@@ -230,7 +264,7 @@ actor FeedStreams {
     /// Ends the streams of boxes revoked (or enrolled again with another secret) since they
     /// opened. A failed check is tried again at the next round: the streams stay meanwhile, as
     /// a box that reads the feed harms nothing while the database cannot say.
-    private func checkCredentials() async {
+    private func checkCredentials() async -> Bool {
         let checked = subscribers.map { (id: $0.key, node: $0.value.node, hash: $0.value.credentialHash) }
         let valid: Set<String>
         do {
@@ -238,14 +272,14 @@ actor FeedStreams {
         } catch {
             logger.warning("hub: feed streams could not check their boxes' credentials; trying again",
                            metadata: ["error": "\(String(reflecting: error))"])
-            return
+            return false
         }
-        lastCredentialCheck = ContinuousClock.now
         for s in checked where !valid.contains(s.hash) && subscribers[s.id] != nil {
             revokedEnded += 1
             logger.notice("hub: a feed stream ended: its box's credential no longer holds", metadata: ["node": "\(NodeIDText.format(s.node))"])
             close(s.id)
         }
+        return true
     }
 
     /// Hands a line to a stream; one whose box has not read the lines held already is ended
@@ -253,8 +287,9 @@ actor FeedStreams {
     private func send(_ line: ByteBuffer, to id: UInt64, now: ContinuousClock.Instant) {
         guard var s = subscribers[id] else { return }
         switch s.continuation.yield(line) {
-        case .enqueued:
+        case .enqueued(let remaining):
             s.lastSent = now
+            s.room = remaining
             subscribers[id] = s
         case .dropped:
             slowEnded += 1

@@ -177,7 +177,7 @@ struct SyncRoutes: Sendable {
             return Self.refuse(.badRequest, "bad_query", "at must be 16 lower-case hex digits")
         }
         if query["stream"] == "1", let header = request.headers[.authorization], let credential = BoxCredential(headerValue: header) {
-            return await stream(after: after, for: node, credentialHash: HubDatabase.hashHex(credential.secret), at: at)
+            return try await stream(after: after, for: node, credentialHash: HubDatabase.hashHex(credential.secret), at: at)
         }
         guard wait > 0 else { return try await poll(after: after, for: node, wait: 0, at: at) }
         guard await polls.enter(node) else {
@@ -196,22 +196,31 @@ struct SyncRoutes: Sendable {
 
     /// The feed as a stream of lines (`FeedStreams` has the contract). It holds one of the box's
     /// poll places while it is open.
-    func stream(after: UInt64, for node: UInt64, credentialHash: String, at: String?) async -> Response {
+    func stream(after: UInt64, for node: UInt64, credentialHash: String, at: String?) async throws -> Response {
+        // A cursor the shared window cannot judge (a box catching up from long ago, or one ahead
+        // of this process) is answered here, as one plain read: the database's pages are read in
+        // this request, never by the reader every stream waits on. The box reads the answer as
+        // one and asks again; once its cursor is in the window, it gets a stream.
+        let seen = await signal.generation
+        if try await cache.items(after: after, for: node, generation: seen, limit: 1, database: database) == nil {
+            return try await poll(after: after, for: node, wait: 0, at: at)
+        }
         guard await polls.enter(node) else {
             return Self.refuse(.tooManyRequests, "too_many_polls", "this box already holds \(PollLimit.perBox) feed reads open; wait for their answers")
         }
         let polls = self.polls, streams = self.streams
-        guard let subscription = await streams.open(node: node, credentialHash: credentialHash, after: after, at: at) else {
-            await polls.leave(node)
+        // The place goes back when the hub ends the stream (or its body ends, below).
+        let place = OnceFlag()
+        let giveBack: @Sendable () -> Void = { if place.set() { Task { await polls.leave(node) } } }
+        guard let subscription = await streams.open(node: node, credentialHash: credentialHash, after: after, at: at, onClose: giveBack) else {
+            giveBack()
             return Self.refuse(.serviceUnavailable, "shutting_down", "the hub is shutting down; read the feed from another")
         }
-        // The place is the body's: given back when the body ends, or when Hummingbird drops the
+        // The stream is the body's: ended when the body ends, or when Hummingbird drops the
         // body unrun (the box left before the head went out).
         let lease = StreamLease {
-            Task {
-                await streams.close(subscription.id)
-                await polls.leave(node)
-            }
+            Task { await streams.close(subscription.id) }
+            giveBack()
         }
         return Response(status: .ok, headers: [.contentType: "application/x-ndjson", .cacheControl: "no-store"], body: ResponseBody { writer in
             defer { lease.release() }

@@ -124,13 +124,13 @@ public final class HubClient: Sendable {
     /// The feed as a stream from `after` (`at` as for `feed`): `each` gets every answer, the
     /// first at once, until it returns false or the hub ends the stream (after 5 to 15 minutes;
     /// the caller opens the next). A hub without streams answers one long poll of `wait` seconds,
-    /// and `each` gets that answer. Returns how many answers `each` got. The hub's failures are
-    /// `Failure`; `each`'s own errors pass through.
+    /// and `each` gets that answer. Returns how many answers `each` got, and whether they came
+    /// as a stream. The hub's failures are `Failure`; `each`'s own errors pass through.
     ///
     /// A quiet stream still gets a line every 20 s, so the client's 30 s read timeout ends one
     /// the hub or the network dropped.
     public func followFeed(node: UInt64, after: UInt64, at: UInt64? = nil, wait: Int,
-                           each: (FeedAnswer) async throws -> Bool) async throws -> Int {
+                           each: (FeedAnswer) async throws -> Bool) async throws -> (answers: Int, streamed: Bool) {
         let digest = at.map { "&at=" + FeedAnswer.digestText($0) } ?? ""
         var request = HTTPClientRequest(url: url + "/api/v1/boxes/\(NodeIDText.format(node))/feed?after=\(after)&wait=\(wait)&stream=1" + digest)
         if let credential { request.headers.add(name: "Authorization", value: credential.headerValue) }
@@ -149,7 +149,7 @@ public final class HubClient: Sendable {
                 throw Failure.unreachable("\(error)")
             }
             _ = try await each(try Self.answer(Int(response.status.code), bytes, as: FeedAnswer.self))
-            return 1
+            return (1, false)
         }
         var lines = FeedLines()
         var answers = 0
@@ -163,7 +163,7 @@ public final class HubClient: Sendable {
                         throw Failure.badAnswer("a feed line: \(error)")
                     }
                     answers += 1
-                    guard try await each(answer) else { return answers }
+                    guard try await each(answer) else { return (answers, true) }
                 }
             }
         } catch let failure as Failure {
@@ -179,7 +179,7 @@ public final class HubClient: Sendable {
         }
         // A stream that ends without a line, or inside one, was cut.
         guard answers > 0, lines.unfinished == 0 else { throw Failure.unreachable("the feed stream ended early") }
-        return answers
+        return (answers, true)
     }
 
     /// A part of a key file the feed offered (`export.bin`, or `export.sig` with `signature`),

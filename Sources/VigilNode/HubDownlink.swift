@@ -15,6 +15,8 @@ final class DownlinkWorker: @unchecked Sendable {
     let generation: UInt64
     /// Only the cursor matters.
     private let snapshots = SnapshotMailbox()
+    /// A stream that ends sooner than this, but for a rewind, is taken as a failure (back-off).
+    static let shortStream: Duration = .seconds(5)
     /// Seconds a hub without streams may hold a poll open (under the client's 30 s read timeout).
     static let pollSeconds = 25
 
@@ -40,7 +42,9 @@ final class DownlinkWorker: @unchecked Sendable {
             let (index, hub) = choice.current()
             do {
                 // One stream, line after line; a rewind (or the stream's end) opens the next.
-                _ = try await hub.client.followFeed(node: node.nodeID, after: mark.feedCursor,
+                let opened = ContinuousClock.now
+                var rewound = false
+                let followed = try await hub.client.followFeed(node: node.nodeID, after: mark.feedCursor,
                                                     at: mark.feedCursor > 0 && mark.feedCursorDigest != 0 ? mark.feedCursorDigest : nil,
                                                     wait: Self.pollSeconds) { answer in
                     retry.succeeded()
@@ -53,6 +57,7 @@ final class DownlinkWorker: @unchecked Sendable {
                         var bodies: [EventBody] = [.hubFeedRewound(rewind)]
                         bodies += try await readAll(hub.client, fingerprint: hub.fingerprint)
                         mark = try await append(bodies, until: { $0.feedRewinds > mark.feedRewinds && $0.feedCursor >= Self.last(bodies) }, from: mark)
+                        rewound = true
                         return false
                     }
                     let bodies = Self.received(answer.items, after: mark.feedCursor, hub: hub.fingerprint)
@@ -61,6 +66,12 @@ final class DownlinkWorker: @unchecked Sendable {
                     mark = try await append(bodies, until: { $0.feedCursor >= last }, from: mark)
                     logger.info("hub: items received from the feed", metadata: ["count": "\(bodies.count)", "cursor": "\(mark.feedCursor)"])
                     return !Task.isCancelled
+                }
+                // A hub ends a stream after minutes; one that ends them within seconds (a proxy
+                // cutting each after its first line, say) must not have the box ask again and
+                // again at full speed.
+                if followed.streamed, !rewound, ContinuousClock.now - opened < Self.shortStream {
+                    throw HubClient.Failure.unreachable("the hub ended the feed's stream after \(ContinuousClock.now - opened)")
                 }
             } catch {
                 if HubChoice.isNoAnswer(error), choice.didNotAnswer(index, error) { continue }

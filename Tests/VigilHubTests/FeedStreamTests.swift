@@ -93,6 +93,8 @@ import VigilTestSupport
             var lines: [ByteBuffer] = []
             for i in readers.indices { lines.append(try #require(await readers[i].next())) }
             #expect(Set(lines.map { Array($0.readableBytesView) }).count == 1, "the same bytes for every box at the cursor")
+            let storage = Set(lines.map { $0.withUnsafeReadableBytes { UInt(bitPattern: $0.baseAddress) } })
+            #expect(storage.count == 1, "and one buffer: encoded once, shared")
             let answer = try JSONDecoder().decode(FeedAnswer.self, from: Data(lines[0].readableBytesView))
             #expect(answer.items.map(\.position) == [2])
         }
@@ -126,7 +128,9 @@ import VigilTestSupport
     @Test func aBoxThatReadsTooSlowlyLosesItsStreamNotTheHubsMemory() async throws {
         let settings = FeedStreams.Settings(heartbeat: .seconds(60), lifetime: .seconds(600), credentialCheck: .seconds(600), buffered: 2)
         try await Self.withStreams("streams-slow", settings) { db, signal, streams in
-            let slow = try #require(await streams.open(node: Self.box, credentialHash: "", after: 0, at: nil))
+            let givenBack = Mutex(0)
+            let slow = try #require(await streams.open(node: Self.box, credentialHash: "", after: 0, at: nil,
+                                                       onClose: { givenBack.withLock { $0 += 1 } }))
             var reader = try #require(await streams.open(node: Self.other, credentialHash: "", after: 0, at: nil)).lines.makeAsyncIterator()
             _ = try await Self.next(&reader)
             for p in Int64(1)...6 {
@@ -139,6 +143,7 @@ import VigilTestSupport
             for await _ in slow.lines { held += 1 }
             #expect(held == 2, "the lines it had room for, then the end: \(held)")
             #expect(await streams.slowEnded == 1)
+            #expect(givenBack.withLock { $0 } == 1, "its box's poll place goes back when the hub ends it, whatever its body does")
             #expect(await streams.count == 1, "the box that reads is still served")
         }
     }
@@ -216,8 +221,15 @@ import VigilTestSupport
                 """, logger: quietLogger)
             try await db.client.query("SELECT pg_notify(\(HubDatabase.feedChannel), '')", logger: quietLogger)
         }
-        #expect(try await following.value == 2)
+        #expect(try await following.value == (answers: 2, streamed: true))
         #expect(answers.withLock { $0.last?.items.map(\.position) } == [1])
+        // A cursor the hub's window cannot judge (ahead of its feed) gets one plain answer, read
+        // in its request, not a stream.
+        var ahead = HTTPClientRequest(url: hub.url + "/api/v1/boxes/\(NodeIDText.format(a.node))/feed?after=99&stream=1")
+        ahead.headers.add(name: "authorization", value: a.credential.headerValue)
+        let plain = try await raw.execute(ahead, timeout: .seconds(10))
+        #expect(plain.status == .ok && plain.headers.first(name: "content-type") == "application/json")
+        _ = try await plain.body.collect(upTo: 1 << 16)
         try await raw.shutdown()
         await hub.stop()
     }
