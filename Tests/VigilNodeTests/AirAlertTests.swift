@@ -297,6 +297,22 @@ final class ScriptedRadio: RadioAdapter, @unchecked Sendable {
         #expect(try framesOnTheAir(radio).allSatisfy { $0.type != .acknowledge })
     }
 
+    /// The alert counter's floor is never lowered to the log's highest: a counter written for an
+    /// alert that never became durable (a crash after the start's check had passed and cleared
+    /// its mark, so the next start looks clean) is in no log, and must not be given out again.
+    @Test func aStartThatLooksCleanNeverGivesOutACounterTheFloorCovers() throws {
+        let dir = TemporaryDirectory()
+        try FileManager.default.createDirectory(atPath: dir.path, withIntermediateDirectories: true)
+        try "100\n".write(toFile: dir.path + "/" + AlertCounterFloor.fileName, atomically: true, encoding: .utf8)
+        let node = try makeNode(configuration(dir), radio: try ScriptedRadio(), board: makeBoard())
+        guard case .event(.alertRaised(let raised), _) = node.control.interpreter.interpret(
+            .raiseAlert(AlertRequest(kind: "sos", lifetimeMicroseconds: 3_600_000_000))) else {
+            Issue.record("an SOS was refused")
+            return
+        }
+        #expect(raised.id.counter > 100, "counter \(raised.id.counter)")
+    }
+
     @Test func alertsFromTheCLIAreCheckedAgainstWhatTheNodeKnows() async throws {
         let dir = TemporaryDirectory()
         let radio = try ScriptedRadio()
