@@ -9,6 +9,9 @@ public actor Gate {
 
     public init(width: Int) { self.width = width }
 
+    /// Pieces running and waiting now (for tests and status).
+    var load: (running: Int, waiting: Int) { (running, waiting.count) }
+
     public nonisolated func run<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
         await enter()
         let result = await withCheckedContinuation { (continuation: CheckedContinuation<T, Never>) in

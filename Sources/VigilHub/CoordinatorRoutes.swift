@@ -29,10 +29,10 @@ struct CoordinatorRoutes: Sendable {
     static let cookieName = "vigil_hub_session"
     static let maxFormBytes = 16 * 1_024
 
-    func register(on router: Router<BasicRequestContext>) {
+    func register(on router: Router<HubRequestContext>) {
         router.get("/") { request, _ in try await overview(request) }
         router.get("login") { _, _ in Self.html(CoordinatorPage.signIn()) }
-        router.post("login") { request, _ in try await signIn(request) }
+        router.post("login") { request, context in try await signIn(request, context) }
         router.post("logout") { request, _ in try await withSession(request) { session, token, _ in
             try await database.signOut(token: token)
             logger.info("hub: a coordinator signed out", metadata: ["coordinator": "\(session.coordinator)"])
@@ -125,7 +125,7 @@ struct CoordinatorRoutes: Sendable {
         "ended": "That alert was cancelled already: nothing was sent.",
     ]
 
-    func signIn(_ request: Request) async throws -> Response {
+    func signIn(_ request: Request, _ context: HubRequestContext) async throws -> Response {
         // A sign-in form posted from another site would sign this browser in as someone else
         // (login CSRF): a browser says where a form came from.
         if let origin = request.headers[.origin], !Self.sameOrigin(origin, request) {
@@ -134,7 +134,7 @@ struct CoordinatorRoutes: Sendable {
         guard let fields = await Self.fields(request), let name = fields["name"], let password = fields["password"] else {
             return Self.html(CoordinatorPage.signIn(message: "Give a name and a password."), status: .badRequest)
         }
-        switch try await database.signIn(name: name, password: password) {
+        switch try await database.signIn(name: name, password: password, client: context.client) {
         case .signedIn(let token, _):
             logger.info("hub: a coordinator signed in", metadata: ["coordinator": "\(name)"])
             return Self.redirect("/", cookie: "\(Self.cookieName)=\(token); Path=/; Max-Age=\(HubDatabase.sessionSeconds); HttpOnly; Secure; SameSite=Strict")
@@ -143,9 +143,15 @@ struct CoordinatorRoutes: Sendable {
             return Self.html(CoordinatorPage.signIn(message: "Wrong name or password."), status: .unauthorized)
         case .rateLimited(let seconds):
             logger.warning("hub: sign-ins refused for a while after repeated failures", metadata: ["name": "\(name.prefix(64))"])
-            var response = Self.html(CoordinatorPage.signIn(message: "Too many failed sign-ins for this name: try again in \((seconds + 59) / 60) minutes."),
+            var response = Self.html(CoordinatorPage.signIn(message: "Too many failed sign-ins from here: try again in \((seconds + 59) / 60) minutes."),
                                      status: .tooManyRequests)
             response.headers[.retryAfter] = "\(seconds)"
+            return response
+        case .busy:
+            logger.warning("hub: a sign-in was turned away: too many password checks wait their turn")
+            var response = Self.html(CoordinatorPage.signIn(message: "The hub is busy checking sign-ins: try again in a few seconds."),
+                                     status: .serviceUnavailable)
+            response.headers[.retryAfter] = "5"
             return response
         }
     }

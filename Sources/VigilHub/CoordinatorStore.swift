@@ -16,6 +16,15 @@ extension HubDatabase {
     public static let sessionSeconds = 12 * 3_600
     public static let failuresAllowed = 5
     public static let failureWindowSeconds = 15 * 60
+    /// Failed sign-ins per client, whatever the names, in the window.
+    public static let clientFailuresAllowed = 20
+
+    struct FailureCount: Sendable {
+        var named = 0
+        var namedAge = 0.0
+        var all = 0
+        var allAge = 0.0
+    }
 
     /// Adds the coordinator `name`, or gives them a new password (their sessions end).
     public func setCoordinator(name: String, passwordHash: String) async throws {
@@ -33,6 +42,8 @@ extension HubDatabase {
         /// Unknown name or wrong password: one answer for both.
         case refused
         case rateLimited(retryAfterSeconds: Int)
+        /// Too many password checks already wait their turn: nothing was checked or counted.
+        case busy
     }
 
     /// Whether `name` can be a coordinator's (`vigil-hub coordinator` takes only such names):
@@ -44,37 +55,58 @@ extension HubDatabase {
     /// Checks a password (scrypt, off the event loops, at most two at a time) and opens a session.
     ///
     /// Every attempt is recorded and counted before the password is checked, under a lock per
-    /// name: parallel attempts cannot all slip under the limit, and the rows of the window are
-    /// all there are (older ones are deleted as attempts come).
-    public func signIn(name: String, password: String) async throws -> SignIn {
+    /// client: parallel attempts cannot all slip under the limit, and the rows of the window are
+    /// all there are (older ones are deleted as attempts come). A client (`ClientAddress.key`)
+    /// gets `failuresAllowed` failures per name and `clientFailuresAllowed` in all per window: a
+    /// name is locked for the client that failed with it, never for the coordinator elsewhere
+    /// (names are on the feed, in cancel reasons, for anyone with a box to read).
+    public func signIn(name: String, password: String, client address: String) async throws -> SignIn {
         guard Self.isCoordinatorName(name), password.utf8.count <= 256 else { return .refused }
         let window = Double(Self.failureWindowSeconds)
-        let (attempts, oldest) = try await client.withTransaction(logger: logger) { connection -> (Int, Double) in
-            try await connection.query("SELECT pg_advisory_xact_lock(\(Self.signInLock), hashtext(\(name)))", logger: logger)
+        let counted = try await client.withTransaction(logger: logger) { connection -> FailureCount in
+            // One client's attempts one at a time, so its counts are exact.
+            try await connection.query("SELECT pg_advisory_xact_lock(\(Self.signInLock), hashtext(\(address)))", logger: logger)
             try await connection.query("DELETE FROM login_failures WHERE at < now() - make_interval(secs => \(window))", logger: logger)
-            var counted = (0, 0.0)
-            for try await (n, age) in try await connection.query("""
-                SELECT count(*), coalesce(extract(epoch FROM now() - min(at)), 0)::float8 FROM login_failures WHERE name = \(name)
-                """, logger: logger).decode((Int64, Double).self) { counted = (Int(n), age) }
-            if counted.0 < Self.failuresAllowed {
-                try await connection.query("INSERT INTO login_failures (name) VALUES (\(name))", logger: logger)
+            var counted = FailureCount()
+            for try await (named, namedAge, all, allAge) in try await connection.query("""
+                SELECT count(*) FILTER (WHERE name = \(name)),
+                       coalesce(extract(epoch FROM now() - min(at) FILTER (WHERE name = \(name))), 0)::float8,
+                       count(*), coalesce(extract(epoch FROM now() - min(at)), 0)::float8
+                FROM login_failures WHERE client = \(address)
+                """, logger: logger).decode((Int64, Double, Int64, Double).self) {
+                counted = FailureCount(named: Int(named), namedAge: namedAge, all: Int(all), allAge: allAge)
+            }
+            if counted.named < Self.failuresAllowed && counted.all < Self.clientFailuresAllowed {
+                try await connection.query("INSERT INTO login_failures (name, client) VALUES (\(name), \(address))", logger: logger)
             }
             return counted
         }
-        if attempts >= Self.failuresAllowed {
-            return .rateLimited(retryAfterSeconds: max(1, Self.failureWindowSeconds - Int(oldest)))
+        if counted.named >= Self.failuresAllowed {
+            return .rateLimited(retryAfterSeconds: max(1, Self.failureWindowSeconds - Int(counted.namedAge)))
+        }
+        if counted.all >= Self.clientFailuresAllowed {
+            return .rateLimited(retryAfterSeconds: max(1, Self.failureWindowSeconds - Int(counted.allAge)))
         }
         var stored: String?
         for try await (h) in try await client.query("SELECT password_hash FROM coordinators WHERE name = \(name)", logger: logger)
             .decode(String.self) { stored = h }
         // An unknown name costs the same scrypt as a known one: timing says nothing.
         let hash = stored ?? Self.decoyHash
-        let matches = await Self.scrypt.run { PasswordHash.verify(password, against: hash) }
+        // The checks waiting are bounded: a flood of sign-ins is answered "busy" at once instead
+        // of queueing scrypt work (and requests) without end. A busy answer checked nothing, so
+        // it does not count against the name.
+        guard let matches = await Self.scrypt.run(maxWaiting: Self.scryptWaiting, { PasswordHash.verify(password, against: hash) }) else {
+            try await client.query("""
+                DELETE FROM login_failures
+                WHERE ctid = (SELECT ctid FROM login_failures WHERE name = \(name) AND client = \(address) ORDER BY at DESC LIMIT 1)
+                """, logger: logger)
+            return .busy
+        }
         guard matches, stored != nil else { return .refused } // the attempt stays counted
         let token = Self.randomText()
         let csrf = Self.randomText()
         try await client.withTransaction(logger: logger) { connection in
-            try await connection.query("DELETE FROM login_failures WHERE name = \(name)", logger: logger)
+            try await connection.query("DELETE FROM login_failures WHERE name = \(name) AND client = \(address)", logger: logger)
             try await connection.query("DELETE FROM sessions WHERE expires_at < now()", logger: logger)
             try await connection.query("""
                 INSERT INTO sessions (token_hash, coordinator, csrf, expires_at)
@@ -88,6 +120,8 @@ extension HubDatabase {
     static let signInLock: Int32 = 7431003
     /// Password checks at once, per hub process: sign-in attempts cannot take every core.
     static let scrypt = Gate(width: 2)
+    /// Password checks that may wait for one of those, at most.
+    static let scryptWaiting = 8
 
     /// A hash of no password anyone has, so unknown names take as long as known ones.
     static let decoyHash = (try? PasswordHash.make(randomText())) ?? ""

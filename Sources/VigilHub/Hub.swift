@@ -82,7 +82,7 @@ public enum Hub {
         let database = HubDatabase(client: client, logger: logger)
 
         let signal = FeedSignal()
-        let router = Router(context: BasicRequestContext.self)
+        let router = Router(context: HubRequestContext.self)
         let cache = FeedCache()
         let streams = FeedStreams(signal: signal, cache: cache, database: database, logger: logger)
         SyncRoutes(database: database, identity: identity, signal: signal, cache: cache, streams: streams, logger: logger).register(on: router)

@@ -129,6 +129,12 @@ public struct HubDatabase: Sendable {
             added_at timestamptz NOT NULL DEFAULT now()
         )
         """,
+        // v5: failed sign-ins are counted per client too: a name is locked only for the client
+        // that failed with it (coordinators' names are on the feed, in cancel reasons).
+        """
+        ALTER TABLE login_failures ADD COLUMN client text NOT NULL DEFAULT '';
+        CREATE INDEX login_failures_client ON login_failures (client, at)
+        """,
     ]
 
     /// An item the feed carries is at most this big (an alert with its text is far smaller), so

@@ -31,7 +31,7 @@ struct SyncRoutes: Sendable {
     static let maxBatchEvents = 5_000
     static let maxEnrolBytes = 4_096
 
-    func register(on router: Router<BasicRequestContext>) {
+    func register(on router: Router<HubRequestContext>) {
         let api = router.group("api/v1")
         api.get("health") { _, _ in Self.json(["status": "ok"]) }
         api.get("hub") { _, _ in
@@ -53,7 +53,7 @@ struct SyncRoutes: Sendable {
     }
 
     /// A part of a key file the feed offered, for an enrolled box.
-    func keyFile(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
+    func keyFile(_ request: Request, _ context: HubRequestContext) async throws -> Response {
         switch await authenticate(request, context) {
         case .success: break
         case .failure(let refusal): return refusal.response
@@ -126,7 +126,7 @@ struct SyncRoutes: Sendable {
         }
     }
 
-    func upload(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
+    func upload(_ request: Request, _ context: HubRequestContext) async throws -> Response {
         let node: UInt64
         switch await authenticate(request, context) {
         case .success(let n): node = n
@@ -147,7 +147,7 @@ struct SyncRoutes: Sendable {
         }
     }
 
-    func sync(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
+    func sync(_ request: Request, _ context: HubRequestContext) async throws -> Response {
         switch await authenticate(request, context) {
         case .success(let node): return Self.json(try await database.syncState(node: node))
         case .failure(let refusal): return refusal.response
@@ -156,7 +156,7 @@ struct SyncRoutes: Sendable {
 
     /// Items after `after` from other boxes and coordinators; waits up to `wait` seconds for
     /// one when there is none (a long poll, woken by any hub process's commit).
-    func feed(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
+    func feed(_ request: Request, _ context: HubRequestContext) async throws -> Response {
         let node: UInt64
         let longPoll = request.uri.queryParameters["wait"].flatMap { Double(String($0)) }.map { $0 > 0 } ?? false
         switch await authenticate(request, context, longPoll: longPoll) {
@@ -262,7 +262,7 @@ struct SyncRoutes: Sendable {
 
     /// The credential must be the current one of the node named in the path. A long poll may be
     /// let in by a recent check (`CredentialCache`); everything else asks the database.
-    func authenticate(_ request: Request, _ context: BasicRequestContext, longPoll: Bool = false) async -> Result<UInt64, Refused> {
+    func authenticate(_ request: Request, _ context: HubRequestContext, longPoll: Bool = false) async -> Result<UInt64, Refused> {
         guard let text = context.parameters.get("node"), let node = NodeIDText.parse(text) else {
             return .failure(Refused(Self.refuse(.badRequest, "bad_node", "the path's node must be 16 lower-case hex digits")))
         }

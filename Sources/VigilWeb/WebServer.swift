@@ -114,30 +114,6 @@ struct WebContext: RequestContext, RemoteAddressRequestContext {
     /// The client's address without its port, as sign-in attempts are counted (`signInKey`).
     var client: String { Self.signInKey(remoteAddress) }
 
-    /// The full address, from its bytes (not its text): an IPv4 client seen through the
-    /// dual-stack listener (`::ffff:a.b.c.d`) by its IPv4 address, an IPv6 client by all 128 bits.
-    ///
-    /// Not by /64: every device on the shelter's Wi-Fi shares one /64, so counting by it let one
-    /// device lock every staff member out (and all IPv4 clients once shared `0:0:0:0::/64`). A
-    /// device that rotates its IPv6 addresses gets more attempts; each still costs an scrypt
-    /// check, and at most `WebSessions.maximumChecking` run at once for the whole box. Behind a
-    /// reverse proxy every client is the proxy: its address is counted, and one client's failures
-    /// make every client wait. Forwarded headers are not trusted (anyone can write them).
-    static func signInKey(_ address: SocketAddress?) -> String {
-        switch address {
-        case .v4:
-            return address?.ipAddress ?? "unknown"
-        case .v6(let v6):
-            var raw = v6.address.sin6_addr
-            let bytes = withUnsafeBytes(of: &raw) { Array($0) }
-            guard bytes.count == 16 else { return "unknown" }
-            if bytes[0..<10].allSatisfy({ $0 == 0 }) && bytes[10] == 0xFF && bytes[11] == 0xFF {
-                return "\(bytes[12]).\(bytes[13]).\(bytes[14]).\(bytes[15])"
-            }
-            return stride(from: 0, to: 16, by: 2).map { String(UInt16(bytes[$0]) << 8 | UInt16(bytes[$0 + 1]), radix: 16) }
-                .joined(separator: ":")
-        default:
-            return "unknown"
-        }
-    }
+    /// The full address as sign-ins count it (`ClientAddress.key` says why not by /64).
+    static func signInKey(_ address: SocketAddress?) -> String { ClientAddress.key(address) }
 }

@@ -142,6 +142,22 @@ import VigilTestSupport
             #expect(try await signIn(client, hub, password: "guess-guess").status == 401)
         }
         #expect(try await signIn(client, hub, password: Self.password).status == 429)
+        // Locked for this client only (issue 28, finding 6: names are on the feed, in cancel
+        // reasons, and anyone could lock a coordinator out): from elsewhere the coordinator signs in.
+        let name = Self.coordinator, password = Self.password
+        let fromElsewhere = try await hub.database { db in try await db.signIn(name: name, password: password, client: "192.0.2.7") }
+        #expect({ if case .signedIn = fromElsewhere { true } else { false } }(), "\(fromElsewhere)")
+        // One client trying many names is bounded too, whatever the names.
+        let flood = try await hub.database { db in
+            var answers: [HubDatabase.SignIn] = []
+            for i in 0...HubDatabase.clientFailuresAllowed {
+                answers.append(try await db.signIn(name: "guess\(i)", password: "wrong-wrong", client: "198.51.100.9"))
+            }
+            answers.append(try await db.signIn(name: name, password: password, client: "198.51.100.9"))
+            return answers
+        }
+        #expect(flood.prefix(HubDatabase.clientFailuresAllowed).allSatisfy { $0 == .refused })
+        #expect(flood.suffix(2).allSatisfy { if case .rateLimited = $0 { true } else { false } }, "\(flood.suffix(2))")
         try await client.shutdown()
         try await a.stop()
         try await b.stop()
