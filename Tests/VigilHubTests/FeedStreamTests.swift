@@ -200,15 +200,17 @@ import VigilTestSupport
         #expect(held.status == .ok && held.headers.first(name: "content-type") == "application/x-ndjson")
 
         let answers = Mutex<[FeedAnswer]>([])
+        let (arrivals, arrived) = AsyncStream.makeStream(of: Void.self)
         let following = Task {
             try await client.followFeed(node: a.node, after: 0, wait: 25) { answer in
                 answers.withLock { $0.append(answer) }
+                arrived.yield()
                 return answers.withLock { $0.count } < 2
             }
         }
         // The box's first answer, then a third stream while two are open: refused at once.
-        let deadline = ContinuousClock.now + .seconds(30)
-        while answers.withLock({ $0.isEmpty }) && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        var told = arrivals.makeAsyncIterator()
+        _ = await told.next()
         #expect(answers.withLock { $0.first?.head } == 0)
         let third = try await raw.execute(request, timeout: .seconds(10))
         #expect(third.status == .tooManyRequests)
