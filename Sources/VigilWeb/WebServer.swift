@@ -102,18 +102,9 @@ public struct WebServer: Service {
 }
 
 /// A request's context: the client's address (sign-in limits count failures by it).
-struct WebContext: RequestContext, RemoteAddressRequestContext {
-    var coreContext: CoreRequestContextStorage
-    let remoteAddress: SocketAddress?
+typealias WebContext = AddressedContext
 
-    init(source: ApplicationRequestContextSource) {
-        coreContext = .init(source: source)
-        remoteAddress = source.channel.remoteAddress
-    }
-
-    /// The client's address without its port, as sign-in attempts are counted (`signInKey`).
-    var client: String { Self.signInKey(remoteAddress) }
-
+extension AddressedContext {
     /// The full address as sign-ins count it (`ClientAddress.key` says why not by /64).
     static func signInKey(_ address: SocketAddress?) -> String { ClientAddress.key(address) }
 }
