@@ -19,11 +19,20 @@ extension HubDatabase {
     /// Failed sign-ins per client, whatever the names, in the window.
     public static let clientFailuresAllowed = 20
 
+    /// Failed sign-ins for one name from every client together, in the window: guessing from
+    /// many addresses (an IPv6 /64 has 2^64) is bounded too. High, so that one guesser cannot
+    /// lock a coordinator out cheaply; reaching it takes a hundred scrypt checks.
+    public static let nameFailuresAllowed = 100
+
     struct FailureCount: Sendable {
         var named = 0
         var namedAge = 0.0
         var all = 0
         var allAge = 0.0
+        var everywhere = 0
+        var everywhereAge = 0.0
+        /// The row this attempt added (a busy answer takes it back).
+        var recorded: String?
     }
 
     /// Adds the coordinator `name`, or gives them a new password (their sessions end).
@@ -76,8 +85,16 @@ extension HubDatabase {
                 """, logger: logger).decode((Int64, Double, Int64, Double).self) {
                 counted = FailureCount(named: Int(named), namedAge: namedAge, all: Int(all), allAge: allAge)
             }
-            if counted.named < Self.failuresAllowed && counted.all < Self.clientFailuresAllowed {
-                try await connection.query("INSERT INTO login_failures (name, client) VALUES (\(name), \(address))", logger: logger)
+            for try await (n, age) in try await connection.query("""
+                SELECT count(*), coalesce(extract(epoch FROM now() - min(at)), 0)::float8 FROM login_failures WHERE name = \(name)
+                """, logger: logger).decode((Int64, Double).self) {
+                counted.everywhere = Int(n)
+                counted.everywhereAge = age
+            }
+            if counted.named < Self.failuresAllowed && counted.all < Self.clientFailuresAllowed && counted.everywhere < Self.nameFailuresAllowed {
+                for try await ctid in try await connection.query(
+                    "INSERT INTO login_failures (name, client) VALUES (\(name), \(address)) RETURNING ctid::text", logger: logger
+                ).decode(String.self) { counted.recorded = ctid }
             }
             return counted
         }
@@ -86,6 +103,9 @@ extension HubDatabase {
         }
         if counted.all >= Self.clientFailuresAllowed {
             return .rateLimited(retryAfterSeconds: max(1, Self.failureWindowSeconds - Int(counted.allAge)))
+        }
+        if counted.everywhere >= Self.nameFailuresAllowed {
+            return .rateLimited(retryAfterSeconds: max(1, Self.failureWindowSeconds - Int(counted.everywhereAge)))
         }
         var stored: String?
         for try await (h) in try await client.query("SELECT password_hash FROM coordinators WHERE name = \(name)", logger: logger)
@@ -96,10 +116,9 @@ extension HubDatabase {
         // of queueing scrypt work (and requests) without end. A busy answer checked nothing, so
         // it does not count against the name.
         guard let matches = await Self.scrypt.run(maxWaiting: Self.scryptWaiting, { PasswordHash.verify(password, against: hash) }) else {
-            try await client.query("""
-                DELETE FROM login_failures
-                WHERE ctid = (SELECT ctid FROM login_failures WHERE name = \(name) AND client = \(address) ORDER BY at DESC LIMIT 1)
-                """, logger: logger)
+            if let recorded = counted.recorded {
+                try await client.query("DELETE FROM login_failures WHERE ctid = \(recorded)::tid", logger: logger)
+            }
             return .busy
         }
         guard matches, stored != nil else { return .refused } // the attempt stays counted

@@ -219,11 +219,12 @@ public final class Node: @unchecked Sendable {
     /// counter written here whose alert never became durable (a crash after the start's check
     /// had passed and cleared its mark) is in no log, and lowering the floor would give it out
     /// again. A reserved block skipped is a gap, never a repeat.
-    /// Nothing is written when the file covers the log (or there is no file yet: the first alert
-    /// raised writes it), so a box that raised nothing keeps counting from 1.
+    /// Nothing is written when the file covers the log, or when neither has a counter (a box
+    /// that raised nothing keeps counting from 1). A missing file with counters in the log (a
+    /// write that failed removes it) reserves a block above them, as a first alert would.
     private func keepAlertCountersAboveTheFloor() {
         let highest = projections.alerts.highestCounterRaisedHere
-        if let stored = alertFloor.stored, stored < highest { recordAlertFloor(highest) }
+        if (alertFloor.stored ?? 0) < highest { recordAlertFloor(highest) }
         pending.alertCounterFloor = max(highest, alertFloor.stored ?? 0)
     }
 

@@ -420,6 +420,15 @@ extension NodeSnapshot {
             a.longitude = nil
             return a
         }
+        // Why each light is on is for staff: the reasons name who took a call, the numbers and
+        // hosts a call path failed on, the card's error. A viewer sees the lights themselves.
+        copy.outputs = copy.outputs.map { o in
+            var o = o
+            o.reasons = []
+            return o
+        }
+        copy.log.check = nil
+        if copy.log.failure != nil { copy.log.failure = "details for staff" }
         // The hub's address, and why it fails (hosts, errors), are for staff.
         if !copy.hub.hub.isEmpty { copy.hub.hub = "a hub" }
         if copy.hub.problem != nil { copy.hub.problem = "the hub cannot be reached" }

@@ -137,7 +137,9 @@ struct WebRoutes: Sendable {
             response.headers[.retryAfter] = "30"
             return response
         }
-        let acting = session != nil
+        // Staff and scripts get the whole view (a script's forms carry no CSRF token: it acts
+        // through the API); everyone else the public one.
+        let acting = session != nil || script
         // Whether the stream may go on: a session signed out, expired or ended by a new password,
         // or a revoked token, ends it (the browser reconnects and is refused). Looked at every
         // few seconds, not every message.

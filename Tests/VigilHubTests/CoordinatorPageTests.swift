@@ -158,6 +158,16 @@ import VigilTestSupport
         }
         #expect(flood.prefix(HubDatabase.clientFailuresAllowed).allSatisfy { $0 == .refused })
         #expect(flood.suffix(2).allSatisfy { if case .rateLimited = $0 { true } else { false } }, "\(flood.suffix(2))")
+        // Guessing one name from many addresses is bounded too, however many addresses.
+        let spread = try await hub.database { db in
+            var answers: [HubDatabase.SignIn] = []
+            for i in 0...HubDatabase.nameFailuresAllowed {
+                answers.append(try await db.signIn(name: "pedro", password: "wrong-wrong", client: "2001:db8::\(String(i, radix: 16))"))
+            }
+            return answers
+        }
+        #expect(spread.prefix(HubDatabase.nameFailuresAllowed).allSatisfy { $0 == .refused })
+        #expect({ if case .rateLimited = spread.last { true } else { false } }(), "\(String(describing: spread.last))")
         try await client.shutdown()
         try await a.stop()
         try await b.stop()

@@ -13,7 +13,7 @@ import VigilEvents
     static let now: UInt64 = 1_800_000_000_000_000
     /// What a viewer must never read, each placed in the snapshot below.
     static let secrets = ["72 bpm", "C3:11:22:33:44:55", "40.41", "-3.70", "mqtt.example.org", "tls handshake failed",
-                          "10.9.8.7", "Maria fell in room 12", "10.20.30.40"]
+                          "10.9.8.7", "Maria fell in room 12", "10.20.30.40", "+34600111222", "Luis", "EIO on mmcblk0"]
 
     static func snapshot() -> NodeSnapshot {
         var s = NodeSnapshot(state: Projections(), decisions: [:], live: nil, timeMicroseconds: now)
@@ -30,6 +30,11 @@ import VigilEvents
                                               lastError: "tls handshake failed", vruActive: false, counters: HazardFeedCounters(), seen: [])
         s.hub = .init(hub: "https://10.9.8.7:8443", syncedThrough: 10, lastAcknowledgedMicroseconds: now, received: 2,
                       problem: "upload failing (3 tries): connect to 10.9.8.7:8443 refused")
+        // Why the lights are on, as OutputPolicy says it: who took a call, where a path failed.
+        s.outputs = [.init(line: "red", pattern: "blink 500/500 ms", reasons: [.init(text: "SOS 00000000000000aa:1 taken by Luis", sequences: [3])]),
+                     .init(line: "amber", pattern: "on", reasons: [.init(text: "cannot call for help: +34600111222: exit status 1", sequences: [4])])]
+        s.log.failure = "EIO on mmcblk0"
+        s.log.check = "damaged at page 7: EIO on mmcblk0"
         s.callPaths = .init(problem: "the alarm centre has not acknowledged since 12:00 UTC: connect to 10.20.30.40:5000 refused",
                             alarmCentre: .init(lastGoodMicroseconds: nil, lastTestMicroseconds: now, lastTestPassed: false,
                                                failingSinceMicroseconds: now - 300_000_000, lastProblem: "connect to 10.20.30.40:5000 refused"),
@@ -44,7 +49,7 @@ import VigilEvents
         for secret in Self.secrets { #expect(!viewing.contains(secret), "a viewer reads \(secret)") }
         #expect(viewing.contains("the alarm centre is failing"), "that the box cannot call for help is for everyone")
         #expect(viewing.contains("sos") || viewing.contains("SOS"), "and that an SOS is open")
-        for secret in ["Maria fell in room 12", "10.20.30.40"] { #expect(acting.contains(secret), "staff read \(secret)") }
+        for secret in ["Maria fell in room 12", "10.20.30.40", "taken by Luis"] { #expect(acting.contains(secret), "staff read \(secret)") }
     }
 
     @Test func thePublicViewKeepsKindsAndCountsAndDropsWhoWhereAndWhy() {
@@ -53,6 +58,9 @@ import VigilEvents
         #expect(shown.hub.hub == "a hub" && shown.hub.problem == "the hub cannot be reached" && shown.hub.syncedThrough == 10)
         #expect(shown.roadHazards.hazards.isEmpty && shown.roadHazards.feed?.broker == nil && shown.roadHazards.feed?.state == "retrying in 4 s")
         #expect(shown.callPaths?.problem == "the alarm centre is failing" && shown.callPaths?.alarmCentre?.failingSinceMicroseconds != nil)
+        #expect(shown.outputs.map(\.pattern) == ["blink 500/500 ms", "on"] && shown.outputs.allSatisfy { $0.reasons.isEmpty },
+                "the lights, not why")
+        #expect(shown.log.failure != nil && shown.log.check == nil, "that the card failed, not its error")
         let json = String(decoding: (try? JSONEncoder().encode(shown)) ?? Data(), as: UTF8.self)
         for secret in Self.secrets { #expect(!json.contains(secret), "the public view holds \(secret)") }
     }
