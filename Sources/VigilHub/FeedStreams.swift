@@ -130,7 +130,7 @@ actor FeedStreams {
     /// The reader: a round after each notification, and at least every quarter heartbeat (for
     /// heartbeats and ends). Returns when the hub shuts down, every stream ended.
     func run() async {
-        let signal = self.signal, kicker = self.kicker, tick = min(settings.heartbeat, settings.credentialCheck) / 4
+        let signal = self.signal, kicker = self.kicker, tick = settings.heartbeat / 4
         let relay = Task {
             var seen = await signal.generation
             while await !signal.isClosing {
@@ -171,7 +171,10 @@ actor FeedStreams {
         // A round every quarter heartbeat reads again even without a notification (through the
         // window, whose reads are at most `FeedCache.maxAgeSeconds` old): a LISTEN connection
         // that died without a word must not hold an SOS back until the stream ends.
-        let timely = lastFullRound.map { started - $0.at >= settings.heartbeat / 4 } ?? true
+        // (A fifth, below the relay's quarter: each of its ticks makes one, though a round starts
+        // a little after its tick. At a quarter, every other tick was skipped, and a quiet
+        // stream's heartbeat came up to 30 s late: the box's read timeout.)
+        let timely = lastFullRound.map { started - $0.at >= settings.heartbeat / 5 } ?? true
         let full = timely || lastFullRound?.generation != generation
         if full { lastFullRound = (generation, started) }
         var pages: [UInt64: HubDatabase.FeedPage] = [:]

@@ -63,8 +63,8 @@ try:
     check(cookie is not None and cookie.get("httpOnly") and cookie.get("secure") and cookie.get("sameSite") == "Strict",
           "the session cookie is HttpOnly, Secure and SameSite=Strict")
 
-    row = one(f"#help li.alert[data-alert='{call_id}']")
-    check("Nobody has answered yet" in row.text, "the call for help heard from another box waits for an answer")
+    check("Nobody has answered yet" in text(f"#help li.alert[data-alert='{call_id}']"),
+          "the call for help heard from another box waits for an answer")
     check(one(f"#residents tr[data-resident='{resident}']") is not None, "the resident is listed")
     WebDriverWait(driver, 10).until(lambda d: d.execute_script("return document.body.dataset.sequence") is not None)
     check(True, "the live stream is connected")
@@ -99,7 +99,7 @@ try:
 
     # Acknowledge the call heard from another box: help is coming.
     driver.get(url + "/")
-    row = one(f"#help li.alert[data-alert='{call_id}']")
+    one(f"#help li.alert[data-alert='{call_id}']")
     press(f"#help li.alert[data-alert='{call_id}'] form[action='/act/acknowledge'] button")
     check("Acknowledged" in text("#notice"), "acknowledging says what happened")
     # Looked up afresh each time: the live stream may replace the section between two reads.
@@ -126,15 +126,15 @@ try:
     check(reply.get("ok"), f"the chat was marked read through the API ({reply})")
     WebDriverWait(driver, 10, poll_frequency=0.05).until(
         lambda d: not d.find_elements(By.CSS_SELECTOR, f"{chat} span.badge"))
-    draft = one(f"{chat} form[action='/act/chat-send'] input[name=text]")
-    check(draft.get_attribute("value") == "Yes, come to the east door", "the draft survived the section's update")
-    check(driver.switch_to.active_element == draft, "and kept the focus")
+    field = f"{chat} form[action='/act/chat-send'] input[name=text]"
+    check(attribute(field, "value") == "Yes, come to the east door", "the draft survived the section's update")
+    check(driver.execute_script("return document.activeElement.matches(arguments[0])", field), "and kept the focus")
     shot("6-chat-draft")
 
     # After-incident review: the page as it was before the SOS.
     driver.get(url + f"/?seq={before}")
     check("rebuilt from its log" in text("p.past"), "a past view says what it is")
-    check(not any("raised here" in li.text for li in driver.find_elements(By.CSS_SELECTOR, "#help li.alert")),
+    check(not driver.execute_script("return [...document.querySelectorAll('#help li.alert')].some(li => li.innerText.includes('raised here'))"),
           "before the SOS, no SOS of this box shows")
     shot("7-time-travel")
 

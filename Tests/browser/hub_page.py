@@ -20,7 +20,7 @@ url, name, password, calling_box, alert_id, resident, output = sys.argv[1:8]
 
 browser = Browser(output)
 driver, shot, check, submit, one = browser.driver, browser.shot, browser.check, browser.submit, browser.one
-text, displayed = browser.text, browser.displayed
+text, displayed, attribute, press = browser.text, browser.displayed, browser.attribute, browser.press
 
 
 try:
@@ -43,24 +43,25 @@ try:
           "the session cookie is HttpOnly, Secure and SameSite=Strict")
 
     check(text("#open-calls b") == "1", "the summary counts one open call for help")
-    dot = one(f"#map g.box-dot.calling[data-box='{calling_box}']")
-    check(dot.find_element(By.CSS_SELECTOR, "circle").get_attribute("r") == "12", "the calling box is drawn large and red on the map")
+    # Read through the page's selectors, found afresh: its live stream may replace any section.
+    check(attribute(f"#map g.box-dot.calling[data-box='{calling_box}'] circle", "r") == "12", "the calling box is drawn large and red on the map")
     check(len(driver.find_elements(By.CSS_SELECTOR, "#map g.box-dot")) == 2, "both boxes are on the map")
-    row = one(f"#open-alerts tr.alert.call.open[data-alert='{alert_id}']")
-    check(calling_box in row.text and "SOS" in row.text, "the call for help is listed with the box that raised it")
-    check("nobody yet" in row.find_element(By.CSS_SELECTOR, ".acks").text, "nobody has acknowledged it yet")
-    box_row = one(f"#boxes tr.box[data-box='{calling_box}']")
-    occupancy = box_row.find_element(By.CSS_SELECTOR, ".occupancy").text.split()[0]
+    row = f"#open-alerts tr.alert.call.open[data-alert='{alert_id}']"
+    listed = text(row)
+    check(calling_box in listed and "SOS" in listed, "the call for help is listed with the box that raised it")
+    check("nobody yet" in text(f"{row} .acks"), "nobody has acknowledged it yet")
+    box_row = f"#boxes tr.box[data-box='{calling_box}']"
+    occupancy = text(f"{box_row} .occupancy").split()[0]
     check(occupancy.isdigit() and int(occupancy) > 0, f"the box's occupancy is a count ({occupancy})")
-    check(box_row.find_element(By.CSS_SELECTOR, ".calls").text == "1", "the box list shows its open call")
+    check(text(f"{box_row} .calls") == "1", "the box list shows its open call")
     check(one(f"#escalations tr.escalation[data-resident='{resident}']") is not None, "the resident in an escalation is listed")
     shot("2-overview-call-for-help")
 
-    submit(row.find_element(By.CSS_SELECTOR, "button.ack"))
+    press(f"{row} button.ack")
     check("Acknowledged" in text("#notice"), "acknowledging says what happened")
-    row = one(f"#open-alerts tr.alert[data-alert='{alert_id}']")
-    check(f"coordinator {name}" in row.find_element(By.CSS_SELECTOR, ".acks").text, "the call shows the coordinator's acknowledgement")
-    check(not row.find_elements(By.CSS_SELECTOR, "button.ack"), "the acknowledge button is gone once acknowledged")
+    row = f"#open-alerts tr.alert[data-alert='{alert_id}']"
+    check(f"coordinator {name}" in text(f"{row} .acks"), "the call shows the coordinator's acknowledgement")
+    check(not driver.find_elements(By.CSS_SELECTOR, f"{row} button.ack"), "the acknowledge button is gone once acknowledged")
     shot("3-acknowledged")
 
     form = one("#raise-alert")
@@ -68,8 +69,10 @@ try:
     form.find_element(By.NAME, "text").send_keys("Move to the upper floor")
     submit(form.find_element(By.CSS_SELECTOR, "button[type=submit]"))
     check("raised" in text("#notice"), "raising an alert says what happened")
-    raised = [r for r in driver.find_elements(By.CSS_SELECTOR, "#open-alerts tr.alert.open") if "Move to the upper floor" in r.text]
-    check(len(raised) == 1 and f"coordinator {name}" in raised[0].text and "Evacuate" in raised[0].text,
+    # The rows' texts read in one script: no row can be replaced between two reads.
+    texts = driver.execute_script("return [...document.querySelectorAll('#open-alerts tr.alert.open')].map(r => r.innerText)")
+    raised = [t for t in texts if "Move to the upper floor" in t]
+    check(len(raised) == 1 and f"coordinator {name}" in raised[0] and "Evacuate" in raised[0],
           "the network alert is listed as the coordinator's")
     shot("4-network-alert")
 
@@ -78,8 +81,8 @@ try:
     check(displayed("#open-calls"), "the summary is readable on a phone-sized screen")
     width = driver.execute_script("return document.documentElement.scrollWidth")
     check(width <= 400, f"the page does not scroll sideways on a phone ({width}px wide)")
-    cancel = one("#open-alerts button.cancel")
-    check(cancel.is_displayed() and cancel.rect["x"] + cancel.rect["width"] <= 390,
+    fits = browser.read("#open-alerts button.cancel", lambda cancel: cancel.is_displayed() and cancel.rect["x"] + cancel.rect["width"] <= 390)
+    check(fits,
           "a row's button is within the phone's screen (rows become cards)")
     shot("5-phone")
 
