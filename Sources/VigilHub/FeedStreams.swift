@@ -79,6 +79,9 @@ actor FeedStreams {
     private var owing: Set<UInt64> = []
     /// The notification and the time of the last round that visited every stream.
     private var lastFullRound: (generation: UInt64, at: ContinuousClock.Instant)?
+    /// When the next credential check is due, and whether one is under way.
+    private var credentialCheckDue = ContinuousClock.now
+    private var checkingCredentials = false
     private var nextID: UInt64 = 0
     private var closed = false
     private let kicks: AsyncStream<Void>
@@ -130,7 +133,9 @@ actor FeedStreams {
     /// The reader: a round after each notification, and at least every quarter heartbeat (for
     /// heartbeats and ends). Returns when the hub shuts down, every stream ended.
     func run() async {
-        let signal = self.signal, kicker = self.kicker, tick = settings.heartbeat / 4
+        // Ticks for heartbeats (a quarter of one) and for credential checks, whichever is
+        // sooner; a round's own tests decide what each tick does.
+        let signal = self.signal, kicker = self.kicker, tick = min(settings.heartbeat, settings.credentialCheck) / 4
         let relay = Task {
             var seen = await signal.generation
             while await !signal.isClosing {
@@ -140,19 +145,8 @@ actor FeedStreams {
             }
             kicker.yield()
         }
-        // The credential check in its own task: its query (up to 10,000 rows) never holds up a
-        // round, so an SOS never waits for it.
-        let checker = Task { [settings] in
-            var wait = settings.credentialCheck
-            while await !signal.isClosing {
-                try? await Task.sleep(for: wait)
-                wait = await self.checkCredentials() ? settings.credentialCheck : Self.retryAfterFailure
-            }
-        }
-        defer {
-            relay.cancel()
-            checker.cancel()
-        }
+        credentialCheckDue = ContinuousClock.now + settings.credentialCheck
+        defer { relay.cancel() }
         for await _ in kicks {
             if await signal.isClosing { break }
             await round()
@@ -168,6 +162,15 @@ actor FeedStreams {
     private func round() async {
         let generation = await signal.generation
         let started = ContinuousClock.now
+        // The credential check in a task of its own when due: its query (up to 10,000 rows)
+        // never holds up a round, so an SOS never waits for it.
+        if !checkingCredentials && started >= credentialCheckDue {
+            checkingCredentials = true
+            Task {
+                let checked = await self.checkCredentials()
+                await self.credentialsChecked(checked)
+            }
+        }
         // A round every quarter heartbeat reads again even without a notification (through the
         // window, whose reads are at most `FeedCache.maxAgeSeconds` old): a LISTEN connection
         // that died without a word must not hold an SOS back until the stream ends.
@@ -262,6 +265,11 @@ actor FeedStreams {
                            metadata: ["error": "\(String(reflecting: failed))"])
         }
         if again { kicker.yield() }
+    }
+
+    private func credentialsChecked(_ succeeded: Bool) {
+        checkingCredentials = false
+        credentialCheckDue = ContinuousClock.now + (succeeded ? settings.credentialCheck : Self.retryAfterFailure)
     }
 
     /// Ends the streams of boxes revoked (or enrolled again with another secret) since they
