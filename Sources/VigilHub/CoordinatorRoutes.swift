@@ -273,7 +273,7 @@ actor LiveStreams {
         guard count < Self.maximum, bySession[session, default: 0] < Self.perSession else { return nil }
         count += 1
         bySession[session, default: 0] += 1
-        return Lease(streams: self, session: session)
+        return Lease { Task { await self.close(session: session) } }
     }
 
     fileprivate func close(session: String) {
@@ -282,25 +282,9 @@ actor LiveStreams {
         bySession[session] = left > 0 ? left : nil
     }
 
-    /// One stream's place: given back once, by `release` or when the lease is dropped unreleased.
-    final class Lease: Sendable {
-        private let streams: LiveStreams
-        private let session: String
-        private let released = OnceFlag()
-
-        fileprivate init(streams: LiveStreams, session: String) {
-            self.streams = streams
-            self.session = session
-        }
-
-        func release() {
-            guard released.set() else { return }
-            let streams = self.streams, session = self.session
-            Task { await streams.close(session: session) }
-        }
-
-        deinit { release() }
-    }
+    /// One stream's place: given back once, by `release` or when the lease is dropped
+    /// unreleased (the feed's streams hold their places the same way).
+    typealias Lease = StreamLease
 }
 
 /// A flag set once, from any thread.
