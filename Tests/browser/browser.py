@@ -77,15 +77,22 @@ class Browser:
         return self.read(css, lambda element: element.get_attribute(name))
 
     def press(self, css):
-        """Submits the form of the one button `css` finds; found again if a live update replaced
-        it between finding and clicking."""
-        for attempt in range(3):
+        """Submits the form of the one button `css` finds, found and clicked in one script: the
+        live stream may replace the section at any moment (a found element went stale between
+        finding and clicking, three times running, while an SOS sounded)."""
+        page = self.driver.find_element(By.TAG_NAME, "html")
+        found = self.driver.execute_script(
+            "const all = document.querySelectorAll(arguments[0]); if (all.length === 1) all[0].click(); return all.length;", css)
+        self.check(found == 1, f"exactly one {css} (found {found})")
+
+        def gone(_):
             try:
-                self.submit(self.one(css))
-                return
-            except StaleElementReferenceException:
-                if attempt == 2:
-                    raise
+                page.is_enabled()
+                return False
+            except WebDriverException:
+                return True
+
+        WebDriverWait(self.driver, 15).until(gone)
 
     def quit(self):
         self.driver.quit()
