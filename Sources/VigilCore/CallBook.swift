@@ -64,10 +64,29 @@ public struct CallBook: Codable, Equatable, Sendable {
         public var number: UInt64
         public var taken: Taking?
         public var ended: Ending?
+        /// A phone's unverified call (`Phone`); nil for every other call.
+        public var phone: Phone? = nil
 
         public var isOpen: Bool { ended == nil }
         /// Open and nobody has taken it: the tree still walks.
         public var isUnanswered: Bool { ended == nil && taken == nil }
+    }
+
+    /// Where a phone's call came from: a message nobody vouches for, written by whatever was in
+    /// radio range. Staff decide it (`PhoneCallDecided`): confirmed, it becomes an alert of the
+    /// network; dismissed, it ends.
+    public struct Phone: Codable, Equatable, Sendable {
+        /// The first message's sender, as an address text ("AA:BB:…/random").
+        public var peer: String
+        /// The message that opened the call.
+        public var messageID: String
+        /// Its text, printable, at most 200 characters.
+        public var text: String
+        /// Phones' sos and medical messages taken into this call while it was unanswered
+        /// (the first included): one call, one message to each person, however many phones ask.
+        public var messages: UInt32
+        /// Confirmed: the alert raised from it.
+        public var confirmedAlert: String?
     }
 
     /// A message for one recipient (it becomes an outbox entry).
@@ -94,6 +113,8 @@ public struct CallBook: Codable, Equatable, Sendable {
     /// (`Projections.followResidentCalls`), kept apart so that a box with many open alerts does not
     /// sort all its calls on each one. Derived (rebuilt from `calls` on decode).
     public private(set) var openResidentCallIDs: Set<String> = []
+    /// The ids of open phones' calls (derived, like `openResidentCallIDs`).
+    public private(set) var openPhoneCallIDs: Set<String> = []
     /// The codes open calls hold, and the ended calls in the order they ended (ties: the order
     /// they started): derived like `openResidentCallIDs`, so that opening or ending a call costs
     /// the same with ten open calls as with ten thousand.
@@ -114,6 +135,16 @@ public struct CallBook: Codable, Equatable, Sendable {
     public static let maximumOpenPerRemoteBox = 4
     public static let raisedHere = "raised at this box"
     public private(set) var refusedRemoteCalls: UInt64 = 0
+    /// Open phones' calls at most: a phone's sos or medical message while this many are open
+    /// (all taken: an unanswered one takes it in) stays a message (`refusedPhoneCalls`).
+    public static let maximumOpenPhoneCalls = 4
+    /// A phone's call nobody confirmed or dismissed ends this long after it opened (at the next
+    /// event after then: no clock), so a forgotten one does not hold a place for ever.
+    public static let phoneCallLifetimeMicroseconds: UInt64 = 2 * 3_600_000_000
+    public private(set) var refusedPhoneCalls: UInt64 = 0
+    public private(set) var phoneMessagesTakenIn: UInt64 = 0
+    /// The prefix of a phone's call id; the rest is its first message's id.
+    public static let phoneCallPrefix = "phone:"
     /// The box's own troubles reported to the alarm receiving centre and not yet restored.
     public private(set) var raisedTroubles: Set<AlarmSignal.Condition> = []
     /// The recipient that stands for the alarm receiving centre in a tree.
@@ -135,7 +166,7 @@ public struct CallBook: Codable, Equatable, Sendable {
     }
 
     /// A call for help raised at another box (heard over the air, or from the hub).
-    static func isRemote(_ call: Call) -> Bool { call.kind != .resident && call.source != raisedHere }
+    static func isRemote(_ call: Call) -> Bool { call.kind != .resident && call.phone == nil && call.source != raisedHere }
 
     /// Open residents' calls, oldest first.
     public var openResidentCalls: [Call] {
@@ -149,10 +180,59 @@ public struct CallBook: Codable, Equatable, Sendable {
 
     // MARK: Opening
 
+    /// A phone's sos or medical message (a `ChatMessage` on the message characteristic): taken
+    /// into the unanswered phone's call if there is one (nobody is told again), else a new call
+    /// "from a phone, unverified" that walks the tree like any other, but is never told to the
+    /// alarm receiving centre (its operator would act on a prank; a confirmed call's alert is).
+    /// Over `maximumOpenPhoneCalls` it stays a message. Same message id again: nothing.
+    mutating func phoneAsked(kind: Kind, messageID: String, peer: String, text: String, place: String, event: Event) -> [Message] {
+        let id = Self.phoneCallPrefix + messageID
+        guard calls[id] == nil else { return [] }
+        if let open = openPhoneCallIDs.sorted().first(where: { calls[$0]?.isUnanswered == true }), var call = calls[open], var phone = call.phone {
+            phone.messages &+= 1
+            call.phone = phone
+            calls[open] = call
+            phoneMessagesTakenIn += 1
+            return []
+        }
+        guard openPhoneCallIDs.count < Self.maximumOpenPhoneCalls else {
+            refusedPhoneCalls += 1
+            return []
+        }
+        let shown = PrintableText.clean(text, limit: 200)
+        let what = (kind == .medical ? "MEDICAL call" : "SOS") + " FROM A PHONE, UNVERIFIED" + (shown.isEmpty ? "" : " \"\(PrintableText.clean(text, limit: 80))\"")
+        return open(id: id, kind: kind, alert: nil, resident: nil, ladder: nil, source: "a phone nearby (\(peer)) wrote it",
+                    what: what, place: place, event: event, phone: Phone(peer: peer, messageID: messageID, text: shown, messages: 1))
+    }
+
+    /// Staff's word on a phone's call: confirmed (raised as `alert`) or dismissed; the call ends
+    /// and everyone told is told.
+    mutating func phoneDecided(_ d: PhoneCallDecided, event: Event) -> [Message] {
+        guard var call = calls[d.call], call.isOpen, var phone = call.phone else { return [] }
+        let by = PrintableText.clean(d.by, limit: 64)
+        if d.confirmed {
+            phone.confirmedAlert = d.alert.text
+            call.phone = phone
+            calls[d.call] = call
+            return end(d.call, reason: "confirmed", detail: "\(by) confirmed it (\(Self.viaText(d.via))): it is now alert \(d.alert.text) of the network.", event: event)
+        }
+        return end(d.call, reason: "dismissed", detail: "\(by) dismissed it (\(Self.viaText(d.via))): not a call for help.", event: event)
+    }
+
+    /// Phones' calls open longer than `phoneCallLifetimeMicroseconds` at `time` end.
+    mutating func endOldPhoneCalls(at event: Event) -> [Message] {
+        var messages: [Message] = []
+        for id in openPhoneCallIDs.sorted() {
+            guard let call = calls[id], event.timeMicroseconds >= call.startedMicroseconds &+ Self.phoneCallLifetimeMicroseconds else { continue }
+            messages += end(id, reason: "ended", detail: "Nobody confirmed or dismissed it within \(Self.phoneCallLifetimeMicroseconds / 3_600_000_000) hours.", event: event)
+        }
+        return messages
+    }
+
     /// Opens a call (an id already present is left alone: a renewal or a duplicate heard again
     /// is the same call) and tells the first tier.
     mutating func open(id: String, kind: Kind, alert: String?, resident: String?, ladder: UInt32?, source: String,
-                       what: String, place: String, event: Event, origin: UInt64 = 0) -> [Message] {
+                       what: String, place: String, event: Event, origin: UInt64 = 0, phone: Phone? = nil) -> [Message] {
         guard calls[id] == nil else { return [] }
         let time = event.timeMicroseconds
         let since = CivilTime(utcSeconds: Int64(clamping: time / 1_000_000)).text
@@ -162,9 +242,10 @@ public struct CallBook: Codable, Equatable, Sendable {
                         summary: summary, startedMicroseconds: time, startedSequence: event.sequence,
                         code: uniqueCode(for: id, time: time), tier: 0, round: 0,
                         stepStartedMicroseconds: time, told: [], lastTold: [:], firstTold: [:], origin: origin,
-                        number: uniqueNumber(for: id, time: time), taken: nil, ended: nil)
+                        number: uniqueNumber(for: id, time: time), taken: nil, ended: nil, phone: phone)
         calls[id] = call
         if kind == .resident { openResidentCallIDs.insert(id) }
+        if phone != nil { openPhoneCallIDs.insert(id) }
         if Self.isRemote(call) { openRemoteOrigins[id] = call.origin }
         openCodes.insert(call.code)
         openNumbers.insert(call.number)
@@ -250,6 +331,8 @@ public struct CallBook: Codable, Equatable, Sendable {
             for r in tree.tiers[Int(tier)].recipients {
                 var alarm: AlarmSignal?
                 if r == Self.alarmCentre {
+                    // A phone's word is nobody's: the centre hears of it once staff confirm it.
+                    guard call.phone == nil else { continue }
                     // The centre holds an alarm until it is restored: a later round would be a
                     // second alarm there, not a reminder.
                     guard !call.told.contains(r) else { continue }
@@ -267,7 +350,8 @@ public struct CallBook: Codable, Equatable, Sendable {
 
     private func openingText(_ call: Call, round: UInt32) -> String {
         let again = round == 0 ? "" : "STILL UNANSWERED (pass \(round + 1) of \(tree.rounds)): "
-        return "\(again)\(call.summary). Reply TAKE or \(call.code) to take it, or take it on the box's page."
+        let decide = call.phone == nil ? "" : " Then confirm it (it goes to every box) or dismiss it there."
+        return "\(again)\(call.summary). Reply TAKE or \(call.code) to take it, or take it on the box's page.\(decide)"
     }
 
     // MARK: Taken, ended
@@ -296,6 +380,7 @@ public struct CallBook: Codable, Equatable, Sendable {
         call.ended = Ending(reason: reason, microseconds: time, sequence: event.sequence)
         calls[id] = call
         openResidentCallIDs.remove(id)
+        openPhoneCallIDs.remove(id)
         openRemoteOrigins[id] = nil
         openCodes.remove(call.code)
         openNumbers.remove(call.number)
@@ -385,7 +470,9 @@ public struct CallBook: Codable, Equatable, Sendable {
 
     // MARK: Checkpoint
 
-    enum CodingKeys: String, CodingKey { case tree, calls, openedTotal, takenTotal, staleDeadlines, refusedRemoteCalls, raisedTroubles }
+    enum CodingKeys: String, CodingKey {
+        case tree, calls, openedTotal, takenTotal, staleDeadlines, refusedRemoteCalls, raisedTroubles, refusedPhoneCalls, phoneMessagesTakenIn
+    }
 
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
@@ -393,6 +480,7 @@ public struct CallBook: Codable, Equatable, Sendable {
         let list = try c.decode([Call].self, forKey: .calls)
         calls = Dictionary(list.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
         openResidentCallIDs = Set(calls.values.filter { $0.isOpen && $0.kind == .resident }.map(\.id))
+        openPhoneCallIDs = Set(calls.values.filter { $0.isOpen && $0.phone != nil }.map(\.id))
         openCodes = Set(calls.values.filter(\.isOpen).map(\.code))
         openNumbers = Set(calls.values.filter(\.isOpen).map(\.number))
         openRemoteOrigins = Dictionary(calls.values.filter { $0.isOpen && Self.isRemote($0) }.map { ($0.id, $0.origin) },
@@ -405,6 +493,8 @@ public struct CallBook: Codable, Equatable, Sendable {
         staleDeadlines = try c.decode(UInt64.self, forKey: .staleDeadlines)
         refusedRemoteCalls = try c.decode(UInt64.self, forKey: .refusedRemoteCalls)
         raisedTroubles = Set(try c.decode([AlarmSignal.Condition].self, forKey: .raisedTroubles))
+        refusedPhoneCalls = try c.decodeIfPresent(UInt64.self, forKey: .refusedPhoneCalls) ?? 0
+        phoneMessagesTakenIn = try c.decodeIfPresent(UInt64.self, forKey: .phoneMessagesTakenIn) ?? 0
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -416,6 +506,8 @@ public struct CallBook: Codable, Equatable, Sendable {
         try c.encode(staleDeadlines, forKey: .staleDeadlines)
         try c.encode(refusedRemoteCalls, forKey: .refusedRemoteCalls)
         try c.encode(raisedTroubles.map(\.rawValue).sorted(), forKey: .raisedTroubles)
+        try c.encode(refusedPhoneCalls, forKey: .refusedPhoneCalls)
+        try c.encode(phoneMessagesTakenIn, forKey: .phoneMessagesTakenIn)
     }
 }
 

@@ -99,6 +99,7 @@ public struct Projections: Projection {
         let time = event.timeMicroseconds
         devices.observe(time: time)
         alerts.observe(time: time)
+        if !calls.openPhoneCallIDs.isEmpty { addCallMessages(calls.endOldPhoneCalls(at: event), event) }
         switch event.body {
         case .scanHit(let hit):
             let fields = ScanHitFields(hit)
@@ -247,7 +248,12 @@ public struct Projections: Projection {
             }
         case .linkChanged(let link) where link.role == .sensor:
             sensors.apply(event)
-        case .linkChanged, .chatMessage, .chatOpened:
+        case .chatMessage(let m):
+            conversations.apply(event)
+            phoneAsked(m, event: event)
+        case .phoneCallDecided(let d):
+            addCallMessages(calls.phoneDecided(d, event: event), event)
+        case .linkChanged, .chatOpened:
             conversations.apply(event)
         default:
             break
@@ -467,6 +473,10 @@ public struct Projections: Projection {
         let id: String
         if t.hasID {
             id = CallBook.id(alert: t.id.text)
+        } else if !t.call.isEmpty {
+            // A phone's call is this box's own, like a resident's.
+            guard t.heardFrom == 0, t.call.hasPrefix(CallBook.phoneCallPrefix) else { return }
+            id = t.call
         } else {
             // A resident's call is this box's own: a taking heard from elsewhere names another box's.
             guard t.heardFrom == 0, !t.resident.isEmpty else { return }
@@ -482,6 +492,22 @@ public struct Projections: Projection {
             via = .hub
         }
         addCallMessages(calls.take(id, by: by, via: via, event: event), event)
+    }
+
+    /// A phone's sos or medical message (EchoAlert's categories) asks for help at this box: a call
+    /// "from a phone, unverified" for staff, never an alert of the network by itself (issue 28).
+    /// Other categories (fire, evacuate, ...) stay messages for staff on the page.
+    private mutating func phoneAsked(_ m: ChatMessage, event: Event) {
+        guard !m.outgoing, m.channel == .message, !m.messageID.isEmpty else { return }
+        let kind: CallBook.Kind
+        switch m.category {
+        case "sos": kind = .sos
+        case "medical": kind = .medical
+        default: return
+        }
+        let site = escalations.context.siteText
+        addCallMessages(calls.phoneAsked(kind: kind, messageID: m.messageID, peer: formatAddress(m.peer) + (m.peerType == .addressRandom ? "/random" : ""),
+                                         text: m.text, place: site.isEmpty ? "" : "at \(site)", event: event), event)
     }
 
     /// Residents' calls after a ladder event: the alarm step opens one; an "I'm OK", a removal or

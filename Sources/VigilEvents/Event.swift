@@ -66,6 +66,7 @@ public typealias AlertTaken = Vigil_Events_V1_AlertTaken
 public typealias TakenVia = Vigil_Events_V1_TakenVia
 public typealias CallDeadline = Vigil_Events_V1_CallDeadline
 public typealias SMSReceived = Vigil_Events_V1_SmsReceived
+public typealias PhoneCallDecided = Vigil_Events_V1_PhoneCallDecided
 public typealias SMSReading = Vigil_Events_V1_SmsReading
 
 /// What happened. One case per event kind in the catalogue (README "Event catalogue").
@@ -110,6 +111,7 @@ public enum EventBody: Sendable, Equatable {
     case alertTaken(AlertTaken)
     case callDeadline(CallDeadline)
     case smsReceived(SMSReceived)
+    case phoneCallDecided(PhoneCallDecided)
 
     public var kind: EventKind {
         switch self {
@@ -153,6 +155,7 @@ public enum EventBody: Sendable, Equatable {
         case .alertTaken: .alertTaken
         case .callDeadline: .callDeadline
         case .smsReceived: .smsReceived
+        case .phoneCallDecided: .phoneCallDecided
         }
     }
 
@@ -223,6 +226,7 @@ extension EventKind {
         case .alertTaken: "alert-taken"
         case .callDeadline: "call-deadline"
         case .smsReceived: "sms-received"
+        case .phoneCallDecided: "phone-call-decided"
         case .UNRECOGNIZED(let n): "kind-\(n)"
         }
     }
@@ -235,7 +239,7 @@ extension EventKind {
         .alertExpired, .alertReaffirmed, .downtimeDetected, .hubAcknowledged, .hubEpochStarted, .hubReceived,
         .occupancySampled, .exposureKeysOffered, .exposureKeysMatched, .hubFeedRewound, .logSalvaged,
         .scanSightings, .scanBatch, .linkChanged, .chatMessage, .chatOpened, .hazardReported, .hazardDeadline,
-        .alertTaken, .callDeadline, .smsReceived,
+        .alertTaken, .callDeadline, .smsReceived, .phoneCallDecided,
     ]
 
     public init?(name: String) {
@@ -264,7 +268,10 @@ extension EventKind {
              .hazardReported, .hazardDeadline,
              // Who texted the box, and what, stays at the box: a taking or a check-in it caused
              // leaves as that event's effect in the box's state, not as the SMS.
-             .smsReceived:
+             .smsReceived,
+             // A phone's unverified call and staff's word on it: a confirmed one leaves as the
+             // alert raised from it.
+             .phoneCallDecided:
             false
         }
     }

@@ -76,6 +76,7 @@ public enum EventCodec {
         case .alertTaken(let m): payload = serialize(m)
         case .callDeadline(let m): payload = serialize(m)
         case .smsReceived(let m): payload = serialize(m)
+        case .phoneCallDecided(let m): payload = serialize(m)
         }
         return (kind, payload)
     }
@@ -140,6 +141,7 @@ public enum EventCodec {
             case .alertTaken: return .alertTaken(try parse(payload))
             case .callDeadline: return .callDeadline(try parse(payload))
             case .smsReceived: return .smsReceived(try parse(payload))
+            case .phoneCallDecided: return .phoneCallDecided(try parse(payload))
             case .unspecified, .UNRECOGNIZED:
                 throw EventDecodingError(sequence: sequence, reason: .unknownKind(kind))
             }

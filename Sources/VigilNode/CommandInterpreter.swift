@@ -46,7 +46,8 @@ public struct CommandInterpreter {
 
     public func interpret(_ command: NodeCommand) -> Outcome {
         switch command {
-        case .ping, .status, .press, .reloadHubLinks, .chatSend, .chatConnect, .chatDisconnect, .testCalls, .takeCallByCallback:
+        case .ping, .status, .press, .reloadHubLinks, .chatSend, .chatConnect, .chatDisconnect, .testCalls, .takeCallByCallback,
+             .decidePhoneCall:
             return .refused(.invalid, "\(command.name) is answered by the node, not logged")
         case .chatOpen(let r):
             guard let peer = LEAddress(r.peer)?.value else { return .refused(.invalid, "a device is AA:BB:CC:DD:EE:FF, with /random for a random address") }
@@ -295,7 +296,7 @@ public struct CommandInterpreter {
     }
 
     /// A raised alert gets its id here (origin and the next counter: only the node knows it).
-    private func raise(_ r: AlertRequest) -> Outcome {
+    func raise(_ r: AlertRequest) -> Outcome {
         guard !context.offline else { return notRunning }
         guard let kind = Self.alertKinds[r.kind], AlertFrame.FrameType(kind: kind) != nil else {
             return .refused(.invalid, "unknown alert kind \(r.kind)")
@@ -407,6 +408,8 @@ public struct CommandInterpreter {
         var t = AlertTaken()
         if let alert = call.alert, let id = Self.parseAlertID(alert) {
             t.id = id
+        } else if call.phone != nil {
+            t.call = call.id
         } else {
             t.resident = call.resident ?? ""
             t.ladder = call.ladder ?? 0

@@ -86,7 +86,7 @@ final class ControlHandler: NodeComponent {
         // "no such call".
         if node.opening != nil, case .now(let reply) = answer, reply.refusal == .conflict || reply.refusal == .invalid {
             switch command {
-            case .cancelAlert, .acknowledgeAlert, .takeCall, .takeCallByCallback:
+            case .cancelAlert, .acknowledgeAlert, .takeCall, .takeCallByCallback, .decidePhoneCall:
                 var retry = reply
                 retry.refusal = .unavailable
                 retry.error = (reply.error ?? "") + " (the log is still being opened after an unclean stop: a call or alert from before it is not known yet; try again in a moment)"
@@ -161,6 +161,21 @@ final class ControlHandler: NodeComponent {
                 node.logger.notice("call taken by webhook callback", metadata: ["call": "\(request.call.prefix(80))"])
                 return .whenDurable(sequence, alert: alert)
             }
+        case .decidePhoneCall(let request):
+            guard !node.stopping else { return .now(.refused(.unavailable, "the node is stopping")) }
+            switch interpreter.decidePhoneCall(request) {
+            case .refused(let why, let message):
+                return .now(.refused(why, message))
+            case .decided(let raised, let decision, let alert):
+                // The alert first: the decision names it, and a decision the log refused after it
+                // leaves a raised alert and an open call staff can dismiss, never the reverse.
+                if let raised {
+                    guard node.append(raised) != nil else { return .now(.refused(.logRefused, "the log refused the event")) }
+                    node.logger.notice("a phone's call was confirmed and raised", metadata: ["call": "\(decision.call.prefix(80))", "alert": "\(alert ?? "")"])
+                }
+                guard let sequence = node.append(.phoneCallDecided(decision)) else { return .now(.refused(.logRefused, "the log refused the event")) }
+                return .whenDurable(sequence, alert: alert)
+            }
         case .reloadHubLinks:
             guard !node.stopping else { return .now(.refused(.unavailable, "the node is stopping")) }
             do {
@@ -189,7 +204,8 @@ final class ControlHandler: NodeComponent {
     /// exposure, the hub, chat, hazards) and waits for the open.
     static func worksBeforeLogOpen(_ command: NodeCommand) -> Bool {
         switch command {
-        case .ping, .status, .press, .silenceAlarms, .raiseAlert, .cancelAlert, .acknowledgeAlert, .takeCall, .takeCallByCallback, .testCalls:
+        case .ping, .status, .press, .silenceAlarms, .raiseAlert, .cancelAlert, .acknowledgeAlert, .takeCall, .takeCallByCallback, .testCalls,
+             .decidePhoneCall:
             true
         case .checkIn, .enrolResident, .updateResident, .removeResident, .recordExposure, .recordKeysPublished, .reloadHubLinks,
              .chatSend, .chatOpen, .chatConnect, .chatDisconnect, .reportHazard:

@@ -45,10 +45,14 @@ public struct ConnectionCounters: Sendable, Codable, Equatable {
     /// for the card (the box's slowness: no strike).
     public var messagesRefusedPending: UInt64 = 0
     public var violations: UInt64 = 0
-    /// Phone messages (an SOS and the other alert categories) raised as alerts of the network,
-    /// and those that could not be (no shelter key, every counter used).
-    public var alertsFromPhones: UInt64 = 0
-    public var alertsFromPhonesRefused: UInt64 = 0
+    /// Phones' messages that asked for help (sos, medical): each a phone's call for staff, or
+    /// taken into the one open (`CallBook.phoneAsked`), never an alert of the network by itself.
+    public var callsFromPhones: UInt64 = 0
+    /// Of `messagesRefused`, refused because phones together used the box's budget
+    /// (`PhoneBudgets`): no strike, the phone may not be the one flooding.
+    public var messagesRefusedBusy: UInt64 = 0
+    /// Phones' links opened and closed without a `LinkChanged` (over `PhoneBudgets`' link events).
+    public var linkEventsShed: UInt64 = 0
     public var listenFailures: UInt64 = 0
 }
 
@@ -68,9 +72,8 @@ final class GATTLinks: NodeComponent {
     private var database: GATTDatabase?
     /// GAP's name, also in the connectable advert.
     private var deviceName = ""
-    /// Alerts raised from phones' messages, box-wide (see `raiseAlert`).
-    private lazy var phoneAlerts = MessageRate(burst: Self.phoneAlertBurst, intervalMicroseconds: Self.phoneAlertIntervalMicroseconds,
-                                               nowNanoseconds: node.monotonic.nowNanoseconds())
+    /// What phones may cost the box across links and addresses.
+    private lazy var budgets = PhoneBudgets(PhoneBudgets.Limits(settings), nowNanoseconds: node.monotonic.nowNanoseconds())
     private var listener: ATTSocket?
     private var links: [Int32: Link] = [:]
     /// Messages logged but not durable yet, per link, with the writes to answer when they are.
@@ -81,8 +84,9 @@ final class GATTLinks: NodeComponent {
         let peer: LEAddress
         var server: GATTServer
         var assemblers: [Int: MessageAssembler] = [:]
-        var rate: MessageRate
         var strikes = 0
+        /// Its opening was logged (`LinkChanged`), so its close is.
+        var logged: Bool
     }
 
     init(node: Node) {
@@ -198,11 +202,10 @@ final class GATTLinks: NodeComponent {
                 socket.close()
                 continue
             }
-            links[fd] = Link(socket: socket, peer: peer, server: GATTServer(database: database),
-                             rate: MessageRate(burst: settings.messageBurst, intervalMicroseconds: settings.messageIntervalMicroseconds,
-                                               nowNanoseconds: node.monotonic.nowNanoseconds()))
+            let logged = budgets.linkEvent(nowNanoseconds: node.monotonic.nowNanoseconds())
+            links[fd] = Link(socket: socket, peer: peer, server: GATTServer(database: database), logged: logged)
             counters.linksOpened += 1
-            appendLink(peer: peer, open: true, reason: "")
+            if logged { appendLink(peer: peer, open: true, reason: "") } else { counters.linkEventsShed += 1 }
             node.airAlerts.connectionsChanged()
         }
     }
@@ -273,7 +276,7 @@ final class GATTLinks: NodeComponent {
                 if let completion { answerWrite(fd, completion, error: .insufficientResources) }
                 return
             }
-            guard takeToken(fd) else { return refuse(fd, completion, .rateExceeded, "messages faster than the rate") }
+            var phoneMessage: PhoneMessage?
             var chat = ChatMessage()
             chat.peer = link.peer.value
             chat.peerType = link.peer.kind == .random ? .addressRandom : .addressPublic
@@ -284,6 +287,7 @@ final class GATTLinks: NodeComponent {
                 do { message = try PhoneMessage.parse(bytes) } catch {
                     return refuse(fd, completion, .valueNotAllowed, "a message that is not EchoAlert's JSON: \(error)")
                 }
+                phoneMessage = message
                 // The same message again (the phone retried, or another phone relays it): taken once.
                 if node.projections.conversations.seenMessageIDs[message.id] != nil || pendingMessageID(message.id) {
                     if let completion { answerWrite(fd, completion, error: nil) }
@@ -295,55 +299,38 @@ final class GATTLinks: NodeComponent {
             } else {
                 chat.text = String(decoding: bytes, as: UTF8.self)
             }
+            // Same address: its own rate across reconnects; every phone together: the box's.
+            let asksForHelp = phoneMessage.map { Self.asksForHelp($0.category) } ?? false
+            switch budgets.message(from: link.peer.value, asksForHelp: asksForHelp, nowNanoseconds: node.monotonic.nowNanoseconds()) {
+            case .taken: break
+            case .phoneOverRate: return refuse(fd, completion, .rateExceeded, "messages faster than the rate")
+            case .boxBusy:
+                counters.messagesRefused += 1
+                counters.messagesRefusedBusy += 1
+                if let completion { answerWrite(fd, completion, error: .insufficientResources) }
+                return
+            }
             counters.messagesReceived += 1
             guard let sequence = node.append(.chatMessage(chat)) else {
                 if let completion { answerWrite(fd, completion, error: .insufficientResources) }
                 return
             }
             awaiting.add(sequence: sequence, link: fd, completion: completion)
-            if channel == .message, CommandInterpreter.alertKinds[chat.category] != nil { raiseAlert(for: chat) }
+            if asksForHelp {
+                // The call book opens (or takes it into) a phone's call for staff from the event.
+                counters.callsFromPhones += 1
+                node.logger.notice("a phone asked for help (unverified): staff are told", metadata: ["category": "\(chat.category)"])
+                node.logger.debug("the phone's call", metadata: ["peer": "\(formatAddress(chat.peer))", "message": "\(chat.messageID.prefix(64))"])
+            }
         }
     }
 
-    /// A phone's SOS (or another alert category EchoAlert's message carries) becomes an alert of
-    /// this box's network, raised here as staff would raise it, once per message id (the chat
-    /// message before it is taken once). Its text says it came from a phone, unauthenticated.
-    private func raiseAlert(for message: ChatMessage) {
-        // Box-wide, whatever link or address it came from: a phone reconnecting (or several)
-        // cannot fill the network with alerts. Over the rate, the message stays a chat message.
-        guard phoneAlerts.take(nowNanoseconds: node.monotonic.nowNanoseconds()) else {
-            counters.alertsFromPhonesRefused += 1
-            node.logger.warning("a phone's alert was not raised: phones raised too many", metadata: ["peer": "\(formatAddress(message.peer))"])
-            return
-        }
-        let lifetime = min(Self.phoneAlertLifetimeMicroseconds, node.configuration.airAlerts.maxLifetimeMicroseconds)
-        var text = "from a phone, unauthenticated (\(formatAddress(message.peer))): " + PeerText.printable(message.text)
-        while text.utf8.count > 500 { text.removeLast() }
-        let request = AlertRequest(kind: message.category, severity: nil, lifetimeMicroseconds: lifetime, text: text)
-        switch node.control.interpreter.interpret(.raiseAlert(request)) {
-        case .event(let body, _):
-            guard node.append(body) != nil else { return }
-            counters.alertsFromPhones += 1
-            node.logger.notice("a phone's message raised an alert", metadata: ["peer": "\(formatAddress(message.peer))", "category": "\(message.category)", "message": "\(message.messageID)"])
-        case .refused(_, let why):
-            counters.alertsFromPhonesRefused += 1
-            node.logger.warning("a phone's alert could not be raised", metadata: ["peer": "\(formatAddress(message.peer))", "why": "\(why)"])
-        }
-    }
-
-    /// How long an alert from a phone lasts (as `vigil alert raise` by default).
-    static let phoneAlertLifetimeMicroseconds: UInt64 = 6 * 3_600_000_000
-    /// Alerts phones may raise, box-wide: 3 at once, then one every 10 minutes.
-    static let phoneAlertBurst = 3
-    static let phoneAlertIntervalMicroseconds: UInt64 = 600_000_000
+    /// EchoAlert's categories that ask for help: a call for staff (`CallBook.phoneAsked`), with
+    /// the budgets' reserve. Every other category is a message for staff.
+    static func asksForHelp(_ category: String) -> Bool { category == "sos" || category == "medical" }
 
     private func pendingMessageID(_ id: String) -> Bool {
         node.pending.elements.contains { if case .chatMessage(let m) = $0.body { m.messageID == id && !m.outgoing } else { false } }
-    }
-
-    private func takeToken(_ fd: Int32) -> Bool {
-        guard let taken = links[fd]?.rate.take(nowNanoseconds: node.monotonic.nowNanoseconds()) else { return false }
-        return taken
     }
 
     private func refuse(_ fd: Int32, _ completion: WriteCompletion?, _ code: ATTErrorCode, _ why: String) {
@@ -382,7 +369,7 @@ final class GATTLinks: NodeComponent {
         node.loop.unwatch(fd, "an ATT link")
         link.socket.close()
         awaiting.forget(link: fd)
-        appendLink(peer: link.peer, open: false, reason: reason)
+        if link.logged { appendLink(peer: link.peer, open: false, reason: reason) }
         node.airAlerts.connectionsChanged()
     }
 

@@ -47,6 +47,9 @@ public enum NodeCommand: Sendable, Equatable {
     case takeCallByCallback(CallbackTakeRequest)
     /// Sends a test report to the alarm receiving centre now (`vigil calls test`).
     case testCalls
+    /// Staff's word on a phone's unverified call for help: confirmed, it becomes an alert of the
+    /// network (on the air, to the hub); dismissed, it ends (`PhoneCallDecided`).
+    case decidePhoneCall(PhoneCallDecision)
 
     /// The command's name on the wire.
     public var name: String {
@@ -73,6 +76,7 @@ public enum NodeCommand: Sendable, Equatable {
         case .takeCall: "take-call"
         case .takeCallByCallback: "take-call-by-callback"
         case .testCalls: "test-calls"
+        case .decidePhoneCall: "decide-phone-call"
         }
     }
 }
@@ -257,6 +261,21 @@ public struct TakeRequest: Codable, Sendable, Equatable {
     }
 }
 
+/// Staff confirm or dismiss a phone's call, found by its id or short code.
+public struct PhoneCallDecision: Codable, Sendable, Equatable {
+    public var call: String
+    public var confirm: Bool
+    public var by: String
+    /// "cli", "page" or "api".
+    public var via: String
+    public init(call: String, confirm: Bool, by: String, via: String) {
+        self.call = call
+        self.confirm = confirm
+        self.by = by
+        self.via = via
+    }
+}
+
 /// A webhook's callback: the call and recipient its message's take link named, the token that
 /// came with it, and who takes the call (optional: the webhook's host otherwise).
 public struct CallbackTakeRequest: Codable, Sendable, Equatable {
@@ -375,6 +394,7 @@ extension NodeCommand: Codable {
         case "take-call": self = .takeCall(try arguments(TakeRequest.self))
         case "take-call-by-callback": self = .takeCallByCallback(try arguments(CallbackTakeRequest.self))
         case "test-calls": self = .testCalls
+        case "decide-phone-call": self = .decidePhoneCall(try arguments(PhoneCallDecision.self))
         default:
             throw DecodingError.dataCorruptedError(forKey: .command, in: c, debugDescription: "unknown command \(name)")
         }
@@ -401,6 +421,7 @@ extension NodeCommand: Codable {
         case .reportHazard(let a): try c.encode(a, forKey: .arguments)
         case .takeCall(let a): try c.encode(a, forKey: .arguments)
         case .takeCallByCallback(let a): try c.encode(a, forKey: .arguments)
+        case .decidePhoneCall(let a): try c.encode(a, forKey: .arguments)
         }
     }
 }

@@ -88,6 +88,12 @@ public struct NodeSnapshot: Sendable, Codable, Equatable {
         public var tier: UInt32
         public var pass: UInt32
         public var told: Int
+        /// A phone's unverified call (staff confirm or dismiss it); nil for every other call.
+        public var fromPhone: Bool? = nil
+        /// Phones' sos and medical messages taken into it (the first included).
+        public var phoneMessages: UInt32? = nil
+        /// Confirmed: the alert of the network raised from it.
+        public var confirmedAlert: String? = nil
         public static let limit = 20
     }
 
@@ -361,7 +367,8 @@ extension NodeSnapshot {
             CallView(code: c.code, id: c.id, kind: c.kind.rawValue, summary: c.summary, startedMicroseconds: c.startedMicroseconds,
                      open: c.isOpen, takenBy: c.taken?.by, takenVia: c.taken.map { CallBook.viaText(TakenVia(rawValue: $0.via) ?? .unspecified) },
                      takenMicroseconds: c.taken?.microseconds, ended: c.ended?.reason, tier: c.tier + 1, pass: c.round + 1,
-                     told: c.told.count)
+                     told: c.told.count, fromPhone: c.phone.map { _ in true }, phoneMessages: c.phone?.messages,
+                     confirmedAlert: c.phone?.confirmedAlert)
         }
         if let live, live.alarmCentre != nil || live.notifierTest != nil || live.logOpening != nil || live.callPathProblem != nil {
             callPaths = CallPathsView(

@@ -71,8 +71,14 @@ struct PendingEvents {
     func containsTaking(of call: CallBook.Call) -> Bool {
         elements.contains { e in
             guard case .alertTaken(let t) = e.body else { return false }
-            return t.hasID ? CallBook.id(alert: t.id.text) == call.id : CallBook.id(resident: t.resident, ladder: t.ladder) == call.id
+            return t.hasID ? CallBook.id(alert: t.id.text) == call.id
+                : !t.call.isEmpty ? t.call == call.id
+                : CallBook.id(resident: t.resident, ladder: t.ladder) == call.id
         }
+    }
+
+    func containsDecision(of call: String) -> Bool {
+        elements.contains { if case .phoneCallDecided(let d) = $0.body { d.call == call } else { false } }
     }
 
     func containsAcknowledgement(_ id: AlertID) -> Bool {

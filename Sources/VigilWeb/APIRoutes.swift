@@ -73,6 +73,17 @@ struct APIRoutes: Sendable {
                 }
             }
         }
+        for (action, confirm) in [("confirm", true), ("dismiss", false)] {
+            api.post("calls/:id/\(action)") { request, context in
+                try await authorised(request, acting: true) {
+                    switch await Self.decode(TakeBody.self, request) {
+                    case .success(let body):
+                        await perform(.decidePhoneCall(PhoneCallDecision(call: Self.pathID(context), confirm: confirm, by: body.by, via: "api")))
+                    case .failure(let refused): refused.response
+                    }
+                }
+            }
+        }
         // A webhook recipient takes a call with the token its message carried: the token is the
         // authentication (no session, no bearer token), checked by the node, which holds the key.
         api.post("callbacks/take") { request, _ in
@@ -113,7 +124,7 @@ struct APIRoutes: Sendable {
 
     /// The `{id}` of a path, percent-decoded ("" when it is not valid percent-encoding: the node
     /// refuses that as it refuses any id that is not one).
-    /// The body of a taking: who takes the call.
+    /// The body of a taking (and of a phone's call confirmed or dismissed): who.
     struct TakeBody: Decodable { var by: String }
 
     static func pathID(_ context: WebContext) -> String {

@@ -26,6 +26,10 @@ enum FormCommands {
             guard let call = field("call") else { return .failure(.init(message: "Which call?")) }
             guard let by = field("by") else { return .failure(.init(message: "Who takes it? Give your name, so the others know who is on the way.")) }
             return .success(.takeCall(TakeRequest(call: call, by: by, via: "page")))
+        case "confirm", "dismiss":
+            guard let call = field("call") else { return .failure(.init(message: "Which call?")) }
+            guard let by = field("by") else { return .failure(.init(message: "Who decides? Give your name, so the others know who saw it.")) }
+            return .success(.decidePhoneCall(PhoneCallDecision(call: call, confirm: action == "confirm", by: by, via: "page")))
         case "cancel":
             guard let id = field("alert") else { return .failure(.init(message: "Which alert?")) }
             return .success(.cancelAlert(AlertCancelRequest(id: id, reason: field("reason") ?? "cancelled on the box's page")))

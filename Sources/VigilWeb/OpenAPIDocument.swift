@@ -94,6 +94,22 @@ enum OpenAPIDocument {
           summary: Take a call for help ("I'm on my way"); the call tree stops and everyone told learns who took it.
           requestBody: {required: true, content: {application/json: {schema: {$ref: "#/components/schemas/TakeRequest"}}}}
           responses: *commandResponses
+      /calls/{call}/confirm:
+        parameters:
+          - {name: call, in: path, required: true, description: "A phone's unverified call: its short code (T4821)",
+             schema: {type: string, pattern: "^T[0-9]{4}$"}}
+        post:
+          summary: Confirm a phone's unverified call for help (someone saw it is real); it is raised as this box's alert and goes on the air and to the hub.
+          requestBody: {required: true, content: {application/json: {schema: {$ref: "#/components/schemas/TakeRequest"}}}}
+          responses: *commandResponses
+      /calls/{call}/dismiss:
+        parameters:
+          - {name: call, in: path, required: true, description: "A phone's unverified call: its short code (T4821)",
+             schema: {type: string, pattern: "^T[0-9]{4}$"}}
+        post:
+          summary: Dismiss a phone's unverified call as not a call for help; it ends and everyone told is told.
+          requestBody: {required: true, content: {application/json: {schema: {$ref: "#/components/schemas/TakeRequest"}}}}
+          responses: *commandResponses
       /callbacks/take:
         post:
           summary: A webhook recipient takes a call with the token its message carried (no bearer token; the token is the proof).
@@ -152,7 +168,7 @@ enum OpenAPIDocument {
               type: string
               enum: [ping, status, press, check-in, enrol-resident, update-resident, remove-resident, silence-alarms,
                      raise-alert, cancel-alert, acknowledge-alert, record-exposure, record-keys-published, reload-hub-links,
-                     chat-send, chat-open, chat-connect, chat-disconnect, report-hazard, take-call, take-call-by-callback, test-calls]
+                     chat-send, chat-open, chat-connect, chat-disconnect, report-hazard, take-call, take-call-by-callback, test-calls, decide-phone-call]
             arguments: {type: object}
         TakeRequest:
           type: object
@@ -396,6 +412,9 @@ enum OpenAPIDocument {
                   tier: {type: integer}
                   pass: {type: integer}
                   told: {type: integer}
+                  fromPhone: {type: boolean, description: "A phone's unverified call: staff confirm or dismiss it"}
+                  phoneMessages: {type: integer, description: "Phones' sos and medical messages taken into it"}
+                  confirmedAlert: {type: string, description: "Confirmed: the alert raised from it"}
             chats:
               description: Chats with phones and boxes; what peers wrote is unauthenticated. A caller without a token or a session (the public view) gets only the counts.
               type: object

@@ -125,6 +125,18 @@ enum PageRenderer {
         // Who needs help, where, and who is coming are for signed-in staff.
         let summary = viewer.acting && !c.summary.isEmpty ? c.summary : c.kind
         out += "<b>\(escape(c.code))</b> \(escape(summary)), \(ago(c.startedMicroseconds, s.timeMicroseconds))"
+        if c.fromPhone == true {
+            let more = (c.phoneMessages ?? 1) > 1 ? " (\(c.phoneMessages ?? 1) phones' messages)" : ""
+            out += "<br><span class=\"waiting\">From a phone, unverified\(more): it is not on the air or at the hub until staff confirm it.</span>"
+            if let alert = c.confirmedAlert { out += "<br><span class=\"ok\">Confirmed: alert \(escape(alert)) of the network.</span>" }
+            if viewer.acting, c.open {
+                for (action, label) in [("confirm", "Confirm: raise it for every box"), ("dismiss", "Dismiss: not a call for help")] {
+                    out += "<form method=\"post\" action=\"/act/\(action)\" class=\"inline\">\(csrfField(viewer))"
+                    out += "<input type=\"hidden\" name=\"call\" value=\"\(escape(c.code))\">"
+                    out += "<label>Your name <input name=\"by\" required maxlength=\"64\" size=\"12\"></label> <button>\(label)</button></form>"
+                }
+            }
+        }
         if let by = c.takenBy {
             out += viewer.acting ? "<br><span class=\"ok\">Taken by \(escape(by))\(c.takenVia.map { " " + escape($0) } ?? "")"
                 : "<br><span class=\"ok\">Taken: someone is on the way"

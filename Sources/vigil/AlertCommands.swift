@@ -149,7 +149,7 @@ struct AlertTake: AsyncParsableCommand {
 /// `vigil calls`: the path calls for help take out of the box.
 struct CallsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "calls", abstract: "Calls for help: prove the paths to people and the alarm centre.", subcommands: [CallsTest.self])
+        commandName: "calls", abstract: "Calls for help: prove the paths to people and the alarm centre.", subcommands: [CallsTest.self, CallsConfirm.self, CallsDismiss.self])
 }
 
 /// `vigil calls test`: the self-test now: a test report (Contact ID 602) to the alarm receiving
@@ -165,6 +165,43 @@ struct CallsTest: AsyncParsableCommand {
             let dir = try options.load().configuration.dataDirectory
             _ = try CommandSender.sendToRunningNode(.testCalls, dataDirectory: dir)
             FileOutput.standardOutput.write("self-test started; `vigil status` shows its outcome\n")
+        }
+    }
+}
+
+/// `vigil calls confirm CALL --by NAME`: a phone's unverified call for help is real (someone went
+/// and saw): it is raised as this box's alert and goes on the air and to the hub.
+struct CallsConfirm: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "confirm", abstract: "Confirm a phone's call for help: it becomes an alert of the network (on the air, to the hub).")
+    @Argument(help: "The phone's call: its short code (T4821) or id (phone:...), as `vigil status` prints them.")
+    var call: String
+    @Option(help: "Who confirms it (a name, at most 64 bytes).") var by: String
+    @OptionGroup var options: DataOptions
+
+    func run() async throws {
+        try await reportingErrors {
+            let dir = try options.load().configuration.dataDirectory
+            let reply = try CommandSender.sendToRunningNode(.decidePhoneCall(PhoneCallDecision(call: call, confirm: true, by: by, via: "cli")), dataDirectory: dir)
+            FileOutput.standardOutput.write("confirmed call \(call): raised as alert \(reply.alert ?? "?") (event \(reply.sequence ?? 0)): the box sends it as its own alert (on the air with a shelter key, to the hub when joined)\n")
+        }
+    }
+}
+
+/// `vigil calls dismiss CALL --by NAME`: a phone's unverified call is not a call for help.
+struct CallsDismiss: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "dismiss", abstract: "Dismiss a phone's call for help as not one: it ends, and everyone told is told.")
+    @Argument(help: "The phone's call: its short code (T4821) or id (phone:...).")
+    var call: String
+    @Option(help: "Who dismisses it (a name, at most 64 bytes).") var by: String
+    @OptionGroup var options: DataOptions
+
+    func run() async throws {
+        try await reportingErrors {
+            let dir = try options.load().configuration.dataDirectory
+            let reply = try CommandSender.sendToRunningNode(.decidePhoneCall(PhoneCallDecision(call: call, confirm: false, by: by, via: "cli")), dataDirectory: dir)
+            FileOutput.standardOutput.write("dismissed call \(call) (event \(reply.sequence ?? 0)); everyone told is told\n")
         }
     }
 }

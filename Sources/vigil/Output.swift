@@ -79,6 +79,7 @@ enum EventFormatting {
             case .alertTaken(let m): payload = try m.jsonString(options: options)
             case .callDeadline(let m): payload = try m.jsonString(options: options)
             case .smsReceived(let m): payload = try m.jsonString(options: options)
+            case .phoneCallDecided(let m): payload = try m.jsonString(options: options)
             case .scanBatch(let m):
                 // The packed hits shown as the ScanHits they are (the batch's bytes say nothing to a reader).
                 let hits = try m.scanHits().map { try $0.jsonString(options: options) }
@@ -160,9 +161,14 @@ enum EventFormatting {
             summary = "\(h.kind.displayName) \(ChatText.printable(h.id, limit: 64)) at \(String(format: "%.6f,%.6f", Double(h.latitudeE7) / 1e7, Double(h.longitudeE7) / 1e7))\(course)\(motion) (from \(h.source.displayName))"
         case .hazardDeadline(let d): summary = "hazards due by \(EventFormatting.time(d.dueUs)) end"
         case .alertTaken(let t):
-            let call = t.hasID ? t.id.text : "\(ChatText.printable(t.resident, limit: 64))'s ladder \(t.ladder)"
+            let call = t.hasID ? t.id.text
+                : !t.call.isEmpty ? ChatText.printable(t.call, limit: 80)
+                : "\(ChatText.printable(t.resident, limit: 64))'s ladder \(t.ladder)"
             let heard = t.heardFrom == 0 ? "" : " (heard from \(String(t.heardFrom, radix: 16)))"
             summary = "call \(call) taken by \(ChatText.printable(t.by, limit: 64)) \(CallBook.viaText(t.via))\(heard)"
+        case .phoneCallDecided(let d):
+            let what = d.confirmed ? "confirmed: raised as alert \(d.alert.text)" : "dismissed"
+            summary = "phone's call \(ChatText.printable(d.call, limit: 80)) \(what) by \(ChatText.printable(d.by, limit: 64)) \(CallBook.viaText(d.via))"
         case .smsReceived(let m):
             summary = "SMS from \(ChatText.printable(m.sender, limit: 32)) (\(m.reading)): \(ChatText.printable(m.text, limit: 120))"
         case .callDeadline(let d):

@@ -210,7 +210,9 @@ struct Status: AsyncParsableCommand {
                     + (c.links.isEmpty ? "" : " (\(c.links.joined(separator: ", ")))")
                     + (c.chatLink.map { "; the box's chat link to \($0)" } ?? "")
                     + "; \(k.messagesReceived) messages in (unauthenticated), \(k.messagesSent) out, \(k.messagesRefused) refused (\(k.messagesRefusedPending) while the card was slow), \(k.violations) violations, \(k.linksClosedForMisbehaviour) links closed for misbehaviour, \(k.linksRefused) refused when full"
-                    + (k.alertsFromPhones + k.alertsFromPhonesRefused > 0 ? "; \(k.alertsFromPhones) alerts from phones (\(k.alertsFromPhonesRefused) could not be raised)" : "") + "\n"
+                    + (k.messagesRefusedBusy > 0 ? "; \(k.messagesRefusedBusy) refused while phones together were over the box's budget" : "")
+                    + (k.linkEventsShed > 0 ? "; \(k.linkEventsShed) links not logged (too many)" : "")
+                    + (k.callsFromPhones > 0 ? "; \(k.callsFromPhones) phones' calls for help (unverified)" : "") + "\n"
             }
             for s in live.sensors ?? [] {
                 out += "heart-rate sensor of \(s.resident) (\(s.sensor)): \(s.state)"

@@ -92,7 +92,7 @@ enum Fixtures {
             .scanHit(hit), .alertReceived(received), .alertRaised(raised), .alertCancelled(cancelled),
             .checkIn(checkIn), .buttonInput(button), .nodeStarted(started), .nodeStopped(stopped),
             .radioStateChanged(radio),
-        ] + schema2Bodies + schema4Bodies + schema5Bodies + schema6Bodies + schema7Bodies + schema8Bodies + schema9Bodies + schema10Bodies + schema11Bodies + schema12Bodies + schema13Bodies + schema15Bodies + schema16Bodies
+        ] + schema2Bodies + schema4Bodies + schema5Bodies + schema6Bodies + schema7Bodies + schema8Bodies + schema9Bodies + schema10Bodies + schema11Bodies + schema12Bodies + schema13Bodies + schema15Bodies + schema16Bodies + schema17Bodies
     }
 
     /// The kind schema 8 added, every field set (from the v8 golden stream).
@@ -275,6 +275,33 @@ enum Fixtures {
     static var schema16Bodies: [EventBody] {
         let added = goldenEventsV16.suffix(4).map(\.body)
         return [added[1], added[0], added[3]]
+    }
+
+    /// The kinds schema 17 added (phones ask, staff decide), every field set (from the v17 stream).
+    static var schema17Bodies: [EventBody] {
+        goldenEventsV17.suffix(2).prefix(1).map(\.body)
+    }
+
+    /// Schema 17: a phone's call taken on the page, then confirmed (raised as an alert) and
+    /// another dismissed.
+    static var goldenEventsV17: [(timeMicroseconds: UInt64, body: EventBody)] {
+        var taken = AlertTaken()
+        taken.call = "phone:a1b2c3"
+        taken.by = "Marta"
+        taken.via = .page
+        var confirmed = PhoneCallDecided()
+        confirmed.call = "phone:a1b2c3"
+        confirmed.confirmed = true
+        confirmed.by = "Marta"
+        confirmed.via = .page
+        confirmed.alert = AlertID(origin: 0x00C0_FFEE, counter: 8)
+        var dismissed = PhoneCallDecided()
+        dismissed.call = "phone:d4e5f6"
+        dismissed.by = "Luis"
+        dismissed.via = .cli
+        let base = goldenEventsV16.last?.timeMicroseconds ?? start
+        return goldenEventsV16 + [(base + 125_000, .alertTaken(taken)), (base + 250_000, .phoneCallDecided(confirmed)),
+                                  (base + 500_000, .phoneCallDecided(dismissed))]
     }
 
     /// Schema 16: a call taken by SMS, a resident's call taken on the page, a call tree's step.
@@ -823,6 +850,7 @@ extension EventBody {
         case .alertTaken(let m): m
         case .callDeadline(let m): m
         case .smsReceived(let m): m
+        case .phoneCallDecided(let m): m
         }
     }
 
@@ -869,6 +897,7 @@ extension EventBody {
         case .alertTaken: self = .alertTaken(try AlertTaken(jsonString: json))
         case .callDeadline: self = .callDeadline(try CallDeadline(jsonString: json))
         case .smsReceived: self = .smsReceived(try SMSReceived(jsonString: json))
+        case .phoneCallDecided: self = .phoneCallDecided(try PhoneCallDecided(jsonString: json))
         case .unspecified, .UNRECOGNIZED: throw GoldenFormatError("no payload type for kind \(kind.name)")
         }
     }

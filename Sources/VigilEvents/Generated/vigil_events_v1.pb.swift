@@ -110,6 +110,9 @@ public nonisolated enum Vigil_Events_V1_EventKind: SwiftProtobuf.Enum, Swift.Cas
   case alertTaken // = 38
   case callDeadline // = 39
   case smsReceived // = 40
+
+  /// Added in schema version 17 (phones ask, staff decide).
+  case phoneCallDecided // = 41
   case UNRECOGNIZED(Int)
 
   public init() {
@@ -159,6 +162,7 @@ public nonisolated enum Vigil_Events_V1_EventKind: SwiftProtobuf.Enum, Swift.Cas
     case 38: self = .alertTaken
     case 39: self = .callDeadline
     case 40: self = .smsReceived
+    case 41: self = .phoneCallDecided
     default: self = .UNRECOGNIZED(rawValue)
     }
   }
@@ -206,6 +210,7 @@ public nonisolated enum Vigil_Events_V1_EventKind: SwiftProtobuf.Enum, Swift.Cas
     case .alertTaken: return 38
     case .callDeadline: return 39
     case .smsReceived: return 40
+    case .phoneCallDecided: return 41
     case .UNRECOGNIZED(let i): return i
     }
   }
@@ -253,6 +258,7 @@ public nonisolated enum Vigil_Events_V1_EventKind: SwiftProtobuf.Enum, Swift.Cas
     .alertTaken,
     .callDeadline,
     .smsReceived,
+    .phoneCallDecided,
   ]
 
 }
@@ -2534,6 +2540,10 @@ public nonisolated struct Vigil_Events_V1_AlertTaken: Sendable {
   /// the box it came from over the hub's feed (0 = taken here)
   public var heardFrom: UInt64 = 0
 
+  /// Schema 17: a call that is neither an alert nor a resident's, named by its id: a phone's
+  /// unverified call for help ("phone:<message id>"). Such a taking stays at the box.
+  public var call: String = String()
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -2598,12 +2608,47 @@ public nonisolated struct Vigil_Events_V1_SmsReceived: Sendable {
   public init() {}
 }
 
+/// Staff decided a phone's unverified call for help (a `ChatMessage` of category sos or medical
+/// opened it at this box, "phone:<message id>"): `confirmed`, and the box raised alert `alert` of
+/// its network from it (the AlertRaised comes just before this event), or dismissed as not a call
+/// for help. Either way the phone's call ends and everyone told of it is told. It stays at the box.
+public nonisolated struct Vigil_Events_V1_PhoneCallDecided: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var call: String = String()
+
+  public var confirmed: Bool = false
+
+  /// who decided, as they gave it; at most 64 bytes
+  public var by: String = String()
+
+  public var via: Vigil_Events_V1_TakenVia = .unspecified
+
+  /// confirmed: the alert raised from it
+  public var alert: Vigil_Events_V1_AlertId {
+    get {_alert ?? Vigil_Events_V1_AlertId()}
+    set {_alert = newValue}
+  }
+  /// Returns true if `alert` has been explicitly set.
+  public var hasAlert: Bool {self._alert != nil}
+  /// Clears the value of `alert`. Subsequent reads from it will return its default value.
+  public mutating func clearAlert() {self._alert = nil}
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+
+  fileprivate var _alert: Vigil_Events_V1_AlertId? = nil
+}
+
 // MARK: - Code below here is support for the SwiftProtobuf runtime.
 
 fileprivate nonisolated let _protobuf_package = "vigil.events.v1"
 
 nonisolated extension Vigil_Events_V1_EventKind: SwiftProtobuf._ProtoNameProviding {
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0EVENT_KIND_UNSPECIFIED\0\u{1}SCAN_HIT\0\u{1}ALERT_RECEIVED\0\u{1}ALERT_RAISED\0\u{1}ALERT_CANCELLED\0\u{1}CHECK_IN\0\u{1}BUTTON_INPUT\0\u{1}NODE_STARTED\0\u{1}NODE_STOPPED\0\u{1}RADIO_STATE_CHANGED\0\u{1}RESIDENT_ENROLLED\0\u{1}RESIDENT_UPDATED\0\u{1}RESIDENT_REMOVED\0\u{1}DEADLINE_REACHED\0\u{1}ALARM_ACKNOWLEDGED\0\u{1}OUTBOX_ATTEMPT\0\u{1}EXPOSURE_DETECTED\0\u{1}CONTACT_RETENTION\0\u{1}EXPOSURE_KEYS_PUBLISHED\0\u{1}ALERT_ACKNOWLEDGED\0\u{1}ALERT_EXPIRED\0\u{1}ALERT_REAFFIRMED\0\u{1}DOWNTIME_DETECTED\0\u{1}HUB_ACKNOWLEDGED\0\u{1}HUB_EPOCH_STARTED\0\u{1}HUB_RECEIVED\0\u{1}OCCUPANCY_SAMPLED\0\u{1}EXPOSURE_KEYS_OFFERED\0\u{1}EXPOSURE_KEYS_MATCHED\0\u{1}HUB_FEED_REWOUND\0\u{1}LOG_SALVAGED\0\u{1}SCAN_SIGHTINGS\0\u{1}SCAN_BATCH\0\u{1}LINK_CHANGED\0\u{1}CHAT_MESSAGE\0\u{1}CHAT_OPENED\0\u{1}HAZARD_REPORTED\0\u{1}HAZARD_DEADLINE\0\u{1}ALERT_TAKEN\0\u{1}CALL_DEADLINE\0\u{1}SMS_RECEIVED\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0EVENT_KIND_UNSPECIFIED\0\u{1}SCAN_HIT\0\u{1}ALERT_RECEIVED\0\u{1}ALERT_RAISED\0\u{1}ALERT_CANCELLED\0\u{1}CHECK_IN\0\u{1}BUTTON_INPUT\0\u{1}NODE_STARTED\0\u{1}NODE_STOPPED\0\u{1}RADIO_STATE_CHANGED\0\u{1}RESIDENT_ENROLLED\0\u{1}RESIDENT_UPDATED\0\u{1}RESIDENT_REMOVED\0\u{1}DEADLINE_REACHED\0\u{1}ALARM_ACKNOWLEDGED\0\u{1}OUTBOX_ATTEMPT\0\u{1}EXPOSURE_DETECTED\0\u{1}CONTACT_RETENTION\0\u{1}EXPOSURE_KEYS_PUBLISHED\0\u{1}ALERT_ACKNOWLEDGED\0\u{1}ALERT_EXPIRED\0\u{1}ALERT_REAFFIRMED\0\u{1}DOWNTIME_DETECTED\0\u{1}HUB_ACKNOWLEDGED\0\u{1}HUB_EPOCH_STARTED\0\u{1}HUB_RECEIVED\0\u{1}OCCUPANCY_SAMPLED\0\u{1}EXPOSURE_KEYS_OFFERED\0\u{1}EXPOSURE_KEYS_MATCHED\0\u{1}HUB_FEED_REWOUND\0\u{1}LOG_SALVAGED\0\u{1}SCAN_SIGHTINGS\0\u{1}SCAN_BATCH\0\u{1}LINK_CHANGED\0\u{1}CHAT_MESSAGE\0\u{1}CHAT_OPENED\0\u{1}HAZARD_REPORTED\0\u{1}HAZARD_DEADLINE\0\u{1}ALERT_TAKEN\0\u{1}CALL_DEADLINE\0\u{1}SMS_RECEIVED\0\u{1}PHONE_CALL_DECIDED\0")
 }
 
 nonisolated extension Vigil_Events_V1_AddressType: SwiftProtobuf._ProtoNameProviding {
@@ -5375,7 +5420,7 @@ nonisolated extension Vigil_Events_V1_HazardDeadline: SwiftProtobuf.Message, Swi
 
 nonisolated extension Vigil_Events_V1_AlertTaken: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".AlertTaken"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}id\0\u{1}resident\0\u{1}ladder\0\u{1}by\0\u{1}via\0\u{3}heard_from\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}id\0\u{1}resident\0\u{1}ladder\0\u{1}by\0\u{1}via\0\u{3}heard_from\0\u{1}call\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -5389,6 +5434,7 @@ nonisolated extension Vigil_Events_V1_AlertTaken: SwiftProtobuf.Message, SwiftPr
       case 4: try { try decoder.decodeSingularStringField(value: &self.by) }()
       case 5: try { try decoder.decodeSingularEnumField(value: &self.via) }()
       case 6: try { try decoder.decodeSingularUInt64Field(value: &self.heardFrom) }()
+      case 7: try { try decoder.decodeSingularStringField(value: &self.call) }()
       default: break
       }
     }
@@ -5417,6 +5463,9 @@ nonisolated extension Vigil_Events_V1_AlertTaken: SwiftProtobuf.Message, SwiftPr
     if self.heardFrom != 0 {
       try visitor.visitSingularUInt64Field(value: self.heardFrom, fieldNumber: 6)
     }
+    if !self.call.isEmpty {
+      try visitor.visitSingularStringField(value: self.call, fieldNumber: 7)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -5427,6 +5476,7 @@ nonisolated extension Vigil_Events_V1_AlertTaken: SwiftProtobuf.Message, SwiftPr
     if lhs.by != rhs.by {return false}
     if lhs.via != rhs.via {return false}
     if lhs.heardFrom != rhs.heardFrom {return false}
+    if lhs.call != rhs.call {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
@@ -5532,6 +5582,60 @@ nonisolated extension Vigil_Events_V1_SmsReceived: SwiftProtobuf.Message, SwiftP
     if lhs.error != rhs.error {return false}
     if lhs.receivedUs != rhs.receivedUs {return false}
     if lhs.outcome != rhs.outcome {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Vigil_Events_V1_PhoneCallDecided: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".PhoneCallDecided"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}call\0\u{1}confirmed\0\u{1}by\0\u{1}via\0\u{1}alert\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.call) }()
+      case 2: try { try decoder.decodeSingularBoolField(value: &self.confirmed) }()
+      case 3: try { try decoder.decodeSingularStringField(value: &self.by) }()
+      case 4: try { try decoder.decodeSingularEnumField(value: &self.via) }()
+      case 5: try { try decoder.decodeSingularMessageField(value: &self._alert) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    // The use of inline closures is to circumvent an issue where the compiler
+    // allocates stack space for every if/case branch local when no optimizations
+    // are enabled. https://github.com/apple/swift-protobuf/issues/1034 and
+    // https://github.com/apple/swift-protobuf/issues/1182
+    if !self.call.isEmpty {
+      try visitor.visitSingularStringField(value: self.call, fieldNumber: 1)
+    }
+    if self.confirmed != false {
+      try visitor.visitSingularBoolField(value: self.confirmed, fieldNumber: 2)
+    }
+    if !self.by.isEmpty {
+      try visitor.visitSingularStringField(value: self.by, fieldNumber: 3)
+    }
+    if self.via != .unspecified {
+      try visitor.visitSingularEnumField(value: self.via, fieldNumber: 4)
+    }
+    try { if let v = self._alert {
+      try visitor.visitSingularMessageField(value: v, fieldNumber: 5)
+    } }()
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Vigil_Events_V1_PhoneCallDecided, rhs: Vigil_Events_V1_PhoneCallDecided) -> Bool {
+    if lhs.call != rhs.call {return false}
+    if lhs.confirmed != rhs.confirmed {return false}
+    if lhs.by != rhs.by {return false}
+    if lhs.via != rhs.via {return false}
+    if lhs._alert != rhs._alert {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -1,0 +1,170 @@
+import Testing
+@testable import VigilCore
+import VigilEvents
+
+/// Issue 28: phones ask, staff decide. A phone's sos or medical message (EchoAlert's JSON, logged
+/// as a `ChatMessage`) is a call for staff at this box marked "from a phone, unverified", never an
+/// alert of the network by itself; staff confirm it (the node raises the alert) or dismiss it.
+struct PhoneCallTests {
+    static let minute = LadderHarness.minute
+    static let phone: UInt64 = 0x5A_11_22_33_44_55
+
+    /// The staff at once, the alarm receiving centre with them, the manager 5 minutes later.
+    static func state() -> Projections {
+        var settings = ProjectionSettings()
+        settings.ladder.siteName = "Shelter North"
+        settings.ladder.staff = CallBookTests.staff
+        settings.callTree = CallTree(tiers: [CallTree.Tier(afterMicroseconds: 0, recipients: CallBookTests.staff + [CallBook.alarmCentre]),
+                                             CallTree.Tier(afterMicroseconds: 5 * minute, recipients: [CallBookTests.manager])],
+                                     rounds: 2, repeatAfterMicroseconds: 10 * minute, configured: true)
+        return Projections(settings: settings)
+    }
+
+    static func message(_ id: String, _ category: String, _ text: String = "two of us on the roof", from peer: UInt64 = phone) -> EventBody {
+        var m = ChatMessage()
+        m.peer = peer
+        m.peerType = .addressRandom
+        m.channel = .message
+        m.messageID = id
+        m.category = category
+        m.text = text
+        return .chatMessage(m)
+    }
+
+    static func entries(_ h: LadderHarness) -> [Outbox.Entry] {
+        h.outbox.entries.values.filter { $0.channel == .call || $0.channel == .arc }
+            .sorted { ($0.createdSequence, $0.id) < ($1.createdSequence, $1.id) }
+    }
+
+    static func decided(_ call: String, confirmed: Bool, alert: AlertID? = nil) -> EventBody {
+        var d = PhoneCallDecided()
+        d.call = call
+        d.confirmed = confirmed
+        d.by = "Marta"
+        d.via = .page
+        if let alert { d.alert = alert }
+        return .phoneCallDecided(d)
+    }
+
+    @Test func aPhonesSOSTellsTheStaffMarkedUnverifiedButNotTheAlarmCentreAndRaisesNoAlert() throws {
+        var h = LadderHarness(state: Self.state())
+        h.append(Self.message("m1", "sos"))
+        let call = try #require(h.state.calls.open.first)
+        #expect(call.id == "phone:m1")
+        #expect(call.kind == .sos)
+        #expect(call.phone?.peer == "5A:11:22:33:44:55/random")
+        let entries = Self.entries(h)
+        #expect(entries.map(\.recipients) == CallBookTests.staff.map { [$0] }, "the centre is not told of a phone's word")
+        let text = try #require(entries.first?.text)
+        #expect(text.contains("SOS FROM A PHONE, UNVERIFIED \"two of us on the roof\""), "\(text)")
+        #expect(text.contains("at Shelter North"))
+        #expect(text.contains("confirm it") && text.contains("dismiss it"))
+        #expect(h.state.alerts.alerts.isEmpty, "no alert of the network")
+        #expect(!h.outbox.entries.values.contains { $0.channel == .broadcast })
+    }
+
+    @Test func aFloodOfPhonesSOSWhileOneIsUnansweredIsOneCallAndOneMessageEach() {
+        var h = LadderHarness(state: Self.state())
+        for n in 0..<50 {
+            h.append(Self.message("flood-\(n)", n % 2 == 0 ? "sos" : "medical", "prank \(n)", from: Self.phone &+ UInt64(n)))
+        }
+        #expect(h.state.calls.open.count == 1)
+        #expect(h.state.calls.open.first?.phone?.messages == 50)
+        #expect(Self.entries(h).count == CallBookTests.staff.count, "staff told once")
+        #expect(h.state.calls.phoneMessagesTakenIn == 49)
+    }
+
+    @Test func otherCategoriesAndChatAndTheBoxsOwnMessagesOpenNoCall() {
+        var h = LadderHarness(state: Self.state())
+        for category in ["fire", "evacuate", "flood", "info", "road-hazard"] { h.append(Self.message("c-\(category)", category)) }
+        var chat = ChatMessage()
+        chat.peer = Self.phone
+        chat.channel = .chat
+        chat.text = "sos"
+        chat.category = "sos"
+        h.append(.chatMessage(chat))
+        var outgoing = ChatMessage()
+        outgoing.peer = Self.phone
+        outgoing.channel = .message
+        outgoing.outgoing = true
+        outgoing.category = "sos"
+        outgoing.messageID = "ours"
+        h.append(.chatMessage(outgoing))
+        #expect(h.state.calls.calls.isEmpty)
+        #expect(h.state.alerts.alerts.isEmpty)
+        #expect(h.state.conversations.byPeer[Self.phone] != nil, "they stay messages for staff")
+    }
+
+    @Test func aTakenPhonesCallLetsTheNextPhoneOpenOneUpToFourOpenAtOnce() throws {
+        var h = LadderHarness(state: Self.state())
+        for n in 0..<6 {
+            h.append(Self.message("t\(n)", "sos"))
+            var t = AlertTaken()
+            t.call = "phone:t\(n)"
+            t.by = "Luis"
+            t.via = .cli
+            h.append(.alertTaken(t))
+        }
+        #expect(h.state.calls.open.count == CallBook.maximumOpenPhoneCalls)
+        #expect(h.state.calls.open.allSatisfy { $0.taken?.by == "Luis" })
+        #expect(h.state.calls.refusedPhoneCalls == 2)
+    }
+
+    @Test func confirmingEndsTheCallNamingTheAlertAndDismissingEndsItToo() throws {
+        var h = LadderHarness(state: Self.state())
+        h.append(Self.message("a", "sos"))
+        h.append(Self.decided("phone:a", confirmed: true, alert: AlertID(origin: 0xA1, counter: 3)))
+        let confirmed = try #require(h.state.calls.calls["phone:a"])
+        #expect(confirmed.ended?.reason == "confirmed")
+        #expect(confirmed.phone?.confirmedAlert == "a1:3")
+        #expect(Self.entries(h).last?.text.contains("CONFIRMED") == true)
+        #expect(Self.entries(h).last?.text.contains("alert a1:3 of the network") == true)
+
+        h.append(Self.message("b", "medical"))
+        #expect(h.state.calls.calls["phone:b"]?.kind == .medical, "a new call: the last one ended")
+        h.append(Self.decided("phone:b", confirmed: false))
+        #expect(h.state.calls.calls["phone:b"]?.ended?.reason == "dismissed")
+        #expect(Self.entries(h).last?.text.contains("not a call for help") == true)
+        #expect(h.state.calls.open.isEmpty)
+        // A decision of a call that is not a phone's, or ended, changes nothing.
+        let before = h.state.calls
+        h.append(Self.decided("phone:b", confirmed: true, alert: AlertID(origin: 0xA1, counter: 4)))
+        h.append(Self.decided("alert:a1:1", confirmed: true))
+        #expect(h.state.calls == before)
+    }
+
+    @Test func aTakingHeardFromTheHubNeverTakesAPhonesCall() {
+        var h = LadderHarness(state: Self.state())
+        h.append(Self.message("h", "sos"))
+        var t = AlertTaken()
+        t.call = "phone:h"
+        t.by = "someone"
+        t.heardFrom = 0xB2
+        h.append(.alertTaken(t))
+        #expect(h.state.calls.calls["phone:h"]?.taken == nil)
+    }
+
+    @Test func aForgottenPhonesCallEndsTwoHoursLaterAtTheNextEvent() {
+        var h = LadderHarness(state: Self.state())
+        let start = h.now
+        h.append(Self.message("old", "sos"))
+        h.run(until: start + 2 * 60 * Self.minute)
+        h.append(Self.message("chat", "info"))
+        #expect(h.state.calls.calls["phone:old"]?.ended?.reason == "ended")
+        #expect(Self.entries(h).last?.text.contains("Nobody confirmed or dismissed it") == true)
+    }
+
+    @Test func replayAndCheckpointGiveTheSamePhonesCalls() throws {
+        var h = LadderHarness(state: Self.state())
+        h.append(Self.message("r1", "sos"))
+        h.append(Self.message("r2", "sos"))
+        h.append(Self.decided("phone:r1", confirmed: true, alert: AlertID(origin: 0xA1, counter: 1)))
+        h.append(Self.message("r3", "medical"))
+        var fresh = Self.state()
+        for e in h.log { fresh.apply(e) }
+        #expect(try fresh.encoded() == h.state.encoded())
+        let restored = try Projections.decoded(h.state.encoded())
+        #expect(restored.calls == h.state.calls)
+        #expect(restored.calls.openPhoneCallIDs == ["phone:r3"])
+    }
+}
