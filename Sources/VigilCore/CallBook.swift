@@ -87,7 +87,21 @@ public struct CallBook: Codable, Equatable, Sendable {
         public var messages: UInt32
         /// Confirmed: the alert raised from it.
         public var confirmedAlert: String?
+        /// The other phones' messages taken into it, the latest `keptFolded` (who wrote what: a
+        /// real call among pranks is there for staff to see before they dismiss it).
+        public var folded: [Folded]?
     }
+
+    public struct Folded: Codable, Equatable, Sendable {
+        public var peer: String
+        public var text: String
+        public var microseconds: UInt64
+    }
+
+    public static let keptFolded = 8
+    /// Phones' messages open phones' calls from a start of a node that says so (`NodeStarted`):
+    /// replayed, an older log's messages stay history (they were raised as alerts then).
+    public var phonesOpenCalls: Bool? = nil
 
     /// A message for one recipient (it becomes an outbox entry).
     public struct Message: Equatable, Sendable {
@@ -186,10 +200,14 @@ public struct CallBook: Codable, Equatable, Sendable {
     /// alarm receiving centre (its operator would act on a prank; a confirmed call's alert is).
     /// Over `maximumOpenPhoneCalls` it stays a message. Same message id again: nothing.
     mutating func phoneAsked(kind: Kind, messageID: String, peer: String, text: String, place: String, event: Event) -> [Message] {
-        let id = Self.phoneCallPrefix + messageID
+        guard phonesOpenCalls == true else { return [] }
+        let id = Self.phoneCallID(messageID: messageID, peer: peer)
         guard calls[id] == nil else { return [] }
         if let open = openPhoneCallIDs.sorted().first(where: { calls[$0]?.isUnanswered == true }), var call = calls[open], var phone = call.phone {
             phone.messages &+= 1
+            var folded = phone.folded ?? []
+            folded.append(Folded(peer: peer, text: PrintableText.clean(text, limit: 120), microseconds: event.timeMicroseconds))
+            phone.folded = Array(folded.suffix(Self.keptFolded))
             call.phone = phone
             calls[open] = call
             phoneMessagesTakenIn += 1
@@ -210,23 +228,32 @@ public struct CallBook: Codable, Equatable, Sendable {
     mutating func phoneDecided(_ d: PhoneCallDecided, event: Event) -> [Message] {
         guard var call = calls[d.call], call.isOpen, var phone = call.phone else { return [] }
         let by = PrintableText.clean(d.by, limit: 64)
+        let others = phone.messages > 1 ? " It held \(phone.messages) phones' messages." : ""
         if d.confirmed {
             phone.confirmedAlert = d.alert.text
             call.phone = phone
             calls[d.call] = call
-            return end(d.call, reason: "confirmed", detail: "\(by) confirmed it (\(Self.viaText(d.via))): it is now alert \(d.alert.text) of the network.", event: event)
+            return end(d.call, reason: "confirmed", detail: "\(by) confirmed it (\(Self.viaText(d.via))): it is now alert \(d.alert.text) of the network.\(others)", event: event)
         }
-        return end(d.call, reason: "dismissed", detail: "\(by) dismissed it (\(Self.viaText(d.via))): not a call for help.", event: event)
+        return end(d.call, reason: "dismissed", detail: "\(by) dismissed it (\(Self.viaText(d.via))): not a call for help.\(others)", event: event)
     }
 
-    /// Phones' calls open longer than `phoneCallLifetimeMicroseconds` at `time` end.
-    mutating func endOldPhoneCalls(at event: Event) -> [Message] {
-        var messages: [Message] = []
-        for id in openPhoneCallIDs.sorted() {
-            guard let call = calls[id], event.timeMicroseconds >= call.startedMicroseconds &+ Self.phoneCallLifetimeMicroseconds else { continue }
-            messages += end(id, reason: "ended", detail: "Nobody confirmed or dismissed it within \(Self.phoneCallLifetimeMicroseconds / 3_600_000_000) hours.", event: event)
-        }
-        return messages
+    /// A phone's call's id: its first message's id and sender, hashed (the id is the phone's to
+    /// choose: any bytes, up to 128; the call's id goes into events, messages and status lines).
+    public static func phoneCallID(messageID: String, peer: String) -> String {
+        let h = hash(peer + "\u{0}" + messageID, 0)
+        let hex = String(h, radix: 16)
+        return phoneCallPrefix + String(repeating: "0", count: 16 - hex.count) + hex
+    }
+
+    /// The step `CallDeadline` names to end a phone's call nobody confirmed or dismissed.
+    public static let phoneExpiryTier = UInt32.max
+
+    /// When an open phone's call ends by itself (taken or not).
+    public func expiry(of call: Call) -> Deadline? {
+        guard call.isOpen, call.phone != nil else { return nil }
+        return Deadline(call: call.id, tier: Self.phoneExpiryTier, round: 0,
+                        dueMicroseconds: call.startedMicroseconds &+ Self.phoneCallLifetimeMicroseconds)
     }
 
     /// Opens a call (an id already present is left alone: a renewal or a duplicate heard again
@@ -285,6 +312,13 @@ public struct CallBook: Codable, Equatable, Sendable {
 
     /// A `CallDeadline`: the step it names starts, if it is still the call's next step.
     mutating func reached(_ d: CallDeadline, event: Event) -> [Message] {
+        if d.tier == Self.phoneExpiryTier {
+            guard let call = calls[d.call], let due = expiry(of: call), due.dueMicroseconds == d.dueUs else {
+                staleDeadlines += 1
+                return []
+            }
+            return end(d.call, reason: "ended", detail: "Nobody confirmed or dismissed it within \(Self.phoneCallLifetimeMicroseconds / 3_600_000_000) hours.", event: event)
+        }
         guard let call = calls[d.call], call.isUnanswered, let next = nextStep(of: call),
               next.tier == d.tier, next.round == d.round, next.dueMicroseconds == d.dueUs else {
             staleDeadlines += 1
@@ -310,11 +344,13 @@ public struct CallBook: Codable, Equatable, Sendable {
     /// The earliest step due among unanswered calls (ties: the lower call id).
     public var nextDeadline: Deadline? {
         var best: Deadline?
-        for call in calls.values where call.isUnanswered {
-            guard let d = nextStep(of: call) else { continue }
-            if let b = best, (b.dueMicroseconds, b.call) <= (d.dueMicroseconds, d.call) { continue }
+        func consider(_ d: Deadline?) {
+            guard let d else { return }
+            if let b = best, (b.dueMicroseconds, b.call, b.tier) <= (d.dueMicroseconds, d.call, d.tier) { return }
             best = d
         }
+        for call in calls.values where call.isUnanswered { consider(nextStep(of: call)) }
+        for id in openPhoneCallIDs { consider(calls[id].flatMap(expiry(of:))) }
         return best
     }
 
@@ -453,7 +489,11 @@ public struct CallBook: Codable, Equatable, Sendable {
         if let code {
             return candidates.filter { $0.code.caseInsensitiveCompare(code) }
         }
-        return candidates.filter(\.isUnanswered).sorted { a, b in
+        // A bare TAKE is for the box's own and other boxes' calls first: a phone's unverified
+        // call (a prank, maybe) must not make a reply to a real one ambiguous.
+        var unanswered = candidates.filter(\.isUnanswered)
+        if unanswered.contains(where: { $0.phone == nil }) { unanswered.removeAll { $0.phone != nil } }
+        return unanswered.sorted { a, b in
             ((a.lastTold[number] ?? 0), a.startedSequence) > ((b.lastTold[number] ?? 0), b.startedSequence)
         }
     }
@@ -472,6 +512,7 @@ public struct CallBook: Codable, Equatable, Sendable {
 
     enum CodingKeys: String, CodingKey {
         case tree, calls, openedTotal, takenTotal, staleDeadlines, refusedRemoteCalls, raisedTroubles, refusedPhoneCalls, phoneMessagesTakenIn
+        case phonesOpenCalls
     }
 
     public init(from decoder: any Decoder) throws {
@@ -495,6 +536,7 @@ public struct CallBook: Codable, Equatable, Sendable {
         raisedTroubles = Set(try c.decode([AlarmSignal.Condition].self, forKey: .raisedTroubles))
         refusedPhoneCalls = try c.decodeIfPresent(UInt64.self, forKey: .refusedPhoneCalls) ?? 0
         phoneMessagesTakenIn = try c.decodeIfPresent(UInt64.self, forKey: .phoneMessagesTakenIn) ?? 0
+        phonesOpenCalls = try c.decodeIfPresent(Bool.self, forKey: .phonesOpenCalls)
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -508,6 +550,7 @@ public struct CallBook: Codable, Equatable, Sendable {
         try c.encode(raisedTroubles.map(\.rawValue).sorted(), forKey: .raisedTroubles)
         try c.encode(refusedPhoneCalls, forKey: .refusedPhoneCalls)
         try c.encode(phoneMessagesTakenIn, forKey: .phoneMessagesTakenIn)
+        try c.encodeIfPresent(phonesOpenCalls, forKey: .phonesOpenCalls)
     }
 }
 

@@ -99,7 +99,6 @@ public struct Projections: Projection {
         let time = event.timeMicroseconds
         devices.observe(time: time)
         alerts.observe(time: time)
-        if !calls.openPhoneCallIDs.isEmpty { addCallMessages(calls.endOldPhoneCalls(at: event), event) }
         switch event.body {
         case .scanHit(let hit):
             let fields = ScanHitFields(hit)
@@ -235,8 +234,9 @@ public struct Projections: Projection {
             exposures.apply(.event(event))
         case .hazardReported, .hazardDeadline:
             hazards.apply(event)
-        case .nodeStarted:
+        case .nodeStarted(let started):
             hazards.apply(event)
+            calls.phonesOpenCalls = started.phonesOpenCalls ? true : nil
         case .logSalvaged:
             addCallMessages(calls.trouble(.logDamaged, raised: true, once: true, event: event), event)
         case .radioStateChanged(let change):

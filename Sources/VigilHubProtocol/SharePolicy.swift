@@ -25,6 +25,9 @@ public struct SharePolicy: Sendable, Equatable {
         }
     }
 
+    /// The prefix of a phone's call's id (VigilCore's `CallBook.phoneCallPrefix`).
+    static let phoneCallPrefix = "phone:"
+
     /// The body as it is uploaded: a resident's contacts removed unless shared. nil when the
     /// event does not leave the box.
     public func uploaded(_ body: EventBody) -> EventBody? {
@@ -35,6 +38,14 @@ public struct SharePolicy: Sendable, Equatable {
         case .residentUpdated(let r) where !shareContacts:
             return .residentUpdated(Self.redacted(r))
         case .occupancySampled where !shareOccupancy:
+            return nil
+        case .alertTaken(let t) where !t.call.isEmpty:
+            // A phone's call is this box's, about what a phone nearby wrote: it stays here (a
+            // confirmed one leaves as the alert raised from it), with its steps and messages.
+            return nil
+        case .callDeadline(let d) where d.call.hasPrefix(Self.phoneCallPrefix):
+            return nil
+        case .outboxAttempt(let a) where a.entry.hasPrefix("call/" + Self.phoneCallPrefix):
             return nil
         default:
             return body

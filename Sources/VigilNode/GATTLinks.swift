@@ -300,7 +300,7 @@ final class GATTLinks: NodeComponent {
                 chat.text = String(decoding: bytes, as: UTF8.self)
             }
             // Same address: its own rate across reconnects; every phone together: the box's.
-            let asksForHelp = phoneMessage.map { Self.asksForHelp($0.category) } ?? false
+            let asksForHelp = phoneMessage.map { PhoneBudgets.asksForHelp($0.category) } ?? false
             switch budgets.message(from: link.peer.value, asksForHelp: asksForHelp, nowNanoseconds: node.monotonic.nowNanoseconds()) {
             case .taken: break
             case .phoneOverRate: return refuse(fd, completion, .rateExceeded, "messages faster than the rate")
@@ -324,10 +324,6 @@ final class GATTLinks: NodeComponent {
             }
         }
     }
-
-    /// EchoAlert's categories that ask for help: a call for staff (`CallBook.phoneAsked`), with
-    /// the budgets' reserve. Every other category is a message for staff.
-    static func asksForHelp(_ category: String) -> Bool { category == "sos" || category == "medical" }
 
     private func pendingMessageID(_ id: String) -> Bool {
         node.pending.elements.contains { if case .chatMessage(let m) = $0.body { m.messageID == id && !m.outgoing } else { false } }

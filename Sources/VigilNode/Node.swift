@@ -336,6 +336,7 @@ public final class Node: @unchecked Sendable {
             started.version = VigilVersion.current
             started.board = board.profile.name
             started.radio = radio.name
+            started.phonesOpenCalls = true
             if let site = configuration.projections.hazardSite {
                 started.siteLatitudeE7 = Int32((site.latitude * 1e7).rounded())
                 started.siteLongitudeE7 = Int32((site.longitude * 1e7).rounded())

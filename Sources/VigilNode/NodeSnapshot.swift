@@ -94,6 +94,8 @@ public struct NodeSnapshot: Sendable, Codable, Equatable {
         public var phoneMessages: UInt32? = nil
         /// Confirmed: the alert of the network raised from it.
         public var confirmedAlert: String? = nil
+        /// The latest other phones' messages taken into it ("ADDRESS: text"); staff only.
+        public var phoneOthers: [String]? = nil
         public static let limit = 20
     }
 
@@ -368,7 +370,7 @@ extension NodeSnapshot {
                      open: c.isOpen, takenBy: c.taken?.by, takenVia: c.taken.map { CallBook.viaText(TakenVia(rawValue: $0.via) ?? .unspecified) },
                      takenMicroseconds: c.taken?.microseconds, ended: c.ended?.reason, tier: c.tier + 1, pass: c.round + 1,
                      told: c.told.count, fromPhone: c.phone.map { _ in true }, phoneMessages: c.phone?.messages,
-                     confirmedAlert: c.phone?.confirmedAlert)
+                     confirmedAlert: c.phone?.confirmedAlert, phoneOthers: c.phone?.folded.map { $0.map { "\($0.peer): \($0.text)" } })
         }
         if let live, live.alarmCentre != nil || live.notifierTest != nil || live.logOpening != nil || live.callPathProblem != nil {
             callPaths = CallPathsView(
@@ -443,6 +445,7 @@ extension NodeSnapshot {
         copy.calls = copy.calls?.map { c in
             var c = c
             c.summary = ""
+            c.phoneOthers = nil
             c.takenBy = c.takenBy == nil ? nil : "someone"
             return c
         }

@@ -13,8 +13,8 @@
 ///
 /// The bounds (README "Connections", docs/phones.md) make the worst hour of a hostile phone
 /// loop a known number of bytes in the log (`phone_flood_log_bytes_per_hour`).
-struct PhoneBudgets {
-    enum Verdict: Equatable {
+public struct PhoneBudgets: Sendable {
+    public enum Verdict: Equatable, Sendable {
         case taken
         /// This address is over its own rate: its fault (a strike).
         case phoneOverRate
@@ -22,57 +22,66 @@ struct PhoneBudgets {
         case boxBusy
     }
 
-    struct Limits: Equatable {
-        var perPhoneBurst: Int
-        var perPhoneIntervalMicroseconds: UInt64
-        var everyoneBurst: Int
-        var everyoneIntervalMicroseconds: UInt64 = 20_000_000
-        var callsBurst = 10
-        var callsIntervalMicroseconds: UInt64 = 60_000_000
-        var linkEventsBurst = 32
-        var linkEventsIntervalMicroseconds: UInt64 = 30_000_000
-        var rememberedPhones = 256
+    public struct Limits: Equatable, Sendable {
+        public var perPhoneBurst: Int
+        public var perPhoneIntervalMicroseconds: UInt64
+        public var everyoneBurst: Int
+        public var everyoneIntervalMicroseconds: UInt64 = 20_000_000
+        public var callsBurst = 10
+        public var callsIntervalMicroseconds: UInt64 = 60_000_000
+        public var linkEventsBurst = 32
+        public var linkEventsIntervalMicroseconds: UInt64 = 30_000_000
+        public var rememberedPhones = 256
 
         /// From the configuration: each phone `message_burst` then one per `message_interval`; all
         /// phones together at least 60 (or `message_burst`), then one every 20 s.
-        init(_ settings: ConnectionSettings) {
+        public init(_ settings: ConnectionSettings) {
             perPhoneBurst = settings.messageBurst
             perPhoneIntervalMicroseconds = settings.messageIntervalMicroseconds
             everyoneBurst = max(60, settings.messageBurst)
         }
     }
 
-    let limits: Limits
+    public let limits: Limits
     private var phones: [UInt64: (rate: MessageRate, used: UInt64)] = [:]
     private var everyone: MessageRate
     private var calls: MessageRate
     private var linkEvents: MessageRate
     private var uses: UInt64 = 0
 
-    init(_ limits: Limits, nowNanoseconds now: UInt64) {
+    public init(_ limits: Limits, nowNanoseconds now: UInt64) {
         self.limits = limits
         everyone = MessageRate(burst: limits.everyoneBurst, intervalMicroseconds: limits.everyoneIntervalMicroseconds, nowNanoseconds: now)
         calls = MessageRate(burst: limits.callsBurst, intervalMicroseconds: limits.callsIntervalMicroseconds, nowNanoseconds: now)
         linkEvents = MessageRate(burst: limits.linkEventsBurst, intervalMicroseconds: limits.linkEventsIntervalMicroseconds, nowNanoseconds: now)
     }
 
+    /// EchoAlert's categories that ask for help: a call for staff (`CallBook.phoneAsked`), with
+    /// the reserve. Every other category is a message for staff.
+    public static func asksForHelp(_ category: String) -> Bool { category == "sos" || category == "medical" }
+
     /// Addresses whose rate is remembered now (at most `rememberedPhones`).
-    var rememberedCount: Int { phones.count }
+    public var rememberedCount: Int { phones.count }
 
     /// One message from `address`; `asksForHelp` for an sos or medical message.
-    mutating func message(from address: UInt64, asksForHelp: Bool, nowNanoseconds now: UInt64) -> Verdict {
+    public mutating func message(from address: UInt64, asksForHelp: Bool, nowNanoseconds now: UInt64) -> Verdict {
         uses &+= 1
         var entry = phones[address] ?? (MessageRate(burst: limits.perPhoneBurst, intervalMicroseconds: limits.perPhoneIntervalMicroseconds, nowNanoseconds: now), 0)
         entry.used = uses
         let own = entry.rate.take(nowNanoseconds: now)
-        remember(address, entry)
+        defer { remember(address, entry) }
         guard own else { return .phoneOverRate }
         if asksForHelp, calls.take(nowNanoseconds: now) { return .taken }
-        return everyone.take(nowNanoseconds: now) ? .taken : .boxBusy
+        guard everyone.take(nowNanoseconds: now) else {
+            // Not this phone's doing: a phone retrying while the box is busy keeps its own rate.
+            entry.rate.giveBack()
+            return .boxBusy
+        }
+        return .taken
     }
 
     /// Whether a phone's link opening is logged (its close is logged only if it was).
-    mutating func linkEvent(nowNanoseconds now: UInt64) -> Bool {
+    public mutating func linkEvent(nowNanoseconds now: UInt64) -> Bool {
         linkEvents.take(nowNanoseconds: now)
     }
 

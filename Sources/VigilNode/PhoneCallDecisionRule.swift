@@ -27,6 +27,10 @@ extension CommandInterpreter {
             return .refused(.conflict, "call \(call.code) is not a phone's: only a phone's unverified call is confirmed or dismissed")
         }
         guard call.isOpen else { return .refused(.conflict, "call \(call.code) has ended (\(call.ended?.reason ?? "ended"))") }
+        // Past its lifetime it is ending (its deadline is on its way): not confirmed from memory.
+        if let expiry = book.expiry(of: call), context.nowMicroseconds >= expiry.dueMicroseconds {
+            return .refused(.conflict, "call \(call.code) has ended (nobody decided it within \(CallBook.phoneCallLifetimeMicroseconds / 3_600_000_000) hours)")
+        }
         guard !context.pending.containsDecision(of: call.id) else { return .refused(.conflict, "call \(call.code) is being decided already") }
         var decision = PhoneCallDecided()
         decision.call = call.id

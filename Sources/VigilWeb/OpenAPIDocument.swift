@@ -415,6 +415,7 @@ enum OpenAPIDocument {
                   fromPhone: {type: boolean, description: "A phone's unverified call: staff confirm or dismiss it"}
                   phoneMessages: {type: integer, description: "Phones' sos and medical messages taken into it"}
                   confirmedAlert: {type: string, description: "Confirmed: the alert raised from it"}
+                  phoneOthers: {type: array, items: {type: string}, description: "The latest other phones' messages taken into it (staff only)"}
             chats:
               description: Chats with phones and boxes; what peers wrote is unauthenticated. A caller without a token or a session (the public view) gets only the counts.
               type: object

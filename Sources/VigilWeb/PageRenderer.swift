@@ -129,6 +129,9 @@ enum PageRenderer {
             let more = (c.phoneMessages ?? 1) > 1 ? " (\(c.phoneMessages ?? 1) phones' messages)" : ""
             out += "<br><span class=\"waiting\">From a phone, unverified\(more): it is not on the air or at the hub until staff confirm it.</span>"
             if let alert = c.confirmedAlert { out += "<br><span class=\"ok\">Confirmed: alert \(escape(alert)) of the network.</span>" }
+            if viewer.acting, let others = c.phoneOthers, !others.isEmpty {
+                out += "<br><small>Also in it: " + others.map { "<q>\(escape($0))</q>" }.joined(separator: " ") + "</small>"
+            }
             if viewer.acting, c.open {
                 for (action, label) in [("confirm", "Confirm: raise it for every box"), ("dismiss", "Dismiss: not a call for help")] {
                     out += "<form method=\"post\" action=\"/act/\(action)\" class=\"inline\">\(csrfField(viewer))"

@@ -14,7 +14,8 @@ enum CallText {
         }
         let open = book.open
         let unanswered = open.filter(\.isUnanswered).count
-        var out = "calls for help: \(open.count) open (\(unanswered) unanswered), \(book.takenTotal) taken of \(book.openedTotal)\n"
+        var out = "calls for help: \(open.count) open (\(unanswered) unanswered), \(book.takenTotal) taken of \(book.openedTotal)"
+            + (book.refusedPhoneCalls > 0 ? "; \(book.refusedPhoneCalls) phones' calls for help not opened (\(CallBook.maximumOpenPhoneCalls) open: see the chats)" : "") + "\n"
         for call in book.newestFirst.prefix(10) { out += "  " + line(call, s, now: now) + "\n" }
         return out
     }
@@ -33,6 +34,11 @@ enum CallText {
 
     static func line(_ call: CallBook.Call, _ s: Projections, now: UInt64) -> String {
         var text = "\(call.code) \(call.id): \(call.summary); \(age(now &- call.startedMicroseconds)) old"
+        if let phone = call.phone {
+            text += phone.messages > 1 ? " (\(phone.messages) phones' sos and medical messages)" : ""
+            for f in phone.folded ?? [] { text += "\n      also from \(f.peer): \"\(ChatText.printable(f.text, limit: 80))\"" }
+            text += phone.confirmedAlert.map { ", confirmed as alert \($0)" } ?? (call.isOpen ? ", vigil calls confirm|dismiss \(call.code) --by NAME" : "")
+        }
         if let t = call.taken {
             text += ", TAKEN by \(t.by) \(CallBook.viaText(TakenVia(rawValue: t.via) ?? .unspecified)) after \(age(t.microseconds &- call.startedMicroseconds))"
         } else if call.isOpen {

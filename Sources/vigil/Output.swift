@@ -172,7 +172,9 @@ enum EventFormatting {
         case .smsReceived(let m):
             summary = "SMS from \(ChatText.printable(m.sender, limit: 32)) (\(m.reading)): \(ChatText.printable(m.text, limit: 120))"
         case .callDeadline(let d):
-            summary = "call \(ChatText.printable(d.call, limit: 80)): tier \(d.tier + 1), pass \(d.round + 1) due \(EventFormatting.time(d.dueUs))"
+            summary = d.tier == CallBook.phoneExpiryTier
+                ? "call \(ChatText.printable(d.call, limit: 80)): a phone's call nobody decided ends, due \(EventFormatting.time(d.dueUs))"
+                : "call \(ChatText.printable(d.call, limit: 80)): tier \(d.tier &+ 1), pass \(d.round &+ 1) due \(EventFormatting.time(d.dueUs))"
         case .scanSightings(let s):
             let minutes = s.tracks.reduce(0) { $0 + $1.minutes.count }
             summary = "\(s.hits) scan hits from \(time(s.spanStartUs)) to \(time(s.spanEndUs)) compacted: \(s.tracks.count) contact identifiers, \(minutes) identifier-minutes"

@@ -31,6 +31,18 @@ struct PhoneCallTests {
         return .chatMessage(m)
     }
 
+    static let peerText = "5A:11:22:33:44:55/random"
+    static func id(_ message: String, peer: String = peerText) -> String { CallBook.phoneCallID(messageID: message, peer: peer) }
+
+    /// A harness after a start of a node that opens phones' calls (every node since schema 17).
+    static func harness() -> LadderHarness {
+        var h = LadderHarness(state: state())
+        var started = NodeStarted()
+        started.phonesOpenCalls = true
+        h.append(.nodeStarted(started))
+        return h
+    }
+
     static func entries(_ h: LadderHarness) -> [Outbox.Entry] {
         h.outbox.entries.values.filter { $0.channel == .call || $0.channel == .arc }
             .sorted { ($0.createdSequence, $0.id) < ($1.createdSequence, $1.id) }
@@ -47,10 +59,10 @@ struct PhoneCallTests {
     }
 
     @Test func aPhonesSOSTellsTheStaffMarkedUnverifiedButNotTheAlarmCentreAndRaisesNoAlert() throws {
-        var h = LadderHarness(state: Self.state())
+        var h = Self.harness()
         h.append(Self.message("m1", "sos"))
         let call = try #require(h.state.calls.open.first)
-        #expect(call.id == "phone:m1")
+        #expect(call.id == Self.id("m1") && call.id.count == "phone:".count + 16)
         #expect(call.kind == .sos)
         #expect(call.phone?.peer == "5A:11:22:33:44:55/random")
         let entries = Self.entries(h)
@@ -64,7 +76,7 @@ struct PhoneCallTests {
     }
 
     @Test func aFloodOfPhonesSOSWhileOneIsUnansweredIsOneCallAndOneMessageEach() {
-        var h = LadderHarness(state: Self.state())
+        var h = Self.harness()
         for n in 0..<50 {
             h.append(Self.message("flood-\(n)", n % 2 == 0 ? "sos" : "medical", "prank \(n)", from: Self.phone &+ UInt64(n)))
         }
@@ -72,10 +84,13 @@ struct PhoneCallTests {
         #expect(h.state.calls.open.first?.phone?.messages == 50)
         #expect(Self.entries(h).count == CallBookTests.staff.count, "staff told once")
         #expect(h.state.calls.phoneMessagesTakenIn == 49)
+        let folded = h.state.calls.open.first?.phone?.folded ?? []
+        #expect(folded.count == CallBook.keptFolded, "the latest are kept for staff to read")
+        #expect(folded.last?.text == "prank 49" && folded.last?.peer == "5A:11:22:33:44:86/random")
     }
 
     @Test func otherCategoriesAndChatAndTheBoxsOwnMessagesOpenNoCall() {
-        var h = LadderHarness(state: Self.state())
+        var h = Self.harness()
         for category in ["fire", "evacuate", "flood", "info", "road-hazard"] { h.append(Self.message("c-\(category)", category)) }
         var chat = ChatMessage()
         chat.peer = Self.phone
@@ -96,11 +111,11 @@ struct PhoneCallTests {
     }
 
     @Test func aTakenPhonesCallLetsTheNextPhoneOpenOneUpToFourOpenAtOnce() throws {
-        var h = LadderHarness(state: Self.state())
+        var h = Self.harness()
         for n in 0..<6 {
             h.append(Self.message("t\(n)", "sos"))
             var t = AlertTaken()
-            t.call = "phone:t\(n)"
+            t.call = Self.id("t\(n)")
             t.by = "Luis"
             t.via = .cli
             h.append(.alertTaken(t))
@@ -111,60 +126,88 @@ struct PhoneCallTests {
     }
 
     @Test func confirmingEndsTheCallNamingTheAlertAndDismissingEndsItToo() throws {
-        var h = LadderHarness(state: Self.state())
+        var h = Self.harness()
         h.append(Self.message("a", "sos"))
-        h.append(Self.decided("phone:a", confirmed: true, alert: AlertID(origin: 0xA1, counter: 3)))
-        let confirmed = try #require(h.state.calls.calls["phone:a"])
+        h.append(Self.decided(Self.id("a"), confirmed: true, alert: AlertID(origin: 0xA1, counter: 3)))
+        let confirmed = try #require(h.state.calls.calls[Self.id("a")])
         #expect(confirmed.ended?.reason == "confirmed")
         #expect(confirmed.phone?.confirmedAlert == "a1:3")
         #expect(Self.entries(h).last?.text.contains("CONFIRMED") == true)
         #expect(Self.entries(h).last?.text.contains("alert a1:3 of the network") == true)
 
         h.append(Self.message("b", "medical"))
-        #expect(h.state.calls.calls["phone:b"]?.kind == .medical, "a new call: the last one ended")
-        h.append(Self.decided("phone:b", confirmed: false))
-        #expect(h.state.calls.calls["phone:b"]?.ended?.reason == "dismissed")
+        #expect(h.state.calls.calls[Self.id("b")]?.kind == .medical, "a new call: the last one ended")
+        h.append(Self.decided(Self.id("b"), confirmed: false))
+        #expect(h.state.calls.calls[Self.id("b")]?.ended?.reason == "dismissed")
         #expect(Self.entries(h).last?.text.contains("not a call for help") == true)
         #expect(h.state.calls.open.isEmpty)
         // A decision of a call that is not a phone's, or ended, changes nothing.
         let before = h.state.calls
-        h.append(Self.decided("phone:b", confirmed: true, alert: AlertID(origin: 0xA1, counter: 4)))
+        h.append(Self.decided(Self.id("b"), confirmed: true, alert: AlertID(origin: 0xA1, counter: 4)))
         h.append(Self.decided("alert:a1:1", confirmed: true))
         #expect(h.state.calls == before)
     }
 
     @Test func aTakingHeardFromTheHubNeverTakesAPhonesCall() {
-        var h = LadderHarness(state: Self.state())
+        var h = Self.harness()
         h.append(Self.message("h", "sos"))
         var t = AlertTaken()
-        t.call = "phone:h"
+        t.call = Self.id("h")
         t.by = "someone"
         t.heardFrom = 0xB2
         h.append(.alertTaken(t))
-        #expect(h.state.calls.calls["phone:h"]?.taken == nil)
+        #expect(h.state.calls.calls[Self.id("h")]?.taken == nil)
     }
 
-    @Test func aForgottenPhonesCallEndsTwoHoursLaterAtTheNextEvent() {
-        var h = LadderHarness(state: Self.state())
+    @Test func aForgottenPhonesCallEndsTwoHoursLaterAtItsOwnDeadline() {
+        var h = Self.harness()
         let start = h.now
         h.append(Self.message("old", "sos"))
-        h.run(until: start + 2 * 60 * Self.minute)
-        h.append(Self.message("chat", "info"))
-        #expect(h.state.calls.calls["phone:old"]?.ended?.reason == "ended")
+        var t = AlertTaken()
+        t.call = Self.id("old")
+        t.by = "Luis"
+        h.append(.alertTaken(t))
+        CallBookTests.runCalls(&h, until: start + 2 * 60 * Self.minute - 1)
+        #expect(h.state.calls.calls[Self.id("old")]?.isOpen == true)
+        CallBookTests.runCalls(&h, until: start + 2 * 60 * Self.minute)
+        #expect(h.state.calls.calls[Self.id("old")]?.ended?.reason == "ended", "taken or not, it ends")
         #expect(Self.entries(h).last?.text.contains("Nobody confirmed or dismissed it") == true)
+        #expect(h.state.calls.nextDeadline == nil)
+    }
+
+    @Test func anOlderLogsPhonesMessagesStayHistoryWhenReplayed() {
+        // Written before schema 17: no start said phones open calls (their SOS were alerts then).
+        var h = LadderHarness(state: Self.state())
+        h.append(.nodeStarted(NodeStarted()))
+        h.append(Self.message("history", "sos"))
+        #expect(h.state.calls.calls.isEmpty)
+        var started = NodeStarted()
+        started.phonesOpenCalls = true
+        h.append(.nodeStarted(started))
+        h.append(Self.message("now", "sos"))
+        #expect(h.state.calls.open.map(\.id) == [Self.id("now")])
+    }
+
+    @Test func aBareTakeRepliesToTheBoxsOwnCallNotToAPhonesAlongsideIt() throws {
+        var h = Self.harness()
+        h.append(Self.message("prank", "sos"))
+        h.append(CallBookTests.raisedSOS(at: h.now))
+        let own = try #require(h.state.calls.calls[CallBook.id(alert: "a1:1")])
+        #expect(h.state.calls.callForReply(from: CallBookTests.staff[0], code: nil)?.id == own.id)
     }
 
     @Test func replayAndCheckpointGiveTheSamePhonesCalls() throws {
-        var h = LadderHarness(state: Self.state())
+        var h = Self.harness()
         h.append(Self.message("r1", "sos"))
         h.append(Self.message("r2", "sos"))
-        h.append(Self.decided("phone:r1", confirmed: true, alert: AlertID(origin: 0xA1, counter: 1)))
+        h.append(Self.decided(Self.id("r1"), confirmed: true, alert: AlertID(origin: 0xA1, counter: 1)))
         h.append(Self.message("r3", "medical"))
         var fresh = Self.state()
         for e in h.log { fresh.apply(e) }
         #expect(try fresh.encoded() == h.state.encoded())
         let restored = try Projections.decoded(h.state.encoded())
         #expect(restored.calls == h.state.calls)
-        #expect(restored.calls.openPhoneCallIDs == ["phone:r3"])
+        #expect(restored.calls.openPhoneCallIDs == [Self.id("r3")])
+        #expect(restored.calls.phonesOpenCalls == true)
     }
 }

@@ -282,8 +282,8 @@ enum Fixtures {
         goldenEventsV17.suffix(2).prefix(1).map(\.body)
     }
 
-    /// Schema 17: a phone's call taken on the page, then confirmed (raised as an alert) and
-    /// another dismissed.
+    /// Schema 17: a start whose phones open calls, a phone's call taken on the page, then
+    /// confirmed (raised as an alert) and another dismissed.
     static var goldenEventsV17: [(timeMicroseconds: UInt64, body: EventBody)] {
         var taken = AlertTaken()
         taken.call = "phone:a1b2c3"
@@ -299,8 +299,14 @@ enum Fixtures {
         dismissed.call = "phone:d4e5f6"
         dismissed.by = "Luis"
         dismissed.via = .cli
+        var started = NodeStarted()
+        started.nodeID = 0x00C0_FFEE
+        started.version = "0.17.0"
+        started.board = "sim"
+        started.radio = "hci0"
+        started.phonesOpenCalls = true
         let base = goldenEventsV16.last?.timeMicroseconds ?? start
-        return goldenEventsV16 + [(base + 125_000, .alertTaken(taken)), (base + 250_000, .phoneCallDecided(confirmed)),
+        return goldenEventsV16 + [(base + 62_500, .nodeStarted(started)), (base + 125_000, .alertTaken(taken)), (base + 250_000, .phoneCallDecided(confirmed)),
                                   (base + 500_000, .phoneCallDecided(dismissed))]
     }
 

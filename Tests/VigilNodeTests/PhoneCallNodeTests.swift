@@ -3,6 +3,7 @@ import Testing
 import VigilBoard
 import VigilCore
 import VigilEvents
+import VigilHubProtocol
 import VigilLog
 import VigilSystem
 @testable import VigilNode
@@ -50,7 +51,7 @@ import VigilSystem
         let raised = try #require(await onLoop(node) { $0.projections.alerts.alerts[alertID] })
         #expect(raised.raisedHere && raised.kind == AlertKind.sos.rawValue)
         #expect(raised.text == "from a phone, confirmed by Marta: two of us on the roof")
-        let phoneCall = try #require(await onLoop(node) { $0.projections.calls.calls["phone:m1"] })
+        let phoneCall = try #require(await onLoop(node) { $0.projections.calls.calls[CallBook.phoneCallID(messageID: "m1", peer: "5A:11:22:33:44:55/random")] })
         #expect(phoneCall.ended?.reason == "confirmed")
         #expect(phoneCall.phone?.confirmedAlert == alertID)
         let again = try #require(await node.perform(.decidePhoneCall(PhoneCallDecision(call: code, confirm: false, by: "Luis", via: "cli"))))
@@ -63,16 +64,35 @@ import VigilSystem
         // A second phone's message, dismissed: no alert.
         node.onLoop { n in _ = n.append(Self.phoneMessage("m2", "medical", "prank")) }
         await settled(node)
-        let second = try #require(await onLoop(node) { $0.projections.calls.calls["phone:m2"]?.code })
+        let second = try #require(await onLoop(node) { $0.projections.calls.calls[CallBook.phoneCallID(messageID: "m2", peer: "5A:11:22:33:44:55/random")]?.code })
         let dismissed = try #require(await node.perform(.decidePhoneCall(PhoneCallDecision(call: second, confirm: false, by: "Luis", via: "page"))))
         #expect(dismissed.ok && dismissed.alert == nil)
-        #expect(await onLoop(node) { $0.projections.calls.calls["phone:m2"]?.ended?.reason } == "dismissed")
+        #expect(await onLoop(node) { $0.projections.calls.calls[CallBook.phoneCallID(messageID: "m2", peer: "5A:11:22:33:44:55/random")]?.ended?.reason } == "dismissed")
         #expect(await onLoop(node) { $0.projections.alerts.alerts.count } == 1)
         try await stop(node, task)
 
         let decisions = try storedEvents(dir).compactMap { e -> PhoneCallDecided? in if case .phoneCallDecided(let d) = e.body { d } else { nil } }
         #expect(decisions.map(\.confirmed) == [true, false])
         #expect(decisions.first?.alert.text == alertID)
+    }
+
+    @Test func aPhonesCallItsStepsAndItsMessagesStayAtTheBox() {
+        let policy = SharePolicy()
+        let call = CallBook.phoneCallID(messageID: "m1", peer: "5A:11:22:33:44:55/random")
+        var taken = AlertTaken()
+        taken.call = call
+        var step = CallDeadline()
+        step.call = call
+        var attempt = OutboxAttempt()
+        attempt.entry = "call/\(call)/0.0/+34600111222"
+        var decided = PhoneCallDecided()
+        decided.call = call
+        for body: EventBody in [.alertTaken(taken), .callDeadline(step), .outboxAttempt(attempt), .phoneCallDecided(decided)] {
+            #expect(policy.uploaded(body) == nil, "\(body.kind.name) left the box")
+        }
+        step.call = "alert:a1:1"
+        attempt.entry = "call/alert:a1:1/0.0/+34600111222"
+        #expect(policy.uploaded(.callDeadline(step)) != nil && policy.uploaded(.outboxAttempt(attempt)) != nil, "other calls' still do")
     }
 
     @Test func anOfflineCLICannotDecideAPhonesCall() {

@@ -1468,6 +1468,10 @@ public nonisolated struct Vigil_Events_V1_NodeStarted: Sendable {
   /// Clears the value of `roadDirectionCentidegrees`. Subsequent reads from it will return its default value.
   public mutating func clearRoadDirectionCentidegrees() {self._roadDirectionCentidegrees = nil}
 
+  /// Schema 17: phones' sos and medical messages open phones' calls for staff from this start on
+  /// (docs/phones.md). A log written before had them raised as alerts: replayed, they stay history.
+  public var phonesOpenCalls: Bool = false
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -3497,7 +3501,7 @@ nonisolated extension Vigil_Events_V1_ButtonInput: SwiftProtobuf.Message, SwiftP
 
 nonisolated extension Vigil_Events_V1_NodeStarted: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".NodeStarted"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}node_id\0\u{1}version\0\u{1}board\0\u{1}radio\0\u{3}site_latitude_e7\0\u{3}site_longitude_e7\0\u{3}road_direction_centidegrees\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}node_id\0\u{1}version\0\u{1}board\0\u{1}radio\0\u{3}site_latitude_e7\0\u{3}site_longitude_e7\0\u{3}road_direction_centidegrees\0\u{3}phones_open_calls\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -3512,6 +3516,7 @@ nonisolated extension Vigil_Events_V1_NodeStarted: SwiftProtobuf.Message, SwiftP
       case 5: try { try decoder.decodeSingularSInt32Field(value: &self._siteLatitudeE7) }()
       case 6: try { try decoder.decodeSingularSInt32Field(value: &self._siteLongitudeE7) }()
       case 7: try { try decoder.decodeSingularUInt32Field(value: &self._roadDirectionCentidegrees) }()
+      case 8: try { try decoder.decodeSingularBoolField(value: &self.phonesOpenCalls) }()
       default: break
       }
     }
@@ -3543,6 +3548,9 @@ nonisolated extension Vigil_Events_V1_NodeStarted: SwiftProtobuf.Message, SwiftP
     try { if let v = self._roadDirectionCentidegrees {
       try visitor.visitSingularUInt32Field(value: v, fieldNumber: 7)
     } }()
+    if self.phonesOpenCalls != false {
+      try visitor.visitSingularBoolField(value: self.phonesOpenCalls, fieldNumber: 8)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -3554,6 +3562,7 @@ nonisolated extension Vigil_Events_V1_NodeStarted: SwiftProtobuf.Message, SwiftP
     if lhs._siteLatitudeE7 != rhs._siteLatitudeE7 {return false}
     if lhs._siteLongitudeE7 != rhs._siteLongitudeE7 {return false}
     if lhs._roadDirectionCentidegrees != rhs._roadDirectionCentidegrees {return false}
+    if lhs.phonesOpenCalls != rhs.phonesOpenCalls {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
