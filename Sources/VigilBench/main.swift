@@ -48,6 +48,12 @@ func runBenchmarks(_ options: Options) throws {
     if reporter.wants(GAENMatchBench.metric) {
         try GAENMatchBench(plan: plan, options: options, reporter: reporter).run()
     }
+    if reporter.wants(FrameVerifyBench.metric) {
+        try FrameVerifyBench(plan: plan, reporter: reporter).run()
+    }
+    if reporter.wants(PhoneFloodBench.metric) {
+        try PhoneFloodBench(plan: plan, reporter: reporter).run()
+    }
     if reporter.wants(ATTBench.metric) {
         try ATTBench(plan: plan, options: options, reporter: reporter).run()
     }
