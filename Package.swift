@@ -289,7 +289,7 @@ let package = Package(
         .testTarget(
             name: "VigilNodeTests",
             dependencies: [
-                "VigilNode", "VigilLog", "VigilCore", "VigilEvents", "VigilRadio", "VigilBoard", "VigilSystem", "VigilExposure", "VigilGATT", "VigilJ2735", "VigilMQTT", "VigilHex", "VigilCalls",
+                "VigilNode", "VigilLog", "VigilCore", "VigilEvents", "VigilRadio", "VigilBoard", "VigilSystem", "VigilExposure", "VigilGATT", "VigilJ2735", "VigilMQTT", "VigilHex", "VigilCalls", "VigilHubProtocol",
                 "VigilTestSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),

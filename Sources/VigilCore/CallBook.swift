@@ -219,7 +219,7 @@ public struct CallBook: Codable, Equatable, Sendable {
         }
         let shown = PrintableText.clean(text, limit: 200)
         let what = (kind == .medical ? "MEDICAL call" : "SOS") + " FROM A PHONE, UNVERIFIED" + (shown.isEmpty ? "" : " \"\(PrintableText.clean(text, limit: 80))\"")
-        return open(id: id, kind: kind, alert: nil, resident: nil, ladder: nil, source: "a phone nearby (\(peer)) wrote it",
+        return self.open(id: id, kind: kind, alert: nil, resident: nil, ladder: nil, source: "a phone nearby (\(peer)) wrote it",
                     what: what, place: place, event: event, phone: Phone(peer: peer, messageID: messageID, text: shown, messages: 1))
     }
 

@@ -174,16 +174,11 @@ struct CallsTest: AsyncParsableCommand {
 struct CallsConfirm: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "confirm", abstract: "Confirm a phone's call for help: it becomes an alert of the network (on the air, to the hub).")
-    @Argument(help: "The phone's call: its short code (T4821) or id (phone:...), as `vigil status` prints them.")
-    var call: String
-    @Option(help: "Who confirms it (a name, at most 64 bytes).") var by: String
-    @OptionGroup var options: DataOptions
+    @OptionGroup var decision: PhoneCallDecisionOptions
 
     func run() async throws {
-        try await reportingErrors {
-            let dir = try options.load().configuration.dataDirectory
-            let reply = try CommandSender.sendToRunningNode(.decidePhoneCall(PhoneCallDecision(call: call, confirm: true, by: by, via: "cli")), dataDirectory: dir)
-            FileOutput.standardOutput.write("confirmed call \(call): raised as alert \(reply.alert ?? "?") (event \(reply.sequence ?? 0)): the box sends it as its own alert (on the air with a shelter key, to the hub when joined)\n")
+        try await decision.send(confirm: true) { reply in
+            "confirmed call \(decision.call): raised as alert \(reply.alert ?? "?") (event \(reply.sequence ?? 0)): the box sends it as its own alert (on the air with a shelter key, to the hub when joined)"
         }
     }
 }
@@ -192,16 +187,25 @@ struct CallsConfirm: AsyncParsableCommand {
 struct CallsDismiss: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "dismiss", abstract: "Dismiss a phone's call for help as not one: it ends, and everyone told is told.")
-    @Argument(help: "The phone's call: its short code (T4821) or id (phone:...).")
-    var call: String
-    @Option(help: "Who dismisses it (a name, at most 64 bytes).") var by: String
-    @OptionGroup var options: DataOptions
+    @OptionGroup var decision: PhoneCallDecisionOptions
 
     func run() async throws {
+        try await decision.send(confirm: false) { reply in "dismissed call \(decision.call) (event \(reply.sequence ?? 0)); everyone told is told" }
+    }
+}
+
+/// What `vigil calls confirm` and `dismiss` take: the call and who decides it (a running node only).
+struct PhoneCallDecisionOptions: ParsableArguments {
+    @Argument(help: "The phone's call: its short code (T4821) or id (phone:...), as `vigil status` prints them.")
+    var call: String
+    @Option(help: "Who decides it (a name, at most 64 bytes).") var by: String
+    @OptionGroup var options: DataOptions
+
+    func send(confirm: Bool, saying: (NodeReply) -> String) async throws {
         try await reportingErrors {
             let dir = try options.load().configuration.dataDirectory
-            let reply = try CommandSender.sendToRunningNode(.decidePhoneCall(PhoneCallDecision(call: call, confirm: false, by: by, via: "cli")), dataDirectory: dir)
-            FileOutput.standardOutput.write("dismissed call \(call) (event \(reply.sequence ?? 0)); everyone told is told\n")
+            let reply = try CommandSender.sendToRunningNode(.decidePhoneCall(PhoneCallDecision(call: call, confirm: confirm, by: by, via: "cli")), dataDirectory: dir)
+            FileOutput.standardOutput.write(saying(reply) + "\n")
         }
     }
 }
