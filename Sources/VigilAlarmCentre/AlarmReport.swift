@@ -47,7 +47,7 @@ public enum AlarmReport: Sendable, Hashable {
 
 /// A condition the box raises and later clears.
 public enum AlarmCondition: Sendable, Hashable {
-    /// A call for help at a box (its SOS button, or a phone's SOS through it); `call` is the
+    /// A call for help at a box (its SOS button, staff, or a phone's SOS staff confirmed); `call` is the
     /// node's call number. Contact ID 120 Panic.
     case sos(call: Int)
     /// A medical alarm for a resident (their number in the box's list). Contact ID 100 Medical.

@@ -10,8 +10,9 @@ import VigilSystem
 /// ten EchoAlert messages of 4 KiB each on it (evacuate, fire, medical, sos in turn, each with an
 /// id of its own), then it leaves. The simulated hour runs through the box's own `PhoneBudgets`
 /// (the decisions `GATTLinks` makes) and the box's projections (phones' calls, staff messages);
-/// every event the box would append is encoded as the log stores it (`RecordFormat`), plus LMDB's
-/// entry overhead. The baseline, in the same run, is the same flood under the rules before:
+/// every message and link event the box would append is encoded as the log stores it
+/// (`RecordFormat`), plus LMDB's entry overhead (the staff messages' delivery attempts, a handful,
+/// are not counted). The baseline, in the same run, is the same flood under the rules before:
 /// a fresh bucket per link (10 at once, one per 0.5 s), and every link logged.
 struct PhoneFloodBench {
     static let metric = "phone_flood_log_bytes_per_hour"

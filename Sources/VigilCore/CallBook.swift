@@ -157,7 +157,8 @@ public struct CallBook: Codable, Equatable, Sendable {
     public static let phoneCallLifetimeMicroseconds: UInt64 = 2 * 3_600_000_000
     public private(set) var refusedPhoneCalls: UInt64 = 0
     public private(set) var phoneMessagesTakenIn: UInt64 = 0
-    /// The prefix of a phone's call id; the rest is its first message's id.
+    /// The prefix of a phone's call id; the rest is a hash of its first message's id and sender
+    /// (`phoneCallID`).
     public static let phoneCallPrefix = "phone:"
     /// The box's own troubles reported to the alarm receiving centre and not yet restored.
     public private(set) var raisedTroubles: Set<AlarmSignal.Condition> = []

@@ -45,8 +45,9 @@ public struct ConnectionCounters: Sendable, Codable, Equatable {
     /// for the card (the box's slowness: no strike).
     public var messagesRefusedPending: UInt64 = 0
     public var violations: UInt64 = 0
-    /// Phones' messages that asked for help (sos, medical): each a phone's call for staff, or
-    /// taken into the one open (`CallBook.phoneAsked`), never an alert of the network by itself.
+    /// Phones' sos and medical messages logged: the call book opens a phone's call for staff from
+    /// each, or takes it into the unanswered one, or (4 open) leaves it a message
+    /// (`CallBook.phoneAsked`); never an alert of the network by itself.
     public var callsFromPhones: UInt64 = 0
     /// Of `messagesRefused`, refused because phones together used the box's budget
     /// (`PhoneBudgets`): no strike, the phone may not be the one flooding.
@@ -319,7 +320,7 @@ final class GATTLinks: NodeComponent {
             if asksForHelp {
                 // The call book opens (or takes it into) a phone's call for staff from the event.
                 counters.callsFromPhones += 1
-                node.logger.notice("a phone asked for help (unverified): staff are told", metadata: ["category": "\(chat.category)"])
+                node.logger.notice("a phone asked for help (unverified): logged for the call book", metadata: ["category": "\(chat.category)"])
                 node.logger.debug("the phone's call", metadata: ["peer": "\(formatAddress(chat.peer))", "message": "\(chat.messageID.prefix(64))"])
             }
         }

@@ -16,13 +16,13 @@ struct MessageRate: Sendable, Equatable {
         refilledNanoseconds = nowNanoseconds
     }
 
-    /// Takes one message's allowance; false when the peer is over its rate (nothing taken).
     /// Gives back one message's allowance taken by `take` (the message was refused for another
     /// reason, not this peer's doing).
     mutating func giveBack() {
         creditNanoseconds = min(capacityNanoseconds, creditNanoseconds + intervalNanoseconds)
     }
 
+    /// Takes one message's allowance; false when the peer is over its rate (nothing taken).
     mutating func take(nowNanoseconds now: UInt64) -> Bool {
         if now > refilledNanoseconds {
             // Monotonic time only moves forward; an earlier reading adds nothing.

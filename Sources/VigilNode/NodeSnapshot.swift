@@ -420,7 +420,7 @@ extension NodeSnapshot {
                            paths.messages?.failingSinceMicroseconds != nil ? "test messages are failing" : nil].compactMap { $0 }
             copy.callPaths?.problem = failing.isEmpty ? "a path is failing" : failing.joined(separator: "; ")
         }
-        // Where an alert was raised and what it says (a phone's address, a name, a room) are for
+        // Where an alert was raised and what it says (a phone's text staff confirmed, a name, a room) are for
         // staff: a passer-by sees its kind and that it is open.
         copy.alerts = copy.alerts.map { a in
             var a = a

@@ -96,16 +96,16 @@ enum OpenAPIDocument {
           responses: *commandResponses
       /calls/{call}/confirm:
         parameters:
-          - {name: call, in: path, required: true, description: "A phone's unverified call: its short code (T4821)",
-             schema: {type: string, pattern: "^T[0-9]{4}$"}}
+          - {name: call, in: path, required: true, description: "A phone's unverified call: its short code (T4821) or id",
+             schema: {type: string, pattern: "^(T[0-9]{4}|phone:[0-9a-f]{16})$"}}
         post:
           summary: Confirm a phone's unverified call for help (someone saw it is real); it is raised as this box's alert and goes on the air and to the hub.
           requestBody: {required: true, content: {application/json: {schema: {$ref: "#/components/schemas/TakeRequest"}}}}
           responses: *commandResponses
       /calls/{call}/dismiss:
         parameters:
-          - {name: call, in: path, required: true, description: "A phone's unverified call: its short code (T4821)",
-             schema: {type: string, pattern: "^T[0-9]{4}$"}}
+          - {name: call, in: path, required: true, description: "A phone's unverified call: its short code (T4821) or id",
+             schema: {type: string, pattern: "^(T[0-9]{4}|phone:[0-9a-f]{16})$"}}
         post:
           summary: Dismiss a phone's unverified call as not a call for help; it ends and everyone told is told.
           requestBody: {required: true, content: {application/json: {schema: {$ref: "#/components/schemas/TakeRequest"}}}}

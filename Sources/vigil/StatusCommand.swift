@@ -212,7 +212,7 @@ struct Status: AsyncParsableCommand {
                     + "; \(k.messagesReceived) messages in (unauthenticated), \(k.messagesSent) out, \(k.messagesRefused) refused (\(k.messagesRefusedPending) while the card was slow), \(k.violations) violations, \(k.linksClosedForMisbehaviour) links closed for misbehaviour, \(k.linksRefused) refused when full"
                     + (k.messagesRefusedBusy > 0 ? "; \(k.messagesRefusedBusy) refused while phones together were over the box's budget" : "")
                     + (k.linkEventsShed > 0 ? "; \(k.linkEventsShed) links not logged (too many)" : "")
-                    + (k.callsFromPhones > 0 ? "; \(k.callsFromPhones) phones' calls for help (unverified)" : "") + "\n"
+                    + (k.callsFromPhones > 0 ? "; \(k.callsFromPhones) phones' sos and medical messages (unverified)" : "") + "\n"
             }
             for s in live.sensors ?? [] {
                 out += "heart-rate sensor of \(s.resident) (\(s.sensor)): \(s.state)"

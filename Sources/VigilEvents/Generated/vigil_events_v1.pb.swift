@@ -2545,7 +2545,8 @@ public nonisolated struct Vigil_Events_V1_AlertTaken: Sendable {
   public var heardFrom: UInt64 = 0
 
   /// Schema 17: a call that is neither an alert nor a resident's, named by its id: a phone's
-  /// unverified call for help ("phone:<message id>"). Such a taking stays at the box.
+  /// unverified call for help ("phone:" and a hash of its first message's id and sender). Such a
+  /// taking stays at the box.
   public var call: String = String()
 
   public var unknownFields = SwiftProtobuf.UnknownStorage()
@@ -2613,9 +2614,10 @@ public nonisolated struct Vigil_Events_V1_SmsReceived: Sendable {
 }
 
 /// Staff decided a phone's unverified call for help (a `ChatMessage` of category sos or medical
-/// opened it at this box, "phone:<message id>"): `confirmed`, and the box raised alert `alert` of
-/// its network from it (the AlertRaised comes just before this event), or dismissed as not a call
-/// for help. Either way the phone's call ends and everyone told of it is told. It stays at the box.
+/// opened it at this box; its id is "phone:" and a hash of that message's id and sender):
+/// `confirmed`, and the box raised alert `alert` of its network from it (the AlertRaised comes
+/// just before this event), or dismissed as not a call for help. Either way the phone's call ends
+/// and everyone told of it is told. It stays at the box.
 public nonisolated struct Vigil_Events_V1_PhoneCallDecided: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
   // `Message` and `Message+*Additions` files in the SwiftProtobuf library for

@@ -59,16 +59,20 @@ def one_link(index, box, handle, n, category):
         s.send(bytes([0x02, 0x00, 0x02]))          # Exchange MTU Request: 512
         while True:
             pdu = s.recv(1024)
-            if pdu and pdu[0] == 0x03:              # Exchange MTU Response
+            if not pdu:
+                return f"{n} {address} {category} closed by the box"
+            if pdu[0] == 0x03:                      # Exchange MTU Response
                 break
         message = json.dumps({"id": f"flood-{n}-{random.getrandbits(32):08x}", "category": category,
                               "content": f"prank {n}: {category}"}).encode()
         s.send(bytes([0x12, handle & 0xFF, handle >> 8]) + message)
         while True:
             pdu = s.recv(1024)
-            if pdu and pdu[0] == 0x13:
+            if not pdu:
+                return f"{n} {address} {category} closed by the box"
+            if pdu[0] == 0x13:
                 return f"{n} {address} {category} written"
-            if pdu and pdu[0] == 0x01:
+            if pdu[0] == 0x01 and len(pdu) >= 5:
                 return f"{n} {address} {category} refused 0x{pdu[4]:02x}"
     except OSError as error:
         return f"{n} {address} {category} failed {error}"
