@@ -1,3 +1,4 @@
+import FoundationEssentials // trimming a call's name: value types, no I/O
 import VigilEvents
 
 /// Calls for help and the people told of them: every SOS or medical call raised here or heard
@@ -503,6 +504,13 @@ public struct CallBook: Codable, Equatable, Sendable {
     public func callForReply(from number: String, code: String?, writtenAt time: UInt64 = .max) -> Call? {
         let found = callsForReply(from: number, code: code, writtenAt: time)
         return found.count == 1 ? found[0] : nil
+    }
+
+    /// The call a person names: by its id, an alert's id text, or an open call's short code (any
+    /// case). What `vigil alert take`, `vigil calls confirm` and their page and API forms find.
+    public func call(named name: String) -> Call? {
+        let wanted = name.trimmingCharacters(in: .whitespaces)
+        return calls[wanted] ?? calls[Self.id(alert: wanted)] ?? open.first { $0.code.lowercased() == wanted.lowercased() }
     }
 
     /// The call of an alert id text, or of a resident's ladder.

@@ -395,11 +395,9 @@ public struct CommandInterpreter {
         guard !by.isEmpty, by.utf8.count <= 256 else {
             return .refused(.invalid, "who takes the call is a name of 1 to 64 bytes (--by NAME)")
         }
-        let book = context.projections.calls
-        let wanted = r.call.trimmingCharacters(in: .whitespaces)
-        let call = book.calls[wanted] ?? book.calls[CallBook.id(alert: wanted)]
-            ?? book.open.first { $0.code.lowercased() == wanted.lowercased() }
-        guard let call else { return .refused(.conflict, "no call for help has the id or code \(wanted.prefix(64))") }
+        guard let call = context.projections.calls.call(named: r.call) else {
+            return .refused(.conflict, "no call for help has the id or code \(r.call.trimmingCharacters(in: .whitespaces).prefix(64))")
+        }
         if let taken = call.taken {
             return .refused(.conflict, "call \(call.code) is already taken by \(taken.by) (\(CallBook.viaText(TakenVia(rawValue: taken.via) ?? .unspecified)))")
         }

@@ -19,9 +19,8 @@ extension CommandInterpreter {
         let by = PrintableText.clean(r.by, limit: 64).trimmingCharacters(in: .whitespaces)
         guard !by.isEmpty else { return .refused(.invalid, "who decides is a name of 1 to 64 bytes (--by NAME)") }
         let book = context.projections.calls
-        let wanted = r.call.trimmingCharacters(in: .whitespaces)
-        guard let call = book.calls[wanted] ?? book.open.first(where: { $0.code.lowercased() == wanted.lowercased() }) else {
-            return .refused(.conflict, "no call for help has the id or code \(wanted.prefix(64))")
+        guard let call = book.call(named: r.call) else {
+            return .refused(.conflict, "no call for help has the id or code \(r.call.trimmingCharacters(in: .whitespaces).prefix(64))")
         }
         guard let phone = call.phone else {
             return .refused(.conflict, "call \(call.code) is not a phone's: only a phone's unverified call is confirmed or dismissed")

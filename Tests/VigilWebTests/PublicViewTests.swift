@@ -13,7 +13,8 @@ import VigilEvents
     static let now: UInt64 = 1_800_000_000_000_000
     /// What a viewer must never read, each placed in the snapshot below.
     static let secrets = ["72 bpm", "C3:11:22:33:44:55", "40.41", "-3.70", "mqtt.example.org", "tls handshake failed",
-                          "10.9.8.7", "Maria fell in room 12", "10.20.30.40", "+34600111222", "Luis", "EIO on mmcblk0"]
+                          "10.9.8.7", "Maria fell in room 12", "10.20.30.40", "+34600111222", "Luis", "EIO on mmcblk0",
+                          "trapped on the roof", "D4:44:55:66:77:88"]
 
     static func snapshot() -> NodeSnapshot {
         var s = NodeSnapshot(state: Projections(), decisions: [:], live: nil, timeMicroseconds: now)
@@ -33,6 +34,11 @@ import VigilEvents
         // Why the lights are on, as OutputPolicy says it: who took a call, where a path failed.
         s.outputs = [.init(line: "red", pattern: "blink 500/500 ms", reasons: [.init(text: "SOS 00000000000000aa:1 taken by Luis", sequences: [3])]),
                      .init(line: "amber", pattern: "on", reasons: [.init(text: "cannot call for help: +34600111222: exit status 1", sequences: [4])])]
+        // A phone's call: what other phones wrote into it is for staff (issue 28).
+        s.calls = [.init(code: "T1234", id: "phone:00000000000000ab", kind: "sos", summary: "SOS FROM A PHONE, UNVERIFIED \"trapped on the roof\"",
+                         startedMicroseconds: now - 30_000_000, open: true, takenBy: nil, takenVia: nil, takenMicroseconds: nil, ended: nil,
+                         tier: 1, pass: 1, told: 1, fromPhone: true, phoneMessages: 2,
+                         phoneOthers: ["D4:44:55:66:77:88/random: trapped on the roof too"])]
         s.log.failure = "EIO on mmcblk0"
         s.log.check = "damaged at page 7: EIO on mmcblk0"
         s.callPaths = .init(problem: "the alarm centre has not acknowledged since 12:00 UTC: connect to 10.20.30.40:5000 refused",
@@ -49,7 +55,10 @@ import VigilEvents
         for secret in Self.secrets { #expect(!viewing.contains(secret), "a viewer reads \(secret)") }
         #expect(viewing.contains("the alarm centre is failing"), "that the box cannot call for help is for everyone")
         #expect(viewing.contains("sos") || viewing.contains("SOS"), "and that an SOS is open")
-        for secret in ["Maria fell in room 12", "10.20.30.40", "taken by Luis"] { #expect(acting.contains(secret), "staff read \(secret)") }
+        for secret in ["Maria fell in room 12", "10.20.30.40", "taken by Luis", "trapped on the roof too"] {
+            #expect(acting.contains(secret), "staff read \(secret)")
+        }
+        #expect(viewing.contains("From a phone, unverified"), "that a phone's call is open is for everyone")
     }
 
     @Test func thePublicViewKeepsKindsAndCountsAndDropsWhoWhereAndWhy() {
