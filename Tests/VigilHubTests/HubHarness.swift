@@ -108,8 +108,24 @@ final class HubHarness: @unchecked Sendable {
     func stop() async {
         guard let process else { return }
         process.terminate()
-        await Self.exited(process, resendingTermination: true)
+        if await Self.exited(process, resendingTermination: true) {
+            Issue.record("vigil-hub did not stop within two minutes of SIGTERM: killed. Its log ends:\n\(logTail())")
+        } else if await Self.exitStatus(process) == 70 {
+            Issue.record("vigil-hub's shutdown did not finish: its watchdog ended it. Its log ends:\n\(logTail())")
+        }
         self.process = nil
+    }
+
+    /// The last lines of the hub's log, for a failure's message.
+    func logTail(lines: Int = 30) -> String {
+        let text = (try? String(contentsOfFile: directory.path("hub.log"), encoding: .utf8)) ?? ""
+        return text.split(separator: "\n").suffix(lines).joined(separator: "\n")
+    }
+
+    /// Its exit status once Foundation has seen it end (which may come a moment after waitpid's).
+    static func exitStatus(_ process: Process) async -> Int32? {
+        for _ in 0..<100 where process.isRunning { try? await Task.sleep(for: .milliseconds(10)) }
+        return process.isRunning || process.terminationReason != .exit ? nil : process.terminationStatus
     }
 
     /// kill -9: nothing finishes; the cluster it started keeps running (the next start reuses it).
@@ -123,9 +139,11 @@ final class HubHarness: @unchecked Sendable {
     /// Waits until `process` has exited (Foundation's waitUntilExit can miss the exit of a child
     /// whose own children live on: the cluster the hub started).
     /// `resendingTermination`: SIGTERM again every 5 s while it runs (one that came before the
-    /// hub's handler was in place can be lost), and after two minutes SIGKILL and a test failure:
-    /// a hub that SIGTERM does not stop is a bug, and must not hang the suite.
-    static func exited(_ process: Process, resendingTermination: Bool = false) async {
+    /// hub's handler was in place can be lost), and after two minutes SIGKILL: a hub that SIGTERM
+    /// does not stop is a bug (`stop` fails the test), and must not hang the suite.
+    /// Returns whether it had to be killed.
+    @discardableResult
+    static func exited(_ process: Process, resendingTermination: Bool = false) async -> Bool {
         let pid = process.processIdentifier
         let stuck: Bool = await offPool {
             var status: Int32 = 0
@@ -152,7 +170,7 @@ final class HubHarness: @unchecked Sendable {
                 usleep(20_000)
             }
         }
-        if stuck { Issue.record("vigil-hub did not stop within two minutes of SIGTERM: killed") }
+        return stuck
     }
 
     func enrolmentToken(for name: String) async throws -> EnrolmentToken {
