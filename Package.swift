@@ -165,6 +165,9 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
+                // Both servers' connection caps wrap HummingbirdCore's HTTP/1 and TLS channels.
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "HummingbirdTLS", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
@@ -217,7 +220,7 @@ let package = Package(
         .executableTarget(
             name: "vigil-hub",
             dependencies: [
-                "VigilHub",
+                "VigilHub", "VigilSystem",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Yams", package: "Yams"),
@@ -313,8 +316,10 @@ let package = Package(
         .testTarget(
             name: "VigilWebTests",
             dependencies: [
-                "VigilWeb", "VigilNode", "VigilCore", "VigilSystem", "VigilTestSupport", "VigilBoard", "VigilEvents",
+                "VigilWeb", "VigilNode", "VigilCore", "VigilSystem", "VigilTestSupport", "VigilBoard", "VigilEvents", "VigilAccess",
                 .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

@@ -69,9 +69,15 @@ struct HubFanoutBench {
             l.logLevel = .warning
             return l
         }()
+        // Every simulated box connects from this machine's one address: the caps per client and
+        // in all are the descriptor limit's (the simulator raised it for the boxes).
+        var configuration = HubConfiguration(dataDirectory: directory, host: "127.0.0.1", port: 0)
+        configuration.connections.total = 1_000_000
+        configuration.connections.perClient = 1_000_000
+        let hub = configuration
         do {
             try blocking {
-                try await Hub.run(HubConfiguration(dataDirectory: directory, host: "127.0.0.1", port: 0), logger: logger) { port, _ in
+                try await Hub.run(hub, logger: logger) { port, _ in
                     writeAll("listening \(port)\n", to: STDOUT_FILENO)
                 }
             }

@@ -7,6 +7,7 @@ import PostgresNIO
 import ServiceLifecycle
 import VigilAccess
 import VigilHubProtocol
+import VigilSystem
 
 /// How a hub runs (`vigil-hub serve`).
 public struct HubConfiguration: Sendable {
@@ -16,6 +17,9 @@ public struct HubConfiguration: Sendable {
     /// `postgres://user:password@host:port/database`; nil: the hub runs its own cluster in
     /// `DATA/postgres`.
     public var databaseURL: String?
+    /// Connections held at once and their idle timeout (hub.yaml `connections`); fitted to the
+    /// process's descriptor limit at start.
+    public var connections = ConnectionLimits.hub
 
     public init(dataDirectory: String, host: String = "0.0.0.0", port: Int = 8443, databaseURL: String? = nil) {
         self.dataDirectory = dataDirectory
@@ -89,9 +93,16 @@ public enum Hub {
         CoordinatorRoutes(database: database, signal: signal, streams: LiveStreams(), logger: logger,
                           now: { UInt64(max(0, Date().timeIntervalSince1970 * 1_000_000)) })
             .register(on: router)
+        let descriptors = (try? DescriptorLimit.raiseToHard()) ?? 1024
+        let limits = configuration.connections.fitted(toDescriptorLimit: descriptors)
+        if limits != configuration.connections {
+            logger.notice("hub: connection caps fitted to the descriptor limit (raise LimitNOFILE for more)", metadata: [
+                "descriptors": "\(descriptors)", "connections": "\(limits.total)", "per_client": "\(limits.perClient)",
+            ])
+        }
         let app = Application(
             router: router,
-            server: try .tls(.http1(), tlsConfiguration: identity.serverTLS()),
+            server: .http1(tls: try identity.serverTLS(), connections: OpenConnections(limits: limits, logger: logger)),
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "vigil-hub"),
             onServerRunning: { channel in
                 let port = channel.localAddress?.port ?? configuration.port
@@ -102,13 +113,23 @@ public enum Hub {
         )
         let migration = MigrationService(database: database, app: app)
         let listener = FeedListener(client: client, signal: signal, logger: logger)
-        var groupConfiguration = ServiceGroupConfiguration(services: [.init(service: client), .init(service: migration), .init(service: listener),
-                                                                      .init(service: FeedStreamsService(streams: streams, signal: signal))],
+        let running = RunningServices(), done = ShutdownDone()
+        func named<S: Service>(_ name: String, _ service: S) -> ServiceGroupConfiguration.ServiceConfiguration {
+            .init(service: NamedService(name: name, base: service, running: running))
+        }
+        // Graceful shutdown goes through the services last to first: the watchdog hears of it first.
+        let watchdog = ShutdownWatchdog(limit: .seconds(30), running: running, done: done, logger: logger)
+        var groupConfiguration = ServiceGroupConfiguration(services: [named("database client", client), named("HTTPS server", migration),
+                                                                      named("feed listener", listener),
+                                                                      named("feed streams", FeedStreamsService(streams: streams, signal: signal)),
+                                                                      .init(service: watchdog, successTerminationBehavior: .ignore)],
                                                            gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
         // A service that does not finish its graceful shutdown (a wait that ignores it) is
-        // cancelled after this long, so SIGTERM always ends the hub (CI once saw one hang).
+        // cancelled after this long, so SIGTERM always ends the hub (CI once saw one hang); one
+        // that ignores cancellation too is the watchdog's.
         groupConfiguration.maximumGracefulShutdownDuration = .seconds(10)
         let group = ServiceGroup(configuration: groupConfiguration)
+        defer { done.set() }
         try await group.run()
     }
 

@@ -1,5 +1,6 @@
 import CoreMetrics
 import Foundation
+import VigilAccess
 import VigilBoard
 import VigilCalls
 import VigilCore
@@ -436,6 +437,12 @@ public struct NodeConfiguration: Sendable {
             }
             if let v = try http.bool("tls") { config.http.tls = v }
             if let v = try http.bool("public_view") { config.http.publicView = v }
+            if let v = try http.integer("max_connections", in: 16...100_000) { config.http.connections.total = v }
+            if let v = try http.integer("max_connections_per_client", in: 1...100_000) { config.http.connections.perClient = v }
+            if let v = try http.duration("idle_timeout") {
+                guard (1_000_000...3_600_000_000).contains(v) else { throw http.error("http.idle_timeout must be from 1s to 1h") }
+                config.http.connections.idleTimeoutSeconds = Int(v / 1_000_000)
+            }
             if let v = try http.string("public_url"), !v.isEmpty {
                 guard let url = HTTPSettings.parsePublicURL(v) else {
                     throw http.error("http.public_url must be the page's https address as others reach it, such as https://vigil-a.lan:8443")
@@ -620,6 +627,10 @@ public struct HTTPSettings: Sendable, Equatable {
     /// without a trailing slash: messages to webhooks carry a take link under it. nil: they carry
     /// the link's path and token only.
     public var publicURL: String?
+    /// Connections held at once (`http.max_connections`, `http.max_connections_per_client`) and
+    /// how long one may sit idle (`http.idle_timeout`), fitted at start to the descriptors the
+    /// process may hold, less a reserve for the log, the control socket, notifiers and GATT.
+    public var connections = ConnectionLimits.boxPage
 
     public init() {}
 

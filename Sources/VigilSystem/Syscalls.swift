@@ -423,6 +423,75 @@ public func setThreadNice(_ nice: Int32) throws(SystemError) {
     _ = try check("sched_setattr(thread, nice \(nice), reset on fork)") { cvigil_set_thread_nice(nice) }
 }
 
+/// A secret (an enrolment token, a database URL with its password) read from a file or from
+/// standard input (`-`), never from a command line: `/proc/PID/cmdline` and `ps` show every
+/// process's arguments to every user of the machine.
+public enum SecretInput {
+    /// The first line of `source` (a path, or `-` for standard input), without surrounding
+    /// white space; at most `maxBytes` are read. Empty, or unreadable, is an error that names
+    /// `what`.
+    public static func read(_ source: String, what: String, maxBytes: Int = 4096) throws(SystemError) -> String {
+        let bytes: [UInt8]
+        if source == "-" {
+            bytes = try readUpTo(STDIN_FILENO, maxBytes, subject: "standard input")
+        } else {
+            let file = try FileDescriptor.open(source, flags: O_RDONLY | O_CLOEXEC)
+            bytes = try readUpTo(file.rawValue, maxBytes, subject: source)
+        }
+        let text = String(decoding: bytes, as: UTF8.self)
+        let line = text.split(whereSeparator: \.isNewline).first.map(String.init) ?? ""
+        let trimmed = String(line.drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }.reversed())
+        guard !trimmed.isEmpty else { throw SystemError("read \(what)", source == "-" ? "standard input" : source, errno: .invalid) }
+        return trimmed
+    }
+
+    /// Up to `maxBytes`, or to the end of the file; a descriptor with nothing waiting (EAGAIN)
+    /// ends the read too.
+    private static func readUpTo(_ fd: Int32, _ maxBytes: Int, subject: String) throws(SystemError) -> [UInt8] {
+        var bytes: [UInt8] = []
+        while bytes.count < maxBytes {
+            let chunk: [UInt8]?
+            do {
+                chunk = try readAvailable(fd, upTo: min(1024, maxBytes - bytes.count))
+            } catch {
+                throw SystemError("read", subject, errno: error.errno)
+            }
+            guard let chunk, !chunk.isEmpty else { break }
+            bytes += chunk
+        }
+        return bytes
+    }
+}
+
+/// The descriptors a process may hold (RLIMIT_NOFILE).
+public enum DescriptorLimit {
+    /// Raises the soft limit to the hard one (an unprivileged process may) and returns the soft
+    /// limit in force. A server sizes its connection caps from it, keeping a reserve for what
+    /// must never fail for want of a descriptor: the log, the control socket, a notifier's pipes,
+    /// GATT. systemd starts services at 1024 unless the unit says otherwise (`LimitNOFILE`).
+    public static func raiseToHard() throws(SystemError) -> Int {
+        var limit = rlimit()
+        _ = try check("getrlimit(RLIMIT_NOFILE)") { getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) }
+        if limit.rlim_cur < limit.rlim_max {
+            var raised = limit
+            raised.rlim_cur = limit.rlim_max
+            // Refused only where the hard limit moved meanwhile: the soft one stays as it was.
+            if setrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &raised) == 0 { limit = raised }
+        }
+        // RLIM_INFINITY is not a count; no server needs more than this many.
+        return Int(min(limit.rlim_cur, 1 << 20))
+    }
+
+    /// Descriptors this process holds now (entries of /proc/self/fd), nil where it cannot be read.
+    public static func openCount() -> Int? {
+        guard let directory = opendir("/proc/self/fd") else { return nil }
+        defer { closedir(directory) }
+        var count = 0
+        while readdir(directory) != nil { count += 1 }
+        return max(0, count - 3) // ".", ".." and the directory's own descriptor
+    }
+}
+
 /// Monotonic nanoseconds, for measuring intervals (never for event times).
 public func monotonicNanoseconds() -> UInt64 { cvigil_monotonic_ns() }
 

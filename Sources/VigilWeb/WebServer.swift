@@ -7,6 +7,7 @@ import Prometheus
 import ServiceLifecycle
 import VigilAccess
 import VigilNode
+import VigilSystem
 
 /// The box's own page and API (README "The box's page"): a Hummingbird server beside the node's
 /// loop. It never touches node state: it reads the snapshots the loop publishes (`SnapshotFeed`)
@@ -67,6 +68,7 @@ public struct WebServer: Service {
         let onListening = self.onListening
         let node = self.node
         let configuration = ApplicationConfiguration(address: .hostname(host, port: port), serverName: "vigil")
+        let connections = openConnections()
         let running: @Sendable (any Channel) async -> Void = { channel in
             let bound = channel.localAddress?.port ?? port
             logger.notice("the box's page is served", metadata: [
@@ -78,11 +80,12 @@ public struct WebServer: Service {
         }
         let app: Application<RouterResponder<WebContext>>
         if let identity {
-            app = Application(router: router, server: try .tls(.http1(), tlsConfiguration: identity.serverTLS()),
+            app = Application(router: router, server: .http1(tls: try identity.serverTLS(), connections: connections),
                               configuration: configuration, onServerRunning: running, logger: logger)
         } else {
             logger.warning("the box's page is served over plain HTTP (http.tls: false): passwords and cookies cross the network readable")
-            app = Application(router: router, configuration: configuration, onServerRunning: running, logger: logger)
+            app = Application(router: router, server: .http1(tls: nil, connections: connections),
+                              configuration: configuration, onServerRunning: running, logger: logger)
         }
         let snapshots = node.snapshots.updates()
         try await withGracefulShutdownHandler {
@@ -97,6 +100,27 @@ public struct WebServer: Service {
             // Live streams never end by themselves: end them, so the server's shutdown does not
             // wait for browsers that stay.
             feed.finish()
+        }
+    }
+}
+
+extension WebServer {
+    /// The page's connection caps, fitted to the descriptors this process may hold: whatever
+    /// browsers and scripts hold open, `ConnectionLimits.reservedDescriptors` stay for the log,
+    /// the control socket, notifiers' pipes, GATT and the hub's client.
+    func openConnections() -> OpenConnections {
+        let descriptors = (try? DescriptorLimit.raiseToHard()) ?? 1024
+        let limits = settings.connections.fitted(toDescriptorLimit: descriptors)
+        if limits != settings.connections {
+            logger.notice("the page's connection caps are fitted to the descriptor limit (LimitNOFILE)", metadata: [
+                "descriptors": "\(descriptors)", "max_connections": "\(limits.total)", "per_client": "\(limits.perClient)",
+            ])
+        }
+        let open = metrics?.makeGauge(name: "vigil_http_connections_open")
+        let refused = metrics?.makeCounter(name: "vigil_http_connections_refused_total")
+        return OpenConnections(limits: limits, logger: logger) { count, wasRefused in
+            open?.set(Int64(count))
+            if wasRefused { refused?.increment() }
         }
     }
 }

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Logging
 import VigilHub
+import VigilSystem
 import Yams
 
 @main
@@ -21,8 +22,11 @@ struct HubOptions: ParsableArguments {
     @Option(name: .long, help: "A YAML file with database.url and listen (default: DATA/hub.yaml if it exists).")
     var config: String?
 
-    @Option(name: .long, help: "postgres://USER:PASSWORD@HOST:PORT/DATABASE: use this server instead of a cluster of the hub's own.")
+    @Option(name: .long, help: "postgres://USER@HOST:PORT/DATABASE: use this server instead of a cluster of the hub's own. Without a password: a command line is readable by every user (use --database-url-file or hub.yaml's database.url for one).")
     var databaseURL: String?
+
+    @Option(name: .long, help: "A file holding the database URL (with its password), or - to read it from standard input.")
+    var databaseURLFile: String?
 
     @Option(name: .long, help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel: String = "info"
@@ -35,7 +39,7 @@ struct HubOptions: ParsableArguments {
             guard let root = try Yams.load(yaml: text) as? [String: Any] else {
                 throw ValidationError("\(path): expected a mapping")
             }
-            for key in root.keys where !["database", "listen"].contains(key) {
+            for key in root.keys where !["database", "listen", "connections"].contains(key) {
                 throw ValidationError("\(path): unknown key \(key)")
             }
             if let database = root["database"] as? [String: Any] {
@@ -43,8 +47,30 @@ struct HubOptions: ParsableArguments {
                 c.databaseURL = database["url"] as? String
             }
             if let listen = root["listen"] as? String { try c.setListen(listen) }
+            if let connections = root["connections"] as? [String: Any] {
+                func count(_ key: String, _ range: ClosedRange<Int>) throws -> Int? {
+                    guard let value = connections[key] else { return nil }
+                    guard let n = value as? Int, range.contains(n) else {
+                        throw ValidationError("\(path): connections.\(key) must be a whole number from \(range.lowerBound) to \(range.upperBound)")
+                    }
+                    return n
+                }
+                for key in connections.keys where !["total", "per_client", "idle_timeout_seconds"].contains(key) {
+                    throw ValidationError("\(path): unknown key connections.\(key)")
+                }
+                if let n = try count("total", 16...1_000_000) { c.connections.total = n }
+                if let n = try count("per_client", 1...1_000_000) { c.connections.perClient = n }
+                if let n = try count("idle_timeout_seconds", 5...3_600) { c.connections.idleTimeoutSeconds = n }
+            }
         }
-        if let databaseURL { c.databaseURL = databaseURL }
+        if let databaseURL {
+            if URLComponents(string: databaseURL)?.password != nil {
+                throw ValidationError("--database-url carries a password, which every user of this machine can read on the command line (ps): "
+                                      + "put the URL in --database-url-file FILE (or - for standard input), or in hub.yaml's database.url")
+            }
+            c.databaseURL = databaseURL
+        }
+        if let databaseURLFile { c.databaseURL = try SecretInput.read(databaseURLFile, what: "the database URL") }
         return c
     }
 
@@ -102,7 +128,7 @@ struct Enroll: AsyncParsableCommand {
 
     func run() async throws {
         let token = try await Hub.enrol(name: name, configuration: try options.hubConfiguration(), logger: options.logger())
-        print("On the box: vigil hub join https://HUB-ADDRESS:8443 --token TOKEN (single use, valid 7 days). TOKEN:")
+        print("On the box: vigil hub join https://HUB-ADDRESS:8443 --token-file - (then paste it; single use, valid 7 days). TOKEN:")
         print(token)
     }
 }

@@ -1,0 +1,120 @@
+import Foundation
+import Testing
+import VigilSystem
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Issue 28, finding 5: about 1,100 idle TCP connections to the box's page once took every
+/// descriptor of the node's process, and the control socket, the notifier's pipes, GATT and the
+/// hub's requests failed with them. Now the page holds at most its cap and the rest of the box
+/// keeps working. A running node (`vigil run`, started as systemd starts it: 1,024 descriptors)
+/// with the shipped webhook notifier telling staff; 2,000 connections held against its page from
+/// 125 addresses.
+@Suite(.serialized) struct PageSiegeTests {
+    @Test func twoThousandIdleConnectionsLeaveTheSOSItsLightsItsStaffMessageAndStatus() throws {
+        let prlimit = try #require(Tool.find("prlimit"), "prlimit (util-linux) is not installed")
+        let dir = TemporaryDirectory()
+        let server = try WebhookServer(dir: dir.path + "-server", failFirst: 0)
+        defer { server.stop() }
+        #expect(try CLI.run(["run", "--data", dir.path, "--duration", "200ms"]).status == 0)
+        let port = try NotifierTests.freeLocalPort()
+        let hook = "\(server.url)/staff-hook"
+        let config = dir.path + "/vigil.yaml"
+        try """
+        notify:
+          command: \(NotifierTests.webhook)
+          arguments: ["--url", "\(hook)", "--state", "\(dir.path)/notify-ledger"]
+          staff: ["\(hook)"]
+          retry_base: 1s
+        http:
+          listen: 127.0.0.1:\(port)
+          tls: false
+        """.write(toFile: config, atomically: true, encoding: .utf8)
+        let node = Process()
+        node.executableURL = URL(fileURLWithPath: prlimit)
+        node.arguments = ["--nofile=1024:1024", "--", CLI.binary, "run", "--config", config, "--data", dir.path, "--duration", "120s"]
+        FileManager.default.createFile(atPath: dir.path + "/node.err", contents: nil)
+        node.standardOutput = FileHandle.nullDevice
+        node.standardError = FileHandle(forWritingAtPath: dir.path + "/node.err")
+        try node.run()
+        defer { if node.isRunning { kill(node.processIdentifier, SIGKILL) } }
+        let pid = node.processIdentifier // prlimit execs the node: same process
+        #expect(eventually(seconds: 20) { Self.get(port: port, "/healthz") == 200 }, "the page is served")
+        let before = try #require(Self.openDescriptors(pid))
+
+        // The siege: 2,000 connections, 16 from each of 125 addresses, all held open.
+        _ = try DescriptorLimit.raiseToHard()
+        var siege: [Int32] = []
+        defer { for fd in siege { close(fd) } }
+        for i in 0..<2_000 {
+            siege.append(try Self.connect(from: "127.0.1.\(1 + i % 125)", port: port))
+        }
+        // The page takes what its cap allows (256) and closes the rest as it takes them.
+        // Waited for until it stops growing: without a cap, the node took connections until its
+        // descriptors ran out, and then its control socket and notifier failed.
+        #expect(eventually(seconds: 30) {
+            let now = Self.openDescriptors(pid) ?? 0
+            usleep(500_000)
+            return now >= before + 200 && Self.openDescriptors(pid) == now
+        }, "the page holds its share")
+
+        // An SOS: it lights, staff are told, status answers.
+        #expect(try CLI.run(["sim", "press", "sos", "--data", dir.path]).status == 0)
+        #expect(eventually(seconds: 20) { (try? CLI.run(["why", "--data", dir.path]))?.stdout.contains("red: on") == true },
+                "the SOS lights: \((try? CLI.run(["why", "--data", dir.path]))?.stdout ?? "")")
+        #expect(eventually(seconds: 30) { server.requests().contains { $0.body.contains("SOS") } },
+                "staff's message is made and sent: \(server.requests().map(\.body))")
+        let status = try CLI.run(["status", "--data", dir.path])
+        #expect(status.status == 0 && status.stdout.contains("live:"), "status answers: \(status.stderr)")
+        let held = try #require(Self.openDescriptors(pid))
+        #expect(held <= before + 256 + 32, "the page's cap holds: \(held) descriptors, \(before) before the siege")
+
+        // The siege ends: the page answers again, and its log said what it refused.
+        for fd in siege { close(fd) }
+        siege = []
+        #expect(eventually(seconds: 30) { Self.get(port: port, "/healthz") == 200 }, "the page answers again")
+        kill(pid, SIGTERM)
+        node.waitUntilExit()
+        #expect(node.terminationStatus == 0)
+        let log = (try? String(contentsOfFile: dir.path + "/node.err", encoding: .utf8)) ?? ""
+        #expect(log.contains("connections refused at the cap"), "\(log.suffix(2000))")
+        #expect(!log.contains("Too many open files"), "\(log.suffix(2000))")
+        #expect(try CLI.run(["replay", "--data", dir.path]).status == 0)
+    }
+
+    /// Descriptors `pid` holds now.
+    static func openDescriptors(_ pid: Int32) -> Int? {
+        (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd"))?.count
+    }
+
+    /// A connection from `source` to the page, non-blocking: it is held, never written.
+    static func connect(from source: String, port: Int) throws -> Int32 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+        guard fd >= 0 else { throw WebhookServer.ServerError(message: "socket: errno \(errno)") }
+        var local = sockaddr_in()
+        local.sin_family = sa_family_t(AF_INET)
+        local.sin_addr.s_addr = inet_addr(source)
+        var remote = sockaddr_in()
+        remote.sin_family = sa_family_t(AF_INET)
+        remote.sin_port = in_port_t(UInt16(port).bigEndian)
+        remote.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let size = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafePointer(to: &local) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, size) } }
+        let connected = withUnsafePointer(to: &remote) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, size) } }
+        guard bound == 0, connected == 0 || errno == EINPROGRESS else {
+            let e = errno
+            close(fd)
+            throw WebhookServer.ServerError(message: "connect from \(source): errno \(e)")
+        }
+        return fd
+    }
+
+    /// The page's answer's status to a GET, or nil (curl, as a browser would ask).
+    static func get(port: Int, _ path: String) -> Int? {
+        guard let curl = Tool.find("curl"),
+              let r = try? Tool.run(curl, ["-s", "-o", "/dev/null", "-m", "5", "-w", "%{http_code}", "http://127.0.0.1:\(port)\(path)"], input: "")
+        else { return nil }
+        return Int(r.stdout)
+    }
+}
