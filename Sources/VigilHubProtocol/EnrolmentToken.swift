@@ -1,7 +1,7 @@
 import Foundation
 import VigilHex
 
-/// What `vigil-hub enroll NAME` prints and `vigil hub join URL --token T` takes: a single-use
+/// What `vigil-hub enroll NAME` prints and `vigil hub join URL --token-file FILE` reads: a single-use
 /// secret and the hub's identity (the SHA-256 of its TLS certificate), so the box knows which hub
 /// it may send the secret to before it sends anything.
 ///

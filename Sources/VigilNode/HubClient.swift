@@ -268,7 +268,7 @@ public enum HubJoin {
     public static func addEntryPoint(url: String, fingerprint: String, location: String?, dataDirectory: String) async throws -> HubLinks.Link {
         var links = try HubLinks.load(dataDirectory: dataDirectory)
         guard let joined = links.hubs.first else {
-            throw HubClient.Failure.wrongHub("the box has joined no hub yet: `vigil hub join URL --token TOKEN` first")
+            throw HubClient.Failure.wrongHub("the box has joined no hub yet: `vigil hub join URL --token-file -` first")
         }
         let node = try NodeIdentity.load(dataDirectory: dataDirectory)
         let certificate = try await HubClient.pinnedCertificate(url: url, fingerprint: fingerprint)

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import VigilHubProtocol
 import VigilNode
+import VigilSystem
 
 struct HubCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -54,8 +55,12 @@ struct HubCommand: AsyncParsableCommand {
         @Argument(help: "The hub's address, https://HOST:PORT.")
         var url: String
 
-        @Option(help: "The token `vigil-hub enroll` printed.")
-        var token: String
+        @Option(name: .customLong("token-file"),
+                help: "A file holding the token `vigil-hub enroll` printed, or - to read it from standard input (never the token itself: a command line is readable by every user of the box).")
+        var tokenFile: String
+
+        @Option(help: .hidden)
+        var token: String?
 
         @Option(help: "The hub's reference location, LATITUDE,LONGITUDE: with several hubs the box uses the nearest that answers (from site.location).")
         var location: String?
@@ -63,7 +68,12 @@ struct HubCommand: AsyncParsableCommand {
         func run() async throws {
             try await reportingErrors {
                 try HubCommand.check(url: url, location: location)
-                guard let parsed = EnrolmentToken(text: token) else {
+                if token != nil {
+                    throw CLIError("the token is not taken on the command line, where every user of the box can read it (ps): "
+                                   + "--token-file FILE, or --token-file - with the token on standard input", code: 64)
+                }
+                let text = try SecretInput.read(tokenFile, what: "the enrolment token")
+                guard let parsed = EnrolmentToken(text: text) else {
                     throw CLIError("that is not an enrolment token (vigil1.SECRET.FINGERPRINT, as `vigil-hub enroll` prints it)", code: 64)
                 }
                 let dir = try options.load().configuration.dataDirectory

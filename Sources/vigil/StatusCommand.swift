@@ -341,7 +341,7 @@ struct HubStatusLine: Encodable {
 
     var text: String {
         guard let url else {
-            return hub.isEmpty ? "hub: none (join one with `vigil hub join URL --token TOKEN`)"
+            return hub.isEmpty ? "hub: none (join one with `vigil hub join URL --token-file -`)"
                 : "hub: \(hub.prefix(16))… (no longer joined), synced through \(syncedThrough)"
         }
         var line = "hub: \(url) as \(name ?? "?"): synced through \(syncedThrough) (epoch \(epoch)), backlog \(backlog)"

@@ -8,6 +8,7 @@ import VigilHex
 import VigilHub
 import VigilHubProtocol
 import VigilLog
+import VigilSystem
 import VigilTestSupport
 @testable import VigilNode
 
@@ -110,7 +111,13 @@ import VigilTestSupport
         await box.append(Self.resident())
         // Joined with the CLI while the node runs: it tells the node, which starts syncing.
         let token = try await hub.enrolmentToken(for: "late-joiner").text
-        let joined = await offPool { runProcess(HubHarness.vigilBinary, ["hub", "join", hub.url, "--token", token, "--data", box.directory.path]) }
+        // Never on the command line, where every user of the box reads it (ps): refused, unused.
+        let onArgv = await offPool { runProcess(HubHarness.vigilBinary, ["hub", "join", hub.url, "--token-file", "-", "--token", token,
+                                                                         "--data", box.directory.path]) }
+        #expect(onArgv.status == 64 && onArgv.output.contains("not taken on the command line"), "\(onArgv.output)")
+        let tokenFile = box.directory.path("enrolment-token")
+        try FileSystem.createExclusive(tokenFile, contents: Array((token + "\n").utf8), mode: 0o600)
+        let joined = await offPool { runProcess(HubHarness.vigilBinary, ["hub", "join", hub.url, "--token-file", tokenFile, "--data", box.directory.path]) }
         #expect(joined.status == 0 && joined.output.contains("the running node syncs with it now"), "\(joined.output)")
         try await box.waitUntilSynced()
         let node = try #require(await box.read { $0.nodeID })
