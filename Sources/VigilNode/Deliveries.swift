@@ -1,3 +1,4 @@
+import VigilCalls
 import VigilCore
 import VigilEvents
 import VigilSystem
@@ -63,9 +64,13 @@ final class Deliveries: NodeComponent {
 
     private func deliver(_ entry: Outbox.Entry) {
         let attempt = entry.attempts + 1
+        // Who and what only at debug: residents' numbers and messages are not the journal's
+        // (whoever administers the box reads it, and it is copied into bug reports).
         node.logger.notice("outbox message", metadata: [
+            "entry": "\(entry.id)", "recipients": "\(entry.recipients.count)", "attempt": "\(attempt)",
+        ])
+        node.logger.debug("outbox message's recipients and text", metadata: [
             "entry": "\(entry.id)", "to": "\(entry.recipients.joined(separator: ", "))", "text": "\(entry.text)",
-            "attempt": "\(attempt)",
         ])
         let notifier = node.configuration.notifier
         guard let command = notifier.command else {
@@ -105,7 +110,9 @@ final class Deliveries: NodeComponent {
         if running.timedOut {
             error = "timed out after \(HumanDuration.format(microseconds: node.configuration.notifier.timeoutMicroseconds))"
         } else if status != 0 {
-            error = "exit status \(status)" + (stderr.isEmpty ? "" : ": \(stderr)")
+            // The notifier's own words, numbers masked: the error goes to the journal, the log
+            // and (with the attempt) to the hub.
+            error = "exit status \(status)" + (stderr.isEmpty ? "" : ": \(PhoneNumberRedaction.redact(stderr))")
         } else {
             error = ""
         }

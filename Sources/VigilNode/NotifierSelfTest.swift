@@ -1,3 +1,4 @@
+import VigilCalls
 import VigilCore
 import VigilSystem
 
@@ -104,10 +105,10 @@ final class NotifierSelfTest: NodeComponent {
         let passed = failures.isEmpty
         status.finished(passed: passed, problem: failures.joined(separator: "; "), at: now)
         if passed {
-            node.logger.info("self-test: the test messages went out", metadata: ["to": "\(status.recipients.joined(separator: ", "))"])
+            node.logger.info("self-test: the test messages went out", metadata: ["recipients": "\(status.recipients.count)"])
         } else {
             node.logger.error("self-test: a test message did not go out: the box cannot reach everyone it calls for help",
-                              metadata: ["failed": "\(status.lastProblem ?? "")"])
+                              metadata: ["failed": "\(PhoneNumberRedaction.redact(status.lastProblem ?? ""))"])
         }
         let every = node.configuration.callTestEveryMicroseconds
         if every > 0 { schedule(afterWallMicroseconds: passed ? every : min(every, Self.retryAfterFailureMicroseconds)) }
