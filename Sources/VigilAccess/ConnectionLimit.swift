@@ -2,6 +2,7 @@ import HummingbirdCore
 import HummingbirdTLS
 import Logging
 import NIOCore
+import NIOHTTPTypes
 import NIOSSL
 import Synchronization
 
@@ -20,11 +21,24 @@ public struct ConnectionLimits: Sendable, Equatable {
     /// A connection that completes no request for this long is closed: one that never finishes
     /// its TLS handshake or its headers (slowloris) as well as an idle keep-alive.
     public var idleTimeoutSeconds: Int
+    /// A new connection must have sent its first request's head (after its TLS handshake) within
+    /// this: a silent connection takes a place for this long, not for the idle timeout.
+    public var firstRequestSeconds: Int
+    /// A request must arrive whole (head to end of body) within this: the idle timeout counts
+    /// every body part as activity, so a body sent a byte at a time held a place for ever.
+    public var requestSeconds: Int
+    /// An IPv6 client is its /64 (the hub: a host with a /64 has every address in it), or its
+    /// whole address (the page: every device on a shelter's Wi-Fi shares one /64).
+    public var ipv6ClientBits: Int
 
-    public init(total: Int, perClient: Int, idleTimeoutSeconds: Int) {
+    public init(total: Int, perClient: Int, idleTimeoutSeconds: Int, firstRequestSeconds: Int = 10, requestSeconds: Int = 30,
+                ipv6ClientBits: Int = 128) {
         self.total = total
         self.perClient = perClient
         self.idleTimeoutSeconds = idleTimeoutSeconds
+        self.firstRequestSeconds = firstRequestSeconds
+        self.requestSeconds = requestSeconds
+        self.ipv6ClientBits = ipv6ClientBits
     }
 
     /// The box's page: a shelter's staff and a few scripts, on the shelter's network.
@@ -32,7 +46,9 @@ public struct ConnectionLimits: Sendable, Equatable {
     /// The hub: boxes hold a long poll and a feed stream each and upload on a pool of up to four;
     /// many boxes may share one carrier-NAT address. Its idle timeout is longer than the boxes'
     /// client pools keep an idle connection (60 s), so a box never reuses one the hub is closing.
-    public static let hub = ConnectionLimits(total: 4096, perClient: 512, idleTimeoutSeconds: 90)
+    /// An upload's body (a batch of up to 1,000 events) may cross a slow uplink: two minutes.
+    public static let hub = ConnectionLimits(total: 4096, perClient: 512, idleTimeoutSeconds: 90, firstRequestSeconds: 10,
+                                             requestSeconds: 120, ipv6ClientBits: 64)
 
     /// Descriptors kept out of the HTTP server's reach whatever its caps say.
     public static let reservedDescriptors = 256
@@ -145,25 +161,35 @@ final class RefusedConnectionHandler: ChannelInboundHandler, RemovableChannelHan
 /// A child channel set up by `base`, counted against `connections`.
 ///
 /// A connection over a cap is closed when the server hands it over (`handle`), not while it is
-/// set up: a failed setup is fired as an error on the listening channel, which ends
-/// Hummingbird's accept loop (the server stops), and closing it during setup dropped its async
-/// channel unfinished (a crash in debug builds).
+/// set up: closing it during setup dropped its async channel unfinished (a crash in debug
+/// builds). Until then what it sends is read and dropped (`RefusedConnectionHandler`).
 struct GatedChildChannel<Base: ServerChildChannel>: ServerChildChannel {
     typealias Value = Base.Value
     let base: Base
     let connections: OpenConnections
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
-        let client = ClientAddress.key(channel.remoteAddress)
+        let client = ClientAddress.key(channel.remoteAddress, ipv6Bits: connections.limits.ipv6ClientBits)
         if connections.admit(client) {
-            channel.closeFuture.whenComplete { _ in connections.release(client) }
-            return base.setup(channel: channel, logger: logger)
+            let released = ReleaseOnce { connections.release(client) }
+            channel.closeFuture.whenComplete { _ in released.run() }
+            // A failed setup leaves the channel unregistered and never closed (NIO's async
+            // bind drops it): its place is given back here, its descriptor closed.
+            return base.setup(channel: channel, logger: logger).flatMapErrorThrowing { error in
+                released.run()
+                channel.close(promise: nil)
+                throw error
+            }
         }
         connections.markRefused(channel)
         return channel.eventLoop.makeCompletedFuture {
             try channel.pipeline.syncOperations.addHandler(RefusedConnectionHandler(), position: .first)
         }.flatMap {
             base.setup(channel: channel, logger: logger)
+        }.flatMapErrorThrowing { error in
+            _ = connections.takeRefused(channel)
+            channel.close(promise: nil)
+            throw error
         }
     }
 
@@ -174,11 +200,82 @@ struct GatedChildChannel<Base: ServerChildChannel>: ServerChildChannel {
     }
 }
 
+/// Runs its closure once, whoever calls first.
+final class ReleaseOnce: Sendable {
+    private let body: @Sendable () -> Void
+    private let done = Mutex(false)
+    init(_ body: @escaping @Sendable () -> Void) { self.body = body }
+    func run() {
+        guard done.withLock({ was in defer { was = true }; return !was }) else { return }
+        body()
+    }
+}
+
+/// Closes a connection that has not sent its first request's head within `firstRequest` of
+/// becoming active (its TLS handshake included), or whose request has not arrived whole within
+/// `request` of its head. Responses are not timed: a live stream or a long poll runs on.
+final class RequestDeadlineHandler: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPRequestPart
+    private let firstRequest: TimeAmount
+    private let request: TimeAmount
+    private var deadline: Scheduled<Void>?
+    private var sawFirstHead = false
+
+    init(firstRequest: TimeAmount, request: TimeAmount) {
+        self.firstRequest = firstRequest
+        self.request = request
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        if context.channel.isActive, !sawFirstHead { arm(context, firstRequest) }
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) { disarm() }
+
+    func channelActive(context: ChannelHandlerContext) {
+        if !sawFirstHead { arm(context, firstRequest) }
+        context.fireChannelActive()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        disarm()
+        context.fireChannelInactive()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head:
+            sawFirstHead = true
+            arm(context, request)
+        case .end:
+            disarm()
+        case .body:
+            break
+        }
+        context.fireChannelRead(data)
+    }
+
+    private func arm(_ context: ChannelHandlerContext, _ after: TimeAmount) {
+        disarm()
+        let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
+        deadline = context.eventLoop.scheduleTask(in: after) { loopBound.value.close(promise: nil) }
+    }
+
+    private func disarm() {
+        deadline?.cancel()
+        deadline = nil
+    }
+}
+
 extension HTTPServerBuilder {
     /// HTTP/1.1, over TLS when `tls` is given, with `connections`' caps and idle timeout: the one
     /// server setup the box's page and the hub share.
     public static func http1(tls: TLSConfiguration?, connections: OpenConnections) -> HTTPServerBuilder {
-        let http = HTTP1Channel.Configuration(idleTimeout: .seconds(Int64(connections.limits.idleTimeoutSeconds)))
+        let limits = connections.limits
+        let http = HTTP1Channel.Configuration(
+            additionalChannelHandlers: [RequestDeadlineHandler(firstRequest: .seconds(Int64(limits.firstRequestSeconds)),
+                                                               request: .seconds(Int64(limits.requestSeconds)))],
+            idleTimeout: .seconds(Int64(limits.idleTimeoutSeconds)))
         if let tls {
             return HTTPServerBuilder { responder in
                 GatedChildChannel(base: try TLSChannel(HTTP1Channel(responder: responder, configuration: http), tlsConfiguration: tls),

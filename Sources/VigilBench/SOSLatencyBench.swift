@@ -53,6 +53,9 @@ struct SOSLatencyBench {
         var failures = 0
         var streamed = 0
         var seconds = 0.0
+        /// How long the viewers took to connect, and the machine's load average then.
+        var connectSeconds = 0.0
+        var loadAtConnect = ""
     }
 
     func run() throws {
@@ -125,6 +128,9 @@ struct SOSLatencyBench {
                 ("api_requests_per_s", .double(seconds > 0 ? Double(requests) / seconds : 0)),
                 ("api_failures", .int(results.map(\.failures).reduce(0, +))),
                 ("stream_reads", .int(results.map(\.streamed).reduce(0, +))),
+                // A busy machine connects viewers slowly; the step fails only when the page fails.
+                ("viewers_connect_s_max", .double(results.map(\.connectSeconds).max() ?? 0)),
+                ("load_average_at_connect", .string(results.map(\.loadAtConnect).joined(separator: " | "))),
                 ("load", .string("50 SSE viewers of /events + 1 client looping GET /api/v1/status and POST /api/v1/commands status, plain HTTP on loopback")),
                 ("target_ratio", .double(1.1)),
             ]
@@ -184,6 +190,7 @@ struct SOSLatencyBench {
         }
 
         let load = httpLoad ? HTTPLoad() : nil
+        let loadAtConnect = loadAverage()
         if let load {
             do {
                 try load.start(node: node, directory: directory)
@@ -252,6 +259,8 @@ struct SOSLatencyBench {
             result.failures = load.counts.failures.load(ordering: .relaxed)
             result.streamed = load.counts.streamed.load(ordering: .relaxed)
             result.seconds = loadSeconds
+            result.connectSeconds = load.connectSeconds.withLock { $0 }
+            result.loadAtConnect = loadAtConnect
             guard result.requests > 0, result.streamed >= HTTPLoad.viewers else {
                 throw BenchError("sos: the page's load did not run (\(result.requests) requests, \(result.streamed) stream reads)")
             }

@@ -113,23 +113,22 @@ public enum Hub {
         )
         let migration = MigrationService(database: database, app: app)
         let listener = FeedListener(client: client, signal: signal, logger: logger)
-        let running = RunningServices(), done = ShutdownDone()
+        let running = RunningServices()
         func named<S: Service>(_ name: String, _ service: S) -> ServiceGroupConfiguration.ServiceConfiguration {
             .init(service: NamedService(name: name, base: service, running: running))
         }
-        // Graceful shutdown goes through the services last to first: the watchdog hears of it first.
-        let watchdog = ShutdownWatchdog(limit: .seconds(30), running: running, done: done, logger: logger)
+        let watchdog = ShutdownWatchdog(limit: .seconds(30), running: running, logger: logger) { cluster?.stop() }
         var groupConfiguration = ServiceGroupConfiguration(services: [named("database client", client), named("HTTPS server", migration),
                                                                       named("feed listener", listener),
-                                                                      named("feed streams", FeedStreamsService(streams: streams, signal: signal)),
-                                                                      .init(service: watchdog, successTerminationBehavior: .ignore)],
+                                                                      named("feed streams", FeedStreamsService(streams: streams, signal: signal))],
                                                            gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
         // A service that does not finish its graceful shutdown (a wait that ignores it) is
         // cancelled after this long, so SIGTERM always ends the hub (CI once saw one hang); one
         // that ignores cancellation too is the watchdog's.
         groupConfiguration.maximumGracefulShutdownDuration = .seconds(10)
         let group = ServiceGroup(configuration: groupConfiguration)
-        defer { done.set() }
+        watchdog.start()
+        defer { watchdog.finished() }
         try await group.run()
     }
 

@@ -27,37 +27,66 @@ struct NamedService<Base: Service>: Service {
     }
 }
 
-/// Ends the process when a shutdown the hub was asked for (SIGTERM) has not finished in `limit`.
+/// Ends the process when a shutdown the hub was asked for (SIGTERM, SIGINT) has not finished
+/// in `limit`.
 ///
 /// The group escalates a slow graceful shutdown to cancellation after 10 s; a wait that ignores
 /// cancellation too would hold the process until the service manager kills it (CI once saw the
 /// hub ignore SIGTERM for two minutes). Exiting is safe: the hub keeps nothing outside PostgreSQL,
-/// and every upload is one transaction. It logs what was still running and exits with 70
-/// (EX_SOFTWARE), so the hang is seen and explained, not hidden. The deadline runs on a Dispatch
-/// queue, outside Swift's cooperative pool, which is what a stuck task may be holding.
-struct ShutdownWatchdog: Service {
-    let limit: Duration
-    let running: RunningServices
-    let done: ShutdownDone
-    let logger: Logger
+/// and every upload is one transaction. It logs what was still running, stops the cluster if
+/// this process started it, and exits with 70 (EX_SOFTWARE), so the hang is seen and explained,
+/// not hidden. Everything here runs on Dispatch's queues, armed by the signal itself (a signal
+/// source beside ServiceLifecycle's), never by a task of Swift's cooperative pool, which is what
+/// a stuck shutdown may be holding.
+final class ShutdownWatchdog: @unchecked Sendable {
+    private let limit: Duration
+    private let running: RunningServices
+    private let logger: Logger
+    private let beforeExit: @Sendable () -> Void
+    private let done = Mutex(false)
+    private let queue = DispatchQueue(label: "vigil-hub.shutdown-watchdog")
+    /// Touched on `queue` only.
+    private var sources: [any DispatchSourceSignal] = []
+    private var armed = false
 
-    func run() async throws {
-        // Returns when the group begins its graceful shutdown (or is cancelled).
-        try? await gracefulShutdown()
-        let running = self.running, done = self.done, logger = self.logger, limit = self.limit
-        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(Int(limit.components.seconds * 1000))) {
-            guard !done.isDone else { return }
+    init(limit: Duration, running: RunningServices, logger: Logger, beforeExit: @escaping @Sendable () -> Void) {
+        self.limit = limit
+        self.running = running
+        self.logger = logger
+        self.beforeExit = beforeExit
+    }
+
+    /// Listens for SIGTERM and SIGINT from now on.
+    func start() {
+        queue.sync {
+            for signal in [SIGTERM, SIGINT] {
+                let source = DispatchSource.makeSignalSource(signal: signal, queue: queue)
+                source.setEventHandler { [weak self] in self?.signalled() }
+                source.resume()
+                sources.append(source)
+            }
+        }
+    }
+
+    /// The shutdown finished: nothing more to watch.
+    func finished() {
+        done.withLock { $0 = true }
+        queue.sync {
+            for source in sources { source.cancel() }
+            sources = []
+        }
+    }
+
+    private func signalled() {
+        guard !armed else { return }
+        armed = true
+        queue.asyncAfter(deadline: .now() + .seconds(Int(limit.components.seconds))) { [self] in
+            guard !done.withLock({ $0 }) else { return }
             logger.critical("hub: shutdown did not finish; exiting", metadata: [
                 "after_seconds": "\(limit.components.seconds)", "still_running": "\(running.stillRunning.joined(separator: ", "))",
             ])
+            beforeExit()
             _exit(70)
         }
     }
-}
-
-/// Set once the hub's service group has returned.
-final class ShutdownDone: Sendable {
-    private let value = Mutex(false)
-    func set() { value.withLock { $0 = true } }
-    var isDone: Bool { value.withLock { $0 } }
 }

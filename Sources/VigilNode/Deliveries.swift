@@ -65,16 +65,17 @@ final class Deliveries: NodeComponent {
     private func deliver(_ entry: Outbox.Entry) {
         let attempt = entry.attempts + 1
         // Who and what only at debug: residents' numbers and messages are not the journal's
-        // (whoever administers the box reads it, and it is copied into bug reports).
+        // (whoever administers the box reads it, and it is copied into bug reports). An entry's
+        // id names its recipient (`call/ID/ROUND.TIER/+34…`): masked too.
         node.logger.notice("outbox message", metadata: [
-            "entry": "\(entry.id)", "recipients": "\(entry.recipients.count)", "attempt": "\(attempt)",
+            "entry": "\(PhoneNumberRedaction.redact(entry.id))", "recipients": "\(entry.recipients.count)", "attempt": "\(attempt)",
         ])
         node.logger.debug("outbox message's recipients and text", metadata: [
             "entry": "\(entry.id)", "to": "\(entry.recipients.joined(separator: ", "))", "text": "\(entry.text)",
         ])
         let notifier = node.configuration.notifier
         guard let command = notifier.command else {
-            node.logger.warning("delivery impossible", metadata: ["entry": "\(entry.id)", "error": "\(Self.noNotifierError)"])
+            node.logger.warning("delivery impossible", metadata: ["entry": "\(PhoneNumberRedaction.redact(entry.id))", "error": "\(Self.noNotifierError)"])
             record(entry: entry.id, attempt: attempt, delivered: false, notifier: "none", error: Self.noNotifierError)
             return
         }
@@ -117,7 +118,7 @@ final class Deliveries: NodeComponent {
             error = ""
         }
         if !error.isEmpty {
-            node.logger.warning("delivery failed", metadata: ["entry": "\(running.entry)", "error": "\(error)"])
+            node.logger.warning("delivery failed", metadata: ["entry": "\(PhoneNumberRedaction.redact(running.entry))", "error": "\(error)"])
         }
         record(entry: running.entry, attempt: running.attempt, delivered: error.isEmpty, notifier: "command", error: error)
         // The next message now, not once this attempt is durable: the entry just tried is held

@@ -445,8 +445,9 @@ public enum SecretInput {
         return trimmed
     }
 
-    /// Up to `maxBytes`, or to the end of the file; a descriptor with nothing waiting (EAGAIN)
-    /// ends the read too.
+    /// Up to `maxBytes`, to the first newline (a token pasted at a terminal ends with Enter, not
+    /// Ctrl-D), or to the end of the file; a descriptor with nothing waiting (EAGAIN) ends the
+    /// read too.
     private static func readUpTo(_ fd: Int32, _ maxBytes: Int, subject: String) throws(SystemError) -> [UInt8] {
         var bytes: [UInt8] = []
         while bytes.count < maxBytes {
@@ -458,6 +459,7 @@ public enum SecretInput {
             }
             guard let chunk, !chunk.isEmpty else { break }
             bytes += chunk
+            if chunk.contains(UInt8(ascii: "\n")) { break }
         }
         return bytes
     }

@@ -57,7 +57,7 @@ struct HubCommand: AsyncParsableCommand {
 
         @Option(name: .customLong("token-file"),
                 help: "A file holding the token `vigil-hub enroll` printed, or - to read it from standard input (never the token itself: a command line is readable by every user of the box).")
-        var tokenFile: String
+        var tokenFile: String?
 
         @Option(help: .hidden)
         var token: String?
@@ -71,6 +71,9 @@ struct HubCommand: AsyncParsableCommand {
                 if token != nil {
                     throw CLIError("the token is not taken on the command line, where every user of the box can read it (ps): "
                                    + "--token-file FILE, or --token-file - with the token on standard input", code: 64)
+                }
+                guard let tokenFile else {
+                    throw CLIError("the token `vigil-hub enroll` printed is needed: --token-file FILE, or --token-file - to paste it", code: 64)
                 }
                 let text = try SecretInput.read(tokenFile, what: "the enrolment token")
                 guard let parsed = EnrolmentToken(text: text) else {

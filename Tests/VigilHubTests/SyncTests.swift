@@ -112,8 +112,7 @@ import VigilTestSupport
         // Joined with the CLI while the node runs: it tells the node, which starts syncing.
         let token = try await hub.enrolmentToken(for: "late-joiner").text
         // Never on the command line, where every user of the box reads it (ps): refused, unused.
-        let onArgv = await offPool { runProcess(HubHarness.vigilBinary, ["hub", "join", hub.url, "--token-file", "-", "--token", token,
-                                                                         "--data", box.directory.path]) }
+        let onArgv = await offPool { runProcess(HubHarness.vigilBinary, ["hub", "join", hub.url, "--token", token, "--data", box.directory.path]) }
         #expect(onArgv.status == 64 && onArgv.output.contains("not taken on the command line"), "\(onArgv.output)")
         let tokenFile = box.directory.path("enrolment-token")
         try FileSystem.createExclusive(tokenFile, contents: Array((token + "\n").utf8), mode: 0o600)

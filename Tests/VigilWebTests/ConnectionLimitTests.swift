@@ -79,6 +79,36 @@ import Glibc
         }
     }
 
+    @Test func aSilentConnectionLosesItsPlaceAtTheFirstRequestDeadlineNotTheIdleTimeout() async throws {
+        let limits = ConnectionLimits(total: 16, perClient: 16, idleTimeoutSeconds: 60, firstRequestSeconds: 1, requestSeconds: 60)
+        try await Self.serving(limits) { port, connections in
+            let silent = try RawClient(from: "127.0.0.1", to: port)
+            let working = try RawClient(from: "127.0.0.1", to: port)
+            #expect(try await working.answer(to: "/hello").contains("200 OK"))
+            #expect(await silent.isClosedByServer(within: .seconds(10)), "closed at 1 s, not at the 60 s idle timeout")
+            #expect(try await working.answer(to: "/hello").contains("200 OK"), "a connection that has spoken keeps its keep-alive")
+            #expect(connections.counts.open == 1)
+        }
+    }
+
+    @Test func aBodySentAByteAtATimeLosesItsPlaceAtTheRequestDeadline() async throws {
+        // The idle timeout counts every body part as activity: alone, it never ended this one.
+        let limits = ConnectionLimits(total: 16, perClient: 16, idleTimeoutSeconds: 2, firstRequestSeconds: 10, requestSeconds: 3)
+        try await Self.serving(limits) { port, _ in
+            let dribbling = try RawClient(from: "127.0.0.1", to: port)
+            try dribbling.send("POST /hello HTTP/1.1\r\nHost: box\r\nContent-Length: 1000\r\n\r\n")
+            let start = ContinuousClock.now
+            var closed = false
+            // A byte every half second (well inside the 2 s idle timeout) until the server hangs up.
+            while !closed && ContinuousClock.now - start < .seconds(15) {
+                try? dribbling.send("x")
+                closed = await dribbling.isClosedByServer(within: .milliseconds(500))
+            }
+            #expect(closed, "the request's 3 s deadline ended it")
+            #expect(ContinuousClock.now - start < .seconds(8))
+        }
+    }
+
     @Test func capsAreFittedToTheDescriptorsLeftAfterTheReserve() {
         let page = ConnectionLimits.boxPage
         #expect(page.fitted(toDescriptorLimit: 65_536) == page)
@@ -148,7 +178,8 @@ final class RawClient: @unchecked Sendable {
     }
 
     private func waitForEnd(within limit: Duration) -> Bool {
-        var timeout = timeval(tv_sec: Int(limit.components.seconds), tv_usec: 0)
+        let micros = limit.components.seconds * 1_000_000 + limit.components.attoseconds / 1_000_000_000_000
+        var timeout = timeval(tv_sec: Int(micros / 1_000_000), tv_usec: Int(micros % 1_000_000))
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         var buffer = [UInt8](repeating: 0, count: 4096)
         while true {
