@@ -1,0 +1,84 @@
+import Foundation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Issue 28, finding 8: systemd gives the node ambient CAP_NET_RAW, CAP_NET_ADMIN and
+/// CAP_SYS_NICE (board/vigil.service), and a notifier that a config file names inherited them,
+/// with the node's whole environment. Here the node runs as systemd would start it: as an
+/// unprivileged user with an ambient capability (setpriv), and a notifier records what it got.
+@Suite(.serialized) struct NotifierPrivilegeTests {
+    @Test func aNotifierStartedByANodeWithAmbientCapabilitiesGetsNoneAndOnlyAMinimalEnvironment() throws {
+        let setpriv = try #require(Tool.find("setpriv"), "setpriv (util-linux) is not installed")
+        try #require(geteuid() == 0, "setpriv needs root to start the node as another user with capabilities")
+        let dir = TemporaryDirectory()
+        #expect(try CLI.run(["run", "--data", dir.path, "--duration", "200ms"]).status == 0)
+        let add = try CLI.run(["resident", "add", "room-7", "--name", "Ana", "--interval", "1m", "--confirm", "6h",
+                               "--contact", "Luis=+34600000000", "--address", "+34600000999", "--data", dir.path])
+        #expect(add.status == 0, "\(add.stderr)")
+        // The notifier writes what it was given, then says "delivered".
+        let seen = dir.path + "/notifier-saw"
+        let notifier = dir.path + "/notifier"
+        try """
+        #!/bin/sh
+        cat >/dev/null
+        { grep '^Cap' /proc/self/status; echo ---; env; } > \(seen).tmp && mv \(seen).tmp \(seen)
+        """.write(toFile: notifier, atomically: true, encoding: .utf8)
+        let config = dir.path + "/vigil.yaml"
+        try """
+        notify:
+          command: \(notifier)
+          retry_base: 1s
+        """.write(toFile: config, atomically: true, encoding: .utf8)
+        // Everything to nobody, whom the node runs as.
+        _ = chmod(dir.path, 0o755)
+        _ = chmod(notifier, 0o755)
+        let chown = try #require(Tool.find("chown"))
+        #expect(try Tool.run(chown, ["-R", "nobody:nogroup", dir.path], input: "").status == 0)
+
+        let node = Process()
+        node.executableURL = URL(fileURLWithPath: setpriv)
+        node.arguments = ["--reuid=nobody", "--regid=nogroup", "--clear-groups", "--inh-caps=+net_admin", "--ambient-caps=+net_admin", "--",
+                          CLI.binary, "run", "--config", config, "--data", dir.path, "--time-scale", "60", "--duration", "60s"]
+        var environment = ProcessInfo.processInfo.environment
+        environment["VIGIL_TEST_NODE_SECRET"] = "not-for-notifiers"
+        node.environment = environment
+        node.standardOutput = FileHandle.nullDevice
+        node.standardError = FileHandle.nullDevice
+        try node.run()
+        defer { if node.isRunning { kill(node.processIdentifier, SIGKILL) } }
+        // The node itself holds the capability (setpriv execs it: same process).
+        #expect(eventually(seconds: 10) { Self.capabilities(of: "/proc/\(node.processIdentifier)/status")["CapAmb"] == 1 << 12 },
+                "the node runs with ambient CAP_NET_ADMIN (bit 12)")
+
+        // The first "are you OK?" is due about a second in (60x): the notifier runs.
+        #expect(eventually(seconds: 30) { FileManager.default.fileExists(atPath: seen) }, "the notifier ran")
+        kill(node.processIdentifier, SIGTERM)
+        node.waitUntilExit()
+        let text = (try? String(contentsOfFile: seen, encoding: .utf8)) ?? ""
+        let parts = text.components(separatedBy: "---\n")
+        let caps = Self.capabilities(in: parts.first ?? "")
+        #expect(caps["CapAmb"] == 0, "no ambient capabilities: \(text)")
+        #expect(caps["CapEff"] == 0, "no effective capabilities: \(text)")
+        #expect(caps["CapPrm"] == 0, "no permitted capabilities: \(text)")
+        let env = parts.count > 1 ? parts[1] : ""
+        #expect(!env.contains("VIGIL_TEST_NODE_SECRET") && !env.contains("not-for-notifiers"), "the node's environment stays with it: \(env)")
+        #expect(env.contains("PATH="))
+    }
+
+    static func capabilities(of path: String) -> [String: UInt64] {
+        capabilities(in: (try? String(contentsOfFile: path, encoding: .utf8)) ?? "")
+    }
+
+    /// "CapAmb:\t0000000000001000" lines as numbers.
+    static func capabilities(in status: String) -> [String: UInt64] {
+        var out: [String: UInt64] = [:]
+        for line in status.split(separator: "\n") where line.hasPrefix("Cap") {
+            let fields = line.split(separator: ":", maxSplits: 1)
+            guard fields.count == 2, let value = UInt64(fields[1].trimmingCharacters(in: .whitespaces), radix: 16) else { continue }
+            out[String(fields[0])] = value
+        }
+        return out
+    }
+}
