@@ -48,7 +48,7 @@ import Glibc
         var siege: [Int32] = []
         defer { for fd in siege { close(fd) } }
         for i in 0..<2_000 {
-            siege.append(try Self.connect(from: "127.0.1.\(1 + i % 125)", port: port))
+            siege.append(try connectFromLoopback("127.0.1.\(1 + i % 125)", port: port, blocking: false))
         }
         // The page takes what its cap allows (256) and closes the rest as it takes them.
         // Waited for until it stops growing: without a cap, the node took connections until its
@@ -86,28 +86,6 @@ import Glibc
     /// Descriptors `pid` holds now.
     static func openDescriptors(_ pid: Int32) -> Int? {
         (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd"))?.count
-    }
-
-    /// A connection from `source` to the page, non-blocking: it is held, never written.
-    static func connect(from source: String, port: Int) throws -> Int32 {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
-        guard fd >= 0 else { throw WebhookServer.ServerError(message: "socket: errno \(errno)") }
-        var local = sockaddr_in()
-        local.sin_family = sa_family_t(AF_INET)
-        local.sin_addr.s_addr = inet_addr(source)
-        var remote = sockaddr_in()
-        remote.sin_family = sa_family_t(AF_INET)
-        remote.sin_port = in_port_t(UInt16(port).bigEndian)
-        remote.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let size = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafePointer(to: &local) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, size) } }
-        let connected = withUnsafePointer(to: &remote) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, size) } }
-        guard bound == 0, connected == 0 || errno == EINPROGRESS else {
-            let e = errno
-            close(fd)
-            throw WebhookServer.ServerError(message: "connect from \(source): errno \(e)")
-        }
-        return fd
     }
 
     /// The page's answer's status to a GET, or nil (curl, as a browser would ask).

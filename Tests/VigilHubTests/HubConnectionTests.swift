@@ -17,7 +17,7 @@ import Glibc
         try "connections:\n  per_client: 8\n  idle_timeout_seconds: 5\n".write(toFile: hub.hubData + "/hub.yaml", atomically: true, encoding: .utf8)
         try await hub.start()
         // From 127.0.0.2: twenty connections, no TLS handshake, nothing sent.
-        let silent = try (0..<20).map { _ in try Self.connect(from: "127.0.0.2", port: hub.port) }
+        let silent = try (0..<20).map { _ in try connectFromLoopback("127.0.0.2", port: hub.port) }
         defer { for fd in silent { close(fd) } }
         #expect(try await Self.closed(silent, reach: 12, within: .seconds(3)) == 12, "eight held, the rest closed as they were taken")
 
@@ -51,25 +51,5 @@ import Glibc
             try await Task.sleep(for: .milliseconds(50))
         } while ContinuousClock.now < deadline
         return closed
-    }
-
-    /// A blocking connection from `source` to the hub's port.
-    static func connect(from source: String, port: Int) throws -> Int32 {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var local = sockaddr_in(), remote = sockaddr_in()
-        local.sin_family = sa_family_t(AF_INET)
-        local.sin_addr.s_addr = inet_addr(source)
-        remote.sin_family = sa_family_t(AF_INET)
-        remote.sin_port = in_port_t(UInt16(port).bigEndian)
-        remote.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let size = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafePointer(to: &local) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, size) } }
-        let connected = withUnsafePointer(to: &remote) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, size) } }
-        guard fd >= 0, bound == 0, connected == 0 else {
-            let e = errno
-            if fd >= 0 { close(fd) }
-            throw HarnessError("connect from \(source): errno \(e)")
-        }
-        return fd
     }
 }
