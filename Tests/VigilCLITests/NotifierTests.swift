@@ -274,18 +274,7 @@ import Glibc
         #expect(try CLI.run(["run", "--data", dir.path, "--duration", "200ms"]).status == 0)
         let port = try Self.freeLocalPort()
         let hook = "\(server.url)/staff-hook"
-        let config = dir.path + "/vigil.yaml"
-        try """
-        notify:
-          command: \(Self.webhook)
-          arguments: ["--url", "\(hook)", "--state", "\(dir.path)/notify-ledger"]
-          staff: ["\(hook)"]
-          retry_base: 1s
-        http:
-          listen: 127.0.0.1:\(port)
-          tls: false
-          public_url: http://127.0.0.1:\(port)/
-        """.write(toFile: config, atomically: true, encoding: .utf8)
+        let config = try Self.writeStaffWebhookConfig(dir, hook: hook, pagePort: port, publicURL: true)
         let (node, _) = try CLI.start(["run", "--config", config, "--data", dir.path, "--duration", "60s"])
         defer { if node.isRunning { kill(node.processIdentifier, SIGKILL) } }
         #expect(eventually(seconds: 15) { (try? CLI.run(["sim", "press", "sos", "--data", dir.path]).status) == 0 })
@@ -318,6 +307,29 @@ import Glibc
         #expect(takings.count == 1, "\(takings)")
         #expect(takings.first?.contains("Mallory") == false)
         #expect(try CLI.run(["replay", "--data", dir.path]).status == 0)
+    }
+
+    /// DIR/vigil.yaml for a node that tells staff through the shipped webhook notifier at `hook`
+    /// and serves its page over plain HTTP on loopback (`publicURL`: take links under it).
+    static func writeStaffWebhookConfig(_ dir: TemporaryDirectory, hook: String, pagePort: Int, publicURL: Bool) throws -> String {
+        let config = dir.path + "/vigil.yaml"
+        try """
+        notify:
+          command: \(webhook)
+          arguments: ["--url", "\(hook)", "--state", "\(dir.path)/notify-ledger"]
+          staff: ["\(hook)"]
+          retry_base: 1s
+        http:
+          listen: 127.0.0.1:\(pagePort)
+          tls: false
+        """.write(toFile: config, atomically: true, encoding: .utf8)
+        if publicURL {
+            let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: config))
+            try handle.seekToEnd()
+            try handle.write(contentsOf: Data("\n  public_url: http://127.0.0.1:\(pagePort)/\n".utf8))
+            try handle.close()
+        }
+        return config
     }
 
     /// A TCP port nobody listens on now (the kernel's pick, released at once).

@@ -19,18 +19,7 @@ import Glibc
         defer { server.stop() }
         #expect(try CLI.run(["run", "--data", dir.path, "--duration", "200ms"]).status == 0)
         let port = try NotifierTests.freeLocalPort()
-        let hook = "\(server.url)/staff-hook"
-        let config = dir.path + "/vigil.yaml"
-        try """
-        notify:
-          command: \(NotifierTests.webhook)
-          arguments: ["--url", "\(hook)", "--state", "\(dir.path)/notify-ledger"]
-          staff: ["\(hook)"]
-          retry_base: 1s
-        http:
-          listen: 127.0.0.1:\(port)
-          tls: false
-        """.write(toFile: config, atomically: true, encoding: .utf8)
+        let config = try NotifierTests.writeStaffWebhookConfig(dir, hook: "\(server.url)/staff-hook", pagePort: port, publicURL: false)
         let node = Process()
         node.executableURL = URL(fileURLWithPath: prlimit)
         node.arguments = ["--nofile=1024:1024", "--", CLI.binary, "run", "--config", config, "--data", dir.path, "--duration", "120s"]
