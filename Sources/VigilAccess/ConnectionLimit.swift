@@ -10,16 +10,17 @@ import Synchronization
 ///
 /// Without them about 1,100 idle connections took every descriptor of the node's process: the
 /// control socket, a notifier's pipes, GATT accepts and hub requests then failed (issue 28).
-/// A connection past a cap is closed as soon as the server takes it, unread (before TLS), and
-/// counted.
+/// A connection past a cap is closed as soon as the server hands it over, before TLS or HTTP
+/// read any of it, and counted.
 public struct ConnectionLimits: Sendable, Equatable {
     /// Connections open at once, all clients together.
     public var total: Int
     /// Connections open at once from one client address (`ClientAddress.key`: an IPv4 client
     /// seen through the dual-stack listener by its IPv4 address). A browser opens at most six.
     public var perClient: Int
-    /// A connection that completes no request for this long is closed: one that never finishes
-    /// its TLS handshake or its headers (slowloris) as well as an idle keep-alive.
+    /// A connection with no request in progress for this long is closed (a keep-alive nobody
+    /// uses). Hummingbird's timer, which counts every part of a request as activity: silent and
+    /// slow clients are the two deadlines' below.
     public var idleTimeoutSeconds: Int
     /// A new connection must have sent its first request's head (after its TLS handshake) within
     /// this: a silent connection takes a place for this long, not for the idle timeout.
