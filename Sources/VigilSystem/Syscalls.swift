@@ -483,15 +483,6 @@ public enum DescriptorLimit {
         // RLIM_INFINITY is not a count; no server needs more than this many.
         return Int(min(limit.rlim_cur, 1 << 20))
     }
-
-    /// Descriptors this process holds now (entries of /proc/self/fd), nil where it cannot be read.
-    public static func openCount() -> Int? {
-        guard let directory = opendir("/proc/self/fd") else { return nil }
-        defer { closedir(directory) }
-        var count = 0
-        while readdir(directory) != nil { count += 1 }
-        return max(0, count - 3) // ".", ".." and the directory's own descriptor
-    }
 }
 
 /// Monotonic nanoseconds, for measuring intervals (never for event times).
