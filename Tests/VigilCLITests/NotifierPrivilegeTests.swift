@@ -4,6 +4,8 @@ import Testing
 import Glibc
 #endif
 
+/// What a notifier gets of the node, and what of a notifier's words reach the node's log.
+///
 /// Issue 28, finding 8: systemd gives the node ambient CAP_NET_RAW, CAP_NET_ADMIN and
 /// CAP_SYS_NICE (board/vigil.service), and a notifier that a config file names inherited them,
 /// with the node's whole environment. Here the node runs as systemd would start it: as an
@@ -65,6 +67,44 @@ import Glibc
         let env = parts.count > 1 ? parts[1] : ""
         #expect(!env.contains("VIGIL_TEST_NODE_SECRET") && !env.contains("not-for-notifiers"), "the node's environment stays with it: \(env)")
         #expect(env.contains("PATH="))
+    }
+
+    /// Issue 28, finding 8: the node's log (the journal under systemd) named every recipient
+    /// and the whole message text at notice, and a failing notifier's stderr went to it, to the
+    /// log's attempt and to the hub as it was. Now, at the default level, numbers are masked.
+    @Test func aFailingNotifierLeavesNoResidentsNumberOrMessageInTheNodesLogAboveDebug() throws {
+        let dir = TemporaryDirectory()
+        #expect(try CLI.run(["run", "--data", dir.path, "--duration", "200ms"]).status == 0)
+        let add = try CLI.run(["resident", "add", "room-7", "--name", "Ana", "--interval", "1m", "--confirm", "6h",
+                               "--contact", "Luis=+34600000000", "--address", "+34 600 000 999", "--data", dir.path])
+        #expect(add.status == 0, "\(add.stderr)")
+        // A notifier that fails saying who it could not reach, as gammu and curl do.
+        let notifier = dir.path + "/notifier"
+        try "#!/bin/sh\ncat >/dev/null\necho 'cannot reach +34600000999 (no signal)' >&2\nexit 1\n"
+            .write(toFile: notifier, atomically: true, encoding: .utf8)
+        _ = chmod(notifier, 0o755)
+        let config = dir.path + "/vigil.yaml"
+        try "notify:\n  command: \(notifier)\n  retry_base: 1s\n".write(toFile: config, atomically: true, encoding: .utf8)
+        let node = Process()
+        node.executableURL = URL(fileURLWithPath: CLI.binary)
+        node.arguments = ["run", "--config", config, "--data", dir.path, "--time-scale", "60", "--duration", "60s"]
+        FileManager.default.createFile(atPath: dir.path + "/node.err", contents: nil)
+        node.standardOutput = FileHandle.nullDevice
+        node.standardError = FileHandle(forWritingAtPath: dir.path + "/node.err")
+        try node.run()
+        defer { if node.isRunning { kill(node.processIdentifier, SIGKILL) } }
+        func attempts() -> [String] {
+            (try? CLI.run(["log", "tail", "--data", dir.path, "-n", "1000", "--kind", "outbox-attempt", "--json"]).lines) ?? []
+        }
+        #expect(eventually(seconds: 30) { attempts().contains { $0.contains("exit status 1") } }, "the notifier ran and failed")
+        kill(node.processIdentifier, SIGTERM)
+        node.waitUntilExit()
+        let log = (try? String(contentsOfFile: dir.path + "/node.err", encoding: .utf8)) ?? ""
+        #expect(log.contains("outbox message") && log.contains("delivery failed"), "the log still says what happened: \(log.suffix(3000))")
+        #expect(!log.contains("600000999") && !log.contains("600 000 999"), "no resident's number: \(log.suffix(3000))")
+        #expect(!log.contains("Are you OK"), "no message text: \(log.suffix(3000))")
+        #expect(log.contains("+…99"), "the number masked to its last two digits")
+        #expect(attempts().allSatisfy { !$0.contains("600000999") }, "nor in the log's attempts (which the hub gets): \(attempts())")
     }
 
     static func capabilities(of path: String) -> [String: UInt64] {
