@@ -19,12 +19,12 @@ public struct ConnectionLimits: Sendable, Equatable {
     /// seen through the dual-stack listener by its IPv4 address). A browser opens at most six.
     public var perClient: Int
     /// A connection with no request in progress for this long is closed (a keep-alive nobody
-    /// uses). Hummingbird's timer, which counts every part of a request as activity: silent and
-    /// slow clients are the two deadlines' below.
+    /// uses, or a new one that never sends a request, its TLS handshake included). Hummingbird's
+    /// timer, which counts every part of a request as activity: a slow request is `requestSeconds`'.
+    /// No shorter deadline for a first request: one at 10 s closed the spare connections
+    /// Chromium opens ahead (it closes its own unused ones at 10 s), and Chromium then sent a
+    /// coordinator's form twice.
     public var idleTimeoutSeconds: Int
-    /// A new connection must have sent its first request's head (after its TLS handshake) within
-    /// this: a silent connection takes a place for this long, not for the idle timeout.
-    public var firstRequestSeconds: Int
     /// A request must arrive whole (head to end of body) within this: the idle timeout counts
     /// every body part as activity, so a body sent a byte at a time held a place for ever.
     public var requestSeconds: Int
@@ -32,12 +32,10 @@ public struct ConnectionLimits: Sendable, Equatable {
     /// whole address (the page: every device on a shelter's Wi-Fi shares one /64).
     public var ipv6ClientBits: Int
 
-    public init(total: Int, perClient: Int, idleTimeoutSeconds: Int, firstRequestSeconds: Int = 10, requestSeconds: Int = 30,
-                ipv6ClientBits: Int = 128) {
+    public init(total: Int, perClient: Int, idleTimeoutSeconds: Int, requestSeconds: Int = 30, ipv6ClientBits: Int = 128) {
         self.total = total
         self.perClient = perClient
         self.idleTimeoutSeconds = idleTimeoutSeconds
-        self.firstRequestSeconds = firstRequestSeconds
         self.requestSeconds = requestSeconds
         self.ipv6ClientBits = ipv6ClientBits
     }
@@ -48,8 +46,7 @@ public struct ConnectionLimits: Sendable, Equatable {
     /// many boxes may share one carrier-NAT address. Its idle timeout is longer than the boxes'
     /// client pools keep an idle connection (60 s), so a box never reuses one the hub is closing.
     /// An upload's body (a batch of up to 1,000 events) may cross a slow uplink: two minutes.
-    public static let hub = ConnectionLimits(total: 4096, perClient: 512, idleTimeoutSeconds: 90, firstRequestSeconds: 10,
-                                             requestSeconds: 120, ipv6ClientBits: 64)
+    public static let hub = ConnectionLimits(total: 4096, perClient: 512, idleTimeoutSeconds: 90, requestSeconds: 120, ipv6ClientBits: 64)
 
     /// Descriptors kept out of the HTTP server's reach whatever its caps say.
     public static let reservedDescriptors = 256
@@ -212,31 +209,18 @@ final class ReleaseOnce: Sendable {
     }
 }
 
-/// Closes a connection that has not sent its first request's head within `firstRequest` of
-/// becoming active (its TLS handshake included), or whose request has not arrived whole within
-/// `request` of its head. Responses are not timed: a live stream or a long poll runs on.
+/// Closes a connection whose request has not arrived whole within `request` of its head.
+/// Responses are not timed: a live stream or a long poll runs on.
 final class RequestDeadlineHandler: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPRequestPart
-    private let firstRequest: TimeAmount
     private let request: TimeAmount
     private var deadline: Scheduled<Void>?
-    private var sawFirstHead = false
 
-    init(firstRequest: TimeAmount, request: TimeAmount) {
-        self.firstRequest = firstRequest
+    init(request: TimeAmount) {
         self.request = request
     }
 
-    func handlerAdded(context: ChannelHandlerContext) {
-        if context.channel.isActive, !sawFirstHead { arm(context, firstRequest) }
-    }
-
     func handlerRemoved(context: ChannelHandlerContext) { disarm() }
-
-    func channelActive(context: ChannelHandlerContext) {
-        if !sawFirstHead { arm(context, firstRequest) }
-        context.fireChannelActive()
-    }
 
     func channelInactive(context: ChannelHandlerContext) {
         disarm()
@@ -246,7 +230,6 @@ final class RequestDeadlineHandler: ChannelInboundHandler, RemovableChannelHandl
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
         case .head:
-            sawFirstHead = true
             arm(context, request)
         case .end:
             disarm()
@@ -274,8 +257,7 @@ extension HTTPServerBuilder {
     public static func http1(tls: TLSConfiguration?, connections: OpenConnections) -> HTTPServerBuilder {
         let limits = connections.limits
         let http = HTTP1Channel.Configuration(
-            additionalChannelHandlers: [RequestDeadlineHandler(firstRequest: .seconds(Int64(limits.firstRequestSeconds)),
-                                                               request: .seconds(Int64(limits.requestSeconds)))],
+            additionalChannelHandlers: [RequestDeadlineHandler(request: .seconds(Int64(limits.requestSeconds)))],
             idleTimeout: .seconds(Int64(limits.idleTimeoutSeconds)))
         if let tls {
             return HTTPServerBuilder { responder in

@@ -55,13 +55,12 @@ struct HubOptions: ParsableArguments {
                     }
                     return n
                 }
-                for key in connections.keys where !["total", "per_client", "idle_timeout_seconds", "first_request_seconds"].contains(key) {
+                for key in connections.keys where !["total", "per_client", "idle_timeout_seconds"].contains(key) {
                     throw ValidationError("\(path): unknown key connections.\(key)")
                 }
                 if let n = try count("total", 16...1_000_000) { c.connections.total = n }
                 if let n = try count("per_client", 1...1_000_000) { c.connections.perClient = n }
                 if let n = try count("idle_timeout_seconds", 5...3_600) { c.connections.idleTimeoutSeconds = n }
-                if let n = try count("first_request_seconds", 1...300) { c.connections.firstRequestSeconds = n }
             }
         }
         if let databaseURL {
