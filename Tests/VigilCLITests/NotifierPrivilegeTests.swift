@@ -14,11 +14,7 @@ import Glibc
     @Test func aNotifierStartedByANodeWithAmbientCapabilitiesGetsNoneAndOnlyAMinimalEnvironment() throws {
         let setpriv = try #require(Tool.find("setpriv"), "setpriv (util-linux) is not installed")
         try #require(geteuid() == 0, "setpriv needs root to start the node as another user with capabilities")
-        let dir = TemporaryDirectory()
-        #expect(try CLI.run(["run", "--data", dir.path, "--duration", "200ms"]).status == 0)
-        let add = try CLI.run(["resident", "add", "room-7", "--name", "Ana", "--interval", "1m", "--confirm", "6h",
-                               "--contact", "Luis=+34600000000", "--address", "+34600000999", "--data", dir.path])
-        #expect(add.status == 0, "\(add.stderr)")
+        let dir = try Self.boxWithAResident()
         // The notifier writes what it was given, then says "delivered".
         let seen = dir.path + "/notifier-saw"
         let notifier = dir.path + "/notifier"
@@ -73,11 +69,7 @@ import Glibc
     /// and the whole message text at notice, and a failing notifier's stderr went to it, to the
     /// log's attempt and to the hub as it was. Now, at the default level, numbers are masked.
     @Test func aFailingNotifierLeavesNoResidentsNumberOrMessageInTheNodesLogAboveDebug() throws {
-        let dir = TemporaryDirectory()
-        #expect(try CLI.run(["run", "--data", dir.path, "--duration", "200ms"]).status == 0)
-        let add = try CLI.run(["resident", "add", "room-7", "--name", "Ana", "--interval", "1m", "--confirm", "6h",
-                               "--contact", "Luis=+34600000000", "--address", "+34 600 000 999", "--data", dir.path])
-        #expect(add.status == 0, "\(add.stderr)")
+        let dir = try Self.boxWithAResident()
         // A notifier that fails saying who it could not reach, as gammu and curl do.
         let notifier = dir.path + "/notifier"
         try "#!/bin/sh\ncat >/dev/null\necho 'cannot reach +34600000999 (no signal)' >&2\nexit 1\n"
@@ -105,6 +97,17 @@ import Glibc
         #expect(!log.contains("Are you OK"), "no message text: \(log.suffix(3000))")
         #expect(log.contains("+…99"), "the number masked to its last two digits")
         #expect(attempts().allSatisfy { !$0.contains("600000999") }, "nor in the log's attempts (which the hub gets): \(attempts())")
+    }
+
+    /// A box with Ana in room 7, asked "are you OK?" every minute (about a second in at 60x), her
+    /// number written as people write it.
+    static func boxWithAResident() throws -> TemporaryDirectory {
+        let dir = TemporaryDirectory()
+        #expect(try CLI.run(["run", "--data", dir.path, "--duration", "200ms"]).status == 0)
+        let add = try CLI.run(["resident", "add", "room-7", "--name", "Ana", "--interval", "1m", "--confirm", "6h",
+                               "--contact", "Luis=+34600000000", "--address", "+34 600 000 999", "--data", dir.path])
+        #expect(add.status == 0, "\(add.stderr)")
+        return dir
     }
 
     static func capabilities(of path: String) -> [String: UInt64] {
