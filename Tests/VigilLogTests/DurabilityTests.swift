@@ -165,7 +165,9 @@ struct DurabilityTests {
         try await withTemporaryDirectory { base in
             let directory = logDirectory(in: base)
             var config = LogConfiguration(directory: directory)
-            config.commitWindowMicroseconds = 30_000_000 // nothing would commit for 30 s on its own
+            // Nothing would commit for an hour on its own. (At 30 s this failed once in CI: under the
+            // full suite's disk load the first commit's flush alone took the window.)
+            config.commitWindowMicroseconds = 3_600_000_000
             let log = try EventLog.open(config)
             _ = try await log.appendDurably(sampleRecord(0), priority: .critical) // starts the window
             let collector = CompletionCollector()
