@@ -103,16 +103,18 @@ static inline void cvigil_att_address(struct sockaddr_l2 *address, const uint8_t
     address->l2_bdaddr_type = type;
 }
 
-/// A non-blocking ATT socket bound to the adapter with address `local`, security level low
-/// (no pairing: the box's services are open, and say so).
-static inline int cvigil_att_socket(const uint8_t local[6], uint8_t type) {
+/// A non-blocking ATT socket bound to the adapter with address `local`, at security `level`:
+/// BT_SECURITY_LOW (no pairing: the box's services are open, and say so) or, set before
+/// connect, BT_SECURITY_MEDIUM (the kernel's SMP encrypts the link with the peer's stored key, or
+/// pairs Just Works when it has none; the socket turns writable only once the link is encrypted).
+static inline int cvigil_att_socket(const uint8_t local[6], uint8_t type, uint8_t level) {
     int fd = socket(AF_BLUETOOTH, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, BTPROTO_L2CAP);
     if (fd < 0) return -1;
     struct sockaddr_l2 address;
     cvigil_att_address(&address, local, type);
     struct bt_security security;
     memset(&security, 0, sizeof(security));
-    security.level = BT_SECURITY_LOW;
+    security.level = level;
     if (bind(fd, (struct sockaddr *)&address, sizeof(address)) < 0
         || setsockopt(fd, SOL_BLUETOOTH, BT_SECURITY, &security, sizeof(security)) < 0) {
         int saved = errno;
@@ -149,6 +151,28 @@ static inline int cvigil_att_error(int fd) {
     socklen_t length = sizeof(value);
     if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &value, &length) < 0) return errno;
     return value;
+}
+
+/// On a link that is up: asks the kernel for `level` (BT_SECURITY_MEDIUM: encrypted). 0: the
+/// kernel started encrypting (or pairing) and the socket waits (not writable) until it is done;
+/// -1 with EINVAL: the link is already as secure as asked, or the kernel cannot make it so
+/// (read the level to tell which).
+static inline int cvigil_att_raise_security(int fd, uint8_t level) {
+    struct bt_security security;
+    memset(&security, 0, sizeof(security));
+    security.level = level;
+    return setsockopt(fd, SOL_BLUETOOTH, BT_SECURITY, &security, sizeof(security));
+}
+
+/// The link's security level (BT_SECURITY_LOW: not encrypted) and its key's size in bytes.
+static inline int cvigil_att_security(int fd, uint8_t *level, uint8_t *key_size) {
+    struct bt_security security;
+    memset(&security, 0, sizeof(security));
+    socklen_t length = sizeof(security);
+    if (getsockopt(fd, SOL_BLUETOOTH, BT_SECURITY, &security, &length) < 0) return -1;
+    *level = security.level;
+    *key_size = security.key_size;
+    return 0;
 }
 
 /// Reads one PDU; sets *truncated when it was longer than `capacity` (MSG_TRUNC).

@@ -79,17 +79,27 @@ public final class ATTSocket {
     /// this channel: EADDRINUSE then).
     public static func listen(on local: LEAddress, backlog: Int32 = 4) throws(HCIError) -> ATTSocket {
         let bytes = local.bytes
-        let fd = try call("open the ATT channel of", local.description, { bytes.withUnsafeBufferPointer { cvigil_att_socket($0.baseAddress, local.type) } })
+        let fd = try call("open the ATT channel of", local.description, { bytes.withUnsafeBufferPointer { cvigil_att_socket($0.baseAddress, local.type, UInt8(BT_SECURITY_LOW)) } })
         let socket = ATTSocket(fd: fd, peer: nil)
         _ = try call("listen on the ATT channel of", local.description, { Glibc.listen(fd, backlog) })
         return socket
     }
 
+    /// What a link asks of the kernel's security manager before it counts as up.
+    public enum Security: Sendable, Equatable {
+        /// Nothing: the link is not encrypted.
+        case low
+        /// An encrypted link: with the key the kernel holds for the peer, or, when it holds none,
+        /// after pairing Just Works (which makes one).
+        case encrypted
+    }
+
     /// Starts a link from the adapter `local` to `peer`; the socket turns writable when the link
-    /// is up or failed (`connectionError`).
-    public static func connect(from local: LEAddress, to peer: LEAddress) throws(HCIError) -> ATTSocket {
+    /// is up (and, asked `.encrypted`, encrypted) or failed (`connectionError`).
+    public static func connect(from local: LEAddress, to peer: LEAddress, security: Security = .low) throws(HCIError) -> ATTSocket {
         let localBytes = local.bytes, peerBytes = peer.bytes
-        let fd = try call("open the ATT channel of", local.description, { localBytes.withUnsafeBufferPointer { cvigil_att_socket($0.baseAddress, local.type) } })
+        let level = UInt8(security == .low ? BT_SECURITY_LOW : BT_SECURITY_MEDIUM)
+        let fd = try call("open the ATT channel of", local.description, { localBytes.withUnsafeBufferPointer { cvigil_att_socket($0.baseAddress, local.type, level) } })
         let socket = ATTSocket(fd: fd, peer: peer)
         let result = peerBytes.withUnsafeBufferPointer { cvigil_att_connect(fd, $0.baseAddress, peer.type) }
         if result < 0 {
@@ -116,6 +126,28 @@ public final class ATTSocket {
     public func connectionError() -> Errno? {
         let value = cvigil_att_error(fd)
         return value == 0 ? nil : Errno(rawValue: value)
+    }
+
+    /// Asks the kernel to encrypt a link that is up (pairing first when it holds no key for the
+    /// peer). True: under way, the socket turns writable again when it is done (or fails);
+    /// false: nothing started (already encrypted, or the kernel cannot: read `encryption()`).
+    ///
+    /// Why not at connect: asked before `connect()`, a link whose encryption then failed left a
+    /// socket that crashed Debian's 6.1 kernel when closed (list corruption in hci_chan_del);
+    /// raised on a link that is up, a failure ends the link the ordinary way.
+    public func startEncryption() throws(HCIError) -> Bool {
+        if cvigil_att_raise_security(fd, UInt8(BT_SECURITY_MEDIUM)) == 0 { return true }
+        let e = Errno.current
+        if e.rawValue == EINVAL { return false }
+        throw HCIError(operation: "ask for encryption on the link to", adapter: peer?.description ?? "-", errno: e)
+    }
+
+    /// Whether the link is encrypted now, and with a key of how many bytes (nil: the kernel
+    /// would not say, as for a link already gone).
+    public func encryption() -> (encrypted: Bool, keySize: Int)? {
+        var level: UInt8 = 0, size: UInt8 = 0
+        guard cvigil_att_security(fd, &level, &size) == 0 else { return nil }
+        return (level >= UInt8(BT_SECURITY_MEDIUM), Int(size))
     }
 
     public enum Received: Equatable, Sendable {

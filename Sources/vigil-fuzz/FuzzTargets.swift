@@ -34,7 +34,29 @@ enum FuzzTargets {
         "j2735": j2735,
         "sms-inbox": smsInbox,
         "dc09-reply": dc09Reply,
+        "mgmt-event": managementEvent,
+        "sensor-keys": sensorKeys,
     ]
+
+    /// A packet on the kernel's management channel (decision 0005): never a trap; a long-term key
+    /// parsed from it is one that the Load Long Term Keys command carries back unchanged.
+    static func managementEvent(_ bytes: [UInt8]) {
+        guard let event = try? ManagementEvent.parse(bytes) else { return }
+        if case .newLongTermKey(_, _, let key) = event {
+            check((try? LongTermKey(parsing: key.encoded[...])) == key, "a parsed key encodes back to itself")
+            let load = ManagementCommand.loadLongTermKeys([key]).packet(index: 0)
+            check(load.count == 6 + 2 + LongTermKey.encodedLength, "Load Long Term Keys with one key is 44 bytes")
+        }
+    }
+
+    /// The box's stored sensor keys (DATA/sensor-keys, which a damaged card can garble): never a
+    /// trap; the keys parsed are written and read back the same, with no problem reported.
+    static func sensorKeys(_ bytes: [UInt8]) {
+        let (keys, _) = SensorKeyFile.parse(String(decoding: bytes, as: UTF8.self))
+        let again = SensorKeyFile.parse(SensorKeyFile.format(keys))
+        check(again.problems.isEmpty, "written keys read back without problems")
+        check(Set(again.keys) == Set(keys), "written keys read back the same")
+    }
 
     /// An inbox file of gammu-smsd (its name, its content in each format) and the reply it
     /// carries, as anyone with a phone can send it: never a trap, and every promise of the
