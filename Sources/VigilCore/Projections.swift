@@ -72,7 +72,8 @@ public struct Projections: Projection {
     /// v16: schema 16 (calls for help reach a person): the call book, its tree and takers.
     /// v17: the alarm receiving centre (call numbers, troubles raised, the outbox's alarm entries
     /// and their numbers) and residents' prompts to their own number only.
-    public static let checkpointName = "projections.v17"
+    /// v18: schema 18 (bonded heart-rate sensors): a sensor's link says whether it was bonded.
+    public static let checkpointName = "projections.v18"
 
     public init(settings: ProjectionSettings = ProjectionSettings()) {
         devices = DeviceList(pruneAfterMicroseconds: settings.devicePruneAfterMicroseconds)

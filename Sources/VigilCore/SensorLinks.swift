@@ -15,6 +15,9 @@ public struct SensorLinks: Codable, Equatable, Sendable {
         public var peer: UInt64
         public var random: Bool
         public var linked = false
+        /// Whether the link up now (or the last one) was encrypted with the sensor's bond key
+        /// (schema 18; decision 0005). Linked and not bonded: "unbonded".
+        public var bonded = false
         /// When the link last opened or closed (0: never), and why it last closed.
         public var linkChangedMicroseconds: UInt64 = 0
         public var closeReason = ""
@@ -67,6 +70,7 @@ public struct SensorLinks: Codable, Equatable, Sendable {
             guard var sensor = byResident[link.resident], sensor.peer == link.peer & 0xFFFF_FFFF_FFFF,
                   sensor.random == (link.peerType == .addressRandom) else { return }
             sensor.linked = link.open
+            if link.open { sensor.bonded = link.bonded }
             sensor.linkChangedMicroseconds = event.timeMicroseconds
             if !link.open { sensor.closeReason = link.reason }
             byResident[link.resident] = sensor

@@ -24,6 +24,11 @@ public struct ConnectionSettings: Sendable, Equatable {
     /// Link to residents' heart-rate sensors (`--hr-sensor`); needs a BlueZ adapter on the raw
     /// channel, not `enabled` (linking out serves nothing to peers).
     public var heartRateSensors = true
+    /// Bond with heart-rate sensors at enrolment and trust only links encrypted with the bond
+    /// (docs/sensor-bonds.md). Off by default: on Debian 12's kernel (6.1) a device at a bonded
+    /// sensor's address without its key (an impostor, or a strap that lost its bond) makes the
+    /// kernel's Bluetooth BUG when the box closes the failed link (found in the VM, issue 28).
+    public var sensorBonds = false
     /// Sensors linked at once (residents by id; the rest are shown as not linked).
     public var maximumSensors = 8
     /// A sensor's readings are logged at most this often while they say the same thing.

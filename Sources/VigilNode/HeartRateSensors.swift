@@ -19,6 +19,13 @@ import VigilSystem
 /// failed attempts are not logged (a vanished sensor would write the card every few minutes
 /// for nothing), they are shown by `vigil status`.
 ///
+/// Bonds (decision 0005, `SensorBonds`): a sensor is paired at its first link after enrolment
+/// (Just Works, the kernel's security manager) and its key kept; afterwards only a link encrypted
+/// with that key counts, so a device that only copies the sensor's address cannot feed the
+/// ladder calm readings. A sensor that cannot pair is linked without encryption and shown
+/// "unbonded" (its readings still count: many straps never bond, and a resident without readings
+/// is worse off). Each sensor link's event says whether it was bonded.
+///
 /// Bounded: at most `maximumSensors` sensors linked (residents sorted by id); one connection
 /// attempt at a time (the kernel makes LE connections one by one); a sensor notifies about once
 /// a second, and a reading is logged at most every `heartRateLogInterval` (or a third of the
@@ -31,6 +38,8 @@ final class HeartRateSensors: NodeComponent {
     static let timer = Scheduler.Timer("heart-rate sensors")
     /// From the connect to the subscription (the kernel gives up connecting after 20 s).
     static let setupTimeoutNanoseconds: UInt64 = 45_000_000_000
+    /// The same while pairing: 20 s to connect and the security manager's 30 s.
+    static let pairingTimeoutNanoseconds: UInt64 = 75_000_000_000
     static let retryBaseNanoseconds: UInt64 = 2_000_000_000
     static let retryMaximumNanoseconds: UInt64 = 300_000_000_000
     /// Readings that change between a sign of life and none are logged at most this often.
@@ -38,7 +47,17 @@ final class HeartRateSensors: NodeComponent {
     /// A link up this long, not closed by the box, starts the back-off again from its base.
     static let stableLinkNanoseconds: UInt64 = 60_000_000_000
 
-    enum Phase: String { case waiting, connecting, exchangingMTU = "exchanging MTU", discovering, subscribing, linked }
+    enum Phase: String { case waiting, connecting, encrypting, exchangingMTU = "exchanging MTU", discovering, subscribing, linked }
+
+    /// What a link to the sensor must prove.
+    enum Bond: String {
+        /// No key yet: the next link pairs (and keeps the key if the sensor bonds).
+        case pairing
+        /// The box holds the sensor's key: only a link encrypted with it counts.
+        case bonded
+        /// The sensor could not pair or does not bond: linked without encryption.
+        case unbonded
+    }
 
     struct Sensor {
         let resident: String
@@ -62,6 +81,25 @@ final class HeartRateSensors: NodeComponent {
         var attempts: UInt64 = 0
         /// When the link came up (monotonic ns; 0: not up).
         var linkedAtNanoseconds: UInt64 = 0
+        /// The sensor could not pair, or paired without bonding: linked without encryption
+        /// from now on (until the box restarts or staff enrol the sensor again).
+        var cannotBond = false
+        /// What the link being set up asked for, and whether the kernel says it is encrypted.
+        var linkBond = Bond.pairing
+        var encrypted = false
+        /// Why the device at the sensor's address is not trusted (empty: nothing wrong), and
+        /// how many times it failed to prove the bond.
+        var bondProblem = ""
+        var bondFailures: UInt64 = 0
+        /// The adapter the attempt uses, and whether its LE link came up (the management
+        /// channel's Device Connected): a pairing link that then ends without encryption or an
+        /// answer was not answered by the sensor.
+        var adapterIndex: UInt16 = 0
+        var leConnected = false
+        var pairingUnanswered = 0
+        /// This attempt's failure to prove the bond is counted (the channel's news and the
+        /// socket's error may both tell it).
+        var bondFailureCounted = false
 
         var isSettingUp: Bool { phase != .waiting && phase != .linked }
     }
@@ -73,10 +111,15 @@ final class HeartRateSensors: NodeComponent {
     /// Residents whose sensor is not linked because `maximumSensors` are.
     private(set) var overLimit: [String] = []
     private var pumping = false
+    let bonds: SensorBonds
+    /// The management channel could not be opened: nothing is linked (a link at MEDIUM without
+    /// the keys loaded would pair with whoever answers).
+    private var bondsUnavailable: String?
 
     init(node: Node) {
         self.node = node
         settings = node.configuration.connections
+        bonds = SensorBonds(node: node)
     }
 
     /// Why sensors cannot be linked on this box at all (nil: they can).
@@ -98,11 +141,18 @@ final class HeartRateSensors: NodeComponent {
         if let why = unavailable, !node.projections.sensors.byResident.isEmpty {
             node.logger.warning("residents have heart-rate sensors, but the box will not link to them", metadata: ["why": "\(why)"])
         }
+        guard unavailable == nil, settings.sensorBonds else { return }
+        bonds.news = { [unowned self] news in heard(news) }
+        do { try bonds.open() } catch {
+            bondsUnavailable = "cannot bond sensors: \(error)"
+            node.logger.error("heart-rate sensors cannot be bonded, so none is linked", metadata: ["error": "\(error)"])
+        }
     }
 
     func stop() {
         for resident in Array(sensors.keys) { drop(resident, reason: "the box stopped", retry: false) }
         node.scheduler.cancel(Self.timer)
+        bonds.close()
     }
 
     func applied(_ event: Event) {
@@ -116,8 +166,10 @@ final class HeartRateSensors: NodeComponent {
         // A stopping node links to nothing more (events are still applied until it finishes).
         guard wantedChanged, !node.stopping else { return }
         wantedChanged = false
-        guard unavailable == nil else { return }
+        guard unavailable == nil, bondsUnavailable == nil else { return }
         let enrolled = node.projections.sensors.sorted
+        // Keys of sensors no longer enrolled go (one enrolled again pairs afresh).
+        if settings.sensorBonds { bonds.keep(Set(enrolled.map { LEAddress(value: $0.peer, kind: $0.random ? .random : .public) })) }
         let wanted = enrolled.prefix(settings.maximumSensors)
         overLimit = enrolled.dropFirst(settings.maximumSensors).map(\.resident)
         var keep: Set<String> = []
@@ -154,7 +206,9 @@ final class HeartRateSensors: NodeComponent {
         }
         // Waiting ones behind a connection attempt start when it ends (its end pumps again).
         let connecting = sensors.values.contains { $0.phase == .connecting }
-        let due = sensors.values.filter { $0.isSettingUp || ($0.phase == .waiting && !connecting) }.map(\.dueNanoseconds).min()
+        var due = sensors.values.filter { $0.isSettingUp || ($0.phase == .waiting && !connecting) }.map(\.dueNanoseconds).min()
+        // Waiting for the kernel to take the keys: its answer pumps, or the setup is sent again.
+        if let retry = bonds.retryDueNanoseconds { due = min(due ?? retry, retry) }
         if let due { node.scheduler.schedule(Self.timer, atNanoseconds: max(due, now)) } else { node.scheduler.cancel(Self.timer) }
     }
 
@@ -167,8 +221,22 @@ final class HeartRateSensors: NodeComponent {
                 sensors[resident] = sensor
                 return drop(resident, reason: "no adapter \(node.configuration.radio)", retry: true)
             }
+            // The kernel must hold the stored keys first: a link asked to be encrypted to a sensor
+            // whose key it lacks pairs afresh with whoever answers. `.ready` pumps again.
+            guard !settings.sensorBonds || bonds.ready(adapter: adapter.id) else {
+                sensor.attempts -= 1
+                sensor.dueNanoseconds = bonds.retryDueNanoseconds ?? node.monotonic.nowNanoseconds() &+ Self.retryBaseNanoseconds
+                sensors[resident] = sensor
+                return
+            }
+            sensor.adapterIndex = adapter.id
+            sensor.leConnected = false
+            sensor.linkBond = !settings.sensorBonds ? .unbonded : bonds.isBonded(sensor.peer) ? .bonded : sensor.cannotBond ? .unbonded : .pairing
+            if sensor.linkBond == .pairing { bonds.expectPairing(sensor.peer) }
+            // Linked at low, then encrypted (`startEncryption`): the kernel pairs or uses the key.
             socket = try ATTSocket.connect(from: LEAddress(value: adapter.address, kind: .public), to: sensor.peer)
         } catch {
+            bonds.endPairing(sensor.peer)
             sensors[resident] = sensor
             return drop(resident, reason: "could not connect: \(error)", retry: true)
         }
@@ -182,7 +250,10 @@ final class HeartRateSensors: NodeComponent {
         sensor.phase = .connecting
         sensor.bearer = ATTBearer(server: nil)
         sensor.strikes = 0
-        sensor.dueNanoseconds = node.monotonic.nowNanoseconds() &+ Self.setupTimeoutNanoseconds
+        sensor.encrypted = false
+        sensor.bondFailureCounted = false
+        sensor.dueNanoseconds = node.monotonic.nowNanoseconds()
+            &+ (sensor.linkBond == .pairing ? Self.pairingTimeoutNanoseconds : Self.setupTimeoutNanoseconds)
         sensors[resident] = sensor
         residentByFD[fd] = resident
     }
@@ -191,9 +262,40 @@ final class HeartRateSensors: NodeComponent {
 
     private func ready(_ fd: Int32, _ events: UInt32) {
         guard let resident = residentByFD[fd], var sensor = sensors[resident], let socket = sensor.socket else { return }
-        if sensor.phase == .connecting {
-            if let error = socket.connectionError() { return drop(resident, reason: "could not connect: \(error)", retry: true) }
-            guard events & Epoll.writable != 0 else { return }
+        if sensor.phase == .connecting || sensor.phase == .encrypting {
+            if let error = socket.connectionError() {
+                // The kernel ends a link whose encryption failed with EACCES (authentication failure).
+                if sensor.linkBond == .bonded && error == .accessDenied { bondFailed(resident) }
+                if sensor.linkBond == .pairing && (sensor.leConnected || sensor.phase == .encrypting) { pairingUnanswered(resident) }
+                return drop(resident, reason: "could not connect: \(error)", retry: true)
+            }
+            guard events & Epoll.writable != 0 else {
+                if events & Epoll.hangup != 0 { drop(resident, reason: "the link ended while it was set up", retry: true) }
+                return
+            }
+            var encrypted = socket.encryption()?.encrypted ?? false
+            if sensor.phase == .connecting && sensor.linkBond != .unbonded && !encrypted {
+                // Up at low: now the encryption (the socket is writable again once it is done).
+                let started: Bool
+                do { started = try socket.startEncryption() } catch {
+                    return drop(resident, reason: "could not ask for encryption: \(error)", retry: true)
+                }
+                if started {
+                    sensors[resident]?.phase = .encrypting
+                    return
+                }
+                encrypted = socket.encryption()?.encrypted ?? false
+            }
+            // Encrypted when asked: checked, not assumed.
+            if sensor.linkBond != .unbonded && !encrypted {
+                // The link is closed first: a power-down tearing down a link whose socket is being
+                // released was seen to corrupt the kernel's connection list (Debian's 6.1).
+                let restart = bonds.mayRestartForSecurityManager(adapter: sensor.adapterIndex)
+                drop(resident, reason: restart ? "the adapter had no security manager: powered off and on" : "the link is not encrypted", retry: true)
+                if restart { bonds.restartForSecurityManager(adapter: sensor.adapterIndex) }
+                return
+            }
+            sensor.encrypted = encrypted
             node.loop.unwatch(fd, "a heart-rate sensor")
             guard node.loop.watch(fd, "a heart-rate sensor", handler: { [unowned self] _ in ready(fd, Epoll.readable) }) else {
                 return drop(resident, reason: "cannot watch the link", retry: true)
@@ -268,8 +370,10 @@ final class HeartRateSensors: NodeComponent {
             sensors[resident]?.loggedOpen = true
             sensors[resident]?.linkedAtNanoseconds = node.monotonic.nowNanoseconds()
             sensors[resident]?.lastLoggedNanoseconds = nil
-            appendLink(resident: resident, peer: sensor.peer, open: true, reason: "")
-            node.logger.info("heart-rate sensor linked", metadata: ["resident": "\(resident)", "sensor": "\(sensor.peer)"])
+            let bonded = sensor.encrypted && bonds.isBonded(sensor.peer)
+            if bonded { sensors[resident]?.bondProblem = "" }
+            appendLink(resident: resident, peer: sensor.peer, open: true, reason: "", bonded: bonded)
+            node.logger.info("heart-rate sensor linked", metadata: ["resident": "\(resident)", "sensor": "\(sensor.peer)", "bonded": "\(bonded)"])
             pump()
         case (.discovering, _), (.subscribing, _):
             drop(resident, reason: "setting up the sensor failed: \(result)", retry: true)
@@ -343,6 +447,7 @@ final class HeartRateSensors: NodeComponent {
             node.loop.unwatch(socket.fd, "a heart-rate sensor")
             residentByFD[socket.fd] = nil
             socket.close()
+            if sensor.linkBond == .pairing { bonds.endPairing(sensor.peer) }
         }
         if sensor.loggedOpen {
             appendLink(resident: resident, peer: sensor.peer, open: false, reason: reason)
@@ -368,8 +473,9 @@ final class HeartRateSensors: NodeComponent {
         pump()
     }
 
-    private func appendLink(resident: String, peer: LEAddress, open: Bool, reason: String) {
+    private func appendLink(resident: String, peer: LEAddress, open: Bool, reason: String, bonded: Bool = false) {
         var change = LinkChanged()
+        change.bonded = bonded
         change.peer = peer.value
         change.peerType = peer.kind == .random ? .addressRandom : .addressPublic
         change.open = open
@@ -377,6 +483,77 @@ final class HeartRateSensors: NodeComponent {
         change.reason = reason
         change.resident = resident
         node.append(.linkChanged(change))
+    }
+
+    // MARK: - Bonds
+
+    private func resident(with peer: LEAddress) -> String? {
+        sensors.values.first { $0.peer == peer }?.resident
+    }
+
+    private func heard(_ news: SensorBonds.News) {
+        switch news {
+        case .ready:
+            pump()
+        case .connected(let peer):
+            guard let resident = resident(with: peer), [.connecting, .encrypting].contains(sensors[resident]?.phase) else { return }
+            sensors[resident]?.leConnected = true
+        case .bonded(let peer):
+            guard let resident = resident(with: peer) else { return }
+            sensors[resident]?.bondProblem = ""
+            node.logger.info("heart-rate sensor bonded", metadata: ["resident": "\(resident)", "sensor": "\(peer)"])
+        case .notBonded(let peer):
+            guard let resident = resident(with: peer) else { return }
+            // Encrypted with a key for this link only: anyone could pair the same way.
+            sensors[resident]?.cannotBond = true
+            sensors[resident]?.bondProblem = "the sensor pairs but does not bond: unbonded"
+            node.logger.notice("a heart-rate sensor does not bond: its readings count, shown unbonded",
+                               metadata: ["resident": "\(resident)", "sensor": "\(peer)"])
+        case .pairingFailed(let peer, let status):
+            guard let resident = resident(with: peer), sensors[resident]?.linkBond == .pairing else { return }
+            sensors[resident]?.cannotBond = true
+            sensors[resident]?.bondProblem = "pairing failed (management status \(status)): linked without encryption, unbonded"
+            node.logger.notice("a heart-rate sensor could not pair: linked without encryption, shown unbonded",
+                               metadata: ["resident": "\(resident)", "sensor": "\(peer)", "status": "\(status)"])
+        case .authenticationFailed(let peer):
+            guard let resident = resident(with: peer) else { return }
+            bondFailed(resident)
+        case .rekeyRefused(let peer):
+            guard let resident = resident(with: peer) else { return }
+            sensors[resident]?.bondFailures += 1
+            sensors[resident]?.bondProblem = "the kernel paired afresh with a device at the sensor's address: its key was refused"
+            // A link of the box's that came up meanwhile may be the one that paired afresh (the
+            // kernel lacked the key): it proves nothing, so it goes.
+            if sensors[resident]?.socket != nil { drop(resident, reason: "paired afresh, not with the bond key", retry: true, byTheBox: true) }
+        }
+    }
+
+    /// A pairing link came up and ended without encryption or a refusal: the sensor ignored the
+    /// pairing (the kernel gives up after 30 s). Twice, and it is linked without encryption.
+    private func pairingUnanswered(_ resident: String) {
+        guard var sensor = sensors[resident] else { return }
+        sensor.pairingUnanswered += 1
+        if sensor.pairingUnanswered >= 2 {
+            sensor.cannotBond = true
+            sensor.bondProblem = "the sensor did not answer pairing: linked without encryption, unbonded"
+            node.logger.notice("a heart-rate sensor did not answer pairing: linked without encryption, shown unbonded",
+                               metadata: ["resident": "\(resident)", "sensor": "\(sensor.peer)"])
+        }
+        sensors[resident] = sensor
+    }
+
+    /// The device at a bonded sensor's address failed to prove the bond on this attempt.
+    private func bondFailed(_ resident: String) {
+        guard var sensor = sensors[resident], !sensor.bondFailureCounted else { return }
+        sensor.bondFailureCounted = true
+        sensor.bondFailures += 1
+        sensor.bondProblem = "the device at the sensor's address did not prove the bond: a spoofer, or the strap lost its bond "
+            + "(to pair it again, remove the sensor from the resident and add it back)"
+        sensors[resident] = sensor
+        if sensor.bondFailures == 1 || sensor.bondFailures.isMultiple(of: 100) {
+            node.logger.warning("the device at a bonded heart-rate sensor's address did not prove the bond: its readings do not count",
+                                metadata: ["resident": "\(resident)", "sensor": "\(sensor.peer)", "failures": "\(sensor.bondFailures)"])
+        }
     }
 
     // MARK: - Status
@@ -387,16 +564,28 @@ final class HeartRateSensors: NodeComponent {
             SensorStatus(resident: s.resident, sensor: s.peer.description, state: s.phase.rawValue,
                          retryInSeconds: s.phase == .waiting ? Double(s.dueNanoseconds > now ? s.dueNanoseconds - now : 0) / 1e9 : nil,
                          lastError: s.lastError, attempts: s.attempts, readingsHeard: s.readingsHeard, readingsLogged: s.readingsLogged,
-                         readingsMalformed: s.readingsMalformed)
+                         readingsMalformed: s.readingsMalformed, bond: bondText(s), bondProblem: bondsUnavailable ?? s.bondProblem,
+                         bondFailures: s.bondFailures)
         }
         let why = unavailable
         for sensor in node.projections.sensors.sorted where sensors[sensor.resident] == nil {
             out.append(SensorStatus(resident: sensor.resident, sensor: LEAddress(value: sensor.peer, kind: sensor.random ? .random : .public).description,
                                     state: "not linked", retryInSeconds: nil,
                                     lastError: why ?? (overLimit.contains(sensor.resident) ? "over connections.max_sensors" : ""),
-                                    attempts: 0, readingsHeard: 0, readingsLogged: 0, readingsMalformed: 0))
+                                    attempts: 0, readingsHeard: 0, readingsLogged: 0, readingsMalformed: 0,
+                                    bond: !settings.sensorBonds ? "unbonded" : bonds.isBonded(LEAddress(value: sensor.peer, kind: sensor.random ? .random : .public)) ? "bonded" : "not bonded yet",
+                                    bondProblem: bondsUnavailable ?? "", bondFailures: 0))
         }
         return out
+    }
+
+    /// "bonded" (a link counts only when encrypted with the stored key), "unbonded" (linked, or
+    /// to be linked, without encryption), or "not bonded yet" (the next link pairs).
+    private func bondText(_ s: Sensor) -> String {
+        guard settings.sensorBonds else { return "unbonded" }
+        if s.phase == .linked { return s.encrypted && bonds.isBonded(s.peer) ? "bonded" : "unbonded" }
+        if bonds.isBonded(s.peer) { return "bonded" }
+        return s.cannotBond ? "unbonded" : "not bonded yet"
     }
 }
 
@@ -417,4 +606,10 @@ public struct SensorStatus: Sendable, Codable, Equatable {
     public var readingsLogged: UInt64
     /// Measurements that did not parse (each a violation).
     public var readingsMalformed: UInt64
+    /// "bonded", "unbonded" or "not bonded yet" (decision 0005).
+    public var bond: String
+    /// Why the device at the sensor's address is not trusted, or the sensor is unbonded (empty:
+    /// nothing wrong), and how often it failed to prove the bond.
+    public var bondProblem: String
+    public var bondFailures: UInt64
 }

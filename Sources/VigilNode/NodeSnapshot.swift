@@ -162,6 +162,9 @@ public struct NodeSnapshot: Sendable, Codable, Equatable {
             /// a strap that needs no pairing is easier to spoof once its address is known).
             public var device: String?
             public var linked: Bool
+            /// Whether the link was encrypted with the sensor's bond key (false while linked:
+            /// "unbonded", its readings could come from anyone with its address).
+            public var bonded: Bool
             /// The last reading and its time (nil: none yet, or the public view: a pulse is health
             /// data).
             public var beatsPerMinute: Double?
@@ -318,6 +321,7 @@ extension NodeSnapshot {
                 sensor: state.sensors.byResident[r.id].map { sensor in
                     let read = sensor.lastReadingMicroseconds > 0
                     return .init(device: formatAddress(sensor.peer) + (sensor.random ? "/random" : ""), linked: sensor.linked,
+                                 bonded: sensor.bonded,
                                  beatsPerMinute: read ? sensor.lastBeatsPerMinute : nil,
                                  readingMicroseconds: read ? sensor.lastReadingMicroseconds : nil,
                                  contact: read ? sensor.lastContact : nil, counted: read ? sensor.lastPositive : nil)

@@ -257,10 +257,11 @@ enum OpenAPIDocument {
                   sensor:
                     type: object
                     description: "The resident's heart-rate sensor; its address and reading only for staff and tokens"
-                    required: [linked]
+                    required: [linked, bonded]
                     properties:
                       device: {type: string}
                       linked: {type: boolean}
+                      bonded: {type: boolean, description: "The link was encrypted with the sensor's bond key; linked and not bonded is unbonded"}
                       beatsPerMinute: {type: number}
                       readingMicroseconds: {type: integer, format: int64}
                       contact: {type: string}

@@ -243,7 +243,7 @@ enum PageRenderer {
             } else { out += r.mode == "off" ? "checks off" : "—" }
             out += "</td><td>\(r.lastCheckInMicroseconds.map { ago($0, s.timeMicroseconds) } ?? "never")"
             if let sensor = r.sensor {
-                out += "<br><small>heart-rate sensor \(sensor.linked ? "linked" : "not linked")"
+                out += "<br><small>heart-rate sensor \(sensor.linked ? (sensor.bonded ? "linked, bonded" : "linked, <strong>unbonded</strong>") : "not linked")"
                 if let bpm = sensor.beatsPerMinute, let at = sensor.readingMicroseconds {
                     out += ": \(Int(bpm)) bpm (\(escape(sensor.contact ?? ""))\(sensor.counted == false ? ", not counted" : "")) \(ago(at, s.timeMicroseconds))"
                 }

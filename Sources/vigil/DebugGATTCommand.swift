@@ -10,7 +10,9 @@ import VigilSystem
 /// notifies TEXT (in parts when it is longer than one value) on the chat and UART TX of every
 /// peer that subscribed. With `--profile heart-rate` it plays a resident's heart-rate sensor
 /// instead (the Heart Rate service, 0x180D): a line `hr BPM contact|no-contact|unsupported`
-/// notifies that measurement (0x2A37) to every subscribed peer.
+/// notifies that measurement (0x2A37) to every subscribed peer. With `--accept-pairing` it
+/// answers the kernel's pairing confirmations on the adapter with yes, as a strap without a
+/// display does (Just Works; the kernel asks user space even then, and no bluetoothd runs here).
 struct DebugGATTServe: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "gatt-serve")
 
@@ -22,6 +24,9 @@ struct DebugGATTServe: AsyncParsableCommand {
 
     @Option(help: "What to serve: box (the box's services) or heart-rate (a heart-rate sensor).")
     var profile = "box"
+
+    @Flag(help: "Accept every pairing the kernel asks to confirm on this adapter (a strap without a display).")
+    var acceptPairing = false
 
     func run() async throws {
         try await reportingErrors {
@@ -42,6 +47,8 @@ struct DebugGATTServe: AsyncParsableCommand {
             let epoll = try Epoll()
             try epoll.add(listener.fd, token: 0)
             try epoll.add(STDIN_FILENO, token: 1)
+            let management = acceptPairing ? try ManagementChannel.open() : nil
+            if let management { try epoll.add(management.fd, token: UInt64.max) }
             let out = FileOutput.standardOutput
             out.write("listening on \(info.addressText)\n")
 
@@ -60,6 +67,18 @@ struct DebugGATTServe: AsyncParsableCommand {
             while true {
                 for ready in try epoll.wait() {
                     switch ready.token {
+                    case UInt64.max:
+                        while let management, let packet = try management.receive() {
+                            switch try? ManagementEvent.parse(packet) {
+                            case .confirmationRequested(let index, let peer) where index == info.id:
+                                try management.send(.confirmPairing(peer, accept: true), index: index)
+                                out.write("pairing confirmed with \(peer)\n")
+                            case .newLongTermKey(let index, let storeHint, let key) where index == info.id:
+                                out.write("key for \(key.peer)\(storeHint ? " (bonded)" : "")\n")
+                            default:
+                                break
+                            }
+                        }
                     case 0:
                         while let socket = try listener.accept() {
                             guard links.count < 8 else { out.write("refused \(socket.peer?.description ?? "?"): 8 links\n"); continue }

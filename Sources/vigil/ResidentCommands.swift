@@ -33,7 +33,7 @@ struct ResidentOptions: ParsableArguments {
     var weekly: [String] = []
     @Option(help: "IANA time zone for the night window and weekly pauses, e.g. Europe/Madrid (follows daylight saving); \"none\" clears.")
     var timeZone: String?
-    @Option(name: .customLong("hr-sensor"), help: "The resident's heart-rate sensor (Heart Rate service 0x180D), AA:BB:CC:DD:EE:FF, with /random for a random address; the box links to it and logs its readings as check-ins; \"none\" removes it.")
+    @Option(name: .customLong("hr-sensor"), help: "The resident's heart-rate sensor (Heart Rate service 0x180D), AA:BB:CC:DD:EE:FF, with /random for a random address; the box links to it, pairs with it at the first link and keeps the bond (decision 0005), and logs its readings as check-ins; \"none\" removes it and its bond (set none, then the address, to pair a strap again).")
     var heartRateSensor: String?
 
     /// The settings given on the command line for resident `id` (unset options stay nil).
@@ -276,7 +276,7 @@ extension ListResidents {
     /// "heart-rate sensor C0:…: linked, last 72 bpm (contact) at TIME", from the log.
     static func describe(_ sensor: SensorLinks.Sensor) -> String {
         let address = LEAddress(value: sensor.peer, kind: sensor.random ? .random : .public)
-        var text = "heart-rate sensor \(address): " + (sensor.linked ? "linked" : "not linked")
+        var text = "heart-rate sensor \(address): " + (sensor.linked ? (sensor.bonded ? "linked, bonded" : "linked, unbonded") : "not linked")
         if !sensor.linked, !sensor.closeReason.isEmpty { text += " (\(sensor.closeReason))" }
         if sensor.lastReadingMicroseconds > 0 {
             text += ", last \(Int(sensor.lastBeatsPerMinute)) bpm (\(sensor.lastContact)"

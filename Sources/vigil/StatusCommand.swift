@@ -215,7 +215,9 @@ struct Status: AsyncParsableCommand {
                     + (k.callsFromPhones > 0 ? "; \(k.callsFromPhones) phones' sos and medical messages (unverified)" : "") + "\n"
             }
             for s in live.sensors ?? [] {
-                out += "heart-rate sensor of \(s.resident) (\(s.sensor)): \(s.state)"
+                out += "heart-rate sensor of \(s.resident) (\(s.sensor)): \(s.state), \(s.bond)"
+                    + (s.bondProblem.isEmpty ? "" : " [\(s.bondProblem)]")
+                    + (s.bondFailures > 0 ? " [\(s.bondFailures) failed to prove the bond]" : "")
                     + (s.retryInSeconds.map { ", next attempt in \(Int($0.rounded(.up))) s" } ?? "")
                     + (s.lastError.isEmpty ? "" : " (\(s.lastError))")
                     + "; \(s.readingsHeard) readings heard, \(s.readingsLogged) logged"

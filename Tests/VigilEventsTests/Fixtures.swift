@@ -282,6 +282,24 @@ enum Fixtures {
         goldenEventsV17.suffix(2).prefix(1).map(\.body)
     }
 
+    /// Schema 18: a resident's heart-rate sensor linked with its bond (decision 0005), and the
+    /// link's end.
+    static var goldenEventsV18: [(timeMicroseconds: UInt64, body: EventBody)] {
+        var open = LinkChanged()
+        open.peer = 0xC0_11_22_33_44_55
+        open.peerType = .addressRandom
+        open.open = true
+        open.role = .sensor
+        open.resident = "r1"
+        open.bonded = true
+        var closed = open
+        closed.open = false
+        closed.bonded = false
+        closed.reason = "the sensor disconnected"
+        let base = goldenEventsV17.last?.timeMicroseconds ?? start
+        return goldenEventsV17 + [(base + 62_500, .linkChanged(open)), (base + 125_000, .linkChanged(closed))]
+    }
+
     /// Schema 17: a start whose phones open calls, a phone's call taken on the page, then
     /// confirmed (raised as an alert) and another dismissed.
     static var goldenEventsV17: [(timeMicroseconds: UInt64, body: EventBody)] {

@@ -20,7 +20,7 @@ import VigilEvents
         var s = NodeSnapshot(state: Projections(), decisions: [:], live: nil, timeMicroseconds: now)
         s.residents = [.init(id: "r1", name: "Ana", room: "3", mode: "time", step: "none", stepMicroseconds: 0, next: nil,
                              lastCheckInMicroseconds: nil, checkIns: 0, intervalMicroseconds: 3_600_000_000, timeZone: "UTC", paused: false,
-                             sensor: .init(device: "C3:11:22:33:44:55/random", linked: true, beatsPerMinute: 72,
+                             sensor: .init(device: "C3:11:22:33:44:55/random", linked: true, bonded: false, beatsPerMinute: 72,
                                            readingMicroseconds: now, contact: "contact", counted: true))]
         s.alerts = [.init(id: "00000000000000aa:1", kind: "sos", severity: "critical", category: "help", raisedHere: true, hops: 0,
                           raisedMicroseconds: now - 60_000_000, expiresMicroseconds: now + 3_600_000_000,

@@ -47,7 +47,7 @@ advertise() {
 start_sensor() {
   mkfifo "$SCRATCH/in.$1"
   exec {SENSOR_IN}<> "$SCRATCH/in.$1"
-  "$VIGIL" debug gatt-serve --adapter hci1 --profile heart-rate --name "HR strap" < "$SCRATCH/in.$1" > "$SCRATCH/sensor.$1" 2>&1 &
+  "$VIGIL" debug gatt-serve --adapter hci1 --profile heart-rate --accept-pairing --name "HR strap" < "$SCRATCH/in.$1" > "$SCRATCH/sensor.$1" 2>&1 &
   SENSOR_PID=$!
   BACKGROUND+=("$SENSOR_PID")
   wait_ms 30000 has_line "$SCRATCH/sensor.$1" "listening on $SENSOR" && advertise

@@ -2401,6 +2401,11 @@ public nonisolated struct Vigil_Events_V1_LinkChanged: Sendable {
   /// schema 14: whose sensor (LINK_ROLE_SENSOR)
   public var resident: String = String()
 
+  /// Schema 18: a sensor's link was encrypted with the bond key the box stored when it paired
+  /// with the sensor (decision 0005). False on a sensor's link: "unbonded", readings count but
+  /// anyone with the sensor's address could have sent them.
+  public var bonded: Bool = false
+
   public var unknownFields = SwiftProtobuf.UnknownStorage()
 
   public init() {}
@@ -5177,7 +5182,7 @@ nonisolated extension Vigil_Events_V1_MinuteSighting: SwiftProtobuf.Message, Swi
 
 nonisolated extension Vigil_Events_V1_LinkChanged: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
   public static let protoMessageName: String = _protobuf_package + ".LinkChanged"
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}peer\0\u{3}peer_type\0\u{1}open\0\u{1}role\0\u{1}reason\0\u{1}resident\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}peer\0\u{3}peer_type\0\u{1}open\0\u{1}role\0\u{1}reason\0\u{1}resident\0\u{1}bonded\0")
 
   public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
     while let fieldNumber = try decoder.nextFieldNumber() {
@@ -5191,6 +5196,7 @@ nonisolated extension Vigil_Events_V1_LinkChanged: SwiftProtobuf.Message, SwiftP
       case 4: try { try decoder.decodeSingularEnumField(value: &self.role) }()
       case 5: try { try decoder.decodeSingularStringField(value: &self.reason) }()
       case 6: try { try decoder.decodeSingularStringField(value: &self.resident) }()
+      case 7: try { try decoder.decodeSingularBoolField(value: &self.bonded) }()
       default: break
       }
     }
@@ -5215,6 +5221,9 @@ nonisolated extension Vigil_Events_V1_LinkChanged: SwiftProtobuf.Message, SwiftP
     if !self.resident.isEmpty {
       try visitor.visitSingularStringField(value: self.resident, fieldNumber: 6)
     }
+    if self.bonded != false {
+      try visitor.visitSingularBoolField(value: self.bonded, fieldNumber: 7)
+    }
     try unknownFields.traverse(visitor: &visitor)
   }
 
@@ -5225,6 +5234,7 @@ nonisolated extension Vigil_Events_V1_LinkChanged: SwiftProtobuf.Message, SwiftP
     if lhs.role != rhs.role {return false}
     if lhs.reason != rhs.reason {return false}
     if lhs.resident != rhs.resident {return false}
+    if lhs.bonded != rhs.bonded {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -33,6 +33,28 @@ uptime_ns() { local u; read -r u _ < /proc/uptime; echo $(( 10#${u/./} * 1000000
 
 has_line() { grep -q -- "$2" "$1" 2>/dev/null; }
 
+# sensor_adapter INDEX on|off: hciINDEX as a heart-rate strap's controller is: the kernel's
+# security manager running (the kernel registers it only when an adapter is powered on through
+# the management channel; scripts/radio-vm powers them up with hciconfig), Just Works, Secure
+# Connections, bonding on or off. BlueZ's btmgmt talks to the kernel directly (no bluetoothd);
+# it quits before the kernel answers when its standard input is at its end, so that stays open.
+# box_adapter INDEX: the box's adapter powered on through the management channel, as the box
+# does it (so the kernel's security manager runs on it).
+box_adapter() {
+  local c
+  for c in "power off" "power on"; do
+    # shellcheck disable=SC2086
+    sleep 1 | timeout 10 btmgmt --index "$1" $c 2>&1 | head -n 1 | sed 's/^/     btmgmt: /'
+  done
+}
+sensor_adapter() {
+  local c
+  for c in "power off" "bondable $2" "io-cap 3" "sc on" "power on"; do
+    # shellcheck disable=SC2086
+    sleep 1 | timeout 10 btmgmt --index "$1" $c 2>&1 | head -n 1 | sed 's/^/     btmgmt: /'
+  done
+}
+
 # A board profile file: profile NAME CHIP BUTTON_LINE [key: value lines for outputs...]
 profile() {
   local file="$SCRATCH/$1.yaml"
