@@ -103,18 +103,17 @@ static inline void cvigil_att_address(struct sockaddr_l2 *address, const uint8_t
     address->l2_bdaddr_type = type;
 }
 
-/// A non-blocking ATT socket bound to the adapter with address `local`, at security `level`:
-/// BT_SECURITY_LOW (no pairing: the box's services are open, and say so) or, set before
-/// connect, BT_SECURITY_MEDIUM (the kernel's SMP encrypts the link with the peer's stored key, or
-/// pairs Just Works when it has none; the socket turns writable only once the link is encrypted).
-static inline int cvigil_att_socket(const uint8_t local[6], uint8_t type, uint8_t level) {
+/// A non-blocking ATT socket bound to the adapter with address `local`, security level low (the
+/// box's services are open, and say so; a link to a bonded sensor asks for encryption once it
+/// is up: cvigil_att_raise_security).
+static inline int cvigil_att_socket(const uint8_t local[6], uint8_t type) {
     int fd = socket(AF_BLUETOOTH, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, BTPROTO_L2CAP);
     if (fd < 0) return -1;
     struct sockaddr_l2 address;
     cvigil_att_address(&address, local, type);
     struct bt_security security;
     memset(&security, 0, sizeof(security));
-    security.level = level;
+    security.level = BT_SECURITY_LOW;
     if (bind(fd, (struct sockaddr *)&address, sizeof(address)) < 0
         || setsockopt(fd, SOL_BLUETOOTH, BT_SECURITY, &security, sizeof(security)) < 0) {
         int saved = errno;

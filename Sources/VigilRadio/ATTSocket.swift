@@ -79,27 +79,18 @@ public final class ATTSocket {
     /// this channel: EADDRINUSE then).
     public static func listen(on local: LEAddress, backlog: Int32 = 4) throws(HCIError) -> ATTSocket {
         let bytes = local.bytes
-        let fd = try call("open the ATT channel of", local.description, { bytes.withUnsafeBufferPointer { cvigil_att_socket($0.baseAddress, local.type, UInt8(BT_SECURITY_LOW)) } })
+        let fd = try call("open the ATT channel of", local.description, { bytes.withUnsafeBufferPointer { cvigil_att_socket($0.baseAddress, local.type) } })
         let socket = ATTSocket(fd: fd, peer: nil)
         _ = try call("listen on the ATT channel of", local.description, { Glibc.listen(fd, backlog) })
         return socket
     }
 
-    /// What a link asks of the kernel's security manager before it counts as up.
-    public enum Security: Sendable, Equatable {
-        /// Nothing: the link is not encrypted.
-        case low
-        /// An encrypted link: with the key the kernel holds for the peer, or, when it holds none,
-        /// after pairing Just Works (which makes one).
-        case encrypted
-    }
-
-    /// Starts a link from the adapter `local` to `peer`; the socket turns writable when the link
-    /// is up (and, asked `.encrypted`, encrypted) or failed (`connectionError`).
-    public static func connect(from local: LEAddress, to peer: LEAddress, security: Security = .low) throws(HCIError) -> ATTSocket {
+    /// Starts a link from the adapter `local` to `peer` at security low; the socket turns
+    /// writable when the link is up or failed (`connectionError`). Encryption is asked for once
+    /// it is up (`startEncryption`).
+    public static func connect(from local: LEAddress, to peer: LEAddress) throws(HCIError) -> ATTSocket {
         let localBytes = local.bytes, peerBytes = peer.bytes
-        let level = UInt8(security == .low ? BT_SECURITY_LOW : BT_SECURITY_MEDIUM)
-        let fd = try call("open the ATT channel of", local.description, { localBytes.withUnsafeBufferPointer { cvigil_att_socket($0.baseAddress, local.type, level) } })
+        let fd = try call("open the ATT channel of", local.description, { localBytes.withUnsafeBufferPointer { cvigil_att_socket($0.baseAddress, local.type) } })
         let socket = ATTSocket(fd: fd, peer: peer)
         let result = peerBytes.withUnsafeBufferPointer { cvigil_att_connect(fd, $0.baseAddress, peer.type) }
         if result < 0 {
