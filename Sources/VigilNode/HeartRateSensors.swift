@@ -208,11 +208,9 @@ final class HeartRateSensors: NodeComponent {
         let connecting = sensors.values.contains { $0.phase == .connecting }
         var due = sensors.values.filter { $0.isSettingUp || ($0.phase == .waiting && !connecting) }.map(\.dueNanoseconds).min()
         // Waiting for the kernel to take the keys: its answer pumps, or the setup is sent again.
-        // Only while a sensor waits for it and nothing is connecting (else the timer would be
-        // armed at "now" again and again: the setup is sent again only by the next connect).
-        if let retry = bonds.retryDueNanoseconds, !connecting, sensors.values.contains(where: { $0.phase == .waiting }) {
-            due = min(due ?? retry, max(retry, now))
-        }
+        // Only while it is ahead: one past is sent again by the next connect (which sets that
+        // sensor's due time), so counting it would arm the timer at "now" again and again.
+        if let retry = bonds.retryDueNanoseconds, retry > now { due = min(due ?? retry, retry) }
         if let due { node.scheduler.schedule(Self.timer, atNanoseconds: max(due, now)) } else { node.scheduler.cancel(Self.timer) }
     }
 
@@ -386,11 +384,8 @@ final class HeartRateSensors: NodeComponent {
             sensors[resident]?.loggedOpen = true
             sensors[resident]?.linkedAtNanoseconds = node.monotonic.nowNanoseconds()
             sensors[resident]?.lastLoggedNanoseconds = nil
-            // The box's pairing is over once the link is set up: the adapter stops being
-            // bondable and deferred key reloads run.
-            if sensor.linkBond == .pairing { bonds.endPairing(sensor.peer) }
             let bonded = sensor.encrypted && bonds.isBonded(sensor.peer) && !bonds.isSuspect(sensor.peer)
-            if bonded && sensors[resident]?.bondFailures == 0 { sensors[resident]?.bondProblem = "" }
+            if bonded { sensors[resident]?.bondProblem = "" }
             appendLink(resident: resident, peer: sensor.peer, open: true, reason: "", bonded: bonded)
             node.logger.info("heart-rate sensor linked", metadata: ["resident": "\(resident)", "sensor": "\(sensor.peer)", "bonded": "\(bonded)"])
             pump()
@@ -518,10 +513,14 @@ final class HeartRateSensors: NodeComponent {
             guard let resident = resident(with: peer), [.connecting, .encrypting].contains(sensors[resident]?.phase) else { return }
             sensors[resident]?.leConnected = true
         case .bonded(let peer):
+            // The pairing is over once its outcome is known: the adapter stops being bondable
+            // and deferred key reloads run (a legacy pairing's second key is then evicted).
+            bonds.endPairing(peer)
             guard let resident = resident(with: peer) else { return }
             sensors[resident]?.bondProblem = ""
             node.logger.info("heart-rate sensor bonded", metadata: ["resident": "\(resident)", "sensor": "\(peer)"])
         case .notBonded(let peer):
+            bonds.endPairing(peer)
             guard let resident = resident(with: peer) else { return }
             // Encrypted with a key for this link only: anyone could pair the same way.
             sensors[resident]?.cannotBond = true
@@ -529,6 +528,7 @@ final class HeartRateSensors: NodeComponent {
             node.logger.notice("a heart-rate sensor does not bond: its readings count, shown unbonded",
                                metadata: ["resident": "\(resident)", "sensor": "\(peer)"])
         case .pairingFailed(let peer, let status):
+            bonds.endPairing(peer)
             guard let resident = resident(with: peer), sensors[resident]?.linkBond == .pairing else { return }
             sensors[resident]?.cannotBond = true
             sensors[resident]?.bondProblem = "pairing failed (management status \(status)): linked without encryption, unbonded"
@@ -603,6 +603,7 @@ final class HeartRateSensors: NodeComponent {
     /// to be linked, without encryption), or "not bonded yet" (the next link pairs).
     private func bondText(_ s: Sensor) -> String {
         guard settings.sensorBonds else { return "unbonded" }
+        if bonds.isSuspect(s.peer) { return "bonded, key in doubt (reloading)" }
         if s.phase == .linked { return s.encrypted && bonds.isBonded(s.peer) ? "bonded" : "unbonded" }
         if bonds.isBonded(s.peer) { return "bonded" }
         return s.cannotBond ? "unbonded" : "not bonded yet"

@@ -141,6 +141,8 @@ final class SensorBonds {
             try channel.send(.loadLongTermKeys(allKeys), index: index)
             preparing = (index, now)
         } catch {
+            // Tried again after the answer timeout, not on every pump.
+            preparing = (index, now)
             problem = "cannot set the adapter up for bonding: \(error)"
             node.logger.error("cannot set the adapter up for bonding sensors", metadata: ["error": "\(error)"])
         }

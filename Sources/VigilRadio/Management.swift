@@ -234,7 +234,7 @@ public enum SensorKeyFile {
             if trimmed.isEmpty || trimmed.hasPrefix("#") { continue }
             let fields = trimmed.split(separator: " ")
             guard fields.count == 7, let peer = LEAddress(String(fields[0])),
-                  peer.kind == .public || peer.value >> 46 == 0b11,
+                  peer.isIdentity,
                   let keyType = UInt8(fields[1]), keyType <= 4, let central = UInt8(fields[2]), central <= 1,
                   let size = UInt8(fields[3]), (7...16).contains(size), let ediv = UInt16(fields[4]),
                   let random = Hex.decode(fields[5]), random.count == 8,
