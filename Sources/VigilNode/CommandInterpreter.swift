@@ -256,6 +256,10 @@ public struct CommandInterpreter {
                 guard let address = LEAddress(sensor), address.value != 0 else {
                     return "a heart-rate sensor is an address like C0:11:22:33:44:55, with /random for a random one"
                 }
+                // A private address changes: the box could neither find the sensor again nor bond.
+                guard address.isIdentity else {
+                    return "a heart-rate sensor's random address must be static (its first byte C0 to FF)"
+                }
                 r.heartRateSensor = address.value
                 r.heartRateSensorType = address.kind == .random ? .addressRandom : .addressPublic
             }

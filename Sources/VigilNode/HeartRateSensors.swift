@@ -197,7 +197,7 @@ final class HeartRateSensors: NodeComponent {
         defer { pumping = false }
         let now = node.monotonic.nowNanoseconds()
         for (resident, sensor) in sensors where sensor.isSettingUp && sensor.dueNanoseconds <= now {
-            drop(resident, reason: "no link within \(Self.setupTimeoutNanoseconds / 1_000_000_000) s", retry: true)
+            drop(resident, reason: "no link within \((sensor.linkBond == .pairing ? Self.pairingTimeoutNanoseconds : Self.setupTimeoutNanoseconds) / 1_000_000_000) s", retry: true)
         }
         if !sensors.values.contains(where: { $0.phase == .connecting }),
            let next = sensors.values.filter({ $0.phase == .waiting && $0.dueNanoseconds <= now })
@@ -208,7 +208,9 @@ final class HeartRateSensors: NodeComponent {
         let connecting = sensors.values.contains { $0.phase == .connecting }
         var due = sensors.values.filter { $0.isSettingUp || ($0.phase == .waiting && !connecting) }.map(\.dueNanoseconds).min()
         // Waiting for the kernel to take the keys: its answer pumps, or the setup is sent again.
-        if let retry = bonds.retryDueNanoseconds { due = min(due ?? retry, retry) }
+        // Only while it is ahead: one past is sent again by the next connect (which sets that
+        // sensor's due time), so counting it would arm the timer at "now" again and again.
+        if let retry = bonds.retryDueNanoseconds, retry > now { due = min(due ?? retry, retry) }
         if let due { node.scheduler.schedule(Self.timer, atNanoseconds: max(due, now)) } else { node.scheduler.cancel(Self.timer) }
     }
 
@@ -229,6 +231,12 @@ final class HeartRateSensors: NodeComponent {
                 sensors[resident] = sensor
                 return
             }
+            if settings.sensorBonds && bonds.isSuspect(sensor.peer) {
+                sensor.attempts -= 1
+                sensor.dueNanoseconds = node.monotonic.nowNanoseconds() &+ Self.retryBaseNanoseconds
+                sensors[resident] = sensor
+                return
+            }
             sensor.adapterIndex = adapter.id
             sensor.leConnected = false
             sensor.linkBond = !settings.sensorBonds ? .unbonded : bonds.isBonded(sensor.peer) ? .bonded : sensor.cannotBond ? .unbonded : .pairing
@@ -243,6 +251,7 @@ final class HeartRateSensors: NodeComponent {
         let fd = socket.fd
         guard node.loop.watch(fd, "a heart-rate sensor", events: Epoll.writable | Epoll.readable, handler: { [unowned self] events in ready(fd, events) }) else {
             socket.close()
+            bonds.endPairing(sensor.peer)
             sensors[resident] = sensor
             return drop(resident, reason: "cannot watch the link", retry: true)
         }
@@ -282,6 +291,11 @@ final class HeartRateSensors: NodeComponent {
                 }
                 if started {
                     sensors[resident]?.phase = .encrypting
+                    // Writable again when done; a PDU the peer sent meanwhile is read later, so
+                    // it must not wake the loop now (level-triggered, it would spin).
+                    if !node.loop.change(fd, "a heart-rate sensor", events: Epoll.writable) {
+                        drop(resident, reason: "cannot watch the link", retry: true)
+                    }
                     return
                 }
                 encrypted = socket.encryption()?.encrypted ?? false
@@ -370,7 +384,7 @@ final class HeartRateSensors: NodeComponent {
             sensors[resident]?.loggedOpen = true
             sensors[resident]?.linkedAtNanoseconds = node.monotonic.nowNanoseconds()
             sensors[resident]?.lastLoggedNanoseconds = nil
-            let bonded = sensor.encrypted && bonds.isBonded(sensor.peer)
+            let bonded = sensor.encrypted && bonds.isBonded(sensor.peer) && !bonds.isSuspect(sensor.peer)
             if bonded { sensors[resident]?.bondProblem = "" }
             appendLink(resident: resident, peer: sensor.peer, open: true, reason: "", bonded: bonded)
             node.logger.info("heart-rate sensor linked", metadata: ["resident": "\(resident)", "sensor": "\(sensor.peer)", "bonded": "\(bonded)"])
@@ -499,10 +513,14 @@ final class HeartRateSensors: NodeComponent {
             guard let resident = resident(with: peer), [.connecting, .encrypting].contains(sensors[resident]?.phase) else { return }
             sensors[resident]?.leConnected = true
         case .bonded(let peer):
+            // The pairing is over once its outcome is known: the adapter stops being bondable
+            // and deferred key reloads run (a legacy pairing's second key is then evicted).
+            bonds.endPairing(peer)
             guard let resident = resident(with: peer) else { return }
             sensors[resident]?.bondProblem = ""
             node.logger.info("heart-rate sensor bonded", metadata: ["resident": "\(resident)", "sensor": "\(peer)"])
         case .notBonded(let peer):
+            bonds.endPairing(peer)
             guard let resident = resident(with: peer) else { return }
             // Encrypted with a key for this link only: anyone could pair the same way.
             sensors[resident]?.cannotBond = true
@@ -510,6 +528,7 @@ final class HeartRateSensors: NodeComponent {
             node.logger.notice("a heart-rate sensor does not bond: its readings count, shown unbonded",
                                metadata: ["resident": "\(resident)", "sensor": "\(peer)"])
         case .pairingFailed(let peer, let status):
+            bonds.endPairing(peer)
             guard let resident = resident(with: peer), sensors[resident]?.linkBond == .pairing else { return }
             sensors[resident]?.cannotBond = true
             sensors[resident]?.bondProblem = "pairing failed (management status \(status)): linked without encryption, unbonded"
@@ -564,7 +583,8 @@ final class HeartRateSensors: NodeComponent {
             SensorStatus(resident: s.resident, sensor: s.peer.description, state: s.phase.rawValue,
                          retryInSeconds: s.phase == .waiting ? Double(s.dueNanoseconds > now ? s.dueNanoseconds - now : 0) / 1e9 : nil,
                          lastError: s.lastError, attempts: s.attempts, readingsHeard: s.readingsHeard, readingsLogged: s.readingsLogged,
-                         readingsMalformed: s.readingsMalformed, bond: bondText(s), bondProblem: bondsUnavailable ?? s.bondProblem,
+                         readingsMalformed: s.readingsMalformed, bond: bondText(s),
+                         bondProblem: bondsUnavailable ?? (s.bondProblem.isEmpty ? bonds.problem : s.bondProblem),
                          bondFailures: s.bondFailures)
         }
         let why = unavailable
@@ -583,6 +603,7 @@ final class HeartRateSensors: NodeComponent {
     /// to be linked, without encryption), or "not bonded yet" (the next link pairs).
     private func bondText(_ s: Sensor) -> String {
         guard settings.sensorBonds else { return "unbonded" }
+        if bonds.isSuspect(s.peer) { return "bonded, key in doubt (reloading)" }
         if s.phase == .linked { return s.encrypted && bonds.isBonded(s.peer) ? "bonded" : "unbonded" }
         if bonds.isBonded(s.peer) { return "bonded" }
         return s.cannotBond ? "unbonded" : "not bonded yet"

@@ -56,6 +56,9 @@ final class SensorBonds {
     private var preparing: (index: UInt16, sinceNanoseconds: UInt64)?
     /// A key came that the box did not ask for: the kernel's list is replaced when no pairing runs.
     private var evictPending = false
+    /// Bonded sensors whose key in the kernel may not be the stored one (a re-key was refused and
+    /// the reload is not confirmed yet): not linked, and never counted bonded, until it is.
+    private var suspect: Set<LEAddress> = []
     /// Adapters powered off and on again because their security manager was missing.
     private var restarted: Set<UInt16> = []
     /// What went wrong last (status shows it).
@@ -72,6 +75,11 @@ final class SensorBonds {
 
     /// Reads the stored keys and opens the management channel.
     func open() throws(NodeError) {
+        try readKeys()
+        try openChannel()
+    }
+
+    private func readKeys() throws(NodeError) {
         if FileSystem.exists(path) {
             let bytes: [UInt8]
             do { bytes = try FileSystem.readSmallFile(path, limit: SensorKeyFile.maximumBytes) } catch {
@@ -83,6 +91,9 @@ final class SensorBonds {
             }
             for key in stored where !key.isDebugKey { keys[key.peer, default: []].append(key) }
         }
+    }
+
+    private func openChannel() throws(NodeError) {
         let channel: ManagementChannel
         do { channel = try ManagementChannel.open() } catch {
             throw .radio("heart-rate sensors: \(error)")
@@ -105,6 +116,8 @@ final class SensorBonds {
     }
 
     func isBonded(_ peer: LEAddress) -> Bool { keys[peer] != nil }
+    /// Whether the kernel's key for the peer may not be the stored one.
+    func isSuspect(_ peer: LEAddress) -> Bool { suspect.contains(peer) }
 
     /// Whether the kernel holds the keys for the adapter with this index; starts setting it up
     /// (or again, when the last try was not answered) when it does not.
@@ -112,6 +125,13 @@ final class SensorBonds {
         if preparedIndex == index { return true }
         let now = node.monotonic.nowNanoseconds()
         if let preparing, preparing.index == index, now &- preparing.sinceNanoseconds < Self.answerTimeoutNanoseconds { return false }
+        if channel == nil {
+            // Closed after a failure: opened again (the caller retries with its back-off).
+            do { try openChannel() } catch {
+                problem = "the management channel cannot be opened: \(error)"
+                return false
+            }
+        }
         guard let channel else { return false }
         do {
             try channel.send(.setLowEnergy(true), index: index)
@@ -121,6 +141,8 @@ final class SensorBonds {
             try channel.send(.loadLongTermKeys(allKeys), index: index)
             preparing = (index, now)
         } catch {
+            // Tried again after the answer timeout, not on every pump.
+            preparing = (index, now)
             problem = "cannot set the adapter up for bonding: \(error)"
             node.logger.error("cannot set the adapter up for bonding sensors", metadata: ["error": "\(error)"])
         }
@@ -212,7 +234,8 @@ final class SensorBonds {
         for _ in 0 ..< 64 {   // a fair share of the loop per wake-up
             let packet: [UInt8]?
             do { packet = try channel.receive() } catch {
-                node.logger.error("the management channel failed", metadata: ["error": "\(error)"])
+                node.logger.error("the management channel failed; it is opened again before the next link", metadata: ["error": "\(error)"])
+                problem = "the management channel failed: \(error)"
                 return close()
             }
             guard let packet else { return }
@@ -228,6 +251,8 @@ final class SensorBonds {
             guard preparing?.index == index || preparedIndex == index else { return }
             if opcode == ManagementCommand.loadLongTermKeys([]).opcode {
                 if status == 0 {
+                    // The kernel holds exactly the stored keys now.
+                    suspect.removeAll()
                     if preparing?.index == index {
                         preparing = nil
                         preparedIndex = index
@@ -294,10 +319,12 @@ final class SensorBonds {
             guard !stored.contains(key) else { return }
             node.logger.warning("a bonded sensor paired again with a new key outside the box's own pairing: refused",
                                 metadata: ["sensor": "\(peer)"])
+            suspect.insert(peer)
             reload()
             news(.rekeyRefused(peer))
-        } else if storeHint {
-            // A device that bonded with the box (a phone, while a sensor was being paired).
+        } else {
+            // A device that paired with the box (a phone): its key goes, whether it bonded or not,
+            // so none is ever used for a sensor's address.
             reload()
         }
     }

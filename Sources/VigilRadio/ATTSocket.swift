@@ -31,6 +31,11 @@ public struct LEAddress: Hashable, Sendable, CustomStringConvertible {
 
     public var description: String { formatAddress(value) + (kind == .random ? "/random" : "") }
 
+    /// A public address, or a random one that is static (its two top bits set): an address a
+    /// device keeps, which a bond can name. Resolvable and non-resolvable private addresses
+    /// change; the kernel refuses keys for them.
+    public var isIdentity: Bool { kind == .public || value >> 46 == 0b11 }
+
     /// bdaddr_t order (least significant first).
     var bytes: [UInt8] { (0..<6).map { UInt8(truncatingIfNeeded: value >> (8 * UInt64($0))) } }
     var type: UInt8 { kind == .public ? UInt8(BDADDR_LE_PUBLIC) : UInt8(BDADDR_LE_RANDOM) }

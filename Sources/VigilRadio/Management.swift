@@ -57,6 +57,8 @@ public struct LongTermKey: Sendable, Equatable, Hashable {
         let b = Array(bytes)
         let type = b[6]
         guard type == 1 || type == 2 else { throw .malformed("a long-term key for address type \(type), not LE") }
+        // The kernel refuses a whole key list with a random address that is not static.
+        guard type == 1 || b[5] & 0xC0 == 0xC0 else { throw .malformed("a long-term key for a random address that is not static") }
         guard b[7] <= 4 else { throw .malformed("key type \(b[7])") }
         guard (7...16).contains(b[9]) else { throw .malformed("encryption size \(b[9])") }
         self.init(peer: LEAddress(bytes: Array(b[0..<6]), type: type), keyType: b[7], central: b[8] == 0 ? 0 : 1,
@@ -232,6 +234,7 @@ public enum SensorKeyFile {
             if trimmed.isEmpty || trimmed.hasPrefix("#") { continue }
             let fields = trimmed.split(separator: " ")
             guard fields.count == 7, let peer = LEAddress(String(fields[0])),
+                  peer.isIdentity,
                   let keyType = UInt8(fields[1]), keyType <= 4, let central = UInt8(fields[2]), central <= 1,
                   let size = UInt8(fields[3]), (7...16).contains(size), let ediv = UInt16(fields[4]),
                   let random = Hex.decode(fields[5]), random.count == 8,

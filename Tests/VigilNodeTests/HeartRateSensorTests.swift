@@ -51,6 +51,12 @@ import VigilEvents
             return
         }
         #expect(publicOne.heartRateSensor == 0x00_1B_DC_07_32_8E && publicOne.heartRateSensorType == .addressPublic)
+        // A private random address changes: the box could neither find the strap again nor bond.
+        guard case .refused(_, let why) = update(state, { $0.heartRateSensor = "43:11:22:33:44:55/random" }) else {
+            Issue.record("a resolvable private address was taken as a sensor")
+            return
+        }
+        #expect(why.contains("static"))
     }
 
     @Test func aSensorAnotherResidentHasIsRefused() {

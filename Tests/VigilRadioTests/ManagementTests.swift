@@ -63,6 +63,11 @@ import VigilRadio
         var bredr = Self.key.encoded
         bredr[6] = 0
         #expect(throws: ManagementError.self) { try ManagementEvent.parse([0x0A, 0, 0, 0, 37, 0, 1] + bredr) }
+        // A random address that is not static: the kernel would refuse the whole key list.
+        var resolvable = Self.key.encoded
+        resolvable[5] = 0x40
+        #expect(throws: ManagementError.self) { try LongTermKey(parsing: resolvable[...]) }
+        #expect(SensorKeyFile.parse("40:11:22:33:44:55/random 2 0 16 0 0000000000000000 000102030405060708090a0b0c0d0e0f\n").problems.count == 1)
         var tiny = Self.key.encoded
         tiny[9] = 3   // a 3-byte key is no key
         #expect(throws: ManagementError.self) { try LongTermKey(parsing: tiny[...]) }
