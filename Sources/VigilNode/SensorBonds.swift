@@ -70,7 +70,7 @@ final class SensorBonds {
 
     init(node: Node) {
         self.node = node
-        path = node.configuration.dataDirectory + "/sensor-keys"
+        path = StoredSensorKeys.path(in: node.configuration.dataDirectory)
     }
 
     /// Reads the stored keys and opens the management channel.
@@ -327,5 +327,25 @@ final class SensorBonds {
             // so none is ever used for a sensor's address.
             reload()
         }
+    }
+}
+
+/// The key file (`DATA/sensor-keys`) for a CLI with no node running.
+public enum StoredSensorKeys {
+    public static func path(in dataDirectory: String) -> String { dataDirectory + "/sensor-keys" }
+
+    /// Deletes the stored keys of sensors not in `enrolled`, as a running node's `keep` does: a
+    /// resident's sensor removed or changed while the box was off must not leave its key behind,
+    /// or enrolling the sensor again would trust the old bond instead of pairing afresh. Lines
+    /// that do not parse go too (the node would ignore them). Returns the sensors whose keys went.
+    public static func delete(notIn enrolled: Set<LEAddress>, dataDirectory: String) throws(SystemError) -> [LEAddress] {
+        let path = path(in: dataDirectory)
+        guard FileSystem.exists(path) else { return [] }
+        let (stored, problems) = SensorKeyFile.parse(String(decoding: try FileSystem.readSmallFile(path, limit: SensorKeyFile.maximumBytes), as: UTF8.self))
+        let kept = stored.filter { enrolled.contains($0.peer) }
+        let gone = Set(stored.map(\.peer)).subtracting(kept.map(\.peer)).sorted { $0.value < $1.value }
+        guard !gone.isEmpty || !problems.isEmpty else { return [] }
+        try FileSystem.replaceDurably(path, contents: Array(SensorKeyFile.format(kept).utf8))
+        return gone
     }
 }

@@ -3,6 +3,7 @@ import VigilCore
 import VigilEvents
 import VigilLog
 import VigilNode
+import VigilRadio
 import VigilSystem
 
 /// Sends commands that change a node's state (residents, check-ins, silencing, exposures). A
@@ -60,8 +61,9 @@ enum CommandSender {
         do { log = try EventLog.open(LogConfiguration(directory: dir)) } catch { throw CLIError(error.description) }
         let now = realtimeMicroseconds()
         let outcome: CommandInterpreter.Outcome
+        let state: Projections
         do {
-            let state = try Replay.currentState(log, settings: ProjectionSettings())
+            state = try Replay.currentState(log, settings: ProjectionSettings())
             outcome = CommandInterpreter.offline(state: state, nowMicroseconds: now).interpret(command)
         } catch {
             log.close()
@@ -83,8 +85,28 @@ enum CommandSender {
         log.close() // drains and syncs: the completion has run
         guard let result = done.value else { throw CLIError("the log did not acknowledge the event") }
         switch result {
-        case .success(let seq): return .durable(seq)
+        case .success(let seq):
+            forgetKeysOfSensorsGone(state: state, after: Event(sequence: seq, timeMicroseconds: now, body: body), dir: dir)
+            return .durable(seq)
         case .failure(let error): throw CLIError(error.description)
+        }
+    }
+
+    /// A resident's sensor removed or changed with no node running: its bond key goes now, as
+    /// the node would have deleted it (a sensor enrolled again pairs afresh).
+    private static func forgetKeysOfSensorsGone(state: Projections, after event: Event, dir: String) {
+        switch event.body {
+        case .residentUpdated, .residentRemoved: break
+        default: return
+        }
+        var after = state
+        after.apply(event)
+        let enrolled = Set(after.sensors.sorted.map { LEAddress(value: $0.peer, kind: $0.random ? .random : .public) })
+        do {
+            let gone = try StoredSensorKeys.delete(notIn: enrolled, dataDirectory: dir)
+            if !gone.isEmpty { FileOutput.standardOutput.write("deleted the bond key of \(gone.map(\.description).joined(separator: ", ")): it pairs afresh if enrolled again\n") }
+        } catch {
+            FileOutput.standardError.write("vigil: warning: cannot delete the old sensor's bond key from \(StoredSensorKeys.path(in: dir)) (\(error)): if the sensor is enrolled again before the box starts, delete its line there by hand, or it keeps its old bond\n")
         }
     }
 }

@@ -49,4 +49,23 @@ import Testing
             #expect(r.stderr.contains(needle), "\(args): \(r.stderr)")
         }
     }
+
+    /// Staff re-enrol a strap with the box off (none, then the address): its old bond key goes
+    /// with the first command, so the node pairs afresh instead of trusting the old bond.
+    @Test func aSensorRemovedWithTheBoxOffLosesItsBondKey() throws {
+        let dir = TemporaryDirectory()
+        #expect(try CLI.run(["run", "--data", dir.path, "--duration", "200ms"]).status == 0)
+        let strap = "00:AA:01:01:00:01", other = "C3:11:22:33:44:55/random"
+        #expect(try CLI.run(["resident", "add", "r1", "--mode", "pulse", "--interval", "1h", "--hr-sensor", strap, "--data", dir.path]).status == 0)
+        #expect(try CLI.run(["resident", "add", "r2", "--mode", "pulse", "--interval", "1h", "--hr-sensor", other, "--data", dir.path]).status == 0)
+        let keys = dir.path + "/sensor-keys"
+        try ("# keys\n\(strap) 2 0 16 0 0000000000000000 000102030405060708090a0b0c0d0e0f\n"
+             + "\(other) 2 0 16 0 0000000000000000 0f0e0d0c0b0a09080706050403020100\n").write(toFile: keys, atomically: true, encoding: .utf8)
+        let none = try CLI.run(["resident", "set", "r1", "--hr-sensor", "none", "--data", dir.path])
+        #expect(none.status == 0 && none.stdout.contains("deleted the bond key of \(strap)"), "\(none.stdout)\(none.stderr)")
+        let left = try String(contentsOfFile: keys, encoding: .utf8)
+        #expect(!left.contains(strap) && left.contains("C3:11:22:33:44:55/random"), "the other resident's key stays")
+        #expect(try CLI.run(["resident", "set", "r1", "--hr-sensor", strap, "--data", dir.path]).status == 0)
+        #expect(try !String(contentsOfFile: keys, encoding: .utf8).contains(strap), "enrolled again: no key until it pairs")
+    }
 }
