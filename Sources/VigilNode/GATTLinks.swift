@@ -25,15 +25,27 @@ public struct ConnectionSettings: Sendable, Equatable {
     /// channel, not `enabled` (linking out serves nothing to peers).
     public var heartRateSensors = true
     /// Bond with heart-rate sensors at enrolment and trust only links encrypted with the bond
-    /// (docs/sensor-bonds.md). Off by default: on Debian 12's kernel (6.1) a device at a bonded
+    /// (docs/sensor-bonds.md). `auto` (the default): where the kernel is known to survive a
+    /// failed bond (Linux 6.12 or later, `KernelBondSupport`), else linked without bonds and
+    /// status says why. `on`: bonds or no link at all. On Debian 12's 6.1 a device at a bonded
     /// sensor's address without its key (an impostor, or a strap that lost its bond) makes the
     /// kernel's Bluetooth BUG when the box closes the failed link (found in the VM, issue 28).
-    public var sensorBonds = false
+    public var sensorBonds = SensorBondMode.auto
     /// Sensors linked at once (residents by id; the rest are shown as not linked).
     public var maximumSensors = 8
     /// A sensor's readings are logged at most this often while they say the same thing.
     public var heartRateLogIntervalMicroseconds: UInt64 = 60_000_000
     public init() {}
+}
+
+/// `connections.sensor_bonds`.
+public enum SensorBondMode: String, Sendable, Equatable {
+    /// Bonds where the kernel can take them; else sensors are linked without, and status says so.
+    case auto
+    /// Bonds, or no sensor linked (status says why).
+    case on
+    /// No bonds: any device at a sensor's address is believed.
+    case off
 }
 
 /// Counted, for `vigil status` and metrics.

@@ -46,6 +46,9 @@ final class HeartRateSensors: NodeComponent {
     static let changeGapNanoseconds: UInt64 = 1_000_000_000
     /// A link up this long, not closed by the box, starts the back-off again from its base.
     static let stableLinkNanoseconds: UInt64 = 60_000_000_000
+    /// The management channel's news of a failed authentication counts for an attempt of the
+    /// box's that ended at most this long before.
+    static let authenticationNewsNanoseconds: UInt64 = 5_000_000_000
 
     enum Phase: String { case waiting, connecting, encrypting, exchangingMTU = "exchanging MTU", discovering, subscribing, linked }
 
@@ -100,6 +103,8 @@ final class HeartRateSensors: NodeComponent {
         /// This attempt's failure to prove the bond is counted (the channel's news and the
         /// socket's error may both tell it).
         var bondFailureCounted = false
+        /// When its last attempt or link ended (monotonic ns).
+        var attemptEndedNanoseconds: UInt64 = 0
 
         var isSettingUp: Bool { phase != .waiting && phase != .linked }
     }
@@ -116,10 +121,22 @@ final class HeartRateSensors: NodeComponent {
     /// the keys loaded would pair with whoever answers).
     private var bondsUnavailable: String?
 
+    /// Whether sensors are bonded (`connections.sensor_bonds`, `auto` asking the kernel).
+    let bonding: Bool
+    /// Why `auto` links sensors without bonds (status shows it), nil when it bonds.
+    let bondsOff: String?
+
     init(node: Node) {
         self.node = node
         settings = node.configuration.connections
         bonds = SensorBonds(node: node)
+        switch settings.sensorBonds {
+        case .on: (bonding, bondsOff) = (true, nil)
+        case .off: (bonding, bondsOff) = (false, nil)
+        case .auto:
+            let problem = KernelBondSupport.problem(release: kernelRelease())
+            (bonding, bondsOff) = (problem == nil, problem.map { "not bonded: \($0) (connections.sensor_bonds: auto)" })
+        }
     }
 
     /// Why sensors cannot be linked on this box at all (nil: they can).
@@ -141,7 +158,16 @@ final class HeartRateSensors: NodeComponent {
         if let why = unavailable, !node.projections.sensors.byResident.isEmpty {
             node.logger.warning("residents have heart-rate sensors, but the box will not link to them", metadata: ["why": "\(why)"])
         }
-        guard unavailable == nil, settings.sensorBonds else { return }
+        if let bondsOff, unavailable == nil, !node.projections.sensors.byResident.isEmpty {
+            node.logger.warning("heart-rate sensors are linked without bonds: any device at a sensor's address is believed", metadata: ["why": "\(bondsOff)"])
+        }
+        guard unavailable == nil, bonding else { return }
+        if settings.sensorBonds == .on, let problem = KernelBondSupport.problem(release: kernelRelease()) {
+            // Staff asked for bonds outright: linking without them would be a silent downgrade.
+            bondsUnavailable = "cannot bond sensors: \(problem) (connections.sensor_bonds: auto or false links them without bonds)"
+            node.logger.error("heart-rate sensors cannot be bonded on this kernel, so none is linked", metadata: ["why": "\(problem)"])
+            return
+        }
         bonds.news = { [unowned self] news in heard(news) }
         do { try bonds.open() } catch {
             bondsUnavailable = "cannot bond sensors: \(error)"
@@ -169,7 +195,7 @@ final class HeartRateSensors: NodeComponent {
         guard unavailable == nil, bondsUnavailable == nil else { return }
         let enrolled = node.projections.sensors.sorted
         // Keys of sensors no longer enrolled go (one enrolled again pairs afresh).
-        if settings.sensorBonds { bonds.keep(Set(enrolled.map { LEAddress(value: $0.peer, kind: $0.random ? .random : .public) })) }
+        if bonding { bonds.keep(Set(enrolled.map { LEAddress(value: $0.peer, kind: $0.random ? .random : .public) })) }
         let wanted = enrolled.prefix(settings.maximumSensors)
         overLimit = enrolled.dropFirst(settings.maximumSensors).map(\.resident)
         var keep: Set<String> = []
@@ -225,13 +251,13 @@ final class HeartRateSensors: NodeComponent {
             }
             // The kernel must hold the stored keys first: a link asked to be encrypted to a sensor
             // whose key it lacks pairs afresh with whoever answers. `.ready` pumps again.
-            guard !settings.sensorBonds || bonds.ready(adapter: adapter.id) else {
+            guard !bonding || bonds.ready(adapter: adapter.id) else {
                 sensor.attempts -= 1
                 sensor.dueNanoseconds = bonds.retryDueNanoseconds ?? node.monotonic.nowNanoseconds() &+ Self.retryBaseNanoseconds
                 sensors[resident] = sensor
                 return
             }
-            if settings.sensorBonds && bonds.isSuspect(sensor.peer) {
+            if bonding && bonds.isSuspect(sensor.peer) {
                 sensor.attempts -= 1
                 sensor.dueNanoseconds = node.monotonic.nowNanoseconds() &+ Self.retryBaseNanoseconds
                 sensors[resident] = sensor
@@ -239,7 +265,7 @@ final class HeartRateSensors: NodeComponent {
             }
             sensor.adapterIndex = adapter.id
             sensor.leConnected = false
-            sensor.linkBond = !settings.sensorBonds ? .unbonded : bonds.isBonded(sensor.peer) ? .bonded : sensor.cannotBond ? .unbonded : .pairing
+            sensor.linkBond = !bonding ? .unbonded : bonds.isBonded(sensor.peer) ? .bonded : sensor.cannotBond ? .unbonded : .pairing
             if sensor.linkBond == .pairing { bonds.expectPairing(sensor.peer) }
             // Linked at low, then encrypted (`startEncryption`): the kernel pairs or uses the key.
             socket = try ATTSocket.connect(from: LEAddress(value: adapter.address, kind: .public), to: sensor.peer)
@@ -478,6 +504,7 @@ final class HeartRateSensors: NodeComponent {
         }
         sensor.socket = nil
         sensor.phase = .waiting
+        sensor.attemptEndedNanoseconds = node.monotonic.nowNanoseconds()
         sensor.loggedOpen = false
         sensor.linkedAtNanoseconds = 0
         sensor.measurement = 0
@@ -534,8 +561,17 @@ final class HeartRateSensors: NodeComponent {
             sensors[resident]?.bondProblem = "pairing failed (management status \(status)): linked without encryption, unbonded"
             node.logger.notice("a heart-rate sensor could not pair: linked without encryption, shown unbonded",
                                metadata: ["resident": "\(resident)", "sensor": "\(peer)", "status": "\(status)"])
+            // The kernel keeps a link whose pairing failed but never resumes its socket (it waits
+            // for an encryption that will not come): linked again, at low, after the first back-off.
+            if sensors[resident]?.phase == .encrypting { drop(resident, reason: "pairing failed: linking again without encryption", retry: true) }
         case .authenticationFailed(let peer):
-            guard let resident = resident(with: peer) else { return }
+            // Only the box's own link to the sensor counts: a device that connects to the box
+            // under the sensor's address and fails must not tell staff the strap lost its bond
+            // (re-enrolling it would pair with whoever answers).
+            // (The news may come just after the socket told the attempt's end.)
+            guard let resident = resident(with: peer), let sensor = sensors[resident],
+                  sensor.isSettingUp || node.monotonic.nowNanoseconds() &- sensor.attemptEndedNanoseconds < Self.authenticationNewsNanoseconds
+            else { return }
             bondFailed(resident)
         case .rekeyRefused(let peer):
             guard let resident = resident(with: peer) else { return }
@@ -584,7 +620,7 @@ final class HeartRateSensors: NodeComponent {
                          retryInSeconds: s.phase == .waiting ? Double(s.dueNanoseconds > now ? s.dueNanoseconds - now : 0) / 1e9 : nil,
                          lastError: s.lastError, attempts: s.attempts, readingsHeard: s.readingsHeard, readingsLogged: s.readingsLogged,
                          readingsMalformed: s.readingsMalformed, bond: bondText(s),
-                         bondProblem: bondsUnavailable ?? (s.bondProblem.isEmpty ? bonds.problem : s.bondProblem),
+                         bondProblem: bondsUnavailable ?? bondsOff ?? (s.bondProblem.isEmpty ? bonds.problem : s.bondProblem),
                          bondFailures: s.bondFailures)
         }
         let why = unavailable
@@ -593,8 +629,8 @@ final class HeartRateSensors: NodeComponent {
                                     state: "not linked", retryInSeconds: nil,
                                     lastError: why ?? (overLimit.contains(sensor.resident) ? "over connections.max_sensors" : ""),
                                     attempts: 0, readingsHeard: 0, readingsLogged: 0, readingsMalformed: 0,
-                                    bond: !settings.sensorBonds ? "unbonded" : bonds.isBonded(LEAddress(value: sensor.peer, kind: sensor.random ? .random : .public)) ? "bonded" : "not bonded yet",
-                                    bondProblem: bondsUnavailable ?? "", bondFailures: 0))
+                                    bond: !bonding ? "unbonded" : bonds.isBonded(LEAddress(value: sensor.peer, kind: sensor.random ? .random : .public)) ? "bonded" : "not bonded yet",
+                                    bondProblem: bondsUnavailable ?? bondsOff ?? "", bondFailures: 0))
         }
         return out
     }
@@ -602,7 +638,7 @@ final class HeartRateSensors: NodeComponent {
     /// "bonded" (a link counts only when encrypted with the stored key), "unbonded" (linked, or
     /// to be linked, without encryption), or "not bonded yet" (the next link pairs).
     private func bondText(_ s: Sensor) -> String {
-        guard settings.sensorBonds else { return "unbonded" }
+        guard bonding else { return "unbonded" }
         if bonds.isSuspect(s.peer) { return "bonded, key in doubt (reloading)" }
         if s.phase == .linked { return s.encrypted && bonds.isBonded(s.peer) ? "bonded" : "unbonded" }
         if bonds.isBonded(s.peer) { return "bonded" }

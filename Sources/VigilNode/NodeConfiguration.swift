@@ -380,7 +380,14 @@ public struct NodeConfiguration: Sendable {
             if let v = try connections.integer("violation_limit", in: 1...1_000) { config.connections.violationLimit = v }
             if let v = try connections.integer("max_pending_writes", in: 1...1_000) { config.connections.maximumPendingWrites = v }
             if let v = try connections.bool("heart_rate_sensors") { config.connections.heartRateSensors = v }
-            if let v = try connections.bool("sensor_bonds") { config.connections.sensorBonds = v }
+            if let v = try connections.string("sensor_bonds") {
+                switch v.lowercased() {
+                case "auto": config.connections.sensorBonds = .auto
+                case "true", "yes", "on": config.connections.sensorBonds = .on
+                case "false", "no", "off": config.connections.sensorBonds = .off
+                default: throw connections.error("connections.sensor_bonds must be auto, true or false")
+                }
+            }
             if let v = try connections.integer("max_sensors", in: 1...32) { config.connections.maximumSensors = v }
             if let v = try connections.duration("heart_rate_every") { config.connections.heartRateLogIntervalMicroseconds = max(1_000_000, v) }
             try connections.finish()

@@ -130,6 +130,27 @@ public enum ManagementCommand: Sendable, Equatable {
     public static let maximumKeys = 1_000
 }
 
+/// Whether the running kernel can be trusted with sensors' bonds.
+///
+/// Debian 12's 6.1 kernel (6.1.192 seen) hits a BUG, list corruption in `hci_chan_del` from
+/// `l2cap_sock_release`, when the box closes a link whose encryption failed: a device at a
+/// bonded sensor's address without the key (a spoofer, or a strap that lost its bond) would stop
+/// the box's loop, and with it the SOS button. Debian's 6.12 (6.12.100+deb12, what Raspberry Pi
+/// OS runs too) passed the same test. Kernels before 6.12 are not trusted: none was shown safe.
+public enum KernelBondSupport {
+    public static let minimum = (major: 6, minor: 12)
+
+    /// Why bonds must not be used on a kernel of this release (`uname -r`), or nil.
+    public static func problem(release: String?) -> String? {
+        guard let release else { return "the kernel's release is unknown (uname failed): bonds need Linux 6.12 or later" }
+        let numbers = release.prefix { $0.isNumber || $0 == "." }.split(separator: ".").compactMap { Int($0) }
+        guard numbers.count >= 2 else { return "the kernel's release \"\(release.prefix(64))\" does not parse: bonds need Linux 6.12 or later" }
+        if (numbers[0], numbers[1]) >= minimum { return nil }
+        return "Linux \(release.prefix(64)) is not known to survive a sensor failing its bond (Debian's 6.1 hits a kernel BUG "
+            + "that would stop the box): bonds need Linux 6.12 or later"
+    }
+}
+
 /// The events the box reads; the rest are `.other`.
 public enum ManagementEvent: Sendable, Equatable {
     case commandComplete(index: UInt16, opcode: UInt16, status: UInt8)
@@ -241,6 +262,12 @@ public enum SensorKeyFile {
                   let value = Hex.decode(fields[6]), value.count == 16 else {
                 problems.append("line \(number + 1) is not a key")
                 continue
+            }
+            // One Load Long Term Keys carries them all: beyond its bound the kernel would refuse
+            // the packet, and then no sensor could link.
+            guard keys.count < ManagementCommand.maximumKeys else {
+                problems.append("line \(number + 1) and after: over \(ManagementCommand.maximumKeys) keys, ignored")
+                break
             }
             keys.append(LongTermKey(peer: peer, keyType: keyType, central: central, encryptionSize: size,
                                     encryptedDiversifier: ediv, random: readLittleEndian(random[...]), value: value))

@@ -491,6 +491,15 @@ public func monotonicNanoseconds() -> UInt64 { cvigil_monotonic_ns() }
 /// Wall-clock microseconds since the Unix epoch.
 public func realtimeMicroseconds() -> UInt64 { cvigil_realtime_us() }
 
+/// The running kernel's release (`uname -r`), nil if uname fails.
+public func kernelRelease() -> String? {
+    var names = utsname()
+    guard uname(&names) == 0 else { return nil }
+    return withUnsafeBytes(of: &names.release) { raw in
+        String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+    }
+}
+
 /// Unix-domain stream sockets: the node's control socket and the CLI's client side.
 public enum UnixSocket {
     /// A connected pair of non-blocking packet sockets (SOCK_SEQPACKET): each write is read whole,

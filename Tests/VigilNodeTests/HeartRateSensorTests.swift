@@ -3,6 +3,7 @@ import Testing
 import VigilCore
 import VigilEvents
 @testable import VigilNode
+import VigilRadio
 
 /// What the node decides about residents' heart-rate sensors without a radio: the setting as
 /// the interpreter takes it, and which readings are logged. The links themselves are held on a
@@ -150,5 +151,25 @@ import VigilEvents
         #expect(config.connections.heartRateLogIntervalMicroseconds == 2_000_000)
         #expect(NodeConfiguration().connections.heartRateSensors, "on by default: linking out serves nothing to peers")
         #expect(throws: ConfigurationError.self) { try NodeConfiguration.load(text: "connections:\n  max_sensors: 0\n", file: "t.yaml") }
+        #expect(NodeConfiguration().connections.sensorBonds == .auto, "bonds where the kernel can take them")
+        for (text, mode) in [("auto", SensorBondMode.auto), ("true", .on), ("on", .on), ("false", .off), ("no", .off)] {
+            #expect(try NodeConfiguration.load(text: "connections:\n  sensor_bonds: \(text)\n", file: "t.yaml").connections.sensorBonds == mode)
+        }
+        #expect(throws: ConfigurationError.self) { try NodeConfiguration.load(text: "connections:\n  sensor_bonds: maybe\n", file: "t.yaml") }
+    }
+
+    @Test func keysOfSensorsNoLongerEnrolledAreDeletedOfflineSoAReEnrolmentPairsAfresh() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("sensor-keys-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let kept = LEAddress(value: 0xC3_11_22_33_44_55, kind: .random), gone = LEAddress(value: 0x00_AA_01_01_00_01, kind: .public)
+        let keys = [kept, gone].map { LongTermKey(peer: $0, keyType: 2, central: 0, encryptionSize: 16, encryptedDiversifier: 0, random: 0,
+                                                  value: Array(repeating: 9, count: 16)) }
+        #expect(try StoredSensorKeys.delete(notIn: [kept], dataDirectory: dir).isEmpty, "no file: nothing to do")
+        try Data(SensorKeyFile.format(keys).utf8).write(to: URL(fileURLWithPath: StoredSensorKeys.path(in: dir)))
+        #expect(try StoredSensorKeys.delete(notIn: [kept], dataDirectory: dir) == [gone])
+        let left = SensorKeyFile.parse(try String(contentsOfFile: StoredSensorKeys.path(in: dir), encoding: .utf8))
+        #expect(left.keys.map(\.peer) == [kept] && left.problems.isEmpty)
+        #expect(try StoredSensorKeys.delete(notIn: [kept], dataDirectory: dir).isEmpty, "and only once")
     }
 }

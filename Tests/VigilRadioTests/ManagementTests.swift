@@ -88,6 +88,28 @@ import VigilRadio
         #expect(damaged.problems == ["line 4 is not a key"])
     }
 
+    @Test func aKeyFileReadsAtMostTheKeysOneLoadCanCarry() {
+        let keys = (0..<(ManagementCommand.maximumKeys + 5)).map { n in
+            LongTermKey(peer: LEAddress(value: 0xC0_00_00_00_00_00 + UInt64(n), kind: .random), keyType: 2, central: 0,
+                        encryptionSize: 16, encryptedDiversifier: 0, random: 0, value: Array(repeating: 7, count: 16))
+        }
+        let parsed = SensorKeyFile.parse(SensorKeyFile.format(keys))
+        #expect(parsed.keys.count == ManagementCommand.maximumKeys)
+        #expect(parsed.problems == ["line \(ManagementCommand.maximumKeys + 2) and after: over \(ManagementCommand.maximumKeys) keys, ignored"])
+        let load = ManagementCommand.loadLongTermKeys(parsed.keys).packet(index: 0)
+        #expect(load.count - 6 <= Int(UInt16.max), "the load's parameters fit its 16-bit length")
+    }
+
+    @Test func bondsAreRefusedOnKernelsBeforeSixTwelveWhereAFailedBondCrashedTheKernel() {
+        #expect(KernelBondSupport.problem(release: "6.1.0-56-amd64")?.contains("6.12 or later") == true, "Debian 12's own kernel")
+        #expect(KernelBondSupport.problem(release: "6.6.51+rpt-rpi-v8") != nil, "never shown safe")
+        #expect(KernelBondSupport.problem(release: "6.12.100+deb12-amd64") == nil, "passed the VM test")
+        #expect(KernelBondSupport.problem(release: "6.12.34+rpt-rpi-v8") == nil, "Raspberry Pi OS")
+        #expect(KernelBondSupport.problem(release: "7.0.1") == nil)
+        #expect(KernelBondSupport.problem(release: "banana")?.contains("does not parse") == true)
+        #expect(KernelBondSupport.problem(release: nil) != nil)
+    }
+
     @Test func aDebugKeyIsRecognisedSoItIsNeverKept() {
         var debug = Self.key
         debug.keyType = 4
