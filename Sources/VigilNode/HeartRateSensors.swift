@@ -46,9 +46,6 @@ final class HeartRateSensors: NodeComponent {
     static let changeGapNanoseconds: UInt64 = 1_000_000_000
     /// A link up this long, not closed by the box, starts the back-off again from its base.
     static let stableLinkNanoseconds: UInt64 = 60_000_000_000
-    /// The management channel's news of a failed authentication counts for an attempt of the
-    /// box's that ended at most this long before.
-    static let authenticationNewsNanoseconds: UInt64 = 5_000_000_000
 
     enum Phase: String { case waiting, connecting, encrypting, exchangingMTU = "exchanging MTU", discovering, subscribing, linked }
 
@@ -94,17 +91,12 @@ final class HeartRateSensors: NodeComponent {
         /// how many times it failed to prove the bond.
         var bondProblem = ""
         var bondFailures: UInt64 = 0
-        /// The adapter the attempt uses, and whether its LE link came up (the management
-        /// channel's Device Connected): a pairing link that then ends without encryption or an
-        /// answer was not answered by the sensor.
+        /// The adapter the attempt uses.
         var adapterIndex: UInt16 = 0
-        var leConnected = false
         var pairingUnanswered = 0
         /// This attempt's failure to prove the bond is counted (the channel's news and the
         /// socket's error may both tell it).
         var bondFailureCounted = false
-        /// When its last attempt or link ended (monotonic ns).
-        var attemptEndedNanoseconds: UInt64 = 0
 
         var isSettingUp: Bool { phase != .waiting && phase != .linked }
     }
@@ -169,6 +161,14 @@ final class HeartRateSensors: NodeComponent {
             return
         }
         bonds.news = { [unowned self] news in heard(news) }
+        bonds.ownLink = { [unowned self] peer in
+            guard let sensor = sensors.values.first(where: { $0.peer == peer }), sensor.socket != nil else { return .none }
+            switch sensor.phase {
+            case .waiting, .connecting: return .none
+            case .encrypting: return .encrypting
+            case .exchangingMTU, .discovering, .subscribing, .linked: return .up
+            }
+        }
         do { try bonds.open() } catch {
             bondsUnavailable = "cannot bond sensors: \(error)"
             node.logger.error("heart-rate sensors cannot be bonded, so none is linked", metadata: ["error": "\(error)"])
@@ -192,10 +192,19 @@ final class HeartRateSensors: NodeComponent {
         // A stopping node links to nothing more (events are still applied until it finishes).
         guard wantedChanged, !node.stopping else { return }
         wantedChanged = false
-        guard unavailable == nil, bondsUnavailable == nil else { return }
         let enrolled = node.projections.sensors.sorted
-        // Keys of sensors no longer enrolled go (one enrolled again pairs afresh).
-        if bonding { bonds.keep(Set(enrolled.map { LEAddress(value: $0.peer, kind: $0.random ? .random : .public) })) }
+        // Keys of sensors no longer enrolled go (one enrolled again pairs afresh), whether or
+        // not this box bonds now: a key left while bonds were off would be trusted once they
+        // are on again.
+        let enrolledPeers = Set(enrolled.map { LEAddress(value: $0.peer, kind: $0.random ? .random : .public) })
+        if bonding && unavailable == nil && bondsUnavailable == nil {
+            bonds.keep(enrolledPeers)
+        } else {
+            do { _ = try StoredSensorKeys.delete(notIn: enrolledPeers, dataDirectory: node.configuration.dataDirectory) } catch {
+                node.logger.error("cannot delete the bond keys of sensors no longer enrolled", metadata: ["error": "\(error)"])
+            }
+        }
+        guard unavailable == nil, bondsUnavailable == nil else { return }
         let wanted = enrolled.prefix(settings.maximumSensors)
         overLimit = enrolled.dropFirst(settings.maximumSensors).map(\.resident)
         var keep: Set<String> = []
@@ -264,7 +273,6 @@ final class HeartRateSensors: NodeComponent {
                 return
             }
             sensor.adapterIndex = adapter.id
-            sensor.leConnected = false
             sensor.linkBond = !bonding ? .unbonded : bonds.isBonded(sensor.peer) ? .bonded : sensor.cannotBond ? .unbonded : .pairing
             if sensor.linkBond == .pairing { bonds.expectPairing(sensor.peer) }
             // Linked at low, then encrypted (`startEncryption`): the kernel pairs or uses the key.
@@ -301,7 +309,8 @@ final class HeartRateSensors: NodeComponent {
             if let error = socket.connectionError() {
                 // The kernel ends a link whose encryption failed with EACCES (authentication failure).
                 if sensor.linkBond == .bonded && error == .accessDenied { bondFailed(resident) }
-                if sensor.linkBond == .pairing && (sensor.leConnected || sensor.phase == .encrypting) { pairingUnanswered(resident) }
+                // Only the box's own link counts as the sensor's: up and asked to encrypt.
+                if sensor.linkBond == .pairing && sensor.phase == .encrypting { pairingUnanswered(resident) }
                 return drop(resident, reason: "could not connect: \(error)", retry: true)
             }
             guard events & Epoll.writable != 0 else {
@@ -504,7 +513,6 @@ final class HeartRateSensors: NodeComponent {
         }
         sensor.socket = nil
         sensor.phase = .waiting
-        sensor.attemptEndedNanoseconds = node.monotonic.nowNanoseconds()
         sensor.loggedOpen = false
         sensor.linkedAtNanoseconds = 0
         sensor.measurement = 0
@@ -536,9 +544,6 @@ final class HeartRateSensors: NodeComponent {
         switch news {
         case .ready:
             pump()
-        case .connected(let peer):
-            guard let resident = resident(with: peer), [.connecting, .encrypting].contains(sensors[resident]?.phase) else { return }
-            sensors[resident]?.leConnected = true
         case .bonded(let peer):
             // The pairing is over once its outcome is known: the adapter stops being bondable
             // and deferred key reloads run (a legacy pairing's second key is then evicted).
@@ -565,13 +570,11 @@ final class HeartRateSensors: NodeComponent {
             // for an encryption that will not come): linked again, at low, after the first back-off.
             if sensors[resident]?.phase == .encrypting { drop(resident, reason: "pairing failed: linking again without encryption", retry: true) }
         case .authenticationFailed(let peer):
-            // Only the box's own link to the sensor counts: a device that connects to the box
-            // under the sensor's address and fails must not tell staff the strap lost its bond
-            // (re-enrolling it would pair with whoever answers).
-            // (The news may come just after the socket told the attempt's end.)
-            guard let resident = resident(with: peer), let sensor = sensors[resident],
-                  sensor.isSettingUp || node.monotonic.nowNanoseconds() &- sensor.attemptEndedNanoseconds < Self.authenticationNewsNanoseconds
-            else { return }
+            // SensorBonds tells it only while the box's own link to the sensor is being
+            // encrypted: a device that connects to the box under the sensor's address and fails
+            // must not tell staff the strap lost its bond (re-enrolling it would pair with
+            // whoever answers). The socket's EACCES tells the rest.
+            guard let resident = resident(with: peer) else { return }
             bondFailed(resident)
         case .rekeyRefused(let peer):
             guard let resident = resident(with: peer) else { return }

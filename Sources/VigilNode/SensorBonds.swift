@@ -38,8 +38,6 @@ final class SensorBonds {
         case authenticationFailed(LEAddress)
         /// A bonded sensor's key was replaced outside a pairing the box started: refused.
         case rekeyRefused(LEAddress)
-        /// An LE link to the peer is up (pairing, if any, comes next).
-        case connected(LEAddress)
         /// The kernel has the keys now: connects may start.
         case ready
     }
@@ -64,6 +62,11 @@ final class SensorBonds {
     /// What went wrong last (status shows it).
     private(set) var problem = ""
     var news: (News) -> Void = { _ in }
+    /// The box's own link to a sensor (HeartRateSensors): the management channel names only an
+    /// address, and a device may connect to the box (it advertises for phones) under a sensor's
+    /// address. Its news counts only while the box's own link is at the matching stage.
+    enum OwnLink { case none, encrypting, up }
+    var ownLink: (LEAddress) -> OwnLink = { _ in .none }
 
     /// An answer to the setup not come in this long: sent again.
     static let answerTimeoutNanoseconds: UInt64 = 5_000_000_000
@@ -115,7 +118,8 @@ final class SensorBonds {
         preparing = nil
     }
 
-    func isBonded(_ peer: LEAddress) -> Bool { keys[peer] != nil }
+    /// Whether the box holds a key the kernel uses when the box links to the sensor as central.
+    func isBonded(_ peer: LEAddress) -> Bool { keys[peer]?.contains(where: \.servesTheBoxAsCentral) == true }
     /// Whether the kernel's key for the peer may not be the stored one.
     func isSuspect(_ peer: LEAddress) -> Bool { suspect.contains(peer) }
 
@@ -278,26 +282,26 @@ final class SensorBonds {
             guard index == preparedIndex else { return }
             newKey(key, storeHint: storeHint)
         case .authenticationFailed(let index, let peer, let status):
-            guard index == preparedIndex else { return }
-            if pairing.contains(peer) && keys[peer] == nil {
+            guard index == preparedIndex, ownLink(peer) == .encrypting else { return }
+            if pairing.contains(peer) && !isBonded(peer) {
                 news(.pairingFailed(peer, status: status))
-            } else if keys[peer] != nil {
+            } else if isBonded(peer) {
                 news(.authenticationFailed(peer))
             }
         case .confirmationRequested(let index, let peer):
             // Only a pairing the box started goes on: a phone pairing with the box is refused.
             // Other adapters' pairings are none of the box's business.
             guard let channel, index == preparedIndex else { return }
-            let accept = pairing.contains(peer) && keys[peer] == nil
+            // Its own: the box's link to the sensor is up and being encrypted right now.
+            let accept = pairing.contains(peer) && !isBonded(peer) && ownLink(peer) == .encrypting
             do { try channel.send(.confirmPairing(peer, accept: accept), index: index) } catch {
                 node.logger.error("cannot answer a pairing's confirmation", metadata: ["error": "\(error)"])
             }
             if !accept { node.logger.info("a pairing the box did not start was refused", metadata: ["peer": "\(peer)"]) }
-        case .deviceConnected(let index, let peer):
-            guard index == preparedIndex else { return }
-            news(.connected(peer))
+        case .deviceConnected:
+            break
         case .deviceDisconnected(let index, let peer, let reason):
-            guard index == preparedIndex, reason == 4, keys[peer] != nil else { return }
+            guard index == preparedIndex, reason == 4, isBonded(peer), ownLink(peer) == .encrypting else { return }
             news(.authenticationFailed(peer))
         case .other:
             break
@@ -306,17 +310,22 @@ final class SensorBonds {
 
     private func newKey(_ key: LongTermKey, storeHint: Bool) {
         let peer = key.peer
-        if pairing.contains(peer) {
+        if pairing.contains(peer) && ownLink(peer) != .none {
             guard storeHint, !key.isDebugKey else { return news(.notBonded(peer)) }
-            // Legacy pairing gives a key per role; both are kept.
-            var list = (keys[peer] ?? []).filter { $0.central != key.central }
-            let fresh = keys[peer] == nil
-            list.append(key)
-            keys[peer] = list
+            // Legacy pairing gives a key per role; only the one the kernel uses when the box is
+            // the central proves anything to the box (the other is evicted after the pairing).
+            guard key.servesTheBoxAsCentral else {
+                evictPending = true
+                return
+            }
+            let fresh = !isBonded(peer)
+            keys[peer] = [key]
             save()
             if fresh { news(.bonded(peer)) }
         } else if let stored = keys[peer] {
             guard !stored.contains(key) else { return }
+            // A legacy pairing's other key, late: never used for the box's links to the sensor.
+            guard key.servesTheBoxAsCentral else { return reload() }
             node.logger.warning("a bonded sensor paired again with a new key outside the box's own pairing: refused",
                                 metadata: ["sensor": "\(peer)"])
             suspect.insert(peer)
@@ -336,16 +345,29 @@ public enum StoredSensorKeys {
 
     /// Deletes the stored keys of sensors not in `enrolled`, as a running node's `keep` does: a
     /// resident's sensor removed or changed while the box was off must not leave its key behind,
-    /// or enrolling the sensor again would trust the old bond instead of pairing afresh. Lines
-    /// that do not parse go too (the node would ignore them). Returns the sensors whose keys went.
+    /// or enrolling the sensor again would trust the old bond instead of pairing afresh. Every
+    /// other line stays as it was (comments, and lines that do not parse: the node reports
+    /// those). Refused when the file belongs to another user than the caller (the CLI run as
+    /// root would leave a file the node cannot read). Returns the sensors whose keys went.
     public static func delete(notIn enrolled: Set<LEAddress>, dataDirectory: String) throws(SystemError) -> [LEAddress] {
         let path = path(in: dataDirectory)
         guard FileSystem.exists(path) else { return [] }
-        let (stored, problems) = SensorKeyFile.parse(String(decoding: try FileSystem.readSmallFile(path, limit: SensorKeyFile.maximumBytes), as: UTF8.self))
-        let kept = stored.filter { enrolled.contains($0.peer) }
-        let gone = Set(stored.map(\.peer)).subtracting(kept.map(\.peer)).sorted { $0.value < $1.value }
-        guard !gone.isEmpty || !problems.isEmpty else { return [] }
-        try FileSystem.replaceDurably(path, contents: Array(SensorKeyFile.format(kept).utf8))
-        return gone
+        let text = String(decoding: try FileSystem.readSmallFile(path, limit: SensorKeyFile.maximumBytes), as: UTF8.self)
+        var kept: [Substring] = []
+        var gone: Set<LEAddress> = []
+        for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
+            if let key = SensorKeyFile.parse(String(line)).keys.first, !enrolled.contains(key.peer) {
+                gone.insert(key.peer)
+            } else {
+                kept.append(line)
+            }
+        }
+        guard !gone.isEmpty else { return [] }
+        let owner = try FileSystem.entry(path).owner
+        guard owner == effectiveUserID() else {
+            throw SystemError("rewrite (it belongs to uid \(owner): run this as that user)", path, errno: .accessDenied)
+        }
+        try FileSystem.replaceDurably(path, contents: Array(kept.joined(separator: "\n").utf8))
+        return gone.sorted { $0.value < $1.value }
     }
 }

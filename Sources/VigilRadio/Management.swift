@@ -38,6 +38,9 @@ public struct LongTermKey: Sendable, Equatable, Hashable {
 
     /// A debug key is public (the specification prints it): it proves nothing, so it is never kept.
     public var isDebugKey: Bool { keyType == 4 }
+    /// Whether the kernel uses this key when the box is the central (how it links to sensors):
+    /// a P-256 key serves both roles; of a legacy pairing's two keys only the one marked central.
+    public var servesTheBoxAsCentral: Bool { keyType == 2 || keyType == 3 || central == 1 }
 
     public var encoded: [UInt8] {
         var out = peer.bytes

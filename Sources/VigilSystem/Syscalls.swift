@@ -491,6 +491,9 @@ public func monotonicNanoseconds() -> UInt64 { cvigil_monotonic_ns() }
 /// Wall-clock microseconds since the Unix epoch.
 public func realtimeMicroseconds() -> UInt64 { cvigil_realtime_us() }
 
+/// The process's effective user id.
+public func effectiveUserID() -> UInt32 { geteuid() }
+
 /// The running kernel's release (`uname -r`), nil if uname fails.
 public func kernelRelease() -> String? {
     var names = utsname()

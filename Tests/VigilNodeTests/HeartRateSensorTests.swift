@@ -171,5 +171,10 @@ import VigilRadio
         let left = SensorKeyFile.parse(try String(contentsOfFile: StoredSensorKeys.path(in: dir), encoding: .utf8))
         #expect(left.keys.map(\.peer) == [kept] && left.problems.isEmpty)
         #expect(try StoredSensorKeys.delete(notIn: [kept], dataDirectory: dir).isEmpty, "and only once")
+        // A line that does not parse (hand-edited, CRLF) is kept as it was, never dropped silently.
+        let path = StoredSensorKeys.path(in: dir)
+        try (String(contentsOfFile: path, encoding: .utf8) + "C3:11:22:33:44:55/random 2 0 16 0 00 zz\r\n").write(toFile: path, atomically: true, encoding: .utf8)
+        #expect(try StoredSensorKeys.delete(notIn: [], dataDirectory: dir) == [kept])
+        #expect(try String(contentsOfFile: path, encoding: .utf8).contains("00 zz\r"))
     }
 }

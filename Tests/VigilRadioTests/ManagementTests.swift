@@ -110,6 +110,15 @@ import VigilRadio
         #expect(KernelBondSupport.problem(release: nil) != nil)
     }
 
+    @Test func onlyAKeyTheKernelUsesWithTheBoxAsCentralProvesABond() {
+        var key = Self.key                      // P-256 (type 2): one key for both roles
+        #expect(key.servesTheBoxAsCentral)
+        key.keyType = 0; key.central = 0       // a legacy pairing's responder key
+        #expect(!key.servesTheBoxAsCentral)
+        key.central = 1                         // and its initiator key
+        #expect(key.servesTheBoxAsCentral)
+    }
+
     @Test func aDebugKeyIsRecognisedSoItIsNeverKept() {
         var debug = Self.key
         debug.keyType = 4

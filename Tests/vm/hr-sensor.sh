@@ -11,54 +11,21 @@
 #     last reading with contact: the shortest interval)
 #  5. the sensor comes back: A links again by itself and its readings count again
 . "$(dirname "$0")/lib/common.bash"
+. "$(dirname "$0")/lib/hr-sensor.bash"
 
-address_of() { hciconfig "$1" | grep -o 'BD Address: [0-9A-F:]*' | cut -d' ' -f3; }
 SENSOR=$(address_of hci1)
 [ -n "$SENSOR" ] || { bad "no address for hci1"; finish; }
 
-cat > "$SCRATCH/a.yaml" <<YAML
-data: $SCRATCH/a
-board: sim
-radio:
-  adapter: hci0
-  channel: raw
-  scan_window: 1s
-simulation:
-  advertisers: 0
-connections:
-  heart_rate_every: 3s
-YAML
-"$VIGIL" run --config "$SCRATCH/a.yaml" > "$SCRATCH/a.log" 2>&1 &
-BACKGROUND+=("$!")
-events() { "$VIGIL" log tail --json -n 100000 --kind "$1" --data "$SCRATCH/a" 2>/dev/null; }
-count() { events "$1" | grep -c -- "${2:-.}" || true; }
-radio_on() { events radio-state-changed | grep -q RADIO_STATE_ON; }
-show_log() { echo "     --- A's output:"; tail -n 30 "$SCRATCH/a.log" | sed 's/^/     | /'; }
-if wait_ms 60000 radio_on; then ok "A is up on hci0"; else bad "A did not come up"; show_log; finish; fi
+hr_box_config
+start_a
+if wait_ms 60000 radio_on; then ok "A is up on hci0"; else bad "A did not come up"; show; finish; fi
 
-# The sensor: ADV_IND on hci1 (the kernel connects only to a connectable advertiser; a
-# controller stops advertising once connected, so again before each link).
-advertise() {
-  hcitool -i hci1 cmd 0x08 0x000a 00 >/dev/null 2>&1
-  hcitool -i hci1 cmd 0x08 0x0006 a0 00 a0 00 00 00 00 00 00 00 00 00 00 07 00 >/dev/null &&
-  hcitool -i hci1 cmd 0x08 0x0008 07 02 01 06 03 03 0d 18 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 >/dev/null &&
-  hcitool -i hci1 cmd 0x08 0x000a 01 >/dev/null
-}
-start_sensor() {
-  mkfifo "$SCRATCH/in.$1"
-  exec {SENSOR_IN}<> "$SCRATCH/in.$1"
-  "$VIGIL" debug gatt-serve --adapter hci1 --profile heart-rate --accept-pairing --name "HR strap" < "$SCRATCH/in.$1" > "$SCRATCH/sensor.$1" 2>&1 &
-  SENSOR_PID=$!
-  BACKGROUND+=("$SENSOR_PID")
-  wait_ms 30000 has_line "$SCRATCH/sensor.$1" "listening on $SENSOR" && advertise
-}
-subscribed() { has_line "$SCRATCH/sensor.$1" "subscribed .* 2A37 notify=true"; }
-# notify_for SECONDS WHAT: a measurement about once a second, as a strap sends them.
-notify_for() { local i; for ((i = 0; i < $1; i++)); do echo "hr $2" >&"$SENSOR_IN"; sleep 1; done; }
+# notify_for NAME SECONDS WHAT: a measurement about once a second, as a strap sends them.
+notify_for() { local i; for ((i = 0; i < $2; i++)); do notify "$1" "$3"; sleep 1; done; }
 anchor() { "$VIGIL" resident list --json --data "$SCRATCH/a" | grep -o '"anchorMicroseconds":[0-9]*' | cut -d: -f2; }
 
 echo "1. the link"
-if start_sensor 1; then ok "the sensor serves the Heart Rate service on hci1 ($SENSOR), advertising"; else bad "gatt-serve did not start"; finish; fi
+if start_sensor 1 hci1 "$SENSOR"; then ok "the sensor serves the Heart Rate service on hci1 ($SENSOR), advertising"; else bad "gatt-serve did not start"; finish; fi
 out=$("$VIGIL" resident add r1 --mode pulse --interval 1m --hr-sensor "$SENSOR" --data "$SCRATCH/a" 2>&1)
 check "r1 is enrolled in pulse mode with the sensor ($out)" grep -q "^enrolled r1" <<< "$out"
 check "A subscribes to the measurement by itself" wait_ms 30000 subscribed 1
@@ -67,11 +34,11 @@ status=$("$VIGIL" status --data "$SCRATCH/a" 2>&1 | grep "heart-rate sensor of r
 check "vigil status shows it linked ($status)" grep -q ": linked" <<< "$status"
 # connections.sensor_bonds is auto: this VM's kernel (Debian 12's 6.1) is not trusted with bonds.
 check "and unbonded, saying why (the kernel)" grep -q ": linked, unbonded \[not bonded: Linux 6\.1" <<< "$status"
-[ "$FAILED" -eq 0 ] || { show_log; sed 's/^/     | /' "$SCRATCH/sensor.1"; finish; }
+[ "$FAILED" -eq 0 ] || { show; finish; }
 
 echo "2. readings with skin contact"
 enrolled=$(anchor)
-notify_for 7 "72 contact"
+notify_for 1 7 "72 contact"
 check "readings are check-ins from the heart rate with the value and flags 6" \
   wait_ms 5000 eval 'events check-in | grep CHECK_IN_HEART_RATE | grep "\"value\":72" | grep -q "\"heart_rate_flags\":6"'
 logged=$(count check-in CHECK_IN_HEART_RATE)
@@ -80,12 +47,12 @@ after_contact=$(anchor)
 check "they postponed the ladder (anchor $enrolled -> $after_contact)" test "$after_contact" -gt "$enrolled"
 
 echo "3. readings without contact"
-notify_for 5 "72 no-contact"
+notify_for 1 5 "72 no-contact"
 check "they are logged (flags 4) at once" wait_ms 5000 eval 'events check-in | grep -q "\"heart_rate_flags\":4"'
 check "and postpone nothing (anchor still $after_contact)" test "$(anchor)" -eq "$after_contact"
 
 echo "4. the sensor vanishes"
-kill "$SENSOR_PID"; wait "$SENSOR_PID" 2>/dev/null
+stop_sensor 1
 # The last sensor link event is a close ("open" is false, which JSON leaves out).
 closed() { events link-changed | grep LINK_ROLE_SENSOR | tail -n 1 | grep -vq '"open":true'; }
 check "A logs the link's end" wait_ms 30000 closed
@@ -102,11 +69,11 @@ due=$(events deadline-reached | grep r1 | grep LADDER_STEP_PROMPT | head -n 1 | 
 check "the prompt was due at that reading + 1 minute ($due)" test "$due" -eq $(( after_contact + 60000000 ))
 
 echo "5. the sensor comes back"
-start_sensor 2 || bad "gatt-serve did not start again"
+start_sensor 2 hci1 "$SENSOR" || bad "gatt-serve did not start again"
 check "A links again by itself (back-off)" wait_ms 60000 subscribed 2
-notify_for 3 "68 contact"
+notify_for 2 3 "68 contact"
 check "its readings count again: the ladder is reset" wait_ms 5000 eval '"$VIGIL" resident list --data "$SCRATCH/a" | grep -q "r1.*step none"'
 check "no peer broke the protocol" bash -c "! grep -q violation '$SCRATCH/sensor.1' '$SCRATCH/sensor.2'"
 "$VIGIL" status --data "$SCRATCH/a" 2>&1 | grep "heart-rate sensor of r1" | sed 's/^/     | /'
-[ "$FAILED" -eq 0 ] || { show_log; sed 's/^/     | /' "$SCRATCH/sensor.1" "$SCRATCH/sensor.2"; }
+[ "$FAILED" -eq 0 ] || show
 finish

@@ -23,9 +23,9 @@ if [ "${1:-}" != --guest ]; then
   exec "$RADIO_VM" -k linux-image-6.12-amd64 -n 3 -t 580 -- env GPIO_SIM=none bash "$0" --guest
 fi
 . "$(dirname "$0")/../lib/common.bash"
+. "$(dirname "$0")/../lib/hr-sensor.bash"
 [ "$(uname -r | cut -d. -f1-2)" = 6.12 ] || { bad "booted $(uname -r), not 6.12"; finish; }
 
-address_of() { hciconfig "$1" | grep -o 'BD Address: [0-9A-F:]*' | cut -d' ' -f3; }
 BOX=$(address_of hci0); SENSOR=$(address_of hci1); OTHER=$(address_of hci2)
 [ -n "$BOX" ] && [ -n "$SENSOR" ] && [ -n "$OTHER" ] || { bad "no addresses for hci0-2"; finish; }
 command -v btmgmt >/dev/null || { bad "btmgmt missing from the VM"; finish; }
@@ -34,66 +34,8 @@ box_adapter 0
 sensor_adapter 1 on
 sensor_adapter 2 off
 
-cat > "$SCRATCH/a.yaml" <<YAML
-data: $SCRATCH/a
-board: sim
-radio:
-  adapter: hci0
-  channel: raw
-  scan_window: 1s
-simulation:
-  advertisers: 0
-connections:
-  heart_rate_every: 3s
-  sensor_bonds: true
-YAML
-start_a() {
-  "$VIGIL" run --config "$SCRATCH/a.yaml" >> "$SCRATCH/a.log" 2>&1 &
-  A_PID=$!
-  BACKGROUND+=("$A_PID")
-}
-events() { "$VIGIL" log tail --json -n 100000 --kind "$1" --data "$SCRATCH/a" 2>/dev/null; }
-count() { events "$1" | grep -c -- "${2:-.}" || true; }
-radio_on() { events radio-state-changed | tail -n 1 | grep -q RADIO_STATE_ON; }
-show() {
-  echo "     --- A's output:"; tail -n 40 "$SCRATCH/a.log" | sed 's/^/     | /'
-  for f in "$SCRATCH"/sensor.*; do echo "     --- $f:"; tail -n 15 "$f" | sed 's/^/     | /'; done
-}
-status_of() { "$VIGIL" status --data "$SCRATCH/a" 2>&1 | grep "heart-rate sensor of $1 "; }
-sensor_links() { events link-changed | grep LINK_ROLE_SENSOR | grep "\"resident\":\"$1\""; }
+hr_box_config "sensor_bonds: true"
 bonded_opens() { sensor_links "$1" | grep '"open":true' | grep -c '"bonded":true' || true; }
-
-# A sensor on ADAPTER: ADV_IND from its public address, then the Heart Rate service.
-advertise() {
-  hcitool -i "$1" cmd 0x08 0x000a 00 >/dev/null 2>&1
-  hcitool -i "$1" cmd 0x08 0x0006 a0 00 a0 00 00 00 00 00 00 00 00 00 00 07 00 >/dev/null &&
-  hcitool -i "$1" cmd 0x08 0x0008 07 02 01 06 03 03 0d 18 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 >/dev/null &&
-  hcitool -i "$1" cmd 0x08 0x000a 01 >/dev/null
-}
-declare -A SENSOR_PIDS SENSOR_INS
-start_sensor() { # start_sensor NAME ADAPTER ADDRESS
-  mkfifo "$SCRATCH/in.$1"
-  local fd
-  exec {fd}<> "$SCRATCH/in.$1"
-  SENSOR_INS[$1]=$fd
-  "$VIGIL" debug gatt-serve --adapter "$2" --profile heart-rate --accept-pairing --name "HR $1" < "$SCRATCH/in.$1" > "$SCRATCH/sensor.$1" 2>&1 &
-  SENSOR_PIDS[$1]=$!
-  BACKGROUND+=("$!")
-  wait_ms 30000 has_line "$SCRATCH/sensor.$1" "listening on $3" && advertise "$2"
-}
-stop_sensor() { kill "${SENSOR_PIDS[$1]}" 2>/dev/null; wait "${SENSOR_PIDS[$1]}" 2>/dev/null; }
-subscribed() { has_line "$SCRATCH/sensor.$1" "subscribed .* 2A37 notify=true"; }
-# A controller stops advertising once a link is made, even one that failed its security: a
-# sensor advertises again every few seconds until A subscribes.
-subscribes() { # subscribes NAME ADAPTER SECONDS
-  local end=$(( SECONDS + $3 ))
-  while [ "$SECONDS" -lt "$end" ]; do
-    wait_ms 5000 subscribed "$1" && return 0
-    advertise "$2"
-  done
-  return 1
-}
-notify() { echo "hr $2" >&"${SENSOR_INS[$1]}"; }
 key_line() { grep -i "^$SENSOR " "$SCRATCH/a/sensor-keys" 2>/dev/null; }
 
 start_a

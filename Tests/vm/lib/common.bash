@@ -40,20 +40,17 @@ has_line() { grep -q -- "$2" "$1" 2>/dev/null; }
 # it quits before the kernel answers when its standard input is at its end, so that stays open.
 # box_adapter INDEX: the box's adapter powered on through the management channel, as the box
 # does it (so the kernel's security manager runs on it).
-box_adapter() {
-  local c
-  for c in "power off" "power on"; do
+# btmgmt_each INDEX COMMAND...: each COMMAND (words split) to hciINDEX, one after another.
+btmgmt_each() {
+  local index=$1 c
+  shift
+  for c in "$@"; do
     # shellcheck disable=SC2086
-    sleep 1 | timeout 10 btmgmt --index "$1" $c 2>&1 | head -n 1 | sed 's/^/     btmgmt: /'
+    sleep 1 | timeout 10 btmgmt --index "$index" $c 2>&1 | head -n 1 | sed 's/^/     btmgmt: /'
   done
 }
-sensor_adapter() {
-  local c
-  for c in "power off" "bondable $2" "io-cap 3" "sc on" "power on"; do
-    # shellcheck disable=SC2086
-    sleep 1 | timeout 10 btmgmt --index "$1" $c 2>&1 | head -n 1 | sed 's/^/     btmgmt: /'
-  done
-}
+box_adapter() { btmgmt_each "$1" "power off" "power on"; }
+sensor_adapter() { btmgmt_each "$1" "power off" "bondable $2" "io-cap 3" "sc on" "power on"; }
 
 # A board profile file: profile NAME CHIP BUTTON_LINE [key: value lines for outputs...]
 profile() {
