@@ -89,6 +89,7 @@ do {
     guard let options = try Options.parse(Array(CommandLine.arguments.dropFirst())) else { exit(0) }
     try runBenchmarks(options)
 } catch {
-    writeAll("vigil-bench: \(error)\n", to: STDERR_FILENO)
+    // With the load: a step that failed on a busy machine must say how busy it was.
+    writeAll("vigil-bench: \(error) (load average \(loadAverage()))\n", to: STDERR_FILENO)
     exit(1)
 }
