@@ -117,17 +117,18 @@ final class HeartRateSensors: NodeComponent {
     let bonding: Bool
     /// Why `auto` links sensors without bonds (status shows it), nil when it bonds.
     let bondsOff: String?
+    /// Why this kernel must not bond (`KernelBondSupport`), asked once; nil when bonds are off.
+    private let kernelProblem: String?
 
     init(node: Node) {
         self.node = node
         settings = node.configuration.connections
         bonds = SensorBonds(node: node)
+        kernelProblem = settings.sensorBonds == .off ? nil : KernelBondSupport.problem(release: kernelRelease())
         switch settings.sensorBonds {
         case .on: (bonding, bondsOff) = (true, nil)
         case .off: (bonding, bondsOff) = (false, nil)
-        case .auto:
-            let problem = KernelBondSupport.problem(release: kernelRelease())
-            (bonding, bondsOff) = (problem == nil, problem.map { "not bonded: \($0) (connections.sensor_bonds: auto)" })
+        case .auto: (bonding, bondsOff) = (kernelProblem == nil, kernelProblem.map { "not bonded: \($0) (connections.sensor_bonds: auto)" })
         }
     }
 
@@ -143,7 +144,7 @@ final class HeartRateSensors: NodeComponent {
     func start() throws(NodeError) {
         // Links of the last run are gone: the log says so, so nothing shows a sensor linked.
         for sensor in node.projections.sensors.sorted where sensor.linked {
-            appendLink(resident: sensor.resident, peer: LEAddress(value: sensor.peer, kind: sensor.random ? .random : .public),
+            appendLink(resident: sensor.resident, peer: sensor.address,
                        open: false, reason: "the box restarted")
         }
         node.scheduler.register(Self.timer) { [unowned self] in pump() }
@@ -154,7 +155,7 @@ final class HeartRateSensors: NodeComponent {
             node.logger.warning("heart-rate sensors are linked without bonds: any device at a sensor's address is believed", metadata: ["why": "\(bondsOff)"])
         }
         guard unavailable == nil, bonding else { return }
-        if settings.sensorBonds == .on, let problem = KernelBondSupport.problem(release: kernelRelease()) {
+        if let problem = kernelProblem {
             // Staff asked for bonds outright: linking without them would be a silent downgrade.
             bondsUnavailable = "cannot bond sensors: \(problem) (connections.sensor_bonds: auto or false links them without bonds)"
             node.logger.error("heart-rate sensors cannot be bonded on this kernel, so none is linked", metadata: ["why": "\(problem)"])
@@ -196,7 +197,7 @@ final class HeartRateSensors: NodeComponent {
         // Keys of sensors no longer enrolled go (one enrolled again pairs afresh), whether or
         // not this box bonds now: a key left while bonds were off would be trusted once they
         // are on again.
-        let enrolledPeers = Set(enrolled.map { LEAddress(value: $0.peer, kind: $0.random ? .random : .public) })
+        let enrolledPeers = Set(enrolled.map(\.address))
         if bonding && unavailable == nil && bondsUnavailable == nil {
             bonds.keep(enrolledPeers)
         } else {
@@ -209,7 +210,7 @@ final class HeartRateSensors: NodeComponent {
         overLimit = enrolled.dropFirst(settings.maximumSensors).map(\.resident)
         var keep: Set<String> = []
         for w in wanted {
-            let peer = LEAddress(value: w.peer, kind: w.random ? .random : .public)
+            let peer = w.address
             keep.insert(w.resident)
             if let current = sensors[w.resident], current.peer == peer { continue }
             if sensors[w.resident] != nil { drop(w.resident, reason: "the resident's sensor changed", retry: false) }
@@ -628,11 +629,11 @@ final class HeartRateSensors: NodeComponent {
         }
         let why = unavailable
         for sensor in node.projections.sensors.sorted where sensors[sensor.resident] == nil {
-            out.append(SensorStatus(resident: sensor.resident, sensor: LEAddress(value: sensor.peer, kind: sensor.random ? .random : .public).description,
+            out.append(SensorStatus(resident: sensor.resident, sensor: sensor.address.description,
                                     state: "not linked", retryInSeconds: nil,
                                     lastError: why ?? (overLimit.contains(sensor.resident) ? "over connections.max_sensors" : ""),
                                     attempts: 0, readingsHeard: 0, readingsLogged: 0, readingsMalformed: 0,
-                                    bond: !bonding ? "unbonded" : bonds.isBonded(LEAddress(value: sensor.peer, kind: sensor.random ? .random : .public)) ? "bonded" : "not bonded yet",
+                                    bond: !bonding ? "unbonded" : bonds.isBonded(sensor.address) ? "bonded" : "not bonded yet",
                                     bondProblem: bondsUnavailable ?? bondsOff ?? "", bondFailures: 0))
         }
         return out

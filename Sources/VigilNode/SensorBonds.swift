@@ -1,3 +1,4 @@
+import VigilCore
 import VigilRadio
 import VigilSystem
 
@@ -298,8 +299,6 @@ final class SensorBonds {
                 node.logger.error("cannot answer a pairing's confirmation", metadata: ["error": "\(error)"])
             }
             if !accept { node.logger.info("a pairing the box did not start was refused", metadata: ["peer": "\(peer)"]) }
-        case .deviceConnected:
-            break
         case .deviceDisconnected(let index, let peer, let reason):
             guard index == preparedIndex, reason == 4, isBonded(peer), ownLink(peer) == .encrypting else { return }
             news(.authenticationFailed(peer))
@@ -337,6 +336,11 @@ final class SensorBonds {
             reload()
         }
     }
+}
+
+extension SensorLinks.Sensor {
+    /// The sensor's address as the radio names it.
+    public var address: LEAddress { LEAddress(value: peer, kind: random ? .random : .public) }
 }
 
 /// The key file (`DATA/sensor-keys`) for a CLI with no node running.

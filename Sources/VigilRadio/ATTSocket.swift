@@ -128,9 +128,10 @@ public final class ATTSocket {
     /// peer). True: under way, the socket turns writable again when it is done (or fails);
     /// false: nothing started (already encrypted, or the kernel cannot: read `encryption()`).
     ///
-    /// Why not at connect: asked before `connect()`, a link whose encryption then failed left a
-    /// socket that crashed Debian's 6.1 kernel when closed (list corruption in hci_chan_del);
-    /// raised on a link that is up, a failure ends the link the ordinary way.
+    /// Why not at connect: the box reads the level it got with `encryption()` instead of trusting
+    /// the option, and a link at low that cannot be encrypted is still a link (an unbonded
+    /// sensor). Either way Debian's 6.1 kernel BUGs when the socket of a link whose encryption
+    /// failed is closed (list corruption in hci_chan_del): `KernelBondSupport`.
     public func startEncryption() throws(HCIError) -> Bool {
         if cvigil_att_raise_security(fd, UInt8(BT_SECURITY_MEDIUM)) == 0 { return true }
         let e = Errno.current

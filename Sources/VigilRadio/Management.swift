@@ -167,8 +167,6 @@ public enum ManagementEvent: Sendable, Equatable {
     case authenticationFailed(index: UInt16, peer: LEAddress, status: UInt8)
     /// The kernel asks whether to go on pairing with a peer (User Confirmation Request).
     case confirmationRequested(index: UInt16, peer: LEAddress)
-    /// An LE link to a peer is up (before any pairing or encryption).
-    case deviceConnected(index: UInt16, peer: LEAddress)
     /// A link ended; reason 4 is an authentication failure (the peer did not have the key).
     case deviceDisconnected(index: UInt16, peer: LEAddress, reason: UInt8)
     case other(code: UInt16, index: UInt16)
@@ -213,11 +211,6 @@ public enum ManagementEvent: Sendable, Equatable {
             let type = p[p.startIndex + 6]
             guard type == 1 || type == 2 else { return .other(code: code, index: index) }
             return .confirmationRequested(index: index, peer: try address(at: 0))
-        case 0x000B:
-            try need(13, "Device Connected")
-            let type = p[p.startIndex + 6]
-            guard type == 1 || type == 2 else { return .other(code: code, index: index) }
-            return .deviceConnected(index: index, peer: try address(at: 0))
         case 0x000C:
             try need(8, "Device Disconnected")
             // BR/EDR links are none of the box's business.

@@ -101,7 +101,7 @@ enum CommandSender {
         }
         var after = state
         after.apply(event)
-        let enrolled = Set(after.sensors.sorted.map { LEAddress(value: $0.peer, kind: $0.random ? .random : .public) })
+        let enrolled = Set(after.sensors.sorted.map(\.address))
         do {
             let gone = try StoredSensorKeys.delete(notIn: enrolled, dataDirectory: dir)
             if !gone.isEmpty { FileOutput.standardOutput.write("deleted the bond key of \(gone.map(\.description).joined(separator: ", ")): it pairs afresh if enrolled again\n") }

@@ -275,7 +275,7 @@ extension ListResidents {
 
     /// "heart-rate sensor C0:…: linked, last 72 bpm (contact) at TIME", from the log.
     static func describe(_ sensor: SensorLinks.Sensor) -> String {
-        let address = LEAddress(value: sensor.peer, kind: sensor.random ? .random : .public)
+        let address = sensor.address
         var text = "heart-rate sensor \(address): " + (sensor.linked ? (sensor.bonded ? "linked, bonded" : "linked, unbonded") : "not linked")
         if !sensor.linked, !sensor.closeReason.isEmpty { text += " (\(sensor.closeReason))" }
         if sensor.lastReadingMicroseconds > 0 {

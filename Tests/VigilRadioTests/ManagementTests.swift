@@ -43,7 +43,7 @@ import VigilRadio
         #expect(try ManagementEvent.parse([0x11, 0, 0, 0, 8, 0] + address + [5]) == .authenticationFailed(index: 0, peer: Self.sensor, status: 5))
         #expect(try ManagementEvent.parse([0x0C, 0, 0, 0, 8, 0] + address + [4]) == .deviceDisconnected(index: 0, peer: Self.sensor, reason: 4))
         // Device Connected: flags (4) and the advertising data's length (2), then the data.
-        #expect(try ManagementEvent.parse([0x0B, 0, 0, 0, 16, 0] + address + [0, 0, 0, 0, 3, 0, 2, 1, 6]) == .deviceConnected(index: 0, peer: Self.sensor))
+        #expect(try ManagementEvent.parse([0x0B, 0, 0, 0, 16, 0] + address + [0, 0, 0, 0, 3, 0, 2, 1, 6]) == .other(code: 0x000B, index: 0), "Device Connected names only an address: the box does not read it")
         #expect(ManagementCommand.setPowered(false).packet(index: 0) == [0x05, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00])
         // User Confirmation Request: the hint and a 4-byte value follow the address.
         #expect(try ManagementEvent.parse([0x0F, 0, 0, 0, 12, 0] + address + [1, 0x9C, 0xAB, 0x07, 0x00]) == .confirmationRequested(index: 0, peer: Self.sensor))
