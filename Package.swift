@@ -289,7 +289,9 @@ let package = Package(
         .testTarget(name: "VigilJ2735Tests", dependencies: ["VigilJ2735"], resources: [.copy("Vectors")], swiftSettings: strict),
         .testTarget(
             name: "VigilRadioTests",
-            dependencies: ["VigilRadio", "VigilEvents", "VigilSystem", "VigilTestSupport"],
+            dependencies: ["VigilRadio", "VigilCore", "VigilEvents", "VigilSystem", "VigilTestSupport"],
+            // Signed frames' test vectors, made by scripts/signed-frame-vectors (Python cryptography).
+            resources: [.copy("Vectors")],
             swiftSettings: strict
         ),
         .testTarget(
