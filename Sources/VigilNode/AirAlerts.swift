@@ -21,6 +21,11 @@ final class AirAlerts: NodeComponent {
     /// scan hits would be waste.
     private var alertsChanged = false
     static let airtimeTimer = Scheduler.Timer("airtime")
+    static let clockTimer = Scheduler.Timer("clock-synchronised")
+    /// How often the kernel's clock state is looked at (a stat of one file: systemd-timesyncd's).
+    static let clockCheckNanoseconds: UInt64 = 60_000_000_000
+    /// Revocations heard that could not be kept (the card refused): they still hold this run.
+    private(set) var revocationWriteFailures: UInt64 = 0
 
     init(node: Node, air: AirLink) {
         self.node = node
@@ -31,7 +36,60 @@ final class AirAlerts: NodeComponent {
 
     func start() throws(NodeError) {
         node.scheduler.register(Self.airtimeTimer) { [unowned self] in reconcileAirtime() }
+        node.scheduler.register(Self.clockTimer) { [unowned self] in checkClock() }
+        checkClock()
         alertsChanged = true
+    }
+
+    private var monotonicMicroseconds: UInt64 { node.monotonic.nowNanoseconds() / 1_000 }
+
+    /// Whether the kernel's wall clock is synchronised, as systemd-timesyncd says by the file it
+    /// keeps (docs/signed-frames.md "Time"): a stat, which the unit's `@clock` filter allows
+    /// (adjtimex, which would ask the kernel itself, is in that filter).
+    private func checkClock() {
+        let synchronised = FileSystem.exists(node.configuration.airAlerts.clockSynchronisedPath)
+        if synchronised != air.signed.clock.systemSynchronised {
+            air.signed.systemClock(synchronised: synchronised)
+            node.logger.notice(synchronised ? "the wall clock is synchronised" : "the wall clock is not synchronised",
+                               metadata: ["source": "\(node.configuration.airAlerts.clockSynchronisedPath)"])
+        }
+        node.scheduler.schedule(Self.clockTimer, atNanoseconds: node.monotonic.nowNanoseconds() &+ Self.clockCheckNanoseconds)
+    }
+
+    /// The hub's time, read over its pinned TLS (the hub sync's answer).
+    func hubTime(_ microseconds: UInt64) {
+        air.signed.hubTime(microseconds, monotonic: monotonicMicroseconds)
+    }
+
+    /// Revocations from the hub's feed: checked, kept durably, believed at once.
+    func revocationsFromHub(_ revocations: [Revocation]) {
+        let added = revocations.filter { air.signed.add($0) }
+        keep(added, from: "the hub")
+    }
+
+    private func keep(_ revocations: [Revocation], from source: String) {
+        guard !revocations.isEmpty else { return }
+        for r in revocations {
+            node.logger.warning("a box's key was revoked by the network: its frames are refused from now on",
+                                metadata: ["node": "\(String(r.node, radix: 16))", "from": "\(source)"])
+        }
+        do {
+            try BoxKeyFiles.addRevocations(revocations, directory: node.configuration.dataDirectory)
+        } catch {
+            revocationWriteFailures &+= 1
+            node.logger.error("could not keep revocations: they hold until the box stops", metadata: ["error": "\(error)"])
+        }
+        // No event follows a revocation: the relay goes on the air now.
+        reconcileAirtime()
+    }
+
+    /// What `vigil status` says about signed frames and the clock.
+    var signingStatus: SigningStatus {
+        let reading = air.signed.clock.now(wallMicroseconds: node.clock.nowMicroseconds(), monotonicMicroseconds: monotonicMicroseconds)
+        return SigningStatus(signing: air.signed.signer != nil, whyNotSigning: air.signed.whyNotSigning,
+                             network: air.signed.verifier?.network.fingerprint, revoked: air.signed.verifier?.revokedKeys.count ?? 0,
+                             clock: reading.source.rawValue, requireSigned: air.settings.requireSigned,
+                             revocationWriteFailures: revocationWriteFailures)
     }
 
     func applied(_ event: Event) {
@@ -53,9 +111,11 @@ final class AirAlerts: NodeComponent {
 
     /// Looks for a Vigil frame in an advertising report.
     func inspect(_ report: AdvertisingReport) {
-        if let frame = air.inspect(report, now: node.clock.nowMicroseconds()) {
+        if let frame = air.inspect(report, now: node.clock.nowMicroseconds(), monotonic: monotonicMicroseconds) {
             heard(frame, from: report)
         }
+        let revocations = air.signed.takeNewRevocations()
+        if !revocations.isEmpty { keep(revocations, from: "the air") }
     }
 
     /// A verified frame from another box: new alerts, cancels and acknowledgements go to the log
@@ -124,7 +184,7 @@ final class AirAlerts: NodeComponent {
         guard !node.stopping else { return }
         let now = node.clock.nowMicroseconds()
         air.prune(node.projections.alerts, now: now)
-        let (plan, frames) = air.plan(node.projections, nowMicroseconds: now, nodeID: node.nodeID,
+        let (plan, frames) = air.plan(node.projections, nowMicroseconds: now, monotonic: monotonicMicroseconds, nodeID: node.nodeID,
                                       connectable: node.connections.connectableAdvertisement)
         onAir = frames
         let relayed = Set(frames.filter { $0.broadcast.hops > 0 }.map { "\($0.broadcast.idText) \($0.broadcast.hops) \($0.broadcast.isCancel) \($0.broadcast.isAcknowledgement)" })
@@ -140,4 +200,19 @@ final class AirAlerts: NodeComponent {
     var onAirDescriptions: [String] {
         onAir.map { "\($0.broadcast.isCancel ? "cancel " : $0.broadcast.isAcknowledgement ? "ack " : "")\($0.broadcast.idText) hops \($0.broadcast.hops)" }
     }
+}
+
+/// Signed frames and the clock, for `vigil status` (docs/signed-frames.md).
+public struct SigningStatus: Sendable, Codable, Equatable {
+    /// Whether this box signs its frames.
+    public var signing: Bool
+    public var whyNotSigning: String?
+    /// The network key's fingerprint (nil: none, signed frames are not checked).
+    public var network: String?
+    /// Box keys the network revoked, as this box knows.
+    public var revoked: Int
+    /// Where the box's time comes from: system, hub, frame or none.
+    public var clock: String
+    public var requireSigned: Bool
+    public var revocationWriteFailures: UInt64
 }

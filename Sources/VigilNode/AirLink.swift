@@ -27,6 +27,25 @@ public struct AirCounters: Sendable, Codable, Equatable {
     public var unverifiable: UInt64 = 0
     /// The box's own exposure keys could not be read or stored (GAEN advertising paused).
     public var exposureKeyErrors: UInt64 = 0
+    // Signed frames (docs/signed-frames.md).
+    /// Signed frames whose certificate the network did not sign.
+    public var forgedCertificates: UInt64 = 0
+    /// Signed frames from a box whose key the network revoked.
+    public var revoked: UInt64 = 0
+    /// Signed frames raising or cancelling an alert of another box (signer is not the origin).
+    public var impersonations: UInt64 = 0
+    /// Signed frames signed too long ago, or ahead of this box's time (replays; a wrong clock).
+    public var tooOld: UInt64 = 0
+    /// Signed frames not checked: over the verification budget (a flood), never believed.
+    public var shed: UInt64 = 0
+    /// Shared-key (version 1) frames refused because `radio.require_signed` is on.
+    public var unsigned: UInt64 = 0
+    /// Signed frames heard while this box has no network key to check them with.
+    public var unverifiableSigned: UInt64 = 0
+    /// New revocations heard on the air (verified; kept and relayed).
+    public var revocationsHeard: UInt64 = 0
+    /// Take frames heard (verified); not logged yet: a call taken reaches other boxes by the hub.
+    public var takes: UInt64 = 0
     public init() {}
 }
 
@@ -34,7 +53,9 @@ public struct AirCounters: Sendable, Codable, Equatable {
 /// deciding what to advertise. Owned by the loop; no I/O of its own.
 package struct AirLink {
     let key: AlertFrameKey?
-    let settings: AirAlertSettings
+    package let settings: AirAlertSettings
+    /// Signed frames: this box's signing, and the checks of frames heard.
+    package var signed: SignedAir
     let presence: PresenceIdentity?
     /// This box's id over the air (32 bits; see README "Alert frames").
     let origin: UInt32
@@ -48,25 +69,41 @@ package struct AirLink {
     var exposureTxPower: Int8 = -10
     var exposureRetentionDays: UInt32 = 14
 
-    /// Whether alert frames can be sent and checked (a shelter key is installed).
-    var hasKey: Bool { key != nil }
+    /// Whether alert frames can be sent: a shelter key is installed, or the box signs its own.
+    var hasKey: Bool { key != nil || signed.signer != nil }
+    /// Whether any alert frame can go on the air: this box's own, or other boxes' signed frames
+    /// relayed (a box with only the network key relays their bytes).
+    var advertisesAlerts: Bool { hasKey || signed.verifier != nil }
 
-    package init(key: AlertFrameKey?, settings: AirAlertSettings, presence: PresenceIdentity?, nodeID: UInt64) {
+    package init(key: AlertFrameKey?, settings: AirAlertSettings, presence: PresenceIdentity?, nodeID: UInt64,
+                 credentials: BoxCredentials? = nil) {
         self.key = key
         self.settings = settings
         self.presence = presence
         self.origin = UInt32(truncatingIfNeeded: nodeID)
+        var verification = settings.signed
+        verification.serviceUUID = settings.serviceUUID
+        verification.maximumLifetimeSeconds = settings.maxLifetimeMicroseconds / 1_000_000
+        signed = SignedAir(credentials: credentials, nodeID: nodeID, settings: verification)
     }
 
-    /// A verified frame from another box, or nil (not Vigil's, refused, or our own).
-    package mutating func inspect(_ report: AdvertisingReport, now: UInt64) -> AlertFrame? {
+    /// A verified frame from another box, or nil (not Vigil's, refused, or our own). `monotonic`
+    /// paces the verification budget and runs the vouched clock.
+    package mutating func inspect(_ report: AdvertisingReport, now: UInt64, monotonic: UInt64 = 0) -> AlertFrame? {
         guard let frameBytes = AdvertisingPayload.serviceData(uuid: settings.serviceUUID, in: report.data) else { return nil }
         guard let first = frameBytes.first else {
             counters.malformed += 1
             return nil
         }
+        if first >> 4 == SignedAlertFrame.version {
+            return inspectSigned(frameBytes, now: now, monotonic: monotonic)
+        }
         if first & 0x0F == 0 {
             counters.presence += 1
+            return nil
+        }
+        if settings.requireSigned {
+            counters.unsigned += 1
             return nil
         }
         guard let key else {
@@ -101,6 +138,52 @@ package struct AirLink {
         return frame
     }
 
+    /// A version-2 frame: checked under the network key; a revocation is kept for the node.
+    private mutating func inspectSigned(_ bytes: [UInt8], now: UInt64, monotonic: UInt64) -> AlertFrame? {
+        guard signed.verifier != nil else {
+            counters.unverifiableSigned += 1
+            return nil
+        }
+        switch signed.check(bytes, wall: now, monotonic: monotonic) {
+        case .accepted(let frame):
+            if frame.type == .take {
+                counters.takes += 1
+                return nil
+            }
+            guard let v1 = frame.asVersion1 else { return nil }
+            if v1.type == .acknowledge {
+                if frame.signer == origin {
+                    counters.ownEchoes += 1
+                    return nil
+                }
+                counters.acknowledgements += 1
+                return v1
+            }
+            if v1.origin == origin {
+                counters.ownEchoes += 1
+                return nil
+            }
+            return v1
+        case .revocation:
+            counters.revocationsHeard += 1
+        case .knownRevocation:
+            counters.duplicates += 1
+        case .shed:
+            counters.shed += 1
+        case .refused(let error):
+            switch error {
+            case .forgedCertificate, .forgedRevocation: counters.forgedCertificates += 1
+            case .badSignature: counters.forged += 1
+            case .revoked: counters.revoked += 1
+            case .signerIsNotOrigin: counters.impersonations += 1
+            case .tooOld, .signedInTheFuture: counters.tooOld += 1
+            case .stale, .tooFarInFuture, .certificateNotValid: counters.stale += 1
+            default: counters.malformed += 1
+            }
+        }
+        return nil
+    }
+
     /// Notes another box relaying a frame this box already knows (for suppression).
     mutating func heardRelay(_ frame: AlertFrame, now: UInt64) {
         guard frame.hops > 0 else { return }
@@ -126,11 +209,17 @@ package struct AirLink {
             guard let entry = book.alerts[id] else { return relays.contains { now < $0.timeMicroseconds &+ 600_000_000 } }
             return entry.expiresAtMicroseconds == 0 || entry.expiresAtMicroseconds > now
         }
+        // The origins' signed bytes are kept while their alert lives.
+        signed.prune(wall: now) { key in
+            let id = key.hasSuffix("/cancel") ? String(key.dropLast(7)) : key.hasSuffix("/ack") ? String(key.dropLast(4)) : key
+            guard let entry = book.alerts[id] else { return false }
+            return entry.expiresAtMicroseconds == 0 || entry.expiresAtMicroseconds > now
+        }
     }
 
     /// The advertising plan at `now`: the presence advert (if on), then the alert frames, then
     /// `connectable` (the GATT services' advert, sent connectable) when the box serves links.
-    mutating func plan(_ projections: Projections, nowMicroseconds now: UInt64, nodeID: UInt64,
+    mutating func plan(_ projections: Projections, nowMicroseconds now: UInt64, monotonic: UInt64 = 0, nodeID: UInt64,
                        connectable: (advert: [UInt8], scanResponse: [UInt8])? = nil)
         -> (plan: AdvertisingPlan, frames: [(broadcast: AlertAirtime.Broadcast, payload: [UInt8])]) {
         var payloads: [[UInt8]] = []
@@ -157,12 +246,25 @@ package struct AirLink {
             }
         }
         var sent: [(broadcast: AlertAirtime.Broadcast, payload: [UInt8])] = []
-        if let key {
+        if advertisesAlerts {
             for b in AlertAirtime.broadcasts(projections.alerts, now: now, node: nodeID, settings: settings.airtime, heard: heard) {
-                guard let frame = Self.frame(b, now: now, maxLifetimeMicroseconds: settings.maxLifetimeMicroseconds), let bytes = try? frame.encode(key: key, uuid: settings.serviceUUID),
-                      let payload = try? AdvertisingPayload.vigil(frame: bytes, uuid: settings.serviceUUID) else { continue }
-                payloads.append(payload.bytes)
-                sent.append((b, payload.bytes))
+                guard let frame = Self.frame(b, now: now, maxLifetimeMicroseconds: settings.maxLifetimeMicroseconds) else { continue }
+                // Signed (extended advertising), where this box signs or holds the origin's bytes.
+                let heardKey = AlertAirtime.heardKey(b.idText, cancel: b.isCancel, acknowledgement: b.isAcknowledgement)
+                if let bytes = signed.frame(for: frame, isRelay: b.hops > 0, heardKey: heardKey, wall: now, monotonic: monotonic),
+                   let payload = try? AdvertisingPayload.signedVigil(frame: bytes, uuid: settings.serviceUUID) {
+                    payloads.append(payload.bytes)
+                    sent.append((b, payload.bytes))
+                }
+                // Shared-key (legacy advertising), where the shelter key is installed.
+                if let key, let bytes = try? frame.encode(key: key, uuid: settings.serviceUUID),
+                   let payload = try? AdvertisingPayload.vigil(frame: bytes, uuid: settings.serviceUUID) {
+                    payloads.append(payload.bytes)
+                    sent.append((b, payload.bytes))
+                }
+            }
+            for relay in signed.revocationRelays {
+                if let payload = try? AdvertisingPayload.signedVigil(frame: relay.frame, uuid: settings.serviceUUID) { payloads.append(payload.bytes) }
             }
         }
         var connectableIndices: Set<Int> = []
@@ -181,11 +283,15 @@ package struct AirLink {
     /// When the plan changes next without a new event: a presence rotation, an airtime change,
     /// or the hourly renewal of the on-air expiry of an alert that has none.
     func nextChange(_ projections: Projections, nowMicroseconds now: UInt64, nodeID: UInt64) -> UInt64? {
-        var next = key == nil ? nil : AlertAirtime.nextChange(projections.alerts, now: now, node: nodeID, settings: settings.airtime)
+        var next = !advertisesAlerts ? nil : AlertAirtime.nextChange(projections.alerts, now: now, node: nodeID, settings: settings.airtime)
+        if !projections.alerts.active.isEmpty || !signed.revocationRelays.isEmpty, let resign = signed.nextResign(after: now) {
+            next = min(next ?? resign, resign)
+        }
+        if let end = signed.revocationRelays.map(\.until).min() { next = min(next ?? end, end) }
         let period = UInt64(presence?.rotationSeconds ?? PresenceIdentity.defaultRotationSeconds) * 1_000_000
         let rotation = (now / period + 1) * period
         next = min(next ?? rotation, rotation)
-        if key != nil, projections.alerts.active.contains(where: { $0.expiresAtMicroseconds == 0 }) {
+        if advertisesAlerts, projections.alerts.active.contains(where: { $0.expiresAtMicroseconds == 0 }) {
             next = min(next ?? .max, (now / 3_600_000_000 + 1) * 3_600_000_000)
         }
         return next

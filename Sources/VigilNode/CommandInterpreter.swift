@@ -296,7 +296,7 @@ public struct CommandInterpreter {
     }
 
     private var noKey: Outcome {
-        .refused(.unavailable, "this box has no shelter key (radio.alerts.key_file), so nothing would go on the air")
+        .refused(.unavailable, "this box has no shelter key (radio.alerts.key_file) and is not certified (vigil keys certify), so nothing would go on the air")
     }
 
     /// A raised alert gets its id here (origin and the next counter: only the node knows it).

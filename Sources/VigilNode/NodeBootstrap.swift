@@ -72,16 +72,25 @@ struct NodeBootstrap {
             if key != nil, NodeSecrets.readableByOthers(keyPath) {
                 logger.warning("the shelter key is readable by other users; chmod 600 it", metadata: ["path": "\(keyPath)"])
             }
-            if key == nil {
-                logger.warning("no shelter key: this box neither sends nor accepts alerts over the air (make one with `vigil radio keygen` and copy it to every box)",
+            // The box's own key (made at first start), its certificate and the network's key.
+            let credentials = try BoxKeyFiles.credentials(directory: dir, configuredNetworkKey: configuration.airAlerts.networkKey)
+            let whyNotSigning = credentials.whyNotSigning(nodeID: nodeID)
+            if let whyNotSigning {
+                logger.notice("this box does not sign its alert frames: \(whyNotSigning)", metadata: ["box_key": "\(dir)/\(BoxKeyFiles.keyName)"])
+            }
+            if key == nil, whyNotSigning != nil {
+                logger.warning("no shelter key and no certificate: this box neither sends nor accepts alerts over the air (docs/signed-frames.md; or `vigil radio keygen` for a shared key)",
                                metadata: ["expected": "\(keyPath)"])
+            }
+            if key != nil, configuration.airAlerts.requireSigned {
+                logger.notice("radio.require_signed: shared-key frames heard are refused; this box still sends them for boxes without signing")
             }
             // With GAEN advertising the address rotates with the RPI, every 10-minute interval.
             let rotation = configuration.exposure.advertise ? UInt32(Exposure.intervalSeconds) : configuration.presence.rotationSeconds
             let presence = configuration.presence.enabled || configuration.exposure.advertise
                 ? try PresenceIdentity(nodeSecret: NodeSecrets.nodeSecret(directory: dir), rotationSeconds: rotation)
                 : nil
-            var air = AirLink(key: key, settings: configuration.airAlerts, presence: presence, nodeID: nodeID)
+            var air = AirLink(key: key, settings: configuration.airAlerts, presence: presence, nodeID: nodeID, credentials: credentials)
             if configuration.exposure.advertise {
                 air.exposureKeys = try ExposureKeyStore(directory: dir)
                 air.exposureTxPower = configuration.exposure.txPowerDBm

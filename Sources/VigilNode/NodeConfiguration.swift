@@ -209,6 +209,27 @@ public struct NodeConfiguration: Sendable {
                 if let v = try alerts.duration("max_lifetime") { config.airAlerts.maxLifetimeMicroseconds = max(60_000_000, v) }
                 try alerts.finish()
             }
+            if let v = try radio.string("network_key") {
+                guard let bytes = Hex.decode(v.trimmingCharacters(in: .whitespaces)), bytes.count == 32,
+                      (try? NetworkPublicKey(rawRepresentation: bytes)) != nil else {
+                    throw radio.error("radio.network_key must be the network's public key, 64 hex digits (vigil keys network-init prints it)")
+                }
+                config.airAlerts.networkKey = bytes
+            }
+            if let v = try radio.bool("require_signed") { config.airAlerts.requireSigned = v }
+            if var signed = try radio.section("signed") {
+                if let v = try signed.duration("max_age") {
+                    guard v >= 1_200_000_000, v <= 86_400_000_000 / 2 else { throw signed.error("radio.signed.max_age must be between 20m and 12h") }
+                    config.airAlerts.signed.maximumAgeSeconds = v / 1_000_000
+                }
+                if let v = try signed.duration("max_ahead") {
+                    guard v <= 3_600_000_000 else { throw signed.error("radio.signed.max_ahead must be at most 1h") }
+                    config.airAlerts.signed.maximumAheadSeconds = v / 1_000_000
+                }
+                if let v = try signed.integer("verifications_per_second", in: 10...10_000) { config.airAlerts.signed.verificationsPerSecond = UInt64(v) }
+                if let v = try signed.string("clock_synchronised_file") { config.airAlerts.clockSynchronisedPath = v }
+                try signed.finish()
+            }
             if var snoop = try radio.section("capture") {
                 if let v = try snoop.string("path") { config.hci.snoopPath = v }
                 if let v = try snoop.size("max_file") { config.hci.snoopMaxFileBytes = max(64 << 10, v) }
@@ -528,6 +549,15 @@ public struct AirAlertSettings: Sendable, Equatable {
     /// Frames whose expiry is further ahead than this are refused (a forged far-future expiry
     /// would otherwise never age out of the dedupe set).
     public var maxLifetimeMicroseconds: UInt64 = 86_400_000_000
+    /// The network's public key (64 hex digits): signed frames of any box it certified are
+    /// believed. Nil: from the hub (its join), or no signed frames checked.
+    public var networkKey: [UInt8]?
+    /// Refuse shared-key (version 1) frames: only signed frames are believed.
+    public var requireSigned = false
+    /// Signed frames: maximum age, clock difference, verification budget (docs/signed-frames.md).
+    public var signed = FrameVerifier.Settings()
+    /// A file that exists while the kernel's clock is synchronised: systemd-timesyncd's.
+    public var clockSynchronisedPath = "/run/systemd/timesync/synchronized"
     public init() {}
 }
 

@@ -58,7 +58,8 @@ final class NodeMetrics: NodeComponent {
         shed = counter("vigil_scan_records_shed_total")
         refused = counter("vigil_events_refused_total")
         hciErrors = counter("vigil_hci_errors_total")
-        frames = Dictionary(uniqueKeysWithValues: ["accepted", "duplicate", "forged", "stale", "malformed", "own-echo", "relayed"].map {
+        frames = Dictionary(uniqueKeysWithValues: ["accepted", "duplicate", "forged", "stale", "malformed", "own-echo", "relayed",
+                                                          "forged-certificate", "revoked", "impersonation", "too-old", "shed", "unsigned"].map {
             ($0, counter("vigil_alert_frames_total", [("outcome", $0)]))
         })
         radioUp = gauge("vigil_radio_up")
@@ -146,7 +147,9 @@ final class NodeMetrics: NodeComponent {
         if let hci = (node.radio as? HCIRadio)?.counters { now.hciErrors = hci.hardwareErrors &+ hci.commandTimeouts }
         let air = node.airAlerts.air.counters
         now.frames = ["accepted": air.accepted, "duplicate": air.duplicates, "forged": air.forged, "stale": air.stale,
-                      "malformed": air.malformed, "own-echo": air.ownEchoes, "relayed": node.airAlerts.relaysStarted]
+                      "malformed": air.malformed, "own-echo": air.ownEchoes, "relayed": node.airAlerts.relaysStarted,
+                      "forged-certificate": air.forgedCertificates, "revoked": air.revoked, "impersonation": air.impersonations,
+                      "too-old": air.tooOld, "shed": air.shed, "unsigned": air.unsigned]
         func add(_ counter: Counter, _ new: UInt64, _ old: UInt64) {
             if new > old { counter.increment(by: Int64(clamping: new - old)) }
         }

@@ -35,6 +35,8 @@ public struct LiveStatus: Sendable, Codable {
     /// Alert frames being advertised ("cancel " prefix for cancels).
     public var onAir: [String]
     public var hci: HCIRadioCounters?
+    /// Signed frames and the clock (nil from a node before them).
+    public var signing: SigningStatus?
     /// What the hub sync keeps failing at (nil: nothing, or no hub).
     public var hubProblem: String?
     /// The last check of the log this run (nil: none yet): "sound", or what it found.
@@ -109,7 +111,8 @@ extension Node {
                 Dictionary(uniqueKeysWithValues: OutputLine.allCases.map { ($0.rawValue, b.level($0)) })
             } ?? [:],
             openWindowAdvertisers: intake.scanWindow.pendingAdvertisers, air: airAlerts.air.counters,
-            onAir: airAlerts.onAirDescriptions, hci: (radio as? HCIRadio)?.counters, hubProblem: uplink.problems.summary,
+            onAir: airAlerts.onAirDescriptions, hci: (radio as? HCIRadio)?.counters, signing: airAlerts.signingStatus,
+            hubProblem: uplink.problems.summary,
             logCheck: logIntegrity.last,
             fromMemory: fromMemory.map { FromMemoryStatus(sinceMicroseconds: $0.since, failure: $0.failure, events: $0.taken, critical: $0.criticalTaken) },
             logOpening: opening.map { LogOpeningStatus(seconds: Double(monotonic.nowNanoseconds() &- $0.startedNanoseconds) / 1e9,

@@ -17,14 +17,16 @@ public struct AdvertisingPayload: Sendable, Equatable {
     public static let serviceData16Overhead = 4
 
     public private(set) var bytes: [UInt8] = []
+    /// 31 for legacy advertising; up to 251 for an extended advertisement (signed frames).
+    public let maximumLength: Int
 
-    public init() {}
+    public init(maximumLength: Int = legacyMaximumLength) { self.maximumLength = maximumLength }
 
     /// Appends one AD structure; throws, leaving the payload unchanged, if it would not fit.
     public mutating func append(type: UInt8, data: some Collection<UInt8>) throws(AdvertisingPayloadError) {
         let length = bytes.count + 2 + data.count
-        guard length <= Self.legacyMaximumLength else {
-            throw .tooLong(length: length, maximum: Self.legacyMaximumLength)
+        guard length <= maximumLength else {
+            throw .tooLong(length: length, maximum: maximumLength)
         }
         bytes.append(UInt8(1 + data.count))
         bytes.append(type)
@@ -40,6 +42,14 @@ public struct AdvertisingPayload: Sendable, Equatable {
     /// The advertising data of a Vigil advert: one Service Data structure holding `frame`.
     public static func vigil(frame: [UInt8], uuid: UInt16 = AlertFrame.defaultServiceUUID) throws(AdvertisingPayloadError) -> AdvertisingPayload {
         var payload = AdvertisingPayload()
+        try payload.appendServiceData(uuid: uuid, data: frame)
+        return payload
+    }
+
+    /// The advertising data of an extended Vigil advert (a signed frame, docs/signed-frames.md):
+    /// one Service Data structure, up to 251 bytes in all.
+    public static func signedVigil(frame: [UInt8], uuid: UInt16 = AlertFrame.defaultServiceUUID) throws(AdvertisingPayloadError) -> AdvertisingPayload {
+        var payload = AdvertisingPayload(maximumLength: HCICommand.maximumExtendedAdvertisingData)
         try payload.appendServiceData(uuid: uuid, data: frame)
         return payload
     }

@@ -40,6 +40,7 @@ public struct HCICommand: Sendable, Equatable, CustomStringConvertible {
         public static let leSetExtendedAdvertisingData: UInt16 = 0x2037
         public static let leSetExtendedScanResponseData: UInt16 = 0x2038
         public static let leSetExtendedAdvertisingEnable: UInt16 = 0x2039
+        public static let leReadMaximumAdvertisingDataLength: UInt16 = 0x203A
         public static let leSetExtendedScanParameters: UInt16 = 0x2041
         public static let leSetExtendedScanEnable: UInt16 = 0x2042
     }
@@ -49,6 +50,9 @@ public struct HCICommand: Sendable, Equatable, CustomStringConvertible {
     public static let reset = HCICommand(opcode: Opcode.reset, name: "Reset")
     public static let readBDAddress = HCICommand(opcode: Opcode.readBDAddress, name: "Read BD_ADDR")
     public static let leReadLocalFeatures = HCICommand(opcode: Opcode.leReadLocalFeatures, name: "LE Read Local Supported Features")
+    /// How many bytes of advertising data the controller's extended advertising carries (31 to 1650).
+    public static let leReadMaximumAdvertisingDataLength = HCICommand(opcode: Opcode.leReadMaximumAdvertisingDataLength,
+                                                                      name: "LE Read Maximum Advertising Data Length")
 
     /// The controller's default events plus LE Meta (bit 61), which carries advertising reports
     /// and is off after a reset.
@@ -137,11 +141,16 @@ public struct HCICommand: Sendable, Equatable, CustomStringConvertible {
 
     /// Advertising set 0 with legacy PDUs, so phones that only understand legacy advertising
     /// still hear it: non-connectable (properties bit 4 only) from the set's random address, or
-    /// ADV_IND (bits 0, 1 and 4: connectable, scannable, legacy) from the public address.
-    public static func leSetExtendedAdvertisingParameters(intervalUnits: UInt32, connectable: Bool = false) -> HCICommand {
+    /// ADV_IND (bits 0, 1 and 4: connectable, scannable, legacy) from the public address. With
+    /// `extendedPDU`, a non-connectable, non-scannable extended advertisement (properties 0):
+    /// ADV_EXT_IND on the primary channels pointing to AUX_ADV_IND, which carries up to 251 bytes
+    /// (signed frames, docs/signed-frames.md).
+    public static func leSetExtendedAdvertisingParameters(intervalUnits: UInt32, connectable: Bool = false,
+                                                          extendedPDU: Bool = false) -> HCICommand {
         let interval = le(UInt64(intervalUnits), bytes: 3)
+        let properties: UInt16 = extendedPDU ? 0x0000 : connectable ? 0x0013 : 0x0010
         return HCICommand(opcode: Opcode.leSetExtendedAdvertisingParameters, name: "LE Set Extended Advertising Parameters",
-                          parameters: [0x00] + le(UInt16(connectable ? 0x0013 : 0x0010)) + interval + interval
+                          parameters: [0x00] + le(properties) + interval + interval
                               + [0x07, connectable ? 0x00 : 0x01, 0x00]
                               + [UInt8](repeating: 0, count: 6) + [0x00, 0x7F, 0x01, 0x00, 0x01, 0x00, 0x00])
     }
@@ -151,9 +160,10 @@ public struct HCICommand: Sendable, Equatable, CustomStringConvertible {
                    parameters: [0x00] + le(address, bytes: 6))
     }
 
-    /// The whole data in one operation (0x03 = complete), no fragmentation (0x01).
+    /// The whole data in one operation (0x03 = complete), no fragmentation (0x01): at most 251
+    /// bytes (31 with legacy PDUs, which the caller keeps to).
     public static func leSetExtendedAdvertisingData(_ data: [UInt8]) -> HCICommand {
-        let used = Array(data.prefix(31))
+        let used = Array(data.prefix(maximumExtendedAdvertisingData))
         return HCICommand(opcode: Opcode.leSetExtendedAdvertisingData, name: "LE Set Extended Advertising Data",
                           parameters: [0x00, 0x03, 0x01, UInt8(used.count)] + used)
     }
@@ -169,6 +179,9 @@ public struct HCICommand: Sendable, Equatable, CustomStringConvertible {
         HCICommand(opcode: Opcode.leSetExtendedAdvertisingEnable, name: "LE Set Extended Advertising Enable",
                    parameters: enable ? [0x01, 0x01, 0x00, 0x00, 0x00, 0x00] : [0x00, 0x00])
     }
+
+    /// What one LE Set Extended Advertising Data command carries.
+    public static let maximumExtendedAdvertisingData = 251
 
     static func le(_ value: UInt16) -> [UInt8] { [UInt8(value & 0xFF), UInt8(value >> 8)] }
     static func le(_ value: UInt64, bytes: Int) -> [UInt8] {

@@ -33,6 +33,8 @@ public struct HCIEventParser: Sendable {
         public var malformedReports = 0
         public var legacyReports = 0
         public var extendedReports = 0
+        /// Extended reports whose data came in parts or was truncated (left out).
+        public var incompleteReports = 0
         public init() {}
     }
 
@@ -132,6 +134,13 @@ public struct HCIEventParser: Sendable {
             let data = Array(body[(i + 24)..<(i + 24 + length)])
             i += 24 + length
             counts.extendedReports += 1
+            // Data status (bits 5-6): a report the controller split over several events, or cut
+            // short, is not a whole advertisement; its parts are counted and left out (a signed
+            // frame, 201 bytes, fits one report: docs/signed-frames.md).
+            guard eventType >> 5 & 0x03 == 0 else {
+                counts.incompleteReports += 1
+                continue
+            }
             reports.append(AdvertisingReport(address: address, addressType: Self.addressType(addressType), rssi: rssi,
                                              txPower: txPower == 127 ? nil : txPower,
                                              connectable: eventType & 0x0001 != 0, data: data, timeMicroseconds: time))

@@ -88,6 +88,9 @@ public struct HCIRadioCounters: Sendable, Codable, Equatable {
     public var connectableRefusals: UInt64 = 0
     /// Advertising commands the controller refused (scanning goes on; advertising retries).
     public var advertisingRefusals: UInt64 = 0
+    /// Payloads of a plan longer than the controller advertises (signed frames, without extended
+    /// advertising or a controller that carries under 251 bytes): left out, counted once per plan.
+    public var longPayloadsSkipped: UInt64 = 0
     /// Scanning/advertising commands someone else sent on the raw channel (the kernel, bluetoothd).
     public var foreignChanges: UInt64 = 0
     public init() {}
@@ -115,6 +118,9 @@ public final class HCIRadio: RadioAdapter {
     /// The controller's address, once read.
     public private(set) var controllerAddress: UInt64?
     public private(set) var usingExtendedCommands = false
+    /// The longest advertising data the controller sends (31 without extended advertising): longer
+    /// payloads of a plan are skipped, and counted (`counters.longPayloadsSkipped`).
+    public private(set) var maximumAdvertisingDataLength = AdvertisingPayload.legacyMaximumLength
 
     private let settings: HCIRadioSettings
     private let clock: any WallClock
@@ -148,6 +154,8 @@ public final class HCIRadio: RadioAdapter {
     /// event lost on a busy socket, a link the radio did not see open).
     static let connectableRetryDelay: UInt64 = 60_000_000
     private var rotation = 0
+    /// The last plan whose long payloads were counted as skipped (counted once per plan).
+    private var skippedPlan: AdvertisingPlan?
     private var rotateAt: UInt64?
     /// After the controller refused an advertising command: no advertising until then.
     private var advertisingBlockedUntil: UInt64?
@@ -182,12 +190,14 @@ public final class HCIRadio: RadioAdapter {
         var parametersSet = false
         /// Whether the parameters set are ADV_IND's (connectable) or ADV_NONCONN_IND's.
         var connectable = false
+        /// Whether the parameters set are for an extended PDU (a payload over 31 bytes).
+        var extendedPDU = false
         var scanResponse: [UInt8]?
     }
 
     /// Steps, carried as command tags so a completion says what it finished.
     private enum Step: UInt32 {
-        case reset = 1, eventMask, leEventMask, readAddress, leFeatures
+        case reset = 1, eventMask, leEventMask, readAddress, leFeatures, maximumAdvertisingData
         case scanDisable, scanAddress, scanParameters, scanEnable
         case advertiseDisable, advertiseAddress, advertiseParameters, advertiseData, advertiseEnable
     }
@@ -617,6 +627,11 @@ public final class HCIRadio: RadioAdapter {
             switch step {
             case .scanDisable, .advertiseDisable:
                 return // "already disabled" is fine
+            case .maximumAdvertisingData:
+                // Not known: legacy-sized adverts only (signed frames stay off the air, and say so).
+                maximumAdvertisingDataLength = AdvertisingPayload.legacyMaximumLength
+                enqueueScanning()
+                return
             case .advertiseParameters where onAir.connectable && !connectableBlocked,
                  .advertiseEnable where onAir.connectable && !connectableBlocked:
                 // Connectable advertising (with a link, most likely) is more than this controller
@@ -647,6 +662,17 @@ public final class HCIRadio: RadioAdapter {
             // then, and a controller may refuse legacy ones after it has seen them.
             let supported = parameters.count >= 3 && parameters[2] & 0x10 != 0
             usingExtendedCommands = supported && settings.extended
+            maximumAdvertisingDataLength = AdvertisingPayload.legacyMaximumLength
+            if usingExtendedCommands {
+                queue.enqueue(.leReadMaximumAdvertisingDataLength, tag: Step.maximumAdvertisingData.rawValue)
+            } else {
+                enqueueScanning()
+            }
+        case .maximumAdvertisingData:
+            if parameters.count >= 3 {
+                let length = Int(parameters[1]) | Int(parameters[2]) << 8
+                maximumAdvertisingDataLength = min(max(length, AdvertisingPayload.legacyMaximumLength), HCICommand.maximumExtendedAdvertisingData)
+            }
             enqueueScanning()
         case .scanEnable:
             if phase != .running { runningSince = now }
@@ -708,9 +734,25 @@ public final class HCIRadio: RadioAdapter {
             rotateAt = nil
             return
         }
-        let payload = plan.payloads[rotation % plan.payloads.count]
-        let connectable = plan.connectable.contains(rotation % plan.payloads.count) && !connectableBlocked
-        if onAir.parametersSet, onAir.connectable != connectable {
+        // Payloads longer than the controller sends (signed frames without extended advertising)
+        // are left out of the rotation.
+        let eligible = plan.payloads.indices.filter { plan.payloads[$0].count <= maximumAdvertisingDataLength }
+        if eligible.count < plan.payloads.count, skippedPlan != plan {
+            skippedPlan = plan
+            counters.longPayloadsSkipped += UInt64(plan.payloads.count - eligible.count)
+        }
+        guard !eligible.isEmpty else {
+            if onAir.enabled { queue.enqueue(advertiseDisableCommand(), tag: Step.advertiseDisable.rawValue) }
+            onAir.enabled = false
+            onAir.payload = nil
+            rotateAt = nil
+            return
+        }
+        let index = eligible[rotation % eligible.count]
+        let payload = plan.payloads[index]
+        let extendedPDU = payload.count > AdvertisingPayload.legacyMaximumLength
+        let connectable = plan.connectable.contains(index) && !connectableBlocked && !extendedPDU
+        if onAir.parametersSet, onAir.connectable != connectable || onAir.extendedPDU != extendedPDU {
             // The PDU type changes only with advertising off.
             if onAir.enabled { queue.enqueue(advertiseDisableCommand(), tag: Step.advertiseDisable.rawValue) }
             onAir.enabled = false
@@ -721,7 +763,7 @@ public final class HCIRadio: RadioAdapter {
             onAir.enabled = false
             onAir.payload = nil
             if usingExtendedCommands {
-                if !onAir.parametersSet { enqueueAdvertisingParameters(connectable: connectable) }
+                if !onAir.parametersSet { enqueueAdvertisingParameters(connectable: connectable, extendedPDU: extendedPDU) }
                 queue.enqueue(.leSetAdvertisingSetRandomAddress(plan.address), tag: Step.advertiseAddress.rawValue)
             } else {
                 // Legacy: the controller-wide random address, which scanning must stop for.
@@ -732,7 +774,7 @@ public final class HCIRadio: RadioAdapter {
             }
             onAir.address = plan.address
         }
-        if !onAir.parametersSet { enqueueAdvertisingParameters(connectable: connectable) }
+        if !onAir.parametersSet { enqueueAdvertisingParameters(connectable: connectable, extendedPDU: extendedPDU) }
         if connectable, !plan.scanResponse.isEmpty, onAir.scanResponse != plan.scanResponse {
             if onAir.enabled { queue.enqueue(advertiseDisableCommand(), tag: Step.advertiseDisable.rawValue) }
             onAir.enabled = false
@@ -752,16 +794,18 @@ public final class HCIRadio: RadioAdapter {
                           tag: Step.advertiseEnable.rawValue)
             onAir.enabled = true
         }
-        rotateAt = plan.payloads.count > 1 ? (rotateAt ?? now + settings.rotationSlotMicroseconds) : nil
+        rotateAt = eligible.count > 1 ? (rotateAt ?? now + settings.rotationSlotMicroseconds) : nil
     }
 
-    private func enqueueAdvertisingParameters(connectable: Bool) {
+    private func enqueueAdvertisingParameters(connectable: Bool, extendedPDU: Bool) {
         let interval = max(Self.units(settings.advertisingIntervalMicroseconds), 160) // ≥ 100 ms when non-connectable
-        queue.enqueue(usingExtendedCommands ? .leSetExtendedAdvertisingParameters(intervalUnits: UInt32(interval), connectable: connectable)
+        queue.enqueue(usingExtendedCommands ? .leSetExtendedAdvertisingParameters(intervalUnits: UInt32(interval), connectable: connectable,
+                                                                                  extendedPDU: extendedPDU)
                                             : .leSetAdvertisingParameters(intervalUnits: interval, connectable: connectable),
                       tag: Step.advertiseParameters.rawValue)
         onAir.parametersSet = true
         onAir.connectable = connectable
+        onAir.extendedPDU = extendedPDU
     }
 
     /// Writes queued commands while credits allow.

@@ -197,6 +197,16 @@ struct Status: AsyncParsableCommand {
             out += "outputs: \(lit.isEmpty ? "all off" : lit.joined(separator: ", ") + " on")\n"
             let a = live.air
             out += "air: \(a.accepted) new frames accepted, \(a.duplicates) duplicates, \(a.forged) forged, \(a.stale) stale, \(a.malformed) malformed, \(a.ownEchoes) own echoes, \(a.acknowledgements) acknowledgements heard, \(a.presence) presence adverts\n"
+            if a.forgedCertificates + a.revoked + a.impersonations + a.tooOld + a.shed + a.unsigned + a.unverifiableSigned + a.revocationsHeard > 0 {
+                out += "air (signed): \(a.forgedCertificates) forged certificates, \(a.revoked) from revoked boxes, \(a.impersonations) in another box's name, \(a.tooOld) too old or ahead, \(a.shed) shed over the budget, \(a.unsigned) shared-key frames refused, \(a.unverifiableSigned) without a network key, \(a.revocationsHeard) revocations heard\n"
+            }
+            if let g = live.signing {
+                out += "signing: " + (g.signing ? "this box signs its frames" : "not signing (\(g.whyNotSigning ?? "?"))")
+                    + (g.network.map { "; network key \($0), \(g.revoked) boxes revoked" } ?? "; no network key: signed frames not checked")
+                    + (g.requireSigned ? "; shared-key frames refused" : "")
+                    + "; clock: " + (g.clock == "none" ? "NOT vouched for (not synchronised, no hub, no signed frame heard)" : "vouched by \(g.clock)")
+                    + (g.revocationWriteFailures > 0 ? "; \(g.revocationWriteFailures) revocations could not be kept on the card" : "") + "\n"
+            }
             out += "on the air: \(live.onAir.isEmpty ? "presence only" : live.onAir.joined(separator: "; "))\n"
             if let h = live.hci {
                 out += "hci: \(h.packetsIn) packets in, \(h.packetsOut) out, \(h.reports) reports, \(h.recoveries) recoveries, \(h.commandTimeouts) command timeouts, \(h.hardwareErrors) hardware errors\n"

@@ -1,0 +1,139 @@
+import VigilCore
+import VigilRadio
+
+/// The box's credentials for signed frames (docs/signed-frames.md): its own key and the network's
+/// certificate for it (to sign), the network's public key and the revocations it knows (to check).
+package struct BoxCredentials: Sendable {
+    package var key: BoxSigningKey
+    /// Nil until the box is certified (`vigil keys certify`, or the hub at `vigil hub join`).
+    package var certificate: BoxCertificate?
+    package var network: NetworkPublicKey?
+    package var revocations: [Revocation] = []
+
+    package init(key: BoxSigningKey, certificate: BoxCertificate? = nil, network: NetworkPublicKey? = nil, revocations: [Revocation] = []) {
+        self.key = key
+        self.certificate = certificate
+        self.network = network
+        self.revocations = revocations
+    }
+
+    /// Why this box does not sign its frames, or nil when it does.
+    package func whyNotSigning(nodeID: UInt64) -> String? {
+        guard let network else { return "no network key (radio.network_key, or join a hub)" }
+        guard let certificate else { return "not certified (vigil keys certify, or join a hub)" }
+        guard certificate.boxKey == key.publicKey else { return "the certificate is for another key (certify this box again)" }
+        guard certificate.node == UInt32(truncatingIfNeeded: nodeID) else {
+            return "the certificate is for node \(String(certificate.node, radix: 16)), not this box"
+        }
+        guard (try? certificate.verify(network: network)) != nil else { return "the certificate is not the network's (another network, or forged)" }
+        guard !revocations.contains(where: { $0.boxKey == key.publicKey }) else { return "this box's key has been revoked" }
+        return nil
+    }
+}
+
+/// Signed frames on the node's side: signing this box's frames, checking heard ones, keeping the
+/// origin's bytes of frames this box relays, and revocations heard on the air. Owned by `AirLink`.
+package struct SignedAir: Sendable {
+    /// Signs this box's frames; nil when the box cannot (no certificate, no network key).
+    let signer: (key: BoxSigningKey, certificate: BoxCertificate)?
+    /// Checks heard frames; nil without a network key.
+    package private(set) var verifier: FrameVerifier?
+    package private(set) var clock: VouchedClock
+    /// The latest verified bytes of each alert, cancel and acknowledgement heard signed (by
+    /// `AlertAirtime.heardKey`), so relays keep the origin's signature. Bounded.
+    private var originals: [String: [UInt8]] = [:]
+    static let originalsLimit = 1_024
+    /// Revocations heard on the air, relayed until `until` (wall microseconds).
+    private(set) var revocationRelays: [(frame: [UInt8], until: UInt64)] = []
+    static let revocationRelayLimit = 32
+    static let revocationRelayMicroseconds: UInt64 = 600_000_000
+    /// Revocations verified since the node last took them (to keep durably and log).
+    package private(set) var newRevocations: [Revocation] = []
+    /// Frames re-signed this often (the signing time is rounded down to it), so that adverts stay
+    /// the same between and receivers' maximum age is never reached by a box that is on.
+    static let resignMicroseconds: UInt64 = 600_000_000
+    let whyNotSigning: String?
+
+    package init(credentials: BoxCredentials?, nodeID: UInt64, settings: FrameVerifier.Settings) {
+        clock = VouchedClock(maximumFrameAgeMicroseconds: settings.maximumAgeSeconds * 1_000_000)
+        guard let credentials else {
+            signer = nil
+            verifier = nil
+            whyNotSigning = "no box key"
+            return
+        }
+        whyNotSigning = credentials.whyNotSigning(nodeID: nodeID)
+        signer = whyNotSigning == nil ? credentials.certificate.map { (credentials.key, $0) } : nil
+        verifier = credentials.network.map { FrameVerifier(network: $0, settings: settings, revocations: credentials.revocations) }
+    }
+
+    /// The signed frame for a broadcast of this box (hops 0: an alert or cancel raised here, an
+    /// acknowledgement made here), or the origin's bytes one hop further for a relay.
+    func frame(for frame: AlertFrame, isRelay: Bool, heardKey: String, wall: UInt64, monotonic: UInt64) -> [UInt8]? {
+        if isRelay {
+            guard let original = originals[heardKey], let parsed = try? SignedAlertFrame.parse(original),
+                  frame.hops == parsed.hops + 1 else { return nil }
+            return try? SignedAlertFrame.relayed(original)
+        }
+        guard let signer else { return nil }
+        let reading = clock.now(wallMicroseconds: wall, monotonicMicroseconds: monotonic)
+        let signedAt = UInt32(clamping: (reading.microseconds / Self.resignMicroseconds * Self.resignMicroseconds) / 1_000_000)
+        let type: SignedAlertFrame.FrameType = SignedAlertFrame.FrameType(frame.type)
+        return try? SignedAlertFrame.sign(type: type, severity: UInt8(clamping: frame.severity.rawValue), hops: 0, origin: frame.origin,
+                                          counter: frame.counter, expirySeconds: frame.expirySeconds, signedAtSeconds: signedAt,
+                                          clockVouched: reading.vouched, location: frame.location, key: signer.key,
+                                          certificate: signer.certificate)
+    }
+
+    /// Checks a version-2 frame heard on the air.
+    mutating func check(_ bytes: [UInt8], wall: UInt64, monotonic: UInt64) -> FrameVerifier.Outcome {
+        guard var verifier else { return .refused(.badKey) }
+        let outcome = verifier.check(bytes, clock: &clock, wallMicroseconds: wall, monotonicMicroseconds: monotonic)
+        self.verifier = verifier
+        switch outcome {
+        case .accepted(let frame):
+            guard let v1 = frame.asVersion1 else { break }
+            let key = AlertAirtime.heardKey(v1.id.text, cancel: v1.type == .cancel, acknowledgement: v1.type == .acknowledge)
+            // The freshest signature is kept (the origin re-signs every ten minutes).
+            if let kept = originals[key], let old = try? SignedAlertFrame.parse(kept), old.signedAtSeconds >= frame.signedAtSeconds,
+               old.hops <= frame.hops { break }
+            if originals[key] == nil, originals.count >= Self.originalsLimit { originals.removeAll() }
+            originals[key] = bytes
+        case .revocation(let revocation):
+            newRevocations.append(revocation)
+            originals = originals.filter { (try? SignedAlertFrame.parse($0.value).certificate.boxKey) != revocation.boxKey }
+            if revocationRelays.count < Self.revocationRelayLimit, let relayed = try? RevocationFrame.relayed(bytes) {
+                revocationRelays.append((relayed, wall &+ Self.revocationRelayMicroseconds))
+            }
+        default:
+            break
+        }
+        return outcome
+    }
+
+    /// Revocations from the hub's feed or a file, checked under the network key.
+    mutating func add(_ revocation: Revocation) -> Bool {
+        guard var verifier, (try? verifier.add(revocation)) == true else { return false }
+        self.verifier = verifier
+        originals = originals.filter { (try? SignedAlertFrame.parse($0.value).certificate.boxKey) != revocation.boxKey }
+        return true
+    }
+
+    mutating func takeNewRevocations() -> [Revocation] {
+        defer { newRevocations = [] }
+        return newRevocations
+    }
+
+    mutating func prune(wall: UInt64, keep: (String) -> Bool) {
+        revocationRelays.removeAll { $0.until <= wall }
+        originals = originals.filter { keep($0.key) }
+    }
+
+    mutating func systemClock(synchronised: Bool) { clock.systemClock(synchronised: synchronised) }
+    mutating func hubTime(_ microseconds: UInt64, monotonic: UInt64) { clock.hubTime(microseconds, monotonicMicroseconds: monotonic) }
+
+    /// The next time this box's own signed frames change (the next re-signing).
+    func nextResign(after wall: UInt64) -> UInt64? {
+        signer == nil ? nil : (wall / Self.resignMicroseconds + 1) * Self.resignMicroseconds
+    }
+}

@@ -1,0 +1,217 @@
+import Foundation
+import Testing
+import VigilBoard
+import VigilCore
+import VigilEvents
+import VigilLog
+import VigilRadio
+import VigilSystem
+@testable import VigilNode
+
+/// Signed frames in the node (docs/signed-frames.md): a certified box signs its own frames, a box
+/// that knows only the network key believes them, relays keep the origin's signature, revocations
+/// heard on the air are kept and relayed, and shared-key frames are refused where signatures are
+/// required. Real extended advertising between two controllers is tested in the VM.
+@Suite struct SignedAirTests {
+    let clock = ManualClock()
+    let network = NetworkSigningKey()
+    static let strangerBox: UInt32 = 0x5157_0001
+
+    /// A node's configuration: the network key, a synchronised clock, quick relays; `certified`
+    /// makes and certifies the box's key in its data directory.
+    func configuration(_ dir: TemporaryDirectory, certified: Bool = true, shelterKey: Bool = false,
+                       requireSigned: Bool = false) throws -> NodeConfiguration {
+        var c = testConfiguration(dir, advertisers: 0)
+        try FileManager.default.createDirectory(atPath: dir.path, withIntermediateDirectories: true)
+        c.airAlerts.networkKey = network.publicKey.rawRepresentation
+        c.airAlerts.requireSigned = requireSigned
+        c.airAlerts.airtime.relayDelayMinMicroseconds = 10_000
+        c.airAlerts.airtime.relayDelayMaxMicroseconds = 20_000
+        c.airAlerts.clockSynchronisedPath = dir.path + "/clock-synchronised"
+        FileManager.default.createFile(atPath: c.airAlerts.clockSynchronisedPath, contents: Data())
+        c.gestures.longPressNanoseconds = 100_000_000
+        if shelterKey {
+            try (NodeSecrets.hex([UInt8](repeating: 0x5A, count: 32)) + "\n").write(toFile: dir.path + "/shelter.key", atomically: true, encoding: .utf8)
+        }
+        if certified {
+            let node = try NodeIdentity.load(dataDirectory: dir.path)
+            let key = try BoxKeyFiles.loadOrCreateKey(directory: dir.path)
+            let now = UInt32(clock.nowMicroseconds() / 1_000_000)
+            try BoxKeyFiles.writeCertificate(try network.certify(node: UInt32(truncatingIfNeeded: node), boxKey: key.publicKey,
+                                                                 issued: now, expires: now + 86_400 * 365), directory: dir.path)
+        }
+        return c
+    }
+
+    func makeNode(_ configuration: NodeConfiguration, radio: ScriptedRadio) throws -> Node {
+        try Node(configuration: configuration, clock: clock, monotonic: clock, logger: quietLogger, radio: radio,
+                 board: try SimulatedBoard(monotonic: clock))
+    }
+
+    func pass(_ node: Node, _ microseconds: UInt64) async {
+        await advance(clock, node, byMicroseconds: microseconds, step: 10_000)
+    }
+
+    func report(_ frame: [UInt8], from address: UInt64 = 0xC0FFEE) throws -> AdvertisingReport {
+        AdvertisingReport(address: address, addressType: .addressRandom, rssi: -60, connectable: false,
+                          data: try AdvertisingPayload.signedVigil(frame: frame).bytes, timeMicroseconds: clock.nowMicroseconds())
+    }
+
+    /// A box that is not a node of the test: its key and the network's certificate for it.
+    func stranger(node: UInt32 = strangerBox, certifiedBy signer: NetworkSigningKey? = nil) throws -> (BoxSigningKey, BoxCertificate) {
+        let key = BoxSigningKey()
+        let now = UInt32(clock.nowMicroseconds() / 1_000_000)
+        return (key, try (signer ?? network).certify(node: node, boxKey: key.publicKey, issued: now, expires: now + 86_400))
+    }
+
+    func sos(_ box: (BoxSigningKey, BoxCertificate), origin: UInt32? = nil, counter: UInt32 = 1, signedAgo: UInt64 = 0) throws -> [UInt8] {
+        let now = clock.nowMicroseconds() / 1_000_000
+        return try SignedAlertFrame.sign(type: .sos, severity: 3, origin: origin ?? box.1.node, counter: counter,
+                                         expirySeconds: UInt32(now + 3_600), signedAtSeconds: UInt32(now - signedAgo),
+                                         clockVouched: true, key: box.0, certificate: box.1)
+    }
+
+    /// The signed frames in a plan's payloads.
+    func signedFrames(_ radio: ScriptedRadio) -> [[UInt8]] {
+        (radio.lastPlan?.payloads ?? []).compactMap { payload in
+            guard payload.count > AdvertisingPayload.legacyMaximumLength,
+                  let bytes = AdvertisingPayload.serviceData(uuid: AlertFrame.defaultServiceUUID, in: payload) else { return nil }
+            return bytes
+        }
+    }
+
+    func events(_ dir: TemporaryDirectory) throws -> [EventBody] {
+        let log = try EventLog.openReadOnly(directory: dir.path)
+        var bodies: [EventBody] = []
+        try log.read { txn in
+            try txn.forEach(from: 0) { result in
+                if case .event(let e) = Replay.input(result) { bodies.append(e.body) }
+                return true
+            }
+        }
+        return bodies
+    }
+
+    @Test func aCertifiedBoxSignsItsSOSAndABoxKnowingOnlyTheNetworkKeyBelievesAndRelaysIt() async throws {
+        let dirA = TemporaryDirectory(), dirB = TemporaryDirectory()
+        let radioA = try ScriptedRadio(), radioB = try ScriptedRadio()
+        let a = try makeNode(configuration(dirA), radio: radioA)
+        let b = try makeNode(configuration(dirB, certified: false), radio: radioB)
+        var sent: [UInt8] = []
+        let taskA = await start(a)
+        a.onLoop { n in try? (n.board as? SimulatedBoard)?.press(holdMicroseconds: 200_000, afterMicroseconds: 0) }
+        await pass(a, 500_000)
+        try await stop(a, taskA)
+        sent = try #require(signedFrames(radioA).first, "A's SOS is on the air signed")
+        let frame = try SignedAlertFrame.parse(sent)
+        #expect(frame.signer == UInt32(truncatingIfNeeded: a.nodeID) && frame.origin == frame.signer && frame.type == .sos)
+        #expect(frame.signerClockVouched, "A's clock is synchronised")
+        #expect(a.liveStatus().signing?.signing == true)
+
+        let taskB = await start(b)
+        radioB.inject([try report(sent), try report(sent)])
+        await pass(b, 300_000)
+        try await stop(b, taskB)
+        let received = try events(dirB).compactMap { if case .alertReceived(let r) = $0 { r } else { nil } }
+        #expect(received.count == 1 && received.first?.id.origin == a.nodeID)
+        #expect(b.liveStatus().air.accepted == 1 && b.liveStatus().air.duplicates == 1)
+        #expect(b.liveStatus().signing?.signing == false, "B is not certified: it checks, it does not sign")
+        // B relays A's bytes: one more hop, A's signature kept (B holds no key it could sign with).
+        let relayed = try #require(signedFrames(radioB).first)
+        #expect(relayed == (try SignedAlertFrame.relayed(sent)))
+    }
+
+    @Test func framesInAnotherBoxsNameWithAForgedCertificateOrTooOldAreCountedAndNeverLogged() async throws {
+        let dir = TemporaryDirectory()
+        let radio = try ScriptedRadio()
+        let node = try makeNode(configuration(dir, certified: false), radio: radio)
+        let box = try stranger()
+        let forger = try stranger(node: 0x5157_0002, certifiedBy: NetworkSigningKey())
+        var stripped = try sos(box, counter: 9)
+        stripped.removeLast(64)
+        let task = await start(node)
+        radio.inject([
+            try report(try sos(box, origin: 0x0B0B_0B0B)),            // raising an alert in another box's name
+            try report(try sos(forger)),                             // a certificate the network never signed
+            try report(try sos(box, counter: 2, signedAgo: 86_400)), // a day-old frame (its expiry still ahead)
+            try report(stripped),                                    // the signature cut off
+        ])
+        await pass(node, 200_000)
+        try await stop(node, task)
+        #expect(try events(dir).allSatisfy { if case .alertReceived = $0 { false } else { true } })
+        let air = node.liveStatus().air
+        #expect(air.impersonations == 1 && air.forgedCertificates == 1 && air.tooOld == 1 && air.malformed == 1 && air.accepted == 0)
+    }
+
+    @Test func aRevocationHeardOnTheAirIsKeptRelayedAndTheRevokedBoxIsRefused() async throws {
+        let dir = TemporaryDirectory()
+        let radio = try ScriptedRadio()
+        let node = try makeNode(configuration(dir), radio: radio)
+        let box = try stranger()
+        let revocation = try network.revoke(node: box.1.node, boxKey: box.1.boxKey, at: UInt32(clock.nowMicroseconds() / 1_000_000))
+        let task = await start(node)
+        radio.inject([try report(try sos(box, counter: 1))])
+        await pass(node, 100_000)
+        radio.inject([try report(RevocationFrame.encode(revocation)), try report(try sos(box, counter: 2))])
+        await pass(node, 100_000)
+        try await stop(node, task)
+        let received = try events(dir).compactMap { if case .alertReceived(let r) = $0 { r.id.counter } else { nil } }
+        #expect(received == [1], "the alert before the revocation stands; the one after is refused")
+        #expect(node.liveStatus().air.revoked == 1 && node.liveStatus().air.revocationsHeard == 1)
+        #expect(BoxKeyFiles.revocations(directory: dir.path).revocations == [revocation], "kept on the card")
+        #expect(signedFrames(radio).contains(try RevocationFrame.relayed(RevocationFrame.encode(revocation))), "and relayed")
+        // After a restart the box still refuses it.
+        let again = try makeNode(configuration(dir), radio: try ScriptedRadio())
+        #expect(again.liveStatus().signing?.revoked == 1)
+    }
+
+    @Test func aLegacyBoxAndASignedBoxShareAShelterUnlessSignaturesAreRequired() async throws {
+        let legacyFrame = AlertFrame(type: .sos, severity: .critical, origin: 0x1234, counter: 1,
+                                     expirySeconds: UInt32(clock.nowMicroseconds() / 1_000_000 + 3_600))
+        let legacyReport = AdvertisingReport(
+            address: 0xBEEF, addressType: .addressRandom, rssi: -60, connectable: false,
+            data: try AdvertisingPayload.vigil(frame: try legacyFrame.encode(key: AlertFrameKey(shelterKey: [UInt8](repeating: 0x5A, count: 32)))).bytes,
+            timeMicroseconds: clock.nowMicroseconds())
+        // A signed box that also holds the shelter key: hears the legacy box, and sends both kinds.
+        let mixedDir = TemporaryDirectory()
+        let mixedRadio = try ScriptedRadio()
+        let mixed = try makeNode(configuration(mixedDir, shelterKey: true), radio: mixedRadio)
+        var task = await start(mixed)
+        mixedRadio.inject([legacyReport])
+        await pass(mixed, 100_000)
+        mixed.onLoop { n in try? (n.board as? SimulatedBoard)?.press(holdMicroseconds: 200_000, afterMicroseconds: 0) }
+        await pass(mixed, 500_000)
+        try await stop(mixed, task)
+        #expect(mixed.liveStatus().air.accepted == 1)
+        let payloads = mixedRadio.lastPlan?.payloads ?? []
+        let ownSigned = signedFrames(mixedRadio).compactMap { try? SignedAlertFrame.parse($0) }.filter { $0.origin == UInt32(truncatingIfNeeded: mixed.nodeID) }
+        #expect(ownSigned.count == 1, "its SOS signed, for boxes that check signatures")
+        #expect(payloads.contains { $0.count <= AdvertisingPayload.legacyMaximumLength && $0.count > 21 }, "and tagged with the shelter key, for legacy boxes")
+
+        // With radio.require_signed the same legacy frame is refused and counted.
+        let strictDir = TemporaryDirectory()
+        let strictRadio = try ScriptedRadio()
+        let strict = try makeNode(configuration(strictDir, shelterKey: true, requireSigned: true), radio: strictRadio)
+        task = await start(strict)
+        strictRadio.inject([legacyReport])
+        await pass(strict, 100_000)
+        try await stop(strict, task)
+        #expect(strict.liveStatus().air.unsigned == 1 && strict.liveStatus().air.accepted == 0)
+        #expect(try events(strictDir).allSatisfy { if case .alertReceived = $0 { false } else { true } })
+    }
+
+    @Test func aBoxWithoutASynchronisedClockSaysSoAndSignsItsFramesAsNotVouched() async throws {
+        let dir = TemporaryDirectory()
+        let radio = try ScriptedRadio()
+        var c = try configuration(dir)
+        c.airAlerts.clockSynchronisedPath = dir.path + "/no-such-file"
+        let node = try makeNode(c, radio: radio)
+        let task = await start(node)
+        node.onLoop { n in try? (n.board as? SimulatedBoard)?.press(holdMicroseconds: 200_000, afterMicroseconds: 0) }
+        await pass(node, 500_000)
+        try await stop(node, task)
+        #expect(node.liveStatus().signing?.clock == "none")
+        let frame = try SignedAlertFrame.parse(try #require(signedFrames(radio).first))
+        #expect(!frame.signerClockVouched)
+    }
+}
