@@ -116,7 +116,8 @@ struct HCIRadioTests {
     /// Returns every command written and every output, in order.
     @discardableResult
     func drive(_ radio: HCIRadio, _ t: ScriptedTransport, features: UInt8 = 0x00, refuse: [UInt16: UInt8] = [:],
-               silent: Set<UInt16> = [], rounds: Int = 40, outputs: inout [RadioOutput]) throws -> [UInt16] {
+               silent: Set<UInt16> = [], rounds: Int = 40, maximumAdvertisingData: UInt16? = nil,
+               record: ((UInt16, [UInt8]) -> Void)? = nil, outputs: inout [RadioOutput]) throws -> [UInt16] {
         var opcodes: [UInt16] = []
         for _ in 0..<rounds {
             try radio.readReady(into: &outputs)
@@ -124,10 +125,13 @@ struct HCIRadioTests {
             if written.isEmpty { break }
             for c in written {
                 opcodes.append(c.opcode)
+                record?(c.opcode, c.parameters)
                 if silent.contains(c.opcode) { continue }
                 switch c.opcode {
                 case HCICommand.Opcode.leReadLocalFeatures: t.complete(c.opcode, [0x00, features, 0, 0, 0, 0, 0, 0]) // bits 8–15 in byte 1
                 case HCICommand.Opcode.readBDAddress: t.complete(c.opcode, [0x13, 0x71, 0xDA, 0x7D, 0x1A, 0x00])
+                case HCICommand.Opcode.leReadMaximumAdvertisingDataLength where maximumAdvertisingData != nil:
+                    t.complete(c.opcode, [UInt8(maximumAdvertisingData! & 0xFF), UInt8(maximumAdvertisingData! >> 8)])
                 default: t.complete(c.opcode, status: refuse[c.opcode] ?? 0)
                 }
             }
@@ -203,6 +207,35 @@ struct HCIRadioTests {
         #expect(sent.contains(O.leSetExtendedScanEnable) && sent.contains(O.leSetAdvertisingSetRandomAddress)
             && sent.contains(O.leSetExtendedAdvertisingData) && sent.contains(O.leSetExtendedAdvertisingEnable))
         #expect(states(outputs) == [.on])
+    }
+
+    /// Signed frames (201 bytes) go out as extended advertisements (properties 0: ADV_EXT_IND and
+    /// AUX_ADV_IND) beside the legacy-PDU adverts; a controller that carries only 31 bytes leaves
+    /// them out, counted, and keeps the short ones on the air.
+    @Test func aLongPayloadGoesOutAsAnExtendedAdvertisementWhereTheControllerCarriesIt() throws {
+        let long: [UInt8] = [200, 0x16, 0xF1, 0xFC] + [UInt8](repeating: 0x21, count: 197)
+        for (maximum, expectLong) in [(UInt16(251), true), (UInt16(31), false)] {
+            let t = ScriptedTransport(adapters: [Self.hci0])
+            let radio = try radio(settings, t)
+            radio.advertise(AdvertisingPlan(address: 0x3A_BB_CC_DD_EE_01, payloads: [Self.presence, long]))
+            try radio.start()
+            var outputs: [RadioOutput] = []
+            var written: [(UInt16, [UInt8])] = []
+            try drive(radio, t, features: 0x10, maximumAdvertisingData: maximum, record: { written.append(($0, $1)) }, outputs: &outputs)
+            for _ in 0..<3 {
+                clock.advance(byMicroseconds: 40 * Self.ms)
+                try drive(radio, t, features: 0x10, maximumAdvertisingData: maximum, record: { written.append(($0, $1)) }, outputs: &outputs)
+            }
+            typealias O = HCICommand.Opcode
+            let data = written.filter { $0.0 == O.leSetExtendedAdvertisingData }.map { Array($0.1.dropFirst(4)) }
+            let properties = written.filter { $0.0 == O.leSetExtendedAdvertisingParameters }.map { UInt16($0.1[1]) | UInt16($0.1[2]) << 8 }
+            #expect(data.contains(Self.presence))
+            #expect(data.contains(long) == expectLong, "maximum \(maximum)")
+            #expect(properties.contains(0x0000) == expectLong, "the extended PDU's parameters")
+            #expect(properties.contains(0x0010), "the short advert keeps its legacy PDU")
+            #expect(radio.maximumAdvertisingDataLength == Int(maximum))
+            #expect(radio.counters.longPayloadsSkipped == (expectLong ? 0 : 1))
+        }
     }
 
     @Test func aRefusedAdvertisingCommandKeepsTheRadioOnAndRetriesAdvertisingAfterTheBackOff() throws {
