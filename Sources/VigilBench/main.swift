@@ -51,6 +51,9 @@ func runBenchmarks(_ options: Options) throws {
     if reporter.wants(FrameVerifyBench.metric) {
         try FrameVerifyBench(plan: plan, reporter: reporter).run()
     }
+    if reporter.wants(ForgedFloodBench.metric) {
+        try ForgedFloodBench(plan: plan, reporter: reporter).run()
+    }
     if reporter.wants(PhoneFloodBench.metric) {
         try PhoneFloodBench(plan: plan, reporter: reporter).run()
     }

@@ -129,7 +129,7 @@ package struct SignedAir: Sendable {
         originals = originals.filter { keep($0.key) }
     }
 
-    mutating func systemClock(synchronised: Bool) { clock.systemClock(synchronised: synchronised) }
+    package mutating func systemClock(synchronised: Bool) { clock.systemClock(synchronised: synchronised) }
     mutating func hubTime(_ microseconds: UInt64, monotonic: UInt64) { clock.hubTime(microseconds, monotonicMicroseconds: monotonic) }
 
     /// The next time this box's own signed frames change (the next re-signing).
