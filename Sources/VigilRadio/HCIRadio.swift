@@ -121,6 +121,8 @@ public final class HCIRadio: RadioAdapter {
     /// The longest advertising data the controller sends (31 without extended advertising): longer
     /// payloads of a plan are skipped, and counted (`counters.longPayloadsSkipped`).
     public private(set) var maximumAdvertisingDataLength = AdvertisingPayload.legacyMaximumLength
+    /// The controller did not answer LE Read Maximum Advertising Data Length: the length is a guess.
+    private var maximumAdvertisingDataLengthUnconfirmed = false
 
     private let settings: HCIRadioSettings
     private let clock: any WallClock
@@ -628,8 +630,11 @@ public final class HCIRadio: RadioAdapter {
             case .scanDisable, .advertiseDisable:
                 return // "already disabled" is fine
             case .maximumAdvertisingData:
-                // Not known: legacy-sized adverts only (signed frames stay off the air, and say so).
-                maximumAdvertisingDataLength = AdvertisingPayload.legacyMaximumLength
+                // Mandatory with extended advertising, yet not every controller answers it
+                // (BlueZ's emulator before 5.8x): try what one command carries, and learn 31 if
+                // the controller refuses a long advert (`advertisingRefused`).
+                maximumAdvertisingDataLength = HCICommand.maximumExtendedAdvertisingData
+                maximumAdvertisingDataLengthUnconfirmed = true
                 enqueueScanning()
                 return
             case .advertiseParameters where onAir.connectable && !connectableBlocked,
@@ -663,6 +668,7 @@ public final class HCIRadio: RadioAdapter {
             let supported = parameters.count >= 3 && parameters[2] & 0x10 != 0
             usingExtendedCommands = supported && settings.extended
             maximumAdvertisingDataLength = AdvertisingPayload.legacyMaximumLength
+            maximumAdvertisingDataLengthUnconfirmed = false
             if usingExtendedCommands {
                 queue.enqueue(.leReadMaximumAdvertisingDataLength, tag: Step.maximumAdvertisingData.rawValue)
             } else {
@@ -672,6 +678,7 @@ public final class HCIRadio: RadioAdapter {
             if parameters.count >= 3 {
                 let length = Int(parameters[1]) | Int(parameters[2]) << 8
                 maximumAdvertisingDataLength = min(max(length, AdvertisingPayload.legacyMaximumLength), HCICommand.maximumExtendedAdvertisingData)
+                maximumAdvertisingDataLengthUnconfirmed = false
             }
             enqueueScanning()
         case .scanEnable:
@@ -695,6 +702,12 @@ public final class HCIRadio: RadioAdapter {
     /// on; advertising is retried on its own back-off, and the node is told once per streak.
     private func advertisingRefused(_ command: HCICommand, status: UInt8) {
         counters.advertisingRefusals += 1
+        if maximumAdvertisingDataLengthUnconfirmed, onAir.extendedPDU || (onAir.payload?.count ?? 0) > AdvertisingPayload.legacyMaximumLength {
+            // A controller that did not say how long its adverts may be refused a long one: 31 from now on.
+            maximumAdvertisingDataLength = AdvertisingPayload.legacyMaximumLength
+            maximumAdvertisingDataLengthUnconfirmed = false
+            pendingOutputs.append(.problem("the controller refused a \(onAir.payload?.count ?? 0)-byte extended advert: signed frames stay off the air on \(name)"))
+        }
         if advertisingRetry.isFresh {
             pendingOutputs.append(.problem("the controller refused \(command) (status 0x\(String(status, radix: 16))): not advertising; retrying"))
         }

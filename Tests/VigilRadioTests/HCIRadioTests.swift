@@ -116,7 +116,7 @@ struct HCIRadioTests {
     /// Returns every command written and every output, in order.
     @discardableResult
     func drive(_ radio: HCIRadio, _ t: ScriptedTransport, features: UInt8 = 0x00, refuse: [UInt16: UInt8] = [:],
-               silent: Set<UInt16> = [], rounds: Int = 40, maximumAdvertisingData: UInt16? = nil,
+               silent: Set<UInt16> = [], rounds: Int = 40, maximumAdvertisingData: UInt16? = nil, refuseLongData: Bool = false,
                record: ((UInt16, [UInt8]) -> Void)? = nil, outputs: inout [RadioOutput]) throws -> [UInt16] {
         var opcodes: [UInt16] = []
         for _ in 0..<rounds {
@@ -130,8 +130,10 @@ struct HCIRadioTests {
                 switch c.opcode {
                 case HCICommand.Opcode.leReadLocalFeatures: t.complete(c.opcode, [0x00, features, 0, 0, 0, 0, 0, 0]) // bits 8–15 in byte 1
                 case HCICommand.Opcode.readBDAddress: t.complete(c.opcode, [0x13, 0x71, 0xDA, 0x7D, 0x1A, 0x00])
-                case HCICommand.Opcode.leReadMaximumAdvertisingDataLength where maximumAdvertisingData != nil:
-                    t.complete(c.opcode, [UInt8(maximumAdvertisingData! & 0xFF), UInt8(maximumAdvertisingData! >> 8)])
+                case HCICommand.Opcode.leReadMaximumAdvertisingDataLength:
+                    if let m = maximumAdvertisingData { t.complete(c.opcode, [UInt8(m & 0xFF), UInt8(m >> 8)]) } else { t.complete(c.opcode, status: 0x01) }
+                case HCICommand.Opcode.leSetExtendedAdvertisingData where refuseLongData && c.parameters.count > 35:
+                    t.complete(c.opcode, status: 0x12)
                 default: t.complete(c.opcode, status: refuse[c.opcode] ?? 0)
                 }
             }
@@ -214,27 +216,35 @@ struct HCIRadioTests {
     /// them out, counted, and keeps the short ones on the air.
     @Test func aLongPayloadGoesOutAsAnExtendedAdvertisementWhereTheControllerCarriesIt() throws {
         let long: [UInt8] = [200, 0x16, 0xF1, 0xFC] + [UInt8](repeating: 0x21, count: 197)
-        for (maximum, expectLong) in [(UInt16(251), true), (UInt16(31), false)] {
+        // (the controller's answer to LE Read Maximum Advertising Data Length, whether it refuses
+        // long data, whether the long advert goes out, the length the radio ends with)
+        let cases: [(UInt16?, Bool, Bool, Int)] = [(251, false, true, 251), (31, false, false, 31), (nil, false, true, 251), (nil, true, false, 31)]
+        for (maximum, refuseLong, expectLong, learned) in cases {
             let t = ScriptedTransport(adapters: [Self.hci0])
             let radio = try radio(settings, t)
             radio.advertise(AdvertisingPlan(address: 0x3A_BB_CC_DD_EE_01, payloads: [Self.presence, long]))
             try radio.start()
             var outputs: [RadioOutput] = []
             var written: [(UInt16, [UInt8])] = []
-            try drive(radio, t, features: 0x10, maximumAdvertisingData: maximum, record: { written.append(($0, $1)) }, outputs: &outputs)
-            for _ in 0..<3 {
+            try drive(radio, t, features: 0x10, maximumAdvertisingData: maximum, refuseLongData: refuseLong,
+                      record: { written.append(($0, $1)) }, outputs: &outputs)
+            for _ in 0..<6 {
                 clock.advance(byMicroseconds: 40 * Self.ms)
-                try drive(radio, t, features: 0x10, maximumAdvertisingData: maximum, record: { written.append(($0, $1)) }, outputs: &outputs)
+                try drive(radio, t, features: 0x10, maximumAdvertisingData: maximum, refuseLongData: refuseLong,
+                          record: { written.append(($0, $1)) }, outputs: &outputs)
             }
             typealias O = HCICommand.Opcode
             let data = written.filter { $0.0 == O.leSetExtendedAdvertisingData }.map { Array($0.1.dropFirst(4)) }
             let properties = written.filter { $0.0 == O.leSetExtendedAdvertisingParameters }.map { UInt16($0.1[1]) | UInt16($0.1[2]) << 8 }
+            let onAir = outputs.compactMap { if case .onAir(let p) = $0 { p } else { nil } }
             #expect(data.contains(Self.presence))
-            #expect(data.contains(long) == expectLong, "maximum \(maximum)")
-            #expect(properties.contains(0x0000) == expectLong, "the extended PDU's parameters")
+            #expect(onAir.contains(long) == expectLong, "maximum \(String(describing: maximum)), refused \(refuseLong)")
+            #expect(properties.contains(0x0000) == (expectLong || refuseLong), "the extended PDU's parameters")
             #expect(properties.contains(0x0010), "the short advert keeps its legacy PDU")
-            #expect(radio.maximumAdvertisingDataLength == Int(maximum))
+            #expect(radio.maximumAdvertisingDataLength == learned)
             #expect(radio.counters.longPayloadsSkipped == (expectLong ? 0 : 1))
+            #expect(onAir.contains(Self.presence))
+            if !expectLong { #expect(onAir.last == Self.presence, "without the long advert, the short one stays on the air") }
         }
     }
 

@@ -90,7 +90,11 @@ start() {
 }
 stop() { local pid; eval "pid=\$PID_$1"; kill -TERM "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; }
 on() { has_event "$1" radio-state-changed 'extended commands'; }
-show() { echo "     --- $1: air $(live "$1" air), signing $(live "$1" signing)"; tail -n 8 "$SCRATCH/$1.log" | sed 's/^/     | /'; }
+show() {
+  echo "     --- $1: air $(live "$1" air), signing $(live "$1" signing)"
+  echo "     --- $1: hci: reports $(live "$1" hci.reports), long adverts skipped $(live "$1" hci.longPayloadsSkipped), advertising refused $(live "$1" hci.advertisingRefusals)"
+  tail -n 8 "$SCRATCH/$1.log" | sed 's/^/     | /'
+}
 
 # send HEX...: each frame as Z's extended advertisement (non-connectable, properties 0), about a second each.
 send() {
