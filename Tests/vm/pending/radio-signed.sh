@@ -1,4 +1,12 @@
 #!/usr/bin/env bash
+# NOT RUN (scripts/vm-test runs only Tests/vm/*.sh): Debian 12's BlueZ emulator (btvirt 5.66)
+# aborts as soon as a controller advertises more than 31 bytes with the extended commands (its
+# report buffer holds 24 + 31 bytes; fixed upstream in 2025, "MAX_EXT_ADV_LEN"), and signed frames
+# are 201 bytes. Tried on 2026-11-29: A's first signed advert killed btvirt. This test runs as is
+# with an emulator that carries 251-byte extended adverts (Debian 13's BlueZ, or a controller on
+# /dev/vhci of our own); until then the same cases are unit tests (SignedFrameTests,
+# SignedAirTests, HCIRadioTests). See docs/signed-frames.md "Not yet".
+#
 # Signed frames on a real kernel (docs/signed-frames.md): three Bluetooth 5 controllers from
 # BlueZ's emulator (extended advertising). A and B are certified boxes of one network (no shelter
 # key); the third controller sends frames made by hand with the independent implementation
@@ -12,12 +20,12 @@
 #     the revocation and A, which never heard it from the source, keeps it too
 #  4. a box whose clock is six hours behind: a day-old frame refused, a fresh one accepted, the
 #     day-old one refused again
-. "$(dirname "$0")/lib/common.bash"
+. "$(dirname "$0")/../lib/common.bash"
 
 command -v hcitool >/dev/null || { echo "SKIPPED: no hcitool in the VM"; exit 77; }
 python3 -c "from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey" 2>/dev/null ||
   { bad "python3 has no cryptography (Debian's python3-cryptography; scripts/setup installs it)"; finish; }
-SIGN="python3 ${VIGIL_REPO:-$(dirname "$0")/../..}/scripts/signed-frame-vectors"
+SIGN="python3 ${VIGIL_REPO:-$(dirname "$0")/../../..}/scripts/signed-frame-vectors"
 
 before=$(ls /sys/class/bluetooth | sort)
 btvirt -l3 >/dev/null 2>&1 &
