@@ -5,11 +5,14 @@
 /// In order of trust:
 /// 1. **system**: the kernel says the wall clock is synchronised (NTP): the wall clock is used.
 /// 2. **hub**: the hub's time, read over its pinned TLS: kept as an offset from the monotonic clock.
-/// 3. **frame**: the signing time of a verified frame whose signer vouched for its own clock. Only
-///    moves forward (a replayed old frame cannot set the box back), and a first anchor must not be
-///    older than the box's own wall clock by more than the frames' maximum age: a box whose clock
-///    is behind (the usual case) adopts a fresh frame's time and still refuses a day-old one.
-/// 4. **none**: the wall clock, not vouched for (shown as such; frames from this box say so).
+/// 3. **frame**: the signing times of accepted frames whose signers vouched for their clocks, once
+///    **two different signers agree** (within `agreementMicroseconds`): one stolen box cannot move
+///    a box's time. Only moves forward (replays cannot set a box back), and never to a time older
+///    than the box's own wall clock by more than the frames' maximum age.
+/// 4. **none**: the wall clock, not vouched for.
+///
+/// Only system and hub time are *vouched*: frames signed by a box whose time came from other
+/// frames say the signer's clock is not vouched, so a time learned on the air does not spread.
 ///
 /// Pure: the caller passes the wall and monotonic readings, so tests and replay need no clock.
 public struct VouchedClock: Sendable, Equatable {
@@ -24,8 +27,9 @@ public struct VouchedClock: Sendable, Equatable {
             self.microseconds = microseconds
             self.source = source
         }
-        /// Whether frames signed now may say the signer's clock is vouched for.
-        public var vouched: Bool { source != .none }
+        /// Whether frames signed now may say the signer's clock is vouched for, and frames heard
+        /// are judged strictly (both ends of the window): system or hub time.
+        public var vouched: Bool { source == .system || source == .hub }
     }
 
     struct Anchor: Sendable, Equatable {
@@ -36,11 +40,21 @@ public struct VouchedClock: Sendable, Equatable {
 
     public private(set) var systemSynchronised = false
     private(set) var anchor: Anchor?
-    /// A first frame anchor older than the wall clock by more than this is not adopted.
+    /// The last vouched frame heard, waiting for another signer to agree.
+    private var candidate: Candidate?
+    struct Candidate: Sendable, Equatable {
+        var signer: UInt32
+        var signedAt: UInt64
+        var monotonic: UInt64
+    }
+    /// A frame anchor older than the wall clock by more than this is not adopted.
     public let maximumFrameAgeMicroseconds: UInt64
+    /// How close two signers' times must be to count as agreeing.
+    public let agreementMicroseconds: UInt64
 
-    public init(maximumFrameAgeMicroseconds: UInt64 = 3_600_000_000) {
+    public init(maximumFrameAgeMicroseconds: UInt64 = 3_600_000_000, agreementMicroseconds: UInt64 = 300_000_000) {
         self.maximumFrameAgeMicroseconds = maximumFrameAgeMicroseconds
+        self.agreementMicroseconds = agreementMicroseconds
     }
 
     /// The time now, and how the box knows it.
@@ -61,22 +75,25 @@ public struct VouchedClock: Sendable, Equatable {
         anchor = Anchor(networkMicroseconds: microseconds, monotonicMicroseconds: monotonic, source: .hub)
     }
 
-    /// A verified frame whose signer vouched for its clock, signed at `signedAt`. Returns whether
-    /// the box's time moved. Ignored while the system clock is synchronised or the hub's time is known.
+    /// An accepted frame whose signer (`signer`, its node id) vouched for its clock, signed at
+    /// `signedAt`. Returns whether the box's time moved: only when another signer's frame heard
+    /// before agrees within `agreementMicroseconds` (the earlier of the two times is taken).
+    /// Ignored while the system clock is synchronised or the hub's time is known.
     @discardableResult
-    public mutating func heardVouchedFrame(signedAtMicroseconds signedAt: UInt64, wallMicroseconds wall: UInt64,
+    public mutating func heardVouchedFrame(signer: UInt32, signedAtMicroseconds signedAt: UInt64, wallMicroseconds wall: UInt64,
                                            monotonicMicroseconds monotonic: UInt64) -> Bool {
-        guard !systemSynchronised else { return false }
         let current = now(wallMicroseconds: wall, monotonicMicroseconds: monotonic)
-        switch current.source {
-        case .system, .hub:
-            return false
-        case .frame:
-            guard signedAt > current.microseconds else { return false }
-        case .none:
-            guard signedAt &+ maximumFrameAgeMicroseconds >= wall else { return false }
-        }
-        anchor = Anchor(networkMicroseconds: signedAt, monotonicMicroseconds: monotonic, source: .frame)
+        guard current.source == .none || current.source == .frame else { return false }
+        defer { candidate = Candidate(signer: signer, signedAt: signedAt, monotonic: monotonic) }
+        guard let other = candidate, other.signer != signer else { return false }
+        // The other signer's time, run on to now by the monotonic clock.
+        let otherNow = other.signedAt &+ (monotonic &- min(monotonic, other.monotonic))
+        let gap = otherNow > signedAt ? otherNow - signedAt : signedAt - otherNow
+        guard gap <= agreementMicroseconds else { return false }
+        let agreed = min(otherNow, signedAt)
+        guard agreed &+ maximumFrameAgeMicroseconds >= wall else { return false }
+        if current.source == .frame { guard agreed > current.microseconds else { return false } }
+        anchor = Anchor(networkMicroseconds: agreed, monotonicMicroseconds: monotonic, source: .frame)
         return true
     }
 }

@@ -86,7 +86,8 @@ final class AirAlerts: NodeComponent {
     /// What `vigil status` says about signed frames and the clock.
     var signingStatus: SigningStatus {
         let reading = air.signed.clock.now(wallMicroseconds: node.clock.nowMicroseconds(), monotonicMicroseconds: monotonicMicroseconds)
-        return SigningStatus(signing: air.signed.signer != nil, whyNotSigning: air.signed.whyNotSigning,
+        let why = air.signed.whyNotSigningNow(wall: node.clock.nowMicroseconds(), monotonic: monotonicMicroseconds)
+        return SigningStatus(signing: why == nil, whyNotSigning: why,
                              network: air.signed.verifier?.network.fingerprint, revoked: air.signed.verifier?.revokedKeys.count ?? 0,
                              clock: reading.source.rawValue, requireSigned: air.settings.requireSigned,
                              revocationWriteFailures: revocationWriteFailures)

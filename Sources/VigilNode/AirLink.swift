@@ -263,8 +263,9 @@ package struct AirLink {
                     sent.append((b, payload.bytes))
                 }
             }
-            for relay in signed.revocationRelays {
-                if let payload = try? AdvertisingPayload.signedVigil(frame: relay.frame, uuid: settings.serviceUUID) { payloads.append(payload.bytes) }
+            if let revocation = signed.revocationOnAir(wall: now),
+               let payload = try? AdvertisingPayload.signedVigil(frame: revocation, uuid: settings.serviceUUID) {
+                payloads.append(payload.bytes)
             }
         }
         var connectableIndices: Set<Int> = []
@@ -284,10 +285,9 @@ package struct AirLink {
     /// or the hourly renewal of the on-air expiry of an alert that has none.
     func nextChange(_ projections: Projections, nowMicroseconds now: UInt64, nodeID: UInt64) -> UInt64? {
         var next = !advertisesAlerts ? nil : AlertAirtime.nextChange(projections.alerts, now: now, node: nodeID, settings: settings.airtime)
-        if !projections.alerts.active.isEmpty || !signed.revocationRelays.isEmpty, let resign = signed.nextResign(after: now) {
+        if !projections.alerts.active.isEmpty || signed.knownRevocations.count > 1, let resign = signed.nextResign(after: now) {
             next = min(next ?? resign, resign)
         }
-        if let end = signed.revocationRelays.map(\.until).min() { next = min(next ?? end, end) }
         let period = UInt64(presence?.rotationSeconds ?? PresenceIdentity.defaultRotationSeconds) * 1_000_000
         let rotation = (now / period + 1) * period
         next = min(next ?? rotation, rotation)

@@ -43,10 +43,9 @@ package struct SignedAir: Sendable {
     /// `AlertAirtime.heardKey`), so relays keep the origin's signature. Bounded.
     private var originals: [String: [UInt8]] = [:]
     static let originalsLimit = 1_024
-    /// Revocations heard on the air, relayed until `until` (wall microseconds).
-    private(set) var revocationRelays: [(frame: [UInt8], until: UInt64)] = []
-    static let revocationRelayLimit = 32
-    static let revocationRelayMicroseconds: UInt64 = 600_000_000
+    /// Every revocation this box knows (its file, the hub, the air): each box advertises them in
+    /// turn, one per ten-minute slot, so that a box that was off, or out of range, learns them.
+    private(set) var knownRevocations: [Revocation] = []
     /// Revocations verified since the node last took them (to keep durably and log).
     package private(set) var newRevocations: [Revocation] = []
     /// Frames re-signed this often (the signing time is rounded down to it), so that adverts stay
@@ -65,17 +64,32 @@ package struct SignedAir: Sendable {
         whyNotSigning = credentials.whyNotSigning(nodeID: nodeID)
         signer = whyNotSigning == nil ? credentials.certificate.map { (credentials.key, $0) } : nil
         verifier = credentials.network.map { FrameVerifier(network: $0, settings: settings, revocations: credentials.revocations) }
+        if let network = credentials.network {
+            knownRevocations = Array(Set(credentials.revocations.filter { (try? $0.verify(network: network)) != nil }))
+                .sorted { $0.bytes.lexicographicallyPrecedes($1.bytes) }
+        }
+    }
+
+    /// Why the box does not sign now: the reasons at start, or its certificate's period, or a
+    /// revocation of its own key learned since.
+    func whyNotSigningNow(wall: UInt64, monotonic: UInt64) -> String? {
+        if let whyNotSigning { return whyNotSigning }
+        guard let signer else { return "no certificate" }
+        if verifier?.revokedKeys.contains(signer.key.publicKey) == true { return "this box's key has been revoked" }
+        let now = clock.now(wallMicroseconds: wall, monotonicMicroseconds: monotonic).microseconds / 1_000_000
+        guard signer.certificate.isValid(atSeconds: now) else { return "the certificate is not valid now (it expired, or the clock is wrong)" }
+        return nil
     }
 
     /// The signed frame for a broadcast of this box (hops 0: an alert or cancel raised here, an
     /// acknowledgement made here), or the origin's bytes one hop further for a relay.
     func frame(for frame: AlertFrame, isRelay: Bool, heardKey: String, wall: UInt64, monotonic: UInt64) -> [UInt8]? {
         if isRelay {
-            guard let original = originals[heardKey], let parsed = try? SignedAlertFrame.parse(original),
-                  frame.hops == parsed.hops + 1 else { return nil }
-            return try? SignedAlertFrame.relayed(original)
+            // The origin's freshest bytes, with the hop count this box relays at.
+            guard let original = originals[heardKey] else { return nil }
+            return try? SignedAlertFrame.withHops(original, frame.hops)
         }
-        guard let signer else { return nil }
+        guard let signer, whyNotSigningNow(wall: wall, monotonic: monotonic) == nil else { return nil }
         let reading = clock.now(wallMicroseconds: wall, monotonicMicroseconds: monotonic)
         let signedAt = UInt32(clamping: (reading.microseconds / Self.resignMicroseconds * Self.resignMicroseconds) / 1_000_000)
         let type: SignedAlertFrame.FrameType = SignedAlertFrame.FrameType(frame.type)
@@ -94,17 +108,16 @@ package struct SignedAir: Sendable {
         case .accepted(let frame):
             guard let v1 = frame.asVersion1 else { break }
             let key = AlertAirtime.heardKey(v1.id.text, cancel: v1.type == .cancel, acknowledgement: v1.type == .acknowledge)
-            // The freshest signature is kept (the origin re-signs every ten minutes).
-            if let kept = originals[key], let old = try? SignedAlertFrame.parse(kept), old.signedAtSeconds >= frame.signedAtSeconds,
-               old.hops <= frame.hops { break }
+            // The freshest signature is kept (the origin re-signs every ten minutes); an older one,
+            // however few its hops, never replaces it.
+            if let kept = originals[key], let old = try? SignedAlertFrame.parse(kept),
+               old.signedAtSeconds > frame.signedAtSeconds || (old.signedAtSeconds == frame.signedAtSeconds && old.hops <= frame.hops) { break }
             if originals[key] == nil, originals.count >= Self.originalsLimit { originals.removeAll() }
             originals[key] = bytes
         case .revocation(let revocation):
             newRevocations.append(revocation)
+            knownRevocations.append(revocation)
             originals = originals.filter { (try? SignedAlertFrame.parse($0.value).certificate.boxKey) != revocation.boxKey }
-            if revocationRelays.count < Self.revocationRelayLimit, let relayed = try? RevocationFrame.relayed(bytes) {
-                revocationRelays.append((relayed, wall &+ Self.revocationRelayMicroseconds))
-            }
         default:
             break
         }
@@ -115,6 +128,7 @@ package struct SignedAir: Sendable {
     mutating func add(_ revocation: Revocation) -> Bool {
         guard var verifier, (try? verifier.add(revocation)) == true else { return false }
         self.verifier = verifier
+        knownRevocations.append(revocation)
         originals = originals.filter { (try? SignedAlertFrame.parse($0.value).certificate.boxKey) != revocation.boxKey }
         return true
     }
@@ -125,15 +139,22 @@ package struct SignedAir: Sendable {
     }
 
     mutating func prune(wall: UInt64, keep: (String) -> Bool) {
-        revocationRelays.removeAll { $0.until <= wall }
         originals = originals.filter { keep($0.key) }
+    }
+
+    /// The revocation this box advertises in the current ten-minute slot, if it knows any.
+    func revocationOnAir(wall: UInt64) -> [UInt8]? {
+        guard !knownRevocations.isEmpty else { return nil }
+        let slot = Int((wall / Self.resignMicroseconds) % UInt64(knownRevocations.count))
+        return RevocationFrame.encode(knownRevocations[slot])
     }
 
     package mutating func systemClock(synchronised: Bool) { clock.systemClock(synchronised: synchronised) }
     mutating func hubTime(_ microseconds: UInt64, monotonic: UInt64) { clock.hubTime(microseconds, monotonicMicroseconds: monotonic) }
 
-    /// The next time this box's own signed frames change (the next re-signing).
+    /// The next time this box's own signed frames change (the next re-signing), or the revocation
+    /// it advertises does.
     func nextResign(after wall: UInt64) -> UInt64? {
-        signer == nil ? nil : (wall / Self.resignMicroseconds + 1) * Self.resignMicroseconds
+        signer == nil && knownRevocations.count < 2 ? nil : (wall / Self.resignMicroseconds + 1) * Self.resignMicroseconds
     }
 }

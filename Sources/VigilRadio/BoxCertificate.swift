@@ -117,25 +117,26 @@ public struct NetworkSigningKey: Sendable, CustomStringConvertible {
     }
 }
 
-/// A box's public key (in its certificate).
+/// A box's public key (in its certificate): its 32 bytes. The library's key is made only to
+/// verify (`signingKey()`): making one costs about as much as a verification, and a frame heard
+/// again, or refused before its signature, should not pay for it.
 public struct BoxPublicKey: Sendable, Equatable, Hashable {
     public let rawRepresentation: [UInt8]
-    let key: Curve25519.Signing.PublicKey
 
     public init(rawRepresentation bytes: some Collection<UInt8>) throws(SignedFrameError) {
         let raw = Array(bytes)
-        guard raw.count == 32, let key = try? Curve25519.Signing.PublicKey(rawRepresentation: raw) else { throw .badKey }
+        guard raw.count == 32 else { throw .badKey }
         self.rawRepresentation = raw
-        self.key = key
     }
 
     init(_ key: Curve25519.Signing.PublicKey) {
-        self.key = key
         rawRepresentation = Array(key.rawRepresentation)
     }
 
-    public static func == (a: Self, b: Self) -> Bool { a.rawRepresentation == b.rawRepresentation }
-    public func hash(into hasher: inout Hasher) { hasher.combine(rawRepresentation) }
+    func signingKey() throws(SignedFrameError) -> Curve25519.Signing.PublicKey {
+        guard let key = try? Curve25519.Signing.PublicKey(rawRepresentation: rawRepresentation) else { throw .badKey }
+        return key
+    }
 }
 
 /// A box's own signing key: made at first start, kept in the data directory (mode 0600).

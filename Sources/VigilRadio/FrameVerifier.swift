@@ -8,8 +8,10 @@ import VigilCore
 /// CPU is bounded: Ed25519 checks are the one expensive step, so a certificate verified once and
 /// a frame verified once (the same bytes heard again, as adverts are) cost a hash and a lookup,
 /// and the checks a flood of new frames can demand are limited to `verificationsPerSecond` (with
-/// a burst of as many). Frames over the budget are shed (counted), never believed: a real box
-/// repeats its frame every advertising round, so a shed frame is heard again.
+/// a burst of as many) in two budgets: one for frames whose certificate is not known yet, one for
+/// frames of known certificates and for revocations, so that a flood of made-up certificates
+/// cannot crowd out the boxes already heard. Frames over a budget are shed (counted), never
+/// believed: a real box repeats its frame every advertising round, so a shed frame is heard again.
 public struct FrameVerifier: Sendable {
     public struct Settings: Sendable, Equatable {
         public var serviceUUID: UInt16 = AlertFrame.defaultServiceUUID
@@ -38,9 +40,13 @@ public struct FrameVerifier: Sendable {
     public let network: NetworkPublicKey
     public var settings: Settings
     public private(set) var revokedKeys: Set<BoxPublicKey> = []
-    private var verifiedCertificates: Set<[UInt8]> = []
+    /// Certificates checked under the network key, with the library's key for their box.
+    private var verifiedCertificates: [[UInt8]: Curve25519.Signing.PublicKey] = [:]
     private var verifiedFrames: Set<[UInt8]> = []
-    private var tokens: UInt64
+    /// Checks left for frames whose certificate is not known yet.
+    private var unknownTokens: UInt64
+    /// Checks left for frames of known certificates, and for revocations.
+    private var knownTokens: UInt64
     private var lastRefillMicroseconds: UInt64?
     static let cacheLimit = 4_096
     /// Revocations kept; more than a network has boxes means a flood of the network's own key.
@@ -49,19 +55,21 @@ public struct FrameVerifier: Sendable {
     public init(network: NetworkPublicKey, settings: Settings = Settings(), revocations: [Revocation] = []) {
         self.network = network
         self.settings = settings
-        tokens = settings.verificationsPerSecond
+        unknownTokens = settings.verificationsPerSecond
+        knownTokens = settings.verificationsPerSecond
         for r in revocations where (try? r.verify(network: network)) != nil { revokedKeys.insert(r.boxKey) }
     }
 
-    /// Checks one frame (the service data's bytes) heard at `now` (the vouched clock's reading),
-    /// `monotonic` for the budget. A vouched signer's time moves `clock` (see `VouchedClock`).
+    /// Checks one frame (the service data's bytes) heard at `wall` (µs) and `monotonic` (µs, for
+    /// the budget). The box's time is `clock`'s reading; a frame accepted whose signer vouched for
+    /// its clock is offered to `clock` (see `VouchedClock`), only once every check has passed.
     public mutating func check(_ bytes: [UInt8], clock: inout VouchedClock, wallMicroseconds wall: UInt64,
                                monotonicMicroseconds monotonic: UInt64) -> Outcome {
         refill(monotonic)
         do throws(SignedFrameError) {
             if let (revocation, _) = try RevocationFrame.parse(bytes) {
                 if revokedKeys.contains(revocation.boxKey) { return .knownRevocation }
-                guard spend() else { return .shed }
+                guard spend(known: true) else { return .shed }
                 try revocation.verify(network: network)
                 return accept(revocation) ? .revocation(revocation) : .knownRevocation
             }
@@ -70,45 +78,62 @@ public struct FrameVerifier: Sendable {
                 throw SignedFrameError.signerIsNotOrigin(signer: frame.signer, origin: frame.origin)
             }
             guard !revokedKeys.contains(frame.certificate.boxKey) else { throw SignedFrameError.revoked(node: frame.signer) }
+            let reading = clock.now(wallMicroseconds: wall, monotonicMicroseconds: monotonic)
             // A receiver that knows its time refuses a replay before paying for a signature check.
-            let before = clock.now(wallMicroseconds: wall, monotonicMicroseconds: monotonic)
-            if before.vouched { try freshness(frame, nowSeconds: before.microseconds / 1_000_000) }
+            try freshness(frame, reading: reading)
             let digest = Array(SHA256.hash(data: SignedAlertFrame.signedMessage(bytes[...], uuid: settings.serviceUUID)))
             if !verifiedFrames.contains(digest) {
-                if !verifiedCertificates.contains(frame.certificate.bytes) {
-                    guard spend() else { return .shed }
+                let key: Curve25519.Signing.PublicKey
+                if let known = verifiedCertificates[frame.certificate.bytes] {
+                    guard spend(known: true) else { return .shed }
+                    key = known
+                } else {
+                    guard spend(known: false) else { return .shed }
                     try frame.certificate.verify(network: network)
-                    remember(frame.certificate.bytes, in: &verifiedCertificates)
+                    key = try frame.certificate.boxKey.signingKey()
+                    if verifiedCertificates.count >= Self.cacheLimit { verifiedCertificates.removeAll(keepingCapacity: true) }
+                    verifiedCertificates[frame.certificate.bytes] = key
                 }
-                guard spend() else { return .shed }
-                try frame.verifySignature(bytes, uuid: settings.serviceUUID)
-                remember(digest, in: &verifiedFrames)
+                try frame.verifySignature(bytes, key: key, uuid: settings.serviceUUID)
+                if verifiedFrames.count >= Self.cacheLimit { verifiedFrames.removeAll(keepingCapacity: true) }
+                verifiedFrames.insert(digest)
+            }
+            let signedAt = UInt64(frame.signedAtSeconds)
+            // The certificate at the receiver's time and when the frame was signed.
+            guard frame.certificate.isValid(atSeconds: reading.microseconds / 1_000_000),
+                  !frame.signerClockVouched || frame.certificate.isValid(atSeconds: signedAt) else {
+                throw SignedFrameError.certificateNotValid(node: frame.signer)
             }
             if frame.signerClockVouched {
-                clock.heardVouchedFrame(signedAtMicroseconds: UInt64(frame.signedAtSeconds) * 1_000_000,
+                clock.heardVouchedFrame(signer: frame.signer, signedAtMicroseconds: signedAt * 1_000_000,
                                         wallMicroseconds: wall, monotonicMicroseconds: monotonic)
             }
-            let nowSeconds = clock.now(wallMicroseconds: wall, monotonicMicroseconds: monotonic).microseconds / 1_000_000
-            guard frame.certificate.isValid(atSeconds: nowSeconds) else { throw SignedFrameError.certificateNotValid(node: frame.signer) }
-            try freshness(frame, nowSeconds: nowSeconds)
             return .accepted(frame)
         } catch {
             return .refused(error)
         }
     }
 
-    /// The freshness rule: the alert has not expired and does not live implausibly long; a frame
-    /// whose signer vouched for its clock was signed within the maximum age and not ahead of now
-    /// by more than clocks differ. A frame from a signer that could not vouch for its clock is
+    /// The freshness rule (docs/signed-frames.md "Receiving"): the alert has not expired and does
+    /// not live implausibly long. A frame whose signer vouched for its clock was signed within the
+    /// maximum age; and, where the receiver's own time is vouched for (system or hub), not ahead of
+    /// it by more than clocks differ. A receiver whose time is not vouched for (it may be hours
+    /// behind) checks only the first. A frame from a signer that could not vouch for its clock is
     /// judged by its expiry only (an SOS from a box that lost its time must still be heard).
-    func freshness(_ frame: SignedAlertFrame, nowSeconds now: UInt64) throws(SignedFrameError) {
+    func freshness(_ frame: SignedAlertFrame, reading: VouchedClock.Reading) throws(SignedFrameError) {
+        let now = reading.microseconds / 1_000_000
         let expiry = UInt64(frame.expirySeconds)
         guard expiry > now else { throw .stale }
-        guard expiry - now <= settings.maximumLifetimeSeconds else { throw .tooFarInFuture }
+        // A receiver that cannot vouch for its time may be a day behind: twice the lifetime.
+        let lifetime = settings.maximumLifetimeSeconds * (reading.vouched ? 1 : 2)
+        guard expiry - now <= lifetime else { throw .tooFarInFuture }
         guard frame.signerClockVouched else { return }
         let signedAt = UInt64(frame.signedAtSeconds)
         guard signedAt + settings.maximumAgeSeconds >= now else { throw .tooOld }
-        guard signedAt <= now + settings.maximumAheadSeconds else { throw .signedInTheFuture }
+        guard expiry > signedAt, expiry - signedAt <= settings.maximumLifetimeSeconds + settings.maximumAgeSeconds else { throw .tooFarInFuture }
+        if reading.vouched {
+            guard signedAt <= now + settings.maximumAheadSeconds else { throw .signedInTheFuture }
+        }
     }
 
     /// Adds a revocation (from the hub's feed, a file, or the air) once its signature verified.
@@ -128,25 +153,28 @@ public struct FrameVerifier: Sendable {
     }
 
     private mutating func refill(_ monotonic: UInt64) {
-        tokens = min(tokens, settings.verificationsPerSecond)   // the settings may have lowered the burst
+        let burst = settings.verificationsPerSecond   // the settings may have lowered it
+        unknownTokens = min(unknownTokens, burst)
+        knownTokens = min(knownTokens, burst)
         guard let last = lastRefillMicroseconds, monotonic > last else {
             if lastRefillMicroseconds == nil { lastRefillMicroseconds = monotonic }
             return
         }
-        let earned = (monotonic - last) * settings.verificationsPerSecond / 1_000_000
+        let earned = (monotonic - last) * burst / 1_000_000
         guard earned > 0 else { return }
-        tokens = min(settings.verificationsPerSecond, tokens + earned)
+        unknownTokens = min(burst, unknownTokens + earned)
+        knownTokens = min(burst, knownTokens + earned)
         lastRefillMicroseconds = monotonic
     }
 
-    private mutating func spend() -> Bool {
-        guard tokens > 0 else { return false }
-        tokens -= 1
+    private mutating func spend(known: Bool) -> Bool {
+        if known {
+            guard knownTokens > 0 else { return false }
+            knownTokens -= 1
+        } else {
+            guard unknownTokens > 0 else { return false }
+            unknownTokens -= 1
+        }
         return true
-    }
-
-    private func remember(_ item: [UInt8], in set: inout Set<[UInt8]>) {
-        if set.count >= Self.cacheLimit { set.removeAll(keepingCapacity: true) }
-        set.insert(item)
     }
 }

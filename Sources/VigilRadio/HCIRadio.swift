@@ -123,6 +123,8 @@ public final class HCIRadio: RadioAdapter {
     public private(set) var maximumAdvertisingDataLength = AdvertisingPayload.legacyMaximumLength
     /// The controller did not answer LE Read Maximum Advertising Data Length: the length is a guess.
     private var maximumAdvertisingDataLengthUnconfirmed = false
+    private var longAdvertRefusals = 0
+    static let longAdvertRefusalsToGiveUp = 3
 
     private let settings: HCIRadioSettings
     private let clock: any WallClock
@@ -703,7 +705,12 @@ public final class HCIRadio: RadioAdapter {
     private func advertisingRefused(_ command: HCICommand, status: UInt8) {
         counters.advertisingRefusals += 1
         if maximumAdvertisingDataLengthUnconfirmed, onAir.extendedPDU || (onAir.payload?.count ?? 0) > AdvertisingPayload.legacyMaximumLength {
-            // A controller that did not say how long its adverts may be refused a long one: 31 from now on.
+            longAdvertRefusals += 1
+        }
+        if longAdvertRefusals >= Self.longAdvertRefusalsToGiveUp {
+            // A controller that did not say how long its adverts may be refused long ones again
+            // and again (one refusal may be a passing "command disallowed"): 31 until it restarts.
+            longAdvertRefusals = 0
             maximumAdvertisingDataLength = AdvertisingPayload.legacyMaximumLength
             maximumAdvertisingDataLengthUnconfirmed = false
             pendingOutputs.append(.problem("the controller refused a \(onAir.payload?.count ?? 0)-byte extended advert: signed frames stay off the air on \(name)"))

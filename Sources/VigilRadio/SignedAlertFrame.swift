@@ -133,12 +133,21 @@ public struct SignedAlertFrame: Sendable, Equatable {
                                 location: location, certificate: certificate, signature: Array(b[(expected - signatureLength)...]))
     }
 
-    /// Whether the certificate's key signed these bytes (hops aside) for adverts under `uuid`.
-    func verifySignature(_ frame: [UInt8], uuid: UInt16) throws(SignedFrameError) {
+    /// Whether `key` (the certificate's) signed these bytes (hops aside) for adverts under `uuid`.
+    func verifySignature(_ frame: [UInt8], key: Curve25519.Signing.PublicKey, uuid: UInt16) throws(SignedFrameError) {
         let body = frame[..<(frame.count - Self.signatureLength)]
-        guard certificate.boxKey.key.isValidSignature(signature, for: Self.signedMessage(body, uuid: uuid)) else {
+        guard key.isValidSignature(signature, for: Self.signedMessage(body, uuid: uuid)) else {
             throw .badSignature
         }
+    }
+
+    /// The same bytes with the hops field set to `hops` (what a relay advertises: the signature kept).
+    public static func withHops(_ frame: [UInt8], _ hops: UInt8) throws(SignedFrameError) -> [UInt8] {
+        guard frame.count >= 2, frame[0] >> 4 == version else { throw .unsupportedVersion(frame.first.map { $0 >> 4 } ?? 0) }
+        guard hops <= AlertFrame.maximumHops else { throw .hopLimitReached }
+        var next = frame
+        next[1] = (frame[1] & ~0x38) | hops << 3
+        return next
     }
 
     /// The bytes a relay advertises: the same, one more hop, the signature kept.

@@ -159,7 +159,7 @@ import VigilSystem
         #expect(received == [1], "the alert before the revocation stands; the one after is refused")
         #expect(node.liveStatus().air.revoked == 1 && node.liveStatus().air.revocationsHeard == 1)
         #expect(BoxKeyFiles.revocations(directory: dir.path).revocations == [revocation], "kept on the card")
-        #expect(signedFrames(radio).contains(try RevocationFrame.relayed(RevocationFrame.encode(revocation))), "and relayed")
+        #expect(signedFrames(radio).contains(RevocationFrame.encode(revocation)), "and advertised in turn with what else it knows")
         // After a restart the box still refuses it.
         let again = try makeNode(configuration(dir), radio: try ScriptedRadio())
         #expect(again.liveStatus().signing?.revoked == 1)

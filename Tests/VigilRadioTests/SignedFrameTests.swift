@@ -214,6 +214,14 @@ import VigilSystem
                     == .refused(.signedInTheFuture))
     }
 
+    func evacuate(_ v: Vectors, signedAt: UInt64) throws -> [UInt8] {
+        let key = try boxKey(v, "box-b")
+        let certificate = try BoxCertificate(bytes: Self.bytes(v.certificates[1].hex))
+        return try SignedAlertFrame.sign(type: .evacuate, severity: 2, origin: 0x0B0B_0B0B, counter: UInt32(signedAt % 1_000),
+                                         expirySeconds: UInt32(signedAt) + 3_600, signedAtSeconds: UInt32(signedAt),
+                                         clockVouched: true, key: key, certificate: certificate)
+    }
+
     /// The Raspberry Pi case: no RTC, no network, booted at a time six hours old.
     @Test func aBoxSixHoursBehindAcceptsAFreshFrameAndStillRefusesADayOldOne() throws {
         let v = try loaded()
@@ -223,24 +231,46 @@ import VigilSystem
         let wall = (real - 6 * 3_600) * 1_000_000
         let dayOld = try sos(v, signedAt: v.time, lifetime: 86_400 + 3_600)
         // Heard first, before any fresh frame: 18 hours older than even this box's clock.
-        let outcome7 = verifier.check(dayOld, clock: &clock, wallMicroseconds: wall, monotonicMicroseconds: 1_000_000)
-        #expect(outcome7 == .refused(.tooOld))
-        #expect(clock.now(wallMicroseconds: wall, monotonicMicroseconds: 1_000_000).source == .none)
-        // A fresh frame is six hours "ahead" of this box: it is accepted, and its time adopted.
+        let before = verifier.check(dayOld, clock: &clock, wallMicroseconds: wall, monotonicMicroseconds: 1_000_000)
+        #expect(before == .refused(.tooOld))
+        // A fresh frame is six hours "ahead" of this box: accepted (a box that cannot vouch for its
+        // time checks only how old a frame is, never how far ahead).
         guard case .accepted = verifier.check(try sos(v, signedAt: real), clock: &clock, wallMicroseconds: wall, monotonicMicroseconds: 2_000_000) else {
             Issue.record("a fresh frame refused by a box six hours behind")
+            return
+        }
+        #expect(clock.now(wallMicroseconds: wall, monotonicMicroseconds: 2_000_000).source == .none, "one signer does not set the time")
+        // A second box agrees: the box takes the time from the two.
+        guard case .accepted = verifier.check(try evacuate(v, signedAt: real), clock: &clock, wallMicroseconds: wall, monotonicMicroseconds: 2_000_000) else {
+            Issue.record("a second fresh frame refused")
             return
         }
         let reading = clock.now(wallMicroseconds: wall + 60_000_000, monotonicMicroseconds: 62_000_000)
         #expect(reading.source == .frame)
         #expect(reading.microseconds == (real + 60) * 1_000_000)
-        // The day-old frame again, and an older replay that would set the clock back: refused, clock unmoved.
-        let outcome8 = verifier.check(dayOld, clock: &clock, wallMicroseconds: wall, monotonicMicroseconds: 3_000_000)
-        #expect(outcome8 == .refused(.tooOld))
-        let outcome9 = verifier.check(try sos(v, signedAt: real - 7_200, lifetime: 86_400), clock: &clock, wallMicroseconds: wall,
-                               monotonicMicroseconds: 4_000_000)
-        #expect(outcome9 == .refused(.tooOld))
+        // The day-old frame again, and an older replay: refused, the clock unmoved.
+        let again = verifier.check(dayOld, clock: &clock, wallMicroseconds: wall, monotonicMicroseconds: 3_000_000)
+        #expect(again == .refused(.tooOld))
+        let older = verifier.check(try sos(v, signedAt: real - 7_200, lifetime: 86_400), clock: &clock, wallMicroseconds: wall,
+                                   monotonicMicroseconds: 4_000_000)
+        #expect(older == .refused(.tooOld))
         #expect(clock.now(wallMicroseconds: wall, monotonicMicroseconds: 5_000_000).microseconds == real * 1_000_000 + 3_000_000)
+    }
+
+    /// A stolen box signs a frame dated far ahead: accepted as its own alert (until it is revoked)
+    /// but it moves no box's time, so real frames are still accepted afterwards.
+    @Test func aFrameDatedFarAheadByOneBoxDoesNotMoveTheClock() throws {
+        let v = try loaded()
+        var verifier = FrameVerifier(network: try NetworkPublicKey(rawRepresentation: Self.bytes(v.network_public_key)))
+        var clock = VouchedClock()
+        let wall = v.time * 1_000_000
+        _ = verifier.check(try sos(v, signedAt: v.time + 30 * 86_400), clock: &clock, wallMicroseconds: wall, monotonicMicroseconds: 1)
+        _ = verifier.check(try sos(v, signedAt: v.time + 30 * 86_400 + 1), clock: &clock, wallMicroseconds: wall, monotonicMicroseconds: 2)
+        #expect(clock.now(wallMicroseconds: wall, monotonicMicroseconds: 3).source == .none)
+        guard case .accepted = verifier.check(try evacuate(v, signedAt: v.time), clock: &clock, wallMicroseconds: wall, monotonicMicroseconds: 4) else {
+            Issue.record("a real frame refused after one box's far-future frames")
+            return
+        }
     }
 
     @Test func aFrameFromABoxThatLostItsTimeIsJudgedByItsExpiryAndMovesNoClock() throws {
