@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import VigilHex
+import VigilEvents
 import VigilNode
 import VigilRadio
 import VigilSystem
