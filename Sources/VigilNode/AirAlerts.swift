@@ -199,7 +199,8 @@ final class AirAlerts: NodeComponent {
 
     /// The frames on the air, for `status` ("cancel " or "ack " before the id).
     var onAirDescriptions: [String] {
-        onAir.map { "\($0.broadcast.isCancel ? "cancel " : $0.broadcast.isAcknowledgement ? "ack " : "")\($0.broadcast.idText) hops \($0.broadcast.hops)" }
+        onAir.map { "\($0.broadcast.isCancel ? "cancel " : $0.broadcast.isAcknowledgement ? "ack " : "")\($0.broadcast.idText) hops \($0.broadcast.hops)"
+            + ($0.payload.count > AdvertisingPayload.legacyMaximumLength ? " (signed)" : "") }
     }
 }
 

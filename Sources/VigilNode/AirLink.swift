@@ -126,8 +126,18 @@ package struct AirLink {
             counters.stale += 1
             return nil
         }
+        return verified(frame)
+    }
+
+    /// A frame that verified, for the node; nil for this box's own heard back. An acknowledgement
+    /// names the acknowledged alert, so this box's origin there means "your alert was heard"; one
+    /// this box signed is its own.
+    private mutating func verified(_ frame: AlertFrame, signer: UInt32? = nil) -> AlertFrame? {
         if frame.type == .acknowledge {
-            // It names the acknowledged alert, so our origin here means "your alert was heard".
+            if signer == origin {
+                counters.ownEchoes += 1
+                return nil
+            }
             counters.acknowledgements += 1
             return frame
         }
@@ -151,19 +161,7 @@ package struct AirLink {
                 return nil
             }
             guard let v1 = frame.asVersion1 else { return nil }
-            if v1.type == .acknowledge {
-                if frame.signer == origin {
-                    counters.ownEchoes += 1
-                    return nil
-                }
-                counters.acknowledgements += 1
-                return v1
-            }
-            if v1.origin == origin {
-                counters.ownEchoes += 1
-                return nil
-            }
-            return v1
+            return verified(v1, signer: frame.signer)
         case .revocation:
             counters.revocationsHeard += 1
         case .knownRevocation:

@@ -45,11 +45,7 @@ package enum BoxKeyFiles {
     }
 
     package static func writeCertificate(_ certificate: BoxCertificate, directory: String) throws(NodeError) {
-        do {
-            try FileSystem.replaceDurably(directory + "/" + certificateName, contents: Array((Hex.encode(certificate.bytes) + "\n").utf8))
-        } catch {
-            throw .system(error)
-        }
+        try writeHex(certificate.bytes, to: directory + "/" + certificateName)
     }
 
     package static func networkKey(directory: String) throws(NodeError) -> NetworkPublicKey? {
@@ -57,8 +53,13 @@ package enum BoxKeyFiles {
     }
 
     package static func writeNetworkKey(_ key: NetworkPublicKey, directory: String) throws(NodeError) {
+        try writeHex(key.rawRepresentation, to: directory + "/" + networkName)
+    }
+
+    /// One line of hex, replacing the file whole and durably (mode 0600).
+    private static func writeHex(_ bytes: [UInt8], to path: String) throws(NodeError) {
         do {
-            try FileSystem.replaceDurably(directory + "/" + networkName, contents: Array((Hex.encode(key.rawRepresentation) + "\n").utf8))
+            try FileSystem.replaceDurably(path, contents: Array((Hex.encode(bytes) + "\n").utf8))
         } catch {
             throw .system(error)
         }

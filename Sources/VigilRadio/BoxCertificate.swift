@@ -176,22 +176,14 @@ public struct BoxCertificate: Sendable, Equatable, Hashable {
 
     /// Parses the structure only: `verify(network:)` checks the signature.
     public init(bytes input: some Collection<UInt8>) throws(SignedFrameError) {
-        let b = Array(input)
-        guard b.count >= Self.length else { throw .truncated(length: b.count, needed: Self.length) }
-        guard b.count == Self.length else { throw .trailingBytes(length: b.count, expected: Self.length) }
-        guard b[0] == Self.version else { throw .unsupportedVersion(b[0]) }
-        bytes = b
-        node = bigEndian32(b, 1)
-        boxKey = try BoxPublicKey(rawRepresentation: b[5..<37])
-        issuedSeconds = bigEndian32(b, 37)
-        expiresSeconds = bigEndian32(b, 41)
+        (bytes, node, boxKey) = try NetworkStatement.parse(input, length: Self.length, version: Self.version)
+        issuedSeconds = bigEndian32(bytes, 37)
+        expiresSeconds = bigEndian32(bytes, 41)
     }
 
     /// Whether the network key signed exactly these bytes.
     public func verify(network: NetworkPublicKey) throws(SignedFrameError) {
-        guard network.key.isValidSignature(bytes[Self.bodyLength...], for: Self.context + bytes[..<Self.bodyLength]) else {
-            throw .forgedCertificate
-        }
+        guard NetworkStatement.isSigned(bytes, bodyLength: Self.bodyLength, context: Self.context, by: network) else { throw .forgedCertificate }
     }
 
     public func isValid(atSeconds now: UInt64) -> Bool {
@@ -218,24 +210,33 @@ public struct Revocation: Sendable, Equatable, Hashable {
     public let revokedAtSeconds: UInt32
 
     public init(bytes input: some Collection<UInt8>) throws(SignedFrameError) {
-        let b = Array(input)
-        guard b.count >= Self.length else { throw .truncated(length: b.count, needed: Self.length) }
-        guard b.count == Self.length else { throw .trailingBytes(length: b.count, expected: Self.length) }
-        guard b[0] == Self.version else { throw .unsupportedVersion(b[0]) }
-        bytes = b
-        node = bigEndian32(b, 1)
-        boxKey = try BoxPublicKey(rawRepresentation: b[5..<37])
-        revokedAtSeconds = bigEndian32(b, 37)
+        (bytes, node, boxKey) = try NetworkStatement.parse(input, length: Self.length, version: Self.version)
+        revokedAtSeconds = bigEndian32(bytes, 37)
     }
 
     public func verify(network: NetworkPublicKey) throws(SignedFrameError) {
-        guard network.key.isValidSignature(bytes[Self.bodyLength...], for: Self.context + bytes[..<Self.bodyLength]) else {
-            throw .forgedRevocation
-        }
+        guard NetworkStatement.isSigned(bytes, bodyLength: Self.bodyLength, context: Self.context, by: network) else { throw .forgedRevocation }
     }
 
     static func body(node: UInt32, key: [UInt8], at: UInt32) -> [UInt8] {
         [version] + bigEndianBytes(node) + key + bigEndianBytes(at)
+    }
+}
+
+/// What certificates and revocations share: a version byte, a node id, a box key, their own
+/// fields, and the network key's signature over a context string and everything before it.
+enum NetworkStatement {
+    static func parse(_ input: some Collection<UInt8>, length: Int,
+                      version: UInt8) throws(SignedFrameError) -> (bytes: [UInt8], node: UInt32, boxKey: BoxPublicKey) {
+        let b = Array(input)
+        guard b.count >= length else { throw .truncated(length: b.count, needed: length) }
+        guard b.count == length else { throw .trailingBytes(length: b.count, expected: length) }
+        guard b[0] == version else { throw .unsupportedVersion(b[0]) }
+        return (b, bigEndian32(b, 1), try BoxPublicKey(rawRepresentation: b[5..<37]))
+    }
+
+    static func isSigned(_ bytes: [UInt8], bodyLength: Int, context: [UInt8], by network: NetworkPublicKey) -> Bool {
+        network.key.isValidSignature(bytes[bodyLength...], for: context + bytes[..<bodyLength])
     }
 }
 

@@ -87,17 +87,7 @@ final class ScriptedRadio: RadioAdapter, @unchecked Sendable {
                    expirySeconds: UInt32(clock.nowMicroseconds() / 1_000_000 + 3_600))
     }
 
-    func events(_ dir: TemporaryDirectory) throws -> [EventBody] {
-        let log = try EventLog.openReadOnly(directory: dir.path)
-        var bodies: [EventBody] = []
-        try log.read { txn in
-            try txn.forEach(from: 0) { result in
-                if case .event(let e) = Replay.input(result) { bodies.append(e.body) }
-                return true
-            }
-        }
-        return bodies
-    }
+    func events(_ dir: TemporaryDirectory) throws -> [EventBody] { try loggedEvents(dir) }
 
     /// Runs the node on its own thread while `body` drives it; stops it afterwards.
     func withNode(_ node: Node, _ body: () async throws -> Void) async throws {

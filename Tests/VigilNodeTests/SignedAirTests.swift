@@ -80,18 +80,6 @@ import VigilSystem
         }
     }
 
-    func events(_ dir: TemporaryDirectory) throws -> [EventBody] {
-        let log = try EventLog.openReadOnly(directory: dir.path)
-        var bodies: [EventBody] = []
-        try log.read { txn in
-            try txn.forEach(from: 0) { result in
-                if case .event(let e) = Replay.input(result) { bodies.append(e.body) }
-                return true
-            }
-        }
-        return bodies
-    }
-
     @Test func aCertifiedBoxSignsItsSOSAndABoxKnowingOnlyTheNetworkKeyBelievesAndRelaysIt() async throws {
         let dirA = TemporaryDirectory(), dirB = TemporaryDirectory()
         let radioA = try ScriptedRadio(), radioB = try ScriptedRadio()
@@ -112,7 +100,7 @@ import VigilSystem
         radioB.inject([try report(sent), try report(sent)])
         await pass(b, 300_000)
         try await stop(b, taskB)
-        let received = try events(dirB).compactMap { if case .alertReceived(let r) = $0 { r } else { nil } }
+        let received = try loggedEvents(dirB).compactMap { if case .alertReceived(let r) = $0 { r } else { nil } }
         #expect(received.count == 1 && received.first?.id.origin == a.nodeID)
         #expect(b.liveStatus().air.accepted == 1 && b.liveStatus().air.duplicates == 1)
         #expect(b.liveStatus().signing?.signing == false, "B is not certified: it checks, it does not sign")
@@ -138,7 +126,7 @@ import VigilSystem
         ])
         await pass(node, 200_000)
         try await stop(node, task)
-        #expect(try events(dir).allSatisfy { if case .alertReceived = $0 { false } else { true } })
+        #expect(try loggedEvents(dir).allSatisfy { if case .alertReceived = $0 { false } else { true } })
         let air = node.liveStatus().air
         #expect(air.impersonations == 1 && air.forgedCertificates == 1 && air.tooOld == 1 && air.malformed == 1 && air.accepted == 0)
     }
@@ -155,7 +143,7 @@ import VigilSystem
         radio.inject([try report(RevocationFrame.encode(revocation)), try report(try sos(box, counter: 2))])
         await pass(node, 100_000)
         try await stop(node, task)
-        let received = try events(dir).compactMap { if case .alertReceived(let r) = $0 { r.id.counter } else { nil } }
+        let received = try loggedEvents(dir).compactMap { if case .alertReceived(let r) = $0 { r.id.counter } else { nil } }
         #expect(received == [1], "the alert before the revocation stands; the one after is refused")
         #expect(node.liveStatus().air.revoked == 1 && node.liveStatus().air.revocationsHeard == 1)
         #expect(BoxKeyFiles.revocations(directory: dir.path).revocations == [revocation], "kept on the card")
@@ -197,7 +185,7 @@ import VigilSystem
         await pass(strict, 100_000)
         try await stop(strict, task)
         #expect(strict.liveStatus().air.unsigned == 1 && strict.liveStatus().air.accepted == 0)
-        #expect(try events(strictDir).allSatisfy { if case .alertReceived = $0 { false } else { true } })
+        #expect(try loggedEvents(strictDir).allSatisfy { if case .alertReceived = $0 { false } else { true } })
     }
 
     @Test func aBoxWithoutASynchronisedClockSaysSoAndSignsItsFramesAsNotVouched() async throws {

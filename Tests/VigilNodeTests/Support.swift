@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import VigilCore
 import VigilEvents
 import VigilLog
 import VigilSystem
@@ -106,4 +107,17 @@ func storedEvents(_ dir: TemporaryDirectory) throws -> [Event] {
         }
     }
     return events
+}
+
+/// Every event body in the log of `dir`, in order (read-only, the node stopped or running).
+func loggedEvents(_ dir: TemporaryDirectory) throws -> [EventBody] {
+    let log = try EventLog.openReadOnly(directory: dir.path)
+    var bodies: [EventBody] = []
+    try log.read { txn in
+        try txn.forEach(from: 0) { result in
+            if case .event(let e) = Replay.input(result) { bodies.append(e.body) }
+            return true
+        }
+    }
+    return bodies
 }
