@@ -42,7 +42,7 @@ public struct AirCounters: Sendable, Codable, Equatable {
     public var unsigned: UInt64 = 0
     /// Signed frames heard while this box has no network key to check them with.
     public var unverifiableSigned: UInt64 = 0
-    /// New revocations heard on the air (verified; kept and relayed).
+    /// New revocations heard on the air (verified; kept, and advertised with the others known).
     public var revocationsHeard: UInt64 = 0
     /// Take frames heard (verified); not logged yet: a call taken reaches other boxes by the hub.
     public var takes: UInt64 = 0
