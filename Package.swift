@@ -109,12 +109,15 @@ let package = Package(
         .target(name: "VigilGATT", swiftSettings: strict),
         // SAE J2735 messages in UPER (the regional hazard feed's PSMs): pure, fuzzed.
         .target(name: "VigilJ2735", dependencies: [.product(name: "SwiftProtobuf", package: "swift-protobuf")], swiftSettings: strict),
+        // The network's statements: box and network keys, certificates, revocations (docs/signed-frames.md).
+        // Pure: shared by the radio's signed frames and the hub that certifies boxes.
+        .target(name: "VigilTrust", dependencies: [.product(name: "Crypto", package: "swift-crypto")], swiftSettings: strict),
         // Radio adapters: the simulation and BlueZ's HCI socket; the over-the-air frames.
         .target(
             name: "VigilRadio",
             dependencies: [
                 // VigilCore for the one back-off rule the radio shares with the outbox.
-                "VigilEvents", "VigilSystem", "VigilCore", "CBlueZ",
+                "VigilEvents", "VigilSystem", "VigilCore", "VigilTrust", "CBlueZ",
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: strict
@@ -198,7 +201,7 @@ let package = Package(
         .target(
             name: "VigilHub",
             dependencies: [
-                "VigilHubProtocol", "VigilEvents", "VigilCore", "VigilHex", "VigilSystem", "VigilExposure", "VigilAccess",
+                "VigilHubProtocol", "VigilEvents", "VigilCore", "VigilHex", "VigilSystem", "VigilExposure", "VigilAccess", "VigilTrust",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -308,7 +311,7 @@ let package = Package(
             name: "VigilHubTests",
             dependencies: [
                 "VigilHub", "VigilHubProtocol", "VigilNode", "VigilLog", "VigilEvents", "VigilCore", "VigilSystem",
-                "VigilHex", "VigilTestSupport", "VigilExposure", "VigilAccess",
+                "VigilHex", "VigilTestSupport", "VigilExposure", "VigilAccess", "VigilRadio",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),

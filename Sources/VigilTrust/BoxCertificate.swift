@@ -58,7 +58,7 @@ public enum SignedFrameError: Error, Equatable, Sendable {
 /// The network's public key: what every box needs to check any box's frames.
 public struct NetworkPublicKey: Sendable, Equatable, Hashable {
     public let rawRepresentation: [UInt8]
-    let key: Curve25519.Signing.PublicKey
+    package let key: Curve25519.Signing.PublicKey
 
     public init(rawRepresentation bytes: some Collection<UInt8>) throws(SignedFrameError) {
         let raw = Array(bytes)
@@ -67,7 +67,7 @@ public struct NetworkPublicKey: Sendable, Equatable, Hashable {
         self.key = key
     }
 
-    init(_ key: Curve25519.Signing.PublicKey) {
+    package init(_ key: Curve25519.Signing.PublicKey) {
         self.key = key
         rawRepresentation = Array(key.rawRepresentation)
     }
@@ -83,7 +83,7 @@ public struct NetworkPublicKey: Sendable, Equatable, Hashable {
 
 /// The network's signing key (the hub's, or the shelter coordinator's file). Never printed.
 public struct NetworkSigningKey: Sendable, CustomStringConvertible {
-    let key: Curve25519.Signing.PrivateKey
+    package let key: Curve25519.Signing.PrivateKey
 
     /// A new random key.
     public init() { key = Curve25519.Signing.PrivateKey() }
@@ -129,11 +129,11 @@ public struct BoxPublicKey: Sendable, Equatable, Hashable {
         self.rawRepresentation = raw
     }
 
-    init(_ key: Curve25519.Signing.PublicKey) {
+    package init(_ key: Curve25519.Signing.PublicKey) {
         rawRepresentation = Array(key.rawRepresentation)
     }
 
-    func signingKey() throws(SignedFrameError) -> Curve25519.Signing.PublicKey {
+    package func signingKey() throws(SignedFrameError) -> Curve25519.Signing.PublicKey {
         guard let key = try? Curve25519.Signing.PublicKey(rawRepresentation: rawRepresentation) else { throw .badKey }
         return key
     }
@@ -141,7 +141,7 @@ public struct BoxPublicKey: Sendable, Equatable, Hashable {
 
 /// A box's own signing key: made at first start, kept in the data directory (mode 0600).
 public struct BoxSigningKey: Sendable, CustomStringConvertible {
-    let key: Curve25519.Signing.PrivateKey
+    package let key: Curve25519.Signing.PrivateKey
 
     public init() { key = Curve25519.Signing.PrivateKey() }
 
@@ -154,7 +154,7 @@ public struct BoxSigningKey: Sendable, CustomStringConvertible {
     public var publicKey: BoxPublicKey { BoxPublicKey(key.publicKey) }
     public var description: String { "BoxSigningKey(redacted)" }
 
-    func sign(_ message: [UInt8]) throws(SignedFrameError) -> [UInt8] {
+    package func sign(_ message: [UInt8]) throws(SignedFrameError) -> [UInt8] {
         guard let signature = try? key.signature(for: message) else { throw .signingFailed }
         return Array(signature)
     }
@@ -164,8 +164,8 @@ public struct BoxSigningKey: Sendable, CustomStringConvertible {
 public struct BoxCertificate: Sendable, Equatable, Hashable {
     public static let version: UInt8 = 1
     public static let length = 109
-    static let bodyLength = 45
-    static let context = Array("vigil-cert-v1".utf8)
+    package static let bodyLength = 45
+    package static let context = Array("vigil-cert-v1".utf8)
 
     /// The 109 bytes as they travel.
     public let bytes: [UInt8]
@@ -190,9 +190,9 @@ public struct BoxCertificate: Sendable, Equatable, Hashable {
         UInt64(issuedSeconds) <= now + Self.issuedSlackSeconds && now < UInt64(expiresSeconds)
     }
     /// A certificate issued by a hub whose clock is a little ahead is still good at once.
-    static let issuedSlackSeconds: UInt64 = 600
+    package static let issuedSlackSeconds: UInt64 = 600
 
-    static func body(node: UInt32, key: [UInt8], first: UInt32, second: UInt32) -> [UInt8] {
+    package static func body(node: UInt32, key: [UInt8], first: UInt32, second: UInt32) -> [UInt8] {
         [version] + bigEndianBytes(node) + key + bigEndianBytes(first) + bigEndianBytes(second)
     }
 }
@@ -201,8 +201,8 @@ public struct BoxCertificate: Sendable, Equatable, Hashable {
 public struct Revocation: Sendable, Equatable, Hashable {
     public static let version: UInt8 = 1
     public static let length = 105
-    static let bodyLength = 41
-    static let context = Array("vigil-revoke-v1".utf8)
+    package static let bodyLength = 41
+    package static let context = Array("vigil-revoke-v1".utf8)
 
     public let bytes: [UInt8]
     public let node: UInt32
@@ -218,15 +218,15 @@ public struct Revocation: Sendable, Equatable, Hashable {
         guard NetworkStatement.isSigned(bytes, bodyLength: Self.bodyLength, context: Self.context, by: network) else { throw .forgedRevocation }
     }
 
-    static func body(node: UInt32, key: [UInt8], at: UInt32) -> [UInt8] {
+    package static func body(node: UInt32, key: [UInt8], at: UInt32) -> [UInt8] {
         [version] + bigEndianBytes(node) + key + bigEndianBytes(at)
     }
 }
 
 /// What certificates and revocations share: a version byte, a node id, a box key, their own
 /// fields, and the network key's signature over a context string and everything before it.
-enum NetworkStatement {
-    static func parse(_ input: some Collection<UInt8>, length: Int,
+package enum NetworkStatement {
+    package static func parse(_ input: some Collection<UInt8>, length: Int,
                       version: UInt8) throws(SignedFrameError) -> (bytes: [UInt8], node: UInt32, boxKey: BoxPublicKey) {
         let b = Array(input)
         guard b.count >= length else { throw .truncated(length: b.count, needed: length) }
@@ -235,21 +235,44 @@ enum NetworkStatement {
         return (b, bigEndian32(b, 1), try BoxPublicKey(rawRepresentation: b[5..<37]))
     }
 
-    static func isSigned(_ bytes: [UInt8], bodyLength: Int, context: [UInt8], by network: NetworkPublicKey) -> Bool {
+    package static func isSigned(_ bytes: [UInt8], bodyLength: Int, context: [UInt8], by network: NetworkPublicKey) -> Bool {
         network.key.isValidSignature(bytes[bodyLength...], for: context + bytes[..<bodyLength])
     }
 }
 
-func bigEndian32(_ b: [UInt8], _ at: Int) -> UInt32 {
+package func bigEndian32(_ b: [UInt8], _ at: Int) -> UInt32 {
     b[at..<at + 4].reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
 }
 
-func bigEndianBytes(_ value: UInt32) -> [UInt8] {
+package func bigEndianBytes(_ value: UInt32) -> [UInt8] {
     [24, 16, 8, 0].map { UInt8(truncatingIfNeeded: value >> $0) }
 }
 
 extension String {
-    func leftPadded(to width: Int) -> String {
+    package func leftPadded(to width: Int) -> String {
         count >= width ? self : String(repeating: "0", count: width - count) + self
+    }
+}
+
+/// A box's proof that it holds the key it asks the hub to certify (docs/signed-frames.md "With a
+/// hub"): its signature over a context string, its node id, the key and the hub's certificate
+/// fingerprint. Without it any enrolled box could have another box's public key (every frame
+/// carries it) certified as its own, then revoked, and every box would refuse the other's frames.
+/// The fingerprint keeps a proof made for one hub from being used at another.
+public enum KeyPossession {
+    static let context = Array("vigil-certify-v1".utf8)
+
+    public static func message(node: UInt64, boxKey: BoxPublicKey, hubFingerprint: String) -> [UInt8] {
+        context + (0..<8).map { UInt8(truncatingIfNeeded: node >> (56 - 8 * UInt64($0))) } + boxKey.rawRepresentation
+            + Array(hubFingerprint.lowercased().utf8)
+    }
+
+    public static func prove(node: UInt64, key: BoxSigningKey, hubFingerprint: String) throws(SignedFrameError) -> [UInt8] {
+        try key.sign(message(node: node, boxKey: key.publicKey, hubFingerprint: hubFingerprint))
+    }
+
+    public static func isProven(_ signature: [UInt8], node: UInt64, boxKey: BoxPublicKey, hubFingerprint: String) -> Bool {
+        guard signature.count == 64, let key = try? boxKey.signingKey() else { return false }
+        return key.isValidSignature(signature, for: message(node: node, boxKey: boxKey, hubFingerprint: hubFingerprint))
     }
 }
