@@ -58,6 +58,7 @@ public typealias ChatMessage = Vigil_Events_V1_ChatMessage
 public typealias ChatOpened = Vigil_Events_V1_ChatOpened
 public typealias HazardReported = Vigil_Events_V1_HazardReported
 public typealias HazardDeadline = Vigil_Events_V1_HazardDeadline
+public typealias BoxKeyRevoked = Vigil_Events_V1_BoxKeyRevoked
 public typealias HazardKind = Vigil_Events_V1_HazardKind
 public typealias HazardSource = Vigil_Events_V1_HazardSource
 public typealias LinkRole = Vigil_Events_V1_LinkRole
@@ -112,6 +113,7 @@ public enum EventBody: Sendable, Equatable {
     case callDeadline(CallDeadline)
     case smsReceived(SMSReceived)
     case phoneCallDecided(PhoneCallDecided)
+    case boxKeyRevoked(BoxKeyRevoked)
 
     public var kind: EventKind {
         switch self {
@@ -156,6 +158,7 @@ public enum EventBody: Sendable, Equatable {
         case .callDeadline: .callDeadline
         case .smsReceived: .smsReceived
         case .phoneCallDecided: .phoneCallDecided
+        case .boxKeyRevoked: .boxKeyRevoked
         }
     }
 
@@ -227,6 +230,7 @@ extension EventKind {
         case .callDeadline: "call-deadline"
         case .smsReceived: "sms-received"
         case .phoneCallDecided: "phone-call-decided"
+        case .boxKeyRevoked: "box-key-revoked"
         case .UNRECOGNIZED(let n): "kind-\(n)"
         }
     }
@@ -239,7 +243,7 @@ extension EventKind {
         .alertExpired, .alertReaffirmed, .downtimeDetected, .hubAcknowledged, .hubEpochStarted, .hubReceived,
         .occupancySampled, .exposureKeysOffered, .exposureKeysMatched, .hubFeedRewound, .logSalvaged,
         .scanSightings, .scanBatch, .linkChanged, .chatMessage, .chatOpened, .hazardReported, .hazardDeadline,
-        .alertTaken, .callDeadline, .smsReceived, .phoneCallDecided,
+        .alertTaken, .callDeadline, .smsReceived, .phoneCallDecided, .boxKeyRevoked,
     ]
 
     public init?(name: String) {
@@ -271,7 +275,9 @@ extension EventKind {
              .smsReceived,
              // A phone's unverified call and staff's word on it: a confirmed one leaves as the
              // alert raised from it.
-             .phoneCallDecided:
+             .phoneCallDecided,
+             // The hub's own statement, carried to boxes inside a HubReceived; never a box's.
+             .boxKeyRevoked:
             false
         }
     }

@@ -77,6 +77,7 @@ public enum EventCodec {
         case .callDeadline(let m): payload = serialize(m)
         case .smsReceived(let m): payload = serialize(m)
         case .phoneCallDecided(let m): payload = serialize(m)
+        case .boxKeyRevoked(let m): payload = serialize(m)
         }
         return (kind, payload)
     }
@@ -142,6 +143,7 @@ public enum EventCodec {
             case .callDeadline: return .callDeadline(try parse(payload))
             case .smsReceived: return .smsReceived(try parse(payload))
             case .phoneCallDecided: return .phoneCallDecided(try parse(payload))
+            case .boxKeyRevoked: return .boxKeyRevoked(try parse(payload))
             case .unspecified, .UNRECOGNIZED:
                 throw EventDecodingError(sequence: sequence, reason: .unknownKind(kind))
             }

@@ -45,7 +45,8 @@ struct RunningFromMemory: Sendable {
     static func mattersToPeople(_ kind: EventKind) -> Bool {
         switch kind {
         case .scanHit, .scanBatch, .nodeStarted, .nodeStopped, .radioStateChanged, .occupancySampled, .downtimeDetected, .logSalvaged,
-             .contactRetention, .scanSightings, .hubAcknowledged, .hubEpochStarted, .hubReceived, .hubFeedRewound, .exposureKeysOffered:
+             .contactRetention, .scanSightings, .hubAcknowledged, .hubEpochStarted, .hubReceived, .hubFeedRewound, .exposureKeysOffered,
+             .boxKeyRevoked:
             false
         default:
             true

@@ -3,6 +3,7 @@ import SwiftProtobuf
 import VigilCore
 import VigilEvents
 import VigilNode
+import VigilRadio
 import VigilSystem
 
 /// Unbuffered writes to stdout/stderr (a follower of `log tail -f` must see each line at once).
@@ -80,6 +81,7 @@ enum EventFormatting {
             case .callDeadline(let m): payload = try m.jsonString(options: options)
             case .smsReceived(let m): payload = try m.jsonString(options: options)
             case .phoneCallDecided(let m): payload = try m.jsonString(options: options)
+            case .boxKeyRevoked(let m): payload = try m.jsonString(options: options)
             case .scanBatch(let m):
                 // The packed hits shown as the ScanHits they are (the batch's bytes say nothing to a reader).
                 let hits = try m.scanHits().map { try $0.jsonString(options: options) }
@@ -169,6 +171,9 @@ enum EventFormatting {
         case .phoneCallDecided(let d):
             let what = d.confirmed ? "confirmed: raised as alert \(d.alert.text)" : "dismissed"
             summary = "phone's call \(ChatText.printable(d.call, limit: 80)) \(what) by \(ChatText.printable(d.by, limit: 64)) \(CallBook.viaText(d.via))"
+        case .boxKeyRevoked(let r):
+            let node = (try? Revocation(bytes: [UInt8](r.revocation))).map { String($0.node, radix: 16) } ?? "(unreadable revocation)"
+            summary = "the network revoked the signing key of box \(ChatText.printable(r.name, limit: 64)) (node \(node))"
         case .smsReceived(let m):
             summary = "SMS from \(ChatText.printable(m.sender, limit: 32)) (\(m.reading)): \(ChatText.printable(m.text, limit: 120))"
         case .callDeadline(let d):

@@ -92,7 +92,7 @@ enum Fixtures {
             .scanHit(hit), .alertReceived(received), .alertRaised(raised), .alertCancelled(cancelled),
             .checkIn(checkIn), .buttonInput(button), .nodeStarted(started), .nodeStopped(stopped),
             .radioStateChanged(radio),
-        ] + schema2Bodies + schema4Bodies + schema5Bodies + schema6Bodies + schema7Bodies + schema8Bodies + schema9Bodies + schema10Bodies + schema11Bodies + schema12Bodies + schema13Bodies + schema15Bodies + schema16Bodies + schema17Bodies
+        ] + schema2Bodies + schema4Bodies + schema5Bodies + schema6Bodies + schema7Bodies + schema8Bodies + schema9Bodies + schema10Bodies + schema11Bodies + schema12Bodies + schema13Bodies + schema15Bodies + schema16Bodies + schema17Bodies + schema19Bodies
     }
 
     /// The kind schema 8 added, every field set (from the v8 golden stream).
@@ -137,8 +137,9 @@ enum Fixtures {
         received.timeUs = 1_593_570_000_000_000
         received.payload = Data([0x0A, 0x02, 0x08, 0x01])
         let added: [EventBody] = [.hubAcknowledged(acknowledged), .hubEpochStarted(epoch), .hubReceived(received)]
-        let base = goldenEventsV6.last?.timeMicroseconds ?? start
-        return goldenEventsV6 + added.enumerated().map { (base + UInt64($0.offset + 1) * 250_000, $0.element) }
+        let previous = goldenEventsV6 // once: each version builds on the one before
+        let base = previous.last?.timeMicroseconds ?? start
+        return previous + added.enumerated().map { (base + UInt64($0.offset + 1) * 250_000, $0.element) }
     }
 
     /// The v8 golden stream: all of v7 and the kind schema 8 added (occupancy).
@@ -148,8 +149,9 @@ enum Fixtures {
         occupancy.advertisers = 1_873
         occupancy.tags = 41
         occupancy.radioOn = true
-        let base = goldenEventsV7.last?.timeMicroseconds ?? start
-        return goldenEventsV7 + [(base + 250_000, .occupancySampled(occupancy))]
+        let previous = goldenEventsV7 // once: each version builds on the one before
+        let base = previous.last?.timeMicroseconds ?? start
+        return previous + [(base + 250_000, .occupancySampled(occupancy))]
     }
 
     /// The v9 golden stream: all of v8 and the kinds schema 9 added (diagnosis-key files from the hub,
@@ -210,8 +212,9 @@ enum Fixtures {
         salvaged.trigger = "start"
         salvaged.seconds = 1.25
         salvaged.tailUnknown = true
-        let base = goldenEventsV9.last?.timeMicroseconds ?? start
-        return goldenEventsV9 + [(base + 250_000, .logSalvaged(salvaged))]
+        let previous = goldenEventsV9 // once: each version builds on the one before
+        let base = previous.last?.timeMicroseconds ?? start
+        return previous + [(base + 250_000, .logSalvaged(salvaged))]
     }
 
     /// The kind schema 11 added, every field set (from the v11 golden stream).
@@ -251,8 +254,9 @@ enum Fixtures {
         sightings.throughSequence = 160_300
         sightings.hits = 58_121
         sightings.tracks = [track]
-        let base = goldenEventsV10.last?.timeMicroseconds ?? start
-        return goldenEventsV10 + [(base + 250_000, .scanSightings(sightings))]
+        let previous = goldenEventsV10 // once: each version builds on the one before
+        let base = previous.last?.timeMicroseconds ?? start
+        return previous + [(base + 250_000, .scanSightings(sightings))]
     }
 
     /// The kind schema 12 added, and the fields it gave two older kinds (from the v12 stream).
@@ -282,6 +286,26 @@ enum Fixtures {
         goldenEventsV17.suffix(2).prefix(1).map(\.body)
     }
 
+    /// The kind schema 19 added (a key per box), every field set (from the v19 stream).
+    static var schema19Bodies: [EventBody] {
+        [.boxKeyRevoked(boxKeyRevoked)]
+    }
+
+    static var boxKeyRevoked: BoxKeyRevoked {
+        var revoked = BoxKeyRevoked()
+        revoked.revocation = Data((0..<105).map { UInt8(truncatingIfNeeded: $0 &* 7) })
+        revoked.name = "kitchen"
+        return revoked
+    }
+
+    /// Schema 19: a revocation of a box's key, as the hub puts it on its feed (a box holds it
+    /// inside a HubReceived; the event itself is written here as the hub encodes it).
+    static var goldenEventsV19: [(timeMicroseconds: UInt64, body: EventBody)] {
+        let previous = goldenEventsV18 // once: each version builds on the one before
+        let base = previous.last?.timeMicroseconds ?? start
+        return previous + [(base + 62_500, .boxKeyRevoked(boxKeyRevoked))]
+    }
+
     /// Schema 18: a resident's heart-rate sensor linked with its bond (decision 0005), and the
     /// link's end.
     static var goldenEventsV18: [(timeMicroseconds: UInt64, body: EventBody)] {
@@ -296,8 +320,9 @@ enum Fixtures {
         closed.open = false
         closed.bonded = false
         closed.reason = "the sensor disconnected"
-        let base = goldenEventsV17.last?.timeMicroseconds ?? start
-        return goldenEventsV17 + [(base + 62_500, .linkChanged(open)), (base + 125_000, .linkChanged(closed))]
+        let previous = goldenEventsV17 // once: each version builds on the one before
+        let base = previous.last?.timeMicroseconds ?? start
+        return previous + [(base + 62_500, .linkChanged(open)), (base + 125_000, .linkChanged(closed))]
     }
 
     /// Schema 17: a start whose phones open calls, a phone's call taken on the page, then
@@ -323,8 +348,9 @@ enum Fixtures {
         started.board = "sim"
         started.radio = "hci0"
         started.phonesOpenCalls = true
-        let base = goldenEventsV16.last?.timeMicroseconds ?? start
-        return goldenEventsV16 + [(base + 62_500, .nodeStarted(started)), (base + 125_000, .alertTaken(taken)), (base + 250_000, .phoneCallDecided(confirmed)),
+        let previous = goldenEventsV16 // once: each version builds on the one before
+        let base = previous.last?.timeMicroseconds ?? start
+        return previous + [(base + 62_500, .nodeStarted(started)), (base + 125_000, .alertTaken(taken)), (base + 250_000, .phoneCallDecided(confirmed)),
                                   (base + 500_000, .phoneCallDecided(dismissed))]
     }
 
@@ -353,8 +379,9 @@ enum Fixtures {
         sms.error = "none"
         sms.receivedUs = start + 400_000_000
         sms.outcome = "not acted on: not a reply the box knows (TAKE, a call's code, OK)"
-        let base = goldenEventsV15.last?.timeMicroseconds ?? start
-        return goldenEventsV15 + [(base + 125_000, .callDeadline(deadline)), (base + 250_000, .alertTaken(taken)),
+        let previous = goldenEventsV15 // once: each version builds on the one before
+        let base = previous.last?.timeMicroseconds ?? start
+        return previous + [(base + 125_000, .callDeadline(deadline)), (base + 250_000, .alertTaken(taken)),
                                   (base + 500_000, .alertTaken(resident)), (base + 750_000, .smsReceived(sms))]
     }
 
@@ -380,8 +407,9 @@ enum Fixtures {
         started.siteLatitudeE7 = 334_351_000
         started.siteLongitudeE7 = -1_120_108_000
         started.roadDirectionCentidegrees = 9_000
-        let base = goldenEventsV14.last?.timeMicroseconds ?? start
-        return goldenEventsV14 + [(base + 125_000, .nodeStarted(started)), (base + 250_000, .hazardReported(report)),
+        let previous = goldenEventsV14 // once: each version builds on the one before
+        let base = previous.last?.timeMicroseconds ?? start
+        return previous + [(base + 125_000, .nodeStarted(started)), (base + 250_000, .hazardReported(report)),
                                   (base + 500_000, .hazardDeadline(deadline))]
     }
 
@@ -409,8 +437,9 @@ enum Fixtures {
         var closed = opened
         closed.open = false
         closed.reason = "the sensor disconnected"
-        let base = goldenEventsV13.last?.timeMicroseconds ?? start
-        return goldenEventsV13 + [(base + 250_000, .residentEnrolled(resident)), (base + 500_000, .linkChanged(opened)),
+        let previous = goldenEventsV13 // once: each version builds on the one before
+        let base = previous.last?.timeMicroseconds ?? start
+        return previous + [(base + 250_000, .residentEnrolled(resident)), (base + 500_000, .linkChanged(opened)),
                                   (base + 750_000, .checkIn(reading)), (base + 1_000_000, .linkChanged(closed))]
     }
 
@@ -499,8 +528,9 @@ enum Fixtures {
         var retention = ContactRetention()
         retention.cutoffUs = 1_592_352_000_000_000
         retention.stays = stays
-        let base = goldenEventsV11.last?.timeMicroseconds ?? start
-        return goldenEventsV11 + [(base + 250_000, .scanBatch(batch)), (base + 500_000, .scanSightings(sightings)),
+        let previous = goldenEventsV11 // once: each version builds on the one before
+        let base = previous.last?.timeMicroseconds ?? start
+        return previous + [(base + 250_000, .scanBatch(batch)), (base + 500_000, .scanSightings(sightings)),
                                   (base + 750_000, .contactRetention(retention))]
     }
 
@@ -535,8 +565,9 @@ enum Fixtures {
         sent.delivered = true
         var chatOpened = ChatOpened()
         chatOpened.peer = 0x00_AA_01_00_00_00
-        let base = goldenEventsV12.last?.timeMicroseconds ?? start
-        return goldenEventsV12 + [(base + 250_000, .linkChanged(opened)), (base + 500_000, .chatMessage(received)),
+        let previous = goldenEventsV12 // once: each version builds on the one before
+        let base = previous.last?.timeMicroseconds ?? start
+        return previous + [(base + 250_000, .linkChanged(opened)), (base + 500_000, .chatMessage(received)),
                                   (base + 750_000, .chatMessage(sent)), (base + 1_000_000, .chatOpened(chatOpened)),
                                   (base + 1_250_000, .linkChanged(closed))]
     }
@@ -622,8 +653,9 @@ enum Fixtures {
         button.kernelTimestampNs = 123_456_789
         button.role = "checkin:R-7"
         let added: [EventBody] = [.checkIn(checkIn), .buttonInput(button)] + schema2Bodies
-        let base = goldenEvents.last?.timeMicroseconds ?? start
-        return goldenEvents + added.enumerated().map { (base + UInt64($0.offset + 1) * 250_000, $0.element) }
+        let previous = goldenEvents // once: each version builds on the one before
+        let base = previous.last?.timeMicroseconds ?? start
+        return previous + added.enumerated().map { (base + UInt64($0.offset + 1) * 250_000, $0.element) }
     }
 
     /// The v3 golden stream: all of v2, a ScanHit with reports that had no RSSI, and a cancel
@@ -644,8 +676,9 @@ enum Fixtures {
         cancel.expiresAtUs = 1_800_000_000_000_000
         cancel.severity = .critical
         let added: [EventBody] = [.scanHit(noRSSI), .alertCancelled(cancel)]
-        let base = goldenEventsV2.last?.timeMicroseconds ?? start
-        return goldenEventsV2 + added.enumerated().map { (base + UInt64($0.offset + 1) * 250_000, $0.element) }
+        let previous = goldenEventsV2 // once: each version builds on the one before
+        let base = previous.last?.timeMicroseconds ?? start
+        return previous + added.enumerated().map { (base + UInt64($0.offset + 1) * 250_000, $0.element) }
     }
 
     /// The v4 golden stream: all of v3, a ScanHit carrying a GAEN identifier and a Vigil presence
@@ -687,8 +720,9 @@ enum Fixtures {
         published.path = "/var/lib/vigil/export"
         let added: [EventBody] = [.scanHit(contact), .scanHit(peer), .exposureDetected(exposure),
                                   .contactRetention(retention), .exposureKeysPublished(published)]
-        let base = goldenEventsV3.last?.timeMicroseconds ?? start
-        return goldenEventsV3 + added.enumerated().map { (base + UInt64($0.offset + 1) * 250_000, $0.element) }
+        let previous = goldenEventsV3 // once: each version builds on the one before
+        let base = previous.last?.timeMicroseconds ?? start
+        return previous + added.enumerated().map { (base + UInt64($0.offset + 1) * 250_000, $0.element) }
     }
 
     /// The v5 golden stream: all of v4 and an acknowledgement heard over the air.
@@ -699,8 +733,9 @@ enum Fixtures {
         acknowledged.heardFrom = 0x3A_4B_5C_6D_7E_8F
         acknowledged.expiresAtUs = 1_593_565_200_000_000
         acknowledged.severity = .critical
-        let base = goldenEventsV4.last?.timeMicroseconds ?? start
-        return goldenEventsV4 + [(base + 250_000, .alertAcknowledged(acknowledged))]
+        let previous = goldenEventsV4 // once: each version builds on the one before
+        let base = previous.last?.timeMicroseconds ?? start
+        return previous + [(base + 250_000, .alertAcknowledged(acknowledged))]
     }
 
     /// The v6 golden stream: all of v5, a resident and a scan hit with schema 6's fields, and the
@@ -744,8 +779,9 @@ enum Fixtures {
         downtime.toUs = 1_593_560_000_000_000
         let added: [EventBody] = [.residentEnrolled(resident), .scanHit(phone), .alertExpired(expired),
                                   .alertReaffirmed(reaffirmed), .downtimeDetected(downtime)]
-        let base = goldenEventsV5.last?.timeMicroseconds ?? start
-        return goldenEventsV5 + added.enumerated().map { (base + UInt64($0.offset + 1) * 250_000, $0.element) }
+        let previous = goldenEventsV5 // once: each version builds on the one before
+        let base = previous.last?.timeMicroseconds ?? start
+        return previous + added.enumerated().map { (base + UInt64($0.offset + 1) * 250_000, $0.element) }
     }
 
     /// The v1 golden event stream: every kind at least once, optional fields present and absent,
@@ -875,6 +911,7 @@ extension EventBody {
         case .callDeadline(let m): m
         case .smsReceived(let m): m
         case .phoneCallDecided(let m): m
+        case .boxKeyRevoked(let m): m
         }
     }
 
@@ -922,6 +959,7 @@ extension EventBody {
         case .callDeadline: self = .callDeadline(try CallDeadline(jsonString: json))
         case .smsReceived: self = .smsReceived(try SMSReceived(jsonString: json))
         case .phoneCallDecided: self = .phoneCallDecided(try PhoneCallDecided(jsonString: json))
+        case .boxKeyRevoked: self = .boxKeyRevoked(try BoxKeyRevoked(jsonString: json))
         case .unspecified, .UNRECOGNIZED: throw GoldenFormatError("no payload type for kind \(kind.name)")
         }
     }

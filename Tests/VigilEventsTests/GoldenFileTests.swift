@@ -4,7 +4,7 @@ import VigilEvents
 
 /// The committed golden files prove that this build still reads what every schema version wrote.
 /// A new version's files are written (once, when the schema grows) with
-/// `VIGIL_WRITE_GOLDEN=v18 swift test --filter GoldenFileTests`; older versions are never rewritten.
+/// `VIGIL_WRITE_GOLDEN=v19 swift test --filter GoldenFileTests`; older versions are never rewritten.
 @Suite("Golden files")
 struct GoldenFileTests {
     /// Every schema version, oldest first, with the events its files hold.
@@ -25,8 +25,9 @@ struct GoldenFileTests {
         ("v14", Fixtures.goldenEventsV14, Array(EventKind.known.prefix(35))),
         ("v15", Fixtures.goldenEventsV15, Array(EventKind.known.prefix(37))),
         ("v16", Fixtures.goldenEventsV16, Array(EventKind.known.prefix(40))),
-        ("v17", Fixtures.goldenEventsV17, EventKind.known),
-        ("v18", Fixtures.goldenEventsV18, EventKind.known),
+        ("v17", Fixtures.goldenEventsV17, Array(EventKind.known.prefix(41))),
+        ("v18", Fixtures.goldenEventsV18, Array(EventKind.known.prefix(41))),
+        ("v19", Fixtures.goldenEventsV19, EventKind.known),
     ]
 
     @Test(arguments: versions.map(\.name))
