@@ -20,6 +20,9 @@ public struct HubConfiguration: Sendable {
     /// Connections held at once and their idle timeout (hub.yaml `connections`); fitted to the
     /// process's descriptor limit at start.
     public var connections = ConnectionLimits.hub
+    /// The file systemd-timesyncd keeps while the clock is synchronised (hub.yaml
+    /// `clock_synchronised_file`): while it exists, answers say the hub's time can be vouched for.
+    public var clockSynchronisedFile = "/run/systemd/timesync/synchronized"
 
     public init(dataDirectory: String, host: String = "0.0.0.0", port: Int = 8443, databaseURL: String? = nil) {
         self.dataDirectory = dataDirectory
@@ -87,6 +90,7 @@ public enum Hub {
 
         let signal = FeedSignal()
         let router = Router(context: HubRequestContext.self)
+        router.add(middleware: HubClockMiddleware(synchronisedFile: configuration.clockSynchronisedFile))
         let cache = FeedCache()
         let streams = FeedStreams(signal: signal, cache: cache, database: database, logger: logger)
         SyncRoutes(database: database, identity: identity, signal: signal, cache: cache, streams: streams, logger: logger).register(on: router)
@@ -167,7 +171,9 @@ public enum Hub {
 
     /// `vigil-hub revoke NAME`.
     public static func revoke(name: String, configuration: HubConfiguration, logger: Logger) async throws -> Bool {
-        try await administer(configuration, logger: logger) { try await $0.revoke(name: name) }
+        try await administer(configuration, logger: logger) {
+            try await $0.revoke(name: name, nowSeconds: UInt32(clamping: Int(Date().timeIntervalSince1970)))
+        }
     }
 
     /// An administrative command's database: the hub's own cluster started for it when there is

@@ -135,6 +135,25 @@ public struct HubDatabase: Sendable {
         ALTER TABLE login_failures ADD COLUMN client text NOT NULL DEFAULT '';
         CREATE INDEX login_failures_client ON login_failures (client, at)
         """,
+        // v6: a key per box (`BoxKeys`): the network's signing key, made by the first hub that
+        // needs it, and every box key the hub certified (revoked with its box, or when the box
+        // comes with a new one).
+        """
+        CREATE TABLE network_signing_key (
+            singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+            seed bytea NOT NULL CHECK (octet_length(seed) = 32),
+            created_at timestamptz NOT NULL DEFAULT now()
+        );
+        CREATE TABLE box_keys (
+            node_id bigint NOT NULL REFERENCES boxes (node_id),
+            box_key bytea NOT NULL CHECK (octet_length(box_key) = 32),
+            certificate bytea NOT NULL,
+            certified_at timestamptz NOT NULL DEFAULT now(),
+            revoked_at timestamptz,
+            PRIMARY KEY (node_id, box_key)
+        );
+        CREATE UNIQUE INDEX box_keys_one_node ON box_keys (box_key)
+        """,
     ]
 
     /// An item the feed carries is at most this big (an alert with its text is far smaller), so
@@ -294,12 +313,22 @@ public struct HubDatabase: Sendable {
         SHA256.hash(data: Array(secret.utf8)).map { String(format: "%02x", $0) }.joined()
     }
 
-    /// Revokes the box called `name`; false when there is none.
-    public func revoke(name: String) async throws -> Bool {
-        let rows = try await client.query("UPDATE boxes SET revoked_at = now() WHERE name = \(name) AND revoked_at IS NULL RETURNING node_id",
-                                          logger: logger)
-        for try await _ in rows.decode(Int64.self) { return true }
-        return false
+    /// Revokes the box called `name`: its credential stops working, and each of its signing keys
+    /// is revoked on the feed (`BoxKeys`), in one transaction. False when there is no such box
+    /// (or it is revoked already).
+    public func revoke(name: String, nowSeconds: UInt32) async throws -> Bool {
+        let network = try await networkSigningKey()
+        return try await client.withTransaction(logger: logger) { connection -> Bool in
+            // After any certification under way: none adds a key to a box revoked here.
+            try await connection.query("SELECT pg_advisory_xact_lock(\(Self.boxKeysLock))", logger: logger)
+            var node: Int64?
+            for try await (n) in try await connection.query("""
+                UPDATE boxes SET revoked_at = now() WHERE name = \(name) AND revoked_at IS NULL RETURNING node_id
+                """, logger: logger).decode(Int64.self) { node = n }
+            guard let node else { return false }
+            _ = try await revokeKeys(of: node, network: network, nowSeconds: nowSeconds, connection)
+            return true
+        }
     }
 
     static func hash(_ text: String) -> ByteBuffer {

@@ -6,6 +6,7 @@ import NIOCore
 import VigilEvents
 import VigilHex
 import VigilHubProtocol
+import VigilTrust
 
 /// The box-facing API, `/api/v1` (OpenAPI: `Sources/VigilHub/openapi.yaml`).
 ///
@@ -50,6 +51,55 @@ struct SyncRoutes: Sendable {
         api.get("boxes/{node}/sync") { request, context in try await sync(request, context) }
         api.get("boxes/{node}/feed") { request, context in try await feed(request, context) }
         api.get("boxes/{node}/key-files/{file}/{part}") { request, context in try await keyFile(request, context) }
+        api.post("boxes/{node}/certificate") { request, context in try await certify(request, context) }
+    }
+
+    /// Certifies the signing key of an enrolled box (`BoxKeys`): the box's own credential is the
+    /// proof that the key is its.
+    func certify(_ request: Request, _ context: HubRequestContext) async throws -> Response {
+        let node: UInt64
+        switch await authenticate(request, context) {
+        case .success(let n): node = n
+        case .failure(let refusal): return refusal.response
+        }
+        let asked: CertificateRequest
+        switch await Self.decode(CertificateRequest.self, request, limit: Self.maxEnrolBytes) {
+        case .success(let r): asked = r
+        case .failure(let refusal): return refusal.response
+        }
+        guard let raw = Hex.decode(asked.boxKey), let key = try? BoxPublicKey(rawRepresentation: raw), (try? key.signingKey()) != nil else {
+            return Self.refuse(.badRequest, "bad_key", "box_key must be an Ed25519 public key, 64 hex digits")
+        }
+        guard let proof = Hex.decode(asked.proof), KeyPossession.isProven(proof, node: node, boxKey: key, hubFingerprint: identity.fingerprint) else {
+            return Self.refuse(.badRequest, "bad_proof", "proof must be the box key's signature of its possession for this node and this hub (docs/signed-frames.md)")
+        }
+        do {
+            switch try await database.certify(node: node, boxKey: key, nowSeconds: UInt32(clamping: Int(Date().timeIntervalSince1970))) {
+            case .certified(let certificate, let network, let revokedKeys):
+                logger.info("hub: a box's key was certified", metadata: ["node": "\(NodeIDText.format(node))", "old_keys_revoked": "\(revokedKeys)"])
+                return Self.json(CertificateAnswer(certificate: Hex.encode(certificate.bytes), networkKey: Hex.encode(network.rawRepresentation)))
+            case .nodeIDClash(let holder):
+                return Self.refuse(.conflict, "node_id_clash",
+                                   "this box's node id has the same low 32 bits as \(holder)'s, which frames name it by; give the box a new node id and join again")
+            case .keyTaken:
+                return Self.refuse(.conflict, "key_taken", "this key is certified for another box")
+            case .keyRevoked:
+                return Self.refuse(.conflict, "key_revoked", "this key was revoked and every box refuses it: make a new one (move DATA/box.key away) and ask again")
+            case .tooManyKeys:
+                return Self.refuse(.conflict, "too_many_keys",
+                                   "this box has had \(HubDatabase.maximumKeysPerBox) keys certified: revoke it (vigil-hub revoke) and have it join anew")
+            case .tooSoon:
+                var refused = Self.refuse(.tooManyRequests, "too_soon",
+                                          "this box got \(HubDatabase.newKeysPerInterval) new keys in the last \(HubDatabase.newKeyIntervalSeconds / 60) minutes; ask again later")
+                refused.headers[.retryAfter] = "\(HubDatabase.newKeyIntervalSeconds)"
+                return refused
+            case .revoked:
+                return Self.refuse(.unauthorized, "unauthenticated", "unknown or revoked credential")
+            }
+        } catch {
+            logger.error("hub: a certification failed", metadata: ["error": "\(String(reflecting: error))"])
+            return Self.refuse(.serviceUnavailable, "database_unavailable", "the hub's database is not answering; try again")
+        }
     }
 
     /// A part of a key file the feed offered, for an enrolled box.

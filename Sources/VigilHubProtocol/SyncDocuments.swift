@@ -267,6 +267,31 @@ public struct EnrolAnswer: Codable, Sendable, Equatable {
     }
 }
 
+/// A box asking the hub to certify its signing key (POST `/api/v1/boxes/{node}/certificate`,
+/// with its credential; docs/signed-frames.md): the Ed25519 public key, 64 hex digits, and the
+/// proof that the box holds it (`KeyPossession`: a signature, 128 hex digits).
+public struct CertificateRequest: Codable, Sendable, Equatable {
+    public var boxKey: String
+    public var proof: String
+    enum CodingKeys: String, CodingKey { case boxKey = "box_key", proof }
+    public init(boxKey: String, proof: String) {
+        self.boxKey = boxKey
+        self.proof = proof
+    }
+}
+
+/// The hub's certificate of a box's key (218 hex digits) and the network's public key it is
+/// signed with (64 hex digits). The box checks both before it keeps them.
+public struct CertificateAnswer: Codable, Sendable, Equatable {
+    public var certificate: String
+    public var networkKey: String
+    enum CodingKeys: String, CodingKey { case certificate, networkKey = "network_key" }
+    public init(certificate: String, networkKey: String) {
+        self.certificate = certificate
+        self.networkKey = networkKey
+    }
+}
+
 /// Node ids on the wire: 16 lower-case hex digits.
 public enum NodeIDText {
     public static func format(_ id: UInt64) -> String {

@@ -61,10 +61,23 @@ final class AirAlerts: NodeComponent {
         air.signed.hubTime(microseconds, monotonic: monotonicMicroseconds)
     }
 
-    /// Revocations from the hub's feed: checked, kept durably, believed at once.
+    /// Revocations from the hub's feed: checked, kept durably, believed at once. One this box
+    /// cannot check yet (it has no network key, or another one: a box that has just joined reads
+    /// the feed before its next start takes the hub's key) is kept all the same: the next start
+    /// checks every kept revocation under the network key it then has, and drops the others.
     func revocationsFromHub(_ revocations: [Revocation]) {
         let added = revocations.filter { air.signed.add($0) }
         keep(added, from: "the hub")
+        let unchecked = revocations.filter { r in !added.contains(r) && !(air.signed.verifier?.revokedKeys.contains(r.boxKey) ?? false) }
+        guard !unchecked.isEmpty else { return }
+        node.logger.warning("the hub's feed carried a revocation this box cannot check under its network key: kept, and checked at the next start",
+                            metadata: ["node": "\(unchecked.map { String($0.node, radix: 16) }.joined(separator: ","))"])
+        do {
+            try BoxKeyFiles.addRevocations(unchecked, directory: node.configuration.dataDirectory)
+        } catch {
+            revocationWriteFailures &+= 1
+            node.logger.error("could not keep revocations", metadata: ["error": "\(error)"])
+        }
     }
 
     private func keep(_ revocations: [Revocation], from source: String) {
@@ -96,6 +109,15 @@ final class AirAlerts: NodeComponent {
     func applied(_ event: Event) {
         switch event.body {
         case .alertRaised, .alertReceived, .alertCancelled, .alertAcknowledged: alertsChanged = true
+        case .hubReceived(let item) where item.kind == EventKind.boxKeyRevoked.rawValue:
+            // The hub revoked a box (`vigil-hub revoke`), or certified a new key of one: believed
+            // from this event on, once the network's key has checked it.
+            guard case .boxKeyRevoked(let revoked)? = try? EventCodec.decode(kind: item.kind, payload: [UInt8](item.payload), sequence: event.sequence),
+                  let revocation = try? Revocation(bytes: [UInt8](revoked.revocation)) else {
+                node.logger.error("the hub's feed carried a revocation this box cannot read", metadata: ["seq": "\(event.sequence)"])
+                return
+            }
+            revocationsFromHub([revocation])
         default: break
         }
     }

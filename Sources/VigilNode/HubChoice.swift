@@ -36,8 +36,10 @@ final class HubChoice: Sendable {
     }
     private let state = LockedValue(State())
 
-    /// `links` in the order they were joined; `site` is the box's `site.location`.
-    init(links: [HubLinks.Link], node: UInt64, site: GeoPoint?, clock: any WallClock, logger: Logger) throws(HubClient.Failure) {
+    /// `links` in the order they were joined; `site` is the box's `site.location`; `heardTime`
+    /// is told the hub's time from each answer (`HubClient`).
+    init(links: [HubLinks.Link], node: UInt64, site: GeoPoint?, clock: any WallClock, logger: Logger,
+         heardTime: (@Sendable (UInt64) -> Void)? = nil) throws(HubClient.Failure) {
         var hubs: [Hub] = []
         var firstFailure: HubClient.Failure?
         for index in HubRoute.order(links.map { $0.location.flatMap(GeoPoint.init(text:)) }, from: site) {
@@ -45,7 +47,7 @@ final class HubChoice: Sendable {
             let client: HubClient
             do {
                 client = try HubClient(url: link.url, certificatePEM: link.certificate,
-                                       credential: BoxCredential(node: node, secret: link.credential))
+                                       credential: BoxCredential(node: node, secret: link.credential), heardTime: heardTime)
             } catch {
                 // One unreadable entry does not cut the box off from the others.
                 logger.error("hub: an entry point in hub.json is unusable; using the others", metadata: ["hub": "\(link.url)", "error": "\(error)"])

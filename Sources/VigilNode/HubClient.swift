@@ -3,6 +3,7 @@ import Foundation
 import Synchronization
 import NIOCore
 import NIOSSL
+import VigilRadio
 import VigilHubProtocol
 import VigilSystem
 
@@ -12,6 +13,10 @@ public final class HubClient: Sendable {
     public let url: String
     let http: HTTPClient
     let credential: BoxCredential?
+    /// Told the hub's time (Unix microseconds) from each answer's `Date` header as the answer
+    /// arrives, when the hub says its clock is synchronised: over the pinned TLS, a time the box
+    /// can vouch for (`VouchedClock`).
+    let heardTime: (@Sendable (UInt64) -> Void)?
 
     public enum Failure: Error, CustomStringConvertible, Sendable {
         /// The hub could not be reached or did not answer in time.
@@ -37,9 +42,11 @@ public final class HubClient: Sendable {
     }
 
     /// A client that trusts only `certificatePEM`.
-    public init(url: String, certificatePEM: String, credential: BoxCredential?) throws(Failure) {
+    public init(url: String, certificatePEM: String, credential: BoxCredential?,
+                heardTime: (@Sendable (UInt64) -> Void)? = nil) throws(Failure) {
         self.url = url.hasSuffix("/") ? String(url.dropLast()) : url
         self.credential = credential
+        self.heardTime = heardTime
         var tls = TLSConfiguration.makeClientConfiguration()
         do {
             tls.trustRoots = .certificates(try NIOSSLCertificate.fromPEMBytes(Array(certificatePEM.utf8)))
@@ -53,6 +60,7 @@ public final class HubClient: Sendable {
     private init(url: String, unverified: Void) {
         self.url = url.hasSuffix("/") ? String(url.dropLast()) : url
         credential = nil
+        heardTime = nil
         var tls = TLSConfiguration.makeClientConfiguration()
         tls.certificateVerification = .none
         http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: Self.configuration(tls))
@@ -83,6 +91,13 @@ public final class HubClient: Sendable {
 
     public func enrol(token: String, node: UInt64) async throws(Failure) -> EnrolAnswer {
         try await call("POST", "/api/v1/boxes/enrol", EnrolRequest(token: token, node: NodeIDText.format(node)), as: EnrolAnswer.self)
+    }
+
+    /// Has the hub certify this box's signing key (docs/signed-frames.md "The hub").
+    /// `proof` is `KeyPossession.prove` for this node, key and hub.
+    public func certify(node: UInt64, boxKey: BoxPublicKey, proof: [UInt8]) async throws(Failure) -> CertificateAnswer {
+        try await call("POST", "/api/v1/boxes/\(NodeIDText.format(node))/certificate",
+                       CertificateRequest(boxKey: Hex.encode(boxKey.rawRepresentation), proof: Hex.encode(proof)), as: CertificateAnswer.self)
     }
 
     /// Sends a batch in binary (`application/x-protobuf`): no base64 or hex on either side. A hub
@@ -140,6 +155,7 @@ public final class HubClient: Sendable {
         } catch {
             throw Failure.unreachable("\(error)")
         }
+        noteTime(response.headers.first(name: "date"), clock: response.headers.first(name: "vigil-clock"))
         let streamed = response.headers.first(name: "content-type")?.hasPrefix("application/x-ndjson") ?? false
         guard response.status == .ok, streamed else {
             let bytes: [UInt8]
@@ -197,6 +213,13 @@ public final class HubClient: Sendable {
         return answer
     }
 
+    /// An answer's `Date` header, when the hub says its clock is synchronised (`Vigil-Clock`): a
+    /// hub whose own clock nobody vouches for gives the box nothing to vouch for either.
+    private func noteTime(_ date: String?, clock: String?) {
+        guard let heardTime, clock == "synchronised", let date, let seconds = HTTPDate.seconds(date) else { return }
+        heardTime(seconds * 1_000_000)
+    }
+
     /// Closes the connections (waits for none).
     public func close() {
         http.shutdown { _ in }
@@ -234,6 +257,7 @@ public final class HubClient: Sendable {
         }
         do {
             let response = try await http.execute(request, timeout: timeout)
+            noteTime(response.headers.first(name: "date"), clock: response.headers.first(name: "vigil-clock"))
             let bytes = try await response.body.collect(upTo: limit)
             return (Int(response.status.code), Array(bytes.readableBytesView))
         } catch is NIOTooManyBytesError {
@@ -260,6 +284,37 @@ public enum HubJoin {
         // no longer this box's); its other entry points are added again with `vigil hub add`.
         try HubLinks(hubs: [link]).save(dataDirectory: dataDirectory)
         return link
+    }
+
+    /// Has the hub the box joined certify its signing key (made now when the box has none), and
+    /// keeps the certificate and the network's public key in the data directory (`BoxKeyFiles`).
+    /// The answer is checked before anything is kept: a certificate of this node's key, signed by
+    /// the network key that came with it. A running node takes them at its next start.
+    ///
+    /// Run at every join (`vigil hub join`), and again with `vigil hub certify` (a box that
+    /// joined before hubs certified keys, or whose certificate nears its end).
+    public static func certifyKey(dataDirectory: String) async throws -> BoxCertificate {
+        let links = try HubLinks.load(dataDirectory: dataDirectory)
+        guard let link = links.hubs.first else {
+            throw HubClient.Failure.wrongHub("the box has joined no hub yet: `vigil hub join URL --token-file -` first")
+        }
+        let node = try NodeIdentity.load(dataDirectory: dataDirectory)
+        let key = try BoxKeyFiles.loadOrCreateKey(directory: dataDirectory)
+        let client = try HubClient(url: link.url, certificatePEM: link.certificate, credential: BoxCredential(node: node, secret: link.credential))
+        defer { client.close() }
+        let answer = try await client.certify(node: node, boxKey: key.publicKey,
+                                              proof: try KeyPossession.prove(node: node, key: key, hubFingerprint: link.fingerprint))
+        guard let certificateBytes = Hex.decode(answer.certificate), let certificate = try? BoxCertificate(bytes: certificateBytes),
+              let networkBytes = Hex.decode(answer.networkKey), let network = try? NetworkPublicKey(rawRepresentation: networkBytes) else {
+            throw HubClient.Failure.badAnswer("the certificate or the network key is unreadable")
+        }
+        guard (try? certificate.verify(network: network)) != nil, certificate.boxKey == key.publicKey,
+              certificate.node == UInt32(truncatingIfNeeded: node) else {
+            throw HubClient.Failure.badAnswer("the certificate is not of this box's key under the network key given with it")
+        }
+        try BoxKeyFiles.writeCertificate(certificate, directory: dataDirectory)
+        try BoxKeyFiles.writeNetworkKey(network, directory: dataDirectory)
+        return certificate
     }
 
     /// Adds another entry point of the network the box has joined (`vigil hub add`): a hub

@@ -53,7 +53,10 @@ final class HubUplink: NodeComponent {
         do {
             return try HubChoice(links: links.hubs, node: node.nodeID,
                                  site: GeoPoint(text: node.configuration.projections.ladder.siteLocation),
-                                 clock: node.clock, logger: node.logger)
+                                 clock: node.clock, logger: node.logger,
+                                 // The hub's time, read over its pinned TLS: a time the box can
+                                 // vouch for when its own clock is not synchronised.
+                                 heardTime: { [weak node] microseconds in node?.onLoop { $0.airAlerts.hubTime(microseconds) } })
         } catch {
             throw .unsupported("DATA/hub.json: \(error)")
         }

@@ -262,6 +262,12 @@ enum FuzzTargets {
         check((all == nil) == (pieces == nil), "a line too long is found whatever the pieces")
         if let all, let pieces { check(all == pieces, "the lines are the same whatever the pieces") }
         for line in all ?? [] { _ = try? JSONDecoder().decode(FeedAnswer.self, from: Data(line)) }
+        // The hub's Date header (the box's clock when its own is not synchronised): a time from
+        // 1970 on, or none.
+        let date = String(decoding: bytes.prefix(64), as: UTF8.self)
+        if let seconds = HTTPDate.seconds(date) {
+            check(date.utf8.count == 29 && seconds < 253_402_300_800, "only an IMF-fixdate before the year 10000 is a time")
+        }
     }
 
     /// An event log's data.mdb as a failing card left it: `vigil log check` walks it and salvage

@@ -39,7 +39,7 @@ struct HubOptions: ParsableArguments {
             guard let root = try Yams.load(yaml: text) as? [String: Any] else {
                 throw ValidationError("\(path): expected a mapping")
             }
-            for key in root.keys where !["database", "listen", "connections"].contains(key) {
+            for key in root.keys where !["database", "listen", "connections", "clock_synchronised_file"].contains(key) {
                 throw ValidationError("\(path): unknown key \(key)")
             }
             if let database = root["database"] as? [String: Any] {
@@ -47,6 +47,12 @@ struct HubOptions: ParsableArguments {
                 c.databaseURL = database["url"] as? String
             }
             if let listen = root["listen"] as? String { try c.setListen(listen) }
+            if let value = root["clock_synchronised_file"] {
+                guard let file = value as? String, file.hasPrefix("/") else {
+                    throw ValidationError("\(path): clock_synchronised_file must be an absolute path")
+                }
+                c.clockSynchronisedFile = file
+            }
             if let connections = root["connections"] as? [String: Any] {
                 func count(_ key: String, _ range: ClosedRange<Int>) throws -> Int? {
                     guard let value = connections[key] else { return nil }
@@ -134,7 +140,7 @@ struct Enroll: AsyncParsableCommand {
 }
 
 struct Revoke: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Revoke the box called NAME: its credential stops working at once.")
+    static let configuration = CommandConfiguration(abstract: "Revoke the box called NAME: its credential stops working at once, and every box refuses its signed frames from its next feed read.")
 
     @OptionGroup var options: HubOptions
 

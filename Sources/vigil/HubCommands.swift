@@ -8,7 +8,7 @@ struct HubCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "hub",
         abstract: "The shelter network's hub: join one, add its other entry points (README \"Hub\").",
-        subcommands: [Join.self, Add.self]
+        subcommands: [Join.self, Add.self, Certify.self]
     )
 
     /// Tells a running node that `DATA/hub.json` changed; what to say about it.
@@ -38,6 +38,51 @@ struct HubCommand: AsyncParsableCommand {
         } catch let failure as HubClient.Failure {
             if case .refused = failure { throw CLIError("\(failure)", code: 77) }
             throw CLIError("\(failure)", code: 69)
+        }
+    }
+
+    /// Has the hub certify the box's key, and says what came of it. A hub from before
+    /// certificates (404) is told, not failed, after a join: the box joined, and signs nothing.
+    static func certify(dataDirectory dir: String, configuredNetworkKey: [UInt8]?, afterJoining: Bool) async throws {
+        do {
+            let certificate = try await HubJoin.certifyKey(dataDirectory: dir)
+            let days = (Int64(certificate.expiresSeconds) - Int64(certificate.issuedSeconds)) / 86_400
+            FileOutput.standardOutput.write("the hub certified this box's signing key for \(days) days (node \(String(certificate.node, radix: 16))); "
+                                            + "its frames are signed from the node's next start\n")
+            // radio.network_key wins over DATA/network.pub: one naming another network (an
+            // offline certification before the hub) would keep the box from signing.
+            if let configuredNetworkKey, let hubs = try? BoxKeyFiles.networkKey(directory: dir), hubs.rawRepresentation != configuredNetworkKey {
+                throw CLIError("the hub's network key is not radio.network_key in this box's configuration, which wins: "
+                               + "remove radio.network_key (the box keeps the hub's in DATA/network.pub), or the box signs nothing", code: 78)
+            }
+        } catch let failure as HubClient.Failure {
+            if afterJoining, case .refused(let status, _) = failure, status == 404 {
+                FileOutput.standardError.write("the hub does not certify keys (an older hub): this box sends unsigned frames only\n")
+                return
+            }
+            let joined = afterJoining ? "the box joined, but " : ""
+            throw CLIError("\(joined)its key is not certified: \(failure); try again with `vigil hub certify`",
+                           code: { if case .refused = failure { 77 } else { 69 } }())
+        }
+    }
+
+    struct Certify: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Have the hub this box joined certify its signing key (as joining does).",
+            discussion: """
+            For a box that joined before its hub certified keys, or whose certificate nears its \
+            end (`vigil keys show`). The certificate and the network's public key are kept in the \
+            data directory; a running node signs with them from its next start.
+            """)
+
+        @OptionGroup var options: DataOptions
+
+        func run() async throws {
+            try await reportingErrors {
+                let configuration = try options.load().configuration
+                try await HubCommand.certify(dataDirectory: configuration.dataDirectory, configuredNetworkKey: configuration.airAlerts.networkKey,
+                                             afterJoining: false)
+            }
         }
     }
 
@@ -79,7 +124,8 @@ struct HubCommand: AsyncParsableCommand {
                 guard let parsed = EnrolmentToken(text: text) else {
                     throw CLIError("that is not an enrolment token (vigil1.SECRET.FINGERPRINT, as `vigil-hub enroll` prints it)", code: 64)
                 }
-                let dir = try options.load().configuration.dataDirectory
+                let loaded = try options.load()
+                let dir = loaded.configuration.dataDirectory
                 do {
                     try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
                 } catch {
@@ -91,6 +137,7 @@ struct HubCommand: AsyncParsableCommand {
                 }
                 FileOutput.standardOutput.write("joined \(url) as \(link.name) (node \(NodeIDText.format(node)), hub \(parsed.hubFingerprint.prefix(16))…); "
                                                 + HubCommand.reloadRunningNode(dir) + "\n")
+                try await HubCommand.certify(dataDirectory: dir, configuredNetworkKey: loaded.configuration.airAlerts.networkKey, afterJoining: true)
             }
         }
     }

@@ -37,6 +37,9 @@ final class HubHarness: @unchecked Sendable {
     private(set) var fingerprint = ""
     /// A database of another hub's (`--database-url`); nil: this hub's own cluster.
     var databaseURL: String?
+    /// Whether the hub says its clock is synchronised (hub.yaml's `clock_synchronised_file`
+    /// names a file that exists); this machine has no systemd-timesyncd, so by default it does not.
+    var clockSynchronised = false
 
     /// scripts/test exports VIGIL_BINARY (the `vigil` binary); vigil-hub is built beside it.
     /// The box's CLI, built beside `vigil-hub`.
@@ -70,6 +73,11 @@ final class HubHarness: @unchecked Sendable {
 
     /// Starts `vigil-hub serve` (again on the same port after a stop) and returns once it listens.
     func start() async throws {
+        if clockSynchronised {
+            try FileManager.default.createDirectory(atPath: hubData, withIntermediateDirectories: true)
+            FileManager.default.createFile(atPath: directory.path("clock-synchronised"), contents: Data())
+            try "clock_synchronised_file: \(directory.path("clock-synchronised"))\n".write(toFile: hubData + "/hub.yaml", atomically: true, encoding: .utf8)
+        }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: Self.binary)
         process.arguments = ["serve"] + (databaseURL.map { ["--database-url", $0] } ?? []) + ["--data", hubData, "--listen", "127.0.0.1:\(port)",
