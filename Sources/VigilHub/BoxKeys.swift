@@ -27,7 +27,8 @@ extension HubDatabase {
         case keyTaken
         /// This key of the box was revoked: every box refuses it for good; a new one is needed.
         case keyRevoked
-        /// The box has had `maximumKeysPerBox` keys: its owner revokes it and it joins anew.
+        /// The box has had `maximumKeysPerBox` keys since it joined: its owner revokes it and it
+        /// joins anew.
         case tooManyKeys
         /// The box got `newKeysPerInterval` new keys in the last `newKeyIntervalSeconds`.
         case tooSoon
@@ -35,8 +36,8 @@ extension HubDatabase {
         case revoked
     }
 
-    /// Keys one box may have certified over its life: a new card now and then, not a flood of
-    /// revocations for every box to keep and relay.
+    /// Keys one box may have certified between two joins: a new card now and then, not a flood
+    /// of revocations for every box to keep and relay.
     public static let maximumKeysPerBox = 8
     /// A box gets at most `newKeysPerInterval` new keys in this long (a renewal of the same key,
     /// at any time): room for a card replaced just after joining, not for a flood.
@@ -103,9 +104,11 @@ extension HubDatabase {
                 } else {
                     var keys = 0
                     var recent = 0
+                    // Keys since the box last joined: one revoked and joined anew starts again.
                     for try await (count, young) in try await connection.query("""
-                        SELECT count(*), count(*) FILTER (WHERE certified_at > now() - make_interval(secs => \(Double(Self.newKeyIntervalSeconds))))
-                        FROM box_keys WHERE node_id = \(nodeID)
+                        SELECT count(*) FILTER (WHERE k.certified_at >= b.enrolled_at),
+                               count(*) FILTER (WHERE k.certified_at > now() - make_interval(secs => \(Double(Self.newKeyIntervalSeconds))))
+                        FROM box_keys k JOIN boxes b ON b.node_id = k.node_id WHERE k.node_id = \(nodeID)
                         """, logger: logger).decode((Int64, Int64).self) { (keys, recent) = (Int(count), Int(young)) }
                     guard keys < Self.maximumKeysPerBox else { return .tooManyKeys }
                     guard recent < Self.newKeysPerInterval else { return .tooSoon }

@@ -54,8 +54,8 @@ struct SyncRoutes: Sendable {
         api.post("boxes/{node}/certificate") { request, context in try await certify(request, context) }
     }
 
-    /// Certifies the signing key of an enrolled box (`BoxKeys`): the box's own credential is the
-    /// proof that the key is its.
+    /// Certifies the signing key of an enrolled box (`BoxKeys`): its credential says which box
+    /// asks, its proof (`KeyPossession`) that it holds the key.
     func certify(_ request: Request, _ context: HubRequestContext) async throws -> Response {
         let node: UInt64
         switch await authenticate(request, context) {

@@ -203,6 +203,41 @@ import VigilTestSupport
         await hub.stop()
     }
 
+    @Test func aBoxWithEightKeysGetsNoNinthUntilItIsRevokedAndJoinsAnew() async throws {
+        let hub = HubHarness()
+        try await hub.start()
+        let kitchen = Box()
+        try await kitchen.join(hub, as: "kitchen")
+        /// A new key, certified (the earlier ones made older than the hourly limit looks at).
+        func newKey() async throws -> (status: Int, error: String)? {
+            try await hub.database { db in
+                _ = try await db.client.query("UPDATE box_keys SET certified_at = certified_at - interval '2 hours'", logger: quietLogger)
+                _ = try await db.client.query("UPDATE boxes SET enrolled_at = enrolled_at - interval '2 hours'", logger: quietLogger)
+            }
+            if FileManager.default.fileExists(atPath: kitchen.directory.path("box.key")) {
+                try FileManager.default.removeItem(atPath: kitchen.directory.path("box.key"))
+            }
+            return try await Self.refusal { _ = try await HubJoin.certifyKey(dataDirectory: kitchen.directory.path) }
+        }
+        for _ in 0..<HubDatabase.maximumKeysPerBox {
+            let refused = try await newKey()
+            #expect(refused == nil, "\(String(describing: refused))")
+        }
+        let ninth = try await newKey()
+        #expect(ninth?.status == 409 && ninth?.error == "too_many_keys")
+        let feedItems = try await hub.database { db in
+            try await db.feed(after: 0, for: 1).filter { $0.kind == EventKind.boxKeyRevoked.rawValue }.count
+        }
+        #expect(feedItems == HubDatabase.maximumKeysPerBox - 1, "each new key revoked the one before, on the feed")
+
+        // Its owner revokes it and has it join again: the count starts again.
+        #expect(try await Hub.revoke(name: "kitchen", configuration: hub.configuration, logger: quietLogger))
+        try await kitchen.join(hub, as: "kitchen")
+        let again = try await newKey()
+        #expect(again == nil, "\(String(describing: again))")
+        await hub.stop()
+    }
+
     static func seed(_ path: String) throws -> [UInt8] {
         try #require(Hex.decode(try String(contentsOfFile: path, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)))
     }
