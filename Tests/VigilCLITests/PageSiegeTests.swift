@@ -32,13 +32,11 @@ import Glibc
         #expect(eventually(seconds: 20) { Self.get(port: port, "/healthz") == 200 }, "the page is served")
         let before = try #require(Self.openDescriptors(pid))
 
-        // The siege: 2,000 connections, 16 from each of 125 addresses, all held open.
-        _ = try DescriptorLimit.raiseToHard()
-        var siege: [Int32] = []
-        defer { for fd in siege { close(fd) } }
-        for i in 0..<2_000 {
-            siege.append(try connectFromLoopback("127.0.1.\(1 + i % 125)", port: port, blocking: false))
-        }
+        // The siege: 2,000 connections, 16 from each of 125 addresses, all held open by a child
+        // process. (Held in this process, 2,000 descriptors opened while other tests spawn
+        // processes crashed Foundation's Process.run() in those tests: a memcpy past its end.)
+        let siege = try Siege(port: port, connections: 2_000)
+        defer { siege.end() }
         // The page takes what its cap allows (256) and closes the rest as it takes them.
         // Waited for until it stops growing: without a cap, the node took connections until its
         // descriptors ran out, and then its control socket and notifier failed.
@@ -60,8 +58,7 @@ import Glibc
         #expect(held <= before + 256 + 32, "the page's cap holds: \(held) descriptors, \(before) before the siege")
 
         // The siege ends: the page answers again, and its log said what it refused.
-        for fd in siege { close(fd) }
-        siege = []
+        siege.end()
         #expect(eventually(seconds: 30) { Self.get(port: port, "/healthz") == 200 }, "the page answers again")
         kill(pid, SIGTERM)
         node.waitUntilExit()
@@ -71,6 +68,57 @@ import Glibc
         #expect(!log.contains("Too many open files"), "\(log.suffix(2000))")
         #expect(try CLI.run(["replay", "--data", dir.path]).status == 0)
     }
+
+    /// Idle connections to the page from 125 loopback addresses, held by a Python child until
+    /// `end()` (its standard input closes and it exits).
+    final class Siege {
+        let process = Process()
+        let input = Pipe()
+
+        init(port: Int, connections: Int) throws {
+            let script = """
+                import resource, socket, sys
+                soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+                resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+                held = []
+                for i in range(int(sys.argv[2])):
+                    s = socket.socket()
+                    s.setblocking(False)
+                    s.bind(("127.0.1.%d" % (1 + i % 125), 0))
+                    try:
+                        s.connect(("127.0.0.1", int(sys.argv[1])))
+                    except BlockingIOError:
+                        pass
+                    held.append(s)
+                print("held", len(held), flush=True)
+                sys.stdin.read()
+                """
+            let output = Pipe()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+            process.arguments = ["-c", script, "\(port)", "\(connections)"]
+            process.standardInput = input
+            process.standardOutput = output
+            try process.run()
+            var line = Data()
+            while !line.contains(0x0A) {
+                let chunk = output.fileHandleForReading.availableData
+                guard !chunk.isEmpty else { throw SiegeError(description: "the siege's child ended before it held its connections") }
+                line.append(chunk)
+            }
+            guard String(decoding: line, as: UTF8.self).hasPrefix("held \(connections)") else {
+                throw SiegeError(description: "the siege's child said: \(String(decoding: line, as: UTF8.self))")
+            }
+        }
+
+        /// Closes every connection (the child exits when its input ends).
+        func end() {
+            guard process.isRunning else { return }
+            try? input.fileHandleForWriting.close()
+            process.waitUntilExit()
+        }
+    }
+
+    struct SiegeError: Error, CustomStringConvertible { let description: String }
 
     /// Descriptors `pid` holds now.
     static func openDescriptors(_ pid: Int32) -> Int? {
