@@ -149,6 +149,14 @@ import VigilTestSupport
 
         // The kitchen's public key, sent by another box without its private key: the proof fails.
         let certificatePEM = try String(contentsOfFile: hub.hubData + "/tls/hub.crt", encoding: .utf8)
+        // This hub does not say its clock is synchronised: its answers give a box no time (the
+        // first test's hub does, and its box takes the hub's time).
+        let heard = LockedValue<[UInt64]>([])
+        let timeless = try HubClient(url: hub.url, certificatePEM: certificatePEM, credential: nil,
+                                     heardTime: { microseconds in heard.withLock { $0.append(microseconds) } })
+        _ = try await timeless.info()
+        timeless.close()
+        #expect(heard.withLock { $0 }.isEmpty, "an unsynchronised hub's Date is not taken")
         let deskNode = try NodeIdentity.load(dataDirectory: desk.directory.path)
         let deskLink = try #require(try HubLinks.load(dataDirectory: desk.directory.path).hubs.first)
         let deskClient = try HubClient(url: hub.url, certificatePEM: certificatePEM, credential: BoxCredential(node: deskNode, secret: deskLink.credential))
