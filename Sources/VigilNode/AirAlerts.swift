@@ -134,7 +134,7 @@ final class AirAlerts: NodeComponent {
 
     /// Looks for a Vigil frame in an advertising report.
     func inspect(_ report: AdvertisingReport) {
-        if let frame = air.inspect(report, now: node.clock.nowMicroseconds(), monotonic: monotonicMicroseconds) {
+        if let frame = air.inspectHeard(report, now: node.clock.nowMicroseconds(), monotonic: monotonicMicroseconds) {
             heard(frame, from: report)
         }
         let revocations = air.signed.takeNewRevocations()
@@ -142,8 +142,10 @@ final class AirAlerts: NodeComponent {
     }
 
     /// A verified frame from another box: new alerts, cancels and acknowledgements go to the log
-    /// (never shed); one already known only counts as a relay heard, for suppression.
-    private func heard(_ frame: AlertFrame, from report: AdvertisingReport) {
+    /// (never shed) within their sender's allowance; one already known only counts as a relay
+    /// heard, for suppression.
+    private func heard(_ heard: HeardFrame, from report: AdvertisingReport) {
+        let frame = heard.frame
         let id = frame.id
         let isCancel = frame.type == .cancel
         let isAcknowledgement = frame.type == .acknowledge
@@ -157,7 +159,11 @@ final class AirAlerts: NodeComponent {
             renewIfLater(frame, from: report)
             return
         }
-        air.countAccepted()
+        guard air.admitNew(heard, monotonic: monotonicMicroseconds) else {
+            // Counted, not logged at notice: a flood would flood the journal too.
+            node.logger.debug("a new alert over its sender's rate, not logged", metadata: ["alert": "\(id.text)", "sender": "\(heard.sender)"])
+            return
+        }
         switch frame.meaning(heardFrom: report.address) {
         case .alert(var alert):
             alert.text = "heard over the air from \(formatAddress(report.address))"

@@ -40,6 +40,10 @@ public struct AirCounters: Sendable, Codable, Equatable {
     public var shed: UInt64 = 0
     /// Shared-key (version 1) frames refused because `radio.require_signed` is on.
     public var unsigned: UInt64 = 0
+    /// New alerts (raises, cancels, acknowledgements) refused because their sender brought more
+    /// than `radio.alerts.new_per_sender_burst` too fast (a stolen box, a forger); not logged,
+    /// and taken when heard again once the sender's allowance refills.
+    public var overRate: UInt64 = 0
     /// Signed frames heard while this box has no network key to check them with.
     public var unverifiableSigned: UInt64 = 0
     /// New revocations heard on the air (verified; kept, and advertised with the others known).
@@ -47,6 +51,13 @@ public struct AirCounters: Sendable, Codable, Equatable {
     /// Take frames heard (verified); not logged yet: a call taken reaches other boxes by the hub.
     public var takes: UInt64 = 0
     public init() {}
+}
+
+/// A verified frame and who is answerable for it: the signer of a signed frame, the origin of a
+/// shared-key one (the only name it carries; for an acknowledgement, the acknowledged alert's).
+package struct HeardFrame: Sendable, Equatable {
+    package var frame: AlertFrame
+    package var sender: UInt32
 }
 
 /// The node's side of alerts over the air: taking frames out of advertising reports, and
@@ -63,6 +74,8 @@ package struct AirLink {
     /// The first relay by another box heard for each alert (and cancel), for suppression.
     private(set) var heard: [String: [AlertAirtime.RelayHeard]] = [:]
     private static let heardLimit = 4_096
+    /// Each sender's allowance of new alerts.
+    private var newAlerts: NewAlertAdmission
     /// When set, the presence advert is a GAEN one: the day's Temporary Exposure Key, the
     /// interval's RPI and metadata with this TX power (phones' apps see the box as an EN device).
     var exposureKeys: ExposureKeyStore?
@@ -85,11 +98,28 @@ package struct AirLink {
         verification.serviceUUID = settings.serviceUUID
         verification.maximumLifetimeSeconds = settings.maxLifetimeMicroseconds / 1_000_000
         signed = SignedAir(credentials: credentials, nodeID: nodeID, settings: verification)
+        newAlerts = NewAlertAdmission(burst: settings.newPerSenderBurst, intervalMicroseconds: settings.newPerSenderIntervalMicroseconds)
+    }
+
+    /// A verified frame the node does not know yet: taken from its sender's allowance of new
+    /// alerts (NewAlertAdmission); false (counted) when the sender is over it.
+    package mutating func admitNew(_ heard: HeardFrame, monotonic: UInt64) -> Bool {
+        guard newAlerts.admit(sender: heard.sender, nowNanoseconds: monotonic &* 1_000) else {
+            counters.overRate += 1
+            return false
+        }
+        counters.accepted += 1
+        return true
     }
 
     /// A verified frame from another box, or nil (not Vigil's, refused, or our own). `monotonic`
     /// paces the verification budget and runs the vouched clock.
     package mutating func inspect(_ report: AdvertisingReport, now: UInt64, monotonic: UInt64 = 0) -> AlertFrame? {
+        inspectHeard(report, now: now, monotonic: monotonic)?.frame
+    }
+
+    /// A verified frame from another box and who is answerable for it, or nil.
+    package mutating func inspectHeard(_ report: AdvertisingReport, now: UInt64, monotonic: UInt64 = 0) -> HeardFrame? {
         guard let frameBytes = AdvertisingPayload.serviceData(uuid: settings.serviceUUID, in: report.data) else { return nil }
         guard let first = frameBytes.first else {
             counters.malformed += 1
@@ -132,24 +162,24 @@ package struct AirLink {
     /// A frame that verified, for the node; nil for this box's own heard back. An acknowledgement
     /// names the acknowledged alert, so this box's origin there means "your alert was heard"; one
     /// this box signed is its own.
-    private mutating func verified(_ frame: AlertFrame, signer: UInt32? = nil) -> AlertFrame? {
+    private mutating func verified(_ frame: AlertFrame, signer: UInt32? = nil) -> HeardFrame? {
         if frame.type == .acknowledge {
             if signer == origin {
                 counters.ownEchoes += 1
                 return nil
             }
             counters.acknowledgements += 1
-            return frame
+            return HeardFrame(frame: frame, sender: signer ?? frame.origin)
         }
         if frame.origin == origin {
             counters.ownEchoes += 1
             return nil
         }
-        return frame
+        return HeardFrame(frame: frame, sender: signer ?? frame.origin)
     }
 
     /// A version-2 frame: checked under the network key; a revocation is kept for the node.
-    private mutating func inspectSigned(_ bytes: [UInt8], now: UInt64, monotonic: UInt64) -> AlertFrame? {
+    private mutating func inspectSigned(_ bytes: [UInt8], now: UInt64, monotonic: UInt64) -> HeardFrame? {
         guard signed.verifier != nil else {
             counters.unverifiableSigned += 1
             return nil
@@ -195,7 +225,6 @@ package struct AirLink {
         heard[key] = relays
     }
 
-    mutating func countAccepted() { counters.accepted += 1 }
     mutating func countDuplicate() { counters.duplicates += 1 }
 
     /// Forgets suppression notes of expired alerts, and of alerts the book does not hold (heard

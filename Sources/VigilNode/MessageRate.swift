@@ -22,6 +22,11 @@ struct MessageRate: Sendable, Equatable {
         creditNanoseconds = min(capacityNanoseconds, creditNanoseconds + intervalNanoseconds)
     }
 
+    /// Whether the allowance is whole at `now`: the bucket is the same as a fresh one.
+    func isFull(nowNanoseconds now: UInt64) -> Bool {
+        creditNanoseconds + min(now > refilledNanoseconds ? now - refilledNanoseconds : 0, capacityNanoseconds) >= capacityNanoseconds
+    }
+
     /// Takes one message's allowance; false when the peer is over its rate (nothing taken).
     mutating func take(nowNanoseconds now: UInt64) -> Bool {
         if now > refilledNanoseconds {

@@ -207,6 +207,11 @@ public struct NodeConfiguration: Sendable {
                 if let v = try alerts.duration("cancel_linger") { config.airAlerts.airtime.cancelLingerMicroseconds = v }
                 if let v = try alerts.duration("acknowledgement_linger") { config.airAlerts.airtime.acknowledgementLingerMicroseconds = v }
                 if let v = try alerts.duration("max_lifetime") { config.airAlerts.maxLifetimeMicroseconds = max(60_000_000, v) }
+                if let v = try alerts.integer("new_per_sender_burst", in: 1...1_000) { config.airAlerts.newPerSenderBurst = v }
+                if let v = try alerts.duration("new_per_sender_interval") {
+                    guard v >= 1_000_000, v <= 3_600_000_000 else { throw alerts.error("radio.alerts.new_per_sender_interval must be between 1s and 1h") }
+                    config.airAlerts.newPerSenderIntervalMicroseconds = v
+                }
                 try alerts.finish()
             }
             if let v = try radio.string("network_key") {
@@ -549,6 +554,10 @@ public struct AirAlertSettings: Sendable, Equatable {
     /// Frames whose expiry is further ahead than this are refused (a forged far-future expiry
     /// would otherwise never age out of the dedupe set).
     public var maxLifetimeMicroseconds: UInt64 = 86_400_000_000
+    /// New alerts (raises, cancels, acknowledgements this box had not heard) one sender may bring
+    /// at once, then one more per `newPerSenderIntervalMicroseconds` (NewAlertAdmission).
+    public var newPerSenderBurst = 10
+    public var newPerSenderIntervalMicroseconds: UInt64 = 60_000_000
     /// The network's public key (64 hex digits): signed frames of any box it certified are
     /// believed. Nil: from the hub (its join), or no signed frames checked.
     public var networkKey: [UInt8]?

@@ -59,7 +59,7 @@ final class NodeMetrics: NodeComponent {
         refused = counter("vigil_events_refused_total")
         hciErrors = counter("vigil_hci_errors_total")
         frames = Dictionary(uniqueKeysWithValues: ["accepted", "duplicate", "forged", "stale", "malformed", "own-echo", "relayed",
-                                                          "forged-certificate", "revoked", "impersonation", "too-old", "shed", "unsigned"].map {
+                                                          "forged-certificate", "revoked", "impersonation", "too-old", "shed", "unsigned", "over-rate"].map {
             ($0, counter("vigil_alert_frames_total", [("outcome", $0)]))
         })
         radioUp = gauge("vigil_radio_up")
@@ -149,7 +149,8 @@ final class NodeMetrics: NodeComponent {
         now.frames = ["accepted": air.accepted, "duplicate": air.duplicates, "forged": air.forged, "stale": air.stale,
                       "malformed": air.malformed, "own-echo": air.ownEchoes, "relayed": node.airAlerts.relaysStarted,
                       "forged-certificate": air.forgedCertificates, "revoked": air.revoked, "impersonation": air.impersonations,
-                      "too-old": air.tooOld, "shed": air.shed, "unsigned": air.unsigned]
+                      "too-old": air.tooOld, "shed": air.shed, "unsigned": air.unsigned,
+                      "over-rate": air.overRate]
         func add(_ counter: Counter, _ new: UInt64, _ old: UInt64) {
             if new > old { counter.increment(by: Int64(clamping: new - old)) }
         }

@@ -197,8 +197,8 @@ struct Status: AsyncParsableCommand {
             out += "outputs: \(lit.isEmpty ? "all off" : lit.joined(separator: ", ") + " on")\n"
             let a = live.air
             out += "air: \(a.accepted) new frames accepted, \(a.duplicates) duplicates, \(a.forged) forged, \(a.stale) stale, \(a.malformed) malformed, \(a.ownEchoes) own echoes, \(a.acknowledgements) acknowledgements heard, \(a.presence) presence adverts\n"
-            if a.forgedCertificates + a.revoked + a.impersonations + a.tooOld + a.shed + a.unsigned + a.unverifiableSigned + a.revocationsHeard > 0 {
-                out += "air (signed): \(a.forgedCertificates) forged certificates, \(a.revoked) from revoked boxes, \(a.impersonations) in another box's name, \(a.tooOld) too old or ahead, \(a.shed) shed over the budget, \(a.unsigned) shared-key frames refused, \(a.unverifiableSigned) without a network key, \(a.revocationsHeard) revocations heard\n"
+            if a.forgedCertificates + a.revoked + a.impersonations + a.tooOld + a.shed + a.unsigned + a.unverifiableSigned + a.revocationsHeard + a.overRate > 0 {
+                out += "air (signed): \(a.forgedCertificates) forged certificates, \(a.revoked) from revoked boxes, \(a.impersonations) in another box's name, \(a.tooOld) too old or ahead, \(a.shed) shed over the budget, \(a.unsigned) shared-key frames refused, \(a.unverifiableSigned) without a network key, \(a.revocationsHeard) revocations heard, \(a.overRate) new alerts over their sender's rate\n"
             }
             if let g = live.signing {
                 out += "signing: " + (g.signing ? "this box signs its frames" : "not signing (\(g.whyNotSigning ?? "?"))")

@@ -131,6 +131,63 @@ import VigilSystem
         #expect(air.impersonations == 1 && air.forgedCertificates == 1 && air.tooOld == 1 && air.malformed == 1 && air.accepted == 0)
     }
 
+    @Test func aBoxBringingNewAlertsFasterThanItsAllowanceIsHeldBackUntilItRefillsAndOthersAreNotStarved() async throws {
+        let dir = TemporaryDirectory()
+        let radio = try ScriptedRadio()
+        var c = try configuration(dir, certified: false)
+        c.airAlerts.newPerSenderBurst = 3
+        c.airAlerts.newPerSenderIntervalMicroseconds = 1_000_000
+        let node = try makeNode(c, radio: radio)
+        let stolen = try stranger(), honest = try stranger(node: 0x5157_0003)
+        let task = await start(node)
+        // A stolen (still certified) box floods five new SOS ids at once; an honest box raises one.
+        radio.inject(try (1...5).map { try report(try sos(stolen, counter: $0)) } + [try report(try sos(honest))])
+        await pass(node, 100_000)
+        func logged() throws -> [UInt32] {
+            try loggedEvents(dir).compactMap { if case .alertReceived(let r) = $0 { UInt32(truncatingIfNeeded: r.id.counter) + (r.id.origin == UInt64(honest.1.node) ? 100 : 0) } else { nil } }
+        }
+        #expect(try logged() == [1, 2, 3, 101], "the burst, and the honest box's own allowance")
+        let air = await onLoop(node) { $0.liveStatus().air }
+        #expect(air.overRate == 2 && air.accepted == 4)
+        // Heard again (adverts repeat) after one interval: one more is taken, then the last.
+        radio.inject(try [4, 5].map { try report(try sos(stolen, counter: $0)) })
+        await pass(node, 100_000)
+        #expect(try logged() == [1, 2, 3, 101], "an interval has not passed")
+        await pass(node, 1_000_000)
+        radio.inject(try [4, 5].map { try report(try sos(stolen, counter: $0)) })
+        await pass(node, 100_000)
+        #expect(try logged() == [1, 2, 3, 101, 4])
+        await pass(node, 1_000_000)
+        radio.inject([try report(try sos(stolen, counter: 5)), try report(try sos(stolen, counter: 1))])
+        await pass(node, 100_000)
+        try await stop(node, task)
+        #expect(try logged() == [1, 2, 3, 101, 4, 5], "held back, not lost")
+        #expect(node.liveStatus().air.overRate == 5 && node.liveStatus().air.duplicates == 1, "a known alert costs no allowance")
+    }
+
+    @Test func newAlertAdmissionForgetsFullAllowancesAndPutsNewcomersBeyondItsLimitInOneSharedAllowance() {
+        let second: UInt64 = 1_000_000_000
+        var admission = NewAlertAdmission(burst: 2, intervalMicroseconds: 1_000_000, senderLimit: 2)
+        // (sender, time, whether a new alert is admitted), in order.
+        let script: [(UInt32, UInt64, Bool)] = [
+            (1, 0, true), (2, 0, true),
+            // Two senders tracked, both partly spent: newcomers share one allowance of the burst.
+            (3, 0, true), (4, 0, true), (5, 0, false), (3, 0, false),
+            // The known senders keep their own allowance meanwhile.
+            (1, 0, true), (1, 0, false),
+            // Once refilled, full allowances are forgotten and a newcomer gets one of its own.
+            (6, 3 * second, true), (6, 3 * second, true), (6, 3 * second, false),
+        ]
+        var admitted: [Bool] = []
+        var tracked: [Int] = []
+        for (sender, time, _) in script {
+            admitted.append(admission.admit(sender: sender, nowNanoseconds: time))
+            tracked.append(admission.senders)
+        }
+        #expect(admitted == script.map(\.2))
+        #expect(tracked == [1, 2, 2, 2, 2, 2, 2, 2, 1, 1, 1], "never more than the limit; refilled ones forgotten")
+    }
+
     @Test func aRevocationHeardOnTheAirIsKeptRelayedAndTheRevokedBoxIsRefused() async throws {
         let dir = TemporaryDirectory()
         let radio = try ScriptedRadio()
