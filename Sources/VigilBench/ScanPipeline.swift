@@ -138,7 +138,8 @@ struct ScanPipeline {
                 for report in reports {
                     result.reports += 1
                     if let frame = air.inspect(report, now: now) {
-                        // Node.heard: a new alert goes to the log, never shed; a known one is a relay heard.
+                        // As AirAlerts.heard: a new alert goes to the log, never shed; a known one is a relay
+                        // heard. (The per-sender allowance is left out: a few alerts from distinct origins.)
                         if knownAlerts.insert(frame.id.text).inserted, case .alert(var alert) = frame.meaning(heardFrom: report.address) {
                             alert.text = "heard over the air from \(formatAddress(report.address))"
                             try append(.alertReceived(alert), time: report.timeMicroseconds)

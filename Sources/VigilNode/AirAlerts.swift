@@ -154,9 +154,10 @@ final class AirAlerts: NodeComponent {
             : alerts.alerts[id.text].map { isCancel ? $0.cancelled : true } ?? false)
             || node.pending.contains(alert: id, cancel: isCancel, acknowledgement: isAcknowledgement)
         if known {
+            air.keepSigned(heard)
             air.countDuplicate()
             air.heardRelay(frame, now: report.timeMicroseconds)
-            renewIfLater(frame, from: report)
+            renewIfLater(heard, from: report)
             return
         }
         guard air.admitNew(heard, monotonic: monotonicMicroseconds) else {
@@ -187,13 +188,16 @@ final class AirAlerts: NodeComponent {
 
     /// An alert whose origin keeps renewing its on-air expiry (it has no fixed end) stays alive
     /// here too: a frame expiring 30 min or more beyond what this box knows is logged again, and the
-    /// alert book takes the later expiry.
-    private func renewIfLater(_ frame: AlertFrame, from report: AdvertisingReport) {
+    /// alert book takes the later expiry. A renewal is logged, so it takes from its sender's
+    /// allowance like a new alert (a stolen box could otherwise step its alerts' expiries).
+    private func renewIfLater(_ heard: HeardFrame, from report: AdvertisingReport) {
+        let frame = heard.frame
         guard !frame.type.refersToAnotherAlert, let entry = node.projections.alerts.alerts[frame.id.text], !entry.cancelled,
               !entry.raisedHere, entry.expiresAtMicroseconds != 0 else { return }
         let offered = UInt64(frame.expirySeconds) * 1_000_000
         guard offered >= entry.expiresAtMicroseconds &+ 1_800_000_000 else { return }
-        guard !node.pending.containsReceived(frame.id), case .alert(var alert) = frame.meaning(heardFrom: report.address) else { return }
+        guard !node.pending.containsReceived(frame.id), case .alert(var alert) = frame.meaning(heardFrom: report.address),
+              air.admitNew(heard, monotonic: monotonicMicroseconds, renewal: true) else { return }
         alert.text = "renewed over the air by \(formatAddress(report.address))"
         node.append(.alertReceived(alert), time: report.timeMicroseconds)
     }

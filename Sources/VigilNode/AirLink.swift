@@ -55,9 +55,11 @@ public struct AirCounters: Sendable, Codable, Equatable {
 
 /// A verified frame and who is answerable for it: the signer of a signed frame, the origin of a
 /// shared-key one (the only name it carries; for an acknowledgement, the acknowledged alert's).
-package struct HeardFrame: Sendable, Equatable {
+package struct HeardFrame: Sendable {
     package var frame: AlertFrame
-    package var sender: UInt32
+    var sender: NewAlertAdmission.Sender
+    /// A signed frame's bytes (kept for relaying once the node takes the frame).
+    var signed: (frame: SignedAlertFrame, bytes: [UInt8])?
 }
 
 /// The node's side of alerts over the air: taking frames out of advertising reports, and
@@ -101,15 +103,23 @@ package struct AirLink {
         newAlerts = NewAlertAdmission(burst: settings.newPerSenderBurst, intervalMicroseconds: settings.newPerSenderIntervalMicroseconds)
     }
 
-    /// A verified frame the node does not know yet: taken from its sender's allowance of new
-    /// alerts (NewAlertAdmission); false (counted) when the sender is over it.
-    package mutating func admitNew(_ heard: HeardFrame, monotonic: UInt64) -> Bool {
-        guard newAlerts.admit(sender: heard.sender, nowNanoseconds: monotonic &* 1_000) else {
+    /// A verified frame the node does not know yet (or a renewal it would log): taken from its
+    /// sender's allowance of new alerts (NewAlertAdmission); false (counted) when the sender is
+    /// over it. A signed frame taken is kept for relaying.
+    package mutating func admitNew(_ heard: HeardFrame, monotonic: UInt64, renewal: Bool = false) -> Bool {
+        guard newAlerts.admit(heard.sender, nowNanoseconds: monotonic &* 1_000) else {
             counters.overRate += 1
             return false
         }
-        counters.accepted += 1
+        if !renewal { counters.accepted += 1 }
+        keepSigned(heard)
         return true
+    }
+
+    /// A frame the node already knows: a signed one's bytes are kept for relaying (a fresher
+    /// signature of the origin's).
+    mutating func keepSigned(_ heard: HeardFrame) {
+        if let signed = heard.signed { self.signed.keepOriginal(signed.bytes, of: signed.frame) }
     }
 
     /// A verified frame from another box, or nil (not Vigil's, refused, or our own). `monotonic`
@@ -162,20 +172,21 @@ package struct AirLink {
     /// A frame that verified, for the node; nil for this box's own heard back. An acknowledgement
     /// names the acknowledged alert, so this box's origin there means "your alert was heard"; one
     /// this box signed is its own.
-    private mutating func verified(_ frame: AlertFrame, signer: UInt32? = nil) -> HeardFrame? {
+    private mutating func verified(_ frame: AlertFrame, signed: (frame: SignedAlertFrame, bytes: [UInt8])? = nil) -> HeardFrame? {
+        let sender: NewAlertAdmission.Sender = signed.map { .signer($0.frame.signer) } ?? .sharedKeyOrigin(frame.origin)
         if frame.type == .acknowledge {
-            if signer == origin {
+            if signed?.frame.signer == origin {
                 counters.ownEchoes += 1
                 return nil
             }
             counters.acknowledgements += 1
-            return HeardFrame(frame: frame, sender: signer ?? frame.origin)
+            return HeardFrame(frame: frame, sender: sender, signed: signed)
         }
         if frame.origin == origin {
             counters.ownEchoes += 1
             return nil
         }
-        return HeardFrame(frame: frame, sender: signer ?? frame.origin)
+        return HeardFrame(frame: frame, sender: sender, signed: signed)
     }
 
     /// A version-2 frame: checked under the network key; a revocation is kept for the node.
@@ -191,7 +202,7 @@ package struct AirLink {
                 return nil
             }
             guard let v1 = frame.asVersion1 else { return nil }
-            return verified(v1, signer: frame.signer)
+            return verified(v1, signed: (frame, bytes))
         case .revocation:
             counters.revocationsHeard += 1
         case .knownRevocation:

@@ -99,21 +99,26 @@ package struct SignedAir: Sendable {
                                           certificate: signer.certificate)
     }
 
+    /// Keeps an accepted frame's signed bytes for relaying, once the node has taken the frame (a
+    /// new alert within its sender's allowance, or one it knows): frames over the allowance are
+    /// never kept, so a flood of them cannot crowd out the alerts this box relays.
+    mutating func keepOriginal(_ bytes: [UInt8], of frame: SignedAlertFrame) {
+        guard let v1 = frame.asVersion1 else { return }
+        let key = AlertAirtime.heardKey(v1.id.text, cancel: v1.type == .cancel, acknowledgement: v1.type == .acknowledge)
+        // The freshest signature is kept (the origin re-signs every ten minutes); an older one,
+        // however few its hops, never replaces it.
+        if let kept = originals[key], let old = try? SignedAlertFrame.parse(kept),
+           old.signedAtSeconds > frame.signedAtSeconds || (old.signedAtSeconds == frame.signedAtSeconds && old.hops <= frame.hops) { return }
+        if originals[key] == nil, originals.count >= Self.originalsLimit { originals.removeAll() }
+        originals[key] = bytes
+    }
+
     /// Checks a version-2 frame heard on the air.
     mutating func check(_ bytes: [UInt8], wall: UInt64, monotonic: UInt64) -> FrameVerifier.Outcome {
         guard var verifier else { return .refused(.badKey) }
         let outcome = verifier.check(bytes, clock: &clock, wallMicroseconds: wall, monotonicMicroseconds: monotonic)
         self.verifier = verifier
         switch outcome {
-        case .accepted(let frame):
-            guard let v1 = frame.asVersion1 else { break }
-            let key = AlertAirtime.heardKey(v1.id.text, cancel: v1.type == .cancel, acknowledgement: v1.type == .acknowledge)
-            // The freshest signature is kept (the origin re-signs every ten minutes); an older one,
-            // however few its hops, never replaces it.
-            if let kept = originals[key], let old = try? SignedAlertFrame.parse(kept),
-               old.signedAtSeconds > frame.signedAtSeconds || (old.signedAtSeconds == frame.signedAtSeconds && old.hops <= frame.hops) { break }
-            if originals[key] == nil, originals.count >= Self.originalsLimit { originals.removeAll() }
-            originals[key] = bytes
         case .revocation(let revocation):
             newRevocations.append(revocation)
             knownRevocations.append(revocation)

@@ -168,7 +168,7 @@ import VigilSystem
     @Test func newAlertAdmissionForgetsFullAllowancesAndPutsNewcomersBeyondItsLimitInOneSharedAllowance() {
         let second: UInt64 = 1_000_000_000
         var admission = NewAlertAdmission(burst: 2, intervalMicroseconds: 1_000_000, senderLimit: 2)
-        // (sender, time, whether a new alert is admitted), in order.
+        // (signer, time, whether a new alert is admitted), in order.
         let script: [(UInt32, UInt64, Bool)] = [
             (1, 0, true), (2, 0, true),
             // Two senders tracked, both partly spent: newcomers share one allowance of the burst.
@@ -181,11 +181,25 @@ import VigilSystem
         var admitted: [Bool] = []
         var tracked: [Int] = []
         for (sender, time, _) in script {
-            admitted.append(admission.admit(sender: sender, nowNanoseconds: time))
+            admitted.append(admission.admit(.signer(sender), nowNanoseconds: time))
             tracked.append(admission.senders)
         }
         #expect(admitted == script.map(\.2))
         #expect(tracked == [1, 2, 2, 2, 2, 2, 2, 2, 1, 1, 1], "never more than the limit; refilled ones forgotten")
+    }
+
+    @Test func sharedKeyFramesAreHeldToSixteenSendersWorthTogetherAndNeverSpendACertifiedBoxsAllowance() {
+        var admission = NewAlertAdmission(burst: 2, intervalMicroseconds: 1_600_000)
+        // A shelter-key holder invents origins: two each, 32 in all, then none.
+        var forged: [Bool] = []
+        for origin in UInt32(100)..<120 { for _ in 0..<2 { forged.append(admission.admit(.sharedKeyOrigin(origin), nowNanoseconds: 0)) } }
+        #expect(forged.filter { $0 }.count == 32 && forged.suffix(8) == [Bool](repeating: false, count: 8))
+        // A refused origin got back what it took: once the shared allowance refills a little, it is taken.
+        let refilled = admission.admit(.sharedKeyOrigin(119), nowNanoseconds: 100_000_000)
+        #expect(refilled)
+        // A certified box with the same number as a forged origin keeps its own allowance.
+        let signed = [admission.admit(.signer(100), nowNanoseconds: 0), admission.admit(.signer(100), nowNanoseconds: 0)]
+        #expect(signed == [true, true])
     }
 
     @Test func aRevocationHeardOnTheAirIsKeptRelayedAndTheRevokedBoxIsRefused() async throws {
