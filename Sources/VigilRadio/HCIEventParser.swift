@@ -39,6 +39,11 @@ public struct HCIEventParser: Sendable {
     }
 
     public private(set) var counts = Counts()
+    /// Advertisers (address type and address) whose last report said "incomplete, more to
+    /// come": their next report is the rest of a split advertisement, not a whole one, even when it
+    /// says "complete". Bounded: a controller interleaves few advertisers' parts.
+    private var splitInProgress: Set<UInt64> = []
+    private static let splitLimit = 64
 
     public init() {}
 
@@ -135,9 +140,17 @@ public struct HCIEventParser: Sendable {
             i += 24 + length
             counts.extendedReports += 1
             // Data status (bits 5-6): a report the controller split over several events, or cut
-            // short, is not a whole advertisement; its parts are counted and left out (a signed
-            // frame, 201 bytes, fits one report: docs/signed-frames.md).
-            guard eventType >> 5 & 0x03 == 0 else {
+            // short, is not a whole advertisement; its parts are counted and left out, the last
+            // one ("complete") too (a signed frame, 201 bytes, fits one report:
+            // docs/signed-frames.md).
+            let advertiser = UInt64(addressType) << 48 | address
+            let status = eventType >> 5 & 0x03
+            if status == 1 {
+                if splitInProgress.count >= Self.splitLimit { splitInProgress.removeAll() }
+                splitInProgress.insert(advertiser)
+            }
+            guard status == 0, splitInProgress.remove(advertiser) == nil else {
+                if status != 1 { splitInProgress.remove(advertiser) }
                 counts.incompleteReports += 1
                 continue
             }

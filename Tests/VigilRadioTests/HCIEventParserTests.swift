@@ -65,6 +65,32 @@ import VigilEvents
         #expect(parser.counts.extendedReports == 2)
     }
 
+    @Test func anAdvertisementSplitOverReportsIsLeftOutWholeItsLastPartTooAndTheNextWholeOneKept() {
+        // Extended, non-connectable reports of one advertiser: data status in bits 5-6.
+        func event(status: UInt16, address: UInt8 = 0x01, data: [UInt8]) -> [UInt8] {
+            let type = status << 5
+            let report: [UInt8] = [UInt8(type & 0xFF), UInt8(type >> 8), 0x01, address, 0xBB, 0xCC, 0xDD, 0xEE, 0xC0,
+                                   0x01, 0x01, 0x00, 0x7F, 0xBA, 0x00, 0x00, 0x00, 0, 0, 0, 0, 0, 0, UInt8(data.count)] + data
+            let body: [UInt8] = [0x0D, 0x01] + report
+            return [0x04, 0x3E, UInt8(body.count)] + body
+        }
+        var parser = HCIEventParser()
+        func kept(_ packet: [UInt8]) -> Int {
+            if case .advertisingReports(let reports) = parser.parse(packet, timeMicroseconds: 0) { return reports.count }
+            return -1
+        }
+        let first = [UInt8](repeating: 0xAB, count: 229), rest: [UInt8] = [0x02, 0x01, 0x06]
+        var outcomes = [kept(event(status: 1, data: first)),       // incomplete, more to come
+                        kept(event(status: 1, address: 0x02, data: first)), // another advertiser's split, interleaved
+                        kept(event(status: 0, data: rest)),        // the rest, marked complete: not a whole advert
+                        kept(event(status: 0, data: rest))]        // the advertiser's next, whole
+        #expect(outcomes == [0, 0, 0, 1])
+        outcomes = [kept(event(status: 2, address: 0x02, data: rest)), // the other's, truncated: its end
+                    kept(event(status: 0, address: 0x02, data: rest))]
+        #expect(outcomes == [0, 1])
+        #expect(parser.counts.incompleteReports == 4)
+    }
+
     @Test func commandCompletionCarriesCreditsOpcodeAndStatus() {
         var parser = HCIEventParser()
         // Command Complete for LE Set Scan Enable (0x200C), 1 credit, status success.
