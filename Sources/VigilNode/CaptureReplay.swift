@@ -47,6 +47,7 @@ public struct CaptureReplay {
         var air = AirLink(key: try shelterKey.map { bytes throws in try AlertFrameKey(shelterKey: bytes) }, settings: settings,
                           presence: nil, nodeID: 0)
         var seenAlerts = Set<String>()
+        var distinctFrames: UInt64 = 0, repeatedFrames: UInt64 = 0
         var advertisers = Set<UInt64>()
         while let record = try next() {
             summary.records += 1
@@ -70,7 +71,12 @@ public struct CaptureReplay {
                     if window.add(report) != nil { summary.scanHits += 1 }
                     if let frame = air.inspect(report, now: report.timeMicroseconds) {
                         let text = "\(frame.type) \(frame.id.text) hops \(frame.hops)"
-                        if seenAlerts.insert(text).inserted { summary.alertFrames.append(text) }
+                        if seenAlerts.insert(text).inserted {
+                            summary.alertFrames.append(text)
+                            distinctFrames += 1
+                        } else {
+                            repeatedFrames += 1
+                        }
                     }
                 }
             case .commandComplete, .commandStatus:
@@ -88,6 +94,9 @@ public struct CaptureReplay {
         summary.malformedAdvertisingData = window.malformed.total
         summary.advertisers = advertisers.count
         summary.air = air.counters
+        // No log here: "accepted" is each verified frame's first hearing, the rest are duplicates.
+        summary.air.accepted = distinctFrames
+        summary.air.duplicates = repeatedFrames
         return summary
     }
 }

@@ -195,4 +195,6 @@ else
 fi
 replay=$("$VIGIL" radio replay "$SCRATCH/b.btsnoop" --key-file "$SCRATCH/shelter.key" 2>&1)
 if echo "$replay" | grep -q "sos $A_ID:"; then ok "vigil radio replay of B's capture finds A's SOS frame"; else bad "replay did not find A's SOS"; echo "$replay" | sed 's/^/     | /'; fi
+if echo "$replay" | grep -qE "vigil frames: [0-9]+ presence, [1-9][0-9]* alert"; then ok "and counts the alert frames it verified"
+else bad "replay counts no alert frame"; echo "$replay" | grep "vigil frames" | sed 's/^/     | /'; fi
 finish
