@@ -17,8 +17,9 @@ configuration" bit, so the kernel leaves them unconfigured and down: only the us
 
     vhci-air.py COUNT CONTROL_FIFO   prints one line "hciA hciB ..." once the devices exist.
 
-Control FIFO lines:  advertise HEX  (an extended, non-connectable advert from 5E:00:00:00:00:01),
-                     quiet          (that advertiser stops).
+Control FIFO lines:  advertise hciN HEX  (an extended, non-connectable advert from
+                                         DE:00:00:00:00:01, heard by hciN only),
+                     quiet               (that advertiser stops).
 """
 import os
 import select
@@ -131,12 +132,14 @@ class Controller:
         self.complete(opcode, 0, struct.pack("<HB", 251, 8))
 
     def cmd_le_features(self, opcode, p):
-        # LE Extended Advertising (bit 12), LE 2M PHY (bit 1), LE Data Packet Length Extension (bit 5).
-        features = (1 << 12) | (1 << 1) | (1 << 5)
+        # LE Extended Advertising (bit 12), LE 2M PHY (bit 8), LE Data Packet Length Extension (bit 5).
+        features = (1 << 12) | (1 << 8) | (1 << 5)
         self.complete(opcode, 0, features.to_bytes(8, "little"))
 
     def cmd_random_address(self, opcode, p):
-        if any(s.enabled for s in self.sets.values()) or self.legacy.enabled or self.scanning:
+        # Refused while legacy advertising or scanning runs (Vol 4 Part E §7.8.4); extended sets
+        # have addresses of their own.
+        if self.legacy.enabled or self.scanning:
             self.complete(opcode, COMMAND_DISALLOWED)
             return
         self.random_address = int.from_bytes(p[:6], "little")
@@ -150,7 +153,9 @@ class Controller:
     # Legacy advertising and scanning (an advertising set of its own)
     def cmd_legacy_parameters(self, opcode, p):
         kind, own = p[4], p[5]
-        self.legacy.properties = {0: 0x13, 1: 0x15, 2: 0x12, 3: 0x10, 4: 0x1D}.get(kind, 0x10)
+        # ADV_IND, ADV_DIRECT_IND (high duty), ADV_SCAN_IND, ADV_NONCONN_IND, ADV_DIRECT_IND (low duty)
+        # as extended advertising properties with the legacy bit (Vol 4 Part E §7.8.53).
+        self.legacy.properties = {0: 0x13, 1: 0x1D, 2: 0x12, 3: 0x10, 4: 0x15}.get(kind, 0x10)
         self.legacy.own_address_type = own
         self.complete(opcode, 0)
 
@@ -266,7 +271,8 @@ class Controller:
             self.extended_report(address_type, address, properties, data, is_scan_response)
         elif self.scanning == "legacy" and properties & 0x10 and len(data) <= 31:
             # Legacy scanning hears only legacy PDUs: ADV_IND 0, ADV_SCAN_IND 2, ADV_NONCONN_IND 3, SCAN_RSP 4.
-            kind = 4 if is_scan_response else 0 if properties & 0x01 else 2 if properties & 0x02 else 3
+            kind = (4 if is_scan_response else 1 if properties & 0x04 else 0 if properties & 0x01
+                    else 2 if properties & 0x02 else 3)
             if self.le_event_enabled(SUB_ADVERTISING_REPORT):
                 self.send_event(EVT_LE_META, bytes([SUB_ADVERTISING_REPORT, 1, kind, address_type])
                                 + address.to_bytes(6, "little") + bytes([len(data)]) + data + bytes([0xC4]))
@@ -327,7 +333,8 @@ def main():
     control = os.open(fifo, os.O_RDWR | os.O_NONBLOCK)
     print(" ".join(f"hci{c.index}" for c in controllers), flush=True)
 
-    injected = None     # (address type, address, properties, data) from the control FIFO
+    injected = None     # (receiver, (address type, address, properties, data)) from the control FIFO
+    by_name = {f"hci{c.index}": c for c in controllers}
     buffered = b""
     next_air = time.monotonic()
     while True:
@@ -339,10 +346,15 @@ def main():
                 while b"\n" in buffered:
                     line, buffered = buffered.split(b"\n", 1)
                     words = line.decode(errors="replace").split()
-                    if words[:1] == ["advertise"] and len(words) == 2:
-                        injected = (1, 0xDE_00_00_00_00_01, 0x0000, bytes.fromhex(words[1])[:EXTENDED_DATA_MAX])
-                    elif words[:1] == ["quiet"]:
-                        injected = None
+                    try:
+                        if words[:1] == ["advertise"] and len(words) == 3 and words[1] in by_name:
+                            injected = (by_name[words[1]], (1, 0xDE_00_00_00_00_01, 0x0000, bytes.fromhex(words[2])[:EXTENDED_DATA_MAX]))
+                        elif words[:1] == ["quiet"]:
+                            injected = None
+                        else:
+                            print(f"vhci-air: cannot read {line[:80]!r}", file=sys.stderr, flush=True)
+                    except ValueError:
+                        print(f"vhci-air: not hex: {line[:80]!r}", file=sys.stderr, flush=True)
                 continue
             try:
                 packet = read_packet(fd)
@@ -361,8 +373,8 @@ def main():
                             if properties & 0x02 and scan_response:   # scannable: an active scan gets the response
                                 receiver.hear(address_type, address, properties, scan_response, is_scan_response=True)
             if injected:
-                for receiver in controllers:
-                    receiver.hear(*injected)
+                receiver, advert = injected
+                receiver.hear(*advert)
 
 
 if __name__ == "__main__":
