@@ -1,5 +1,6 @@
 import Testing
 import VigilLog
+import VigilSystem
 
 @Suite("CRC-32C")
 struct ChecksumTests {
@@ -26,6 +27,28 @@ struct ChecksumTests {
             for end in start...bytes.count {
                 let slice = Array(bytes[start..<end])
                 #expect(CRC32C.checksum(slice) == Self.reference(slice), "bytes \(start)..<\(end)")
+            }
+        }
+    }
+
+    @Test func theProcessorsInstructionGivesTheTablesValuesAtEveryLengthAndAlignment() throws {
+        #if arch(x86_64)
+        // Every x86-64 processor Debian 12 runs on since 2008 has SSE 4.2; this one must use it.
+        let hardware = try #require(HardwareCRC32C.available, "no SSE 4.2 CRC32 on this x86-64 processor")
+        #else
+        guard let hardware = HardwareCRC32C.available else { return } // the tables are the checksum here
+        #endif
+        var generator = SplitMix64(seed: 29)
+        let bytes = (0..<300).map { _ in UInt8(truncatingIfNeeded: generator.next()) }
+        bytes.withUnsafeBytes { all in
+            for start in 0..<9 {          // unaligned starts
+                for end in start...all.count {
+                    let part = UnsafeRawBufferPointer(rebasing: all[start..<end])
+                    for seed: UInt32 in [0, 0xDEAD_BEEF] {
+                        #expect(hardware.checksum(part, continuing: seed) == CRC32C.tableChecksum(part, continuing: seed),
+                                "bytes \(start)..<\(end) from \(seed)")
+                    }
+                }
             }
         }
     }

@@ -42,6 +42,10 @@ static inline void cvigil_ignore_sigxfsz(void) { signal(SIGXFSZ, SIG_IGN); }
 // with `status`: for commands that read the event log through LMDB's memory map, where a damaged
 // page is a wild pointer and an unreadable sector a SIGBUS. Returns 0, or -1 with errno.
 int cvigil_exit_on_memory_fault(const char *message, int status);
+// CRC-32C with the processor's instruction (shim.c): whether this processor has one, and the
+// checksum of `length` bytes continuing from `crc` (call only where the first said 1).
+int cvigil_crc32c_hardware(void);
+uint32_t cvigil_crc32c(uint32_t crc, const void *bytes, size_t length);
 static inline ssize_t cvigil_send(int fd, const void *buffer, size_t length) { return send(fd, buffer, length, MSG_NOSIGNAL); }
 static inline void cvigil_set_errno(int value) { errno = value; }
 
