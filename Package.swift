@@ -62,7 +62,7 @@ let package = Package(
         // Eclipse Mosquitto's MQTT client (issue 15's hazard feed), driven from the node's loop.
         .systemLibrary(name: "CMosquitto", pkgConfig: "libmosquitto", providers: [.apt(["libmosquitto-dev"])]),
         // OpenSSL's libcrypto: one AES key setup and 144 ECB blocks per diagnosis key in one call,
-        // 15.7x the matching rate of one swift-crypto call per RPI (gaen_match_keys_per_s, README "Benchmarks").
+        // 15.7x the matching rate of one swift-crypto call per RPI (gaen_match_keys_per_s, docs/benchmarks.md "Benchmarks").
         .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         .target(name: "CVigilLinux"),
 

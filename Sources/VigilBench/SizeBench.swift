@@ -6,7 +6,7 @@ import VigilSystem
 /// scanhit_bytes: bytes the events database takes per scan hit of the raw tier, from LMDB's page
 /// statistics, on logs appended as the node appends them (group commit, MDB_APPEND).
 ///
-/// The raw tier is one ScanBatch record per scan window (README "The raw tier"): 2,000 devices
+/// The raw tier is one ScanBatch record per scan window (docs/log.md "The raw tier"): 2,000 devices
 /// each heard in every one-second window, the crowded shelter's hits. The baseline, in the same
 /// run, is the same hits one ScanHit record each (how the node logged them before schema 12);
 /// the ratio is batch / baseline. The same batches with a GAEN identifier in every hit (16 + 4

@@ -4,7 +4,7 @@
 ///     IN20250114_093005_00_+34600111222_00.txt
 ///
 /// as gammu 1.42 (Debian 12) writes it (`smsd/services/files.c`), checked against the real
-/// daemon (README "What gammu-smsd writes"):
+/// daemon (docs/calls-for-help.md "Replies by SMS"):
 ///
 /// - `<date>_<time>`: the message's SMSC time stamp (when the sender's service centre took it,
 ///   in that centre's local time; the zone is dropped), `YYYYMMDD_HHMMSS`. Not the time the box

@@ -1,6 +1,6 @@
 /// gammu-smsd's `inboxformat`: how its FILES backend writes a received message's content.
 /// All three were checked byte for byte against the real daemon (gammu 1.42, Debian 12) fed
-/// through its dummy phone (README "What gammu-smsd writes"). Configure `detail`.
+/// through its dummy phone (docs/calls-for-help.md "Replies by SMS"). Configure `detail`.
 public enum InboxFormat: String, Hashable, Sendable, CaseIterable {
     /// The text in the daemon's locale character set, as it is: no byte order mark, no
     /// terminator, no newline added. UTF-8 when the daemon runs in a UTF-8 locale

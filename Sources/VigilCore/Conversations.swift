@@ -1,7 +1,7 @@
 import VigilEvents
 
-/// Chats with phones and boxes over GATT, per device, as BTFinder keeps them (README
-/// "Connections"): each device's messages in and out, whether its link is up, and how many
+/// Chats with phones and boxes over GATT, per device, as BTFinder keeps them
+/// (docs/connections.md "Connections"): each device's messages in and out, whether its link is up, and how many
 /// messages arrived since its chat was last opened. The unread count shows 1–99 and then "...",
 /// goes back to 0 when staff open the chat (`ChatOpened`) and is cleared when the device
 /// disconnects. Messages stay after a disconnect.

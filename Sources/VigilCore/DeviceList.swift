@@ -180,7 +180,7 @@ public struct DeviceList: Projection {
                 // as event times do not go back. (After a clock stepped back, a sighting can come
                 // between a pruning run live and the later one on replay of a log that lost the
                 // events which drove it: live starts a new stay where replay goes on with the
-                // old. README "The raw tier" says how long that lasts.)
+                // old. docs/log.md "The raw tier" says how long that lasts.)
                 pruned += 1
                 devices.values[index] = Self.newDevice(hit, time: time, first: first, last: last, mean: mean, sequence: sequence)
             } else {

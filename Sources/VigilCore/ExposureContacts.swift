@@ -43,7 +43,7 @@ public struct ExposureContacts: Sendable {
         public var highRiskWeightedMinutes: Double = 15
         /// Weight of each transmission risk level 0–8 of a diagnosis key (all 1 by default).
         public var transmissionRiskWeights: [Double] = Array(repeating: 1.0, count: 9)
-        /// Contact data older than this is deleted (README "Retention").
+        /// Contact data older than this is deleted (docs/exposure.md "Retention").
         public var retentionMicroseconds: UInt64 = 14 * 86_400_000_000
         /// Addresses of tags whose sightings count as contacts (residents' tags, say).
         public var tags: Set<UInt64> = []

@@ -50,7 +50,7 @@ public enum HazardGeometry {
 }
 
 /// DriveAZ's banner rules, with the shelter in the place of the phone: who must be warned of
-/// what (README "Active hazards").
+/// what (docs/hazards.md "Active hazards").
 public enum HazardRelevance {
     /// A road user heading within ±22.5° of the bearing to the site (a 45° cone) is heading for it.
     public static let coneHalfAngleDegrees = 22.5
@@ -106,7 +106,7 @@ public enum HazardRelevance {
     }
 }
 
-/// Active hazards as DriveAZ sees them (README "Active hazards"): road users (vehicles,
+/// Active hazards as DriveAZ sees them (docs/hazards.md "Active hazards"): road users (vehicles,
 /// pedestrians, cyclists) from their position reports, work zones and the backs of queues, each
 /// with its position, course, speed, source and first and last message. Road users leave 10 s
 /// after their last message, as DriveAZ's pins do; zones and jams when their message says.

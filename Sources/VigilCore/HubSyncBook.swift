@@ -1,7 +1,7 @@
 import VigilEvents
 
 /// Where the box stands with its hub, folded from `HubAcknowledged` and `HubEpochStarted`
-/// (README "Hub"). Events at or below `syncedThrough` are synced; later ones that leave the box
+/// (docs/hub.md "Hub"). Events at or below `syncedThrough` are synced; later ones that leave the box
 /// (`EventKind.leavesBox`) are pending.
 public struct HubSyncBook: Projection {
     /// The hub's identity (its certificate's SHA-256, hex); empty before the first acknowledgement.

@@ -1,6 +1,6 @@
 /// What the ladder needs to know about the shelter, from the node's configuration (`site.*`,
 /// `notify.staff`) and from the system's time zone database. Settings, not history: the node sets
-/// them when it starts (README "Configuration"), and they are kept with the checkpoint so
+/// them when it starts (docs/configuration.md "Configuration"), and they are kept with the checkpoint so
 /// checkpoint + tail replays with the settings the node used.
 ///
 /// Time zone rules are here, not read by the projection, because a projection never touches

@@ -88,7 +88,7 @@ public struct DayTally: Codable, Equatable, Sendable {
 
 /// What one retention event deletes, as a pure rule both the log's purge and the projections
 /// follow, so the projections after the event are the same whether the deletion has run or not
-/// (and replay of the shortened log gives the same bytes; README "Retention").
+/// (and replay of the shortened log gives the same bytes; docs/exposure.md "Retention").
 ///
 /// A record at sequence `s` below the retention event, with event time before `cutoff`, is deleted
 /// when it is:

@@ -1,6 +1,6 @@
 import VigilEvents
 
-/// Residents' heart-rate sensors as the log tells them (README "Heart-rate sensors"): which
+/// Residents' heart-rate sensors as the log tells them (docs/connections.md "Heart-rate sensors"): which
 /// sensor each resident has, whether the box's link to it is up (`LinkChanged`, role sensor),
 /// and the last reading it sent (`CheckIn` from the heart rate) with whether it was a sign of
 /// life. Pure and in the checkpoint, so `vigil status` and the page show the same after replay.

@@ -70,7 +70,7 @@ public typealias SMSReceived = Vigil_Events_V1_SmsReceived
 public typealias PhoneCallDecided = Vigil_Events_V1_PhoneCallDecided
 public typealias SMSReading = Vigil_Events_V1_SmsReading
 
-/// What happened. One case per event kind in the catalogue (README "Event catalogue").
+/// What happened. One case per event kind in the catalogue (docs/events.md "Event catalogue").
 public enum EventBody: Sendable, Equatable {
     case scanHit(ScanHit)
     case alertReceived(Alert)
@@ -251,7 +251,7 @@ extension EventKind {
         self = match
     }
 
-    /// Whether events of this kind go to the hub (README "Hub: what leaves the box"): calls for
+    /// Whether events of this kind go to the hub (docs/hub.md "What leaves the box"): calls for
     /// help and alerts, the escalation ladder and its messages, check-ins, residents, the node's
     /// health and radio state. Never scan hits, exposure data, raw button edges, or the sync's
     /// own bookkeeping.

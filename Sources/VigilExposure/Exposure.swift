@@ -1,5 +1,5 @@
-/// Exposure contacts the way Google/Apple Exposure Notification does them (README "Exposure
-/// contacts"): the GAEN key schedule, key export files, and matching. Pure: no clocks, no I/O
+/// Exposure contacts the way Google/Apple Exposure Notification does them (docs/exposure.md
+/// "Exposure contacts (GAEN)"): the GAEN key schedule, key export files, and matching. Pure: no clocks, no I/O
 /// beyond reading the files it is handed.
 public enum Exposure {
     /// 10-minute intervals since the Unix epoch (ENIntervalNumber).

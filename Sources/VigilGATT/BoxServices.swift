@@ -1,4 +1,4 @@
-/// The services a Vigil box offers over GATT (README "Connections"), and their UUIDs.
+/// The services a Vigil box offers over GATT (docs/connections.md "Connections"), and their UUIDs.
 public enum BoxServices {
     /// BTFinder's chat: TX notifies (box → phone), RX is written (phone → box).
     public static let chat = GATTUUID("7E57C000-2C8F-4F3C-9F91-8577E1891234")!

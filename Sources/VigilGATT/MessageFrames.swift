@@ -1,4 +1,4 @@
-/// Messages longer than one ATT value, in parts (README "Connections"). Chat text and phone
+/// Messages longer than one ATT value, in parts (docs/connections.md "Connections"). Chat text and phone
 /// messages are UTF-8 (JSON is UTF-8), in which the bytes 0xFD and 0xFE never occur, so a value
 /// that starts with one of them is unambiguously a part:
 ///

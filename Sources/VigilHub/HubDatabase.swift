@@ -8,7 +8,7 @@ import VigilHex
 import VigilHubProtocol
 
 /// Everything the hub knows, in PostgreSQL: it keeps no state of its own, so any number of hub
-/// processes on one database are correct (README "Hub: beyond one machine").
+/// processes on one database are correct (docs/hub.md "Beyond one machine").
 ///
 /// Contract: every method is one transaction or one statement; an error leaves the database as
 /// it was. Node ids (all 64 bits) are stored as `bigint` by bit pattern.

@@ -7,7 +7,7 @@ import VigilEvents
 import VigilExposure
 import VigilHex
 
-/// Diagnosis-key files for every box of the network (README "Hub: diagnosis keys").
+/// Diagnosis-key files for every box of the network (docs/hub.md "Diagnosis keys").
 ///
 /// A health authority's signed export (export.bin + export.sig) is added at the hub once; its
 /// offer goes on the feed, and every box fetches the file with its own credential, checks the

@@ -1,6 +1,6 @@
 import VigilEvents
 
-/// What leaves a box for the hub (README "Hub"): the shelter's safety record, never contact data.
+/// What leaves a box for the hub (docs/hub.md "Hub"): the shelter's safety record, never contact data.
 ///
 /// Calls for help and alerts, the escalation ladder and its messages, check-ins, residents,
 /// the node's health and radio state go up. Scan hits, exposure data and anything heard about

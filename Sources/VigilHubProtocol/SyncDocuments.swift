@@ -4,7 +4,7 @@ import SwiftProtobuf
 import VigilEvents
 import VigilHex
 
-/// The documents of the sync API (`/api/v1`, README "Hub"; the OpenAPI document is
+/// The documents of the sync API (`/api/v1`, docs/hub.md "Hub"; the OpenAPI document is
 /// `Sources/VigilHub/openapi.yaml`). JSON with snake_case keys; 64-bit numbers as JSON numbers
 /// (node ids, which use all 64 bits, as 16 hex digits).
 

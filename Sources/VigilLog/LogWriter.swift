@@ -527,7 +527,7 @@ final class LogWriter: @unchecked Sendable {
     /// Whether a failed commit or purge met a full disk rather than a failing card. ENOSPC, or EIO
     /// from a write LMDB found cut short with the file system (nearly) full; and in both cases the
     /// data file's write-back must be sound: an error there means pages an earlier commit (or its
-    /// meta page) counted on may be gone, and the log must fail (README "Failing safe").
+    /// meta page) counted on may be gone, and the log must fail (docs/log.md "Failing safe").
     private func isFullDisk(_ error: LMDBError) -> Bool {
         guard error.isDiskFull || error.isIOError else { return false }
         let writebackSound: Bool = switch writebackProbe {

@@ -70,7 +70,7 @@ package struct AirLink {
     /// Signed frames: this box's signing, and the checks of frames heard.
     package var signed: SignedAir
     let presence: PresenceIdentity?
-    /// This box's id over the air (32 bits; see README "Alert frames").
+    /// This box's id over the air (32 bits; see docs/radio.md "Alert frames").
     let origin: UInt32
     package private(set) var counters = AirCounters()
     /// The first relay by another box heard for each alert (and cancel), for suppression.

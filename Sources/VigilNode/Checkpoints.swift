@@ -4,7 +4,7 @@ import VigilEvents
 /// Checkpoints of the projections: every `checkpoint_every` durable events and every
 /// `checkpoint_interval`, and at stop. A checkpoint holds only durable events, and the writer
 /// stores it in a later transaction than any of them, so checkpoint + tail always equals a full
-/// replay (README "Checkpoints").
+/// replay (docs/log.md "Checkpoints").
 final class Checkpoints: NodeComponent {
     unowned let node: Node
     private var eventsSinceCheckpoint = 0

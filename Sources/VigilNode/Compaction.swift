@@ -3,7 +3,7 @@ import VigilCore
 import VigilEvents
 import VigilLog
 
-/// Compaction of raw scan hits (README "A crowded shelter"): every ten minutes, the scan hits of
+/// Compaction of raw scan hits (docs/log.md "A crowded shelter"): every ten minutes, the scan hits of
 /// the oldest ten-minute slot that is older than `log.compact_after` are read on a thread of their
 /// own, folded into per-identifier, per-minute sightings (what exposure windows need), and logged
 /// as one `ScanSightings` event. Applying it, the projections forget the raw hits the log then

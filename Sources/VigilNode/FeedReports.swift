@@ -83,7 +83,7 @@ enum FeedReports {
     }
 }
 
-/// Which of the feed's reports are worth the card (README "The regional feed over MQTT"): a
+/// Which of the feed's reports are worth the card (docs/hazards.md "The regional feed over MQTT"): a
 /// road user at most once per `roadUserInterval`, at once when it becomes relevant; a zone when
 /// it changes, or once per `zoneInterval`. Road users and zones are remembered apart, so a flood
 /// of road users fills its own memory (then shed), never the zones'. Pure: times are given.

@@ -5,7 +5,7 @@ import VigilGATT
 import VigilRadio
 import VigilSystem
 
-/// `connections:` in the configuration (README "Connections").
+/// `connections:` in the configuration (docs/connections.md "Connections").
 public struct ConnectionSettings: Sendable, Equatable {
     /// Serve the box's GATT services on the radio's adapter (raw channel only).
     public var enabled = false

@@ -6,7 +6,7 @@ import VigilJ2735
 import VigilMQTT
 import VigilSystem
 
-/// The regional hazard feed over MQTT (README "Active hazards"), as DriveAZ uses it: the broker
+/// The regional hazard feed over MQTT (docs/hazards.md "Active hazards"), as DriveAZ uses it: the broker
 /// nearest the site (failing over to the next-nearest), mutual TLS, DriveAZ's public and vendor
 /// topics, J2735 PSMs and TIMs decoded into `HazardReported` (source MQTT), and VRU mode: while
 /// people are at the box, a PSM for a pedestrian cluster at the site each second.

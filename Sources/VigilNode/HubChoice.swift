@@ -4,7 +4,7 @@ import Synchronization
 import VigilHubProtocol
 import VigilSystem
 
-/// Which of the box's hubs the workers talk to (README "Hub: the nearest hub"). The hubs a box
+/// Which of the box's hubs the workers talk to (docs/hub.md "The nearest hub"). The hubs a box
 /// lists are entry points of one shelter network, on one database: the same credential works at
 /// each, and what one acknowledged the others hold. The box uses the nearest that answers
 /// (`HubRoute`), fails over to the next nearest when it does not, and goes back to the nearest

@@ -93,7 +93,7 @@ public final class HubClient: Sendable {
         try await call("POST", "/api/v1/boxes/enrol", EnrolRequest(token: token, node: NodeIDText.format(node)), as: EnrolAnswer.self)
     }
 
-    /// Has the hub certify this box's signing key (docs/signed-frames.md "The hub").
+    /// Has the hub certify this box's signing key (docs/signed-frames.md "With a hub").
     /// `proof` is `KeyPossession.prove` for this node, key and hub.
     public func certify(node: UInt64, boxKey: BoxPublicKey, proof: [UInt8]) async throws(Failure) -> CertificateAnswer {
         try await call("POST", "/api/v1/boxes/\(NodeIDText.format(node))/certificate",

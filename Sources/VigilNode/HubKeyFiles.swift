@@ -18,7 +18,7 @@ struct KeyFileJob: Sendable {
     var refusals: UInt64
 }
 
-/// Matches the diagnosis-key files the hub's feed offers (README "Hub: diagnosis keys"), beside
+/// Matches the diagnosis-key files the hub's feed offers (docs/hub.md "Diagnosis keys"), beside
 /// the node's loop: fetches the file with the box's credential, checks it against the hash the
 /// offer named and against the box's own `exposure.verification_keys`, rebuilds the contacts from
 /// the log in bounded read transactions, and matches, all of that on a thread of its own

@@ -5,7 +5,7 @@ import VigilEvents
 import VigilHubProtocol
 import VigilLog
 
-/// The box's side of the hub sync (README "Hub"): every event that leaves the box reaches the
+/// The box's side of the hub sync (docs/hub.md "Hub"): every event that leaves the box reaches the
 /// hub exactly once, and what the hub acknowledged is logged as events.
 ///
 /// The loop side (this component) only hands the worker snapshots of the sync state and appends

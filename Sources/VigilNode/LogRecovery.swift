@@ -89,7 +89,7 @@ extension LogRecovery {
 
     /// A card the kernel turned read-only (what ext4 does after an I/O error with
     /// errors=remount-ro, and what many cards do at the end of their life): the log is opened for
-    /// reading only and the node runs from memory on it (README "Failing safe").
+    /// reading only and the node runs from memory on it (docs/log.md "Failing safe").
     private static func unwritable(directory: String, _ error: LogError, logger: Logger) throws(NodeError) -> EventLog {
         logger.critical("the data directory is read-only: opening the log for reading only; the node will run from memory",
                         metadata: ["error": "\(error)"])

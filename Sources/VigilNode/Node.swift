@@ -309,7 +309,7 @@ public final class Node: @unchecked Sendable {
         loop.owner.claim()
         defer { loop.owner.release() }
         // The loop before the page, the hub sync and the rest of the process on a busy box, when
-        // configured (`scheduling.loop_nice`; README "The box's page").
+        // configured (`scheduling.loop_nice`; docs/page.md "The box's page").
         if let nice = configuration.loopNice {
             do {
                 try setThreadNice(nice)
@@ -451,7 +451,7 @@ public final class Node: @unchecked Sendable {
     }
 
     /// The card stopped taking writes (EIO from a write or a flush, a card gone read-only): the
-    /// log refuses everything from now on (README "Failing safe"), and the node runs on from
+    /// log refuses everything from now on (docs/log.md "Failing safe"), and the node runs on from
     /// memory so the button, the alarms and the radio keep working. Once only.
     private func enterMemoryMode(_ failure: LogError) {
         guard fromMemory == nil else { return }

@@ -110,7 +110,7 @@ struct NodeBootstrap {
         var id = (secureRandomUInt64() & 0xFFFF_FFFF) | 1
         if let text = try? String(contentsOfFile: path, encoding: .utf8),
            let stored = UInt64(text.trimmingCharacters(in: .whitespacesAndNewlines), radix: 16), stored != 0 {
-            // 32 bits: the id travels in every alert frame (README "Alert frames"). A node made
+            // 32 bits: the id travels in every alert frame (docs/radio.md "Alert frames"). A node made
             // before alerts went on the air has a 64-bit id: it is folded to 32 bits once, and
             // its alert counter starts again under the new id (so no alert id repeats).
             guard stored > 0xFFFF_FFFF else { return stored }

@@ -9,7 +9,7 @@ import VigilSystem
 /// its state needs no lock. It watches its descriptors with `node.loop.watch`, registers its
 /// timers with `node.scheduler`, appends events with `node.append`, and reads the durable state
 /// in `node.projections`. It never changes the projections and never drives outputs itself:
-/// those follow from durable events (README "Architecture"; ARCHITECTURE.md says how to add one).
+/// those follow from durable events (docs/log.md "Principles"; ARCHITECTURE.md says how to add one).
 protocol NodeComponent: AnyObject {
     /// Opens what the component needs from the outside (a device, a socket) and watches its
     /// descriptors. A failure here stops the node before it logs its start.

@@ -9,7 +9,7 @@ import VigilLog
 import VigilRadio
 import VigilSystem
 
-/// Everything a node can be told, with the defaults documented in README "Configuration".
+/// Everything a node can be told, with the defaults documented in docs/configuration.md "Configuration".
 public struct NodeConfiguration: Sendable {
     public var dataDirectory = "./var"
     /// Board profile name (looked up in board/) or path to a profile file.
@@ -49,7 +49,7 @@ public struct NodeConfiguration: Sendable {
     public var logFailedRestartAfterMicroseconds: UInt64 = 60_000_000
     /// Raw scan hits older than this are folded into per-identifier, per-minute sightings and
     /// deleted, ten minutes of them at a time (`log.compact_after`; 0 = never: raw hits stay until
-    /// retention). README "A crowded shelter".
+    /// retention). docs/log.md "A crowded shelter".
     public var compactAfterMicroseconds: UInt64 = 3_600_000_000
     /// The program that checks the log in a process of its own (`vigil log check`): `vigil run`
     /// sets it to itself. Nil (a node embedded in tests or another program): checked in-process.
@@ -660,7 +660,7 @@ public struct ServiceManagerSettings: Sendable, Equatable {
     }
 }
 
-/// The box's page and API (README "The box's page").
+/// The box's page and API (docs/page.md "The box's page").
 public struct HTTPSettings: Sendable, Equatable {
     /// `HOST:PORT` to serve on; nil (the default): no page at all.
     public var listen: String?

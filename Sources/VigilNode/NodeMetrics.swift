@@ -4,7 +4,7 @@ import VigilEvents
 import VigilLog
 import VigilRadio
 
-/// The node's metrics (README "Metrics"), recorded through swift-metrics' API: `vigil run` hands
+/// The node's metrics (docs/page.md "Metrics"), recorded through swift-metrics' API: `vigil run` hands
 /// them to Prometheus's registry and the page serves them at `/metrics`; with no factory they
 /// cost a call to a no-op.
 ///

@@ -26,7 +26,7 @@ public struct NodeSnapshot: Sendable, Codable, Equatable {
     public var hub: HubView
     public var log: LogView
     public var chats: ChatsView
-    /// Road users, work zones and jams near the shelter, and the warning (README "Active hazards").
+    /// Road users, work zones and jams near the shelter, and the warning (docs/hazards.md "Active hazards").
     public var roadHazards: RoadHazardsView
     /// Calls for help, open ones first, then the most recently ended (docs/calls-for-help.md).
     /// Nil from a node before calls existed.

@@ -4,7 +4,7 @@ import VigilEvents
 /// How many people are at the shelter, minute by minute: when a wall-clock minute has ended (and
 /// the scan window that straddles its end has been reported), `OccupancySampled` records how many
 /// distinct advertisers were heard in it. That count is what the hub shows coordinators instead
-/// of anything the radio heard (README "Hub: what leaves the box").
+/// of anything the radio heard (docs/hub.md "What leaves the box").
 ///
 /// Only the latest complete minute is sampled: after downtime nothing is back-filled, since what
 /// was heard then is not known. Nothing is sampled while the radio is off (a 0 would read as an

@@ -11,7 +11,7 @@
 /// - Link events (`LinkChanged` of phones' links) are shed over their own budget (`linkEvents`):
 ///   an open that is not logged has its close not logged either (the caller keeps that).
 ///
-/// The bounds (README "Connections", docs/phones.md) make the worst hour of a hostile phone
+/// The bounds (docs/connections.md "Connections", docs/phones.md) make the worst hour of a hostile phone
 /// loop a known number of bytes in the log (`phone_flood_log_bytes_per_hour`).
 public struct PhoneBudgets: Sendable {
     public enum Verdict: Equatable, Sendable {

@@ -102,7 +102,7 @@ final class RadioIntake: NodeComponent {
     private func closeScanWindow() {
         let (time, hits) = scanWindow.close(at: node.clock.nowMicroseconds())
         guard !hits.isEmpty else { return }
-        // The window's hits in one record (README "The raw tier"), but a resident's tag's
+        // The window's hits in one record (docs/log.md "The raw tier"), but a resident's tag's
         // sightings on their own: retention and compaction keep those (the ladder's data), and a
         // batch holding one would be kept whole.
         let escalations = node.projections.escalations

@@ -1,6 +1,6 @@
 import VigilEvents
 
-/// A node whose log stopped taking writes (README "Failing safe"). A card at the end of its life
+/// A node whose log stopped taking writes (docs/log.md "Failing safe"). A card at the end of its life
 /// often turns read-only or fails every write; exiting would leave the box in a restart loop
 /// with its button dead. So the node goes on: events take sequences in memory, are applied as
 /// if durable, and drive the outputs and the radio; commands are answered "not logged"; no

@@ -1,8 +1,8 @@
 import VigilEvents
 import VigilSystem
 
-/// The node's side of systemd's notification protocol (sd_notify(3); README "Running under
-/// systemd"): `READY=1` once the log and the board are open and the restored state is in force,
+/// The node's side of systemd's notification protocol (sd_notify(3); docs/operations.md
+/// "Running under systemd"): `READY=1` once the log and the board are open and the restored state is in force,
 /// `WATCHDOG=1` from the loop's own timer at half `WatchdogSec` (a loop that is stuck, stopped or
 /// spinning in a handler stops pinging, and systemd restarts it), `STATUS=` when what it says
 /// changes, and `STOPPING=1` at a clean stop.

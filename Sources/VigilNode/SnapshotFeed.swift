@@ -90,7 +90,7 @@ public final class SnapshotFeed: Sendable {
     }
 }
 
-/// Publishes the node's snapshots to its `SnapshotFeed` (README "The box's page"): after a batch
+/// Publishes the node's snapshots to its `SnapshotFeed` (docs/page.md "The box's page"): after a batch
 /// that changed what the page shows, no more often than every 250 ms, so an SOS reaches a viewer
 /// at once and a crowded radio costs at most four small snapshots a second.
 final class SnapshotPublisher: NodeComponent {

@@ -1,7 +1,7 @@
 import Crypto
 import VigilEvents
 
-// The over-the-air alert frame, version 1 (README "Alert frames over the air").
+// The over-the-air alert frame, version 1 (docs/radio.md "Alert frames over the air").
 //
 //   byte 0       version (high nibble, 1) | type (low nibble, 1...10; 0 is presence)
 //   byte 1       severity (bits 7-6) | hops (bits 5-3) | location present (bit 2) | reserved (bits 1-0, zero)

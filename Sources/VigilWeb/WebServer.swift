@@ -9,7 +9,7 @@ import VigilAccess
 import VigilNode
 import VigilSystem
 
-/// The box's own page and API (README "The box's page"): a Hummingbird server beside the node's
+/// The box's own page and API (docs/page.md "The box's page"): a Hummingbird server beside the node's
 /// loop. It never touches node state: it reads the snapshots the loop publishes (`SnapshotFeed`)
 /// and sends `NodeCommand`s (`Node.perform`), so however many browsers watch and however hard a
 /// script hammers the API, the loop that keeps residents safe does not wait for it.

@@ -12,7 +12,7 @@ import VigilLog
 import VigilNode
 import VigilRadio
 
-/// The libFuzzer targets (README "Fuzzing"): every parser of bytes from outside the box, each a
+/// The libFuzzer targets (docs/testing.md "Fuzzing"): every parser of bytes from outside the box, each a
 /// function of one input that must return, never trap, and keep what it promises. `scripts/fuzz`
 /// builds this executable with `-sanitize=fuzzer,address` and runs each target; `VIGIL_FUZZ_TARGET`
 /// names the one to run. Seeds are in `Fuzz/corpus/TARGET/`.

@@ -9,7 +9,7 @@ import Yams
 struct VigilHubCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "vigil-hub",
-        abstract: "The shelter network's hub: boxes sync with it, coordinators see every box (README \"Hub\").",
+        abstract: "The shelter network's hub: boxes sync with it, coordinators see every box (docs/hub.md).",
         subcommands: [Serve.self, Enroll.self, Revoke.self, Coordinator.self, Keys.self]
     )
 }

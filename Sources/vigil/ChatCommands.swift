@@ -6,7 +6,7 @@ import VigilNode
 import VigilRadio
 import VigilSystem
 
-/// `vigil chat`: conversations with phones and boxes over GATT (README "Connections"), as
+/// `vigil chat`: conversations with phones and boxes over GATT (docs/connections.md "Connections"), as
 /// BTFinder keeps them: per device, with an unread count shown 1–99 and then "...".
 struct ChatCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

@@ -4,8 +4,8 @@ import VigilCore
 import VigilEvents
 import VigilNode
 
-/// `vigil hazard report|list`: road users, work zones and jams near the shelter (README "Active
-/// hazards"). Staff report what they see; the box's feeds report the rest. A report that makes a
+/// `vigil hazard report|list`: road users, work zones and jams near the shelter (docs/hazards.md
+/// "Active hazards"). Staff report what they see; the box's feeds report the rest. A report that makes a
 /// hazard relevant to the site (`site.location`) sounds the hazard warning.
 struct HazardCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

@@ -7,7 +7,7 @@ import VigilSystem
 struct HubCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "hub",
-        abstract: "The shelter network's hub: join one, add its other entry points (README \"Hub\").",
+        abstract: "The shelter network's hub: join one, add its other entry points (docs/hub.md).",
         subcommands: [Join.self, Add.self, Certify.self]
     )
 

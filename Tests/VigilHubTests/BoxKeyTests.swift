@@ -13,7 +13,7 @@ import VigilSystem
 import VigilTestSupport
 @testable import VigilNode
 
-/// A key per box at the hub (issue 29, docs/signed-frames.md "The hub"), against a real hub on
+/// A key per box at the hub (issue 29, docs/signed-frames.md "With a hub"), against a real hub on
 /// PostgreSQL: certificates at join, revocations on the feed, the hub's time.
 @Suite(.serialized) struct BoxKeyTests {
     /// A signed SOS of the box whose data directory is `directory`, signed at `nowSeconds`.

@@ -24,7 +24,7 @@ private func bytes(_ hex: String) -> [UInt8] { Hex.decode(hex) ?? [] }
                                 expirySeconds: expiry, location: madrid)
     static let cancel = AlertFrame(type: .cancel, origin: 0x0A11_CE01, counter: 42, expirySeconds: expiry)
 
-    // Computed independently (Python hmac/hashlib) and printed in the README section.
+    // Computed independently (Python hmac/hashlib) and printed in docs/radio.md "Alert frames over the air".
     static let sosHex = "11c40a11ce0100002a6955b900b97b4e7d5dbe00995135895d5311"
     static let sosAdvertHex = "1e16f1fc" + sosHex
     static let cancelHex = "19000a11ce0100002a6955b90099ba9288fa7a19"

@@ -2,7 +2,7 @@ import Testing
 @testable import VigilRadio
 import VigilEvents
 
-/// Connectable advertising for GATT links (README "Connections"): the plan's connectable
+/// Connectable advertising for GATT links (docs/connections.md "Connections"): the plan's connectable
 /// payloads go out as ADV_IND from the public address, the controller's stop for a link is
 /// undone, and a controller that cannot advertise connectable during a link still gets every
 /// payload on the air, non-connectable, until the link ends.

@@ -9,7 +9,7 @@ import VigilSystem
         try? PresenceIdentity(nodeSecret: secret, rotationSeconds: rotationSeconds)
     }
 
-    /// Computed independently (Python hmac/hashlib); also in the README section.
+    /// Computed independently (Python hmac/hashlib); also in docs/radio.md.
     @Test func theRotationMatchesTheGoldenVector() throws {
         let identity = try #require(Self.identity())
         let rotation = identity.rotation(atUnixSeconds: 1_767_225_600)  // 2026-01-01T00:00:00Z

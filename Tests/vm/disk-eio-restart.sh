@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The other two ways README "Failing safe" says a node meets a failing card, for real (ext4 on
+# The other two ways docs/log.md "Failing safe" says a node meets a failing card, for real (ext4 on
 # dm-linear over a loop device, the table swapped to `error`):
 # 1. the log fails while the node holds nothing a restart would lose (no residents, no presses:
 #    only scan hits): it runs from memory for log.failed_restart_after, then exits non-zero so

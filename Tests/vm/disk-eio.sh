@@ -2,7 +2,7 @@
 # A disk that starts failing every write and flush (EIO), for real: ext4 on a device-mapper
 # linear target over a loop device; a node on it with the simulated radio (scan hits keep the
 # writer busy) and a client taking check-ins. The table is swapped to `error` mid-stream. As
-# README "Failing safe" says: nothing asked for after the failure is acknowledged as durable; the
+# docs/log.md "Failing safe" says: nothing asked for after the failure is acknowledged as durable; the
 # node runs on from memory (check-ins answered "held only in memory", the SOS button lights red,
 # `vigil status` says "log FAILED"), and since it then holds check-ins and an SOS it stays up past
 # log.failed_restart_after. With the disk back (linear table, umount, e2fsck, mount): `vigil log

@@ -2,7 +2,7 @@
 # A card the log fills by itself, for real: a 64 MiB ext4 on a loop device filled from outside
 # up to a few hundred KiB, then the node's own log grows into the rest. Whichever write meets
 # the end (a single page, or several in one writev that the kernel cuts short), the node must
-# take it as a full disk (README: the disk reserve handed back, scan hits refused, `vigil status`
+# take it as a full disk (docs/log.md "A failing SD card": the disk reserve handed back, scan hits refused, `vigil status`
 # "disk FULL"), never as a failed card ("log FAILED", running from memory, nothing logged any
 # more). Three fresh file systems, with 100, 250 and 400 KiB left, so the end falls at different
 # places in a commit. On the full disk a check-in is acknowledged as durable.

@@ -11,7 +11,7 @@
 /// Vigil event payloads, schema version 1.
 ///
 /// Each LMDB value in the events database is a small hand-coded envelope followed by one of these
-/// messages (see Sources/VigilEvents/EventCodec.swift and README "Event catalogue"):
+/// messages (see Sources/VigilEvents/EventCodec.swift and docs/events.md "Event catalogue"):
 ///
 ///   crc32c | varint kind | varint time_us | payload (protobuf, the message for that kind)
 ///
@@ -1977,7 +1977,7 @@ public nonisolated struct Vigil_Events_V1_DowntimeDetected: Sendable {
   public init() {}
 }
 
-/// The hub holds every event of this box that leaves it (README "Hub"), up to `through_sequence`
+/// The hub holds every event of this box that leaves it (docs/hub.md "Hub"), up to `through_sequence`
 /// of `epoch`: events at or below it are synced, the rest pending. Never uploaded itself.
 public nonisolated struct Vigil_Events_V1_HubAcknowledged: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
@@ -2064,7 +2064,7 @@ public nonisolated struct Vigil_Events_V1_HubEpochStarted: Sendable {
   public init() {}
 }
 
-/// An item the hub's feed carried to this box (README "Hub: download"): another box's call for
+/// An item the hub's feed carried to this box (docs/hub.md "Download"): another box's call for
 /// help, cancel or acknowledgement, or one a coordinator made at the hub. `position` is the feed's
 /// gap-free order: the box appends the item and its position in one event, so an item is applied
 /// once. The item is the event of `kind` as its origin logged it (`payload`).
@@ -2099,7 +2099,7 @@ public nonisolated struct Vigil_Events_V1_HubReceived: Sendable {
 
 /// How many distinct advertisers this box heard in one wall-clock minute: an estimate of how many
 /// people (phones, tags, wearables) are at the shelter, which is all that leaves the box of what
-/// the radio hears (README "Hub: what leaves the box"). Phones that rotate their address during the
+/// the radio hears (docs/hub.md "What leaves the box"). Phones that rotate their address during the
 /// minute count twice, so it is an upper estimate; no address is in it.
 public nonisolated struct Vigil_Events_V1_OccupancySampled: Sendable {
   // SwiftProtobuf.Message conformance is added in an extension below. See the
@@ -2124,7 +2124,7 @@ public nonisolated struct Vigil_Events_V1_OccupancySampled: Sendable {
 }
 
 /// A signed diagnosis-key file (GAEN export.bin + export.sig) the hub holds for every box of its
-/// network (README "Hub: diagnosis keys"). Logged by the hub as a feed item (origin: the hub); a box
+/// network (docs/hub.md "Diagnosis keys"). Logged by the hub as a feed item (origin: the hub); a box
 /// holds it inside the HubReceived that carried it, fetches the file, checks it against `sha256` and
 /// against its own verification keys, matches it, and logs the outcome (ExposureKeysMatched).
 public nonisolated struct Vigil_Events_V1_ExposureKeysOffered: Sendable {

@@ -8,7 +8,7 @@
 // For information on using the generated types, please see the documentation:
 //   https://github.com/apple/swift-protobuf/
 
-/// The box's upload to the hub in binary (README "Hub"): the same batch as the JSON document of
+/// The box's upload to the hub in binary (docs/hub.md "Hub"): the same batch as the JSON document of
 /// `POST /api/v1/boxes/{node}/events` (Sources/VigilHub/openapi.yaml), sent as
 /// `Content-Type: application/x-protobuf`. Payloads and hashes travel as bytes, not base64 and
 /// hex, so neither side spends its CPU on text (the hub's ingest rate, a Pi's backlog drain).

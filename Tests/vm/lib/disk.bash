@@ -76,7 +76,7 @@ dead() { ! alive "$1"; }
 # A check-in client: `vigil checkin RESIDENT` over and over until $SCRATCH/stop-client exists.
 # Each one acknowledged as durable (exit 0, no warning) is a line "SEQUENCE START_NS END_NS" in
 # $SCRATCH/acked; each answered "held only in memory" (exit 0 with that warning: the node's log
-# failed, README "Failing safe") the same in $SCRATCH/held; each refused "START_NS END_NS EXIT
+# failed, docs/log.md "Failing safe") the same in $SCRATCH/held; each refused "START_NS END_NS EXIT
 # MESSAGE" in $SCRATCH/refused.
 checkin_client() {
   local resident=$1 data=$2 out rc t0 seq
