@@ -1,15 +1,11 @@
 // swift-tools-version:6.1
 // Vigil: a headless edge node for disaster shelters.
 //
-// Layering (each arrow is "is used by"):
-//   C shims (CLMDB, CBlueZ, CGPIOD, CVigilLinux) -> VigilSystem (errno, syscalls)
-//   -> VigilLog (LMDB event log, group commit) -> VigilEvents (typed events, codec)
-//   -> VigilCore (pure projections) -> VigilExposure (GAEN crypto, key files, matching; pure)
-//   -> VigilRadio / VigilBoard (adapters)
-//   -> VigilNode (the one event loop, runtime) -> vigil (CLI)
-// The hub: VigilHubProtocol (the sync's wire types and rules; pure, shared with the box)
-//   -> VigilHub (HTTP server on PostgreSQL) -> vigil-hub (CLI). VigilNode's uplink uses
-//   VigilHubProtocol and AsyncHTTPClient; nothing of the box depends on VigilHub.
+// Layering: ARCHITECTURE.md lists every target in order, each using only those above it
+// (scripts/check-layers proves it against the dependencies below). In short: C shims ->
+// VigilSystem -> VigilLog, VigilEvents -> the pure cores (VigilCore, VigilExposure, ...) ->
+// the adapters (VigilRadio, VigilBoard) -> VigilNode -> vigil (CLI); the hub's VigilHubProtocol
+// is pure and shared with the box, and nothing of the box depends on VigilHub.
 // VigilHex (the hex codec, pure) sits below both VigilSystem, which re-exports it, and the pure
 // targets. Pure targets (VigilEvents, VigilCore, VigilExposure) import no I/O layer, read no clock
 // and touch no files; each target declares exactly the modules it imports. scripts/check-layers
@@ -34,7 +30,7 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.5.0"),
-        // HMAC-SHA256 for the alert frames' tags and the rotating presence id (and, next, GAEN).
+        // HMAC-SHA256 for the alert frames' tags and the rotating presence id, Ed25519 for signed frames.
         .package(url: "https://github.com/apple/swift-crypto.git", "3.12.0"..<"5.0.0"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.80.0"),
@@ -136,7 +132,7 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
-        // Board adapters (simulated now; libgpiod next).
+        // Board adapters: the simulated board and libgpiod.
         .target(
             name: "VigilBoard",
             dependencies: ["VigilCore", "VigilEvents", "VigilSystem", "CGPIOD"],
