@@ -6,7 +6,6 @@ import VigilSystem
 import VigilCore
 import VigilNode
 import Dispatch
-import Synchronization
 
 /// sighting_bytes_per_hit and crowded_14d_bytes: a crowded shelter's scan hits through the node's
 /// own compactor (`Compaction.read`), on real logs.

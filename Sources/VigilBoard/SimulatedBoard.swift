@@ -1,4 +1,3 @@
-import Synchronization
 import VigilSystem
 
 /// A board in memory: button presses are scheduled by `press` (from `vigil sim press`) and

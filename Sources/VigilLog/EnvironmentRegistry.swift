@@ -1,5 +1,4 @@
 import CLMDB
-import Synchronization
 import VigilSystem
 
 /// An environment with its database handles.

@@ -1,5 +1,4 @@
 import CLMDB
-import Synchronization
 import VigilSystem
 
 /// The append-only, durable event log: the single source of truth of a Vigil node.

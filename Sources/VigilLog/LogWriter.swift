@@ -1,5 +1,4 @@
 import CLMDB
-import Synchronization
 import VigilSystem
 
 /// The one thread that writes the log. LMDB allows one write transaction at a time and binds it to

@@ -1,4 +1,3 @@
-import Synchronization
 import VigilBoard
 import VigilCore
 import VigilEvents

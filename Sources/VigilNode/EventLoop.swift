@@ -1,4 +1,3 @@
-import Synchronization
 import VigilSystem
 
 /// The node's one loop: an epoll set, a handler per watched descriptor, an eventfd that wakes it

@@ -1,6 +1,5 @@
 import Foundation
 import Logging
-import Synchronization
 import VigilHubProtocol
 import VigilSystem
 

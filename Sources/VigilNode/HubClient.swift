@@ -1,6 +1,5 @@
 import AsyncHTTPClient
 import Foundation
-import Synchronization
 import NIOCore
 import NIOSSL
 import VigilRadio

@@ -1,6 +1,5 @@
 import Foundation
 import Logging
-import Synchronization
 import VigilSystem
 
 /// Logs to systemd's journal in its native protocol (one datagram a message to

@@ -1,6 +1,5 @@
 import CoreMetrics
 import Logging
-import Synchronization
 import VigilBoard
 import VigilCore
 import VigilEvents

@@ -1,4 +1,3 @@
-import Synchronization
 import VigilAccess
 import VigilCore
 import VigilEvents

@@ -1,4 +1,3 @@
-import Synchronization
 
 /// Where event times come from. Injected everywhere so tests and simulations control time.
 public protocol WallClock: Sendable {

@@ -1,5 +1,4 @@
 import Glibc
-import Synchronization
 
 /// Records which thread owns some state and checks it in debug builds.
 ///

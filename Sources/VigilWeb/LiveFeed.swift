@@ -1,6 +1,5 @@
 import Foundation
 import NIOCore
-import Synchronization
 import VigilNode
 import VigilSystem
 

@@ -1,6 +1,5 @@
 import Crypto
 import Foundation
-import Synchronization
 import VigilAccess
 import VigilHubProtocol
 import VigilSystem

@@ -5,7 +5,6 @@ import NIOCore
 import NIOHTTP1
 import NIOSSL
 import Prometheus
-import Synchronization
 import Testing
 import VigilNode
 import VigilSystem
