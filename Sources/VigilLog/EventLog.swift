@@ -202,6 +202,13 @@ public final class EventLog: @unchecked Sendable {
         return try writer.enqueue(record, priority: priority, completion: completion)
     }
 
+    /// Stops the writer taking work until called with false: appends queue, and sheddable ones
+    /// past `queueLimit` are refused, exactly as behind a card that cannot keep up. For tests of
+    /// load shedding (internal: `@testable` only); a close still writes everything queued.
+    func holdWriter(_ hold: Bool) {
+        writer?.hold(hold)
+    }
+
     /// Appends and waits until the record is durable; returns its sequence.
     public func appendDurably(_ record: LogRecord, priority: AppendPriority) async throws(LogError) -> UInt64 {
         let result: Result<UInt64, LogError> = await withCheckedContinuation { continuation in

@@ -111,6 +111,9 @@ final class LogWriter: @unchecked Sendable {
     private var stopped = false
     /// `failure`, mirrored under the queue lock so appends check it without a second lock.
     private var refusingAll: LogError?
+    /// While set the writer takes no work, as behind a card that cannot keep up (tests of load
+    /// shedding set it; nothing in the node does). A stop still drains everything.
+    private var held = false
 
     private let stats: LockedValue<LogStatistics>
     private var thread: OSThread?
@@ -194,6 +197,14 @@ final class LogWriter: @unchecked Sendable {
             return true
         }
         if !accepted { throw refusingAll ?? .closed }
+    }
+
+    /// Holds the writer (it takes no work) or lets it go on. See `held`.
+    func hold(_ hold: Bool) {
+        lock.withLock {
+            held = hold
+            lock.signal()
+        }
     }
 
     /// Drains, syncs and joins the writer thread. Returns true for the call that stopped it.
@@ -382,9 +393,9 @@ final class LogWriter: @unchecked Sendable {
     /// nil means "stopped and drained".
     private func take() -> Batch? {
         lock.withLock { () -> Batch? in
-            while incoming.isEmpty {
+            while incoming.isEmpty || (held && !stopping) {
                 if stopping { return nil }
-                if awaitingMetaSync != nil || !purges.isEmpty { return Batch() }
+                if !held && (awaitingMetaSync != nil || !purges.isEmpty) { return Batch() }
                 lock.wait()
             }
             // Group commit: commits start at most once per window; appends arriving meanwhile join.

@@ -1,5 +1,5 @@
 import Testing
-import VigilLog
+@testable import VigilLog
 
 @Suite("Shedding under overload")
 struct SheddingTests {
@@ -45,6 +45,31 @@ struct SheddingTests {
             // A shed append never took a sequence: the log has no gaps from shedding.
             #expect(accepted == Array(2...26))
             #expect(try readAll(log).sequences == Array(1...26))
+        }
+    }
+
+    @Test func aHeldWriterShedsPastTheLimitAndACloseStillWritesEverythingQueued() async throws {
+        try await withTemporaryDirectory { base in
+            var config = LogConfiguration(directory: logDirectory(in: base))
+            config.queueLimit = 4
+            let log = try EventLog.open(config)
+            log.holdWriter(true)
+            let collector = CompletionCollector()
+            var shed = 0
+            for i in 1...10 {
+                do {
+                    try log.append(sampleRecord(i), priority: .sheddable, completion: collector.handler(tag: UInt64(i)))
+                } catch {
+                    #expect(error.isShed)
+                    shed += 1
+                }
+            }
+            try log.append(sampleRecord(11), priority: .critical, completion: collector.handler(tag: 11))
+            #expect(shed == 6)
+            #expect(collector.results.isEmpty, "nothing is durable while the writer is held")
+            log.close()
+            #expect(collector.results.count == 5)
+            #expect(try readAll(log).sequences == Array(1...5))
         }
     }
 
