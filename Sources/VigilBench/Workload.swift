@@ -58,13 +58,16 @@ struct AppendWorkload: Sendable {
     }
 
     /// Longest value `encodeValue` writes.
-    var maxValueSize: Int { 20 + (payloads.map(\.count).max() ?? 0) }
+    var maxValueSize: Int { 24 + (payloads.map(\.count).max() ?? 0) }
 
-    /// Writes event `i`'s LMDB value (varint kind | varint time | payload, the log's envelope)
-    /// into `buffer`; returns its length.
+    /// Writes event `i`'s LMDB value as the log stores it (a 4-byte checksum field | varint kind |
+    /// varint time | payload) into `buffer`; returns its length. The field is left zero: the
+    /// baseline stores the same bytes without computing the CRC-32C, so the checksum's cost is
+    /// counted against Vigil, as it should be.
     @inline(__always)
     func encodeValue(_ i: Int, into buffer: UnsafeMutableRawBufferPointer) -> Int {
-        var offset = writeVarint(UInt64(kind), into: buffer, at: 0)
+        buffer.storeBytes(of: 0, toByteOffset: 0, as: UInt32.self)
+        var offset = writeVarint(UInt64(kind), into: buffer, at: 4)
         offset = writeVarint(time(i), into: buffer, at: offset)
         let payload = payloads[i % payloads.count]
         payload.withUnsafeBytes { src in
