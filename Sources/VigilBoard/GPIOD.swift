@@ -21,19 +21,14 @@ struct GPIODError: Error, Sendable {
     var isMissing: Bool { errno == .noEntry || errno.rawValue == ENODEV || errno.rawValue == ENOTTY }
 }
 
-/// The errno a failed call left. libgpiod sets errno on every failure path, but a NULL from a
-/// failed malloc inside it might come with a stale 0; EIO keeps the error truthful.
-/// errno is read before the message is built, since building it may allocate.
-private func failure(_ operation: @autoclosure () -> String) -> GPIODError {
-    let e = Errno.current
-    return GPIODError(operation: operation(), errno: e.rawValue == 0 ? Errno(rawValue: EIO) : e)
-}
-
 @inline(__always)
 private func gpiod(_ operation: String, _ body: () -> Int32) throws(GPIODError) -> Int32 {
-    let result = body()
-    if result < 0 { throw failure(operation) }
-    return result
+    // libgpiod sets errno on every failure path; ErrnoCall reads it at once (EIO if a failed
+    // allocation inside the library left none).
+    switch ErrnoCall.negativeFails(body) {
+    case .success(let result): return result
+    case .failure(let e): throw GPIODError(operation: operation, errno: e)
+    }
 }
 
 private func isDecimal(_ text: Substring) -> Bool {
@@ -67,25 +62,27 @@ final class GPIOChip {
     /// the last attempt left (a label lookup that hit EACCES would end as ENOENT from the name
     /// attempt), each form is tried only when it is the one meant, so the errno is the real one.
     static func open(_ descriptor: String) throws(GPIODError) -> GPIOChip {
-        let raw: OpaquePointer?
+        let opened: Result<OpaquePointer, Errno>
         let operation: String
         if descriptor.hasPrefix("/") {
             operation = "gpiod_chip_open(\(descriptor))"
-            raw = gpiod_chip_open(descriptor)
+            opened = ErrnoCall.nilFails { gpiod_chip_open(descriptor) }
         } else if descriptor.hasPrefix("gpiochip"), isDecimal(descriptor.dropFirst(8)) {
             operation = "gpiod_chip_open_by_name(\(descriptor))"
-            raw = gpiod_chip_open_by_name(descriptor)
+            opened = ErrnoCall.nilFails { gpiod_chip_open_by_name(descriptor) }
         } else if isDecimal(Substring(descriptor)), let number = UInt32(descriptor) {
             operation = "gpiod_chip_open_by_number(\(number))"
-            raw = gpiod_chip_open_by_number(number)
+            opened = ErrnoCall.nilFails { gpiod_chip_open_by_number(number) }
         } else {
             // Opens every /dev/gpiochip* to read its label: EACCES here means this user cannot
             // open the chips at all, ENOENT that none has the label.
             operation = "gpiod_chip_open_by_label(\(descriptor))"
-            raw = gpiod_chip_open_by_label(descriptor)
+            opened = ErrnoCall.nilFails { gpiod_chip_open_by_label(descriptor) }
         }
-        guard let raw else { throw failure(operation) }
-        return GPIOChip(raw)
+        switch opened {
+        case .success(let raw): return GPIOChip(raw)
+        case .failure(let e): throw GPIODError(operation: operation, errno: e)
+        }
     }
 
     /// "gpiochip0 [vigil-sim] (8 lines)" for every chip this user can open, like gpiodetect.
@@ -106,8 +103,10 @@ final class GPIOChip {
     /// The line at `offset`, with its kernel-side info (consumer, flags) freshly read.
     func line(_ offset: UInt32) throws(GPIODError) -> GPIOLine {
         guard let handle else { throw GPIODError(operation: "gpiod_chip_get_line", errno: Errno(rawValue: EBADF)) }
-        guard let line = gpiod_chip_get_line(handle, offset) else { throw failure("gpiod_chip_get_line(\(offset))") }
-        return GPIOLine(handle: line, offset: offset)
+        switch ErrnoCall.nilFails({ gpiod_chip_get_line(handle, offset) }) {
+        case .success(let line): return GPIOLine(handle: line, offset: offset)
+        case .failure(let e): throw GPIODError(operation: "gpiod_chip_get_line(\(offset))", errno: e)
+        }
     }
 
     /// Releases every line still requested from this chip and closes it. Idempotent.
@@ -198,19 +197,18 @@ enum GPIOEvents {
     static func read(_ fd: Int32, into events: inout [GPIOLineEvent]) throws(GPIODError) -> Int {
         var buffer = [gpiod_line_event](repeating: gpiod_line_event(), count: batch)
         while true {
-            let n = gpiod_line_event_read_fd_multiple(fd, &buffer, UInt32(batch))
-            if n >= 0 {
+            switch ErrnoCall.negativeFails({ gpiod_line_event_read_fd_multiple(fd, &buffer, UInt32(batch)) }) {
+            case .success(let n):
                 for e in buffer.prefix(Int(n)) {
                     let ns = UInt64(max(0, e.ts.tv_sec)) &* 1_000_000_000 &+ UInt64(max(0, e.ts.tv_nsec))
                     events.append(GPIOLineEvent(rising: e.event_type == Int32(GPIOD_LINE_EVENT_RISING_EDGE),
                                                 timestampNanoseconds: ns))
                 }
                 return Int(n)
+            case .failure(.interrupted): continue
+            case .failure(.wouldBlock): return 0
+            case .failure(let e): throw GPIODError(operation: "gpiod_line_event_read_fd_multiple", errno: e)
             }
-            let error = failure("gpiod_line_event_read_fd_multiple")
-            if error.errno == .interrupted { continue }
-            if error.errno == .wouldBlock { return 0 }
-            throw error
         }
     }
 }

@@ -8,11 +8,13 @@ public struct MQTTError: Error, Equatable, Sendable, CustomStringConvertible {
     public var code: Int32
     public var message: String
 
-    init(_ operation: String, code: Int32) {
+    /// `errno`: what the failed call left, read by `ErrnoCall` at once; shown when the code says
+    /// a system call failed (MOSQ_ERR_ERRNO).
+    init(_ operation: String, code: Int32, errno: Errno?) {
         self.operation = operation
         self.code = code
         var text = String(cString: mosquitto_strerror(code))
-        if code == MOSQ_ERR_ERRNO.rawValue { text += " (\(Errno.current))" }
+        if code == MOSQ_ERR_ERRNO.rawValue, let errno { text += " (\(errno))" }
         message = text
     }
 
@@ -82,17 +84,19 @@ public final class MQTTClient: @unchecked Sendable {
     public init(options: Options) throws(MQTTError) {
         guard Self.initialised else { throw MQTTError("mosquitto_lib_init", message: "libmosquitto did not initialise") }
         self.options = options
-        guard let h = mosquitto_new(options.clientID, true, nil) else {
-            throw MQTTError("mosquitto_new", message: "\(Errno.current)")
+        let h: OpaquePointer
+        switch ErrnoCall.nilFails({ mosquitto_new(options.clientID, true, nil) }) {
+        case .success(let created): h = created
+        case .failure(let e): throw MQTTError("mosquitto_new", message: "\(e)")
         }
         handle = h
         mosquitto_user_data_set(h, Unmanaged.passUnretained(self).toOpaque())
         // 3.1.1: what every public broker speaks; DriveAZ's feed is QoS 0 either way.
-        try check("mosquitto_int_option(protocol)", mosquitto_int_option(h, MOSQ_OPT_PROTOCOL_VERSION, Int32(MQTT_PROTOCOL_V311)))
+        try Self.check("mosquitto_int_option(protocol)") { mosquitto_int_option(h, MOSQ_OPT_PROTOCOL_VERSION, Int32(MQTT_PROTOCOL_V311)) }
         if let ca = options.caFile {
-            try check("mosquitto_tls_set", mosquitto_tls_set(h, ca, nil, options.certificateFile, options.keyFile, nil))
+            try Self.check("mosquitto_tls_set") { mosquitto_tls_set(h, ca, nil, options.certificateFile, options.keyFile, nil) }
             // Verify the broker's certificate and name (SSL_VERIFY_PEER); TLS 1.2 or newer.
-            try check("mosquitto_tls_opts_set", mosquitto_tls_opts_set(h, 1, "tlsv1.2", nil))
+            try Self.check("mosquitto_tls_opts_set") { mosquitto_tls_opts_set(h, 1, "tlsv1.2", nil) }
         }
         mosquitto_connect_callback_set(h) { _, user, rc in MQTTClient.owner(user)?.onConnect?(rc) }
         mosquitto_disconnect_callback_set(h) { _, user, rc in MQTTClient.owner(user)?.onDisconnect?(rc) }
@@ -114,15 +118,20 @@ public final class MQTTClient: @unchecked Sendable {
         user.map { Unmanaged<MQTTClient>.fromOpaque($0).takeUnretainedValue() }
     }
 
-    private func check(_ operation: String, _ rc: Int32) throws(MQTTError) {
-        guard rc == MOSQ_ERR_SUCCESS.rawValue else { throw MQTTError(operation, code: rc) }
+    /// Makes one libmosquitto call; a code other than success is thrown with the errno the call
+    /// left (read before the message is built, which may overwrite it).
+    private static func check(_ operation: @autoclosure () -> String, _ call: () -> Int32) throws(MQTTError) {
+        var code = MOSQ_ERR_SUCCESS.rawValue
+        let outcome = ErrnoCall.run({ code = call(); return code }, failedWhen: { $0 != MOSQ_ERR_SUCCESS.rawValue })
+        if case .failure(let errno) = outcome { throw MQTTError(operation(), code: code, errno: errno) }
     }
 
     /// Resolves the broker and starts a non-blocking TCP connect (TLS and CONNECT follow in the
     /// loop's reads and writes). May block on DNS: never on the loop.
     public func connect() throws(MQTTError) {
-        try check("mosquitto_connect_async(\(options.host):\(options.port))",
-                  mosquitto_connect_async(handle, options.host, options.port, options.keepAliveSeconds))
+        try Self.check("mosquitto_connect_async(\(options.host):\(options.port))") {
+            mosquitto_connect_async(handle, options.host, options.port, options.keepAliveSeconds)
+        }
     }
 
     /// The connection's descriptor, or nil when there is none. It changes with every connect.
@@ -137,33 +146,32 @@ public final class MQTTClient: @unchecked Sendable {
     /// The socket is readable: reads what arrived (one packet, or all TLS has buffered), running
     /// the callbacks. Throws when the connection is gone.
     public func readReady() throws(MQTTError) {
-        try check("mosquitto_loop_read", mosquitto_loop_read(handle, 1))
+        try Self.check("mosquitto_loop_read") { mosquitto_loop_read(handle, 1) }
     }
 
     /// The socket is writable: writes what is queued.
     public func writeReady() throws(MQTTError) {
-        try check("mosquitto_loop_write", mosquitto_loop_write(handle, 1))
+        try Self.check("mosquitto_loop_write") { mosquitto_loop_write(handle, 1) }
     }
 
     /// Keep-alive pings and time-outs: about once a second.
     public func housekeeping() throws(MQTTError) {
-        try check("mosquitto_loop_misc", mosquitto_loop_misc(handle))
+        try Self.check("mosquitto_loop_misc") { mosquitto_loop_misc(handle) }
     }
 
     /// Sends SUBSCRIBE; returns its message id (the SUBACK's, in `onSubscribe`).
     @discardableResult
     public func subscribe(_ topic: String, qos: Int32 = 0) throws(MQTTError) -> Int32 {
         var mid: Int32 = 0
-        try check("mosquitto_subscribe(\(topic))", mosquitto_subscribe(handle, &mid, topic, qos))
+        try Self.check("mosquitto_subscribe(\(topic))") { mosquitto_subscribe(handle, &mid, topic, qos) }
         return mid
     }
 
     /// Queues a message (QoS 0 by default, never retained): written by the next `writeReady`.
     public func publish(_ topic: String, payload: [UInt8], qos: Int32 = 0) throws(MQTTError) {
-        let rc = payload.withUnsafeBytes { raw in
-            mosquitto_publish(handle, nil, topic, Int32(raw.count), raw.baseAddress, qos, false)
+        try Self.check("mosquitto_publish(\(topic))") {
+            payload.withUnsafeBytes { raw in mosquitto_publish(handle, nil, topic, Int32(raw.count), raw.baseAddress, qos, false) }
         }
-        try check("mosquitto_publish(\(topic))", rc)
     }
 
     /// Sends DISCONNECT (queued; the owner keeps writing until the socket closes) or, when not

@@ -72,10 +72,10 @@ public final class ATTSocket {
     }
 
     private static func call(_ operation: String, _ address: String, _ body: () -> Int32) throws(HCIError) -> Int32 {
-        let result = body()
-        if result < 0 {
-            let e = Errno.current
-            throw HCIError(operation: operation, adapter: address, errno: e.rawValue == 0 ? Errno(rawValue: EIO) : e)
+        let result: Int32
+        switch ErrnoCall.negativeFails(body) {
+        case .success(let value): result = value
+        case .failure(let e): throw HCIError(operation: operation, adapter: address, errno: e)
         }
         return result
     }
@@ -97,10 +97,9 @@ public final class ATTSocket {
         let localBytes = local.bytes, peerBytes = peer.bytes
         let fd = try call("open the ATT channel of", local.description, { localBytes.withUnsafeBufferPointer { cvigil_att_socket($0.baseAddress, local.type) } })
         let socket = ATTSocket(fd: fd, peer: peer)
-        let result = peerBytes.withUnsafeBufferPointer { cvigil_att_connect(fd, $0.baseAddress, peer.type) }
-        if result < 0 {
-            let e = Errno.current
-            if e != .inProgress { throw HCIError(operation: "connect to", adapter: peer.description, errno: e) }
+        let connecting = ErrnoCall.negativeFails { peerBytes.withUnsafeBufferPointer { cvigil_att_connect(fd, $0.baseAddress, peer.type) } }
+        if case .failure(let e) = connecting, e != .inProgress {
+            throw HCIError(operation: "connect to", adapter: peer.description, errno: e)
         }
         return socket
     }
@@ -109,11 +108,11 @@ public final class ATTSocket {
     public func accept() throws(HCIError) -> ATTSocket? {
         var bytes = [UInt8](repeating: 0, count: 6)
         var type: UInt8 = 0
-        let connection = bytes.withUnsafeMutableBufferPointer { cvigil_att_accept(fd, $0.baseAddress, &type) }
-        if connection < 0 {
-            let e = Errno.current
-            if e == .wouldBlock || e == .interrupted || e.rawValue == ECONNABORTED { return nil }
-            throw HCIError(operation: "accept on the ATT channel", adapter: "-", errno: e)
+        let connection: Int32
+        switch ErrnoCall.negativeFails({ bytes.withUnsafeMutableBufferPointer { cvigil_att_accept(fd, $0.baseAddress, &type) } }) {
+        case .success(let accepted): connection = accepted
+        case .failure(let e) where e == .wouldBlock || e == .interrupted || e.rawValue == ECONNABORTED: return nil
+        case .failure(let e): throw HCIError(operation: "accept on the ATT channel", adapter: "-", errno: e)
         }
         return ATTSocket(fd: connection, peer: LEAddress(bytes: bytes, type: type))
     }
@@ -133,10 +132,11 @@ public final class ATTSocket {
     /// sensor). Either way Debian's 6.1 kernel BUGs when the socket of a link whose encryption
     /// failed is closed (list corruption in hci_chan_del): `KernelBondSupport`.
     public func startEncryption() throws(HCIError) -> Bool {
-        if cvigil_att_raise_security(fd, UInt8(BT_SECURITY_MEDIUM)) == 0 { return true }
-        let e = Errno.current
-        if e.rawValue == EINVAL { return false }
-        throw HCIError(operation: "ask for encryption on the link to", adapter: peer?.description ?? "-", errno: e)
+        switch ErrnoCall.negativeFails({ cvigil_att_raise_security(fd, UInt8(BT_SECURITY_MEDIUM)) }) {
+        case .success: return true
+        case .failure(.invalid): return false
+        case .failure(let e): throw HCIError(operation: "ask for encryption on the link to", adapter: peer?.description ?? "-", errno: e)
+        }
     }
 
     /// Whether the link is encrypted now, and with a key of how many bytes (nil: the kernel
@@ -160,13 +160,13 @@ public final class ATTSocket {
         var buffer = [UInt8](repeating: 0, count: Self.receiveCapacity)
         var truncated: Int32 = 0
         while true {
-            let n = buffer.withUnsafeMutableBufferPointer { cvigil_att_receive(fd, $0.baseAddress, $0.count, &truncated) }
-            if n > 0 { return truncated != 0 ? .truncated : .pdu(Array(buffer.prefix(n))) }
-            if n == 0 { return .closed(nil) }
-            let e = Errno.current
-            if e == .interrupted { continue }
-            if e == .wouldBlock { return .nothing }
-            return .closed(e)
+            switch ErrnoCall.negativeFails({ buffer.withUnsafeMutableBufferPointer { cvigil_att_receive(fd, $0.baseAddress, $0.count, &truncated) } }) {
+            case .success(0): return .closed(nil)
+            case .success(let n): return truncated != 0 ? .truncated : .pdu(Array(buffer.prefix(n)))
+            case .failure(.interrupted): continue
+            case .failure(.wouldBlock): return .nothing
+            case .failure(let e): return .closed(e)
+            }
         }
     }
 
@@ -175,11 +175,11 @@ public final class ATTSocket {
     /// notifications.
     public func send(_ pdu: [UInt8]) throws(HCIError) {
         while true {
-            let n = pdu.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            if n >= 0 { return }
-            let e = Errno.current
-            if e == .interrupted { continue }
-            throw HCIError(operation: "send on the ATT link to", adapter: peer?.description ?? "-", errno: e)
+            switch ErrnoCall.negativeFails({ pdu.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } }) {
+            case .success: return
+            case .failure(.interrupted): continue
+            case .failure(let e): throw HCIError(operation: "send on the ATT link to", adapter: peer?.description ?? "-", errno: e)
+            }
         }
     }
 }

@@ -45,12 +45,10 @@ public struct HCIError: Error, Sendable, CustomStringConvertible, Equatable {
 
 @inline(__always)
 private func hci(_ operation: String, _ adapter: String, _ body: () -> Int32) throws(HCIError) -> Int32 {
-    let result = body()
-    if result < 0 {
-        let e = Errno.current
-        throw HCIError(operation: operation, adapter: adapter, errno: e.rawValue == 0 ? Errno(rawValue: EIO) : e)
+    switch ErrnoCall.negativeFails(body) {
+    case .success(let result): return result
+    case .failure(let e): throw HCIError(operation: operation, adapter: adapter, errno: e)
     }
-    return result
 }
 
 /// A registered adapter as the kernel lists it.
@@ -179,12 +177,12 @@ enum HCI {
     /// Reads one packet; nil when none is waiting. A packet never spans reads on an HCI socket.
     static func read(_ fd: Int32, adapter: String, into buffer: UnsafeMutableRawBufferPointer) throws(HCIError) -> Int? {
         while true {
-            let n = Glibc.read(fd, buffer.baseAddress, buffer.count)
-            if n >= 0 { return n }
-            let e = Errno.current
-            if e == .interrupted { continue }
-            if e == .wouldBlock { return nil }
-            throw HCIError(operation: "read from", adapter: adapter, errno: e)
+            switch ErrnoCall.negativeFails({ Glibc.read(fd, buffer.baseAddress, buffer.count) }) {
+            case .success(let n): return n
+            case .failure(.interrupted): continue
+            case .failure(.wouldBlock): return nil
+            case .failure(let e): throw HCIError(operation: "read from", adapter: adapter, errno: e)
+            }
         }
     }
 
@@ -192,11 +190,11 @@ enum HCI {
     /// at all.
     static func write(_ fd: Int32, adapter: String, packet: [UInt8]) throws(HCIError) {
         while true {
-            let n = packet.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
-            if n >= 0 { return }
-            let e = Errno.current
-            if e == .interrupted { continue }
-            throw HCIError(operation: "write to", adapter: adapter, errno: e)
+            switch ErrnoCall.negativeFails({ packet.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) } }) {
+            case .success: return
+            case .failure(.interrupted): continue
+            case .failure(let e): throw HCIError(operation: "write to", adapter: adapter, errno: e)
+            }
         }
     }
 }

@@ -1,3 +1,4 @@
+internal import CVigilLinux
 
 /// Where event times come from. Injected everywhere so tests and simulations control time.
 public protocol WallClock: Sendable {
@@ -206,3 +207,9 @@ public final class ClockTimer: Sendable {
         due.signal()
     }
 }
+
+/// Monotonic nanoseconds, for measuring intervals (never for event times).
+public func monotonicNanoseconds() -> UInt64 { cvigil_monotonic_ns() }
+
+/// Wall-clock microseconds since the Unix epoch.
+public func realtimeMicroseconds() -> UInt64 { cvigil_realtime_us() }

@@ -1,18 +1,14 @@
-internal import CVigilLinux
 #if canImport(Glibc)
 import Glibc
 #endif
 
 /// A POSIX error number, as returned by a failed system call.
 ///
-/// Every syscall in Vigil goes through `Syscalls.swift`, which turns `-1`/`errno` into this type,
-/// so callers never read the global `errno` themselves.
+/// Only `Syscalls.swift` reads the global errno (`check`, `ErrnoCall`); everything else gets
+/// this type from them.
 public struct Errno: Error, Hashable, Sendable, CustomStringConvertible {
     public let rawValue: Int32
     public init(rawValue: Int32) { self.rawValue = rawValue }
-
-    /// The calling thread's current errno.
-    public static var current: Errno { Errno(rawValue: cvigil_errno()) }
 
     public static let interrupted = Errno(rawValue: EINTR)
     public static let wouldBlock = Errno(rawValue: EAGAIN)

@@ -44,16 +44,17 @@ final class ScriptedTransport: HCITransport {
     func requestPower(_ adapter: HCIAdapterInfo, up: Bool) throws(HCIError) { powerRequests.append(up) }
 
     func read(_ fd: Int32, adapter: String, into buffer: UnsafeMutableRawBufferPointer) throws(HCIError) -> Int? {
-        let n = Glibc.read(fd, buffer.baseAddress, buffer.count)
-        if n >= 0 { return n }
-        let e = Errno.current
-        if e == .wouldBlock { return nil }
-        throw HCIError(operation: "read", adapter: adapter, errno: e)
+        switch ErrnoCall.negativeFails({ Glibc.read(fd, buffer.baseAddress, buffer.count) }) {
+        case .success(let n): return n
+        case .failure(.wouldBlock): return nil
+        case .failure(let e): throw HCIError(operation: "read", adapter: adapter, errno: e)
+        }
     }
 
     func write(_ fd: Int32, adapter: String, packet: [UInt8]) throws(HCIError) {
-        let n = packet.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
-        if n < 0 { throw HCIError(operation: "write", adapter: adapter, errno: Errno.current) }
+        if case .failure(let e) = ErrnoCall.negativeFails({ packet.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) } }) {
+            throw HCIError(operation: "write", adapter: adapter, errno: e)
+        }
     }
 
     func close(_ fd: Int32) { _ = Glibc.close(fd) }
