@@ -49,8 +49,11 @@ public struct SelfSignedIdentity: Sendable {
             }
             chmod(key + ".new", 0o600)
             // Key first: a certificate without its key would never be replaced.
-            guard rename(key + ".new", key) == 0, rename(certificate + ".new", certificate) == 0 else {
-                throw .setup("cannot move the new certificate into \(directory)")
+            do throws(SystemError) {
+                try FileSystem.moveIntoPlace(key + ".new", over: key)
+                try FileSystem.moveIntoPlace(certificate + ".new", over: certificate)
+            } catch {
+                throw .setup("cannot move the new certificate into \(directory): \(error)")
             }
         }
         return try load(certificatePath: certificate, keyPath: key)

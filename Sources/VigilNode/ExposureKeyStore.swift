@@ -40,16 +40,12 @@ public struct ExposureKeyStore {
         return key
     }
 
-    /// Writes the keys to a new file and renames it over the old one (never half a file).
+    /// Replaces the file durably (never half a file): a key lost to a power cut after it was
+    /// advertised could never be published.
     private func save() throws {
         let text = keys.map { "\($0.keyData.hex) \($0.rollingStartIntervalNumber)\n" }.joined()
-        let temporary = path + ".new"
-        FileSystem.remove(temporary)
         do {
-            try FileSystem.createExclusive(temporary, contents: Array(text.utf8))
-            try FileSystem.rename(temporary, to: path)
-            // A key lost to a power cut after it was advertised could never be published.
-            try FileSystem.syncDirectory((path as NSString).deletingLastPathComponent)
+            try FileSystem.replaceDurably(path, contents: Array(text.utf8))
         } catch {
             throw NodeError.system(error)
         }

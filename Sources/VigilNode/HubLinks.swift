@@ -58,13 +58,8 @@ public struct HubLinks: Codable, Sendable, Equatable {
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
         let data: Data
         do { data = try encoder.encode(self) } catch { throw .unsupported("cannot encode the hub links: \(error)") }
-        let temporary = path + ".new"
         do throws(SystemError) {
-            let file = try FileDescriptor.open(temporary, flags: O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode: 0o600)
-            try file.writeAll(Array(data))
-            try file.fsync()
-            guard rename(temporary, path) == 0 else { throw SystemError("rename", path, errno: Errno.current) }
-            try FileSystem.syncDirectory(dataDirectory)
+            try FileSystem.replaceDurably(path, contents: Array(data))
         } catch {
             throw .system(error)
         }

@@ -123,7 +123,8 @@ public struct WebCredentials: Sendable {
         try write(String(decoding: data, as: UTF8.self) + "\n", to: "tokens.json")
     }
 
-    /// Writes `text` to `DATA/http/NAME` whole (a new file renamed over the old, 0600).
+    /// Writes `text` to `DATA/http/NAME` whole and durably (a new file renamed over the old, 0600):
+    /// a password changed or a token revoked must not come back after a power cut.
     private func write(_ text: String, to name: String) throws(AccessError) {
         do {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
@@ -132,10 +133,10 @@ public struct WebCredentials: Sendable {
             throw .setup("cannot make \(directory): \(error)")
         }
         let path = directory + "/" + name
-        let temporary = path + ".new"
-        guard FileManager.default.createFile(atPath: temporary, contents: Data(text.utf8), attributes: [.posixPermissions: 0o600]),
-              rename(temporary, path) == 0 else {
-            throw .setup("cannot write \(path)")
+        do throws(SystemError) {
+            try FileSystem.replaceDurably(path, contents: Array(text.utf8))
+        } catch {
+            throw .setup("cannot write \(path): \(error)")
         }
     }
 }
