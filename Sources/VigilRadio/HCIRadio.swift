@@ -2,100 +2,6 @@ import VigilCore
 import VigilEvents
 import VigilSystem
 
-/// Settings of the BlueZ radio (config section `radio:`).
-public struct HCIRadioSettings: Sendable, Equatable {
-    /// "hci0", or the adapter's address "AA:BB:CC:DD:EE:FF" (stable across re-plugging).
-    public var adapter = "hci0"
-    public var channel: HCIChannel = .raw
-    /// Active scanning asks advertisers for their scan response (names often live there); it
-    /// also transmits, so passive is the default.
-    public var activeScan = false
-    /// Scan interval and window: window = interval means the receiver listens all the time.
-    public var scanIntervalMicroseconds: UInt64 = 100_000
-    public var scanWindowMicroseconds: UInt64 = 100_000
-    /// Use the extended scanning and advertising commands when the controller has them (LE
-    /// feature bit 12), as the kernel does: once a controller has seen an extended advertising
-    /// command it may refuse legacy ones, so on the raw channel Vigil follows the kernel's choice.
-    public var extended = true
-    /// How often each advertisement goes out.
-    public var advertisingIntervalMicroseconds: UInt64 = 100_000
-    /// With several payloads (presence, alerts), each is on the air for this long in turn.
-    public var rotationSlotMicroseconds: UInt64 = 500_000
-    /// A command not answered in this time means the controller has failed.
-    public var commandTimeoutMicroseconds: UInt64 = 2_000_000
-    /// Recovery retries: the delay doubles from min to max while the adapter stays unusable, and
-    /// goes back to min only once the radio has run this long without failing (a controller that
-    /// fails right after setup must not be restarted four times a second).
-    public var backoffMinMicroseconds: UInt64 = 250_000
-    public var backoffMaxMicroseconds: UInt64 = 30_000_000
-    public var stableAfterMicroseconds: UInt64 = 60_000_000
-    /// Ask the kernel (management channel, asynchronous) to power the adapter up when it is down
-    /// (raw channel), or down before taking it (user channel). Off leaves power to the operator.
-    public var managePower = true
-    /// Packets handled per wake-up; more wait for the next turn of the loop, so a flood of
-    /// reports cannot starve the button or the log's acknowledgements.
-    public var readBudget = 256
-    /// btsnoop capture of every HCI packet; nil = off.
-    public var snoopPath: String?
-    public var snoopMaxFileBytes = 8 << 20
-    public var snoopKeepFiles = 3
-
-    public init() {}
-}
-
-/// What the node wants on the air: the payloads (each ≤ 31 bytes of AD structures) shown in
-/// turn, sent from `address` (a random address, rotated with the presence identity).
-public struct AdvertisingPlan: Sendable, Equatable {
-    public var address: UInt64
-    public var payloads: [[UInt8]]
-    /// Payloads (by index) sent connectable (ADV_IND) from the controller's public address, for
-    /// phones and boxes to open a GATT link to; the others are non-connectable from `address`.
-    public var connectable: Set<Int>
-    /// The answer to a scan request for a connectable payload (the box's full name, which the
-    /// advert has no room for); empty: none.
-    public var scanResponse: [UInt8]
-
-    public init(address: UInt64, payloads: [[UInt8]], connectable: Set<Int> = [], scanResponse: [UInt8] = []) {
-        self.address = address
-        self.payloads = payloads
-        self.connectable = connectable
-        self.scanResponse = scanResponse
-    }
-
-    public static let off = AdvertisingPlan(address: 0, payloads: [])
-    public var isOff: Bool { payloads.isEmpty || address == 0 }
-}
-
-/// What the BlueZ radio counts, for `vigil status`.
-public struct HCIRadioCounters: Sendable, Codable, Equatable {
-    public var packetsIn: UInt64 = 0
-    public var packetsOut: UInt64 = 0
-    public var reports: UInt64 = 0
-    public var commandsFailed: UInt64 = 0
-    public var commandTimeouts: UInt64 = 0
-    public var recoveries: UInt64 = 0
-    public var controllerResets: UInt64 = 0
-    public var hardwareErrors: UInt64 = 0
-    /// Packets left unread past the budget are not lost: they wait in the socket. These are
-    /// packets the parser could not use.
-    public var malformedPackets: UInt64 = 0
-    public var snoopErrors: UInt64 = 0
-    /// Centrals that connected to the box's connectable advertising (the controller stops
-    /// advertising then; the radio starts it again).
-    public var incomingLinks: UInt64 = 0
-    /// Connectable advertising refused (a controller that cannot advertise connectable and hold a
-    /// link at once): those payloads go out non-connectable until the link ends or a minute passes.
-    public var connectableRefusals: UInt64 = 0
-    /// Advertising commands the controller refused (scanning goes on; advertising retries).
-    public var advertisingRefusals: UInt64 = 0
-    /// Payloads of a plan longer than the controller advertises (signed frames, without extended
-    /// advertising or a controller that carries under 251 bytes): left out, counted once per plan.
-    public var longPayloadsSkipped: UInt64 = 0
-    /// Scanning/advertising commands someone else sent on the raw channel (the kernel, bluetoothd).
-    public var foreignChanges: UInt64 = 0
-    public init() {}
-}
-
 /// The radio on a real controller through BlueZ's HCI socket.
 ///
 /// The event loop watches one descriptor, an epoll of this adapter's own: the HCI socket, a
@@ -120,11 +26,7 @@ public final class HCIRadio: RadioAdapter {
     public private(set) var usingExtendedCommands = false
     /// The longest advertising data the controller sends (31 without extended advertising): longer
     /// payloads of a plan are skipped, and counted (`counters.longPayloadsSkipped`).
-    public private(set) var maximumAdvertisingDataLength = AdvertisingPayload.legacyMaximumLength
-    /// The controller did not answer LE Read Maximum Advertising Data Length: the length is a guess.
-    private var maximumAdvertisingDataLengthUnconfirmed = false
-    private var longAdvertRefusals = 0
-    static let longAdvertRefusalsToGiveUp = 3
+    public var maximumAdvertisingDataLength: Int { advertising.maximumDataLength }
 
     private let settings: HCIRadioSettings
     private let clock: any WallClock
@@ -145,25 +47,9 @@ public final class HCIRadio: RadioAdapter {
     private var runningSince: UInt64?
     private var snoop: BTSnoopWriter?
 
-    // Advertising: what the node wants, and what the controller has.
-    private var plan = AdvertisingPlan.off
-    private var onAir = OnAir()
-    /// LE links open on the controller (handles), for the connectable fallback below.
-    private var openLinks: Set<UInt16> = []
-    /// The controller refused connectable advertising (while it holds a link, most likely):
-    /// connectable payloads go out non-connectable until no link is open, or `connectableRetryAt`.
-    private var connectableBlocked = false
-    private var connectableRetryAt: UInt64?
-    /// How long payloads stay non-connectable after a refusal when no link end is seen (an
-    /// event lost on a busy socket, a link the radio did not see open).
-    static let connectableRetryDelay: UInt64 = 60_000_000
-    private var rotation = 0
-    /// The last plan whose long payloads were counted as skipped (counted once per plan).
-    private var skippedPlan: AdvertisingPlan?
-    private var rotateAt: UInt64?
-    /// After the controller refused an advertising command: no advertising until then.
-    private var advertisingBlockedUntil: UInt64?
-    private var advertisingRetry: Backoff
+    /// Advertising: what the node wants, what the controller has, and the commands between.
+    private var advertising: AdvertisingScheduler
+    static let connectableRetryDelay = AdvertisingScheduler.connectableRetryDelay
     /// Someone else changed scanning or advertising (raw channel): re-assert at this time.
     private var reassertAt: UInt64?
     /// nil: never. (Not 0: on a clock that started less than the minimum gap ago, as the
@@ -187,24 +73,7 @@ public final class HCIRadio: RadioAdapter {
         case running
     }
 
-    private struct OnAir: Equatable {
-        var address: UInt64 = 0
-        var payload: [UInt8]?
-        var enabled = false
-        var parametersSet = false
-        /// Whether the parameters set are ADV_IND's (connectable) or ADV_NONCONN_IND's.
-        var connectable = false
-        /// Whether the parameters set are for an extended PDU (a payload over 31 bytes).
-        var extendedPDU = false
-        var scanResponse: [UInt8]?
-    }
-
-    /// Steps, carried as command tags so a completion says what it finished.
-    private enum Step: UInt32 {
-        case reset = 1, eventMask, leEventMask, readAddress, leFeatures, maximumAdvertisingData
-        case scanDisable, scanAddress, scanParameters, scanEnable
-        case advertiseDisable, advertiseAddress, advertiseParameters, advertiseData, advertiseEnable
-    }
+    private typealias Step = HCIRadioStep
 
     private enum Token: UInt64 { case socket = 1, notifications, timer }
 
@@ -232,7 +101,10 @@ public final class HCIRadio: RadioAdapter {
         timer = try ClockTimer(clock: monotonic)
         queue = HCICommandQueue(timeoutMicroseconds: settings.commandTimeoutMicroseconds)
         recovery = Backoff(base: settings.backoffMinMicroseconds, max: settings.backoffMaxMicroseconds)
-        advertisingRetry = Backoff(base: settings.backoffMinMicroseconds, max: settings.backoffMaxMicroseconds)
+        advertising = AdvertisingScheduler(settings: .init(intervalMicroseconds: settings.advertisingIntervalMicroseconds,
+                                                           rotationSlotMicroseconds: settings.rotationSlotMicroseconds,
+                                                           backoffMinMicroseconds: settings.backoffMinMicroseconds,
+                                                           backoffMaxMicroseconds: settings.backoffMaxMicroseconds))
         try epoll.add(timer.fd, token: Token.timer.rawValue)
     }
 
@@ -310,11 +182,7 @@ public final class HCIRadio: RadioAdapter {
     }
 
     public func advertise(_ newPlan: AdvertisingPlan) {
-        guard newPlan != plan else { return }
-        let addressChanged = newPlan.address != plan.address
-        plan = newPlan
-        if addressChanged || rotation >= plan.payloads.count { rotation = 0 }
-        if plan.payloads.count <= 1 { rotateAt = nil }
+        guard advertising.setPlan(newPlan) else { return }
         guard phase == .running else { return }
         pump()
         // Anything `pump` produced (a failed write) reaches the node at once: rearm sees it.
@@ -372,10 +240,7 @@ public final class HCIRadio: RadioAdapter {
             return
         }
         phase = .settingUp
-        onAir = OnAir()
-        openLinks = []          // a new socket on a controller that may have been reset
-        connectableBlocked = false
-        connectableRetryAt = nil
+        advertising.controllerFresh() // a new socket on a controller that may have been reset
         usingExtendedCommands = false
         enqueueSetup()
     }
@@ -399,19 +264,19 @@ public final class HCIRadio: RadioAdapter {
     private func enqueueScanning() {
         queue.enqueue(advertiseDisableCommand(), tag: Step.advertiseDisable.rawValue)
         queue.enqueue(scanDisableCommand(), tag: Step.scanDisable.rawValue)
-        onAir = OnAir()
-        if !plan.isOff, !usingExtendedCommands {
-            queue.enqueue(.leSetRandomAddress(plan.address), tag: Step.scanAddress.rawValue)
-            onAir.address = plan.address
+        if let address = advertising.scanningAddress(extended: usingExtendedCommands) {
+            queue.enqueue(.leSetRandomAddress(address), tag: Step.scanAddress.rawValue)
         }
-        queue.enqueue(scanParametersCommand(), tag: Step.scanParameters.rawValue)
+        queue.enqueue(scanParametersCommand(randomAddress: advertising.randomAddressSet), tag: Step.scanParameters.rawValue)
         queue.enqueue(scanEnableCommand(), tag: Step.scanEnable.rawValue)
     }
 
-    private func scanParametersCommand() -> HCICommand {
+    /// `randomAddress`: the controller-wide random address is set (legacy), so scan requests
+    /// come from it rather than the controller's public address.
+    private func scanParametersCommand(randomAddress: Bool) -> HCICommand {
         let interval = Self.units(settings.scanIntervalMicroseconds)
         let window = min(Self.units(settings.scanWindowMicroseconds), interval)
-        let random = settings.activeScan && onAir.address != 0 && !usingExtendedCommands
+        let random = settings.activeScan && randomAddress && !usingExtendedCommands
         return usingExtendedCommands
             ? .leSetExtendedScanParameters(active: settings.activeScan, intervalUnits: interval, windowUnits: window, randomAddress: random)
             : .leSetScanParameters(active: settings.activeScan, intervalUnits: interval, windowUnits: window, randomAddress: random)
@@ -451,8 +316,7 @@ public final class HCIRadio: RadioAdapter {
             transport.close(fd)
         }
         socket = nil
-        onAir = OnAir()
-        rotateAt = nil
+        advertising.airUnknown()
         reassertAt = nil
     }
 
@@ -515,22 +379,13 @@ public final class HCIRadio: RadioAdapter {
             }
         case .connectionComplete(let status, let handle, let peripheral, _, _):
             guard status == 0 else { break }
-            openLinks.insert(handle)
-            if peripheral {
-                // The controller stopped advertising for the link (legacy advertising always
-                // does): reconciling starts it again.
-                counters.incomingLinks += 1
-                onAir.enabled = false
-            }
+            if peripheral { counters.incomingLinks += 1 }
+            advertising.linkOpened(handle, peripheral: peripheral)
         case .advertisingSetTerminated(let status, let set, _):
-            if status == 0, set == 0 { onAir.enabled = false }
+            if status == 0, set == 0 { advertising.advertisingEnded() }
         case .disconnectionComplete(let status, let handle, _):
             guard status == 0 else { break }
-            openLinks.remove(handle)
-            if openLinks.isEmpty {
-                connectableBlocked = false
-                connectableRetryAt = nil
-            }
+            advertising.linkClosed(handle)
         case .hardwareError(let code):
             counters.hardwareErrors += 1
             counters.recoveries += 1
@@ -551,11 +406,7 @@ public final class HCIRadio: RadioAdapter {
             pendingOutputs.append(.stateChanged(.off, reason: "controller \(name) was reset"))
             reportedState = .off
             _ = queue.failAll()
-            onAir = OnAir()
-            openLinks = []      // a reset controller holds no link
-            connectableBlocked = false
-            connectableRetryAt = nil
-            rotateAt = nil
+            advertising.controllerFresh() // a reset controller holds no link
             reassertAt = nil
             phase = .settingUp
             queue.enqueue(.setEventMask(HCICommand.fullEventMask), tag: Step.eventMask.rawValue)
@@ -628,6 +479,13 @@ public final class HCIRadio: RadioAdapter {
     private func finished(_ pending: HCICommandQueue.Pending, status: UInt8, parameters: [UInt8]) {
         guard let step = Step(rawValue: pending.tag) else { return }
         if status != 0 {
+            if advertising.connectableRefused(step, now: now, counters: &counters) {
+                // Connectable advertising (with a link, most likely) is more than this controller
+                // does now: the payloads go out non-connectable, at once, never off the air,
+                // until the link ends or a minute passes (links the radio did not see open).
+                queue.discardQueued()
+                return
+            }
             switch step {
             case .scanDisable, .advertiseDisable:
                 return // "already disabled" is fine
@@ -635,21 +493,8 @@ public final class HCIRadio: RadioAdapter {
                 // Mandatory with extended advertising, yet not every controller answers it
                 // (BlueZ's emulator before 5.8x): try what one command carries, and learn 31 if
                 // the controller refuses a long advert (`advertisingRefused`).
-                maximumAdvertisingDataLength = HCICommand.maximumExtendedAdvertisingData
-                maximumAdvertisingDataLengthUnconfirmed = true
+                advertising.maximumDataLengthRead(nil)
                 enqueueScanning()
-                return
-            case .advertiseParameters where onAir.connectable && !connectableBlocked,
-                 .advertiseEnable where onAir.connectable && !connectableBlocked:
-                // Connectable advertising (with a link, most likely) is more than this controller
-                // does now: the payloads go out non-connectable, at once, never off the air,
-                // until the link ends or a minute passes (links the radio did not see open).
-                counters.connectableRefusals += 1
-                connectableBlocked = true
-                connectableRetryAt = now + Self.connectableRetryDelay
-                queue.discardQueued()
-                onAir = OnAir()
-                rotateAt = nil
                 return
             case .advertiseAddress, .advertiseParameters, .advertiseData, .advertiseEnable:
                 advertisingRefused(pending.command, status: status)
@@ -669,8 +514,7 @@ public final class HCIRadio: RadioAdapter {
             // then, and a controller may refuse legacy ones after it has seen them.
             let supported = parameters.count >= 3 && parameters[2] & 0x10 != 0
             usingExtendedCommands = supported && settings.extended
-            maximumAdvertisingDataLength = AdvertisingPayload.legacyMaximumLength
-            maximumAdvertisingDataLengthUnconfirmed = false
+            advertising.featuresRead()
             if usingExtendedCommands {
                 queue.enqueue(.leReadMaximumAdvertisingDataLength, tag: Step.maximumAdvertisingData.rawValue)
             } else {
@@ -678,9 +522,7 @@ public final class HCIRadio: RadioAdapter {
             }
         case .maximumAdvertisingData:
             if parameters.count >= 3 {
-                let length = Int(parameters[1]) | Int(parameters[2]) << 8
-                maximumAdvertisingDataLength = min(max(length, AdvertisingPayload.legacyMaximumLength), HCICommand.maximumExtendedAdvertisingData)
-                maximumAdvertisingDataLengthUnconfirmed = false
+                advertising.maximumDataLengthRead(Int(parameters[1]) | Int(parameters[2]) << 8)
             }
             enqueueScanning()
         case .scanEnable:
@@ -692,39 +534,20 @@ public final class HCIRadio: RadioAdapter {
                 reportedState = .on
             }
         case .advertiseEnable:
-            advertisingRetry.reset()
-            if let payload = onAir.payload { pendingOutputs.append(.onAir(payload)) }
+            if let payload = advertising.enabled() { pendingOutputs.append(.onAir(payload)) }
         default:
             break
         }
     }
 
-    /// The controller refused an advertising command (one that cannot scan and advertise at
-    /// once; the kernel's own advertising on the raw channel). Scanning goes on and the radio stays
-    /// on; advertising is retried on its own back-off, and the node is told once per streak.
+    /// The controller refused an advertising command: scanning goes on and the radio stays on;
+    /// advertising is retried on its own back-off (`AdvertisingScheduler.refused`).
     private func advertisingRefused(_ command: HCICommand, status: UInt8) {
-        counters.advertisingRefusals += 1
-        if maximumAdvertisingDataLengthUnconfirmed, onAir.extendedPDU || (onAir.payload?.count ?? 0) > AdvertisingPayload.legacyMaximumLength {
-            longAdvertRefusals += 1
+        for problem in advertising.refused(command, status: status, now: now, adapter: name, counters: &counters) {
+            pendingOutputs.append(.problem(problem))
         }
-        if longAdvertRefusals >= Self.longAdvertRefusalsToGiveUp {
-            // A controller that did not say how long its adverts may be refused long ones again
-            // and again (one refusal may be a passing "command disallowed"): 31 until it restarts.
-            longAdvertRefusals = 0
-            maximumAdvertisingDataLength = AdvertisingPayload.legacyMaximumLength
-            maximumAdvertisingDataLengthUnconfirmed = false
-            pendingOutputs.append(.problem("the controller refused a \(onAir.payload?.count ?? 0)-byte extended advert: signed frames stay off the air on \(name)"))
-        }
-        if advertisingRetry.isFresh {
-            pendingOutputs.append(.problem("the controller refused \(command) (status 0x\(String(status, radix: 16))): not advertising; retrying"))
-        }
-        advertisingBlockedUntil = now + advertisingRetry.next()
-        // The rest of the sequence is moot, and what is on the air is unknown: set it all again.
+        // The rest of the sequence is moot.
         queue.discardQueued()
-        onAir = OnAir()
-        rotateAt = nil
-        // Legacy: the random address (controller-wide) is set with scanning stopped, so a retry
-        // goes through the whole sequence, scanning included.
     }
 
     private func scanDisableCommand() -> HCICommand {
@@ -735,97 +558,14 @@ public final class HCIRadio: RadioAdapter {
         usingExtendedCommands ? .leSetExtendedAdvertisingEnable(false) : .leSetAdvertiseEnable(false)
     }
 
-    /// Queues the commands that take the controller from what it advertises to the plan. Called
-    /// when idle; idempotent (nothing is sent when the air already matches).
-    ///
-    /// A new payload goes out by switching advertising off and on around the new data: the new frame
-    /// is on the air at once, and controllers that report only on enable (BlueZ's emulator) still
-    /// deliver every frame.
+    /// Queues the commands that take the controller from what it advertises to the plan (the
+    /// scheduler decides them). Called when idle; idempotent.
     private func reconcileAdvertising() {
         guard phase == .running, queue.isIdle else { return }
-        if let until = advertisingBlockedUntil {
-            guard now >= until else { return }
-            advertisingBlockedUntil = nil
-        }
-        if plan.isOff {
-            if onAir.enabled { queue.enqueue(advertiseDisableCommand(), tag: Step.advertiseDisable.rawValue) }
-            onAir.enabled = false
-            onAir.payload = nil
-            rotateAt = nil
-            return
-        }
-        // Payloads longer than the controller sends (signed frames without extended advertising)
-        // are left out of the rotation.
-        let eligible = plan.payloads.indices.filter { plan.payloads[$0].count <= maximumAdvertisingDataLength }
-        if eligible.count < plan.payloads.count, skippedPlan != plan {
-            skippedPlan = plan
-            counters.longPayloadsSkipped += UInt64(plan.payloads.count - eligible.count)
-        }
-        guard !eligible.isEmpty else {
-            if onAir.enabled { queue.enqueue(advertiseDisableCommand(), tag: Step.advertiseDisable.rawValue) }
-            onAir.enabled = false
-            onAir.payload = nil
-            rotateAt = nil
-            return
-        }
-        let index = eligible[rotation % eligible.count]
-        let payload = plan.payloads[index]
-        let extendedPDU = payload.count > AdvertisingPayload.legacyMaximumLength
-        let connectable = plan.connectable.contains(index) && !connectableBlocked && !extendedPDU
-        if onAir.parametersSet, onAir.connectable != connectable || onAir.extendedPDU != extendedPDU {
-            // The PDU type changes only with advertising off.
-            if onAir.enabled { queue.enqueue(advertiseDisableCommand(), tag: Step.advertiseDisable.rawValue) }
-            onAir.enabled = false
-            onAir.parametersSet = false
-        }
-        if onAir.address != plan.address {
-            if onAir.enabled { queue.enqueue(advertiseDisableCommand(), tag: Step.advertiseDisable.rawValue) }
-            onAir.enabled = false
-            onAir.payload = nil
-            if usingExtendedCommands {
-                if !onAir.parametersSet { enqueueAdvertisingParameters(connectable: connectable, extendedPDU: extendedPDU) }
-                queue.enqueue(.leSetAdvertisingSetRandomAddress(plan.address), tag: Step.advertiseAddress.rawValue)
-            } else {
-                // Legacy: the controller-wide random address, which scanning must stop for.
-                queue.enqueue(scanDisableCommand(), tag: Step.scanDisable.rawValue)
-                queue.enqueue(.leSetRandomAddress(plan.address), tag: Step.advertiseAddress.rawValue)
-                queue.enqueue(scanParametersCommand(), tag: Step.scanParameters.rawValue)
-                queue.enqueue(scanEnableCommand(), tag: Step.scanEnable.rawValue)
-            }
-            onAir.address = plan.address
-        }
-        if !onAir.parametersSet { enqueueAdvertisingParameters(connectable: connectable, extendedPDU: extendedPDU) }
-        if connectable, !plan.scanResponse.isEmpty, onAir.scanResponse != plan.scanResponse {
-            if onAir.enabled { queue.enqueue(advertiseDisableCommand(), tag: Step.advertiseDisable.rawValue) }
-            onAir.enabled = false
-            queue.enqueue(usingExtendedCommands ? .leSetExtendedScanResponseData(plan.scanResponse) : .leSetScanResponseData(plan.scanResponse),
-                          tag: Step.advertiseData.rawValue)
-            onAir.scanResponse = plan.scanResponse
-        }
-        if onAir.payload != payload {
-            if onAir.enabled { queue.enqueue(advertiseDisableCommand(), tag: Step.advertiseDisable.rawValue) }
-            onAir.enabled = false
-            queue.enqueue(usingExtendedCommands ? .leSetExtendedAdvertisingData(payload) : .leSetAdvertisingData(payload),
-                          tag: Step.advertiseData.rawValue)
-            onAir.payload = payload
-        }
-        if !onAir.enabled {
-            queue.enqueue(usingExtendedCommands ? .leSetExtendedAdvertisingEnable(true) : .leSetAdvertiseEnable(true),
-                          tag: Step.advertiseEnable.rawValue)
-            onAir.enabled = true
-        }
-        rotateAt = eligible.count > 1 ? (rotateAt ?? now + settings.rotationSlotMicroseconds) : nil
-    }
-
-    private func enqueueAdvertisingParameters(connectable: Bool, extendedPDU: Bool) {
-        let interval = max(Self.units(settings.advertisingIntervalMicroseconds), 160) // ≥ 100 ms when non-connectable
-        queue.enqueue(usingExtendedCommands ? .leSetExtendedAdvertisingParameters(intervalUnits: UInt32(interval), connectable: connectable,
-                                                                                  extendedPDU: extendedPDU)
-                                            : .leSetAdvertisingParameters(intervalUnits: interval, connectable: connectable),
-                      tag: Step.advertiseParameters.rawValue)
-        onAir.parametersSet = true
-        onAir.connectable = connectable
-        onAir.extendedPDU = extendedPDU
+        let commands = advertising.reconcile(now: now, extended: usingExtendedCommands, scanning: { random in
+            (disable: self.scanDisableCommand(), parameters: self.scanParametersCommand(randomAddress: random), enable: self.scanEnableCommand())
+        }, counters: &counters)
+        for (command, step) in commands { queue.enqueue(command, tag: step.rawValue) }
     }
 
     /// Writes queued commands while credits allow.
@@ -864,24 +604,11 @@ public final class HCIRadio: RadioAdapter {
                 reassertAt = now + Self.reassertDelay
             }
         }
-        if let at = connectableRetryAt, at <= now {
-            connectableRetryAt = nil
-            connectableBlocked = false   // try connectable again; a refusal blocks it once more
-        }
-        if let at = rotateAt, at <= now {
-            if phase != .running || plan.payloads.count <= 1 {
-                rotateAt = nil
-            } else if queue.isIdle {
-                rotation = (rotation + 1) % plan.payloads.count
-                rotateAt = now + settings.rotationSlotMicroseconds
-            } else {
-                rotateAt = now + settings.rotationSlotMicroseconds / 4 // a command is in flight: soon
-            }
-        }
+        advertising.deadlinesPassed(now: now, running: phase == .running, idle: queue.isIdle)
     }
 
     private func rearm() throws {
-        var deadlines = [queue.nextDeadline, retryAt, rotateAt, reassertAt, advertisingBlockedUntil, connectableRetryAt].compactMap { $0 }
+        var deadlines = [queue.nextDeadline, retryAt, reassertAt].compactMap { $0 } + advertising.deadlines
         if !pendingOutputs.isEmpty { deadlines.append(0) } // something for the node: wake it now
         guard let next = deadlines.min() else {
             try timer.disarm()
