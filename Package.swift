@@ -286,6 +286,15 @@ let package = Package(
         .testTarget(name: "VigilCallsTests", dependencies: ["VigilCalls", "VigilSystem"], swiftSettings: strict),
         .testTarget(name: "VigilAlarmCentreTests", dependencies: ["VigilAlarmCentre", "VigilSystem", "VigilTestSupport"], swiftSettings: strict),
         .testTarget(name: "VigilJ2735Tests", dependencies: ["VigilJ2735"], resources: [.copy("Vectors")], swiftSettings: strict),
+        .testTarget(name: "VigilHexTests", dependencies: ["VigilHex"], swiftSettings: strict),
+        .testTarget(name: "VigilHubProtocolTests", dependencies: ["VigilHubProtocol", "VigilEvents"], swiftSettings: strict),
+        .testTarget(name: "VigilBoardTests", dependencies: ["VigilBoard"], swiftSettings: strict),
+        .testTarget(name: "VigilMQTTTests", dependencies: ["VigilMQTT"], swiftSettings: strict),
+        .testTarget(
+            name: "VigilAccessTests",
+            dependencies: ["VigilAccess", .product(name: "NIOCore", package: "swift-nio")],
+            swiftSettings: strict
+        ),
         .testTarget(
             name: "VigilRadioTests",
             dependencies: ["VigilRadio", "VigilCore", "VigilEvents", "VigilSystem", "VigilTestSupport"],
