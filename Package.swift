@@ -191,6 +191,8 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
+            // The API's description: Generated/OpenAPIDocument.swift embeds it (scripts/generate-openapi-swift).
+            exclude: ["openapi.yaml"],
             swiftSettings: strict
         ),
         // The hub: an HTTP server (Hummingbird, TLS) on PostgreSQL, keeping no state of its own.
