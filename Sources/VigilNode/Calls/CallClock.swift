@@ -8,17 +8,17 @@ import VigilEvents
 ///
 /// One deadline at a time; one appended and not yet durable is not appended again.
 final class CallClock: NodeComponent {
-    unowned let node: Node
+    unowned let context: any NodeContext
     /// Before the log is open too: a call before the open moves up its tree.
     var runsBeforeLogOpen: Bool { true }
     static let timer = Scheduler.Timer("call-deadline")
     /// The deadline appended and not yet applied.
     private var appended: CallBook.Deadline?
 
-    init(node: Node) { self.node = node }
+    init(context: any NodeContext) { self.context = context }
 
     func start() throws(NodeError) {
-        node.scheduler.register(Self.timer) { [unowned self] in reconcile() }
+        context.scheduler.register(Self.timer) { [unowned self] in reconcile() }
     }
 
     func applied(_ event: Event) { settle(event) }
@@ -32,28 +32,28 @@ final class CallClock: NodeComponent {
     }
 
     func reconcile() {
-        guard !node.isCarrying else { return } // the calls from before the open are not all back yet
-        guard !node.stopping, let due = node.projections.calls.nextDeadline else {
-            node.scheduler.cancel(Self.timer)
+        guard !context.isCarrying else { return } // the calls from before the open are not all back yet
+        guard !context.stopping, let due = context.projections.calls.nextDeadline else {
+            context.scheduler.cancel(Self.timer)
             return
         }
         if let appended, appended == due { return } // waiting to become durable
-        let now = node.clock.nowMicroseconds()
+        let now = context.clock.nowMicroseconds()
         if due.dueMicroseconds <= now {
             var deadline = CallDeadline()
             deadline.call = due.call
             deadline.tier = due.tier
             deadline.round = due.round
             deadline.dueUs = due.dueMicroseconds
-            if node.append(.callDeadline(deadline), time: now) != nil {
+            if context.append(.callDeadline(deadline), time: now) != nil {
                 appended = due
-                node.scheduler.cancel(Self.timer)
+                context.scheduler.cancel(Self.timer)
             } else {
                 // Refused at once (a full queue): try again shortly, or the tree would stall.
-                node.scheduler.schedule(Self.timer, afterNanoseconds: 1_000_000_000)
+                context.scheduler.schedule(Self.timer, afterNanoseconds: 1_000_000_000)
             }
         } else {
-            node.scheduler.schedule(Self.timer, atNanoseconds: node.monotonicDeadline(forWallMicroseconds: due.dueMicroseconds))
+            context.scheduler.schedule(Self.timer, atNanoseconds: context.monotonicDeadline(forWallMicroseconds: due.dueMicroseconds))
         }
     }
 }

@@ -6,15 +6,15 @@ import VigilEvents
 /// a clock). After a restart overdue deadlines come one after the other, each computed from the
 /// state the previous one produced: none skipped, none repeated.
 final class LadderScheduler: NodeComponent {
-    unowned let node: Node
+    unowned let context: any NodeContext
     /// The last deadline appended and not yet applied (so it is appended once).
     private var appended: EscalationBook.Deadline?
     static let deadlineTimer = Scheduler.Timer("ladder-deadline")
 
-    init(node: Node) { self.node = node }
+    init(context: any NodeContext) { self.context = context }
 
     func start() throws(NodeError) {
-        node.scheduler.register(Self.deadlineTimer) { [unowned self] in reconcile() }
+        context.scheduler.register(Self.deadlineTimer) { [unowned self] in reconcile() }
     }
 
     func applied(_ event: Event) {
@@ -30,23 +30,23 @@ final class LadderScheduler: NodeComponent {
 
     /// Appends the earliest deadline once it is due, or arms the timer for it.
     func reconcile() {
-        guard !node.stopping, let deadline = node.projections.escalations.earliestDeadline else {
-            node.scheduler.cancel(Self.deadlineTimer)
+        guard !context.stopping, let deadline = context.projections.escalations.earliestDeadline else {
+            context.scheduler.cancel(Self.deadlineTimer)
             return
         }
         if deadline == appended { return } // appended, waiting to become durable
-        let now = node.clock.nowMicroseconds()
+        let now = context.clock.nowMicroseconds()
         if deadline.dueMicroseconds <= now {
             var reached = DeadlineReached()
             reached.resident = deadline.resident
             reached.ladder = deadline.ladder
             reached.step = deadline.step
             reached.dueUs = deadline.dueMicroseconds
-            node.append(.deadlineReached(reached), time: now)
+            context.append(.deadlineReached(reached), time: now)
             appended = deadline
-            node.scheduler.cancel(Self.deadlineTimer)
+            context.scheduler.cancel(Self.deadlineTimer)
         } else {
-            node.scheduler.schedule(Self.deadlineTimer, atNanoseconds: node.monotonicDeadline(forWallMicroseconds: deadline.dueMicroseconds))
+            context.scheduler.schedule(Self.deadlineTimer, atNanoseconds: context.monotonicDeadline(forWallMicroseconds: deadline.dueMicroseconds))
         }
     }
 }

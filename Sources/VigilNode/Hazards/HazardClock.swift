@@ -9,15 +9,15 @@ import VigilEvents
 ///
 /// One deadline at a time; one appended and not yet durable is not appended again.
 final class HazardClock: NodeComponent {
-    unowned let node: Node
+    unowned let context: any NodeContext
     static let timer = Scheduler.Timer("hazard-deadline")
     /// The deadline appended and not yet applied.
     private var appended: UInt64?
 
-    init(node: Node) { self.node = node }
+    init(context: any NodeContext) { self.context = context }
 
     func start() throws(NodeError) {
-        node.scheduler.register(Self.timer) { [unowned self] in reconcile() }
+        context.scheduler.register(Self.timer) { [unowned self] in reconcile() }
     }
 
     func applied(_ event: Event) {
@@ -29,24 +29,24 @@ final class HazardClock: NodeComponent {
     }
 
     func reconcile() {
-        guard !node.stopping, let due = node.projections.hazards.nextDueMicroseconds else {
-            node.scheduler.cancel(Self.timer)
+        guard !context.stopping, let due = context.projections.hazards.nextDueMicroseconds else {
+            context.scheduler.cancel(Self.timer)
             return
         }
         if let appended, appended >= due { return } // waiting to become durable
-        let now = node.clock.nowMicroseconds()
+        let now = context.clock.nowMicroseconds()
         if due <= now {
             var deadline = HazardDeadline()
             deadline.dueUs = due
-            if node.append(.hazardDeadline(deadline), time: now) != nil {
+            if context.append(.hazardDeadline(deadline), time: now) != nil {
                 appended = due
-                node.scheduler.cancel(Self.timer)
+                context.scheduler.cancel(Self.timer)
             } else {
                 // Refused at once: try again shortly, or a quiet box would keep beeping.
-                node.scheduler.schedule(Self.timer, afterNanoseconds: 1_000_000_000)
+                context.scheduler.schedule(Self.timer, afterNanoseconds: 1_000_000_000)
             }
         } else {
-            node.scheduler.schedule(Self.timer, atNanoseconds: node.monotonicDeadline(forWallMicroseconds: due))
+            context.scheduler.schedule(Self.timer, atNanoseconds: context.monotonicDeadline(forWallMicroseconds: due))
         }
     }
 }

@@ -10,19 +10,24 @@ import VigilEvents
 /// The times come from the log, not from a clock read at stop: a box that lost power never wrote
 /// its NodeStopped, and its last event is the best record of when it stopped watching.
 final class DowntimeReport: NodeComponent {
-    unowned let node: Node
+    unowned let context: any NodeContext
+    /// `notify.downtime_report_after`: a gap shorter than this is a restart, not downtime.
+    let reportAfterMicroseconds: UInt64
 
-    init(node: Node) { self.node = node }
+    init(context: any NodeContext, reportAfterMicroseconds: UInt64) {
+        self.context = context
+        self.reportAfterMicroseconds = reportAfterMicroseconds
+    }
 
     func start() throws(NodeError) {
-        let last = node.projections.health.lastEventMicroseconds
-        let now = node.clock.nowMicroseconds()
-        guard last > 0, now > last, now - last >= node.configuration.downtimeReportAfterMicroseconds else { return }
+        let last = context.projections.health.lastEventMicroseconds
+        let now = context.clock.nowMicroseconds()
+        guard last > 0, now > last, now - last >= reportAfterMicroseconds else { return }
         var downtime = DowntimeDetected()
         downtime.fromUs = last
         downtime.toUs = now
-        node.append(.downtimeDetected(downtime), time: now)
-        node.logger.warning("the box was off", metadata: [
+        context.append(.downtimeDetected(downtime), time: now)
+        context.logger.warning("the box was off", metadata: [
             "from_us": "\(last)", "to_us": "\(now)", "seconds": "\((now - last) / 1_000_000)",
         ])
     }

@@ -10,7 +10,7 @@ import VigilEvents
 /// was heard then is not known. Nothing is sampled while the radio is off (a 0 would read as an
 /// empty shelter).
 final class OccupancySampler: NodeComponent {
-    unowned let node: Node
+    unowned let context: any NodeContext
     static let timer = Scheduler.Timer("occupancy")
     static let minuteMicroseconds: UInt64 = 60_000_000
     /// After a minute ends, the scan window that was open at its end must be reported before the
@@ -18,15 +18,15 @@ final class OccupancySampler: NodeComponent {
     static let graceMicroseconds: UInt64 = 5_000_000
     private var lastSampledMinute: UInt64 = 0
 
-    init(node: Node) { self.node = node }
+    init(context: any NodeContext) { self.context = context }
 
     func start() throws(NodeError) {
-        lastSampledMinute = node.projections.health.occupancy?.minuteStartMicroseconds ?? 0
-        node.scheduler.register(Self.timer) { [unowned self] in sample() }
+        lastSampledMinute = context.projections.health.occupancy?.minuteStartMicroseconds ?? 0
+        context.scheduler.register(Self.timer) { [unowned self] in sample() }
         arm()
     }
 
-    func stop() { node.scheduler.cancel(Self.timer) }
+    func stop() { context.scheduler.cancel(Self.timer) }
 
     /// The minute that has most recently ended at least the grace before `now`.
     static func latestCompleteMinute(at now: UInt64) -> UInt64? {
@@ -41,9 +41,9 @@ final class OccupancySampler: NodeComponent {
         // sampling until it catches up again.
         // One reading of the clock: a second one, stepped back, would make the age check below
         // subtract past zero.
-        let now = node.clock.nowMicroseconds()
-        guard !node.stopping, let minute = Self.latestCompleteMinute(at: now), minute != lastSampledMinute else { return }
-        let p = node.projections
+        let now = context.clock.nowMicroseconds()
+        guard !context.stopping, let minute = Self.latestCompleteMinute(at: now), minute != lastSampledMinute else { return }
+        let p = context.projections
         guard p.health.radioState == RadioState.on.rawValue else { return }
         // A device is forgotten after `device prune` unheard: a minute that ended longer ago
         // than that cannot be counted exactly (the clock jumped, or the loop was held up).
@@ -56,13 +56,13 @@ final class OccupancySampler: NodeComponent {
         // The radio came on during the minute: part of it was not heard.
         o.radioOn = p.health.radioStateChangedMicroseconds <= minute
         lastSampledMinute = minute
-        node.append(.occupancySampled(o), time: now)
+        context.append(.occupancySampled(o), time: now)
     }
 
     private func arm() {
-        guard !node.stopping else { return }
-        let now = node.clock.nowMicroseconds()
+        guard !context.stopping else { return }
+        let now = context.clock.nowMicroseconds()
         let next = (now / Self.minuteMicroseconds + 1) * Self.minuteMicroseconds + Self.graceMicroseconds
-        node.scheduler.schedule(Self.timer, atNanoseconds: node.monotonicDeadline(forWallMicroseconds: next))
+        context.scheduler.schedule(Self.timer, atNanoseconds: context.monotonicDeadline(forWallMicroseconds: next))
     }
 }

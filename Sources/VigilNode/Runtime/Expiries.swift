@@ -10,32 +10,32 @@ import VigilEvents
 /// One expiry at a time, earliest first; after a restart overdue ones come one after the other.
 /// An expiry appended and not yet durable is not appended again.
 final class Expiries: NodeComponent {
-    unowned let node: Node
+    unowned let context: any NodeContext
     static let expiryTimer = Scheduler.Timer("alert-expiry")
 
-    init(node: Node) { self.node = node }
+    init(context: any NodeContext) { self.context = context }
 
     func start() throws(NodeError) {
-        node.scheduler.register(Self.expiryTimer) { [unowned self] in reconcile() }
+        context.scheduler.register(Self.expiryTimer) { [unowned self] in reconcile() }
     }
 
     /// Appends the earliest expiry once it is due, or arms the timer for it.
     func reconcile() {
-        guard !node.stopping, let next = node.projections.alerts.earliestExpiry else {
-            node.scheduler.cancel(Self.expiryTimer)
+        guard !context.stopping, let next = context.projections.alerts.earliestExpiry else {
+            context.scheduler.cancel(Self.expiryTimer)
             return
         }
-        if node.pending.containsExpiry(next.id) { return } // appended, waiting to become durable
-        let now = node.clock.nowMicroseconds()
+        if context.pending.containsExpiry(next.id) { return } // appended, waiting to become durable
+        let now = context.clock.nowMicroseconds()
         if next.expiresAtMicroseconds <= now {
             var expired = AlertExpired()
             expired.id = next.id
             expired.expiresAtUs = next.expiresAtMicroseconds
-            node.append(.alertExpired(expired), time: now)
-            node.scheduler.cancel(Self.expiryTimer)
+            context.append(.alertExpired(expired), time: now)
+            context.scheduler.cancel(Self.expiryTimer)
         } else {
-            node.scheduler.schedule(Self.expiryTimer,
-                                    atNanoseconds: node.monotonicDeadline(forWallMicroseconds: next.expiresAtMicroseconds))
+            context.scheduler.schedule(Self.expiryTimer,
+                                    atNanoseconds: context.monotonicDeadline(forWallMicroseconds: next.expiresAtMicroseconds))
         }
     }
 }

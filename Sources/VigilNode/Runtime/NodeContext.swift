@@ -1,0 +1,41 @@
+import Logging
+import VigilCore
+import VigilEvents
+import VigilSystem
+
+/// What a component may reach of the running node: its clocks and logger, the durable state to
+/// read, the events on their way, the scheduler, and `append`. Narrow on purpose (decision 0008):
+/// a component given a context cannot touch another component, the log or the configuration, so
+/// what it depends on is in its initialiser.
+///
+/// Loop-confined, like the node: every member is called on the loop thread only. `Node` is the one
+/// conformer until the node splits into a Sendable handle and a loop-confined core (0008, step 9).
+protocol NodeContext: AnyObject {
+    var nodeID: UInt64 { get }
+    var clock: any WallClock { get }
+    var logger: Logger { get }
+    var scheduler: Scheduler { get }
+    /// The durable state, as applied so far. Read-only: it moves only with durable events.
+    var projections: Projections { get }
+    /// Events appended and not yet durable.
+    var pending: PendingEvents { get }
+    /// The node is stopping: append nothing new that starts work.
+    var stopping: Bool { get }
+    /// Calls from a start that checked its log first are still being carried into it.
+    var isCarrying: Bool { get }
+    /// When the monotonic clock reaches a wall-clock time (what the scheduler arms timers with).
+    func monotonicDeadline(forWallMicroseconds due: UInt64) -> UInt64
+    /// Appends an event; it reaches the projections once durable. Nil when the log refused it.
+    @discardableResult
+    func append(_ body: EventBody, time: UInt64?, sheddable: Bool) -> UInt64?
+}
+
+extension NodeContext {
+    /// Appends a critical event (see `append(_:time:sheddable:)`).
+    @discardableResult
+    func append(_ body: EventBody, time: UInt64?) -> UInt64? {
+        append(body, time: time, sheddable: false)
+    }
+}
+
+extension Node: NodeContext {}
