@@ -112,7 +112,10 @@ final class LogWriter: @unchecked Sendable {
     /// `failure`, mirrored under the queue lock so appends check it without a second lock.
     private var refusingAll: LogError?
     /// While set the writer takes no work, as behind a card that cannot keep up (tests of load
-    /// shedding set it; nothing in the node does). A stop still drains everything.
+    /// shedding set it; nothing in the node does). A stop still drains everything. Held, it also
+    /// leaves a committed batch's meta-page flush (and so its acknowledgements), purges and
+    /// checkpoints until released; a writer already waiting out its commit window takes that
+    /// one batch before it holds.
     private var held = false
 
     private let stats: LockedValue<LogStatistics>

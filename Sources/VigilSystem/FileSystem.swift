@@ -118,8 +118,8 @@ public enum FileSystem {
     public static func replaceDurably(_ path: String, contents: [UInt8], mode: UInt32 = 0o600) throws(SystemError) {
         let fresh = path + ".new"
         remove(fresh)
-        try createExclusive(fresh, contents: contents, mode: mode)
-        try moveIntoPlace(fresh, over: path)
+        try createExclusive(fresh, contents: contents, mode: mode) // fsynced
+        try renameDurably(fresh, over: path)
     }
 
     /// The second half of `replaceDurably`, for a new file another program wrote (openssl's key
@@ -127,6 +127,12 @@ public enum FileSystem {
     public static func moveIntoPlace(_ fresh: String, over path: String) throws(SystemError) {
         let file = try FileDescriptor.open(fresh, flags: O_RDONLY | O_CLOEXEC)
         try file.fsync()
+        try renameDurably(fresh, over: path)
+    }
+
+    /// Renames a file already durable over `path` and fsyncs the directory, so the new name
+    /// survives a power cut.
+    private static func renameDurably(_ fresh: String, over path: String) throws(SystemError) {
         try rename(fresh, to: path)
         let slash = path.lastIndex(of: "/")
         try syncDirectory(slash.map { String(path[..<$0]) }.flatMap { $0.isEmpty ? "/" : $0 } ?? ".")
