@@ -13,7 +13,18 @@ import VigilSystem
 /// do now, not what happened to anyone, and a box that tests daily must not grow its log for it.
 /// The journal has each outcome; the notifier's own ledger has each test message's id.
 final class NotifierSelfTest: NodeComponent {
-    unowned let node: Node
+    unowned let context: any NodeContext
+    /// What the test needs of the configuration.
+    struct Settings {
+        /// `calls.test_to`.
+        var recipients: [String]
+        /// `calls.test_every` (0: only at start and on demand).
+        var everyMicroseconds: UInt64
+        var notifier: NotifierConfiguration
+        /// Named in the test message.
+        var siteName: String
+    }
+    private let settings: Settings
     /// Before the log is open too: the call path's own test.
     var runsBeforeLogOpen: Bool { true }
     private(set) var status: NotifierTestStatus
@@ -28,24 +39,25 @@ final class NotifierSelfTest: NodeComponent {
     static let firstTestAfterMicroseconds: UInt64 = 60_000_000
     static let retryAfterFailureMicroseconds: UInt64 = 300_000_000
 
-    init(node: Node) {
-        self.node = node
-        status = NotifierTestStatus(recipients: node.configuration.callTestRecipients)
+    init(context: any NodeContext, settings: Settings) {
+        self.context = context
+        self.settings = settings
+        status = NotifierTestStatus(recipients: settings.recipients)
     }
 
     var configured: Bool { !status.recipients.isEmpty }
 
     func start() throws(NodeError) {
-        node.scheduler.register(Self.dueTimer) { [unowned self] in _ = testNow() }
-        node.scheduler.register(Self.timeoutTimer) { [unowned self] in finishRecipient(timedOut: true) }
-        if configured && node.configuration.callTestEveryMicroseconds > 0 { schedule(afterWallMicroseconds: Self.firstTestAfterMicroseconds) }
+        context.scheduler.register(Self.dueTimer) { [unowned self] in _ = testNow() }
+        context.scheduler.register(Self.timeoutTimer) { [unowned self] in finishRecipient(timedOut: true) }
+        if configured && settings.everyMicroseconds > 0 { schedule(afterWallMicroseconds: Self.firstTestAfterMicroseconds) }
     }
 
     /// A test now: false when none is configured or one is running.
     func testNow() -> Bool {
-        guard configured, running == nil, queue.isEmpty, !node.stopping else { return false }
-        node.scheduler.cancel(Self.dueTimer)
-        startedMicroseconds = node.clock.nowMicroseconds()
+        guard configured, running == nil, queue.isEmpty, !context.stopping else { return false }
+        context.scheduler.cancel(Self.dueTimer)
+        startedMicroseconds = context.clock.nowMicroseconds()
         queue = status.recipients
         failures = []
         next()
@@ -55,14 +67,14 @@ final class NotifierSelfTest: NodeComponent {
     private func next() {
         guard !queue.isEmpty else { return finishTest() }
         let recipient = queue.removeFirst()
-        let notifier = node.configuration.notifier
+        let notifier = settings.notifier
         guard let command = notifier.command else {
             failures.append("\(recipient): \(Deliveries.noNotifierError)")
             return next()
         }
         let message = OutboxMessage(testTo: recipient, id: "test/\(startedMicroseconds / 1_000_000)/\(recipient)",
-                                    text: Self.text(site: node.configuration.projections.ladder.siteName, nodeID: node.nodeID),
-                                    nodeID: node.nodeID, createdMicroseconds: startedMicroseconds)
+                                    text: Self.text(site: settings.siteName, nodeID: context.nodeID),
+                                    nodeID: context.nodeID, createdMicroseconds: startedMicroseconds)
         let child: ChildProcess
         do {
             child = try ChildProcess(path: command, arguments: notifier.arguments, input: message.json)
@@ -71,13 +83,13 @@ final class NotifierSelfTest: NodeComponent {
             return next()
         }
         running = (recipient, child, false)
-        guard node.loop.watch(child.exitDescriptor, "the notifier's test", handler: { [unowned self] _ in finishRecipient(timedOut: false) }) else {
+        guard context.watch(child.exitDescriptor, "the notifier's test", handler: { [unowned self] _ in finishRecipient(timedOut: false) }) else {
             child.kill()
             running = nil
             queue = []
             return // the node is failing
         }
-        node.scheduler.schedule(Self.timeoutTimer, afterNanoseconds: notifier.timeoutMicroseconds &* 1_000)
+        context.scheduler.schedule(Self.timeoutTimer, afterNanoseconds: notifier.timeoutMicroseconds &* 1_000)
     }
 
     private func finishRecipient(timedOut: Bool) {
@@ -88,11 +100,11 @@ final class NotifierSelfTest: NodeComponent {
             current.child.kill()
         }
         guard let exit = current.child.reap() else { return } // the pidfd fires once it exits
-        node.loop.unwatch(current.child.exitDescriptor, "the notifier's test")
-        node.scheduler.cancel(Self.timeoutTimer)
+        context.unwatch(current.child.exitDescriptor, "the notifier's test")
+        context.scheduler.cancel(Self.timeoutTimer)
         running = nil
         if current.timedOut {
-            failures.append("\(current.recipient): timed out after \(HumanDuration.format(microseconds: node.configuration.notifier.timeoutMicroseconds))")
+            failures.append("\(current.recipient): timed out after \(HumanDuration.format(microseconds: settings.notifier.timeoutMicroseconds))")
         } else if exit != 0 {
             let stderr = current.child.standardError(limit: 300)
             failures.append("\(current.recipient): exit status \(exit)" + (stderr.isEmpty ? "" : ": \(stderr)"))
@@ -101,31 +113,31 @@ final class NotifierSelfTest: NodeComponent {
     }
 
     private func finishTest() {
-        let now = node.clock.nowMicroseconds()
+        let now = context.clock.nowMicroseconds()
         let passed = failures.isEmpty
         status.finished(passed: passed, problem: failures.joined(separator: "; "), at: now)
         if passed {
-            node.logger.info("self-test: the test messages went out", metadata: ["recipients": "\(status.recipients.count)"])
+            context.logger.info("self-test: the test messages went out", metadata: ["recipients": "\(status.recipients.count)"])
         } else {
-            node.logger.error("self-test: a test message did not go out: the box cannot reach everyone it calls for help",
+            context.logger.error("self-test: a test message did not go out: the box cannot reach everyone it calls for help",
                               metadata: ["failed": "\(PhoneNumberRedaction.redact(status.lastProblem ?? ""))"])
         }
-        let every = node.configuration.callTestEveryMicroseconds
+        let every = settings.everyMicroseconds
         if every > 0 { schedule(afterWallMicroseconds: passed ? every : min(every, Self.retryAfterFailureMicroseconds)) }
-        node.reconcileOutputs()
+        context.outputsMayHaveChanged()
     }
 
     private func schedule(afterWallMicroseconds delay: UInt64) {
-        node.scheduler.schedule(Self.dueTimer, atNanoseconds: node.monotonicDeadline(forWallMicroseconds: node.clock.nowMicroseconds() &+ delay))
+        context.scheduler.schedule(Self.dueTimer, atNanoseconds: context.monotonicDeadline(forWallMicroseconds: context.clock.nowMicroseconds() &+ delay))
     }
 
     func stop() {
-        node.scheduler.cancel(Self.dueTimer)
+        context.scheduler.cancel(Self.dueTimer)
         queue = []
         guard let running else { return }
         running.child.kill()
-        node.loop.unwatch(running.child.exitDescriptor, "the notifier's test")
-        node.scheduler.cancel(Self.timeoutTimer)
+        context.unwatch(running.child.exitDescriptor, "the notifier's test")
+        context.scheduler.cancel(Self.timeoutTimer)
         self.running = nil
     }
 

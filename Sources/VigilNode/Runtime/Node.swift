@@ -64,7 +64,9 @@ public final class Node: @unchecked Sendable {
     private(set) lazy var smsInbox = SMSInbox(node: self)
     private(set) lazy var deliveries = Deliveries(node: self)
     private(set) lazy var alarmCentre = AlarmCentreLink(node: self)
-    private(set) lazy var notifierTest = NotifierSelfTest(node: self)
+    private(set) lazy var notifierTest = NotifierSelfTest(context: self, settings: .init(
+        recipients: configuration.callTestRecipients, everyMicroseconds: configuration.callTestEveryMicroseconds,
+        notifier: configuration.notifier, siteName: configuration.projections.ladder.siteName))
     private(set) lazy var retention = Retention(node: self)
     private(set) lazy var compaction = Compaction(node: self)
     private(set) lazy var checkpoints = Checkpoints(node: self)
@@ -74,7 +76,7 @@ public final class Node: @unchecked Sendable {
     private(set) lazy var uplink = HubUplink(node: self)
     private(set) lazy var occupancy = OccupancySampler(context: self)
     private(set) lazy var logIntegrity = LogIntegrity(node: self)
-    private(set) lazy var serviceManager = ServiceNotifications(node: self)
+    private(set) lazy var serviceManager = ServiceNotifications(context: self, settings: configuration.serviceManager)
     private(set) lazy var publisher = SnapshotPublisher(node: self)
     private(set) lazy var connections = GATTLinks(node: self)
     private(set) lazy var chatCentral = ChatCentral(node: self)

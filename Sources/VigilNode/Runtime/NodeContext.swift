@@ -28,6 +28,14 @@ protocol NodeContext: AnyObject {
     /// Appends an event; it reaches the projections once durable. Nil when the log refused it.
     @discardableResult
     func append(_ body: EventBody, time: UInt64?, sheddable: Bool) -> UInt64?
+    /// Set when the log stopped taking writes and the node runs from memory.
+    var fromMemory: RunningFromMemory? { get }
+    /// Watches a descriptor on the loop; false when the loop cannot (the caller then closes it).
+    func watch(_ fd: Int32, _ what: String, events: UInt32, handler: @escaping EventLoop.Handler) -> Bool
+    func unwatch(_ fd: Int32, _ what: String)
+    /// Something the outputs (LEDs, buzzer, the advertising plan) follow from changed outside an
+    /// event (a notifier's self-test): bring them in line now.
+    func outputsMayHaveChanged()
 }
 
 extension NodeContext {
@@ -36,6 +44,19 @@ extension NodeContext {
     func append(_ body: EventBody, time: UInt64?) -> UInt64? {
         append(body, time: time, sheddable: false)
     }
+
+    /// Watches a descriptor for reading (see `watch(_:_:events:handler:)`).
+    func watch(_ fd: Int32, _ what: String, handler: @escaping EventLoop.Handler) -> Bool {
+        watch(fd, what, events: Epoll.readable, handler: handler)
+    }
 }
 
-extension Node: NodeContext {}
+extension Node: NodeContext {
+    func watch(_ fd: Int32, _ what: String, events: UInt32, handler: @escaping EventLoop.Handler) -> Bool {
+        loop.watch(fd, what, events: events, handler: handler)
+    }
+
+    func unwatch(_ fd: Int32, _ what: String) { loop.unwatch(fd, what) }
+
+    func outputsMayHaveChanged() { reconcileOutputs() }
+}

@@ -11,7 +11,7 @@ import VigilSystem
 /// pinging while the loop that keeps residents safe is stuck. A notification that cannot be sent
 /// is counted and logged once; the node goes on (the service manager is not the box's safety).
 final class ServiceNotifications: NodeComponent {
-    unowned let node: Node
+    unowned let context: any NodeContext
     /// Before the log is open too: systemd hears READY and the watchdog while a long check runs.
     var runsBeforeLogOpen: Bool { true }
     private let settings: ServiceManagerSettings?
@@ -23,9 +23,10 @@ final class ServiceNotifications: NodeComponent {
     /// STATUS= is refreshed at least this often when there is no faster watchdog.
     static let statusIntervalNanoseconds: UInt64 = 10_000_000_000
 
-    init(node: Node) {
-        self.node = node
-        settings = node.configuration.serviceManager
+    /// `settings`: how systemd started the node (nil: not by systemd, nothing is sent).
+    init(context: any NodeContext, settings: ServiceManagerSettings?) {
+        self.context = context
+        self.settings = settings
     }
 
     func open() throws(NodeError) {
@@ -34,7 +35,7 @@ final class ServiceNotifications: NodeComponent {
             socket = try UnixDatagram.socket()
         } catch {
             // Not fatal: the box runs without its manager hearing it (and says so).
-            node.logger.warning("service manager: no notification socket", metadata: ["error": "\(error)"])
+            context.logger.warning("service manager: no notification socket", metadata: ["error": "\(error)"])
         }
     }
 
@@ -46,7 +47,7 @@ final class ServiceNotifications: NodeComponent {
 
     func start() throws(NodeError) {
         guard settings != nil else { return }
-        node.scheduler.register(Self.timer) { [unowned self] in tick() }
+        context.scheduler.register(Self.timer) { [unowned self] in tick() }
     }
 
     /// The node is up: the log and board open, components started, outputs reconciled.
@@ -54,11 +55,11 @@ final class ServiceNotifications: NodeComponent {
         guard settings != nil else { return }
         lastStatus = status()
         notify("READY=1\nSTATUS=\(lastStatus)")
-        node.scheduler.schedule(Self.timer, afterNanoseconds: intervalNanoseconds)
+        context.scheduler.schedule(Self.timer, afterNanoseconds: intervalNanoseconds)
     }
 
     private func tick() {
-        guard !node.stopping else { return }
+        guard !context.stopping else { return }
         let now = status()
         var message = settings?.watchdogMicroseconds ?? 0 > 0 ? "WATCHDOG=1" : ""
         if now != lastStatus {
@@ -66,20 +67,20 @@ final class ServiceNotifications: NodeComponent {
             message += (message.isEmpty ? "" : "\n") + "STATUS=\(now)"
         }
         if !message.isEmpty { notify(message) }
-        node.scheduler.schedule(Self.timer, afterNanoseconds: intervalNanoseconds)
+        context.scheduler.schedule(Self.timer, afterNanoseconds: intervalNanoseconds)
     }
 
     func stop() {
         guard settings != nil else { return }
-        node.scheduler.cancel(Self.timer)
+        context.scheduler.cancel(Self.timer)
         notify("STOPPING=1\nSTATUS=stopping")
     }
 
     /// One line for `systemctl status`: what a volunteer needs at a glance.
     func status() -> String {
-        let p = node.projections
+        let p = context.projections
         var parts: [String] = []
-        if let memory = node.fromMemory {
+        if let memory = context.fromMemory {
             parts.append("the log stopped taking writes (\(memory.failure)): running from memory")
         } else {
             parts.append("running")
@@ -102,7 +103,7 @@ final class ServiceNotifications: NodeComponent {
         } catch {
             failed &+= 1
             if failed == 1 {
-                node.logger.warning("service manager: a notification could not be sent", metadata: ["error": "\(error)"])
+                context.logger.warning("service manager: a notification could not be sent", metadata: ["error": "\(error)"])
             }
         }
     }
