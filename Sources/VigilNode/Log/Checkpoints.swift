@@ -6,14 +6,21 @@ import VigilEvents
 /// stores it in a later transaction than any of them, so checkpoint + tail always equals a full
 /// replay (docs/log.md "Checkpoints").
 final class Checkpoints: NodeComponent {
-    unowned let node: Node
+    unowned let context: any LogMaintenanceContext
+    /// `checkpoint_interval` and `checkpoint_every`.
+    let intervalMicroseconds: UInt64
+    let everyEvents: Int
     private var eventsSinceCheckpoint = 0
     static let timer = Scheduler.Timer("checkpoint")
 
-    init(node: Node) { self.node = node }
+    init(context: any LogMaintenanceContext, intervalMicroseconds: UInt64, everyEvents: Int) {
+        self.context = context
+        self.intervalMicroseconds = intervalMicroseconds
+        self.everyEvents = everyEvents
+    }
 
     func start() throws(NodeError) {
-        node.scheduler.register(Self.timer) { [unowned self] in
+        context.scheduler.register(Self.timer) { [unowned self] in
             if eventsSinceCheckpoint > 0 { write() }
             armTimer()
         }
@@ -21,27 +28,27 @@ final class Checkpoints: NodeComponent {
     }
 
     private func armTimer() {
-        node.scheduler.schedule(Self.timer, afterNanoseconds: node.configuration.checkpointIntervalMicroseconds &* 1_000)
+        context.scheduler.schedule(Self.timer, afterNanoseconds: intervalMicroseconds &* 1_000)
     }
 
     func applied(_ event: Event) { eventsSinceCheckpoint += 1 }
 
     func reconcile() {
-        if eventsSinceCheckpoint >= node.configuration.checkpointEveryEvents { write() }
+        if eventsSinceCheckpoint >= everyEvents { write() }
     }
 
     /// Queues the current state as the checkpoint. A failure is logged: the next one covers it,
     /// and until then a restart replays a longer tail.
     func write() {
         // Running from memory, the state holds events the log does not: never a checkpoint of it.
-        guard node.fromMemory == nil else { return }
+        guard context.fromMemory == nil else { return }
         do {
-            try node.log.writeCheckpoint(name: Projections.checkpointName, throughSequence: node.projections.appliedThrough,
-                                         state: node.projections.encoded())
+            try context.log.writeCheckpoint(name: Projections.checkpointName, throughSequence: context.projections.appliedThrough,
+                                         state: context.projections.encoded())
             eventsSinceCheckpoint = 0
-            node.counters.checkpoints += 1
+            context.checkpointWritten()
         } catch {
-            node.logger.error("checkpoint failed", metadata: ["error": "\(error)"])
+            context.logger.error("checkpoint failed", metadata: ["error": "\(error)"])
         }
     }
 }

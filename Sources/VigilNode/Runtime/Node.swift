@@ -67,9 +67,11 @@ public final class Node: @unchecked Sendable {
     private(set) lazy var notifierTest = NotifierSelfTest(context: self, settings: .init(
         recipients: configuration.callTestRecipients, everyMicroseconds: configuration.callTestEveryMicroseconds,
         notifier: configuration.notifier, siteName: configuration.projections.ladder.siteName))
-    private(set) lazy var retention = Retention(node: self)
+    private(set) lazy var retention = Retention(context: self, firstCheckMicroseconds: configuration.exposure.retentionFirstCheckMicroseconds,
+                                                   keepMicroseconds: configuration.exposure.contacts.retentionMicroseconds)
     private(set) lazy var compaction = Compaction(node: self)
-    private(set) lazy var checkpoints = Checkpoints(node: self)
+    private(set) lazy var checkpoints = Checkpoints(context: self, intervalMicroseconds: configuration.checkpointIntervalMicroseconds,
+                                                       everyEvents: configuration.checkpointEveryEvents)
     private(set) lazy var control = ControlHandler(node: self)
     private(set) lazy var downtime = DowntimeReport(context: self, reportAfterMicroseconds: configuration.downtimeReportAfterMicroseconds)
     private(set) lazy var zones = TimeZoneWatch(node: self)

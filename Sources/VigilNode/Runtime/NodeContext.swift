@@ -1,6 +1,7 @@
 import Logging
 import VigilCore
 import VigilEvents
+import VigilLog
 import VigilSystem
 
 /// What a component may reach of the running node: its clocks and logger, the durable state to
@@ -36,6 +37,17 @@ protocol NodeContext: AnyObject {
     /// Something the outputs (LEDs, buzzer, the advertising plan) follow from changed outside an
     /// event (a notifier's self-test): bring them in line now.
     func outputsMayHaveChanged()
+    /// The projections as they will be once every event appended so far is applied (a copy).
+    func projectedState() -> Projections
+}
+
+/// The few components that maintain the log itself (checkpoints, retention; decision 0008,
+/// step 3) get the log too. Everything else appends through `NodeContext.append` only.
+protocol LogMaintenanceContext: NodeContext {
+    /// The log: a scratch one while a start still checks and opens the card's, then the card's.
+    var log: EventLog { get }
+    /// A checkpoint was queued (`vigil status` counts them).
+    func checkpointWritten()
 }
 
 extension NodeContext {
@@ -59,4 +71,8 @@ extension Node: NodeContext {
     func unwatch(_ fd: Int32, _ what: String) { loop.unwatch(fd, what) }
 
     func outputsMayHaveChanged() { reconcileOutputs() }
+}
+
+extension Node: LogMaintenanceContext {
+    func checkpointWritten() { counters.checkpoints += 1 }
 }
