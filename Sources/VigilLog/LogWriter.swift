@@ -24,34 +24,6 @@ final class LogWriter: @unchecked Sendable {
         var state: [UInt8]
     }
 
-    /// A deletion of old records (retention), done by this thread in small transactions between
-    /// commits, so appends never wait long behind it. Idempotent: asked again, it deletes what is
-    /// left.
-    struct Purge {
-        var beforeMicroseconds: UInt64
-        /// Records whose time is before this are left (a compaction's span starts here).
-        var notBeforeMicroseconds: UInt64 = 0
-        var throughSequence: UInt64
-        /// Whether a long run of records well past the cutoff ends the purge (retention: the log
-        /// is written in time order). A compaction knows the exact range to walk and walks it all.
-        var stopsAfterNewerRun = true
-        /// (kind, payload) -> delete? Called on the writer thread for records older than the cutoff.
-        var matches: @Sendable (UInt32, UInt64, UnsafeRawBufferPointer) -> Bool
-        var completion: @Sendable (Result<UInt64, LogError>) -> Void
-        var resume: UInt64 = 0
-        var removed: UInt64 = 0
-        /// Consecutive records seen whose time is well past the cutoff: the log is written in
-        /// time order, so a long run of them means the old part is behind us.
-        var newerRun = 0
-    }
-
-    /// A purge transaction stops after this much work, or as soon as appends are waiting, so an
-    /// SOS never waits behind more than a few milliseconds of deleting.
-    static let purgeChunkNanoseconds: UInt64 = 3_000_000
-    static let purgeChunkDeletes = 2_000
-    /// Records past cutoff + 1 h in a row after which a purge is done.
-    static let purgeNewerRunToStop = 10_000
-
     /// Everything appended since the writer last took work.
     struct Batch {
         var bytes: [UInt8] = []
@@ -94,18 +66,18 @@ final class LogWriter: @unchecked Sendable {
     private let failure = LockedValue<LogError?>(nil)
     var failed: LogError? { failure.withLock { $0 } }
 
-    private func markFailed(_ error: LogError) {
+    func markFailed(_ error: LogError) {
         failure.withLock { $0 = $0 ?? error }
         lock.withLock { refusingAll = refusingAll ?? error }
     }
 
     /// Strong: the writer drains its queue even while its EventLog is being deinitialised.
-    private let environment: OpenEnvironment
-    private let config: LogConfiguration
+    let environment: OpenEnvironment
+    let config: LogConfiguration
     private let onDurable: (@Sendable (CommitReport) -> Void)?
-    private let lock = ConditionLock()
+    let lock = ConditionLock()
     // Guarded by `lock`:
-    private var incoming = Batch()
+    var incoming = Batch()
     private var nextSequence: UInt64
     private var stopping = false
     private var stopped = false
@@ -118,24 +90,24 @@ final class LogWriter: @unchecked Sendable {
     /// one batch before it holds.
     private var held = false
 
-    private let stats: LockedValue<LogStatistics>
+    let stats: LockedValue<LogStatistics>
     private var thread: OSThread?
 
     /// How this log stores records: set at open (a format-1 log was upgraded then).
-    private let format: RecordFormat
+    let format: RecordFormat
     // Writer-thread only:
     private var spare = Batch()
     private var lastCommitStart: UInt64 = 0
     private var awaitingMetaSync: Committed?
-    private var purges: [Purge] = []
+    var purges: [Purge] = []
     /// The file system said ENOSPC: the reserve file was handed back and sheddable records are
     /// refused until the reserve can be allocated again (tried at most every `diskReserveRetryMicroseconds`).
-    private var diskFull = false
-    private var lastReserveAttempt: UInt64 = 0
+    var diskFull = false
+    var lastReserveAttempt: UInt64 = 0
     /// A descriptor of data.mdb of the writer's own, opened at start: an fsync through it reports
     /// any write-back error since (Linux reports one to every open descriptor), even one LMDB's
     /// own fdatasync already consumed. How a full disk is told from a failing card.
-    private var writebackProbe: FileDescriptor?
+    var writebackProbe: FileDescriptor?
 
     init(environment: OpenEnvironment, configuration: LogConfiguration, nextSequence: UInt64,
          onDurable: (@Sendable (CommitReport) -> Void)?) throws(LogError) {
@@ -284,95 +256,6 @@ final class LogWriter: @unchecked Sendable {
         for purge in purges { purge.completion(.failure(.closed)) }
         purges.removeAll()
         syncAndAcknowledgeAwaiting()
-    }
-
-    /// Deletes one slice of the first purge's records: the records from `resume` through the purge's sequence whose time is before the cutoff and which
-    /// the predicate selects. A failure to commit is a write failure like any other: the log then
-    /// refuses everything (failing safe); a full map is grown, or the purge waits for next time.
-    private func purgeChunk() {
-        guard var purge = purges.first else { return }
-        if let failure = failed {
-            // Nothing is written after a failure; the purge is asked again at the next start.
-            purges.removeFirst()
-            purge.completion(.failure(failure))
-            return
-        }
-        var finished = false
-        let started = monotonicNanoseconds()
-        do {
-            let txn = try environment.environment.begin(readOnly: false)
-            let deleted = try txn.commit { () throws -> Int in
-                var deleted = 0
-                let cursor = try txn.cursor(environment.events)
-                defer { cursor.close() }
-                var start = purge.resume.bigEndian
-                var entry = try withUnsafeBytes(of: &start) { try cursor.move(.atOrAfter($0)) }
-                var steps = 0
-                while let (key, value) = entry {
-                    guard key.count == 8 else { entry = try cursor.move(.next); continue }
-                    let sequence = key.loadUnaligned(as: UInt64.self).bigEndian
-                    if sequence > purge.throughSequence || (purge.stopsAfterNewerRun && purge.newerRun >= Self.purgeNewerRunToStop) { finished = true; break }
-                    steps += 1
-                    if deleted >= Self.purgeChunkDeletes
-                        || (steps % 256 == 0 && (monotonicNanoseconds() &- started >= Self.purgeChunkNanoseconds || appendsWaiting())) {
-                        purge.resume = sequence
-                        break
-                    }
-                    guard case .success(let view) = format.parse(sequence: sequence, value: value) else {
-                        entry = try cursor.move(.next) // unreadable: left for the reader to report
-                        continue
-                    }
-                    let time = view.timeMicroseconds
-                    purge.newerRun = time >= purge.beforeMicroseconds &+ 3_600_000_000 ? purge.newerRun + 1 : 0
-                    if time < purge.beforeMicroseconds, time >= purge.notBeforeMicroseconds, purge.matches(view.kind, sequence, view.payload) {
-                        try cursor.deleteCurrent()
-                        deleted += 1
-                        // The page under `key` and `value` changed: position again by value, at the
-                        // first sequence after the deleted one.
-                        var next = (sequence &+ 1).bigEndian
-                        entry = try withUnsafeBytes(of: &next) { try cursor.move(.atOrAfter($0)) }
-                        continue
-                    }
-                    entry = try cursor.move(.next)
-                }
-                if entry == nil { finished = true }
-                purge.removed += UInt64(deleted)
-                return deleted
-            }
-            stats.withLock { $0.purged += UInt64(deleted) }
-        } catch let error as LMDBError where error.isMapFull {
-            // Deleting needs copy-on-write pages too. Grow and go on; at the cap, try next time.
-            if !growMap() {
-                purges.removeFirst()
-                purge.completion(.failure(.full(capBytes: config.maxMapSize)))
-            }
-            return
-        } catch let error as LMDBError where isFullDisk(error) {
-            // A full disk: deleting needs a few copy-on-write pages too, and deleting is what frees
-            // pages inside the log. Nothing durable changed (the transaction was aborted): hand
-            // back the reserve and go on next time; with none left, try when the purge is asked
-            // again.
-            if releaseDiskReserve() { return }
-            purges.removeFirst()
-            purge.completion(.failure(.diskFull(directory: config.directory)))
-            return
-        } catch {
-            stats.withLock { $0.writeErrors += 1 }
-            markFailed(LogError(wrapping: error))
-            purges.removeFirst()
-            purge.completion(.failure(LogError(wrapping: error)))
-            return
-        }
-        if finished {
-            purges.removeFirst()
-            purge.completion(.success(purge.removed))
-        } else {
-            purges[0] = purge
-        }
-    }
-
-    private func appendsWaiting() -> Bool {
-        lock.withLock { !incoming.slots.isEmpty }
     }
 
     /// Acknowledges according to the sync mode.
@@ -541,105 +424,6 @@ final class LogWriter: @unchecked Sendable {
             s.checkpointsWritten += UInt64(checkpoints.count)
         }
         return true
-    }
-
-    /// Whether a failed commit or purge met a full disk rather than a failing card. ENOSPC, or EIO
-    /// from a write LMDB found cut short with the file system (nearly) full; and in both cases the
-    /// data file's write-back must be sound: an error there means pages an earlier commit (or its
-    /// meta page) counted on may be gone, and the log must fail (docs/log.md "Failing safe").
-    private func isFullDisk(_ error: LMDBError) -> Bool {
-        guard error.isDiskFull || error.isIOError else { return false }
-        let writebackSound: Bool = switch writebackProbe {
-        case .some(let probe): (try? probe.fsync()) != nil
-        case .none: false
-        }
-        guard writebackSound else { return false }
-        if error.isDiskFull { return true }
-        let available = FileSystem.availableBytes(config.directory) ?? .max
-        return available < Self.nearlyFullBytes
-    }
-
-    /// Below this much free space, a short write (EIO with sound write-back) is a full disk.
-    static let nearlyFullBytes = 4 << 20
-
-    /// Where the reserve is kept: beside data.mdb, on the same file system.
-    private var diskReservePath: String { config.directory + "/disk-reserve" }
-
-    /// Makes sure `disk-reserve` holds `diskReserveBytes`. Called at start and, while the disk is
-    /// full, at most every `diskReserveRetryMicroseconds`, once the file system has room for
-    /// twice the reserve: success ends the full-disk state. A partial allocation is
-    /// handed back at once, so a full disk keeps its last bytes for critical records.
-    private func holdDiskReserve() {
-        lastReserveAttempt = monotonicNanoseconds()
-        let bytes = config.diskReserveBytes
-        guard bytes > 0 else {
-            // No reserve: the disk counts as full until some room is back.
-            if diskFull, (FileSystem.availableBytes(config.directory) ?? 0) >= Self.nearlyFullBytes { diskFull = false }
-            stats.withLock { $0.diskFull = diskFull }
-            return
-        }
-        let path = diskReservePath
-        var held = (FileSystem.size(path) ?? 0) >= bytes
-        // After a full disk, take the reserve back only once there is room for it and as much
-        // again: taking the very bytes just handed back would end the state only to start it anew.
-        if !held && diskFull && (FileSystem.availableBytes(config.directory) ?? 0) < 2 * bytes {
-            stats.withLock { $0.diskReserveBytes = 0 }
-            return
-        }
-        if !held {
-            do {
-                try FileSystem.allocate(path, bytes: bytes)
-                held = true
-            } catch {
-                FileSystem.remove(path)
-                if error.errno == .noSpace { diskFull = true }
-            }
-        }
-        if held { diskFull = false }
-        stats.withLock { s in
-            s.diskReserveBytes = held ? bytes : 0
-            s.diskFull = diskFull
-        }
-    }
-
-    /// Hands the reserve back to the file system and enters the full-disk state. Returns whether
-    /// there was a reserve to hand back (so a retry can succeed).
-    private func releaseDiskReserve() -> Bool {
-        let hadReserve = FileSystem.exists(diskReservePath)
-        FileSystem.remove(diskReservePath)
-        if !diskFull { lastReserveAttempt = monotonicNanoseconds() }
-        diskFull = true
-        stats.withLock { s in
-            s.diskReserveBytes = 0
-            s.diskFull = true
-            s.diskFullEpisodes += hadReserve ? 1 : 0
-        }
-        return hadReserve
-    }
-
-    private func nearCap() -> Bool {
-        guard let info = try? environment.environment.info(), info.me_mapsize >= config.maxMapSize,
-              let page = try? environment.environment.pageSize() else { return false }
-        let used = (Int(info.me_last_pgno) + 1) * page
-        return Double(used) > Double(config.maxMapSize) * (1 - config.criticalReserve)
-    }
-
-    /// Grows the map by the growth factor, up to the cap. Returns false when already at the cap.
-    private func growMap() -> Bool {
-        guard let info = try? environment.environment.info() else { return false }
-        let current = info.me_mapsize
-        guard current < config.maxMapSize else { return false }
-        let target = min(config.maxMapSize, max(current + (1 << 20), Int(Double(current) * config.growthFactor)))
-        let grown: Bool = environment.mapLock.withWriteLock {
-            (try? environment.environment.setMapSize(target)) != nil
-        }
-        if grown {
-            stats.withLock { s in
-                s.mapGrowths += 1
-                s.mapSize = target
-            }
-        }
-        return grown
     }
 
     private func syncAndAcknowledgeAwaiting() {
