@@ -147,7 +147,8 @@ final class LogWriter: @unchecked Sendable {
             // empty queue (it may be waiting for work) or a full batch (it may be waiting out
             // the commit window). A signal per append woke it for every record of the window
             // only to wait again: a futex call on this thread and a wake-up on that one, each
-            // append (issue 30: 0.63x raw LMDB with, see docs/benchmarks.md).
+            // append (0.63x raw LMDB with it, 0.82-0.87x without: docs/benchmarks.md "The
+            // writer's speed").
             let queued = incoming.slots.count
             if queued == 1 || queued == config.maxBatch { lock.signal() }
             return .success(seq)
