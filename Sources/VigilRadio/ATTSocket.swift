@@ -71,22 +71,13 @@ public final class ATTSocket {
         _ = Glibc.close(fd)
     }
 
-    private static func call(_ operation: String, _ address: String, _ body: () -> Int32) throws(HCIError) -> Int32 {
-        let result: Int32
-        switch ErrnoCall.negativeFails(body) {
-        case .success(let value): result = value
-        case .failure(let e): throw HCIError(operation: operation, adapter: address, errno: e)
-        }
-        return result
-    }
-
     /// Listens for LE links to the adapter with address `local` (bluetoothd, where it runs, owns
     /// this channel: EADDRINUSE then).
     public static func listen(on local: LEAddress, backlog: Int32 = 4) throws(HCIError) -> ATTSocket {
         let bytes = local.bytes
-        let fd = try call("open the ATT channel of", local.description, { bytes.withUnsafeBufferPointer { cvigil_att_socket($0.baseAddress, local.type) } })
+        let fd = try hci("open the ATT channel of", local.description, { bytes.withUnsafeBufferPointer { cvigil_att_socket($0.baseAddress, local.type) } })
         let socket = ATTSocket(fd: fd, peer: nil)
-        _ = try call("listen on the ATT channel of", local.description, { Glibc.listen(fd, backlog) })
+        _ = try hci("listen on the ATT channel of", local.description, { Glibc.listen(fd, backlog) })
         return socket
     }
 
@@ -95,7 +86,7 @@ public final class ATTSocket {
     /// it is up (`startEncryption`).
     public static func connect(from local: LEAddress, to peer: LEAddress) throws(HCIError) -> ATTSocket {
         let localBytes = local.bytes, peerBytes = peer.bytes
-        let fd = try call("open the ATT channel of", local.description, { localBytes.withUnsafeBufferPointer { cvigil_att_socket($0.baseAddress, local.type) } })
+        let fd = try hci("open the ATT channel of", local.description, { localBytes.withUnsafeBufferPointer { cvigil_att_socket($0.baseAddress, local.type) } })
         let socket = ATTSocket(fd: fd, peer: peer)
         let connecting = ErrnoCall.negativeFails { peerBytes.withUnsafeBufferPointer { cvigil_att_connect(fd, $0.baseAddress, peer.type) } }
         if case .failure(let e) = connecting, e != .inProgress {

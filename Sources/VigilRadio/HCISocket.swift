@@ -43,8 +43,10 @@ public struct HCIError: Error, Sendable, CustomStringConvertible, Equatable {
     }
 }
 
+/// Runs one system call on a Bluetooth socket (HCI or ATT) and turns a failure into an
+/// `HCIError` naming the operation and the adapter or peer: the one place this module does so.
 @inline(__always)
-private func hci(_ operation: String, _ adapter: String, _ body: () -> Int32) throws(HCIError) -> Int32 {
+func hci(_ operation: String, _ adapter: String, _ body: () -> Int32) throws(HCIError) -> Int32 {
     switch ErrnoCall.negativeFails(body) {
     case .success(let result): return result
     case .failure(let e): throw HCIError(operation: operation, adapter: adapter, errno: e)
