@@ -14,7 +14,11 @@ import VigilLog
 /// replaces the old one in the state, so the old one's purge must have finished first. A purge
 /// cut short by a stop is asked again at the next start.
 final class Compaction: NodeComponent {
-    unowned let node: Node
+    unowned let context: any LogMaintenanceContext
+    /// `log.compact_after`: hits older than this are compacted.
+    let afterMicroseconds: UInt64
+    /// `exposure.contacts.tags`: the identifiers whose sightings are kept.
+    let tags: Set<UInt64>
     static let timer = Scheduler.Timer("compaction")
     static let intervalNanoseconds = SlotTally.slotMicroseconds * 1_000
     /// Whether a read or a purge is under way.
@@ -27,19 +31,23 @@ final class Compaction: NodeComponent {
     /// A compaction read and held back while a retention's event was pending (`read`).
     private var heldBack: (sightings: ScanSightings, sequences: ClosedRange<UInt64>)?
 
-    init(node: Node) { self.node = node }
+    init(context: any LogMaintenanceContext, afterMicroseconds: UInt64, tags: Set<UInt64>) {
+        self.context = context
+        self.afterMicroseconds = afterMicroseconds
+        self.tags = tags
+    }
 
     func start() throws(NodeError) {
-        node.scheduler.register(Self.timer) { [unowned self] in run() }
-        if let plan = node.projections.compactionPlan {
+        context.scheduler.register(Self.timer) { [unowned self] in run() }
+        if let plan = context.projections.compactionPlan {
             purge(plan)
         } else {
-            node.scheduler.schedule(Self.timer, afterNanoseconds: Self.intervalNanoseconds)
+            context.scheduler.schedule(Self.timer, afterNanoseconds: Self.intervalNanoseconds)
         }
     }
 
     func applied(_ event: Event) {
-        if case .scanSightings = event.body, let plan = node.projections.compactionPlan { purge(plan) }
+        if case .scanSightings = event.body, let plan = context.projections.compactionPlan { purge(plan) }
         if case .contactRetention = event.body { releaseHeldBack() }
     }
 
@@ -57,11 +65,11 @@ final class Compaction: NodeComponent {
 
     /// The slot to compact now, and the sequences of its hits; nil when none is due.
     private func due() -> (from: UInt32, before: UInt32, sequences: ClosedRange<UInt64>)? {
-        let after = node.configuration.compactAfterMicroseconds
+        let after = afterMicroseconds
         guard after > 0 else { return nil }
-        let now = node.clock.nowMicroseconds()
+        let now = context.clock.nowMicroseconds()
         guard now > after else { return nil }
-        let tally = node.projections.retention.recentScanHits
+        let tally = context.projections.retention.recentScanHits
         // (The last slot there is holds nothing a clock could reach: never compacted.)
         guard let from = tally.firstSlotWithDeletable, from < UInt32.max, UInt64(from + 1) * SlotTally.slotMicroseconds <= now - after,
               let sequences = tally.sequences(from: from, before: from + 1) else { return nil }
@@ -69,29 +77,29 @@ final class Compaction: NodeComponent {
     }
 
     private func run() {
-        guard !busy, !node.stopping, node.fromMemory == nil, node.log.failure == nil else {
-            if !node.stopping { node.scheduler.schedule(Self.timer, afterNanoseconds: Self.intervalNanoseconds) }
+        guard !busy, !context.stopping, context.fromMemory == nil, context.log.failure == nil else {
+            if !context.stopping { context.scheduler.schedule(Self.timer, afterNanoseconds: Self.intervalNanoseconds) }
             return
         }
-        if purgeOwed, let plan = node.projections.compactionPlan {
+        if purgeOwed, let plan = context.projections.compactionPlan {
             purge(plan)
             return
         }
         guard let (from, before, sequences) = due() else {
-            node.scheduler.schedule(Self.timer, afterNanoseconds: Self.intervalNanoseconds)
+            context.scheduler.schedule(Self.timer, afterNanoseconds: Self.intervalNanoseconds)
             return
         }
         busy = true
-        let log = node.log
-        let tags = node.configuration.exposure.contacts.tags
+        let log = context.log
+        let tags = self.tags
         let start = UInt64(from) * SlotTally.slotMicroseconds
         let end = UInt64(before) * SlotTally.slotMicroseconds
-        let node = self.node
+        let back = context.loopBound(self)
         Thread.detachNewThread {
             let result = Result { () throws(LogError) -> ScanSightings in
                 try ScanSightingsReader.read(log, sequences: sequences, start: start, end: end, tags: tags)
             }
-            node.onLoop { node in node.compaction.read(result, sequences: sequences) }
+            back.send { compaction in compaction.read(result, sequences: sequences) }
         }
     }
 
@@ -99,11 +107,11 @@ final class Compaction: NodeComponent {
     private func read(_ result: Result<ScanSightings, LogError>, sequences: ClosedRange<UInt64>) {
         // Stopping, or the log failed meanwhile (a compaction held only in memory would forget
         // hits the log keeps, and could not delete them).
-        guard !node.stopping, node.fromMemory == nil, node.log.failure == nil else { finished(); return }
+        guard !context.stopping, context.fromMemory == nil, context.log.failure == nil else { finished(); return }
         let sightings: ScanSightings
         switch result {
         case .failure(let error):
-            node.logger.warning("compaction: the log could not be read; tried again later", metadata: ["error": "\(error)"])
+            context.logger.warning("compaction: the log could not be read; tried again later", metadata: ["error": "\(error)"])
             finished()
             return
         case .success(let s):
@@ -111,7 +119,7 @@ final class Compaction: NodeComponent {
         }
         // What it deletes and carries depends on what a pending retention does, which may yet be
         // refused: it waits until that is known, a moment from now.
-        if node.pending.elements.contains(where: { if case .contactRetention = $0.body { true } else { false } }) {
+        if context.pending.elements.contains(where: { if case .contactRetention = $0.body { true } else { false } }) {
             heldBack = (sightings, sequences)
             return
         }
@@ -119,19 +127,19 @@ final class Compaction: NodeComponent {
         // The state the event follows: every event appended so far applied (a hit of the span
         // that came in while it was read, the clock having gone back an hour or more, shows in
         // its tally, and the device list is the one it carries).
-        let state = node.projectedState()
+        let state = context.projectedState()
         let tally = state.retention.recentScanHits
         let current = tally.firstSlotWithDeletable == from ? tally.sequences(from: from, before: from &+ 1) : nil
         guard current == sequences else {
-            node.logger.info("compaction: a scan hit of the span came in while it was read (the clock went back); read again")
+            context.logger.info("compaction: a scan hit of the span came in while it was read (the clock went back); read again")
             finished()
             return
         }
         var event = sightings
-        let now = node.clock.nowMicroseconds()
+        let now = context.clock.nowMicroseconds()
         event.firstSequence = walkStart(spanFirst: sequences.lowerBound, at: now, state: state)
         event.stays = state.devices.stays(at: now, reaching: sightings.spanEndUs)
-        guard node.append(.scanSightings(event), time: now) != nil else { finished(); return }
+        guard context.append(.scanSightings(event), time: now) != nil else { finished(); return }
         logged &+= 1
     }
 
@@ -153,17 +161,17 @@ final class Compaction: NodeComponent {
     /// Deletes what `plan` names, then looks for the next slot at once (a box catching up).
     private func purge(_ plan: CompactionPlan) {
         busy = true
-        let logger = node.logger
-        let node = self.node
+        let logger = context.logger
+        let back = context.loopBound(self)
         do {
-            try node.log.purge(sequences: plan.firstSequence, through: plan.lastSequence, from: 0,
+            try context.log.purge(sequences: plan.firstSequence, through: plan.lastSequence, from: 0,
                                before: plan.spanEndMicroseconds, matches: { kind, sequence, payload in
                 plan.deletes(kind: kind, sequence: sequence, payload: payload)
             }, completion: { result in
                 if case .failure(let error) = result {
                     logger.warning("compaction: deletion stopped; it is retried later", metadata: ["error": "\(error)"])
                 }
-                node.onLoop { node in node.compaction.purged(result) }
+                back.send { compaction in compaction.purged(result) }
             })
         } catch {
             logger.warning("compaction: cannot delete now; it is retried later", metadata: ["error": "\(error)"])
@@ -182,8 +190,8 @@ final class Compaction: NodeComponent {
     /// the next interval.
     private func finished(soon: Bool = false) {
         busy = false
-        guard !node.stopping else { return }
-        node.scheduler.schedule(Self.timer, afterNanoseconds: soon && due() != nil ? 0 : Self.intervalNanoseconds)
+        guard !context.stopping else { return }
+        context.scheduler.schedule(Self.timer, afterNanoseconds: soon && due() != nil ? 0 : Self.intervalNanoseconds)
     }
 }
 

@@ -11,7 +11,17 @@ import VigilSystem
 /// Damaged pages: the directory is marked and the node stops (systemd starts it again); the next
 /// start salvages the log before opening it (`LogRecovery.beforeOpen`).
 final class LogIntegrity: NodeComponent {
-    unowned let node: Node
+    /// What the check needs of the configuration.
+    struct Settings {
+        /// `vigil` itself, run as `vigil log check`; nil: no checks (tests, benchmarks).
+        var executable: String?
+        var dataDirectory: String
+        /// `log.check_interval`; 0: only the first check.
+        var intervalMicroseconds: UInt64
+    }
+
+    unowned let context: any LogMaintenanceContext
+    let settings: Settings
     static let checkTimer = Scheduler.Timer("log-check")
     static let firstCheckAfterNanoseconds: UInt64 = 60_000_000_000
     /// A check of a large log on a slow card takes minutes; one that takes this long is stuck.
@@ -20,51 +30,52 @@ final class LogIntegrity: NodeComponent {
     /// The last verdict, for `vigil status`.
     private(set) var last: String?
 
-    init(node: Node) {
-        self.node = node
+    init(context: any LogMaintenanceContext, settings: Settings) {
+        self.context = context
+        self.settings = settings
     }
 
     func start() throws(NodeError) {
-        node.scheduler.register(Self.checkTimer) { [unowned self] in due() }
-        guard node.configuration.logCheckExecutable != nil else { return }
-        node.scheduler.schedule(Self.checkTimer, afterNanoseconds: Self.firstCheckAfterNanoseconds)
+        context.scheduler.register(Self.checkTimer) { [unowned self] in due() }
+        guard settings.executable != nil else { return }
+        context.scheduler.schedule(Self.checkTimer, afterNanoseconds: Self.firstCheckAfterNanoseconds)
     }
 
     private func due() {
         if let running {
-            guard node.monotonic.nowNanoseconds() &- running.started >= Self.timeoutNanoseconds else { return }
+            guard context.monotonic.nowNanoseconds() &- running.started >= Self.timeoutNanoseconds else { return }
             running.child.kill() // its exit comes through the watch, as a failed check
             return
         }
-        guard let executable = node.configuration.logCheckExecutable else { return }
+        guard let executable = settings.executable else { return }
         let child: ChildProcess
         do {
             child = try ChildProcess(path: executable,
-                                     arguments: ["log", "check", "--data", FileSystem.canonicalPath(node.configuration.dataDirectory)],
+                                     arguments: ["log", "check", "--data", FileSystem.canonicalPath(settings.dataDirectory)],
                                      input: [])
         } catch {
-            node.logger.warning("the log check could not start", metadata: ["error": "\(error)"])
+            context.logger.warning("the log check could not start", metadata: ["error": "\(error)"])
             scheduleNext()
             return
         }
-        running = (child, node.monotonic.nowNanoseconds())
-        guard node.loop.watch(child.exitDescriptor, "the log check", handler: { [unowned self] _ in finished() }) else {
+        running = (child, context.monotonic.nowNanoseconds())
+        guard context.watch(child.exitDescriptor, "the log check", handler: { [unowned self] _ in finished() }) else {
             child.kill()
             running = nil // the node is failing (the watch reported it); nothing to wait for
             return
         }
-        node.scheduler.schedule(Self.checkTimer, afterNanoseconds: Self.timeoutNanoseconds)
+        context.scheduler.schedule(Self.checkTimer, afterNanoseconds: Self.timeoutNanoseconds)
     }
 
     private func finished() {
         guard let running, let status = running.child.reap() else { return }
-        node.loop.unwatch(running.child.exitDescriptor, "the log check")
+        context.unwatch(running.child.exitDescriptor, "the log check")
         self.running = nil
         // A checker killed (timeout) or crashed leaves its read transaction's slot in the lock
         // file, and LMDB would keep every page since that snapshot from reuse: free the slot.
-        node.log.clearStaleReaders()
+        context.log.clearStaleReaders()
         let said = running.child.standardError().trimmingCharacters(in: .whitespacesAndNewlines)
-        let directory = node.configuration.dataDirectory
+        let directory = settings.dataDirectory
         switch LogRecovery.CheckExit(rawValue: status) {
         case .healthy?:
             LogRecovery.checkPassed(directory: directory)
@@ -72,40 +83,40 @@ final class LogIntegrity: NodeComponent {
         case .corruptRecords?:
             LogRecovery.checkPassed(directory: directory)
             last = "sound, but records fail their checksum: \(said)"
-            node.logger.error("log records fail their checksum; they are reported and never applied", metadata: ["check": "\(said)"])
+            context.logger.error("log records fail their checksum; they are reported and never applied", metadata: ["check": "\(said)"])
         case .damaged?:
             last = "DAMAGED: \(said)"
             LogRecovery.markDamaged(directory: directory)
-            if let memory = node.fromMemory {
+            if let memory = context.fromMemory {
                 // Running from memory (the card stopped taking writes): a restart could not
                 // salvage onto this card, and would lose what is held only in memory.
-                node.logger.critical("the log is damaged; running from memory, the node stays up",
+                context.logger.critical("the log is damaged; running from memory, the node stays up",
                                      metadata: ["check": "\(said)", "held_in_memory": "\(memory.taken)"])
             } else {
-                node.fail(.logDamaged(said))
+                context.fail(.logDamaged(said))
                 return
             }
         case nil:
             last = "the check failed (status \(status))"
-            node.logger.warning("the log check failed", metadata: ["status": "\(status)", "stderr": "\(said)"])
+            context.logger.warning("the log check failed", metadata: ["status": "\(status)", "stderr": "\(said)"])
         }
         scheduleNext()
     }
 
     private func scheduleNext() {
-        let interval = node.configuration.logCheckIntervalMicroseconds
+        let interval = settings.intervalMicroseconds
         if interval > 0 {
-            node.scheduler.schedule(Self.checkTimer, afterNanoseconds: interval &* 1_000)
+            context.scheduler.schedule(Self.checkTimer, afterNanoseconds: interval &* 1_000)
         } else {
-            node.scheduler.cancel(Self.checkTimer)
+            context.scheduler.cancel(Self.checkTimer)
         }
     }
 
     func stop() {
         guard let running else { return }
         running.child.kill()
-        node.loop.unwatch(running.child.exitDescriptor, "the log check")
-        node.scheduler.cancel(Self.checkTimer)
+        context.unwatch(running.child.exitDescriptor, "the log check")
+        context.scheduler.cancel(Self.checkTimer)
         self.running = nil
     }
 }

@@ -69,7 +69,8 @@ public final class Node: @unchecked Sendable {
         notifier: configuration.notifier, siteName: configuration.projections.ladder.siteName))
     private(set) lazy var retention = Retention(context: self, firstCheckMicroseconds: configuration.exposure.retentionFirstCheckMicroseconds,
                                                    keepMicroseconds: configuration.exposure.contacts.retentionMicroseconds)
-    private(set) lazy var compaction = Compaction(node: self)
+    private(set) lazy var compaction = Compaction(context: self, afterMicroseconds: configuration.compactAfterMicroseconds,
+                                                  tags: configuration.exposure.contacts.tags)
     private(set) lazy var checkpoints = Checkpoints(context: self, intervalMicroseconds: configuration.checkpointIntervalMicroseconds,
                                                        everyEvents: configuration.checkpointEveryEvents)
     private(set) lazy var control = ControlHandler(node: self)
@@ -77,7 +78,9 @@ public final class Node: @unchecked Sendable {
     private(set) lazy var zones = TimeZoneWatch(node: self)
     private(set) lazy var uplink = HubUplink(node: self)
     private(set) lazy var occupancy = OccupancySampler(context: self)
-    private(set) lazy var logIntegrity = LogIntegrity(node: self)
+    private(set) lazy var logIntegrity = LogIntegrity(context: self, settings: .init(executable: configuration.logCheckExecutable,
+                                                                                     dataDirectory: configuration.dataDirectory,
+                                                                                     intervalMicroseconds: configuration.logCheckIntervalMicroseconds))
     private(set) lazy var serviceManager = ServiceNotifications(context: self, settings: configuration.serviceManager)
     private(set) lazy var publisher = SnapshotPublisher(node: self)
     private(set) lazy var connections = GATTLinks(node: self)

@@ -14,6 +14,8 @@ import VigilSystem
 protocol NodeContext: AnyObject {
     var nodeID: UInt64 { get }
     var clock: any WallClock { get }
+    /// Nanoseconds that only move forward (timeouts, durations); the scheduler runs on it.
+    var monotonic: any MonotonicClock { get }
     var logger: Logger { get }
     var scheduler: Scheduler { get }
     /// The durable state, as applied so far. Read-only: it moves only with durable events.
@@ -39,10 +41,14 @@ protocol NodeContext: AnyObject {
     func outputsMayHaveChanged()
     /// The projections as they will be once every event appended so far is applied (a copy).
     func projectedState() -> Projections
+    /// The node cannot go on safely: it stops and exits non-zero (systemd restarts it).
+    func fail(_ error: NodeError)
+    /// `target` as a helper thread may hold it, to send work back onto the loop (`LoopBound`).
+    func loopBound<Target: AnyObject>(_ target: Target) -> LoopBound<Target>
 }
 
-/// The few components that maintain the log itself (checkpoints, retention; decision 0008,
-/// step 3) get the log too. Everything else appends through `NodeContext.append` only.
+/// The few components that maintain the log itself (checkpoints, retention, the log check,
+/// compaction; decision 0008, step 3) get the log too. Everything else appends through `NodeContext.append` only.
 protocol LogMaintenanceContext: NodeContext {
     /// The log: a scratch one while a start still checks and opens the card's, then the card's.
     var log: EventLog { get }
@@ -71,6 +77,8 @@ extension Node: NodeContext {
     func unwatch(_ fd: Int32, _ what: String) { loop.unwatch(fd, what) }
 
     func outputsMayHaveChanged() { reconcileOutputs() }
+
+    func loopBound<Target: AnyObject>(_ target: Target) -> LoopBound<Target> { LoopBound(target, on: loop) }
 }
 
 extension Node: LogMaintenanceContext {
