@@ -17,7 +17,9 @@ import VigilSystem
 /// repeat. Reports take the numbers 0001-4999 in turn; test reports 5000-9999, so neither reuses
 /// the other's.
 final class AlarmCentreLink: NodeComponent {
-    unowned let node: Node
+    unowned let context: any NodeContext
+    /// `arc:`; nil: no centre (entries for it are recorded as failed).
+    let settings: AlarmCentreSettings?
     /// Before the log is open too: reports to the centre go out before the log is open.
     var runsBeforeLogOpen: Bool { true }
     private var exchange: Exchange?
@@ -65,26 +67,25 @@ final class AlarmCentreLink: NodeComponent {
         init(_ descriptor: consuming FileDescriptor) { self.descriptor = descriptor }
     }
 
-    init(node: Node) {
-        self.node = node
-        status = AlarmCentreStatus(receivers: node.configuration.alarmCentre?.receivers.map(\.description) ?? [])
-        status.encrypted = node.configuration.alarmCentre?.key != nil
+    init(context: any NodeContext, settings: AlarmCentreSettings?) {
+        self.context = context
+        self.settings = settings
+        status = AlarmCentreStatus(receivers: settings?.receivers.map(\.description) ?? [])
+        status.encrypted = settings?.key != nil
         var generator = SystemRandomNumberGenerator()
         testSequence = DC09Sequence(5_000 + Int(generator.next() % 5_000)) ?? .first
     }
 
-    private var settings: AlarmCentreSettings? { node.configuration.alarmCentre }
-
     func start() throws(NodeError) {
-        node.scheduler.register(Self.attemptTimer) { [unowned self] in reconcile() }
-        node.scheduler.register(Self.exchangeTimer) { [unowned self] in timedOut() }
+        context.scheduler.register(Self.attemptTimer) { [unowned self] in reconcile() }
+        context.scheduler.register(Self.exchangeTimer) { [unowned self] in timedOut() }
         started = true
         if let settings, settings.key == nil {
             // In the clear, anyone on the path can read the account and forge an ACK.
-            node.logger.warning("the alarm centre's reports go unencrypted: set arc.key (the centre's AES key)")
+            context.logger.warning("the alarm centre's reports go unencrypted: set arc.key (the centre's AES key)")
         }
         if let settings, settings.testEveryMicroseconds > 0 {
-            let now = node.clock.nowMicroseconds()
+            let now = context.clock.nowMicroseconds()
             // So the first test is due `firstTestAfter` from now.
             lastContactMicroseconds = now &+ Self.firstTestAfterMicroseconds &- min(settings.testEveryMicroseconds, now &+ Self.firstTestAfterMicroseconds)
         }
@@ -112,9 +113,9 @@ final class AlarmCentreLink: NodeComponent {
     /// Starts the next report due: the oldest pending `.arc` entry (nothing overtakes it, so the
     /// centre hears each call's alarm before its restore), else a test report when one is due.
     func reconcile() {
-        guard !node.stopping, exchange == nil, !node.isCarrying else { return }
-        let now = node.clock.nowMicroseconds()
-        let outbox = node.projections.outbox
+        guard !context.stopping, exchange == nil, !context.isCarrying else { return }
+        let now = context.clock.nowMicroseconds()
+        let outbox = context.projections.outbox
         if let head = outbox.pending.first(where: { $0.channel == .arc }) {
             guard !attemptsInFlight.contains(head.id) else { return }
             let retry = Backoff(base: outbox.retryBaseMicroseconds, max: settings?.retryMaxMicroseconds ?? outbox.retryMaxMicroseconds)
@@ -128,7 +129,7 @@ final class AlarmCentreLink: NodeComponent {
             return
         }
         guard let settings, settings.testEveryMicroseconds > 0 else {
-            node.scheduler.cancel(Self.attemptTimer)
+            context.scheduler.cancel(Self.attemptTimer)
             return
         }
         let due = lastContactMicroseconds &+ settings.testEveryMicroseconds
@@ -139,14 +140,14 @@ final class AlarmCentreLink: NodeComponent {
     /// report is on its way or one waits to be retried (nothing goes before a call for help).
     @discardableResult
     func testNow() -> Bool {
-        guard settings != nil, exchange == nil, !node.stopping,
-              !node.projections.outbox.pending.contains(where: { $0.channel == .arc }) else { return false }
+        guard settings != nil, exchange == nil, !context.stopping,
+              !context.projections.outbox.pending.contains(where: { $0.channel == .arc }) else { return false }
         beginTest()
         return true
     }
 
     private func schedule(atWall due: UInt64) {
-        node.scheduler.schedule(Self.attemptTimer, atNanoseconds: node.monotonicDeadline(forWallMicroseconds: due))
+        context.scheduler.schedule(Self.attemptTimer, atNanoseconds: context.monotonicDeadline(forWallMicroseconds: due))
     }
 
     // MARK: Starting a report
@@ -162,7 +163,7 @@ final class AlarmCentreLink: NodeComponent {
             return
         }
         let report = Self.report(alarm)
-        node.logger.notice("report to the alarm centre", metadata: [
+        context.logger.notice("report to the alarm centre", metadata: [
             "entry": "\(entry.id)", "report": "\(alarm.text)", "contact-id": "\(report.contactID(partition: settings.partition))",
             "attempt": "\(attempt)",
         ])
@@ -183,7 +184,7 @@ final class AlarmCentreLink: NodeComponent {
 
     private func beginUnlogged(_ report: AlarmReport) {
         guard let settings else { return }
-        node.logger.notice("report to the alarm centre", metadata: ["report": "running from memory (not in the log)"])
+        context.logger.notice("report to the alarm centre", metadata: ["report": "running from memory (not in the log)"])
         let ex = Exchange(entry: nil, attempt: 1, report: report, sequence: testSequence, receivers: settings.receivers.map(\.description))
         ex.unlogged = true
         testSequence = testSequence.next()
@@ -242,14 +243,14 @@ final class AlarmCentreLink: NodeComponent {
         ex.socket = socket
         ex.connecting = true
         ex.splitter = DC09FrameSplitter()
-        guard node.loop.watch(socket.descriptor.rawValue, "the alarm centre", events: Epoll.writable, handler: { [unowned self] events in
+        guard context.watch(socket.descriptor.rawValue, "the alarm centre", events: Epoll.writable, handler: { [unowned self] events in
             ready(events)
         }) else {
             ex.socket = nil
             outcome(.connectFailed("the socket cannot be watched"), ex)
             return
         }
-        node.scheduler.schedule(Self.exchangeTimer, afterNanoseconds: settings.connectTimeoutMicroseconds &* 1_000)
+        context.scheduler.schedule(Self.exchangeTimer, afterNanoseconds: settings.connectTimeoutMicroseconds &* 1_000)
     }
 
     private func ready(_ events: UInt32) {
@@ -260,7 +261,7 @@ final class AlarmCentreLink: NodeComponent {
                 return
             }
             ex.connecting = false
-            guard node.loop.change(socket.descriptor.rawValue, "the alarm centre", events: Epoll.readable) else {
+            guard context.changeWatch(socket.descriptor.rawValue, "the alarm centre", events: Epoll.readable) else {
                 outcome(.connectFailed("the socket cannot be watched"), ex)
                 return
             }
@@ -275,7 +276,7 @@ final class AlarmCentreLink: NodeComponent {
         var pad = [UInt8](repeating: 0, count: DC09Frame.maximumPadCount)
         var generator = SystemRandomNumberGenerator()
         for i in pad.indices { pad[i] = generator.next() }
-        let seconds = Int64(clamping: node.clock.nowMicroseconds() / 1_000_000) &+ clockCorrectionSeconds
+        let seconds = Int64(clamping: context.clock.nowMicroseconds() / 1_000_000) &+ clockCorrectionSeconds
         ex.sentSeconds = seconds
         do {
             let frame = try DC09Frame.encode(ex.report, partition: settings.partition, identity: settings.identity,
@@ -289,7 +290,7 @@ final class AlarmCentreLink: NodeComponent {
             outcome(.sendFailed("\(error)"), ex)
             return
         }
-        node.scheduler.schedule(Self.exchangeTimer, afterNanoseconds: settings.replyTimeoutMicroseconds &* 1_000)
+        context.scheduler.schedule(Self.exchangeTimer, afterNanoseconds: settings.replyTimeoutMicroseconds &* 1_000)
     }
 
     private func readReplies(_ ex: Exchange, _ socket: Socket) {
@@ -340,10 +341,10 @@ final class AlarmCentreLink: NodeComponent {
 
     /// What the current receiver did: counted, and the attempt goes on as the plan says.
     private func outcome(_ outcome: AlarmCentreAttempt.Outcome, _ ex: Exchange) {
-        node.scheduler.cancel(Self.exchangeTimer)
+        context.scheduler.cancel(Self.exchangeTimer)
         status.count(outcome)
         if outcome != .acknowledged, ex.plan.current < ex.plan.receivers.count {
-            node.logger.warning("alarm centre receiver failed", metadata: [
+            context.logger.warning("alarm centre receiver failed", metadata: [
                 "receiver": "\(ex.plan.receivers[ex.plan.current])", "outcome": "\(outcome.text)",
                 "report": "\(ex.entry ?? "test")",
             ])
@@ -355,7 +356,7 @@ final class AlarmCentreLink: NodeComponent {
 
     private func close(_ ex: Exchange) {
         guard let socket = ex.socket else { return }
-        node.loop.unwatch(socket.descriptor.rawValue, "the alarm centre")
+        context.unwatch(socket.descriptor.rawValue, "the alarm centre")
         ex.socket = nil // closes it
         ex.expectation = nil
         ex.connecting = false
@@ -363,14 +364,14 @@ final class AlarmCentreLink: NodeComponent {
 
     private func finish(_ ex: Exchange, delivered: Bool, receiver: Int?, error: String) {
         close(ex)
-        node.scheduler.cancel(Self.exchangeTimer)
+        context.scheduler.cancel(Self.exchangeTimer)
         exchange = nil
-        let now = node.clock.nowMicroseconds()
+        let now = context.clock.nowMicroseconds()
         let name = receiver.map { ex.plan.receivers[$0] }
         let hadProblem = status.problem != nil
         status.finished(delivered: delivered, receiver: name, error: error, test: ex.entry == nil && !ex.unlogged, at: now)
         // "Cannot call for help" on amber comes and goes with the link's state, not an event.
-        if hadProblem != (status.problem != nil) { node.reconcileOutputs() }
+        if hadProblem != (status.problem != nil) { context.outputsMayHaveChanged() }
         if delivered { lastContactMicroseconds = now }
         if ex.unlogged {
             if delivered {
@@ -393,15 +394,15 @@ final class AlarmCentreLink: NodeComponent {
     }
 
     private func record(entry: String, attempt: UInt32, delivered: Bool, notifier: String, error: String) {
-        attemptsInFlight.record(on: node, entry: entry, attempt: attempt, delivered: delivered, notifier: notifier, error: error)
+        attemptsInFlight.record(on: context, entry: entry, attempt: attempt, delivered: delivered, notifier: notifier, error: error)
     }
 
     func stop() {
         guard let ex = exchange else { return }
         // An interrupted report is not recorded: the entry stays pending and goes again.
         close(ex)
-        node.scheduler.cancel(Self.exchangeTimer)
-        node.scheduler.cancel(Self.attemptTimer)
+        context.scheduler.cancel(Self.exchangeTimer)
+        context.scheduler.cancel(Self.attemptTimer)
         exchange = nil
     }
 }

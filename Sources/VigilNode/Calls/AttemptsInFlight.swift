@@ -13,10 +13,10 @@ struct AttemptsInFlight {
         if case .outboxAttempt(let a) = event.body { entries.remove(a.entry) }
     }
 
-    /// Appends the attempt (`OutboxAttempt`) through `node` and holds the entry until it settles.
+    /// Appends the attempt (`OutboxAttempt`) through `context` and holds the entry until it settles.
     /// An append the node refuses outright (it counts and logs it) keeps the entry held until a
     /// restart: trying again with no record of the attempt would repeat it without back-off.
-    mutating func record(on node: Node, entry: String, attempt: UInt32, delivered: Bool, notifier: String, error: String) {
+    mutating func record(on context: any NodeContext, entry: String, attempt: UInt32, delivered: Bool, notifier: String, error: String) {
         var a = OutboxAttempt()
         a.entry = entry
         a.attempt = attempt
@@ -24,6 +24,6 @@ struct AttemptsInFlight {
         a.notifier = notifier
         a.error = String(error.prefix(500))
         entries.insert(entry)
-        _ = node.append(.outboxAttempt(a))
+        context.append(.outboxAttempt(a), time: nil)
     }
 }

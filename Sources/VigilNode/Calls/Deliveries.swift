@@ -13,7 +13,13 @@ import VigilSystem
 /// (notifier "none"), the entry stays pending and is retried with the outbox's back-off (a
 /// command configured later delivers it), and the amber line says "no way to tell anyone".
 final class Deliveries: NodeComponent {
-    unowned let node: Node
+    unowned let context: any NodeContext
+    /// `notify:`: the command, its timeout.
+    let notifier: NotifierConfiguration
+    /// Signs the take links a webhook is given (`WebhookCallbackRule`); `http.public_url` is where
+    /// they point (nil: no links).
+    let callbackKey: CallbackKey
+    let publicURL: String?
     /// Before the log is open too: messages of a call for help go out before the log is open.
     var runsBeforeLogOpen: Bool { true }
     private var attemptsInFlight = AttemptsInFlight()
@@ -22,14 +28,19 @@ final class Deliveries: NodeComponent {
     static let timeoutTimer = Scheduler.Timer("notifier-timeout")
     static let noNotifierError = "no notify.command is configured: nobody can be told"
 
-    init(node: Node) { self.node = node }
+    init(context: any NodeContext, notifier: NotifierConfiguration, callbackKey: CallbackKey, publicURL: String?) {
+        self.context = context
+        self.notifier = notifier
+        self.callbackKey = callbackKey
+        self.publicURL = publicURL
+    }
 
     func start() throws(NodeError) {
-        node.scheduler.register(Self.attemptTimer) { [unowned self] in reconcile() }
-        node.scheduler.register(Self.timeoutTimer) { [unowned self] in finish(timedOut: true) }
-        if node.configuration.notifier.command == nil,
-           node.projections.escalations.residents.values.contains(where: { !$0.contacts.isEmpty }) {
-            node.logger.warning("no notify.command is configured: messages to residents and contacts cannot be delivered")
+        context.scheduler.register(Self.attemptTimer) { [unowned self] in reconcile() }
+        context.scheduler.register(Self.timeoutTimer) { [unowned self] in finish(timedOut: true) }
+        if notifier.command == nil,
+           context.projections.escalations.residents.values.contains(where: { !$0.contacts.isEmpty }) {
+            context.logger.warning("no notify.command is configured: messages to residents and contacts cannot be delivered")
         }
     }
 
@@ -41,9 +52,9 @@ final class Deliveries: NodeComponent {
 
     /// Starts the next due delivery, or arms the timer for it.
     func reconcile() {
-        guard !node.stopping, running == nil, !node.isCarrying else { return }
-        let now = node.clock.nowMicroseconds()
-        let outbox = node.projections.outbox
+        guard !context.stopping, running == nil, !context.isCarrying else { return }
+        let now = context.clock.nowMicroseconds()
+        let outbox = context.projections.outbox
         var earliest: UInt64?
         // Broadcast entries are settled by the radio (AirAlerts), the alarm centre's by the
         // centre's link; not delivered here.
@@ -56,9 +67,9 @@ final class Deliveries: NodeComponent {
             earliest = earliest.map { min($0, due) } ?? due
         }
         if let earliest {
-            node.scheduler.schedule(Self.attemptTimer, atNanoseconds: node.monotonicDeadline(forWallMicroseconds: earliest))
+            context.scheduler.schedule(Self.attemptTimer, atNanoseconds: context.monotonicDeadline(forWallMicroseconds: earliest))
         } else {
-            node.scheduler.cancel(Self.attemptTimer)
+            context.scheduler.cancel(Self.attemptTimer)
         }
     }
 
@@ -67,32 +78,32 @@ final class Deliveries: NodeComponent {
         // Who and what only at debug: residents' numbers and messages are not the journal's
         // (whoever administers the box reads it, and it is copied into bug reports). An entry's
         // id names its recipient (`call/ID/ROUND.TIER/+34…`): masked too.
-        node.logger.notice("outbox message", metadata: [
+        context.logger.notice("outbox message", metadata: [
             "entry": "\(PhoneNumberRedaction.redact(entry.id))", "recipients": "\(entry.recipients.count)", "attempt": "\(attempt)",
         ])
-        node.logger.debug("outbox message's recipients and text", metadata: [
+        context.logger.debug("outbox message's recipients and text", metadata: [
             "entry": "\(entry.id)", "to": "\(entry.recipients.joined(separator: ", "))", "text": "\(entry.text)",
         ])
-        let notifier = node.configuration.notifier
+        let notifier = self.notifier
         guard let command = notifier.command else {
-            node.logger.warning("delivery impossible", metadata: ["entry": "\(PhoneNumberRedaction.redact(entry.id))", "error": "\(Self.noNotifierError)"])
+            context.logger.warning("delivery impossible", metadata: ["entry": "\(PhoneNumberRedaction.redact(entry.id))", "error": "\(Self.noNotifierError)"])
             record(entry: entry.id, attempt: attempt, delivered: false, notifier: "none", error: Self.noNotifierError)
             return
         }
         let child: ChildProcess
         do {
             child = try ChildProcess(path: command, arguments: notifier.arguments,
-                                     input: OutboxMessage(entry, attempt: attempt, nodeID: node.nodeID, take: takeLink(for: entry)).json)
+                                     input: OutboxMessage(entry, attempt: attempt, nodeID: context.nodeID, take: takeLink(for: entry)).json)
         } catch {
             record(entry: entry.id, attempt: attempt, delivered: false, notifier: "command", error: "\(error)")
             return
         }
         running = DeliveryAttempt(entry: entry.id, attempt: attempt, child: child)
-        guard node.loop.watch(child.exitDescriptor, "the notifier", handler: { [unowned self] _ in finish(timedOut: false) }) else {
+        guard context.watch(child.exitDescriptor, "the notifier", handler: { [unowned self] _ in finish(timedOut: false) }) else {
             child.kill()
             return // the node is failing; the entry stays pending
         }
-        node.scheduler.schedule(Self.timeoutTimer, afterNanoseconds: notifier.timeoutMicroseconds &* 1_000)
+        context.scheduler.schedule(Self.timeoutTimer, afterNanoseconds: notifier.timeoutMicroseconds &* 1_000)
     }
 
     /// The notifier exited (or timed out and was killed).
@@ -103,13 +114,13 @@ final class Deliveries: NodeComponent {
             running.child.kill()
         }
         guard let status = running.child.reap() else { return } // the pidfd fires once it exits
-        node.loop.unwatch(running.child.exitDescriptor, "the notifier")
-        node.scheduler.cancel(Self.timeoutTimer)
+        context.unwatch(running.child.exitDescriptor, "the notifier")
+        context.scheduler.cancel(Self.timeoutTimer)
         self.running = nil
         let stderr = running.child.standardError()
         let error: String
         if running.timedOut {
-            error = "timed out after \(HumanDuration.format(microseconds: node.configuration.notifier.timeoutMicroseconds))"
+            error = "timed out after \(HumanDuration.format(microseconds: notifier.timeoutMicroseconds))"
         } else if status != 0 {
             // The notifier's own words, numbers masked: the error goes to the journal, the log
             // and (with the attempt) to the hub.
@@ -118,7 +129,7 @@ final class Deliveries: NodeComponent {
             error = ""
         }
         if !error.isEmpty {
-            node.logger.warning("delivery failed", metadata: ["entry": "\(PhoneNumberRedaction.redact(running.entry))", "error": "\(error)"])
+            context.logger.warning("delivery failed", metadata: ["entry": "\(PhoneNumberRedaction.redact(running.entry))", "error": "\(error)"])
         }
         record(entry: running.entry, attempt: running.attempt, delivered: error.isEmpty, notifier: "command", error: error)
         // The next message now, not once this attempt is durable: the entry just tried is held
@@ -129,21 +140,21 @@ final class Deliveries: NodeComponent {
 
     /// Appends an attempt (from a delivery here, or the radio settling a broadcast).
     func record(entry: String, attempt: UInt32, delivered: Bool, notifier: String, error: String) {
-        attemptsInFlight.record(on: node, entry: entry, attempt: attempt, delivered: delivered, notifier: notifier, error: error)
+        attemptsInFlight.record(on: context, entry: entry, attempt: attempt, delivered: delivered, notifier: notifier, error: error)
     }
 
     func stop() {
         guard let running else { return }
         // An interrupted attempt is not recorded; the entry stays pending and is retried.
         running.child.kill()
-        node.loop.unwatch(running.child.exitDescriptor, "the notifier")
-        node.scheduler.cancel(Self.timeoutTimer)
+        context.unwatch(running.child.exitDescriptor, "the notifier")
+        context.scheduler.cancel(Self.timeoutTimer)
         self.running = nil
     }
 
     /// A webhook told of a call nobody has taken gets the link that lets it take the call.
     private func takeLink(for entry: Outbox.Entry) -> OutboxMessage.TakeLink? {
-        WebhookCallbackRule.link(for: entry, calls: node.projections.calls, key: node.callbackKey,
-                                 publicURL: node.configuration.http.publicURL)
+        WebhookCallbackRule.link(for: entry, calls: context.projections.calls, key: callbackKey,
+                                 publicURL: publicURL)
     }
 }

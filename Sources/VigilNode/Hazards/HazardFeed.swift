@@ -21,8 +21,12 @@ import VigilSystem
 /// it relevant, at once) and a zone when it changes or every five minutes: the card is worn by
 /// what matters, not by a feed's repeats.
 final class HazardFeed: NodeComponent {
-    unowned let node: Node
+    unowned let context: any NodeContext
     let settings: HazardFeedSettings
+    /// Where relative certificate and key paths are found (the data directory).
+    let dataDirectory: String
+    /// The site as configured (`projections.hazard_site`); nil: the log's.
+    let configuredSite: HazardSite?
     static let tickTimer = Scheduler.Timer("hazard-feed-tick")
     static let retryTimer = Scheduler.Timer("hazard-feed-retry")
     static let connackTimeoutMicroseconds: UInt64 = 10_000_000
@@ -63,26 +67,28 @@ final class HazardFeed: NodeComponent {
     private(set) var vruActive = false
     static let ownIDRotationMicroseconds: UInt64 = 300_000_000
 
-    init(node: Node) {
-        self.node = node
-        settings = node.configuration.hazardFeed
+    init(context: any NodeContext, settings: HazardFeedSettings, dataDirectory: String, configuredSite: HazardSite?) {
+        self.context = context
+        self.settings = settings
+        self.dataDirectory = dataDirectory
+        self.configuredSite = configuredSite
         backoff = Backoff(base: settings.retryBaseMicroseconds, max: settings.retryMaxMicroseconds)
         memory = FeedMemory(roadUserIntervalMicroseconds: settings.roadUserLogIntervalMicroseconds,
                             zoneIntervalMicroseconds: settings.zoneLogIntervalMicroseconds)
     }
 
-    private var now: UInt64 { node.scheduler.now / 1_000 }
+    private var now: UInt64 { context.scheduler.now / 1_000 }
 
     func start() throws(NodeError) {
         guard settings.enabled else { return }
-        node.scheduler.register(Self.tickTimer) { [unowned self] in tick() }
-        node.scheduler.register(Self.retryTimer) { [unowned self] in retryDue() }
+        context.scheduler.register(Self.tickTimer) { [unowned self] in tick() }
+        context.scheduler.register(Self.retryTimer) { [unowned self] in retryDue() }
         // The site as configured now (the log's copy is for replaying relevance; the broker is
         // this run's choice).
-        order = settings.brokersByDistance(from: node.configuration.projections.hazardSite ?? node.projections.hazards.site)
-        node.logger.info("hazard feed: brokers nearest first", metadata: ["brokers": "\(order.map(\.name).joined(separator: ", "))"])
+        order = settings.brokersByDistance(from: configuredSite ?? context.projections.hazards.site)
+        context.logger.info("hazard feed: brokers nearest first", metadata: ["brokers": "\(order.map(\.name).joined(separator: ", "))"])
         dial()
-        node.scheduler.schedule(Self.tickTimer, afterNanoseconds: 1_000_000_000)
+        context.scheduler.schedule(Self.tickTimer, afterNanoseconds: 1_000_000_000)
     }
 
     func stop() {
@@ -93,8 +99,8 @@ final class HazardFeed: NodeComponent {
         }
         closeConnection()
         phase = .off
-        node.scheduler.cancel(Self.tickTimer)
-        node.scheduler.cancel(Self.retryTimer)
+        context.scheduler.cancel(Self.tickTimer)
+        context.scheduler.cancel(Self.retryTimer)
     }
 
     func applied(_ event: Event) { inFlight.remove(event.sequence) }
@@ -125,16 +131,16 @@ final class HazardFeed: NodeComponent {
     // MARK: Connecting
 
     private func path(_ file: String) -> String {
-        file.hasPrefix("/") ? file : node.configuration.dataDirectory + "/" + file
+        file.hasPrefix("/") ? file : dataDirectory + "/" + file
     }
 
     private func dial() {
-        guard !node.stopping, !order.isEmpty else { return }
+        guard !context.stopping, !order.isEmpty else { return }
         // Dialing from here on: a client that cannot be made (a certificate not installed yet)
         // is a failed attempt like any other, retried with back-off and shown in status.
         phase = .dialing
         let broker = order[brokerIndex]
-        let id = settings.clientID ?? "vigil-" + String(node.nodeID, radix: 16)
+        let id = settings.clientID ?? "vigil-" + String(context.nodeID, radix: 16)
         var options = MQTTClient.Options(clientID: String(id.prefix(23)), host: broker.host, port: broker.port)
         if settings.tls {
             options.caFile = path(settings.caFile)
@@ -156,14 +162,14 @@ final class HazardFeed: NodeComponent {
         let dialing = generation
         self.client = client
         phase = .dialing
-        let node = self.node
+        let back = context.loopBound(self)
         // The connect resolves the broker's name (DNS can take seconds): never on the loop. The
         // loop does not touch the client until it is handed back.
         Thread.detachNewThread {
             var failure: MQTTError?
             do throws(MQTTError) { try client.connect() } catch { failure = error }
             let result = failure
-            node.onLoop { node in node.hazardFeed.dialed(dialing, failure: result) }
+            back.send { feed in feed.dialed(dialing, failure: result) }
         }
     }
 
@@ -179,7 +185,7 @@ final class HazardFeed: NodeComponent {
         }
         socket = fd
         watchingOutput = client.wantsWrite
-        guard node.loop.watch(fd, "the hazard feed's MQTT socket", events: Epoll.readable | (watchingOutput ? Epoll.writable : 0),
+        guard context.watch(fd, "the hazard feed's MQTT socket", events: Epoll.readable | (watchingOutput ? Epoll.writable : 0),
                               handler: { [unowned self] events in socketReady(events) }) else {
             attemptFailed("the socket could not be watched")
             return
@@ -205,7 +211,7 @@ final class HazardFeed: NodeComponent {
                 } catch { failureInCallback = "\(error)" }
             }
         }
-        node.logger.info("hazard feed: connected", metadata: ["broker": "\(broker.name)", "host": "\(broker.host):\(broker.port)"])
+        context.logger.info("hazard feed: connected", metadata: ["broker": "\(broker.name)", "host": "\(broker.host):\(broker.port)"])
         lastError = nil
     }
 
@@ -216,7 +222,7 @@ final class HazardFeed: NodeComponent {
         if granted.contains(where: { $0 >= 128 }) {
             counters.subscriptionsRefused += 1
             lastError = "the broker refused the subscription to \(topic)"
-            node.logger.warning("hazard feed: a subscription was refused", metadata: ["topic": "\(topic)"])
+            context.logger.warning("hazard feed: a subscription was refused", metadata: ["topic": "\(topic)"])
         }
     }
 
@@ -261,14 +267,14 @@ final class HazardFeed: NodeComponent {
         let want = client.wantsWrite && !outputPausedForHandshake
         if want != watchingOutput {
             watchingOutput = want
-            node.loop.change(socket, "the hazard feed's MQTT socket", events: Epoll.readable | (want ? Epoll.writable : 0))
+            context.changeWatch(socket, "the hazard feed's MQTT socket", events: Epoll.readable | (want ? Epoll.writable : 0))
         }
     }
 
     private func connectionLost(_ reason: String) {
         if connected {
             counters.disconnects += 1
-            node.logger.warning("hazard feed: connection lost", metadata: ["broker": "\(order[brokerIndex].name)", "reason": "\(reason)"])
+            context.logger.warning("hazard feed: connection lost", metadata: ["broker": "\(order[brokerIndex].name)", "reason": "\(reason)"])
             // A link that held a minute was a success: the next failure waits from the start.
             if now &- connectedSinceMicroseconds >= 60_000_000 {
                 backoff.reset()
@@ -279,7 +285,7 @@ final class HazardFeed: NodeComponent {
     }
 
     private func closeConnection() {
-        if let socket { node.loop.unwatch(socket, "the hazard feed's MQTT socket") }
+        if let socket { context.unwatch(socket, "the hazard feed's MQTT socket") }
         socket = nil
         // Dropping the client closes its socket (mosquitto_destroy); a dial in flight keeps its
         // own reference and its result is ignored.
@@ -295,7 +301,7 @@ final class HazardFeed: NodeComponent {
     private func attemptFailed(_ reason: String) {
         let wasConnected = connected
         closeConnection()
-        guard !node.stopping, phase != .off else { return }
+        guard !context.stopping, phase != .off else { return }
         if !wasConnected { counters.connectFailures += 1 }
         let first = backoff.isFresh
         lastError = reason
@@ -305,18 +311,18 @@ final class HazardFeed: NodeComponent {
             brokerIndex = (brokerIndex + 1) % order.count
             failuresHere = 0
             counters.failovers += 1
-            node.logger.warning("hazard feed: failing over", metadata: ["from": "\(from)", "to": "\(order[brokerIndex].name)"])
+            context.logger.warning("hazard feed: failing over", metadata: ["from": "\(from)", "to": "\(order[brokerIndex].name)"])
         }
         // ±25% so that every box of a region does not come back to a restarted broker at once.
         var generator = SystemRandomNumberGenerator()
         let delay = UInt64(Double(backoff.next()) * Double.random(in: 0.75...1.25, using: &generator))
         if first {
-            node.logger.warning("hazard feed: cannot reach the broker; retrying with back-off",
+            context.logger.warning("hazard feed: cannot reach the broker; retrying with back-off",
                                 metadata: ["reason": "\(reason)", "broker": "\(order[brokerIndex].name)"])
         }
         phase = .waiting
         retryAtMicroseconds = now &+ delay
-        node.scheduler.schedule(Self.retryTimer, afterNanoseconds: delay &* 1_000)
+        context.scheduler.schedule(Self.retryTimer, afterNanoseconds: delay &* 1_000)
     }
 
     private func retryDue() {
@@ -327,7 +333,7 @@ final class HazardFeed: NodeComponent {
     // MARK: Once a second
 
     private func tick() {
-        defer { node.scheduler.schedule(Self.tickTimer, afterNanoseconds: 1_000_000_000) }
+        defer { context.scheduler.schedule(Self.tickTimer, afterNanoseconds: 1_000_000_000) }
         guard phase != .off else { return }
         if phase == .linked, let client {
             if !connected, now &- linkedAtMicroseconds >= Self.connackTimeoutMicroseconds {
@@ -350,14 +356,14 @@ final class HazardFeed: NodeComponent {
 
     /// The people at the box: the last minute's distinct advertisers, when that minute is recent.
     private var peopleAtTheBox: UInt32 {
-        guard let o = node.projections.health.occupancy else { return 0 }
-        let wall = node.clock.nowMicroseconds()
+        guard let o = context.projections.health.occupancy else { return 0 }
+        let wall = context.clock.nowMicroseconds()
         return wall &- o.minuteStartMicroseconds <= 180_000_000 ? o.advertisers : 0
     }
 
     private func publishOwnPSM() {
         let people = peopleAtTheBox
-        guard settings.vru, connected, let client, let site = node.projections.hazards.site, people > 0 else {
+        guard settings.vru, connected, let client, let site = context.projections.hazards.site, people > 0 else {
             vruActive = false
             return
         }
@@ -368,7 +374,7 @@ final class HazardFeed: NodeComponent {
             if ownIDs.count > 2 { ownIDs.removeLast() }
             ownIDSinceMicroseconds = now
         }
-        let wall = node.clock.nowMicroseconds()
+        let wall = context.clock.nowMicroseconds()
         // J2735's cluster sizes: small 2-5 people, medium 6-10, large over 10.
         let cluster: PersonalSafetyMessage.ClusterSize = people > 10 ? .large : people > 5 ? .medium : .small
         let psm = PersonalSafetyMessage(userType: .pedestrian, secondMark: UInt16(wall / 1_000 % 60_000), messageCount: messageCount,
@@ -391,7 +397,7 @@ final class HazardFeed: NodeComponent {
     // MARK: Messages
 
     private func sighted(_ type: String, _ id: String) {
-        seen.insert(FeedSighting(type: type, id: String(id.prefix(64)), timeMicroseconds: node.clock.nowMicroseconds()), at: 0)
+        seen.insert(FeedSighting(type: type, id: String(id.prefix(64)), timeMicroseconds: context.clock.nowMicroseconds()), at: 0)
         if seen.count > Self.sightingLimit { seen.removeLast() }
     }
 
@@ -442,14 +448,14 @@ final class HazardFeed: NodeComponent {
     }
 
     private func take(_ tim: TravelerInformation, topicID: String) {
-        let reports = FeedReports.reports(tim, topicID: topicID, site: node.projections.hazards.site, nowMicroseconds: node.clock.nowMicroseconds())
+        let reports = FeedReports.reports(tim, topicID: topicID, site: context.projections.hazards.site, nowMicroseconds: context.clock.nowMicroseconds())
         for case let (report, signature)? in reports { submit(report, roadUser: false, signature: signature) }
         counters.ignored += UInt64(reports.count { $0 == nil })
     }
 
     private func submit(_ report: HazardReported, roadUser: Bool, signature: String) {
         let key = HazardBook.key(kind: report.kind, source: .mqtt, id: report.id)
-        let relevant = roadUser && FeedReports.isRelevant(report, to: node.projections.hazards.site)
+        let relevant = roadUser && FeedReports.isRelevant(report, to: context.projections.hazards.site)
         switch memory.judge(key, roadUser: roadUser, relevant: relevant, signature: signature, atMicroseconds: now) {
         case .repeatOfLogged:
             counters.coalesced += 1
@@ -460,7 +466,7 @@ final class HazardFeed: NodeComponent {
         case .worthLogging:
             break
         }
-        guard inFlight.count < settings.maximumInFlight, let sequence = node.append(.hazardReported(report), sheddable: true) else {
+        guard inFlight.count < settings.maximumInFlight, let sequence = context.append(.hazardReported(report), time: nil, sheddable: true) else {
             counters.shed += 1
             return
         }

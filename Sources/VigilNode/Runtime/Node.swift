@@ -62,8 +62,9 @@ public final class Node: @unchecked Sendable {
     private(set) lazy var hazardClock = HazardClock(context: self)
     private(set) lazy var callClock = CallClock(context: self)
     private(set) lazy var smsInbox = SMSInbox(node: self)
-    private(set) lazy var deliveries = Deliveries(node: self)
-    private(set) lazy var alarmCentre = AlarmCentreLink(node: self)
+    private(set) lazy var deliveries = Deliveries(context: self, notifier: configuration.notifier, callbackKey: callbackKey,
+                                                  publicURL: configuration.http.publicURL)
+    private(set) lazy var alarmCentre = AlarmCentreLink(context: self, settings: configuration.alarmCentre)
     private(set) lazy var notifierTest = NotifierSelfTest(context: self, settings: .init(
         recipients: configuration.callTestRecipients, everyMicroseconds: configuration.callTestEveryMicroseconds,
         notifier: configuration.notifier, siteName: configuration.projections.ladder.siteName))
@@ -86,7 +87,8 @@ public final class Node: @unchecked Sendable {
     private(set) lazy var connections = GATTLinks(node: self)
     private(set) lazy var chatCentral = ChatCentral(node: self)
     private(set) lazy var heartRateSensors = HeartRateSensors(node: self)
-    private(set) lazy var hazardFeed = HazardFeed(node: self)
+    private(set) lazy var hazardFeed = HazardFeed(context: self, settings: configuration.hazardFeed, dataDirectory: configuration.dataDirectory,
+                                                  configuredSite: configuration.projections.hazardSite)
     private(set) lazy var metrics = NodeMetrics(node: self, factory: configuration.metrics ?? MetricsSystem.factory)
     /// Snapshots for servers beside the loop (the box's page); built once one asks.
     public let snapshots = SnapshotFeed()

@@ -36,6 +36,10 @@ protocol NodeContext: AnyObject {
     /// Watches a descriptor on the loop; false when the loop cannot (the caller then closes it).
     func watch(_ fd: Int32, _ what: String, events: UInt32, handler: @escaping EventLoop.Handler) -> Bool
     func unwatch(_ fd: Int32, _ what: String)
+    /// Changes what a watched descriptor is watched for (a socket that has output waiting).
+    /// False when the loop cannot; the failure is reported and the node stops.
+    @discardableResult
+    func changeWatch(_ fd: Int32, _ what: String, events: UInt32) -> Bool
     /// Something the outputs (LEDs, buzzer, the advertising plan) follow from changed outside an
     /// event (a notifier's self-test): bring them in line now.
     func outputsMayHaveChanged()
@@ -75,6 +79,8 @@ extension Node: NodeContext {
     }
 
     func unwatch(_ fd: Int32, _ what: String) { loop.unwatch(fd, what) }
+
+    func changeWatch(_ fd: Int32, _ what: String, events: UInt32) -> Bool { loop.change(fd, what, events: events) }
 
     func outputsMayHaveChanged() { reconcileOutputs() }
 
