@@ -15,7 +15,13 @@ import VigilSystem
 /// A button that stops reporting stops the node: a box whose SOS button is dead must not look
 /// healthy (the service manager restarts it, which requests the lines again).
 final class Buttons: NodeComponent {
-    unowned let node: Node
+    unowned let context: any NodeContext
+    /// The board whose button lines this reads (the node drives its outputs).
+    let board: any BoardAdapter
+    /// `alarms.sos_expiry`: how long a raised or re-affirmed SOS stands; 0: until cancelled.
+    let sosExpiryMicroseconds: UInt64
+    /// A read of the button lines failed (counted in `vigil status`).
+    private let readFailed: () -> Void
     /// Before the log is open too: the button is what a start must not hold up.
     var runsBeforeLogOpen: Bool { true }
     private var gestures: ButtonGestureDecoder
@@ -28,32 +34,36 @@ final class Buttons: NodeComponent {
     private var holdRaisedSOS = false
     static let gestureTimer = Scheduler.Timer("gesture")
 
-    init(node: Node) {
-        self.node = node
-        gestures = ButtonGestureDecoder(settings: node.configuration.gestures)
-        for line in node.configuration.board.checkInButtons.values {
-            checkInGestures[line.offset] = ButtonGestureDecoder(settings: node.configuration.gestures)
+    init(context: any NodeContext, board: any BoardAdapter, gestures settings: ButtonGestureDecoder.Settings,
+         sosExpiryMicroseconds: UInt64, readFailed: @escaping () -> Void) {
+        self.context = context
+        self.board = board
+        self.sosExpiryMicroseconds = sosExpiryMicroseconds
+        self.readFailed = readFailed
+        gestures = ButtonGestureDecoder(settings: settings)
+        for line in board.profile.checkInButtons.values {
+            checkInGestures[line.offset] = ButtonGestureDecoder(settings: settings)
         }
     }
 
     func open() throws(NodeError) {
-        node.scheduler.register(Self.gestureTimer) { [unowned self] in tick() }
+        context.scheduler.register(Self.gestureTimer) { [unowned self] in tick() }
         do {
-            try node.board.start()
+            try board.start()
         } catch {
             throw .board("\(error)")
         }
-        guard node.loop.watch(node.board.descriptor, "the button", handler: { [unowned self] events in readable(events) }) else {
+        guard context.watch(board.descriptor, "the button", handler: { [unowned self] events in readable(events) }) else {
             throw .board("the button's descriptor cannot be watched")
         }
     }
 
     private func readable(_ events: UInt32) {
         edges.removeAll(keepingCapacity: true)
-        let node = self.node
-        if let gone = reads.read(events: events, { try node.board.readReady(into: &edges) }, failed: { error in
-            node.counters.boardErrors += 1
-            node.logger.error("button read failed", metadata: ["error": "\(error)"])
+        let board = self.board
+        if let gone = reads.read(events: events, { try board.readReady(into: &edges) }, failed: { [context, readFailed] error in
+            readFailed()
+            context.logger.error("button read failed", metadata: ["error": "\(error)"])
         }) {
             buttonDied(gone)
         }
@@ -61,8 +71,8 @@ final class Buttons: NodeComponent {
     }
 
     private func buttonDied(_ error: String) {
-        node.loop.unwatch(node.board.descriptor, "the button")
-        node.fail(.board("the button stopped reporting: \(error)"))
+        context.unwatch(board.descriptor, "the button")
+        context.fail(.board("the button stopped reporting: \(error)"))
     }
 
     private func handle(_ edge: ButtonEdge) {
@@ -70,28 +80,28 @@ final class Buttons: NodeComponent {
         input.line = edge.line
         input.edge = edge.pressed ? .falling : .rising
         input.kernelTimestampNs = edge.kernelTimestampNanoseconds
-        if edge.line == node.board.profile.button.offset {
-            node.append(.buttonInput(input))
+        if edge.line == board.profile.button.offset {
+            context.append(.buttonInput(input), time: nil)
             perform(gestures.edge(pressed: edge.pressed, atNanoseconds: edge.kernelTimestampNanoseconds))
-        } else if let resident = node.board.profile.checkInResident(line: edge.line), var decoder = checkInGestures[edge.line] {
+        } else if let resident = board.profile.checkInResident(line: edge.line), var decoder = checkInGestures[edge.line] {
             input.role = "checkin:" + resident
-            node.append(.buttonInput(input))
+            context.append(.buttonInput(input), time: nil)
             let decoded = decoder.edge(pressed: edge.pressed, atNanoseconds: edge.kernelTimestampNanoseconds)
             checkInGestures[edge.line] = decoder
             checkIn(resident, decoded)
         } else {
             input.role = "unassigned"
-            node.append(.buttonInput(input))
+            context.append(.buttonInput(input), time: nil)
         }
     }
 
     /// A held button becomes a long press when its time comes, without waiting for the release.
     private func tick() {
-        let now = node.monotonic.nowNanoseconds()
+        let now = context.monotonic.nowNanoseconds()
         for (line, var decoder) in checkInGestures {
             let decoded = decoder.tick(atNanoseconds: now)
             checkInGestures[line] = decoder
-            if let resident = node.board.profile.checkInResident(line: line) { checkIn(resident, decoded) }
+            if let resident = board.profile.checkInResident(line: line) { checkIn(resident, decoded) }
         }
         perform(gestures.tick(atNanoseconds: now))
     }
@@ -104,7 +114,7 @@ final class Buttons: NodeComponent {
                 var c = CheckIn()
                 c.resident = resident
                 c.source = .checkInButton
-                node.append(.checkIn(c))
+                context.append(.checkIn(c), time: nil)
             case .pressed, .released, .glitch, .cancelHold:
                 break
             }
@@ -120,30 +130,30 @@ final class Buttons: NodeComponent {
             case .pressed:
                 holdRaisedSOS = false
             case .longPress:
-                if let active = node.pending.ownActiveSOS(node.projections.alerts) {
+                if let active = context.pending.ownActiveSOS(context.projections.alerts) {
                     reaffirmSOS(active)
                 } else {
                     raiseSOS()
                     holdRaisedSOS = true
                 }
             case .cancelHold:
-                guard !holdRaisedSOS, let active = node.pending.ownActiveSOS(node.projections.alerts) else { break }
+                guard !holdRaisedSOS, let active = context.pending.ownActiveSOS(context.projections.alerts) else { break }
                 var cancel = AlertCancelled()
                 cancel.id = active
-                cancel.by = node.nodeID
+                cancel.by = context.nodeID
                 cancel.reason = "cancelled by holding the button at the box"
-                node.append(.alertCancelled(cancel))
-                node.logger.notice("SOS cancelled", metadata: ["alert": "\(active.text)"])
+                context.append(.alertCancelled(cancel), time: nil)
+                context.logger.notice("SOS cancelled", metadata: ["alert": "\(active.text)"])
             case .shortPress:
                 // First what sounds here is silenced; only a press when nothing sounds answers
                 // the calls for help received from other boxes, so silencing a resident's alarm
                 // never tells another box "help is on the way" by accident.
                 // Only the box's own alarms (a resident's ladder, its own SOS) decide: the chirp
                 // of a call heard from another box is answered, not merely silenced.
-                if !OutputPolicy.soundingOwnAlarms(node.projections).isEmpty {
+                if !OutputPolicy.soundingOwnAlarms(context.projections).isEmpty {
                     var ack = AlarmAcknowledged()
                     ack.by = "button"
-                    node.append(.alarmAcknowledged(ack))
+                    context.append(.alarmAcknowledged(ack), time: nil)
                 } else {
                     answerCallsForHelp()
                 }
@@ -157,45 +167,45 @@ final class Buttons: NodeComponent {
     /// The SOS still stands: logged, and its expiry renewed from now (the alert book extends it,
     /// the air carries the new expiry).
     private func reaffirmSOS(_ id: AlertID) {
-        let now = node.clock.nowMicroseconds()
-        let expiry = node.configuration.sosExpiryMicroseconds
+        let now = context.clock.nowMicroseconds()
+        let expiry = sosExpiryMicroseconds
         var again = AlertReaffirmed()
         again.id = id
         again.expiresAtUs = expiry == 0 ? 0 : now.addingReportingOverflow(expiry).partialValue
         again.by = "button"
-        node.append(.alertReaffirmed(again), time: now)
-        node.logger.notice("SOS re-affirmed", metadata: ["alert": "\(id.text)"])
+        context.append(.alertReaffirmed(again), time: now)
+        context.logger.notice("SOS re-affirmed", metadata: ["alert": "\(id.text)"])
     }
 
     private func raiseSOS() {
-        let now = node.clock.nowMicroseconds()
-        let expiry = node.configuration.sosExpiryMicroseconds
+        let now = context.clock.nowMicroseconds()
+        let expiry = sosExpiryMicroseconds
         var sos = Alert()
-        sos.id = AlertID(origin: node.nodeID, counter: node.pending.nextAlertCounter(node.projections.alerts, origin: node.nodeID))
+        sos.id = AlertID(origin: context.nodeID, counter: context.pending.nextAlertCounter(context.projections.alerts, origin: context.nodeID))
         sos.kind = .sos
         sos.severity = .critical
         sos.expiresAtUs = expiry == 0 ? 0 : now.addingReportingOverflow(expiry).partialValue
         sos.text = "SOS button pressed at the shelter box"
-        node.append(.alertRaised(sos), time: now)
-        node.logger.notice("SOS raised", metadata: ["alert": "\(sos.id.text)"])
+        context.append(.alertRaised(sos), time: now)
+        context.logger.notice("SOS raised", metadata: ["alert": "\(sos.id.text)"])
     }
 
     /// Acknowledges, over the air, the calls for help received from other boxes that the blue
     /// LED shows unanswered now: the durable state, so only alerts someone could have seen. One
     /// event per alert, naming it, so the log says exactly what was answered.
     private func answerCallsForHelp() {
-        for entry in node.projections.alerts.awaitingAcknowledgement {
-            guard !node.pending.containsAcknowledgement(AlertID(origin: entry.origin, counter: entry.counter)) else { continue }
-            node.append(.alertAcknowledged(CommandInterpreter.acknowledgementMadeHere(entry)))
-            node.logger.notice("call for help acknowledged", metadata: ["alert": "\(entry.idText)"])
+        for entry in context.projections.alerts.awaitingAcknowledgement {
+            guard !context.pending.containsAcknowledgement(AlertID(origin: entry.origin, counter: entry.counter)) else { continue }
+            context.append(.alertAcknowledged(CommandInterpreter.acknowledgementMadeHere(entry)), time: nil)
+            context.logger.notice("call for help acknowledged", metadata: ["alert": "\(entry.idText)"])
         }
     }
 
     private func scheduleTick() {
         if let next = ([gestures.nextTick] + checkInGestures.values.map(\.nextTick)).compactMap({ $0 }).min() {
-            node.scheduler.schedule(Self.gestureTimer, atNanoseconds: next)
+            context.scheduler.schedule(Self.gestureTimer, atNanoseconds: next)
         } else {
-            node.scheduler.cancel(Self.gestureTimer)
+            context.scheduler.cancel(Self.gestureTimer)
         }
     }
 }

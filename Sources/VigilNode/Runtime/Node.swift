@@ -56,7 +56,9 @@ public final class Node: @unchecked Sendable {
     private let initialAir: AirLink
     private(set) lazy var intake = RadioIntake(node: self)
     private(set) lazy var airAlerts = AirAlerts(node: self, air: initialAir)
-    private(set) lazy var buttons = Buttons(node: self)
+    private(set) lazy var buttons = Buttons(context: self, board: board, gestures: configuration.gestures,
+                                            sosExpiryMicroseconds: configuration.sosExpiryMicroseconds,
+                                            readFailed: { [unowned self] in counters.boardErrors += 1 })
     private(set) lazy var ladder = LadderScheduler(context: self)
     private(set) lazy var expiries = Expiries(context: self)
     private(set) lazy var hazardClock = HazardClock(context: self)
