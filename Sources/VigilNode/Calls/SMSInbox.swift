@@ -13,7 +13,12 @@ import VigilSystem
 /// The inbox missing or unreadable never stops the node: the button and every other path work;
 /// status says what is wrong and the watch is tried again every 30 s.
 final class SMSInbox: NodeComponent {
-    unowned let node: Node
+    unowned let context: any NodeContext
+    /// `calls.sms_inbox`.
+    let settings: SMSInboxSettings
+    /// The interpreter of the moment (the state it judges by changes with every event): the same
+    /// decision a command from the page or the CLI gets.
+    private let interpreter: () -> CommandInterpreter
     private var watch: DirectoryWatch?
     /// Names waiting to be read, in arrival order (bounded: a flood waits in the directory).
     private var queue: [String] = []
@@ -45,15 +50,17 @@ final class SMSInbox: NodeComponent {
     /// Files written longer ago than this are not read (a reply answers a question of now).
     static let horizonMicroseconds: UInt64 = 86_400_000_000
 
-    init(node: Node) { self.node = node }
-
-    var settings: SMSInboxSettings { node.configuration.smsInbox }
+    init(context: any NodeContext, settings: SMSInboxSettings, interpreter: @escaping () -> CommandInterpreter) {
+        self.context = context
+        self.settings = settings
+        self.interpreter = interpreter
+    }
 
     func start() throws(NodeError) {
         guard settings.directory != nil else { return }
-        node.scheduler.register(Self.retryTimer) { [unowned self] in openWatch() }
-        node.scheduler.register(Self.drainTimer) { [unowned self] in readSome() }
-        node.scheduler.register(Self.rescanTimer) { [unowned self] in rescan() }
+        context.scheduler.register(Self.retryTimer) { [unowned self] in openWatch() }
+        context.scheduler.register(Self.drainTimer) { [unowned self] in readSome() }
+        context.scheduler.register(Self.rescanTimer) { [unowned self] in rescan() }
         openWatch()
     }
 
@@ -66,17 +73,17 @@ final class SMSInbox: NodeComponent {
     }
 
     private func openWatch() {
-        guard let directory = settings.directory, watch == nil, !node.stopping else { return }
+        guard let directory = settings.directory, watch == nil, !context.stopping else { return }
         do {
             let w = try DirectoryWatch(directory: directory)
-            guard node.loop.watch(w.fd, "the SMS inbox", handler: { [unowned self] _ in arrived() }) else { return }
+            guard context.watch(w.fd, "the SMS inbox", handler: { [unowned self] _ in arrived() }) else { return }
             watch = w
             problem = nil
             rescan()
         } catch {
             problem = "cannot watch \(directory): \(error)"
-            node.logger.warning("SMS inbox unavailable; retrying in 30 s", metadata: ["error": "\(error)"])
-            node.scheduler.schedule(Self.retryTimer, afterNanoseconds: 30_000_000_000)
+            context.logger.warning("SMS inbox unavailable; retrying in 30 s", metadata: ["error": "\(error)"])
+            context.scheduler.schedule(Self.retryTimer, afterNanoseconds: 30_000_000_000)
         }
     }
 
@@ -111,7 +118,7 @@ final class SMSInbox: NodeComponent {
     }
 
     private func enqueue(_ name: String) {
-        guard name.hasPrefix("IN"), !queued.contains(name), !appended.contains(name), !node.projections.sms.hasRead(name),
+        guard name.hasPrefix("IN"), !queued.contains(name), !appended.contains(name), !context.projections.sms.hasRead(name),
               !skipped.contains(name) else { return }
         guard queue.count < Self.queueLimit else {
             overflowedQueue = true
@@ -123,16 +130,16 @@ final class SMSInbox: NodeComponent {
 
     /// Reads up to `perTurn` waiting files; the rest on the next turn.
     private func readSome() {
-        guard let directory = settings.directory, !node.stopping else { return }
+        guard let directory = settings.directory, !context.stopping else { return }
         var done = 0
         while done < Self.perTurn, !queue.isEmpty {
             let name = queue.removeFirst()
             queued.remove(name)
-            guard !appended.contains(name), !node.projections.sms.hasRead(name) else { continue }
+            guard !appended.contains(name), !context.projections.sms.hasRead(name) else { continue }
             done += 1
             read(name, in: directory)
         }
-        if !queue.isEmpty { node.scheduler.schedule(Self.drainTimer, afterNanoseconds: 0) }
+        if !queue.isEmpty { context.scheduler.schedule(Self.drainTimer, afterNanoseconds: 0) }
         // A queue that was full left names in the directory: look again once it has room.
         if queue.isEmpty && overflowedQueue {
             overflowedQueue = false
@@ -140,11 +147,11 @@ final class SMSInbox: NodeComponent {
         }
     }
 
-    private func rescanSoon() { node.scheduler.schedule(Self.rescanTimer, afterNanoseconds: 1_000_000_000) }
+    private func rescanSoon() { context.scheduler.schedule(Self.rescanTimer, afterNanoseconds: 1_000_000_000) }
 
     private func read(_ name: String, in directory: String) {
         let path = directory + "/" + name
-        let now = node.clock.nowMicroseconds()
+        let now = context.clock.nowMicroseconds()
         let entry: FileSystem.Entry
         do { entry = try FileSystem.entry(path) } catch { return } // gone meanwhile
         guard !entry.isDirectory, !entry.isSymbolicLink else {
@@ -165,15 +172,15 @@ final class SMSInbox: NodeComponent {
             // log says why), never retried.
             sms = .failure(error)
         }
-        let rule = SMSReplyRule(interpreter: node.control.interpreter, projections: node.projections)
+        let rule = SMSReplyRule(interpreter: interpreter(), projections: context.projections)
         let decision = rule.decide(file: name, sms: sms, receivedMicroseconds: min(entry.modifiedMicroseconds, now))
         counters.read += 1
         if decision.received.reading == .unreadable { counters.unreadable += 1 }
-        guard node.append(.smsReceived(decision.received)) != nil else { return }
+        guard context.append(.smsReceived(decision.received), time: nil) != nil else { return }
         appended.insert(name)
-        if let effect = decision.effect, node.append(effect) != nil { counters.actedOn += 1 }
+        if let effect = decision.effect, context.append(effect, time: nil) != nil { counters.actedOn += 1 }
         // Phone numbers and texts stay out of the journal above debug (issue 28).
-        node.logger.debug("SMS read", metadata: ["file": "\(name)", "outcome": "\(decision.received.outcome)"])
+        context.logger.debug("SMS read", metadata: ["file": "\(name)", "outcome": "\(decision.received.outcome)"])
     }
 
     private func remember(skipped name: String) {
@@ -182,7 +189,7 @@ final class SMSInbox: NodeComponent {
     }
 
     func stop() {
-        if let watch { node.loop.unwatch(watch.fd, "the SMS inbox") }
+        if let watch { context.unwatch(watch.fd, "the SMS inbox") }
         watch = nil
     }
 }

@@ -63,7 +63,8 @@ public final class Node: @unchecked Sendable {
     private(set) lazy var expiries = Expiries(context: self)
     private(set) lazy var hazardClock = HazardClock(context: self)
     private(set) lazy var callClock = CallClock(context: self)
-    private(set) lazy var smsInbox = SMSInbox(node: self)
+    private(set) lazy var smsInbox = SMSInbox(context: self, settings: configuration.smsInbox,
+                                              interpreter: { [unowned self] in control.interpreter })
     private(set) lazy var deliveries = Deliveries(context: self, notifier: configuration.notifier, callbackKey: callbackKey,
                                                   publicURL: configuration.http.publicURL)
     private(set) lazy var alarmCentre = AlarmCentreLink(context: self, settings: configuration.alarmCentre)
