@@ -15,7 +15,10 @@ import VigilSystem
 /// attempt included) is closed. Sends are Write Commands: like notifications, ATT does not
 /// acknowledge them, so "delivered" means handed to the link.
 final class ChatCentral: NodeComponent {
-    unowned let node: Node
+    unowned let context: any NodeContext
+    let adapter: LinkAdapter
+    /// Counts and logs the link (shared with the GATT server's links).
+    let ledger: LinkLedger
     let settings: ConnectionSettings
     private var link: Link?
     /// The peer's messages logged but not durable yet (one link: its descriptor is the key).
@@ -40,9 +43,11 @@ final class ChatCentral: NodeComponent {
 
     enum Phase: Equatable { case connecting, exchangingMTU, discovering, subscribing, ready }
 
-    init(node: Node) {
-        self.node = node
-        settings = node.configuration.connections
+    init(context: any NodeContext, settings: ConnectionSettings, adapter: LinkAdapter, ledger: LinkLedger) {
+        self.context = context
+        self.settings = settings
+        self.adapter = adapter
+        self.ledger = ledger
         pending = PendingWrites(limitPerLink: settings.maximumPendingWrites)
     }
 
@@ -50,7 +55,7 @@ final class ChatCentral: NodeComponent {
     func refused(_ event: Event) { _ = pending.settle(event.sequence) }
 
     func start() throws(NodeError) {
-        node.scheduler.register(Self.setupTimer) { [unowned self] in
+        context.scheduler.register(Self.setupTimer) { [unowned self] in
             if let link, link.phase != .ready { close(reason: "no chat link within \(Self.setupTimeoutNanoseconds / 1_000_000_000) s") }
         }
     }
@@ -69,28 +74,28 @@ final class ChatCentral: NodeComponent {
             close(reason: "another device was chosen")
         }
         guard settings.enabled else { return .failed("connections are off (connections.enabled)") }
-        guard node.configuration.radio != "sim", node.configuration.hci.channel == .raw else {
+        guard adapter.canLink else {
             return .failed("GATT connections need a BlueZ adapter on the raw channel")
         }
         let socket: ATTSocket
         do {
-            guard let adapter = try listBluetoothAdapters().first(where: { $0.name == node.configuration.radio || $0.addressText == node.configuration.radio.uppercased() }) else {
-                return .failed("no adapter \(node.configuration.radio)")
+            guard let adapter = try self.adapter.find() else {
+                return .failed("no adapter \(self.adapter.radio)")
             }
             socket = try ATTSocket.connect(from: LEAddress(value: adapter.address, kind: .public), to: peer)
         } catch {
             return .failed("\(error)")
         }
         let fd = socket.fd
-        guard node.loop.watch(fd, "a chat link", events: Epoll.writable | Epoll.readable, handler: { [unowned self] events in ready(fd, events) }) else {
+        guard context.watch(fd, "a chat link", events: Epoll.writable | Epoll.readable, handler: { [unowned self] events in ready(fd, events) }) else {
             socket.close()
             return .failed("cannot watch the link")
         }
         link = Link(socket: socket, peer: peer,
                     rate: MessageRate(burst: settings.messageBurst, intervalMicroseconds: settings.messageIntervalMicroseconds,
-                                      nowNanoseconds: node.monotonic.nowNanoseconds()))
-        node.scheduler.schedule(Self.setupTimer, afterNanoseconds: Self.setupTimeoutNanoseconds)
-        node.logger.info("connecting for chat", metadata: ["peer": "\(peer)"])
+                                      nowNanoseconds: context.monotonic.nowNanoseconds()))
+        context.scheduler.schedule(Self.setupTimer, afterNanoseconds: Self.setupTimeoutNanoseconds)
+        context.logger.info("connecting for chat", metadata: ["peer": "\(peer)"])
         return .connecting
     }
 
@@ -111,13 +116,13 @@ final class ChatCentral: NodeComponent {
             }
             guard events & Epoll.writable != 0 else { return }
             // Up: from now on only input matters.
-            node.loop.unwatch(fd, "a chat link")
-            guard node.loop.watch(fd, "a chat link", handler: { [unowned self] _ in ready(fd, Epoll.readable) }) else {
+            context.unwatch(fd, "a chat link")
+            guard context.watch(fd, "a chat link", handler: { [unowned self] _ in ready(fd, Epoll.readable) }) else {
                 return close(reason: "cannot watch the link")
             }
             current.phase = .exchangingMTU
             link = current
-            node.connections.appendLink(peer: current.peer, open: true, reason: "", role: .central)
+            ledger.appendLink(peer: current.peer, open: true, reason: "", role: .central)
             start(.exchangeMTU(UInt16(ATTPDU.maximumMTU)))
             return
         }
@@ -183,8 +188,8 @@ final class ChatCentral: NodeComponent {
             start(.configure(handle: cccd, bits: 1))
         case (.subscribing, .done):
             link?.phase = .ready
-            node.scheduler.cancel(Self.setupTimer)
-            node.logger.info("chat link ready", metadata: ["peer": "\(current.peer)"])
+            context.scheduler.cancel(Self.setupTimer)
+            context.logger.info("chat link ready", metadata: ["peer": "\(current.peer)"])
         case (.discovering, _), (.subscribing, _):
             close(reason: "chat setup failed: \(result)")
         default:
@@ -200,13 +205,13 @@ final class ChatCentral: NodeComponent {
         case .partial, .empty:
             return
         case .tooLong:
-            node.connections.countRefusedMessage()
+            ledger.countRefusedMessage()
             return strike("a message over the limit")
         case .message(let bytes):
             // A notification cannot be refused: past the limit it is dropped and counted.
-            guard pending.hasRoom(current.socket.fd) else { return node.connections.countRefusedPending() }
-            guard link?.rate.take(nowNanoseconds: node.monotonic.nowNanoseconds()) == true else {
-                node.connections.countRefusedMessage()
+            guard pending.hasRoom(current.socket.fd) else { return ledger.countRefusedPending() }
+            guard link?.rate.take(nowNanoseconds: context.monotonic.nowNanoseconds()) == true else {
+                ledger.countRefusedMessage()
                 return strike("messages faster than the rate")
             }
             var chat = ChatMessage()
@@ -214,8 +219,8 @@ final class ChatCentral: NodeComponent {
             chat.peerType = current.peer.kind == .random ? .addressRandom : .addressPublic
             chat.channel = .chat
             chat.text = String(decoding: bytes, as: UTF8.self)
-            node.connections.countReceivedMessage()
-            if let sequence = node.append(.chatMessage(chat)) {
+            ledger.countReceivedMessage()
+            if let sequence = context.append(.chatMessage(chat), time: nil) {
                 pending.add(sequence: sequence, link: current.socket.fd, completion: nil)
             }
         }
@@ -227,7 +232,7 @@ final class ChatCentral: NodeComponent {
     func send(to peer: UInt64, text: String) -> (sequence: UInt64?, delivered: Bool)? {
         guard let current = link, current.peer.value == peer, current.phase == .ready else { return nil }
         // The message's time is when it went out, not when its event was made after.
-        let sentAt = node.clock.nowMicroseconds()
+        let sentAt = context.clock.nowMicroseconds()
         var delivered = true
         for part in MessageFrames.split(Array(text.utf8), valueLength: current.bearer.mtu - 3) {
             guard let pdu = current.bearer.client.writeCommand(handle: current.rx, value: part), sendReporting(pdu) else {
@@ -242,23 +247,23 @@ final class ChatCentral: NodeComponent {
         chat.outgoing = true
         chat.text = text
         chat.delivered = delivered
-        if delivered { node.connections.countSentMessage() }
-        return (node.append(.chatMessage(chat), time: sentAt), delivered)
+        if delivered { ledger.countSentMessage() }
+        return (context.append(.chatMessage(chat), time: sentAt), delivered)
     }
 
     private func send(_ pdu: [UInt8]) { _ = sendReporting(pdu) }
 
     private func sendReporting(_ pdu: [UInt8]) -> Bool {
-        link?.socket.send(pdu, logger: node.logger) ?? false
+        link?.socket.send(pdu, logger: context.logger) ?? false
     }
 
     private func strike(_ what: String) {
         guard let current = link else { return }
         link?.strikes += 1
-        node.connections.countViolation()
-        node.logger.notice("a chat peer broke the rules", metadata: ["peer": "\(current.peer)", "what": "\(what)", "strikes": "\(current.strikes + 1)"])
+        ledger.countViolation()
+        context.logger.notice("a chat peer broke the rules", metadata: ["peer": "\(current.peer)", "what": "\(what)", "strikes": "\(current.strikes + 1)"])
         if current.strikes + 1 >= settings.violationLimit {
-            node.connections.countClosedForMisbehaviour()
+            ledger.countClosedForMisbehaviour()
             close(reason: "closed by the box: \(what)")
         }
     }
@@ -268,11 +273,11 @@ final class ChatCentral: NodeComponent {
     private func close(reason: String) {
         guard let current = link else { return }
         link = nil
-        node.scheduler.cancel(Self.setupTimer)
-        node.loop.unwatch(current.socket.fd, "a chat link")
+        context.scheduler.cancel(Self.setupTimer)
+        context.unwatch(current.socket.fd, "a chat link")
         pending.forget(link: current.socket.fd)
         current.socket.close()
-        node.logger.info("chat link closed", metadata: ["peer": "\(current.peer)", "reason": "\(reason)"])
-        node.connections.appendLink(peer: current.peer, open: false, reason: reason, role: .central)
+        context.logger.info("chat link closed", metadata: ["peer": "\(current.peer)", "reason": "\(reason)"])
+        ledger.appendLink(peer: current.peer, open: false, reason: reason, role: .central)
     }
 }

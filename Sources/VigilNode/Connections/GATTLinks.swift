@@ -84,14 +84,22 @@ public struct ConnectionCounters: Sendable, Codable, Equatable {
 /// closes the link. Nothing a peer sends can stall the loop: sockets are non-blocking, a send
 /// the kernel cannot queue is counted and dropped.
 final class GATTLinks: NodeComponent {
-    unowned let node: Node
+    unowned let context: any NodeContext
     let settings: ConnectionSettings
-    private(set) var counters = ConnectionCounters()
+    let adapter: LinkAdapter
+    /// Counts and logs links; shared with the chat central and the sensors.
+    let ledger: LinkLedger
+    /// The box's own link to a peer (`vigil chat connect`): chat goes there first, and status
+    /// names it.
+    let chatCentral: ChatCentral
+    /// A link opened or closed, or the listener came or went: what the box advertises
+    /// connectable follows (`AirAlerts`).
+    private let connectionsChanged: () -> Void
     private var database: GATTDatabase?
     /// GAP's name, also in the connectable advert.
     private var deviceName = ""
     /// What phones may cost the box across links and addresses.
-    private lazy var budgets = PhoneBudgets(PhoneBudgets.Limits(settings), nowNanoseconds: node.monotonic.nowNanoseconds())
+    private lazy var budgets = PhoneBudgets(PhoneBudgets.Limits(settings), nowNanoseconds: context.monotonic.nowNanoseconds())
     private var listener: ATTSocket?
     private var links: [Int32: Link] = [:]
     /// Messages logged but not durable yet, per link, with the writes to answer when they are.
@@ -107,9 +115,14 @@ final class GATTLinks: NodeComponent {
         var logged: Bool
     }
 
-    init(node: Node) {
-        self.node = node
-        settings = node.configuration.connections
+    init(context: any NodeContext, settings: ConnectionSettings, adapter: LinkAdapter, ledger: LinkLedger, chatCentral: ChatCentral,
+         connectionsChanged: @escaping () -> Void) {
+        self.context = context
+        self.settings = settings
+        self.adapter = adapter
+        self.ledger = ledger
+        self.chatCentral = chatCentral
+        self.connectionsChanged = connectionsChanged
         awaiting = PendingWrites(limitPerLink: settings.maximumPendingWrites)
     }
 
@@ -118,8 +131,8 @@ final class GATTLinks: NodeComponent {
         return ConnectionsStatus(serving: listener != nil,
                                  links: links.values.map(\.peer.description).sorted(),
                                  maximumLinks: settings.maximumLinks,
-                                 chatLink: node.chatCentral.peer.map { "\($0.address) (\($0.ready ? "ready" : "connecting"))" },
-                                 counters: counters)
+                                 chatLink: chatCentral.peer.map { "\($0.address) (\($0.ready ? "ready" : "connecting"))" },
+                                 counters: ledger.counters)
     }
 
     /// What the radio advertises connectable, and answers scan requests with, while another
@@ -131,14 +144,14 @@ final class GATTLinks: NodeComponent {
 
     func start() throws(NodeError) {
         // Links of the last run are gone: say so, so no conversation shows a link that is not there.
-        for conversation in node.projections.conversations.connected {
+        for conversation in context.projections.conversations.connected {
             for role in conversation.openRoles {
-                appendLink(peer: LEAddress(value: conversation.peer, kind: conversation.random ? .random : .public), open: false,
+                ledger.appendLink(peer: LEAddress(value: conversation.peer, kind: conversation.random ? .random : .public), open: false,
                            reason: "the box restarted", role: LinkRole(rawValue: role) ?? .peripheral)
             }
         }
         guard settings.enabled else { return }
-        deviceName = settings.deviceName.isEmpty ? "Vigil \(String(String(node.nodeID, radix: 16).suffix(4)).uppercased())" : settings.deviceName
+        deviceName = settings.deviceName.isEmpty ? "Vigil \(String(String(context.nodeID, radix: 16).suffix(4)).uppercased())" : settings.deviceName
         database = BoxServices.database(name: deviceName)
         listen()
     }
@@ -146,10 +159,10 @@ final class GATTLinks: NodeComponent {
     func stop() {
         for fd in Array(links.keys) { close(fd, reason: "the box stopped") }
         if let listener {
-            node.loop.unwatch(listener.fd, "the ATT listener")
+            context.unwatch(listener.fd, "the ATT listener")
             listener.close()
             self.listener = nil
-            node.airAlerts.connectionsChanged()
+            connectionsChanged()
         }
     }
 
@@ -157,27 +170,27 @@ final class GATTLinks: NodeComponent {
     /// channel) is logged and tried again when the radio next comes on.
     private func listen() {
         guard listener == nil, database != nil else { return }
-        guard node.configuration.radio != "sim", node.configuration.hci.channel == .raw else {
-            node.logger.warning("GATT connections need a BlueZ adapter on the raw channel; not serving",
-                                metadata: ["radio": "\(node.configuration.radio)", "channel": "\(node.configuration.hci.channel.rawValue)"])
+        guard adapter.canLink else {
+            context.logger.warning("GATT connections need a BlueZ adapter on the raw channel; not serving",
+                                metadata: ["radio": "\(adapter.radio)", "channel": "\(adapter.channel.rawValue)"])
             return
         }
         do {
-            guard let adapter = try listBluetoothAdapters().first(where: { $0.name == node.configuration.radio || $0.addressText == node.configuration.radio.uppercased() }) else {
-                counters.listenFailures += 1
+            guard let adapter = try self.adapter.find() else {
+                ledger.countListenFailure()
                 return
             }
             let socket = try ATTSocket.listen(on: LEAddress(value: adapter.address, kind: .public), backlog: Int32(settings.maximumLinks))
-            guard node.loop.watch(socket.fd, "the ATT listener", handler: { [unowned self] _ in acceptAll() }) else {
-                counters.listenFailures += 1
+            guard context.watch(socket.fd, "the ATT listener", handler: { [unowned self] _ in acceptAll() }) else {
+                ledger.countListenFailure()
                 return
             }
             listener = socket
-            node.airAlerts.connectionsChanged()
-            node.logger.info("serving GATT", metadata: ["adapter": "\(adapter.name)", "address": "\(adapter.addressText)"])
+            connectionsChanged()
+            context.logger.info("serving GATT", metadata: ["adapter": "\(adapter.name)", "address": "\(adapter.addressText)"])
         } catch {
-            counters.listenFailures += 1
-            node.logger.warning("cannot serve GATT", metadata: ["error": "\(error)"])
+            ledger.countListenFailure()
+            context.logger.warning("cannot serve GATT", metadata: ["error": "\(error)"])
         }
     }
 
@@ -201,30 +214,30 @@ final class GATTLinks: NodeComponent {
             do { accepted = try listener.accept() } catch {
                 // Not a transient error (those return nil): the listener stays readable and would
                 // wake the loop every turn. Close it; the radio coming on again listens anew.
-                node.logger.error("ATT accept failed: no longer serving until the radio comes on again", metadata: ["error": "\(error)"])
-                counters.listenFailures += 1
-                node.loop.unwatch(listener.fd, "the ATT listener")
+                context.logger.error("ATT accept failed: no longer serving until the radio comes on again", metadata: ["error": "\(error)"])
+                ledger.countListenFailure()
+                context.unwatch(listener.fd, "the ATT listener")
                 listener.close()
                 self.listener = nil
-                node.airAlerts.connectionsChanged()
+                connectionsChanged()
                 return
             }
             guard let socket = accepted, let peer = socket.peer else { return }
             guard links.count < settings.maximumLinks else {
-                counters.linksRefused += 1
+                ledger.countLinkRefused()
                 socket.close()
                 continue
             }
             let fd = socket.fd
-            guard node.loop.watch(fd, "an ATT link", handler: { [unowned self] _ in readable(fd) }) else {
+            guard context.watch(fd, "an ATT link", handler: { [unowned self] _ in readable(fd) }) else {
                 socket.close()
                 continue
             }
-            let logged = budgets.linkEvent(nowNanoseconds: node.monotonic.nowNanoseconds())
+            let logged = budgets.linkEvent(nowNanoseconds: context.monotonic.nowNanoseconds())
             links[fd] = Link(socket: socket, peer: peer, server: GATTServer(database: database), logged: logged)
-            counters.linksOpened += 1
-            if logged { appendLink(peer: peer, open: true, reason: "") } else { counters.linkEventsShed += 1 }
-            node.airAlerts.connectionsChanged()
+            ledger.countLinkOpened()
+            if logged { ledger.appendLink(peer: peer, open: true, reason: "") } else { ledger.countLinkEventShed() }
+            connectionsChanged()
         }
     }
 
@@ -290,7 +303,7 @@ final class GATTLinks: NodeComponent {
         case .message(let bytes):
             // Before the rate's token: a message the card cannot take yet costs the peer nothing.
             guard awaiting.hasRoom(fd) else {
-                countRefusedPending()
+                ledger.countRefusedPending()
                 if let completion { answerWrite(fd, completion, error: .insufficientResources) }
                 return
             }
@@ -307,7 +320,7 @@ final class GATTLinks: NodeComponent {
                 }
                 phoneMessage = message
                 // The same message again (the phone retried, or another phone relays it): taken once.
-                if node.projections.conversations.seenMessageIDs[message.id] != nil || pendingMessageID(message.id) {
+                if context.projections.conversations.seenMessageIDs[message.id] != nil || pendingMessageID(message.id) {
                     if let completion { answerWrite(fd, completion, error: nil) }
                     return
                 }
@@ -319,36 +332,35 @@ final class GATTLinks: NodeComponent {
             }
             // Same address: its own rate across reconnects; every phone together: the box's.
             let asksForHelp = phoneMessage.map { PhoneBudgets.asksForHelp($0.category) } ?? false
-            switch budgets.message(from: link.peer.value, asksForHelp: asksForHelp, nowNanoseconds: node.monotonic.nowNanoseconds()) {
+            switch budgets.message(from: link.peer.value, asksForHelp: asksForHelp, nowNanoseconds: context.monotonic.nowNanoseconds()) {
             case .taken: break
             case .phoneOverRate: return refuse(fd, completion, .rateExceeded, "messages faster than the rate")
             case .boxBusy:
-                counters.messagesRefused += 1
-                counters.messagesRefusedBusy += 1
+                ledger.countRefusedBusy()
                 if let completion { answerWrite(fd, completion, error: .insufficientResources) }
                 return
             }
-            counters.messagesReceived += 1
-            guard let sequence = node.append(.chatMessage(chat)) else {
+            ledger.countReceivedMessage()
+            guard let sequence = context.append(.chatMessage(chat), time: nil) else {
                 if let completion { answerWrite(fd, completion, error: .insufficientResources) }
                 return
             }
             awaiting.add(sequence: sequence, link: fd, completion: completion)
             if asksForHelp {
                 // The call book opens (or takes it into) a phone's call for staff from the event.
-                counters.callsFromPhones += 1
-                node.logger.notice("a phone asked for help (unverified): logged for the call book", metadata: ["category": "\(chat.category)"])
-                node.logger.debug("the phone's call", metadata: ["peer": "\(formatAddress(chat.peer))", "message": "\(chat.messageID.prefix(64))"])
+                ledger.countCallFromPhone()
+                context.logger.notice("a phone asked for help (unverified): logged for the call book", metadata: ["category": "\(chat.category)"])
+                context.logger.debug("the phone's call", metadata: ["peer": "\(formatAddress(chat.peer))", "message": "\(chat.messageID.prefix(64))"])
             }
         }
     }
 
     private func pendingMessageID(_ id: String) -> Bool {
-        node.pending.elements.contains { if case .chatMessage(let m) = $0.body { m.messageID == id && !m.outgoing } else { false } }
+        context.pending.elements.contains { if case .chatMessage(let m) = $0.body { m.messageID == id && !m.outgoing } else { false } }
     }
 
     private func refuse(_ fd: Int32, _ completion: WriteCompletion?, _ code: ATTErrorCode, _ why: String) {
-        counters.messagesRefused += 1
+        ledger.countRefusedMessage()
         if let completion { answerWrite(fd, completion, error: code) }
         strike(fd, why)
     }
@@ -362,12 +374,12 @@ final class GATTLinks: NodeComponent {
 
     private func strike(_ fd: Int32, _ what: String) {
         guard var link = links[fd] else { return }
-        counters.violations += 1
+        ledger.countViolation()
         link.strikes += 1
         links[fd] = link
-        node.logger.notice("a GATT peer broke the rules", metadata: ["peer": "\(link.peer)", "what": "\(what)", "strikes": "\(link.strikes)"])
+        context.logger.notice("a GATT peer broke the rules", metadata: ["peer": "\(link.peer)", "what": "\(what)", "strikes": "\(link.strikes)"])
         if link.strikes >= settings.violationLimit {
-            counters.linksClosedForMisbehaviour += 1
+            ledger.countClosedForMisbehaviour()
             close(fd, reason: "closed by the box: \(what)")
         }
     }
@@ -375,40 +387,17 @@ final class GATTLinks: NodeComponent {
     private func send(_ pdu: [UInt8], _ fd: Int32) { _ = sendReporting(pdu, fd) }
 
     private func sendReporting(_ pdu: [UInt8], _ fd: Int32) -> Bool {
-        links[fd]?.socket.send(pdu, logger: node.logger) ?? false
+        links[fd]?.socket.send(pdu, logger: context.logger) ?? false
     }
 
     private func close(_ fd: Int32, reason: String) {
         guard let link = links.removeValue(forKey: fd) else { return }
-        node.loop.unwatch(fd, "an ATT link")
+        context.unwatch(fd, "an ATT link")
         link.socket.close()
         awaiting.forget(link: fd)
-        if link.logged { appendLink(peer: link.peer, open: false, reason: reason) }
-        node.airAlerts.connectionsChanged()
+        if link.logged { ledger.appendLink(peer: link.peer, open: false, reason: reason) }
+        connectionsChanged()
     }
-
-    /// Logs a link opening or closing (the central's links too, `ChatCentral`).
-    func appendLink(peer: LEAddress, open: Bool, reason: String, role: LinkRole = .peripheral) {
-        var change = LinkChanged()
-        change.peer = peer.value
-        change.peerType = peer.kind == .random ? .addressRandom : .addressPublic
-        change.open = open
-        change.role = role
-        change.reason = reason
-        node.append(.linkChanged(change))
-    }
-
-    // MARK: - Counting for the central's link (ChatCentral)
-
-    func countReceivedMessage() { counters.messagesReceived += 1 }
-    func countSentMessage() { counters.messagesSent += 1 }
-    func countRefusedMessage() { counters.messagesRefused += 1 }
-    func countRefusedPending() {
-        counters.messagesRefused += 1
-        counters.messagesRefusedPending += 1
-    }
-    func countViolation() { counters.violations += 1 }
-    func countClosedForMisbehaviour() { counters.linksClosedForMisbehaviour += 1 }
 
     // MARK: - Sending
 
@@ -420,13 +409,13 @@ final class GATTLinks: NodeComponent {
     /// longer than one value; logged as an outgoing `ChatMessage` with whether it went out.
     func sendChat(to peer: UInt64, text: String) -> SendOutcome {
         // The box's own link to the peer (`vigil chat connect`) first: there it writes RX.
-        if let (sequence, delivered) = node.chatCentral.send(to: peer, text: text) {
+        if let (sequence, delivered) = chatCentral.send(to: peer, text: text) {
             return delivered ? .sent(sequence: sequence) : .notDelivered(sequence: sequence, why: "the link would not take it")
         }
         guard let database, let entry = links.first(where: { $0.value.peer.value == peer }) else { return .notConnected }
         let (fd, link) = (entry.key, entry.value)
         // The message's time is when it went out, not when its event was made after.
-        let sentAt = node.clock.nowMicroseconds()
+        let sentAt = context.clock.nowMicroseconds()
         let bytes = Array(text.utf8)
         var sentParts: Int?
         var channel = ChatChannel.chat
@@ -451,8 +440,8 @@ final class GATTLinks: NodeComponent {
         chat.outgoing = true
         chat.text = text
         chat.delivered = (sentParts ?? 0) > 0
-        if chat.delivered { counters.messagesSent += 1 }
-        let sequence = node.append(.chatMessage(chat), time: sentAt)
+        if chat.delivered { ledger.countSentMessage() }
+        let sequence = context.append(.chatMessage(chat), time: sentAt)
         switch sentParts {
         case nil: return .notDelivered(sequence: sequence, why: "the device subscribed to neither chat TX nor UART TX")
         case 0?: return .notDelivered(sequence: sequence, why: "the link would not take it")

@@ -33,7 +33,12 @@ import VigilSystem
 /// at once (but not more than once a second) when it changes from a sign of life to none or back; a link gets at
 /// most 64 PDUs per wake-up; a sensor breaking the protocol `violationLimit` times is dropped.
 final class HeartRateSensors: NodeComponent {
-    unowned let node: Node
+    unowned let context: any NodeContext
+    let adapter: LinkAdapter
+    /// Counts what sensors break (shared with the other links).
+    let ledger: LinkLedger
+    /// Where the sensors' bond keys are kept.
+    let dataDirectory: String
     let settings: ConnectionSettings
     static let timer = Scheduler.Timer("heart-rate sensors")
     /// From the connect to the subscription (the kernel gives up connecting after 20 s).
@@ -120,10 +125,13 @@ final class HeartRateSensors: NodeComponent {
     /// Why this kernel must not bond (`KernelBondSupport`), asked once; nil when bonds are off.
     private let kernelProblem: String?
 
-    init(node: Node) {
-        self.node = node
-        settings = node.configuration.connections
-        bonds = SensorBonds(node: node)
+    init(context: any NodeContext, settings: ConnectionSettings, adapter: LinkAdapter, ledger: LinkLedger, dataDirectory: String) {
+        self.context = context
+        self.settings = settings
+        self.adapter = adapter
+        self.ledger = ledger
+        self.dataDirectory = dataDirectory
+        bonds = SensorBonds(context: context, dataDirectory: dataDirectory)
         kernelProblem = settings.sensorBonds == .off ? nil : KernelBondSupport.problem(release: kernelRelease())
         switch settings.sensorBonds {
         case .on: (bonding, bondsOff) = (true, nil)
@@ -135,7 +143,7 @@ final class HeartRateSensors: NodeComponent {
     /// Why sensors cannot be linked on this box at all (nil: they can).
     private var unavailable: String? {
         if !settings.heartRateSensors { return "heart-rate sensors are off (connections.heart_rate_sensors)" }
-        if node.configuration.radio == "sim" || node.configuration.hci.channel != .raw {
+        if !adapter.canLink {
             return "heart-rate sensors need a BlueZ adapter on the raw channel"
         }
         return nil
@@ -143,22 +151,22 @@ final class HeartRateSensors: NodeComponent {
 
     func start() throws(NodeError) {
         // Links of the last run are gone: the log says so, so nothing shows a sensor linked.
-        for sensor in node.projections.sensors.sorted where sensor.linked {
+        for sensor in context.projections.sensors.sorted where sensor.linked {
             appendLink(resident: sensor.resident, peer: sensor.address,
                        open: false, reason: "the box restarted")
         }
-        node.scheduler.register(Self.timer) { [unowned self] in pump() }
-        if let why = unavailable, !node.projections.sensors.byResident.isEmpty {
-            node.logger.warning("residents have heart-rate sensors, but the box will not link to them", metadata: ["why": "\(why)"])
+        context.scheduler.register(Self.timer) { [unowned self] in pump() }
+        if let why = unavailable, !context.projections.sensors.byResident.isEmpty {
+            context.logger.warning("residents have heart-rate sensors, but the box will not link to them", metadata: ["why": "\(why)"])
         }
-        if let bondsOff, unavailable == nil, !node.projections.sensors.byResident.isEmpty {
-            node.logger.warning("heart-rate sensors are linked without bonds: any device at a sensor's address is believed", metadata: ["why": "\(bondsOff)"])
+        if let bondsOff, unavailable == nil, !context.projections.sensors.byResident.isEmpty {
+            context.logger.warning("heart-rate sensors are linked without bonds: any device at a sensor's address is believed", metadata: ["why": "\(bondsOff)"])
         }
         guard unavailable == nil, bonding else { return }
         if let problem = kernelProblem {
             // Staff asked for bonds outright: linking without them would be a silent downgrade.
             bondsUnavailable = "cannot bond sensors: \(problem) (connections.sensor_bonds: auto or false links them without bonds)"
-            node.logger.error("heart-rate sensors cannot be bonded on this kernel, so none is linked", metadata: ["why": "\(problem)"])
+            context.logger.error("heart-rate sensors cannot be bonded on this kernel, so none is linked", metadata: ["why": "\(problem)"])
             return
         }
         bonds.news = { [unowned self] news in heard(news) }
@@ -172,13 +180,13 @@ final class HeartRateSensors: NodeComponent {
         }
         do { try bonds.open() } catch {
             bondsUnavailable = "cannot bond sensors: \(error)"
-            node.logger.error("heart-rate sensors cannot be bonded, so none is linked", metadata: ["error": "\(error)"])
+            context.logger.error("heart-rate sensors cannot be bonded, so none is linked", metadata: ["error": "\(error)"])
         }
     }
 
     func stop() {
         for resident in Array(sensors.keys) { drop(resident, reason: "the box stopped", retry: false) }
-        node.scheduler.cancel(Self.timer)
+        context.scheduler.cancel(Self.timer)
         bonds.close()
     }
 
@@ -191,9 +199,9 @@ final class HeartRateSensors: NodeComponent {
 
     func reconcile() {
         // A stopping node links to nothing more (events are still applied until it finishes).
-        guard wantedChanged, !node.stopping else { return }
+        guard wantedChanged, !context.stopping else { return }
         wantedChanged = false
-        let enrolled = node.projections.sensors.sorted
+        let enrolled = context.projections.sensors.sorted
         // Keys of sensors no longer enrolled go (one enrolled again pairs afresh), whether or
         // not this box bonds now: a key left while bonds were off would be trusted once they
         // are on again.
@@ -201,8 +209,8 @@ final class HeartRateSensors: NodeComponent {
         if bonding && unavailable == nil && bondsUnavailable == nil {
             bonds.keep(enrolledPeers)
         } else {
-            do { _ = try StoredSensorKeys.delete(notIn: enrolledPeers, dataDirectory: node.configuration.dataDirectory) } catch {
-                node.logger.error("cannot delete the bond keys of sensors no longer enrolled", metadata: ["error": "\(error)"])
+            do { _ = try StoredSensorKeys.delete(notIn: enrolledPeers, dataDirectory: dataDirectory) } catch {
+                context.logger.error("cannot delete the bond keys of sensors no longer enrolled", metadata: ["error": "\(error)"])
             }
         }
         guard unavailable == nil, bondsUnavailable == nil else { return }
@@ -214,7 +222,7 @@ final class HeartRateSensors: NodeComponent {
             keep.insert(w.resident)
             if let current = sensors[w.resident], current.peer == peer { continue }
             if sensors[w.resident] != nil { drop(w.resident, reason: "the resident's sensor changed", retry: false) }
-            sensors[w.resident] = Sensor(resident: w.resident, peer: peer, dueNanoseconds: node.monotonic.nowNanoseconds())
+            sensors[w.resident] = Sensor(resident: w.resident, peer: peer, dueNanoseconds: context.monotonic.nowNanoseconds())
         }
         for resident in Array(sensors.keys) where !keep.contains(resident) {
             drop(resident, reason: "the resident no longer has this sensor", retry: false)
@@ -228,10 +236,10 @@ final class HeartRateSensors: NodeComponent {
     /// the timer for the next of either.
     private func pump() {
         // A drop below pumps too; the outer pump goes on and arms the timer once.
-        guard !pumping, !node.stopping else { return }
+        guard !pumping, !context.stopping else { return }
         pumping = true
         defer { pumping = false }
-        let now = node.monotonic.nowNanoseconds()
+        let now = context.monotonic.nowNanoseconds()
         for (resident, sensor) in sensors where sensor.isSettingUp && sensor.dueNanoseconds <= now {
             drop(resident, reason: "no link within \((sensor.linkBond == .pairing ? Self.pairingTimeoutNanoseconds : Self.setupTimeoutNanoseconds) / 1_000_000_000) s", retry: true)
         }
@@ -247,7 +255,7 @@ final class HeartRateSensors: NodeComponent {
         // Only while it is ahead: one past is sent again by the next connect (which sets that
         // sensor's due time), so counting it would arm the timer at "now" again and again.
         if let retry = bonds.retryDueNanoseconds, retry > now { due = min(due ?? retry, retry) }
-        if let due { node.scheduler.schedule(Self.timer, atNanoseconds: max(due, now)) } else { node.scheduler.cancel(Self.timer) }
+        if let due { context.scheduler.schedule(Self.timer, atNanoseconds: max(due, now)) } else { context.scheduler.cancel(Self.timer) }
     }
 
     private func connect(_ resident: String) {
@@ -255,21 +263,21 @@ final class HeartRateSensors: NodeComponent {
         sensor.attempts += 1
         let socket: ATTSocket
         do {
-            guard let adapter = try listBluetoothAdapters().first(where: { $0.name == node.configuration.radio || $0.addressText == node.configuration.radio.uppercased() }) else {
+            guard let adapter = try self.adapter.find() else {
                 sensors[resident] = sensor
-                return drop(resident, reason: "no adapter \(node.configuration.radio)", retry: true)
+                return drop(resident, reason: "no adapter \(self.adapter.radio)", retry: true)
             }
             // The kernel must hold the stored keys first: a link asked to be encrypted to a sensor
             // whose key it lacks pairs afresh with whoever answers. `.ready` pumps again.
             guard !bonding || bonds.ready(adapter: adapter.id) else {
                 sensor.attempts -= 1
-                sensor.dueNanoseconds = bonds.retryDueNanoseconds ?? node.monotonic.nowNanoseconds() &+ Self.retryBaseNanoseconds
+                sensor.dueNanoseconds = bonds.retryDueNanoseconds ?? context.monotonic.nowNanoseconds() &+ Self.retryBaseNanoseconds
                 sensors[resident] = sensor
                 return
             }
             if bonding && bonds.isSuspect(sensor.peer) {
                 sensor.attempts -= 1
-                sensor.dueNanoseconds = node.monotonic.nowNanoseconds() &+ Self.retryBaseNanoseconds
+                sensor.dueNanoseconds = context.monotonic.nowNanoseconds() &+ Self.retryBaseNanoseconds
                 sensors[resident] = sensor
                 return
             }
@@ -284,7 +292,7 @@ final class HeartRateSensors: NodeComponent {
             return drop(resident, reason: "could not connect: \(error)", retry: true)
         }
         let fd = socket.fd
-        guard node.loop.watch(fd, "a heart-rate sensor", events: Epoll.writable | Epoll.readable, handler: { [unowned self] events in ready(fd, events) }) else {
+        guard context.watch(fd, "a heart-rate sensor", events: Epoll.writable | Epoll.readable, handler: { [unowned self] events in ready(fd, events) }) else {
             socket.close()
             bonds.endPairing(sensor.peer)
             sensors[resident] = sensor
@@ -296,7 +304,7 @@ final class HeartRateSensors: NodeComponent {
         sensor.strikes = 0
         sensor.encrypted = false
         sensor.bondFailureCounted = false
-        sensor.dueNanoseconds = node.monotonic.nowNanoseconds()
+        sensor.dueNanoseconds = context.monotonic.nowNanoseconds()
             &+ (sensor.linkBond == .pairing ? Self.pairingTimeoutNanoseconds : Self.setupTimeoutNanoseconds)
         sensors[resident] = sensor
         residentByFD[fd] = resident
@@ -329,7 +337,7 @@ final class HeartRateSensors: NodeComponent {
                     sensors[resident]?.phase = .encrypting
                     // Writable again when done; a PDU the peer sent meanwhile is read later, so
                     // it must not wake the loop now (level-triggered, it would spin).
-                    if !node.loop.change(fd, "a heart-rate sensor", events: Epoll.writable) {
+                    if !context.changeWatch(fd, "a heart-rate sensor", events: Epoll.writable) {
                         drop(resident, reason: "cannot watch the link", retry: true)
                     }
                     return
@@ -346,8 +354,8 @@ final class HeartRateSensors: NodeComponent {
                 return
             }
             sensor.encrypted = encrypted
-            node.loop.unwatch(fd, "a heart-rate sensor")
-            guard node.loop.watch(fd, "a heart-rate sensor", handler: { [unowned self] _ in ready(fd, Epoll.readable) }) else {
+            context.unwatch(fd, "a heart-rate sensor")
+            guard context.watch(fd, "a heart-rate sensor", handler: { [unowned self] _ in ready(fd, Epoll.readable) }) else {
                 return drop(resident, reason: "cannot watch the link", retry: true)
             }
             sensor.phase = .exchangingMTU
@@ -385,7 +393,7 @@ final class HeartRateSensors: NodeComponent {
     private func handle(_ resident: String, _ output: ATTBearer.Output) {
         switch output {
         case .server(.send(let pdu)), .client(.send(let pdu)):
-            _ = sensors[resident]?.socket?.send(pdu, logger: node.logger)
+            _ = sensors[resident]?.socket?.send(pdu, logger: context.logger)
         case .server(.violation(let what)), .client(.violation(let what)):
             strike(resident, what)
         case .client(.completed(_, let result)):
@@ -418,12 +426,12 @@ final class HeartRateSensors: NodeComponent {
             sensors[resident]?.phase = .linked
             sensors[resident]?.lastError = ""
             sensors[resident]?.loggedOpen = true
-            sensors[resident]?.linkedAtNanoseconds = node.monotonic.nowNanoseconds()
+            sensors[resident]?.linkedAtNanoseconds = context.monotonic.nowNanoseconds()
             sensors[resident]?.lastLoggedNanoseconds = nil
             let bonded = sensor.encrypted && bonds.isBonded(sensor.peer) && !bonds.isSuspect(sensor.peer)
             if bonded { sensors[resident]?.bondProblem = "" }
             appendLink(resident: resident, peer: sensor.peer, open: true, reason: "", bonded: bonded)
-            node.logger.info("heart-rate sensor linked", metadata: ["resident": "\(resident)", "sensor": "\(sensor.peer)", "bonded": "\(bonded)"])
+            context.logger.info("heart-rate sensor linked", metadata: ["resident": "\(resident)", "sensor": "\(sensor.peer)", "bonded": "\(bonded)"])
             pump()
         case (.discovering, _), (.subscribing, _):
             drop(resident, reason: "setting up the sensor failed: \(result)", retry: true)
@@ -452,15 +460,15 @@ final class HeartRateSensors: NodeComponent {
         checkIn.value = Double(measurement.beatsPerMinute)
         checkIn.heartRateFlags = UInt32(flags)
         let positive = EscalationBook.isPositive(checkIn)
-        let now = node.monotonic.nowNanoseconds()
-        let ladderInterval = node.projections.escalations.residents[resident]?.intervalMicroseconds ?? UInt64.max
+        let now = context.monotonic.nowNanoseconds()
+        let ladderInterval = context.projections.escalations.residents[resident]?.intervalMicroseconds ?? UInt64.max
         let interval = min(settings.heartRateLogIntervalMicroseconds, ladderInterval / 3)
         if Self.logs(positive: positive, atNanoseconds: now,
                      after: sensor.lastLoggedNanoseconds.map { ($0, sensor.lastLoggedPositive) },
                      intervalNanoseconds: interval &* 1_000) {
             sensor.lastLoggedNanoseconds = now
             sensor.lastLoggedPositive = positive
-            if node.append(.checkIn(checkIn)) != nil { sensor.readingsLogged += 1 }
+            if context.append(.checkIn(checkIn), time: nil) != nil { sensor.readingsLogged += 1 }
         }
         sensors[resident] = sensor
     }
@@ -480,10 +488,10 @@ final class HeartRateSensors: NodeComponent {
         guard var sensor = sensors[resident], sensor.socket != nil else { return }
         sensor.strikes += 1
         sensors[resident] = sensor
-        node.connections.countViolation()
-        node.logger.notice("a heart-rate sensor broke the rules", metadata: ["resident": "\(resident)", "sensor": "\(sensor.peer)", "what": "\(what)", "strikes": "\(sensor.strikes)"])
+        ledger.countViolation()
+        context.logger.notice("a heart-rate sensor broke the rules", metadata: ["resident": "\(resident)", "sensor": "\(sensor.peer)", "what": "\(what)", "strikes": "\(sensor.strikes)"])
         if sensor.strikes >= settings.violationLimit {
-            node.connections.countClosedForMisbehaviour()
+            ledger.countClosedForMisbehaviour()
             drop(resident, reason: "closed by the box: \(what)", retry: true, byTheBox: true)
         }
     }
@@ -494,23 +502,23 @@ final class HeartRateSensors: NodeComponent {
     private func drop(_ resident: String, reason: String, retry: Bool, byTheBox: Bool = false) {
         guard var sensor = sensors[resident] else { return }
         if let socket = sensor.socket {
-            node.loop.unwatch(socket.fd, "a heart-rate sensor")
+            context.unwatch(socket.fd, "a heart-rate sensor")
             residentByFD[socket.fd] = nil
             socket.close()
             if sensor.linkBond == .pairing { bonds.endPairing(sensor.peer) }
         }
         if sensor.loggedOpen {
             appendLink(resident: resident, peer: sensor.peer, open: false, reason: reason)
-            node.logger.info("heart-rate sensor link closed", metadata: ["resident": "\(resident)", "sensor": "\(sensor.peer)", "reason": "\(reason)"])
-            let upFor = node.monotonic.nowNanoseconds() &- sensor.linkedAtNanoseconds
+            context.logger.info("heart-rate sensor link closed", metadata: ["resident": "\(resident)", "sensor": "\(sensor.peer)", "reason": "\(reason)"])
+            let upFor = context.monotonic.nowNanoseconds() &- sensor.linkedAtNanoseconds
             if upFor >= Self.stableLinkNanoseconds && !byTheBox { sensor.backoff.reset() }
         }
-        guard retry, !node.stopping else {
+        guard retry, !context.stopping else {
             sensors[resident] = nil
             return pump()
         }
         if sensor.backoff.isFresh && !sensor.loggedOpen {
-            node.logger.notice("cannot link to a heart-rate sensor; trying again with back-off", metadata: ["resident": "\(resident)", "sensor": "\(sensor.peer)", "why": "\(reason)"])
+            context.logger.notice("cannot link to a heart-rate sensor; trying again with back-off", metadata: ["resident": "\(resident)", "sensor": "\(sensor.peer)", "why": "\(reason)"])
         }
         sensor.socket = nil
         sensor.phase = .waiting
@@ -518,7 +526,7 @@ final class HeartRateSensors: NodeComponent {
         sensor.linkedAtNanoseconds = 0
         sensor.measurement = 0
         sensor.lastError = reason
-        sensor.dueNanoseconds = node.monotonic.nowNanoseconds() &+ sensor.backoff.next()
+        sensor.dueNanoseconds = context.monotonic.nowNanoseconds() &+ sensor.backoff.next()
         sensors[resident] = sensor
         pump()
     }
@@ -532,7 +540,7 @@ final class HeartRateSensors: NodeComponent {
         change.role = .sensor
         change.reason = reason
         change.resident = resident
-        node.append(.linkChanged(change))
+        context.append(.linkChanged(change), time: nil)
     }
 
     // MARK: - Bonds
@@ -551,21 +559,21 @@ final class HeartRateSensors: NodeComponent {
             bonds.endPairing(peer)
             guard let resident = resident(with: peer) else { return }
             sensors[resident]?.bondProblem = ""
-            node.logger.info("heart-rate sensor bonded", metadata: ["resident": "\(resident)", "sensor": "\(peer)"])
+            context.logger.info("heart-rate sensor bonded", metadata: ["resident": "\(resident)", "sensor": "\(peer)"])
         case .notBonded(let peer):
             bonds.endPairing(peer)
             guard let resident = resident(with: peer) else { return }
             // Encrypted with a key for this link only: anyone could pair the same way.
             sensors[resident]?.cannotBond = true
             sensors[resident]?.bondProblem = "the sensor pairs but does not bond: unbonded"
-            node.logger.notice("a heart-rate sensor does not bond: its readings count, shown unbonded",
+            context.logger.notice("a heart-rate sensor does not bond: its readings count, shown unbonded",
                                metadata: ["resident": "\(resident)", "sensor": "\(peer)"])
         case .pairingFailed(let peer, let status):
             bonds.endPairing(peer)
             guard let resident = resident(with: peer), sensors[resident]?.linkBond == .pairing else { return }
             sensors[resident]?.cannotBond = true
             sensors[resident]?.bondProblem = "pairing failed (management status \(status)): linked without encryption, unbonded"
-            node.logger.notice("a heart-rate sensor could not pair: linked without encryption, shown unbonded",
+            context.logger.notice("a heart-rate sensor could not pair: linked without encryption, shown unbonded",
                                metadata: ["resident": "\(resident)", "sensor": "\(peer)", "status": "\(status)"])
             // The kernel keeps a link whose pairing failed but never resumes its socket (it waits
             // for an encryption that will not come): linked again, at low, after the first back-off.
@@ -595,7 +603,7 @@ final class HeartRateSensors: NodeComponent {
         if sensor.pairingUnanswered >= 2 {
             sensor.cannotBond = true
             sensor.bondProblem = "the sensor did not answer pairing: linked without encryption, unbonded"
-            node.logger.notice("a heart-rate sensor did not answer pairing: linked without encryption, shown unbonded",
+            context.logger.notice("a heart-rate sensor did not answer pairing: linked without encryption, shown unbonded",
                                metadata: ["resident": "\(resident)", "sensor": "\(sensor.peer)"])
         }
         sensors[resident] = sensor
@@ -610,7 +618,7 @@ final class HeartRateSensors: NodeComponent {
             + "(to pair it again, remove the sensor from the resident and add it back)"
         sensors[resident] = sensor
         if sensor.bondFailures == 1 || sensor.bondFailures.isMultiple(of: 100) {
-            node.logger.warning("the device at a bonded heart-rate sensor's address did not prove the bond: its readings do not count",
+            context.logger.warning("the device at a bonded heart-rate sensor's address did not prove the bond: its readings do not count",
                                 metadata: ["resident": "\(resident)", "sensor": "\(sensor.peer)", "failures": "\(sensor.bondFailures)"])
         }
     }
@@ -618,7 +626,7 @@ final class HeartRateSensors: NodeComponent {
     // MARK: - Status
 
     var status: [SensorStatus] {
-        let now = node.monotonic.nowNanoseconds()
+        let now = context.monotonic.nowNanoseconds()
         var out = sensors.values.sorted { $0.resident < $1.resident }.map { s in
             SensorStatus(resident: s.resident, sensor: s.peer.description, state: s.phase.rawValue,
                          retryInSeconds: s.phase == .waiting ? Double(s.dueNanoseconds > now ? s.dueNanoseconds - now : 0) / 1e9 : nil,
@@ -628,7 +636,7 @@ final class HeartRateSensors: NodeComponent {
                          bondFailures: s.bondFailures)
         }
         let why = unavailable
-        for sensor in node.projections.sensors.sorted where sensors[sensor.resident] == nil {
+        for sensor in context.projections.sensors.sorted where sensors[sensor.resident] == nil {
             out.append(SensorStatus(resident: sensor.resident, sensor: sensor.address.description,
                                     state: "not linked", retryInSeconds: nil,
                                     lastError: why ?? (overLimit.contains(sensor.resident) ? "over connections.max_sensors" : ""),

@@ -43,7 +43,7 @@ final class SensorBonds {
         case ready
     }
 
-    private unowned let node: Node
+    private unowned let context: any NodeContext
     let path: String
     private var channel: ManagementChannel?
     private(set) var keys: [LEAddress: [LongTermKey]] = [:]
@@ -72,9 +72,9 @@ final class SensorBonds {
     /// An answer to the setup not come in this long: sent again.
     static let answerTimeoutNanoseconds: UInt64 = 5_000_000_000
 
-    init(node: Node) {
-        self.node = node
-        path = StoredSensorKeys.path(in: node.configuration.dataDirectory)
+    init(context: any NodeContext, dataDirectory: String) {
+        self.context = context
+        path = StoredSensorKeys.path(in: dataDirectory)
     }
 
     /// Reads the stored keys and opens the management channel.
@@ -91,7 +91,7 @@ final class SensorBonds {
             }
             let (stored, problems) = SensorKeyFile.parse(String(decoding: bytes, as: UTF8.self))
             for problem in problems {
-                node.logger.error("a stored sensor key does not parse: that sensor pairs afresh", metadata: ["file": "\(path)", "problem": "\(problem)"])
+                context.logger.error("a stored sensor key does not parse: that sensor pairs afresh", metadata: ["file": "\(path)", "problem": "\(problem)"])
             }
             for key in stored where !key.isDebugKey { keys[key.peer, default: []].append(key) }
         }
@@ -102,7 +102,7 @@ final class SensorBonds {
         do { channel = try ManagementChannel.open() } catch {
             throw .radio("heart-rate sensors: \(error)")
         }
-        guard node.loop.watch(channel.fd, "the management channel", handler: { [unowned self] _ in readEvents() }) else {
+        guard context.watch(channel.fd, "the management channel", handler: { [unowned self] _ in readEvents() }) else {
             channel.close()
             throw .radio("heart-rate sensors: cannot watch the management channel")
         }
@@ -111,7 +111,7 @@ final class SensorBonds {
 
     func close() {
         if let channel {
-            node.loop.unwatch(channel.fd, "the management channel")
+            context.unwatch(channel.fd, "the management channel")
             channel.close()
         }
         channel = nil
@@ -128,7 +128,7 @@ final class SensorBonds {
     /// (or again, when the last try was not answered) when it does not.
     func ready(adapter index: UInt16) -> Bool {
         if preparedIndex == index { return true }
-        let now = node.monotonic.nowNanoseconds()
+        let now = context.monotonic.nowNanoseconds()
         if let preparing, preparing.index == index, now &- preparing.sinceNanoseconds < Self.answerTimeoutNanoseconds { return false }
         if channel == nil {
             // Closed after a failure: opened again (the caller retries with its back-off).
@@ -149,7 +149,7 @@ final class SensorBonds {
             // Tried again after the answer timeout, not on every pump.
             preparing = (index, now)
             problem = "cannot set the adapter up for bonding: \(error)"
-            node.logger.error("cannot set the adapter up for bonding sensors", metadata: ["error": "\(error)"])
+            context.logger.error("cannot set the adapter up for bonding sensors", metadata: ["error": "\(error)"])
         }
         return false
     }
@@ -166,13 +166,13 @@ final class SensorBonds {
 
     func restartForSecurityManager(adapter index: UInt16) {
         guard let channel, restarted.insert(index).inserted else { return }
-        node.logger.warning("the adapter has no security manager (powered up outside the management channel): powering it off and on to bond sensors",
+        context.logger.warning("the adapter has no security manager (powered up outside the management channel): powering it off and on to bond sensors",
                             metadata: ["adapter": "hci\(index)"])
         do {
             try channel.send(.setPowered(false), index: index)
             try channel.send(.setPowered(true), index: index)
         } catch {
-            node.logger.error("cannot power-cycle the adapter", metadata: ["error": "\(error)"])
+            context.logger.error("cannot power-cycle the adapter", metadata: ["error": "\(error)"])
         }
         if preparedIndex == index { preparedIndex = nil }
         if preparing?.index == index { preparing = nil }
@@ -193,7 +193,7 @@ final class SensorBonds {
     private func setBondable(_ on: Bool) {
         guard let index = preparedIndex ?? preparing?.index, let channel else { return }
         do { try channel.send(.setBondable(on), index: index) } catch {
-            node.logger.error("cannot set the adapter bondable", metadata: ["on": "\(on)", "error": "\(error)"])
+            context.logger.error("cannot set the adapter bondable", metadata: ["on": "\(on)", "error": "\(error)"])
         }
     }
 
@@ -202,7 +202,7 @@ final class SensorBonds {
         let gone = keys.keys.filter { !enrolled.contains($0) }
         guard !gone.isEmpty else { return }
         for peer in gone { keys[peer] = nil }
-        node.logger.info("sensors' bond keys deleted", metadata: ["sensors": "\(gone.map(\.description).sorted())"])
+        context.logger.info("sensors' bond keys deleted", metadata: ["sensors": "\(gone.map(\.description).sorted())"])
         save()
         reload()
     }
@@ -218,7 +218,7 @@ final class SensorBonds {
         do { try channel.send(.loadLongTermKeys(allKeys), index: index) } catch {
             // Not known to hold the right keys any more: set up again before the next connect.
             preparedIndex = nil
-            node.logger.error("cannot load the sensors' keys", metadata: ["error": "\(error)"])
+            context.logger.error("cannot load the sensors' keys", metadata: ["error": "\(error)"])
         }
     }
 
@@ -227,7 +227,7 @@ final class SensorBonds {
             try FileSystem.replaceDurably(path, contents: Array(SensorKeyFile.format(allKeys).utf8))
         } catch {
             problem = "cannot store the sensors' keys: \(error)"
-            node.logger.error("cannot store the sensors' bond keys: a sensor bonded now pairs afresh after a restart",
+            context.logger.error("cannot store the sensors' bond keys: a sensor bonded now pairs afresh after a restart",
                               metadata: ["file": "\(path)", "error": "\(error)"])
         }
     }
@@ -239,13 +239,13 @@ final class SensorBonds {
         for _ in 0 ..< 64 {   // a fair share of the loop per wake-up
             let packet: [UInt8]?
             do { packet = try channel.receive() } catch {
-                node.logger.error("the management channel failed; it is opened again before the next link", metadata: ["error": "\(error)"])
+                context.logger.error("the management channel failed; it is opened again before the next link", metadata: ["error": "\(error)"])
                 problem = "the management channel failed: \(error)"
                 return close()
             }
             guard let packet else { return }
             do { handle(try ManagementEvent.parse(packet)) } catch {
-                node.logger.warning("an unreadable management event", metadata: ["error": "\(error)"])
+                context.logger.warning("an unreadable management event", metadata: ["error": "\(error)"])
             }
         }
     }
@@ -269,11 +269,11 @@ final class SensorBonds {
                     preparing = nil
                     preparedIndex = nil
                     problem = "the kernel refused the sensors' keys (management status \(status))"
-                    node.logger.error("the kernel refused the sensors' bond keys", metadata: ["status": "\(status)"])
+                    context.logger.error("the kernel refused the sensors' bond keys", metadata: ["status": "\(status)"])
                 }
             } else if status != 0 {
                 // Secure Connections is refused by controllers without it: pairing is then legacy.
-                node.logger.notice("the adapter refused a bonding setting", metadata: ["opcode": "\(opcode)", "status": "\(status)"])
+                context.logger.notice("the adapter refused a bonding setting", metadata: ["opcode": "\(opcode)", "status": "\(status)"])
             }
         case .indexAdded(let index), .indexRemoved(let index):
             // An adapter that comes back holds no keys: set it up again before the next connect.
@@ -296,9 +296,9 @@ final class SensorBonds {
             // Its own: the box's link to the sensor is up and being encrypted right now.
             let accept = pairing.contains(peer) && !isBonded(peer) && ownLink(peer) == .encrypting
             do { try channel.send(.confirmPairing(peer, accept: accept), index: index) } catch {
-                node.logger.error("cannot answer a pairing's confirmation", metadata: ["error": "\(error)"])
+                context.logger.error("cannot answer a pairing's confirmation", metadata: ["error": "\(error)"])
             }
-            if !accept { node.logger.info("a pairing the box did not start was refused", metadata: ["peer": "\(peer)"]) }
+            if !accept { context.logger.info("a pairing the box did not start was refused", metadata: ["peer": "\(peer)"]) }
         case .deviceDisconnected(let index, let peer, let reason):
             guard index == preparedIndex, reason == 4, isBonded(peer), ownLink(peer) == .encrypting else { return }
             news(.authenticationFailed(peer))
@@ -325,7 +325,7 @@ final class SensorBonds {
             guard !stored.contains(key) else { return }
             // A legacy pairing's other key, late: never used for the box's links to the sensor.
             guard key.servesTheBoxAsCentral else { return reload() }
-            node.logger.warning("a bonded sensor paired again with a new key outside the box's own pairing: refused",
+            context.logger.warning("a bonded sensor paired again with a new key outside the box's own pairing: refused",
                                 metadata: ["sensor": "\(peer)"])
             suspect.insert(peer)
             reload()

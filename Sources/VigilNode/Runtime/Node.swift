@@ -87,9 +87,14 @@ public final class Node: @unchecked Sendable {
                                                                                      intervalMicroseconds: configuration.logCheckIntervalMicroseconds))
     private(set) lazy var serviceManager = ServiceNotifications(context: self, settings: configuration.serviceManager)
     private(set) lazy var publisher = SnapshotPublisher(node: self)
-    private(set) lazy var connections = GATTLinks(node: self)
-    private(set) lazy var chatCentral = ChatCentral(node: self)
-    private(set) lazy var heartRateSensors = HeartRateSensors(node: self)
+    private(set) lazy var linkLedger = LinkLedger(context: self)
+    private var linkAdapter: LinkAdapter { LinkAdapter(radio: configuration.radio, channel: configuration.hci.channel) }
+    private(set) lazy var connections = GATTLinks(context: self, settings: configuration.connections, adapter: linkAdapter, ledger: linkLedger,
+                                                  chatCentral: chatCentral,
+                                                  connectionsChanged: { [unowned self] in airAlerts.connectionsChanged() })
+    private(set) lazy var chatCentral = ChatCentral(context: self, settings: configuration.connections, adapter: linkAdapter, ledger: linkLedger)
+    private(set) lazy var heartRateSensors = HeartRateSensors(context: self, settings: configuration.connections, adapter: linkAdapter,
+                                                              ledger: linkLedger, dataDirectory: configuration.dataDirectory)
     private(set) lazy var hazardFeed = HazardFeed(context: self, settings: configuration.hazardFeed, dataDirectory: configuration.dataDirectory,
                                                   configuredSite: configuration.projections.hazardSite)
     private(set) lazy var metrics = NodeMetrics(node: self, factory: configuration.metrics ?? MetricsSystem.factory)
