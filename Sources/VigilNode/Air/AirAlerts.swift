@@ -8,7 +8,16 @@ import VigilSystem
 /// radio's confirmation settles this box's SOS broadcast, and the advertising plan follows the
 /// alert book. The frame logic itself is `AirLink` (no I/O) and `AlertAirtime` (pure).
 final class AirAlerts: NodeComponent {
-    unowned let node: Node
+    unowned let context: any NodeContext
+    let settings: AirAlertSettings
+    /// Where revocations heard are kept (`DATA/revocations`).
+    let dataDirectory: String
+    /// What the plan is given to.
+    let radio: any RadioAdapter
+    /// Records an SOS broadcast the radio confirmed as an outbox attempt ("radio").
+    let deliveries: Deliveries
+    /// What the box advertises connectable while another link fits (`GATTLinks`); nil: nothing.
+    private let connectableAdvertisement: () -> (advert: [UInt8], scanResponse: [UInt8])?
     private(set) var air: AirLink
     /// The alert frames in the last plan given to the radio (for `status` and settling).
     private(set) var onAir: [(broadcast: AlertAirtime.Broadcast, payload: [UInt8])] = []
@@ -27,33 +36,39 @@ final class AirAlerts: NodeComponent {
     /// Revocations heard that could not be kept (the card refused): they still hold this run.
     private(set) var revocationWriteFailures: UInt64 = 0
 
-    init(node: Node, air: AirLink) {
-        self.node = node
+    init(context: any NodeContext, air: AirLink, settings: AirAlertSettings, dataDirectory: String, radio: any RadioAdapter,
+         deliveries: Deliveries, connectableAdvertisement: @escaping () -> (advert: [UInt8], scanResponse: [UInt8])?) {
+        self.context = context
         self.air = air
+        self.settings = settings
+        self.dataDirectory = dataDirectory
+        self.radio = radio
+        self.deliveries = deliveries
+        self.connectableAdvertisement = connectableAdvertisement
     }
 
     var hasKey: Bool { air.hasKey }
 
     func start() throws(NodeError) {
-        node.scheduler.register(Self.airtimeTimer) { [unowned self] in reconcileAirtime() }
-        node.scheduler.register(Self.clockTimer) { [unowned self] in checkClock() }
+        context.scheduler.register(Self.airtimeTimer) { [unowned self] in reconcileAirtime() }
+        context.scheduler.register(Self.clockTimer) { [unowned self] in checkClock() }
         checkClock()
         alertsChanged = true
     }
 
-    private var monotonicMicroseconds: UInt64 { node.monotonic.nowNanoseconds() / 1_000 }
+    private var monotonicMicroseconds: UInt64 { context.monotonic.nowNanoseconds() / 1_000 }
 
     /// Whether the kernel's wall clock is synchronised, as systemd-timesyncd says by the file it
     /// keeps (docs/signed-frames.md "Time"): a stat, which the unit's `@clock` filter allows
     /// (adjtimex, which would ask the kernel itself, is in that filter).
     private func checkClock() {
-        let synchronised = FileSystem.exists(node.configuration.airAlerts.clockSynchronisedPath)
+        let synchronised = FileSystem.exists(settings.clockSynchronisedPath)
         if synchronised != air.signed.clock.systemSynchronised {
             air.signed.systemClock(synchronised: synchronised)
-            node.logger.notice(synchronised ? "the wall clock is synchronised" : "the wall clock is not synchronised",
-                               metadata: ["source": "\(node.configuration.airAlerts.clockSynchronisedPath)"])
+            context.logger.notice(synchronised ? "the wall clock is synchronised" : "the wall clock is not synchronised",
+                               metadata: ["source": "\(settings.clockSynchronisedPath)"])
         }
-        node.scheduler.schedule(Self.clockTimer, atNanoseconds: node.monotonic.nowNanoseconds() &+ Self.clockCheckNanoseconds)
+        context.scheduler.schedule(Self.clockTimer, atNanoseconds: context.monotonic.nowNanoseconds() &+ Self.clockCheckNanoseconds)
     }
 
     /// The hub's time, read over its pinned TLS (the hub sync's answer).
@@ -70,27 +85,27 @@ final class AirAlerts: NodeComponent {
         keep(added, from: "the hub")
         let unchecked = revocations.filter { r in !added.contains(r) && !(air.signed.verifier?.revokedKeys.contains(r.boxKey) ?? false) }
         guard !unchecked.isEmpty else { return }
-        node.logger.warning("the hub's feed carried a revocation this box cannot check under its network key: kept, and checked at the next start",
+        context.logger.warning("the hub's feed carried a revocation this box cannot check under its network key: kept, and checked at the next start",
                             metadata: ["node": "\(unchecked.map { String($0.node, radix: 16) }.joined(separator: ","))"])
         do {
-            try BoxKeyFiles.addRevocations(unchecked, directory: node.configuration.dataDirectory)
+            try BoxKeyFiles.addRevocations(unchecked, directory: dataDirectory)
         } catch {
             revocationWriteFailures &+= 1
-            node.logger.error("could not keep revocations", metadata: ["error": "\(error)"])
+            context.logger.error("could not keep revocations", metadata: ["error": "\(error)"])
         }
     }
 
     private func keep(_ revocations: [Revocation], from source: String) {
         guard !revocations.isEmpty else { return }
         for r in revocations {
-            node.logger.warning("a box's key was revoked by the network: its frames are refused from now on",
+            context.logger.warning("a box's key was revoked by the network: its frames are refused from now on",
                                 metadata: ["node": "\(String(r.node, radix: 16))", "from": "\(source)"])
         }
         do {
-            try BoxKeyFiles.addRevocations(revocations, directory: node.configuration.dataDirectory)
+            try BoxKeyFiles.addRevocations(revocations, directory: dataDirectory)
         } catch {
             revocationWriteFailures &+= 1
-            node.logger.error("could not keep revocations: they hold until the box stops", metadata: ["error": "\(error)"])
+            context.logger.error("could not keep revocations: they hold until the box stops", metadata: ["error": "\(error)"])
         }
         // No event follows a revocation: the relay goes on the air now.
         reconcileAirtime()
@@ -98,8 +113,8 @@ final class AirAlerts: NodeComponent {
 
     /// What `vigil status` says about signed frames and the clock.
     var signingStatus: SigningStatus {
-        let reading = air.signed.clock.now(wallMicroseconds: node.clock.nowMicroseconds(), monotonicMicroseconds: monotonicMicroseconds)
-        let why = air.signed.whyNotSigningNow(wall: node.clock.nowMicroseconds(), monotonic: monotonicMicroseconds)
+        let reading = air.signed.clock.now(wallMicroseconds: context.clock.nowMicroseconds(), monotonicMicroseconds: monotonicMicroseconds)
+        let why = air.signed.whyNotSigningNow(wall: context.clock.nowMicroseconds(), monotonic: monotonicMicroseconds)
         return SigningStatus(signing: why == nil, whyNotSigning: why,
                              network: air.signed.verifier?.network.fingerprint, revoked: air.signed.verifier?.revokedKeys.count ?? 0,
                              clock: reading.source.rawValue, requireSigned: air.settings.requireSigned,
@@ -114,7 +129,7 @@ final class AirAlerts: NodeComponent {
             // from this event on, once the network's key has checked it.
             guard case .boxKeyRevoked(let revoked)? = try? EventCodec.decode(kind: item.kind, payload: [UInt8](item.payload), sequence: event.sequence),
                   let revocation = try? Revocation(bytes: [UInt8](revoked.revocation)) else {
-                node.logger.error("the hub's feed carried a revocation this box cannot read", metadata: ["seq": "\(event.sequence)"])
+                context.logger.error("the hub's feed carried a revocation this box cannot read", metadata: ["seq": "\(event.sequence)"])
                 return
             }
             revocationsFromHub([revocation])
@@ -134,7 +149,7 @@ final class AirAlerts: NodeComponent {
 
     /// Looks for a Vigil frame in an advertising report.
     func inspect(_ report: AdvertisingReport) {
-        if let frame = air.inspectHeard(report, now: node.clock.nowMicroseconds(), monotonic: monotonicMicroseconds) {
+        if let frame = air.inspectHeard(report, now: context.clock.nowMicroseconds(), monotonic: monotonicMicroseconds) {
             heard(frame, from: report)
         }
         let revocations = air.signed.takeNewRevocations()
@@ -149,10 +164,10 @@ final class AirAlerts: NodeComponent {
         let id = frame.id
         let isCancel = frame.type == .cancel
         let isAcknowledgement = frame.type == .acknowledge
-        let alerts = node.projections.alerts
+        let alerts = context.projections.alerts
         let known = (isAcknowledgement ? alerts.acknowledgements[id.text] != nil
             : alerts.alerts[id.text].map { isCancel ? $0.cancelled : true } ?? false)
-            || node.pending.contains(alert: id, cancel: isCancel, acknowledgement: isAcknowledgement)
+            || context.pending.contains(alert: id, cancel: isCancel, acknowledgement: isAcknowledgement)
         if known {
             air.keepSigned(heard)
             air.countDuplicate()
@@ -162,26 +177,26 @@ final class AirAlerts: NodeComponent {
         }
         guard air.admitNew(heard, monotonic: monotonicMicroseconds) else {
             // Counted, not logged at notice: a flood would flood the journal too.
-            node.logger.debug("a new alert over its sender's rate, not logged", metadata: ["alert": "\(id.text)", "sender": "\(heard.sender)"])
+            context.logger.debug("a new alert over its sender's rate, not logged", metadata: ["alert": "\(id.text)", "sender": "\(heard.sender)"])
             return
         }
         switch frame.meaning(heardFrom: report.address) {
         case .alert(var alert):
             alert.text = "heard over the air from \(formatAddress(report.address))"
-            node.append(.alertReceived(alert), time: report.timeMicroseconds)
-            node.logger.notice("alert received", metadata: ["alert": "\(id.text)", "kind": "\(alert.kind)", "hops": "\(alert.hops)"])
+            context.append(.alertReceived(alert), time: report.timeMicroseconds)
+            context.logger.notice("alert received", metadata: ["alert": "\(id.text)", "kind": "\(alert.kind)", "hops": "\(alert.hops)"])
         case .cancelled(var cancel):
             cancel.hops = UInt32(frame.hops)
             cancel.heardFrom = report.address
             cancel.expiresAtUs = UInt64(frame.expirySeconds) * 1_000_000
             cancel.severity = frame.severity
             cancel.reason = "cancel heard over the air from \(formatAddress(report.address))"
-            node.append(.alertCancelled(cancel), time: report.timeMicroseconds)
-            node.logger.notice("alert cancelled over the air", metadata: ["alert": "\(id.text)"])
+            context.append(.alertCancelled(cancel), time: report.timeMicroseconds)
+            context.logger.notice("alert cancelled over the air", metadata: ["alert": "\(id.text)"])
         case .acknowledged(let acknowledged):
-            node.append(.alertAcknowledged(acknowledged), time: report.timeMicroseconds)
-            let ours = UInt32(truncatingIfNeeded: node.nodeID) == UInt32(truncatingIfNeeded: id.origin)
-            node.logger.notice(ours ? "our alert was acknowledged by another box" : "alert acknowledged over the air",
+            context.append(.alertAcknowledged(acknowledged), time: report.timeMicroseconds)
+            let ours = UInt32(truncatingIfNeeded: context.nodeID) == UInt32(truncatingIfNeeded: id.origin)
+            context.logger.notice(ours ? "our alert was acknowledged by another box" : "alert acknowledged over the air",
                                metadata: ["alert": "\(id.text)", "hops": "\(acknowledged.hops)"])
         }
     }
@@ -192,14 +207,14 @@ final class AirAlerts: NodeComponent {
     /// allowance like a new alert (a stolen box could otherwise step its alerts' expiries).
     private func renewIfLater(_ heard: HeardFrame, from report: AdvertisingReport) {
         let frame = heard.frame
-        guard !frame.type.refersToAnotherAlert, let entry = node.projections.alerts.alerts[frame.id.text], !entry.cancelled,
+        guard !frame.type.refersToAnotherAlert, let entry = context.projections.alerts.alerts[frame.id.text], !entry.cancelled,
               !entry.raisedHere, entry.expiresAtMicroseconds != 0 else { return }
         let offered = UInt64(frame.expirySeconds) * 1_000_000
         guard offered >= entry.expiresAtMicroseconds &+ 1_800_000_000 else { return }
-        guard !node.pending.containsReceived(frame.id), case .alert(var alert) = frame.meaning(heardFrom: report.address),
+        guard !context.pending.containsReceived(frame.id), case .alert(var alert) = frame.meaning(heardFrom: report.address),
               air.admitNew(heard, monotonic: monotonicMicroseconds, renewal: true) else { return }
         alert.text = "renewed over the air by \(formatAddress(report.address))"
-        node.append(.alertReceived(alert), time: report.timeMicroseconds)
+        context.append(.alertReceived(alert), time: report.timeMicroseconds)
     }
 
     /// The radio confirmed a payload on the air: an SOS (or its cancel) raised here has left the
@@ -207,25 +222,25 @@ final class AirAlerts: NodeComponent {
     func settleBroadcast(_ payload: [UInt8]) {
         for (b, p) in onAir where p == payload && b.hops == 0 && b.kind == AlertKind.sos.rawValue && !b.isAcknowledgement {
             let entry = "sos/\(b.idText)/\(b.isCancel ? "cancelled" : "raised")"
-            guard let e = node.projections.outbox.entries[entry], !e.delivered, !node.deliveries.inFlight(entry) else { continue }
-            node.deliveries.record(entry: entry, attempt: e.attempts + 1, delivered: true, notifier: "radio", error: "")
+            guard let e = context.projections.outbox.entries[entry], !e.delivered, !deliveries.inFlight(entry) else { continue }
+            deliveries.record(entry: entry, attempt: e.attempts + 1, delivered: true, notifier: "radio", error: "")
         }
     }
 
     /// Gives the radio what to advertise now and arms the timer for the next change.
     private func reconcileAirtime() {
-        guard !node.stopping else { return }
-        let now = node.clock.nowMicroseconds()
-        air.prune(node.projections.alerts, now: now)
-        let (plan, frames) = air.plan(node.projections, nowMicroseconds: now, monotonic: monotonicMicroseconds, nodeID: node.nodeID,
-                                      connectable: node.connections.connectableAdvertisement)
+        guard !context.stopping else { return }
+        let now = context.clock.nowMicroseconds()
+        air.prune(context.projections.alerts, now: now)
+        let (plan, frames) = air.plan(context.projections, nowMicroseconds: now, monotonic: monotonicMicroseconds, nodeID: context.nodeID,
+                                      connectable: connectableAdvertisement())
         onAir = frames
         let relayed = Set(frames.filter { $0.broadcast.hops > 0 }.map { "\($0.broadcast.idText) \($0.broadcast.hops) \($0.broadcast.isCancel) \($0.broadcast.isAcknowledgement)" })
         relaysStarted &+= UInt64(relayed.subtracting(relaying).count)
         relaying = relayed
-        node.radio.advertise(plan)
-        if let next = air.nextChange(node.projections, nowMicroseconds: now, nodeID: node.nodeID) {
-            node.scheduler.schedule(Self.airtimeTimer, atNanoseconds: node.monotonicDeadline(forWallMicroseconds: next))
+        radio.advertise(plan)
+        if let next = air.nextChange(context.projections, nowMicroseconds: now, nodeID: context.nodeID) {
+            context.scheduler.schedule(Self.airtimeTimer, atNanoseconds: context.monotonicDeadline(forWallMicroseconds: next))
         }
     }
 

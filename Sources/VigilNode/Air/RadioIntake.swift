@@ -8,48 +8,52 @@ import VigilSystem
 /// keeps failing or hangs up is dropped from the loop and logged; the node goes on (alarms, the
 /// ladder and the log do not need it), and recovery is the adapter's job.
 final class RadioIntake: NodeComponent {
-    unowned let node: Node
+    unowned let context: any RadioIntakeContext
+    let radio: any RadioAdapter
+    /// Frames heard go there first; the radio's confirmations of this box's own too.
+    let airAlerts: AirAlerts
     private(set) var scanWindow: ScanWindow
     private var reports: [RadioOutput] = []
     private var reads = DeviceReads()
     static let closeWindowTimer = Scheduler.Timer("close-scan-window")
 
-    init(node: Node) {
-        self.node = node
-        scanWindow = ScanWindow(durationMicroseconds: node.configuration.scanWindowMicroseconds,
-                                vigilUUID: node.configuration.airAlerts.serviceUUID)
+    init(context: any RadioIntakeContext, radio: any RadioAdapter, airAlerts: AirAlerts, scanWindowMicroseconds: UInt64, vigilUUID: UInt16) {
+        self.context = context
+        self.radio = radio
+        self.airAlerts = airAlerts
+        scanWindow = ScanWindow(durationMicroseconds: scanWindowMicroseconds, vigilUUID: vigilUUID)
     }
 
     func open() throws(NodeError) {
-        node.scheduler.register(Self.closeWindowTimer) { [unowned self] in closeScanWindow() }
+        context.scheduler.register(Self.closeWindowTimer) { [unowned self] in closeScanWindow() }
         do {
-            try node.radio.start()
+            try radio.start()
         } catch {
             throw .radio("\(error)")
         }
-        guard node.loop.watch(node.radio.descriptor, "the radio", handler: { [unowned self] events in readable(events) }) else {
+        guard context.watch(radio.descriptor, "the radio", handler: { [unowned self] events in readable(events) }) else {
             throw .radio("the radio's descriptor cannot be watched")
         }
     }
 
     func start() throws(NodeError) {
         // An adapter that does not report its own state (the simulation) is on once started.
-        if !node.radio.reportsState {
+        if !radio.reportsState {
             var radioOn = RadioStateChanged()
             radioOn.state = .on
-            radioOn.adapter = node.radio.name
+            radioOn.adapter = radio.name
             radioOn.reason = "started"
-            node.append(.radioStateChanged(radioOn))
+            context.append(.radioStateChanged(radioOn), time: nil)
         }
     }
 
     private func readable(_ events: UInt32) {
-        guard !node.stopping else { return }
+        guard !context.stopping else { return }
         reports.removeAll(keepingCapacity: true)
-        let node = self.node
-        if let gone = reads.read(events: events, { try node.radio.readReady(into: &reports) }, failed: { error in
-            node.counters.radioErrors += 1
-            node.logger.error("radio read failed", metadata: ["error": "\(error)"])
+        let radio = self.radio
+        if let gone = reads.read(events: events, { try radio.readReady(into: &reports) }, failed: { [context] error in
+            context.countRadioReadError()
+            context.logger.error("radio read failed", metadata: ["error": "\(error)"])
         }) {
             dropRadio(error: gone)
         }
@@ -59,56 +63,56 @@ final class RadioIntake: NodeComponent {
     private func handle(_ output: RadioOutput) {
         switch output {
         case .report(let report):
-            node.counters.reports += 1
-            node.airAlerts.inspect(report)
+            context.countRadioReport()
+            airAlerts.inspect(report)
             let wasOpen = scanWindow.openedAt != nil
             if let hit = scanWindow.add(report) {
-                if node.append(.scanHit(hit), time: report.timeMicroseconds) != nil { node.counters.scanHitsLogged &+= 1 }
+                if context.append(.scanHit(hit), time: report.timeMicroseconds) != nil { context.countScanHitsLogged(1) }
             } else if !wasOpen, let closesAt = scanWindow.closesAt {
                 // The window is measured in real time, as the radio hears (not divided by the
                 // clock's rate under --time-scale).
-                let now = node.clock.nowMicroseconds()
-                node.scheduler.schedule(Self.closeWindowTimer, afterNanoseconds: (closesAt > now ? closesAt - now : 0) &* 1_000)
+                let now = context.clock.nowMicroseconds()
+                context.scheduler.schedule(Self.closeWindowTimer, afterNanoseconds: (closesAt > now ? closesAt - now : 0) &* 1_000)
             }
         case .stateChanged(let state, let reason):
             var change = RadioStateChanged()
             change.state = state
-            change.adapter = node.radio.name
+            change.adapter = radio.name
             change.reason = reason
-            node.append(.radioStateChanged(change))
-            if state == .on { node.logger.notice("radio on", metadata: ["reason": "\(reason)"]) } else {
-                node.logger.warning("radio \(state)", metadata: ["reason": "\(reason)"])
+            context.append(.radioStateChanged(change), time: nil)
+            if state == .on { context.logger.notice("radio on", metadata: ["reason": "\(reason)"]) } else {
+                context.logger.warning("radio \(state)", metadata: ["reason": "\(reason)"])
             }
         case .onAir(let payload):
-            node.airAlerts.settleBroadcast(payload)
+            airAlerts.settleBroadcast(payload)
         case .problem(let what):
-            node.logger.warning("radio: \(what)")
+            context.logger.warning("radio: \(what)")
         }
     }
 
     /// Stops watching a radio that keeps failing or hung up, and says so in the log.
     private func dropRadio(error: String) {
-        node.loop.unwatch(node.radio.descriptor, "the radio")
+        context.unwatch(radio.descriptor, "the radio")
         var change = RadioStateChanged()
         change.state = .unknown
-        change.adapter = node.radio.name
+        change.adapter = radio.name
         change.reason = "the radio stopped reporting: \(error)"
-        node.append(.radioStateChanged(change))
-        node.logger.critical("the radio no longer reports", metadata: ["error": "\(error)"])
+        context.append(.radioStateChanged(change), time: nil)
+        context.logger.critical("the radio no longer reports", metadata: ["error": "\(error)"])
     }
 
     /// Closes the open window now: on its timer, or early when the node stops (hits are never
     /// stamped with a time that has not happened yet).
     private func closeScanWindow() {
-        let (time, hits) = scanWindow.close(at: node.clock.nowMicroseconds())
+        let (time, hits) = scanWindow.close(at: context.clock.nowMicroseconds())
         guard !hits.isEmpty else { return }
         // The window's hits in one record (docs/log.md "The raw tier"), but a resident's tag's
         // sightings on their own: retention and compaction keep those (the ladder's data), and a
         // batch holding one would be kept whole.
-        let escalations = node.projections.escalations
+        let escalations = context.projections.escalations
         // A tag enrolled by an event not applied yet is a tag when the window's record is.
         var enrolling: Set<UInt64> = []
-        for e in node.pending.elements {
+        for e in context.pending.elements {
             switch e.body {
             case .residentEnrolled(let r), .residentUpdated(let r): if r.bleTag != 0 { enrolling.insert(r.bleTag & 0xFFFF_FFFF_FFFF) }
             default: break
@@ -122,19 +126,19 @@ final class RadioIntake: NodeComponent {
             if escalations.wasEverTag(address) || enrolling.contains(address) { tagSightings.append(hit) } else { others.append(hit) }
         }
         let (batch, unpackable) = ScanBatch.packing(others)
-        if batch.count > 0, node.append(.scanBatch(batch), time: time) != nil { node.counters.scanHitsLogged &+= UInt64(batch.count) }
-        for hit in tagSightings + unpackable where node.append(.scanHit(hit), time: time) != nil { node.counters.scanHitsLogged &+= 1 }
+        if batch.count > 0, context.append(.scanBatch(batch), time: time) != nil { context.countScanHitsLogged(UInt64(batch.count)) }
+        for hit in tagSightings + unpackable where context.append(.scanHit(hit), time: time) != nil { context.countScanHitsLogged(1) }
     }
 
     func stop() {
-        node.radio.stop()
-        node.loop.unwatch(node.radio.descriptor, "the radio")
-        node.scheduler.cancel(Self.closeWindowTimer)
+        radio.stop()
+        context.unwatch(radio.descriptor, "the radio")
+        context.scheduler.cancel(Self.closeWindowTimer)
         closeScanWindow()
         var off = RadioStateChanged()
         off.state = .off
-        off.adapter = node.radio.name
+        off.adapter = radio.name
         off.reason = NodeHealth.radioStopReason
-        node.append(.radioStateChanged(off))
+        context.append(.radioStateChanged(off), time: nil)
     }
 }

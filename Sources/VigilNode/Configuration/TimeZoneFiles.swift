@@ -39,18 +39,24 @@ public enum TimeZoneFiles {
 /// Loads a zone's rules as soon as a resident starts using it (`vigil resident set --time-zone`),
 /// so the next deadline is computed with them; and says which zones are missing.
 final class TimeZoneWatch: NodeComponent {
-    unowned let node: Node
+    unowned let context: any NodeContext
     private var warned: Set<String> = []
+    /// Loads the rules of every zone residents use into the ladder's context (`Node.refreshLadderContext`):
+    /// the one write to the projections outside an event, kept in the node that owns them.
+    private let refreshLadderContext: () -> Void
 
-    init(node: Node) { self.node = node }
+    init(context: any NodeContext, refreshLadderContext: @escaping () -> Void) {
+        self.context = context
+        self.refreshLadderContext = refreshLadderContext
+    }
 
     func start() throws(NodeError) { check() }
 
     func applied(_ event: Event) {
         switch event.body {
         case .residentEnrolled(let r), .residentUpdated(let r):
-            if !r.timeZone.isEmpty, node.projections.escalations.context.zones[r.timeZone] == nil {
-                node.refreshLadderContext()
+            if !r.timeZone.isEmpty, context.projections.escalations.context.zones[r.timeZone] == nil {
+                refreshLadderContext()
                 check()
             }
         default:
@@ -59,9 +65,9 @@ final class TimeZoneWatch: NodeComponent {
     }
 
     private func check() {
-        for zone in node.projections.escalations.missingZones where !warned.contains(zone) {
+        for zone in context.projections.escalations.missingZones where !warned.contains(zone) {
             warned.insert(zone)
-            node.logger.warning("time zone rules missing: quiet times use the fixed UTC offset", metadata: [
+            context.logger.warning("time zone rules missing: quiet times use the fixed UTC offset", metadata: [
                 "zone": "\(zone)", "looked_in": "\(TimeZoneFiles.directory)",
             ])
         }

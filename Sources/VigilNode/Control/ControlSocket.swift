@@ -13,7 +13,7 @@ final class ControlServer {
 
     private let listener: FileDescriptor
     private let path: String
-    private let loop: EventLoop
+    private let loop: any DescriptorWatch
     private let clock: any MonotonicClock
     private final class Connection {
         let fd: FileDescriptor
@@ -40,7 +40,7 @@ final class ControlServer {
     private(set) var refusedPeers = 0
     private let onRefused: (_ user: UInt32?, _ total: Int) -> Void
 
-    init(path: String, loop: EventLoop, clock: any MonotonicClock, allowedUsers: Set<UInt32> = [UInt32(geteuid()), 0],
+    init(path: String, loop: any DescriptorWatch, clock: any MonotonicClock, allowedUsers: Set<UInt32> = [UInt32(geteuid()), 0],
          onRefused: @escaping (_ user: UInt32?, _ total: Int) -> Void = { _, _ in },
          answer: @escaping (NodeCommand) -> Answer) throws(SystemError) {
         self.path = path
@@ -50,7 +50,7 @@ final class ControlServer {
         self.allowedUsers = allowedUsers
         self.onRefused = onRefused
         listener = try UnixSocket.listen(path: path, mode: 0o600)
-        guard loop.watch(listener.rawValue, "the control socket", handler: { [unowned self] _ in acceptAll() }) else {
+        guard loop.watch(listener.rawValue, "the control socket", events: Epoll.readable, handler: { [unowned self] _ in acceptAll() }) else {
             throw SystemError("epoll_ctl(ADD)", path, errno: .invalid)
         }
     }
@@ -80,7 +80,7 @@ final class ControlServer {
             let fd = connection.rawValue
             let entry = Connection(connection, at: clock.nowNanoseconds())
             connections[fd] = entry
-            if !loop.watch(fd, "a control connection", handler: { [unowned self] _ in readable(fd) }) {
+            if !loop.watch(fd, "a control connection", events: Epoll.readable, handler: { [unowned self] _ in readable(fd) }) {
                 connections[fd] = nil
             }
         }

@@ -93,7 +93,13 @@ public final class SnapshotFeed: Sendable {
 /// that changed what the page shows, no more often than every 250 ms, so an SOS reaches a viewer
 /// at once and a crowded radio costs at most four small snapshots a second.
 final class SnapshotPublisher: NodeComponent {
-    unowned let node: Node
+    unowned let context: any NodeContext
+    /// Where the page and the API read them.
+    let feed: SnapshotFeed
+    /// What the LEDs and buzzer are driven to now: a change is published like an event's.
+    private let outputs: () -> [OutputLine: OutputDecision]
+    /// The live view of the node now (`Node.snapshot`).
+    private let snapshot: () -> NodeSnapshot
     /// Before the log is open too: the page shows the box from the first second.
     var runsBeforeLogOpen: Bool { true }
     static let timer = Scheduler.Timer("page-snapshot")
@@ -107,41 +113,47 @@ final class SnapshotPublisher: NodeComponent {
     /// rate against.
     private(set) var published: [UInt64] = []
 
-    init(node: Node) { self.node = node }
+    init(context: any NodeContext, feed: SnapshotFeed, outputs: @escaping () -> [OutputLine: OutputDecision],
+         snapshot: @escaping () -> NodeSnapshot) {
+        self.context = context
+        self.feed = feed
+        self.outputs = outputs
+        self.snapshot = snapshot
+    }
 
     func start() throws(NodeError) {
-        node.scheduler.register(Self.timer) { [unowned self] in publish() }
+        context.scheduler.register(Self.timer) { [unowned self] in publish() }
         started = true
         reconcile()
     }
 
     func reconcile() {
-        guard started, node.snapshots.isActive else { return }
-        let changed = node.projections.appliedThrough != lastSequence || node.patterns.decisions != lastOutputs
-        let now = node.monotonic.nowNanoseconds()
+        guard started, feed.isActive else { return }
+        let changed = context.projections.appliedThrough != lastSequence || outputs() != lastOutputs
+        let now = context.monotonic.nowNanoseconds()
         guard let last = lastPublishedNanoseconds else { return publish() }
         guard changed else { return }
         let due = last &+ Self.minimumIntervalNanoseconds
-        if now >= due { publish() } else { node.scheduler.schedule(Self.timer, atNanoseconds: due) }
+        if now >= due { publish() } else { context.scheduler.schedule(Self.timer, atNanoseconds: due) }
     }
 
     /// Builds and publishes a snapshot now, and arms the heartbeat.
     private func publish() {
-        guard started, node.snapshots.isActive else { return }
-        let now = node.monotonic.nowNanoseconds()
+        guard started, feed.isActive else { return }
+        let now = context.monotonic.nowNanoseconds()
         lastPublishedNanoseconds = now
         if published.count == 64 { published.removeFirst() }
         published.append(now)
-        lastSequence = node.projections.appliedThrough
-        lastOutputs = node.patterns.decisions
-        node.snapshots.publish(node.snapshot())
-        node.scheduler.schedule(Self.timer, atNanoseconds: now &+ Self.heartbeatNanoseconds)
+        lastSequence = context.projections.appliedThrough
+        lastOutputs = outputs()
+        feed.publish(snapshot())
+        context.scheduler.schedule(Self.timer, atNanoseconds: now &+ Self.heartbeatNanoseconds)
     }
 
     func stop() {
         started = false
-        node.scheduler.cancel(Self.timer)
-        node.snapshots.finish()
+        context.scheduler.cancel(Self.timer)
+        feed.finish()
     }
 }
 

@@ -8,7 +8,8 @@ import VigilHubProtocol
 /// position (one `HubReceived` event), so an item is applied once even when the feed is read
 /// again after a crash.
 final class DownlinkWorker: @unchecked Sendable {
-    let node: Node
+    let sink: HubSink
+    let nodeID: UInt64
     let choice: HubChoice
     let logger: Logger
     let problems: HubProblems
@@ -20,11 +21,12 @@ final class DownlinkWorker: @unchecked Sendable {
     /// Seconds a hub without streams may hold a poll open (under the client's 30 s read timeout).
     static let pollSeconds = 25
 
-    init(node: Node, choice: HubChoice, problems: HubProblems, generation: UInt64, logger: Logger) {
-        self.node = node
+    init(sink: HubSink, nodeID: UInt64, choice: HubChoice, problems: HubProblems, logger: Logger) {
+        self.sink = sink
+        self.nodeID = nodeID
         self.choice = choice
         self.problems = problems
-        self.generation = generation
+        self.generation = sink.generation
         self.logger = logger
     }
 
@@ -44,7 +46,7 @@ final class DownlinkWorker: @unchecked Sendable {
                 // One stream, line after line; a rewind (or the stream's end) opens the next.
                 let opened = ContinuousClock.now
                 var rewound = false
-                let followed = try await hub.client.followFeed(node: node.nodeID, after: mark.feedCursor,
+                let followed = try await hub.client.followFeed(node: nodeID, after: mark.feedCursor,
                                                     at: mark.feedCursor > 0 && mark.feedCursorDigest != 0 ? mark.feedCursorDigest : nil,
                                                     wait: Self.pollSeconds) { answer in
                     retry.succeeded()
@@ -101,7 +103,7 @@ final class DownlinkWorker: @unchecked Sendable {
         var after: UInt64 = 0
         var bytes = 0
         while bytes < Self.maximumCatchUpBytes {
-            let page = try await client.feed(node: node.nodeID, after: after, wait: 0)
+            let page = try await client.feed(node: nodeID, after: after, wait: 0)
             bodies += Self.received(page.items, after: after, hub: fingerprint, replayed: true)
             bytes += page.items.reduce(0) { $0 + $1.payload.utf8.count }
             guard let last = page.items.last?.position, last > after else { break }
@@ -138,8 +140,7 @@ final class DownlinkWorker: @unchecked Sendable {
 
     /// Appends on the loop and waits for the snapshot in which they applied; a refusal throws.
     private func append(_ bodies: [EventBody], until applied: (UplinkSnapshot) -> Bool, from mark: UplinkSnapshot) async throws -> UplinkSnapshot {
-        let generation = self.generation
-        node.onLoop { node in node.uplink.append(forWorker: bodies, generation: generation) }
+        sink.append(bodies)
         var latest = mark
         while !applied(latest) {
             guard let next = await snapshots.next() else { throw CancellationError() }

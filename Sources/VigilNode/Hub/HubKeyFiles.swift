@@ -7,6 +7,7 @@ import VigilExposure
 import VigilHex
 import VigilHubProtocol
 import VigilLog
+import VigilSystem
 
 /// What the key-file worker needs of the node's state, as of one loop turn: the oldest offer
 /// not yet settled, and the exposures already logged (so a file matched again, after a crash
@@ -36,7 +37,11 @@ struct KeyFileJob: Sendable {
 /// - A failure of the box's own (its log unreadable, the matcher) is retried a few times, then
 ///   the file is refused with the error, so one file cannot hold up every later one.
 final class KeyFileWorker: @unchecked Sendable {
-    let node: Node
+    let sink: HubSink
+    let nodeID: UInt64
+    let clock: any WallClock
+    /// The log the contacts are rebuilt from, in read transactions of the worker's own.
+    let log: EventLog
     let choice: HubChoice
     let logger: Logger
     let problems: HubProblems
@@ -50,16 +55,20 @@ final class KeyFileWorker: @unchecked Sendable {
     /// Tries of one file that failed for a reason of the box's own, before it is refused.
     static let localAttempts = 5
 
-    init(node: Node, choice: HubChoice, problems: HubProblems, generation: UInt64, logger: Logger) {
-        self.node = node
+    init(sink: HubSink, nodeID: UInt64, clock: any WallClock, log: EventLog, exposure: ExposureSettings, choice: HubChoice,
+         problems: HubProblems, logger: Logger) {
+        self.sink = sink
+        self.nodeID = nodeID
+        self.clock = clock
+        self.log = log
         self.choice = choice
         self.problems = problems
-        self.generation = generation
+        self.generation = sink.generation
         self.logger = logger
-        settings = node.configuration.exposure.contacts
-        toleranceMicroseconds = node.configuration.exposure.matchToleranceMicroseconds
+        settings = exposure.contacts
+        toleranceMicroseconds = exposure.matchToleranceMicroseconds
         do {
-            verifier = .success(ExportSignatureVerifier(keys: try ExposureKeyMatching.verificationKeys(node.configuration.exposure.verificationKeys)))
+            verifier = .success(ExportSignatureVerifier(keys: try ExposureKeyMatching.verificationKeys(exposure.verificationKeys)))
         } catch {
             verifier = .failure(error)
         }
@@ -122,10 +131,7 @@ final class KeyFileWorker: @unchecked Sendable {
                     }
                 }
                 guard !Task.isCancelled else { return }
-                let generation = self.generation
-                let (accepted, refusals) = await withCheckedContinuation { (c: CheckedContinuation<(Bool, UInt64), Never>) in
-                    node.onLoop { node in c.resume(returning: node.uplink.append(forKeyFiles: bodies, generation: generation)) }
-                }
+                let (accepted, refusals) = await sink.appendKeyFileEvents(bodies)
                 guard accepted else {
                     guard await retry.wait(after: HubAppendRefused(), "hub: the log refused a key file's events; retrying", logger) else { return }
                     continue
@@ -157,7 +163,7 @@ final class KeyFileWorker: @unchecked Sendable {
                 verifier: ExportSignatureVerifier) async throws -> [EventBody] {
         let refused = { (reason: String) -> [EventBody] in [.exposureKeysMatched(self.refusal(of: offer, reason))] }
         let retention = settings.retentionMicroseconds
-        let now = node.clock.nowMicroseconds()
+        let now = clock.nowMicroseconds()
         if now > offer.offeredMicroseconds, now - offer.offeredMicroseconds > retention {
             return refused("offered more than the contact retention ago (\(retention / 86_400_000_000) days): nothing it could match is kept")
         }
@@ -177,7 +183,7 @@ final class KeyFileWorker: @unchecked Sendable {
             return refused("\(error)")
         }
         let source = "hub:" + offer.name
-        let (log, settings, tolerance, expected) = (node.log, settings, toleranceMicroseconds, offer.sha256Hex)
+        let (log, settings, tolerance, expected) = (log, settings, toleranceMicroseconds, offer.sha256Hex)
         let checked: Result<(ExposureKeyMatching.Outcome, ImportedDiagnosisKeys), KeyFileUntrusted> = try await Self.onOwnThread {
             let sha = Hex.encode(Array(SHA256.hash(data: bin)))
             guard sha == expected else {
@@ -222,7 +228,7 @@ final class KeyFileWorker: @unchecked Sendable {
     private func fetch(_ file: UInt64, signature: Bool, limit: Int) async throws(HubClient.Failure) -> [UInt8]? {
         let (index, hub) = choice.current()
         do {
-            let bytes = try await hub.client.keyFilePart(node: node.nodeID, file: file, signature: signature, limit: limit)
+            let bytes = try await hub.client.keyFilePart(node: nodeID, file: file, signature: signature, limit: limit)
             choice.answered(index)
             return bytes
         } catch {

@@ -13,7 +13,22 @@ import VigilLog
 /// read transactions, talks HTTPS, and never touches the node's state, so a slow or absent hub
 /// never holds up the loop.
 final class HubUplink: NodeComponent {
-    unowned let node: Node
+    /// What the sync needs of the configuration.
+    struct Settings {
+        /// Where `hub.json` is.
+        var dataDirectory: String
+        /// `site.name` and `site.location`: sent with every batch, and the nearest hub chosen by it.
+        var site: (name: String, location: String)
+        var policy: SharePolicy
+        /// The key-file worker's: contacts, tolerance, verification keys.
+        var exposure: ExposureSettings
+    }
+
+    unowned let context: any LogMaintenanceContext
+    let settings: Settings
+    /// The hub's time, read over its pinned TLS: a time the box can vouch for when its own clock
+    /// is not synchronised (`AirAlerts.hubTime`). From the workers' threads.
+    private let heardTime: @Sendable (UInt64) -> Void
     private var worker: UplinkWorker?
     private var downlink: DownlinkWorker?
     private var keyFiles: KeyFileWorker?
@@ -35,11 +50,14 @@ final class HubUplink: NodeComponent {
     /// The key-file worker's appends the log refused (at once or at commit).
     private var keyFileRefusals: UInt64 = 0
 
-    init(node: Node) {
-        self.node = node
-        // Whoever waits on the node's state (tests, a page) hears when the sync starts or stops
-        // failing, though no event says so.
-        problems = HubProblems { [weak node] in node?.onLoop { $0.recheckState() } }
+    /// `problemsChanged`: whoever waits on the node's state (tests, a page) hears when the sync
+    /// starts or stops failing, though no event says so; called from the workers' threads.
+    init(context: any LogMaintenanceContext, settings: Settings, heardTime: @escaping @Sendable (UInt64) -> Void,
+         problemsChanged: @escaping @Sendable () -> Void) {
+        self.context = context
+        self.settings = settings
+        self.heardTime = heardTime
+        problems = HubProblems(changed: problemsChanged)
     }
 
     func open() throws(NodeError) {
@@ -48,15 +66,11 @@ final class HubUplink: NodeComponent {
 
     /// The hubs of `DATA/hub.json`, ordered for use; nil when the box has joined none.
     private func chooseHubs() throws(NodeError) -> HubChoice? {
-        let links = try HubLinks.load(dataDirectory: node.configuration.dataDirectory)
+        let links = try HubLinks.load(dataDirectory: settings.dataDirectory)
         guard !links.hubs.isEmpty else { return nil }
         do {
-            return try HubChoice(links: links.hubs, node: node.nodeID,
-                                 site: GeoPoint(text: node.configuration.projections.ladder.siteLocation),
-                                 clock: node.clock, logger: node.logger,
-                                 // The hub's time, read over its pinned TLS: a time the box can
-                                 // vouch for when its own clock is not synchronised.
-                                 heardTime: { [weak node] microseconds in node?.onLoop { $0.airAlerts.hubTime(microseconds) } })
+            return try HubChoice(links: links.hubs, node: context.nodeID, site: GeoPoint(text: settings.site.location),
+                                 clock: context.clock, logger: context.logger, heardTime: heardTime)
         } catch {
             throw .unsupported("DATA/hub.json: \(error)")
         }
@@ -69,12 +83,13 @@ final class HubUplink: NodeComponent {
             (worker, downlink, keyFiles) = (nil, nil, nil)
             return
         }
-        worker = UplinkWorker(node: node, choice: choice, log: node.log,
-                              policy: SharePolicy(shareContacts: node.configuration.hubShareContacts,
-                                                  shareOccupancy: node.configuration.hubShareOccupancy),
-                              problems: problems, generation: generation, logger: node.logger)
-        downlink = DownlinkWorker(node: node, choice: choice, problems: problems, generation: generation, logger: node.logger)
-        keyFiles = KeyFileWorker(node: node, choice: choice, problems: problems, generation: generation, logger: node.logger)
+        let sink = HubSink(context.loopBound(self), generation: generation)
+        let (nodeID, logger) = (context.nodeID, context.logger)
+        worker = UplinkWorker(sink: sink, nodeID: nodeID, choice: choice, log: context.log, policy: settings.policy, site: settings.site,
+                              problems: problems, logger: logger)
+        downlink = DownlinkWorker(sink: sink, nodeID: nodeID, choice: choice, problems: problems, logger: logger)
+        keyFiles = KeyFileWorker(sink: sink, nodeID: nodeID, clock: context.clock, log: context.log, exposure: settings.exposure,
+                                 choice: choice, problems: problems, logger: logger)
     }
 
     func start() throws(NodeError) {
@@ -133,16 +148,16 @@ final class HubUplink: NodeComponent {
         problems.reset()
         assemble(next)
         try start()
-        node.logger.notice("hub: the list of hubs changed; the sync starts again with it", metadata: ["hubs": "\(choice?.hubs.count ?? 0)"])
+        context.logger.notice("hub: the list of hubs changed; the sync starts again with it", metadata: ["hubs": "\(choice?.hubs.count ?? 0)"])
     }
 
     private func snapshot() -> UplinkSnapshot {
-        let book = node.projections.hub
+        let book = context.projections.hub
         // Running from memory, events past the last one stored are not in the log to upload: the
         // worker would look for them forever.
-        let stored = node.fromMemory?.lastStored ?? .max
+        let stored = context.fromMemory?.lastStored ?? .max
         return UplinkSnapshot(epoch: book.epoch, syncedThrough: book.syncedThrough,
-                              appliedThrough: min(node.projections.appliedThrough, stored),
+                              appliedThrough: min(context.projections.appliedThrough, stored),
                               urgent: urgent.filter { $0 <= stored }, feedCursor: book.feedCursor, feedCursorDigest: book.feedCursorDigest,
                               feedRewinds: book.feedRewinds, epochFirst: book.epochFirstSequence, refusals: refusals)
     }
@@ -163,7 +178,7 @@ final class HubUplink: NodeComponent {
     /// workers like one at commit (`refused`).
     func append(forWorker bodies: [EventBody], generation: UInt64) {
         guard generation == self.generation else { return }
-        for body in bodies where node.append(body) == nil {
+        for body in bodies where context.append(body, time: nil) == nil {
             appendRefused()
             return
         }
@@ -174,7 +189,7 @@ final class HubUplink: NodeComponent {
     /// refusals after it: the worker's mark for "applied, or refused since".
     func append(forKeyFiles bodies: [EventBody], generation: UInt64) -> (accepted: Bool, refusals: UInt64) {
         guard generation == self.generation else { return (false, keyFileRefusals) }
-        for body in bodies where node.append(body) == nil {
+        for body in bodies where context.append(body, time: nil) == nil {
             keyFileRefusals &+= 1
             return (false, keyFileRefusals)
         }
@@ -190,7 +205,7 @@ final class HubUplink: NodeComponent {
 
     /// The oldest key file offered and not settled, for the key-file worker.
     private func keyFileJob() -> KeyFileJob {
-        let book = node.projections.exposures
+        let book = context.projections.exposures
         let offer = book.nextKeyFileOffer
         return KeyFileJob(offer: offer, known: offer == nil ? [:] : ExposureKeyMatching.known(book), refusals: keyFileRefusals)
     }

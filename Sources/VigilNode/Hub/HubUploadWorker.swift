@@ -7,7 +7,8 @@ import VigilLog
 
 /// The upload loop beside the node's loop.
 final class UplinkWorker: @unchecked Sendable {
-    let node: Node
+    let sink: HubSink
+    let nodeID: UInt64
     let choice: HubChoice
     let log: EventLog
     let policy: SharePolicy
@@ -26,17 +27,18 @@ final class UplinkWorker: @unchecked Sendable {
     /// The set of workers it belongs to (`HubUplink.generation`).
     let generation: UInt64
 
-    init(node: Node, choice: HubChoice, log: EventLog, policy: SharePolicy, problems: HubProblems, generation: UInt64, logger: Logger) {
+    init(sink: HubSink, nodeID: UInt64, choice: HubChoice, log: EventLog, policy: SharePolicy, site: (name: String, location: String),
+         problems: HubProblems, logger: Logger) {
         retry = HubRetry(.upload, problems: problems)
-        self.generation = generation
-        self.node = node
+        self.generation = sink.generation
+        self.sink = sink
+        self.nodeID = nodeID
         self.choice = choice
         self.using = choice.current()
         self.log = log
         self.policy = policy
         self.logger = logger
-        let ladder = node.configuration.projections.ladder
-        site = (ladder.siteName, ladder.siteLocation)
+        self.site = site
     }
 
     /// The box's account of itself with a batch that ends at `through`.
@@ -113,7 +115,7 @@ final class UplinkWorker: @unchecked Sendable {
             let sequences = urgentPending
             let events = try read(sequences: Set(sequences))
             if !events.isEmpty {
-                let batch = UploadBatch(node: NodeIDText.format(node.nodeID), epoch: state.epoch, epochFirst: state.epochFirst,
+                let batch = UploadBatch(node: NodeIDText.format(nodeID), epoch: state.epoch, epochFirst: state.epochFirst,
                                         from: events[0].seq, through: events[events.count - 1].seq, urgent: true, events: events,
                                         box: report(through: state.syncedThrough))
                 _ = try await upload(batch)
@@ -128,7 +130,7 @@ final class UplinkWorker: @unchecked Sendable {
             emptyThrough = through
             return through < state.appliedThrough
         }
-        let batch = UploadBatch(node: NodeIDText.format(node.nodeID), epoch: state.epoch, epochFirst: state.epochFirst,
+        let batch = UploadBatch(node: NodeIDText.format(nodeID), epoch: state.epoch, epochFirst: state.epochFirst,
                                 from: from, through: through, events: events, box: report(through: through))
         guard let answer = try await upload(batch) else { return true }
         let covered = min(answer.heldThrough, batch.through)
@@ -180,7 +182,7 @@ final class UplinkWorker: @unchecked Sendable {
     /// Asks the hub what it holds of this box: more than the box's own log (a restored SD card)
     /// starts a new epoch, so no identity is used twice.
     private func checkHub() async throws {
-        let held = try await client.syncState(node: node.nodeID)
+        let held = try await client.syncState(node: nodeID)
         guard let mine = held.epochs.first(where: { $0.epoch == state.epoch }) else { return }
         let last = try log.read { try $0.lastSequence() }
         if mine.highest > last || mine.heldThrough > last {
@@ -196,7 +198,7 @@ final class UplinkWorker: @unchecked Sendable {
     /// remember fewer than the hub has).
     private func startEpoch(reason: HubEpochStarted.Reason, hubHeld: UInt64, known: SyncState? = nil) async throws {
         let held: SyncState
-        if let known { held = known } else { held = try await client.syncState(node: node.nodeID) }
+        if let known { held = known } else { held = try await client.syncState(node: nodeID) }
         var e = HubEpochStarted()
         e.hub = hub
         e.epoch = max(state.epoch, held.epochs.map(\.epoch).max() ?? 0) + 1
@@ -210,8 +212,7 @@ final class UplinkWorker: @unchecked Sendable {
     /// Appends on the loop and waits for a snapshot in which `done` holds (the event applied).
     private func appendAndWait(_ body: EventBody, until done: @escaping (UplinkSnapshot) -> Bool) async throws {
         let refusals = state.refusals
-        let generation = self.generation
-        node.onLoop { node in node.uplink.append(forWorker: [body], generation: generation) }
+        sink.append([body])
         while !done(state) {
             try Task.checkCancellation()
             guard let next = await snapshots.next() else { throw CancellationError() }

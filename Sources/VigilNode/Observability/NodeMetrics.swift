@@ -1,7 +1,6 @@
 import CoreMetrics
 import VigilCore
 import VigilEvents
-import VigilLog
 import VigilRadio
 
 /// The node's metrics (docs/page.md "Metrics"), recorded through swift-metrics' API: `vigil run` hands
@@ -13,8 +12,31 @@ import VigilRadio
 /// flushes, shed, refused, frames heard, HCI errors, radio state, backlogs), as deltas, so the
 /// counters only ever rise. On the loop.
 final class NodeMetrics: NodeComponent {
-    unowned let node: Node
+    /// What the other components report, read at each sample (the node gathers it: a component
+    /// never reaches another, decision 0008).
+    struct Readings {
+        var commits: UInt64 = 0
+        var flushes: UInt64 = 0
+        var shed: UInt64 = 0
+        var refused: UInt64 = 0
+        /// The HCI radio's hardware errors and command timeouts (0 for another radio).
+        var hciErrors: UInt64 = 0
+        /// Alert frames, by outcome (`frameOutcomes`).
+        var frames: [String: UInt64] = [:]
+        /// Nil when the hazard feed is off.
+        var hazardFeed: HazardFeedStatus?
+        /// Nil when no alarm centre is configured.
+        var alarmCentre: AlarmCentreStatus?
+        /// Nil when no notifier self-test is configured; else whether it passes.
+        var notifierTestPasses: Bool?
+        var callbacksTaken: UInt64 = 0
+        var callbacksRefused: UInt64 = 0
+        var hubJoined = false
+    }
+
+    unowned let context: any NodeContext
     private let factory: any MetricsFactory
+    private let readings: () -> Readings
     static let timer = Scheduler.Timer("metrics-sample")
     static let sampleNanoseconds: UInt64 = 1_000_000_000
 
@@ -45,9 +67,10 @@ final class NodeMetrics: NodeComponent {
         var callbacks: [String: UInt64] = [:]
     }
 
-    init(node: Node, factory: any MetricsFactory) {
-        self.node = node
+    init(context: any NodeContext, factory: any MetricsFactory, readings: @escaping () -> Readings) {
+        self.context = context
         self.factory = factory
+        self.readings = readings
         func counter(_ label: String, _ dimensions: [(String, String)] = []) -> Counter {
             Counter(label: label, dimensions: dimensions, factory: factory)
         }
@@ -58,8 +81,7 @@ final class NodeMetrics: NodeComponent {
         shed = counter("vigil_scan_records_shed_total")
         refused = counter("vigil_events_refused_total")
         hciErrors = counter("vigil_hci_errors_total")
-        frames = Dictionary(uniqueKeysWithValues: ["accepted", "duplicate", "forged", "stale", "malformed", "own-echo", "relayed",
-                                                          "forged-certificate", "revoked", "impersonation", "too-old", "shed", "unsigned", "over-rate"].map {
+        frames = Dictionary(uniqueKeysWithValues: Self.frameOutcomes.map {
             ($0, counter("vigil_alert_frames_total", [("outcome", $0)]))
         })
         radioUp = gauge("vigil_radio_up")
@@ -86,6 +108,17 @@ final class NodeMetrics: NodeComponent {
     static let feedOutcomes = ["psm", "tim", "other", "undecodable-psm", "undecodable-tim", "unknown-topic", "logged", "coalesced", "shed",
                                "ignored", "sent", "send-failed"]
 
+    static let frameOutcomes = ["accepted", "duplicate", "forged", "stale", "malformed", "own-echo", "relayed", "forged-certificate", "revoked",
+                                "impersonation", "too-old", "shed", "unsigned", "over-rate"]
+
+    /// The air link's counters by outcome, with the relays begun.
+    static func frameFigures(_ air: AirCounters, relaysStarted: UInt64) -> [String: UInt64] {
+        ["accepted": air.accepted, "duplicate": air.duplicates, "forged": air.forged, "stale": air.stale,
+         "malformed": air.malformed, "own-echo": air.ownEchoes, "relayed": relaysStarted,
+         "forged-certificate": air.forgedCertificates, "revoked": air.revoked, "impersonation": air.impersonations,
+         "too-old": air.tooOld, "shed": air.shed, "unsigned": air.unsigned, "over-rate": air.overRate]
+    }
+
     static let alarmCentreOutcomes = ["ack", "nak", "duh", "garbage", "silent", "closed", "unreachable"]
 
     static func alarmCentreFigures(_ s: AlarmCentreStatus) -> [String: UInt64] {
@@ -100,16 +133,16 @@ final class NodeMetrics: NodeComponent {
     }
 
     func start() throws(NodeError) {
-        node.scheduler.register(Self.timer) { [unowned self] in
+        context.scheduler.register(Self.timer) { [unowned self] in
             sample()
-            node.scheduler.schedule(Self.timer, afterNanoseconds: Self.sampleNanoseconds)
+            context.scheduler.schedule(Self.timer, afterNanoseconds: Self.sampleNanoseconds)
         }
         sample()
-        node.scheduler.schedule(Self.timer, afterNanoseconds: Self.sampleNanoseconds)
+        context.scheduler.schedule(Self.timer, afterNanoseconds: Self.sampleNanoseconds)
     }
 
     func stop() {
-        node.scheduler.cancel(Self.timer)
+        context.scheduler.cancel(Self.timer)
         sample()
     }
 
@@ -142,15 +175,9 @@ final class NodeMetrics: NodeComponent {
 
     /// The node's own counters, as deltas of what they had reached.
     private func sample() {
-        let log = node.log.statistics
-        var now = Sampled(commits: log.commits, flushes: log.flushes, shed: node.counters.shed, refused: node.counters.refused)
-        if let hci = (node.radio as? HCIRadio)?.counters { now.hciErrors = hci.hardwareErrors &+ hci.commandTimeouts }
-        let air = node.airAlerts.air.counters
-        now.frames = ["accepted": air.accepted, "duplicate": air.duplicates, "forged": air.forged, "stale": air.stale,
-                      "malformed": air.malformed, "own-echo": air.ownEchoes, "relayed": node.airAlerts.relaysStarted,
-                      "forged-certificate": air.forgedCertificates, "revoked": air.revoked, "impersonation": air.impersonations,
-                      "too-old": air.tooOld, "shed": air.shed, "unsigned": air.unsigned,
-                      "over-rate": air.overRate]
+        let r = readings()
+        var now = Sampled(commits: r.commits, flushes: r.flushes, shed: r.shed, refused: r.refused, hciErrors: r.hciErrors)
+        now.frames = r.frames
         func add(_ counter: Counter, _ new: UInt64, _ old: UInt64) {
             if new > old { counter.increment(by: Int64(clamping: new - old)) }
         }
@@ -160,28 +187,26 @@ final class NodeMetrics: NodeComponent {
         add(refused, now.refused, last.refused)
         add(hciErrors, now.hciErrors, last.hciErrors)
         for (outcome, counter) in frames { add(counter, now.frames[outcome] ?? 0, last.frames[outcome] ?? 0) }
-        if let status = node.hazardFeed.status {
+        if let status = r.hazardFeed {
             now.feed = Self.feedFigures(status.counters)
             for (outcome, counter) in feed { add(counter, now.feed[outcome] ?? 0, last.feed[outcome] ?? 0) }
             feedConnected.record(status.connected ? 1 : 0)
         }
-        if node.configuration.alarmCentre != nil {
-            let status = node.alarmCentre.status
+        if let status = r.alarmCentre {
             now.alarmCentre = Self.alarmCentreFigures(status)
             for (outcome, counter) in alarmCentre { add(counter, now.alarmCentre[outcome] ?? 0, last.alarmCentre[outcome] ?? 0) }
             alarmCentreUp.record(status.problem == nil ? 1 : 0)
         }
-        if node.notifierTest.configured { notifierTestUp.record(node.notifierTest.status.problem == nil ? 1 : 0) }
-        let callbackStatus = node.webhookCallbackStatus
-        now.callbacks = ["taken": callbackStatus?.taken ?? 0, "refused": callbackStatus?.refused ?? 0]
+        if let passes = r.notifierTestPasses { notifierTestUp.record(passes ? 1 : 0) }
+        now.callbacks = ["taken": r.callbacksTaken, "refused": r.callbacksRefused]
         for (outcome, counter) in callbacks { add(counter, now.callbacks[outcome] ?? 0, last.callbacks[outcome] ?? 0) }
         last = now
 
-        let p = node.projections
+        let p = context.projections
         radioUp.record(p.health.radioState == RadioState.on.rawValue ? 1 : 0)
         outboxBacklog.record(p.outbox.pending.count { $0.channel != .broadcast })
         // What the box tells its hub as its backlog: log positions no acknowledgement covers yet.
-        hubBacklog.record(p.hub.hub.isEmpty && !node.uplink.isJoined ? 0 : Int64(clamping: p.appliedThrough &- min(p.appliedThrough, p.hub.syncedThrough)))
+        hubBacklog.record(p.hub.hub.isEmpty && !r.hubJoined ? 0 : Int64(clamping: p.appliedThrough &- min(p.appliedThrough, p.hub.syncedThrough)))
         appliedThrough.record(Int64(clamping: p.appliedThrough))
         residentsEscalating.record(p.escalations.residents.values.count { $0.isEscalating || $0.step >= 3 })
         activeAlerts.record(p.alerts.active.count)
@@ -189,7 +214,7 @@ final class NodeMetrics: NodeComponent {
         let unanswered = open.filter(\.isUnanswered)
         callsOpen.record(open.count)
         callsUnanswered.record(unanswered.count)
-        let nowUs = node.clock.nowMicroseconds()
+        let nowUs = context.clock.nowMicroseconds()
         oldestUnansweredSeconds.record(Int64(clamping: unanswered.map { nowUs &- min(nowUs, $0.startedMicroseconds) }.max().map { $0 / 1_000_000 } ?? 0))
     }
 }

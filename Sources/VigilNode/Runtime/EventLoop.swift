@@ -1,12 +1,21 @@
 import VigilSystem
 
+/// Watches descriptors on the loop: what a server the loop drives needs of it (`ControlServer`),
+/// and part of every component's `NodeContext`. Loop-confined.
+protocol DescriptorWatch: AnyObject {
+    /// Watches `fd` for `events`; `handler` runs on the loop. False when the loop cannot (the
+    /// failure is reported and the node stops); the caller then closes `fd`.
+    func watch(_ fd: Int32, _ what: String, events: UInt32, handler: @escaping EventLoop.Handler) -> Bool
+    func unwatch(_ fd: Int32, _ what: String)
+}
+
 /// The node's one loop: an epoll set, a handler per watched descriptor, an eventfd that wakes it
 /// from other threads, and the work those threads hand over.
 ///
 /// Only the loop thread runs handlers, so the state they touch needs no locks; `owner` checks
 /// that in debug builds. Other threads talk to the loop through `perform` (a closure run on the
 /// loop) and `wake()`, never by touching its state.
-final class EventLoop: @unchecked Sendable {
+final class EventLoop: DescriptorWatch, @unchecked Sendable {
     typealias Handler = (_ events: UInt32) -> Void
 
     private let epoll: Epoll

@@ -7,7 +7,9 @@
 /// see: capturing `target` some other way; do not add an accessor for it.
 struct LoopBound<Target: AnyObject>: @unchecked Sendable {
     private let loop: EventLoop
-    private let target: Target
+    /// Weak: a helper thread outliving its node (a slow DNS lookup, a hub request) keeps nothing
+    /// alive, and a target that holds its own `LoopBound` makes no cycle.
+    private weak var target: Target?
 
     init(_ target: Target, on loop: EventLoop) {
         self.target = target
@@ -15,15 +17,25 @@ struct LoopBound<Target: AnyObject>: @unchecked Sendable {
     }
 
     /// Runs `work` on the loop, soon, with the target. Safe from any thread. Once the loop has
-    /// stopped, the work is never run (as with `Node.onLoop`).
+    /// stopped, or the target is gone, the work is never run (as with `Node.onLoop`).
     func send(_ work: @escaping @Sendable (Target) -> Void) {
-        let target = UncheckedTarget(target)
-        loop.perform { work(target.value) }
+        let bound = self
+        loop.perform {
+            guard let target = bound.target else { return }
+            work(target)
+        }
     }
-}
 
-/// Carries the target into the loop's closure; read there only.
-private struct UncheckedTarget<Value: AnyObject>: @unchecked Sendable {
-    let value: Value
-    init(_ value: Value) { self.value = value }
+    /// Runs `work` on the loop and hands its result back to an async caller; `gone` when the
+    /// target no longer exists. Misuse: awaiting this once the loop has stopped waits for ever
+    /// (the loop runs nothing more), so the caller must be a task the node cancels at its stop.
+    func ask<Answer: Sendable>(_ work: @escaping @Sendable (Target) -> Answer, orIfGone gone: Answer) async -> Answer {
+        let bound = self
+        return await withCheckedContinuation { (answer: CheckedContinuation<Answer, Never>) in
+            loop.perform {
+                guard let target = bound.target else { return answer.resume(returning: gone) }
+                answer.resume(returning: work(target))
+            }
+        }
+    }
 }

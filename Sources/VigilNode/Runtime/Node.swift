@@ -3,6 +3,7 @@ import Logging
 import VigilBoard
 import VigilCore
 import VigilEvents
+import VigilHubProtocol
 import VigilLog
 import VigilRadio
 import VigilSystem
@@ -54,8 +55,12 @@ public final class Node: @unchecked Sendable {
     // The components. Lazy because each holds the node, which exists only once every stored
     // property is set; `init` makes them all, in this order, before returning.
     private let initialAir: AirLink
-    private(set) lazy var intake = RadioIntake(node: self)
-    private(set) lazy var airAlerts = AirAlerts(node: self, air: initialAir)
+    private(set) lazy var intake = RadioIntake(context: self, radio: radio, airAlerts: airAlerts,
+                                               scanWindowMicroseconds: configuration.scanWindowMicroseconds,
+                                               vigilUUID: configuration.airAlerts.serviceUUID)
+    private(set) lazy var airAlerts: AirAlerts = AirAlerts(context: self, air: initialAir, settings: configuration.airAlerts,
+                                                dataDirectory: configuration.dataDirectory, radio: radio, deliveries: deliveries,
+                                                connectableAdvertisement: { [unowned self] in connections.connectableAdvertisement })
     private(set) lazy var buttons = Buttons(context: self, board: board, gestures: configuration.gestures,
                                             sosExpiryMicroseconds: configuration.sosExpiryMicroseconds,
                                             readFailed: { [unowned self] in counters.boardErrors += 1 })
@@ -77,19 +82,33 @@ public final class Node: @unchecked Sendable {
                                                   tags: configuration.exposure.contacts.tags)
     private(set) lazy var checkpoints = Checkpoints(context: self, intervalMicroseconds: configuration.checkpointIntervalMicroseconds,
                                                        everyEvents: configuration.checkpointEveryEvents)
-    private(set) lazy var control = ControlHandler(node: self)
+    private(set) lazy var control = ControlHandler(
+        context: self,
+        settings: .init(dataDirectory: configuration.dataDirectory, alarmCentreConfigured: configuration.alarmCentre != nil,
+                        maxAlertLifetimeMicroseconds: configuration.airAlerts.maxLifetimeMicroseconds),
+        targets: .init(connections: connections, chatCentral: chatCentral, alarmCentre: alarmCentre, notifierTest: notifierTest, uplink: uplink,
+                       board: board, callbackKey: callbackKey, hasShelterKey: { [unowned self] in airAlerts.hasKey },
+                       liveStatus: { [unowned self] in liveStatus() }, opening: { [unowned self] in opening }))
     private(set) lazy var downtime = DowntimeReport(context: self, reportAfterMicroseconds: configuration.downtimeReportAfterMicroseconds)
-    private(set) lazy var zones = TimeZoneWatch(node: self)
-    private(set) lazy var uplink = HubUplink(node: self)
+    private(set) lazy var zones = TimeZoneWatch(context: self, refreshLadderContext: { [unowned self] in refreshLadderContext() })
+    private(set) lazy var uplink = HubUplink(
+        context: self,
+        settings: .init(dataDirectory: configuration.dataDirectory,
+                        site: (configuration.projections.ladder.siteName, configuration.projections.ladder.siteLocation),
+                        policy: SharePolicy(shareContacts: configuration.hubShareContacts, shareOccupancy: configuration.hubShareOccupancy),
+                        exposure: configuration.exposure),
+        heardTime: { [weak self] microseconds in self?.onLoop { $0.airAlerts.hubTime(microseconds) } },
+        problemsChanged: { [weak self] in self?.onLoop { $0.recheckState() } })
     private(set) lazy var occupancy = OccupancySampler(context: self)
     private(set) lazy var logIntegrity = LogIntegrity(context: self, settings: .init(executable: configuration.logCheckExecutable,
                                                                                      dataDirectory: configuration.dataDirectory,
                                                                                      intervalMicroseconds: configuration.logCheckIntervalMicroseconds))
     private(set) lazy var serviceManager = ServiceNotifications(context: self, settings: configuration.serviceManager)
-    private(set) lazy var publisher = SnapshotPublisher(node: self)
+    private(set) lazy var publisher = SnapshotPublisher(context: self, feed: snapshots, outputs: { [unowned self] in patterns.decisions },
+                                                        snapshot: { [unowned self] in snapshot() })
     private(set) lazy var linkLedger = LinkLedger(context: self)
     private var linkAdapter: LinkAdapter { LinkAdapter(radio: configuration.radio, channel: configuration.hci.channel) }
-    private(set) lazy var connections = GATTLinks(context: self, settings: configuration.connections, adapter: linkAdapter, ledger: linkLedger,
+    private(set) lazy var connections: GATTLinks = GATTLinks(context: self, settings: configuration.connections, adapter: linkAdapter, ledger: linkLedger,
                                                   chatCentral: chatCentral,
                                                   connectionsChanged: { [unowned self] in airAlerts.connectionsChanged() })
     private(set) lazy var chatCentral = ChatCentral(context: self, settings: configuration.connections, adapter: linkAdapter, ledger: linkLedger)
@@ -97,7 +116,8 @@ public final class Node: @unchecked Sendable {
                                                               ledger: linkLedger, dataDirectory: configuration.dataDirectory)
     private(set) lazy var hazardFeed = HazardFeed(context: self, settings: configuration.hazardFeed, dataDirectory: configuration.dataDirectory,
                                                   configuredSite: configuration.projections.hazardSite)
-    private(set) lazy var metrics = NodeMetrics(node: self, factory: configuration.metrics ?? MetricsSystem.factory)
+    private(set) lazy var metrics = NodeMetrics(context: self, factory: configuration.metrics ?? MetricsSystem.factory,
+                                                 readings: { [unowned self] in metricsReadings() })
     /// Snapshots for servers beside the loop (the box's page); built once one asks.
     public let snapshots = SnapshotFeed()
     /// Set once the log stopped taking writes: the node runs on from memory (`RunningFromMemory`).

@@ -11,7 +11,7 @@ import VigilSystem
 ///
 /// Loop-confined, like the node: every member is called on the loop thread only. `Node` is the one
 /// conformer until the node splits into a Sendable handle and a loop-confined core (0008, step 9).
-protocol NodeContext: AnyObject {
+protocol NodeContext: DescriptorWatch {
     var nodeID: UInt64 { get }
     var clock: any WallClock { get }
     /// Nanoseconds that only move forward (timeouts, durations); the scheduler runs on it.
@@ -33,9 +33,6 @@ protocol NodeContext: AnyObject {
     func append(_ body: EventBody, time: UInt64?, sheddable: Bool) -> UInt64?
     /// Set when the log stopped taking writes and the node runs from memory.
     var fromMemory: RunningFromMemory? { get }
-    /// Watches a descriptor on the loop; false when the loop cannot (the caller then closes it).
-    func watch(_ fd: Int32, _ what: String, events: UInt32, handler: @escaping EventLoop.Handler) -> Bool
-    func unwatch(_ fd: Int32, _ what: String)
     /// Changes what a watched descriptor is watched for (a socket that has output waiting).
     /// False when the loop cannot; the failure is reported and the node stops.
     @discardableResult
@@ -58,6 +55,17 @@ protocol LogMaintenanceContext: NodeContext {
     var log: EventLog { get }
     /// A checkpoint was queued (`vigil status` counts them).
     func checkpointWritten()
+}
+
+/// The radio intake counts into the node's counters (`vigil status`, metrics): decision 0008's
+/// counter sink, as narrow as what it writes.
+protocol RadioIntakeContext: NodeContext {
+    /// A report came from the radio.
+    func countRadioReport()
+    /// A read of the radio failed.
+    func countRadioReadError()
+    /// Scan hits were logged (alone or in a batch).
+    func countScanHitsLogged(_ hits: UInt64)
 }
 
 extension NodeContext {
@@ -85,6 +93,12 @@ extension Node: NodeContext {
     func outputsMayHaveChanged() { reconcileOutputs() }
 
     func loopBound<Target: AnyObject>(_ target: Target) -> LoopBound<Target> { LoopBound(target, on: loop) }
+}
+
+extension Node: RadioIntakeContext {
+    func countRadioReport() { counters.reports &+= 1 }
+    func countRadioReadError() { counters.radioErrors &+= 1 }
+    func countScanHitsLogged(_ hits: UInt64) { counters.scanHitsLogged &+= hits }
 }
 
 extension Node: LogMaintenanceContext {
