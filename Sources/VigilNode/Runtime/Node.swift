@@ -19,6 +19,12 @@ import VigilSystem
 /// durably and reports through an eventfd → the node applies it to the projections, tells the
 /// components, and reconciles outputs. So projections, outputs and checkpoints only ever
 /// reflect durable events.
+///
+/// Three files: this one (state, components, the thread-safe entry points, the loop),
+/// NodeDurability.swift (appending, durability, a start that checks its log first) and
+/// NodeOutputs.swift (outputs, time, stopping). Their shared state is internal rather than
+/// private for that, and loop-confined like the rest: components never see it (they hold a
+/// `NodeContext`).
 public final class Node: @unchecked Sendable {
     public let configuration: NodeConfiguration
     public let nodeID: UInt64
@@ -27,8 +33,8 @@ public final class Node: @unchecked Sendable {
     let logger: Logger
     /// The log: a scratch one while a start checks and opens the real one (`LogOpening`), then
     /// the real one. Loop-owned once the loop runs.
-    private(set) var log: EventLog
-    private let lockFile: FileDescriptor
+    var log: EventLog
+    let lockFile: FileDescriptor
     public let radio: any RadioAdapter
     public let board: any BoardAdapter
     /// Signs and checks the take links of messages to webhooks (`WebhookCallbackRule`).
@@ -40,20 +46,20 @@ public final class Node: @unchecked Sendable {
     public internal(set) var projections: Projections
     var pending = PendingEvents()
     public internal(set) var counters = NodeCounters()
-    private(set) var stopping = false
-    private var finished = false
-    private var startedMonotonic: UInt64 = 0
-    private(set) var patterns = PatternDriver()
+    var stopping = false
+    var finished = false
+    var startedMonotonic: UInt64 = 0
+    var patterns = PatternDriver()
     /// Set when the node cannot go on safely (the log failed, the button died, the loop's own
     /// timer or epoll failed); `run` then stops and throws it, so the process exits non-zero and
     /// systemd restarts it from disk.
-    private var fatal: NodeError?
+    var fatal: NodeError?
     /// Waiting for nothing to be pending (`whenSettled`).
     private var settledWaiters: [@Sendable (Node) -> Void] = []
     private var stateWaiters: [(holds: @Sendable (Node) -> Bool, done: @Sendable (Node) -> Void)] = []
 
-    // The components. Lazy because each holds the node, which exists only once every stored
-    // property is set; `init` makes them all, in this order, before returning.
+    // The components. Lazy because each holds the node as its context, which exists only once
+    // every stored property is set; `init` makes them all, in this order, before returning.
     private let initialAir: AirLink
     private(set) lazy var intake = RadioIntake(context: self, radio: radio, airAlerts: airAlerts,
                                                scanWindowMicroseconds: configuration.scanWindowMicroseconds,
@@ -121,39 +127,39 @@ public final class Node: @unchecked Sendable {
     /// Snapshots for servers beside the loop (the box's page); built once one asks.
     public let snapshots = SnapshotFeed()
     /// Set once the log stopped taking writes: the node runs on from memory (`RunningFromMemory`).
-    private(set) var fromMemory: RunningFromMemory?
+    var fromMemory: RunningFromMemory?
     /// The log could not be written from the start (a read-only card): a restart cannot help,
     /// so the node never exits for one.
-    private var logUnwritableAtStart = false
+    var logUnwritableAtStart = false
     static let fromMemoryTimer = Scheduler.Timer("log-failed-restart")
     /// What the salvage at this start did, logged first once the loop runs.
     private var salvagedAtStart: SalvageReport?
     /// In the order they start, hear events and stop.
-    private var components: [any NodeComponent] = []
+    var components: [any NodeComponent] = []
     /// The components running: all of them, or before the log is open only those that
     /// `runsBeforeLogOpen`.
-    private var active: [any NodeComponent] = []
+    var active: [any NodeComponent] = []
     /// Set while this start checks and opens its log off the loop (decision 0002).
-    private(set) var opening: LogOpening?
+    var opening: LogOpening?
     /// After the log is taken over, the last event carried into it: outputs and effects wait
     /// until it is applied, so they never reflect the restored state without what happened
     /// before the open (red does not blink off between the two).
-    private var carriedThrough: UInt64?
+    var carriedThrough: UInt64?
     /// Events from before the open are being carried into the log and are not all applied:
     /// effects (messages, reports, outputs) wait, or they would act on half a state.
     var isCarrying: Bool { carriedThrough != nil }
     /// The highest alert counter used here, kept outside the log (`AlertCounterFloor`).
-    private var alertFloor: AlertCounterFloor
+    var alertFloor: AlertCounterFloor
     /// Appended as sheddable by their component (the hazard feed's reports) and not yet
     /// durable or refused: a refusal of one is not a critical event's.
-    private var sheddableAppended = Set<UInt64>()
+    var sheddableAppended = Set<UInt64>()
 
     // Crossing threads.
     /// Filled by the log's writer thread, emptied by the loop.
-    private final class CommitInbox: Sendable {
+    final class CommitInbox: Sendable {
         let reports = LockedValue<[CommitReport]>([])
     }
-    private let commitInbox = CommitInbox()
+    let commitInbox = CommitInbox()
     private let stopRequest = LockedValue<String?>(nil)
     /// Webhook callbacks the page refused before they reached the loop (`noteMalformedCallback`).
     let malformedCallbacks = LockedValue<UInt64>(0)
@@ -258,14 +264,14 @@ public final class Node: @unchecked Sendable {
     /// Nothing is written when the file covers the log, or when neither has a counter (a box
     /// that raised nothing keeps counting from 1). A missing file with counters in the log (a
     /// write that failed removes it) reserves a block above them, as a first alert would.
-    private func keepAlertCountersAboveTheFloor() {
+    func keepAlertCountersAboveTheFloor() {
         let highest = projections.alerts.highestCounterRaisedHere
         if (alertFloor.stored ?? 0) < highest { recordAlertFloor(highest) }
         pending.alertCounterFloor = max(highest, alertFloor.stored ?? 0)
     }
 
     /// The log writer's reports, handed to the loop.
-    private static func durableReports(to inbox: CommitInbox, waking loop: EventLoop) -> @Sendable (CommitReport) -> Void {
+    static func durableReports(to inbox: CommitInbox, waking loop: EventLoop) -> @Sendable (CommitReport) -> Void {
         { report in
             inbox.reports.withLock { $0.append(report) }
             loop.wake()
@@ -318,7 +324,7 @@ public final class Node: @unchecked Sendable {
     /// problems): they are asked again. On the loop.
     func recheckState() { callStateWaiters() }
 
-    private func callStateWaiters() {
+    func callStateWaiters() {
         guard !stateWaiters.isEmpty else { return }
         var waiting: [(holds: @Sendable (Node) -> Bool, done: @Sendable (Node) -> Void)] = []
         for w in stateWaiters {
@@ -426,342 +432,4 @@ public final class Node: @unchecked Sendable {
         stopRequest.withLock { if $0 == nil { $0 = reason } }
     }
 
-    // MARK: Appending and durability
-
-    /// Appends an event; it reaches the projections once the writer reports it durable.
-    /// `sheddable` (the hazard feed's reports) lets the log refuse it under load, as it does scan
-    /// data; nil is then returned and `counters.shed` counts it.
-    @discardableResult
-    func append(_ body: EventBody, time: UInt64? = nil, sheddable: Bool = false) -> UInt64? {
-        loop.owner.check("append")
-        var t = time ?? clock.nowMicroseconds()
-        if body.isSheddable {
-            // A clock stepped back past what compaction has done: the hit is logged at the start
-            // of the first slot not compacted, so a compaction reads it like any other (its own
-            // time was wrong by over an hour on one side of the step anyway).
-            var floor = UInt64(projections.retention.recentScanHits.floorSlot) &* SlotTally.slotMicroseconds
-            // A compaction not applied yet raises it too (its span's end).
-            for e in pending.elements { if case .scanSightings(let s) = e.body { floor = max(floor, s.spanEndUs) } }
-            if t < floor { t = floor }
-        }
-        if case .alertRaised(let a) = body, a.id.origin == nodeID { recordAlertFloor(a.id.counter) }
-        let (kind, payload) = EventCodec.encode(body)
-        do {
-            let seq = try log.append(LogRecord(kind: kind, timeMicroseconds: t, payload: payload),
-                                     priority: body.isSheddable || sheddable ? .sheddable : .critical)
-            pending.append(Event(sequence: seq, timeMicroseconds: t, body: body), atNanoseconds: monotonic.nowNanoseconds())
-            if sheddable { sheddableAppended.insert(seq) }
-            counters.appended += 1
-            metrics.appended(body.kind)
-            return seq
-        } catch .shed {
-            counters.shed += 1
-        } catch {
-            if let failure = log.failure {
-                let seq = appendInMemory(Event(sequence: 0, timeMicroseconds: t, body: body), failure: failure)
-                if sheddable { sheddableAppended.insert(seq) }
-                return seq
-            }
-            counters.refused += 1
-            logger.critical("event not logged", metadata: ["kind": "\(body.kind.name)", "error": "\(error)"])
-        }
-        return nil
-    }
-
-    /// The log has failed: the event takes the next sequence in memory and goes the way of a
-    /// durable one (applied, components told, outputs reconciled) on the next turn, through a
-    /// report like the writer's that names it refused; `drainDurable` takes refused events from
-    /// memory while the log is failed.
-    private func appendInMemory(_ event: Event, failure: LogError) -> UInt64 {
-        enterMemoryMode(failure)
-        var event = event
-        guard let sequence = fromMemory?.nextSequence(after: max(pending.last?.sequence ?? 0, projections.appliedThrough)) else {
-            return 0 // unreachable: enterMemoryMode has just set it
-        }
-        event.sequence = sequence
-        pending.append(event)
-        counters.appended += 1
-        commitInbox.reports.withLock { $0.append(CommitReport(durableThrough: event.sequence, refused: [event.sequence])) }
-        loop.wake()
-        return event.sequence
-    }
-
-    /// The card stopped taking writes (EIO from a write or a flush, a card gone read-only): the
-    /// log refuses everything from now on (docs/log.md "Failing safe"), and the node runs on from
-    /// memory so the button, the alarms and the radio keep working. Once only.
-    private func enterMemoryMode(_ failure: LogError) {
-        guard fromMemory == nil else { return }
-        // What the log holds: what the writer made durable before the failure, or, on a card
-        // read-only from the start, what was restored from it.
-        let lastStored = logUnwritableAtStart ? projections.appliedThrough : log.statistics.durableSequence
-        fromMemory = RunningFromMemory(since: clock.nowMicroseconds(), failure: failure.description, lastStored: lastStored)
-        logger.critical("the log stopped taking writes: running from memory (the button, alarms and radio work; nothing new is logged)",
-                        metadata: ["error": "\(failure)"])
-        scheduler.register(Self.fromMemoryTimer) { [unowned self] in
-            guard let memory = fromMemory else { return }
-            // Waiting ones count too: an SOS appended this turn is applied only on the next.
-            let waiting = pending.elements.contains { RunningFromMemory.mattersToPeople($0.body.kind) }
-            if memory.criticalTaken == 0 && !waiting {
-                fail(.log(failure)) // nothing would be lost: let systemd try the card again
-            } else {
-                logger.critical("staying up from memory: critical events are held only in memory; replace the card",
-                                metadata: ["critical_events": "\(memory.criticalTaken)"])
-            }
-        }
-        // The scratch log of a start still opening its log is not the card's log: the centre
-        // hears nothing, and no restart is armed (it would end the open).
-        guard opening == nil else { return }
-        alarmCentre.reportRunningFromMemory()
-        if !logUnwritableAtStart {
-            scheduler.schedule(Self.fromMemoryTimer, afterNanoseconds: configuration.logFailedRestartAfterMicroseconds &* 1_000)
-        }
-    }
-
-    // MARK: A start that checks its log first (decision 0002)
-
-    /// Starts the worker that checks, salvages if need be, opens and restores the real log.
-    private func beginOpening(_ opening: LogOpening) throws(NodeError) {
-        logger.notice("the last stop was not clean: the log is checked and opened beside the loop; the button, outputs and calls for help work meanwhile")
-        let loop = self.loop
-        do {
-            try opening.begin(configuration: configuration, logger: logger, onDurable: Self.durableReports(to: commitInbox, waking: loop),
-                              monotonic: monotonic) { loop.wake() }
-        } catch {
-            throw .system(error)
-        }
-    }
-
-    /// The worker is done and nothing is pending on the scratch log: the loop takes the real log
-    /// over in this one turn. The restored projections replace the scratch ones, what happened
-    /// meanwhile is appended to the real log in order, and the other components open and start.
-    private func completeOpening() {
-        guard let opening, let outcome = opening.takeOutcome() else { return }
-        opening.joinWorker()
-        let opened: LogOpening.OpenedLog
-        switch outcome {
-        case .failure(let error):
-            // As a start that cannot open its log always did: stop, and let systemd try again.
-            fail(error)
-            return
-        case .success(let o):
-            opened = o // the log is this node's now, not the opening's to close
-        }
-        opening.close()
-        self.opening = nil
-        log = opened.log
-        openLog.withLock { $0 = opened.log }
-        logUnwritableAtStart = log.failure != nil
-        projections = opened.projections
-        sheddableAppended.removeAll()
-        if fromMemory != nil {
-            // The scratch log failed: the real one is another log, and starts afresh.
-            fromMemory = nil
-            scheduler.cancel(Self.fromMemoryTimer)
-        }
-        keepAlertCountersAboveTheFloor()
-        if let salvaged = opened.salvaged {
-            append(.logSalvaged(LogRecovery.event(salvaged, trigger: "start")))
-        }
-        var silencesDropped = 0
-        for event in opening.held {
-            // A silence is not carried: it silences whatever sounds when it is applied, and the
-            // restored state may sound alarms nobody heard before the open. An alarm silenced
-            // before the open sounds again, until silenced again (fail loud).
-            if case .alarmAcknowledged = event.body {
-                silencesDropped += 1
-                continue
-            }
-            append(event.body, time: event.timeMicroseconds)
-        }
-        carriedThrough = pending.last?.sequence
-        let before = Set(active.map { ObjectIdentifier($0) })
-        do {
-            let rest = components.filter { !before.contains(ObjectIdentifier($0)) }
-            for component in rest { try component.open() }
-            active = components.filter { before.contains(ObjectIdentifier($0)) } + rest
-            for component in rest { try component.start() }
-            active = components
-        } catch {
-            fail(error)
-        }
-        logger.notice("the log is open: events taken meanwhile are appended to it", metadata: [
-            "seconds": "\(String(format: "%.2f", opened.seconds))", "carried": "\(opening.held.count)",
-            "not_carried": "\(opening.notCarried)", "applied_through": "\(projections.appliedThrough)",
-            "salvaged": "\(opened.salvaged != nil)",
-        ])
-        if silencesDropped > 0 {
-            logger.notice("alarms silenced before the log was open sound again until silenced again", metadata: ["silences": "\(silencesDropped)"])
-        }
-        if opening.notCarried > 0 {
-            logger.critical("events taken before the log was open were too many to carry into it", metadata: ["not_carried": "\(opening.notCarried)"])
-        }
-        if carriedThrough == nil { reconcile() }
-    }
-
-    /// Makes an alert counter used here durable outside the log, before the alert is appended
-    /// (`AlertCounterFloor`). A failure is logged: the alert matters more than the floor.
-    private func recordAlertFloor(_ counter: UInt32) {
-        do {
-            try alertFloor.record(counter)
-        } catch {
-            logger.error("cannot keep the alert counter outside the log; a start before its log is open may reuse an alert id",
-                         metadata: ["error": "\(error)"])
-        }
-    }
-
-    /// Applies what the writer reported durable, tells the components, and reconciles.
-    private func drainDurable() {
-        let reports = commitInbox.reports.withLock { r in
-            let taken = r
-            r.removeAll(keepingCapacity: true)
-            return taken
-        }
-        guard !reports.isEmpty else { return }
-        // Once the log failed, nothing above what the writer made durable before the failure will
-        // ever be stored, whichever report (the writer's or one from `appendInMemory`) covers it.
-        let failure = log.failure
-        let durableBeforeFailure = failure == nil ? UInt64.max : log.statistics.durableSequence
-        let now = monotonic.nowNanoseconds()
-        for report in reports {
-            let refused = Set(report.refused)
-            while let first = pending.first, first.sequence <= report.durableThrough {
-                let appendedAt = pending.firstAppendedAt ?? now
-                _ = pending.removeFirst()
-                let sheddable = first.body.isSheddable || sheddableAppended.remove(first.sequence) != nil
-                if let failure, refused.contains(first.sequence) || first.sequence > durableBeforeFailure {
-                    // Never stored, and nothing will be: taken from memory (the log failed).
-                    enterMemoryMode(failure)
-                    fromMemory?.took(first, sheddable: sheddable)
-                    projections.apply(.event(first))
-                    opening?.hold(first)
-                    for c in active { c.applied(first) }
-                    continue
-                }
-                if refused.contains(first.sequence) {
-                    counters.refused += 1
-                    if !sheddable {
-                        logger.critical("a critical event was refused by the log", metadata: [
-                            "kind": "\(first.body.kind.name)", "sequence": "\(first.sequence)",
-                        ])
-                    }
-                    for c in active { c.refused(first) }
-                    continue
-                }
-                metrics.acknowledged(afterNanoseconds: now >= appendedAt ? now - appendedAt : 0)
-                projections.apply(.event(first))
-                opening?.hold(first)
-                for c in active { c.applied(first) }
-            }
-            control.settle(durableThrough: report.durableThrough, refused: failure == nil ? refused : [],
-                           unlogged: fromMemory != nil)
-        }
-        if let failure { enterMemoryMode(failure) }
-        if let through = carriedThrough {
-            // The carried events are not all applied yet: effects wait for them.
-            if let first = pending.first, first.sequence <= through { return }
-            carriedThrough = nil
-        }
-        reconcile()
-    }
-
-    private func reconcile() {
-        reconcileOutputs()
-        for c in active { c.reconcile() }
-        callStateWaiters()
-    }
-
-    // MARK: Outputs
-
-    /// Derives the desired patterns from the projections (and what the node knows that is not an
-    /// event: the log's failure, the centre's link) and drives the board to match.
-    func reconcileOutputs() {
-        guard !isCarrying else { return }
-        patterns.update(OutputPolicy.decide(projections, running: !stopping, logFailure: fromMemory?.failure,
-                                            callPathProblem: callPathProblem),
-                        nowNanoseconds: monotonic.nowNanoseconds())
-        driveOutputs()
-    }
-
-    /// Why the box cannot call for help now, from its self-tests and the centre's link; nil: no
-    /// path is known to fail.
-    var callPathProblem: String? {
-        let problems = [configuration.alarmCentre == nil ? nil : alarmCentre.status.problem,
-                        notifierTest.configured ? notifierTest.status.problem : nil].compactMap { $0 }
-        return problems.isEmpty ? nil : problems.joined(separator: "; ")
-    }
-
-    /// Sets every line to its pattern's level now and arms the timer for the next change.
-    private func driveOutputs() {
-        let now = monotonic.nowNanoseconds()
-        let time = clock.nowMicroseconds()
-        for line in OutputLine.allCases {
-            do {
-                try board.drive(line, on: patterns.level(line, nowNanoseconds: now), timeMicroseconds: time)
-            } catch {
-                counters.boardErrors += 1
-                logger.error("cannot drive output", metadata: ["line": "\(line.rawValue)", "error": "\(error)"])
-            }
-        }
-        if let next = patterns.nextChange(afterNanoseconds: now) {
-            scheduler.schedule(Self.patternTimer, atNanoseconds: next)
-        } else {
-            scheduler.cancel(Self.patternTimer)
-        }
-    }
-
-    // MARK: Time
-
-    /// The monotonic time at which the node's wall clock reaches `due` (it may run faster than
-    /// real time, `--time-scale`).
-    func monotonicDeadline(forWallMicroseconds due: UInt64) -> UInt64 {
-        let now = clock.nowMicroseconds()
-        let realMicroseconds = Double(due > now ? due - now : 0) / clock.rate
-        return monotonic.nowNanoseconds() &+ UInt64(min(realMicroseconds * 1_000, 1e17))
-    }
-
-    var uptimeSeconds: Double { Double(monotonic.nowNanoseconds() &- startedMonotonic) / 1e9 }
-
-    // MARK: Stopping
-
-    private func beginStop(reason: String) {
-        stopping = true
-        logger.info("stopping", metadata: ["reason": "\(reason)"])
-        for c in active { c.stop() }
-        var stopped = NodeStopped()
-        stopped.reason = reason
-        append(.nodeStopped(stopped))
-    }
-
-    private func finish() {
-        if opening == nil { checkpoints.write() }
-        log.close()
-        drainDurable() // the close acknowledged whatever was left; nothing should be pending now
-        board.stop()
-        control.close()
-        // An orderly stop: this run did not crash reading its log, so the next start need not check
-        // it first. A failure of the log itself leaves the mark, and the next start checks; so
-        // does a stop before this start's check and open were done.
-        if let opening {
-            opening.close()
-        } else if !(fatal?.mayBeTheLog ?? false) {
-            LogRecovery.checkedThisStart(directory: configuration.dataDirectory)
-        }
-        // The directory is free for the next node as soon as this one is done with it.
-        lockFile.unlock()
-        finished = true
-        logger.info("node stopped", metadata: [
-            "applied_through": "\(projections.appliedThrough)", "events": "\(projections.health.totalEvents)",
-        ])
-    }
-
-    private func shutdownAfterFailure() {
-        if opening == nil, !(fatal?.mayBeTheLog ?? false) { LogRecovery.checkedThisStart(directory: configuration.dataDirectory) }
-        radio.stop()
-        board.stop()
-        control.close()
-        log.close()
-        opening?.close()
-        lockFile.unlock()
-        finished = true
-    }
 }
