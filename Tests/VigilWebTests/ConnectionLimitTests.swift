@@ -3,6 +3,7 @@ import Hummingbird
 import Logging
 import NIOCore
 import ServiceLifecycle
+import Synchronization
 import Testing
 import VigilAccess
 import VigilTestSupport
@@ -15,10 +16,11 @@ import Glibc
 /// clients from several loopback addresses (127.0.0.0/8 is all this machine's).
 @Suite struct ConnectionLimitTests {
     /// A server on a free loopback port with `limits`, run for `body`.
-    static func serving(_ limits: ConnectionLimits, _ body: (Int, OpenConnections) async throws -> Void) async throws {
+    static func serving(_ limits: ConnectionLimits, _ body: (Int, OpenConnections, ConnectionChanges) async throws -> Void) async throws {
         var logger = Logger(label: "test")
         logger.logLevel = .critical
-        let connections = OpenConnections(limits: limits, logger: logger)
+        let changes = ConnectionChanges()
+        let connections = OpenConnections(limits: limits, logger: logger) { _, _ in changes.changed() }
         let router = Router()
         router.get("hello") { _, _ in "hello\n" }
         let (ports, portFound) = AsyncStream.makeStream(of: Int.self)
@@ -32,7 +34,7 @@ import Glibc
         var iterator = ports.makeAsyncIterator()
         let port = try #require(await iterator.next())
         do {
-            try await body(port, connections)
+            try await body(port, connections, changes)
         } catch {
             await group.triggerGracefulShutdown()
             try? await server.value
@@ -43,7 +45,7 @@ import Glibc
     }
 
     @Test func aClientPastItsCapIsClosedAtOnceAndOthersStillGetIn() async throws {
-        try await Self.serving(ConnectionLimits(total: 4, perClient: 2, idleTimeoutSeconds: 30)) { port, connections in
+        try await Self.serving(ConnectionLimits(total: 4, perClient: 2, idleTimeoutSeconds: 30)) { port, connections, changes in
             let a1 = try RawClient(from: "127.0.0.1", to: port), a2 = try RawClient(from: "127.0.0.1", to: port)
             #expect(try await a1.answer(to: "/hello").contains("200 OK"), "under the caps: served")
             #expect(try await a2.answer(to: "/hello").contains("200 OK"))
@@ -58,7 +60,7 @@ import Glibc
             #expect(connections.counts == .init(open: 4, refused: 2))
             // A place given back is a place for the next client.
             a1.close()
-            try await eventually { connections.counts.open == 3 }
+            await changes.until { connections.counts.open == 3 }
             let c2 = try RawClient(from: "127.0.0.3", to: port)
             #expect(try await c2.answer(to: "/hello").contains("200 OK"))
             #expect(try await a2.answer(to: "/hello").contains("200 OK"), "those admitted were never disturbed")
@@ -66,7 +68,7 @@ import Glibc
     }
 
     @Test func aConnectionThatSendsNothingOrHalfARequestIsClosedAfterTheIdleTimeout() async throws {
-        try await Self.serving(ConnectionLimits(total: 16, perClient: 16, idleTimeoutSeconds: 1)) { port, connections in
+        try await Self.serving(ConnectionLimits(total: 16, perClient: 16, idleTimeoutSeconds: 1)) { port, connections, changes in
             let silent = try RawClient(from: "127.0.0.1", to: port)
             let slow = try RawClient(from: "127.0.0.1", to: port)
             try slow.send("GET /hello HTTP/1.1\r\nHost: box\r\n") // headers never finished (slowloris)
@@ -74,7 +76,7 @@ import Glibc
             #expect(try await working.answer(to: "/hello").contains("200 OK"))
             #expect(await silent.isClosedByServer(within: .seconds(30)))
             #expect(await slow.isClosedByServer(within: .seconds(30)))
-            try await eventually { connections.counts.open == 0 }
+            await changes.until { connections.counts.open == 0 }
             #expect(connections.counts.refused == 0, "closed for idling, not refused")
         }
     }
@@ -84,7 +86,7 @@ import Glibc
         // half second), it never ended this one. The request's 2 s deadline does; nothing else
         // could close it within the loop's 30 s, however slow a loaded machine makes the loop.
         let limits = ConnectionLimits(total: 16, perClient: 16, idleTimeoutSeconds: 60, requestSeconds: 2)
-        try await Self.serving(limits) { port, _ in
+        try await Self.serving(limits) { port, _, _ in
             let dribbling = try RawClient(from: "127.0.0.1", to: port)
             try dribbling.send("POST /hello HTTP/1.1\r\nHost: box\r\nContent-Length: 1000\r\n\r\n")
             let start = ContinuousClock.now
@@ -106,11 +108,45 @@ import Glibc
         #expect(page.fitted(toDescriptorLimit: 100).total == 16, "never below 16, however few descriptors")
         #expect(page.fitted(toDescriptorLimit: 100).perClient == 16)
     }
+}
 
-    /// Waits (in a test) until `condition` holds, at most 30 s (a loaded machine is slow).
-    func eventually(_ condition: () -> Bool) async throws {
+/// Every change of the server's open connections, as it reports them (`OpenConnections`'
+/// observer): a test waits on these instead of polling the counts.
+final class ConnectionChanges: Sendable {
+    /// Changes so far, and who waits for the next one.
+    private let state = Mutex<(changes: UInt64, waiting: [CheckedContinuation<Void, Never>])>((0, []))
+
+    func changed() {
+        let woken = state.withLock { s in
+            s.changes &+= 1
+            defer { s.waiting = [] }
+            return s.waiting
+        }
+        for w in woken { w.resume() }
+    }
+
+    /// Returns once `condition` holds, checked at once and after each change; at most 30 s (a
+    /// loaded machine is slow), then the test's own expectation fails.
+    func until(_ condition: @escaping @Sendable () -> Bool) async {
         let deadline = ContinuousClock.now + .seconds(30)
-        while !condition() && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        let timeout = Task { [self] in
+            try await Task.sleep(until: deadline)
+            changed()
+        }
+        defer { timeout.cancel() }
+        while ContinuousClock.now < deadline {
+            let seen = state.withLock { $0.changes }
+            if condition() { break }
+            await withCheckedContinuation { (wake: CheckedContinuation<Void, Never>) in
+                // A change since `seen` was counted: look again at once rather than wait.
+                let missed = state.withLock { s in
+                    if s.changes != seen { return true }
+                    s.waiting.append(wake)
+                    return false
+                }
+                if missed { wake.resume() }
+            }
+        }
         #expect(condition())
     }
 }
