@@ -7,7 +7,7 @@ import VigilHubProtocol
 /// stream of lines; a long poll from a hub without streams) and appends each item with its
 /// position (one `HubReceived` event), so an item is applied once even when the feed is read
 /// again after a crash.
-final class DownlinkWorker: @unchecked Sendable {
+final class DownlinkWorker: Sendable {
     let sink: HubSink
     let nodeID: UInt64
     let choice: HubChoice

@@ -36,7 +36,7 @@ struct KeyFileJob: Sendable {
 ///   first when one does not answer), without limit: the file is fine, the network is not.
 /// - A failure of the box's own (its log unreadable, the matcher) is retried a few times, then
 ///   the file is refused with the error, so one file cannot hold up every later one.
-final class KeyFileWorker: @unchecked Sendable {
+final class KeyFileWorker: Sendable {
     let sink: HubSink
     let nodeID: UInt64
     let clock: any WallClock
