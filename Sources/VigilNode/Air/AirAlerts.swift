@@ -147,8 +147,10 @@ final class AirAlerts: NodeComponent {
         reconcileAirtime()
     }
 
-    /// Looks for a Vigil frame in an advertising report.
+    /// Looks for a Vigil frame in an advertising report. On every report the radio hears: the
+    /// clocks are read only for one that carries Vigil's service data.
     func inspect(_ report: AdvertisingReport) {
+        guard air.mayCarryFrame(report) else { return }
         if let frame = air.inspectHeard(report, now: context.clock.nowMicroseconds(), monotonic: monotonicMicroseconds) {
             heard(frame, from: report)
         }

@@ -128,6 +128,12 @@ package struct AirLink {
         inspectHeard(report, now: now, monotonic: monotonic)?.frame
     }
 
+    /// Whether the report carries Vigil's service data at all: most of a crowded room's reports
+    /// do not, and need no clock read or anything else.
+    package func mayCarryFrame(_ report: AdvertisingReport) -> Bool {
+        AdvertisingPayload.serviceData(uuid: settings.serviceUUID, in: report.data) != nil
+    }
+
     /// A verified frame from another box and who is answerable for it, or nil.
     package mutating func inspectHeard(_ report: AdvertisingReport, now: UInt64, monotonic: UInt64 = 0) -> HeardFrame? {
         guard let frameBytes = AdvertisingPayload.serviceData(uuid: settings.serviceUUID, in: report.data) else { return nil }

@@ -15,6 +15,8 @@ final class RadioIntake: NodeComponent {
     private(set) var scanWindow: ScanWindow
     private var reports: [RadioOutput] = []
     private var reads = DeviceReads()
+    /// Reports handled in the read under way.
+    private var reportsRead: UInt64 = 0
     static let closeWindowTimer = Scheduler.Timer("close-scan-window")
 
     init(context: any RadioIntakeContext, radio: any RadioAdapter, airAlerts: AirAlerts, scanWindowMicroseconds: UInt64, vigilUUID: UInt16) {
@@ -58,12 +60,15 @@ final class RadioIntake: NodeComponent {
             dropRadio(error: gone)
         }
         for output in reports { handle(output) }
+        // Counted once a read, not once a report: this is the path every report takes.
+        if reportsRead > 0 { context.countRadioReports(reportsRead) }
+        reportsRead = 0
     }
 
     private func handle(_ output: RadioOutput) {
         switch output {
         case .report(let report):
-            context.countRadioReport()
+            reportsRead &+= 1
             airAlerts.inspect(report)
             let wasOpen = scanWindow.openedAt != nil
             if let hit = scanWindow.add(report) {

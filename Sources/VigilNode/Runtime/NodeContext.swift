@@ -60,8 +60,8 @@ protocol LogMaintenanceContext: NodeContext {
 /// The radio intake counts into the node's counters (`vigil status`, metrics): decision 0008's
 /// counter sink, as narrow as what it writes.
 protocol RadioIntakeContext: NodeContext {
-    /// A report came from the radio.
-    func countRadioReport()
+    /// Reports came from the radio.
+    func countRadioReports(_ reports: UInt64)
     /// A read of the radio failed.
     func countRadioReadError()
     /// Scan hits were logged (alone or in a batch).
@@ -96,7 +96,7 @@ extension Node: NodeContext {
 }
 
 extension Node: RadioIntakeContext {
-    func countRadioReport() { counters.reports &+= 1 }
+    func countRadioReports(_ reports: UInt64) { counters.reports &+= reports }
     func countRadioReadError() { counters.radioErrors &+= 1 }
     func countScanHitsLogged(_ hits: UInt64) { counters.scanHitsLogged &+= hits }
 }
