@@ -28,7 +28,9 @@ struct LoopBound<Target: AnyObject>: @unchecked Sendable {
 
     /// Runs `work` on the loop and hands its result back to an async caller; `gone` when the
     /// target no longer exists. Misuse: awaiting this once the loop has stopped waits for ever
-    /// (the loop runs nothing more), so the caller must be a task the node cancels at its stop.
+    /// (the loop runs nothing more, and cancelling the waiting task does not end a checked
+    /// continuation's wait). The hub's key-file worker is the one caller: a stop abandons its task
+    /// in that wait, as `Node.onLoop` with a continuation did before.
     func ask<Answer: Sendable>(_ work: @escaping @Sendable (Target) -> Answer, orIfGone gone: Answer) async -> Answer {
         let bound = self
         return await withCheckedContinuation { (answer: CheckedContinuation<Answer, Never>) in
