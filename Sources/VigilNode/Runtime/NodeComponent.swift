@@ -5,10 +5,11 @@ import VigilSystem
 /// deliveries, retention, checkpoints, the control socket.
 ///
 /// A component is a final class made by `Node.init` and owned by the node. It reaches the node
-/// through a `NodeContext` (unowned: the node outlives its parts), or, for those not yet moved
-/// (decision 0008), the node itself. It is only ever called on the loop thread, so its state
-/// needs no lock. It watches its descriptors with `node.loop.watch`, registers its timers with
-/// the scheduler, appends events with `append`, and reads the durable state in `projections`. It never changes the projections and never drives outputs itself:
+/// only through a `NodeContext` (unowned: the node outlives its parts; decision 0008), and gets
+/// its settings and the other components it uses at construction. It is only ever called on the
+/// loop thread, so its state needs no lock. It watches its descriptors with `context.watch`,
+/// registers its timers with the scheduler, appends events with `append`, and reads the durable
+/// state in `projections`. It never changes the projections and never drives outputs itself:
 /// those follow from durable events (docs/log.md "Principles"; ARCHITECTURE.md says how to add one).
 protocol NodeComponent: AnyObject {
     /// Opens what the component needs from the outside (a device, a socket) and watches its
