@@ -229,15 +229,7 @@ extension HeartRateSensors {
     }
 
     func appendLink(resident: String, peer: LEAddress, open: Bool, reason: String, bonded: Bool = false) {
-        var change = LinkChanged()
-        change.bonded = bonded
-        change.peer = peer.value
-        change.peerType = peer.kind == .random ? .addressRandom : .addressPublic
-        change.open = open
-        change.role = .sensor
-        change.reason = reason
-        change.resident = resident
-        context.append(.linkChanged(change), time: nil)
+        ledger.appendLink(peer: peer, open: open, reason: reason, role: .sensor, resident: resident, bonded: bonded)
     }
 
     // MARK: - Bonds

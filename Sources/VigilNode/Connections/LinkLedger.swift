@@ -11,10 +11,14 @@ final class LinkLedger {
 
     init(context: any NodeContext) { self.context = context }
 
-    /// Logs a link opening or closing (`LinkChanged`); the sequence, or nil when the log refused it.
+    /// Logs a link opening or closing (`LinkChanged`); the sequence, or nil when the log refused
+    /// it. A sensor's names its resident and whether it was bonded.
     @discardableResult
-    func appendLink(peer: LEAddress, open: Bool, reason: String, role: LinkRole = .peripheral) -> UInt64? {
+    func appendLink(peer: LEAddress, open: Bool, reason: String, role: LinkRole = .peripheral,
+                    resident: String = "", bonded: Bool = false) -> UInt64? {
         var change = LinkChanged()
+        change.resident = resident
+        change.bonded = bonded
         change.peer = peer.value
         change.peerType = peer.kind == .random ? .addressRandom : .addressPublic
         change.open = open
