@@ -34,6 +34,9 @@ public struct LogCheckReport: Sendable, Codable, Equatable {
     /// Whether an LMDB read transaction held the snapshot still while it was read. Unpinned beside
     /// a node that writes, a page reused meanwhile can look damaged: check again.
     public var pinned: Bool = false
+    /// Damage one pinned look found and a second, on a later snapshot, did not: reported, never
+    /// acted on (see `LogCheck.confirmingDamage`).
+    public var unconfirmedDamage: [String] = []
 
     public init() {}
 
@@ -61,38 +64,85 @@ public enum LogCheck {
     /// environment and beginning a read transaction read only the meta pages, which LMDB
     /// validates; the tree is never touched through LMDB. Falls back to the newest meta when LMDB
     /// refuses the file (then no node can be writing it either).
+    ///
+    /// Damage found in one pinned snapshot is looked for again in a later one before it is
+    /// reported (see `confirmingDamage`): the node stops and salvages on this verdict, so a
+    /// misreading must not pass for a failing card.
     public static func checkLive(directory: String) throws(LogError) -> LogCheckReport {
         let path = directory + "/data.mdb"
         guard FileSystem.exists(path) else { throw .missing(directory: directory) }
         guard let env = try? LMDBEnvironment(path: directory, flags: [.noTLS, .readOnly], mapSize: 0, maxDatabases: 4) else {
             return try check(reader: LMDBFileReader.open(path: path), transaction: nil)
         }
-        // A writer overwrites the older meta page with every commit: if the pinned snapshot's meta
-        // is gone by the time it is read, pin a newer one. The file is opened after pinning, so
-        // every page of the snapshot is inside the size it sees.
-        for _ in 0..<20 {
-            guard let txn = try? env.begin(readOnly: true) else { break }
-            defer { txn.abort() }
-            let pinned = txn.id
-            let reader = try LMDBFileReader.open(path: path)
-            guard reader.metas().contains(where: { $0.transaction == pinned }) else { continue }
-            var report = try check(reader: reader, transaction: pinned)
+        let pin = { () -> PinnedSnapshot? in
+            guard let txn = try? env.begin(readOnly: true) else { return nil }
+            return PinnedSnapshot(transaction: txn.id, release: { txn.abort() })
+        }
+        let open = { () throws(LogError) -> LMDBFileReader in try LMDBFileReader.open(path: path) }
+        return try confirmingDamage {
+            () throws(LogError) -> LogCheckReport in
+            if let report = try checkPinned(pin: pin, open: open) { return report }
+            return try check(reader: open(), transaction: nil)
+        }
+    }
+
+    /// A read transaction held open: its pages are not reused until `release`.
+    struct PinnedSnapshot {
+        var transaction: UInt64
+        var release: () -> Void
+    }
+
+    /// Checks one pinned snapshot; nil when none could be pinned and read whole in `attempts` tries.
+    ///
+    /// Why this order: the writer overwrites the older meta page with every commit, in place, while
+    /// this process may be reading it, and nothing makes a read of it atomic. So the snapshot's meta
+    /// is read, then the file is opened (and sized) afresh, then the meta is read again and must be
+    /// the same: a read that overlapped a commit's write of that page (a torn read: one snapshot's
+    /// roots with another's last page) differs, and is tried again. Pages a meta names are written
+    /// before the meta, so a file sized after the meta was read holds them all. The walk then uses
+    /// the meta read, never the page again: two commits on, it holds a newer snapshot's roots.
+    static func checkPinned(attempts: Int = 20, pin: () -> PinnedSnapshot?,
+                            open: () throws(LogError) -> LMDBFileReader) throws(LogError) -> LogCheckReport? {
+        for _ in 0..<attempts {
+            guard let snapshot = pin() else { return nil }
+            defer { snapshot.release() }
+            guard let meta = try open().metas().first(where: { $0.transaction == snapshot.transaction }) else { continue }
+            let reader = try open()
+            guard reader.metas().first(where: { $0.transaction == snapshot.transaction }) == meta else { continue }
+            var report = try check(reader: reader, meta: meta)
             report.pinned = true
             return report
         }
-        return try check(reader: LMDBFileReader.open(path: path), transaction: nil)
+        return nil
+    }
+
+    /// Runs `check` and, when a pinned look finds damaged pages, once more on a later snapshot:
+    /// that second look is the verdict. A damaged page stays damaged; a misreading (a meta page read
+    /// while the writer replaced it) does not happen twice in a row. What the first look saw and
+    /// the second did not is kept in `unconfirmedDamage`, so it is not lost from sight.
+    static func confirmingDamage(_ check: () throws(LogError) -> LogCheckReport) throws(LogError) -> LogCheckReport {
+        let first = try check()
+        guard first.pinned, !first.damagedPages.isEmpty else { return first }
+        var second = try check()
+        if second.damagedPages.isEmpty { second.unconfirmedDamage = first.damagedPages }
+        return second
     }
 
     /// Checks the snapshot at `transaction` (the meta page with that id) when given, else the newest.
     public static func check(reader: LMDBFileReader, transaction: UInt64?) throws(LogError) -> LogCheckReport {
-        let started = monotonicNanoseconds()
-        var report = LogCheckReport()
-        report.pageSize = reader.pageSize
-        report.pages = reader.pageCount
         let metas = reader.metas()
         guard let meta = transaction.flatMap({ t in metas.first { $0.transaction == t } }) ?? reader.newestMeta() else {
             throw .incompatible("neither meta page is readable: this is not an LMDB file any more")
         }
+        return try check(reader: reader, meta: meta)
+    }
+
+    /// Checks the snapshot whose meta page says `meta`.
+    static func check(reader: LMDBFileReader, meta: LMDBFileReader.Meta) throws(LogError) -> LogCheckReport {
+        let started = monotonicNanoseconds()
+        var report = LogCheckReport()
+        report.pageSize = reader.pageSize
+        report.pages = reader.pageCount
         report.transaction = meta.transaction
         var damage: [LMDBFileReader.Damage] = []
         let databases = reader.namedDatabases(meta) { damage.append($0) }

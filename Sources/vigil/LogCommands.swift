@@ -199,6 +199,10 @@ struct Check: AsyncParsableCommand {
                 var out = "log \(dir): \(report.records) records checked (\(report.firstSequence)...\(report.lastSequence))"
                 if report.unchecked > 0 { out += ", \(report.unchecked) from before checksums (read, not checkable)" }
                 out += ", \(report.pages) pages of \(report.pageSize) bytes, in \(String(format: "%.2f", report.seconds)) s\n"
+                if let first = report.unconfirmedDamage.first {
+                    out += "a first look saw \(report.unconfirmedDamage.count) damaged pages (\(first)) that a later snapshot "
+                        + "did not: a read that overlapped a commit, not the card\n"
+                }
                 FileOutput.standardOutput.write(out)
             }
             let verdict = LogRecovery.exitStatus(report)

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 import VigilLog
 
@@ -55,5 +56,48 @@ import VigilLog
         #expect(after.last?.contains("\"log-salvaged\"") == true)
         let status = try CLI.run(["status", "--data", dir.path])
         #expect(status.stdout.contains("log SALVAGED once"), "\(status.stdout)")
+    }
+
+    /// The node checks its own log while it writes, and stops to salvage on a "damaged" verdict:
+    /// a check racing a writer that commits without pause, growing the file, must find it sound
+    /// every time (a radio VM test once read a pinned snapshot's meta page as the writer replaced
+    /// it, and stopped a sound node).
+    @Test func aLogWrittenWithoutPauseChecksSoundEveryTimeFromAnotherProcess() throws {
+        let dir = TemporaryDirectory()
+        var configuration = LogConfiguration(directory: dir.path)
+        configuration.sync = .none
+        // A commit every half millisecond, ten times the node's pace: the meta pages are rewritten
+        // thousands of times a second. (Not faster: while a check pins a snapshot the writer cannot
+        // reuse pages, and at tens of thousands of commits a second the file grows by gigabytes.)
+        configuration.commitWindowMicroseconds = 500
+        let log = try EventLog.open(configuration)
+        let stop = Mutex(false)
+        let finished = DispatchSemaphore(value: 0)
+        let writer = Thread {
+            defer { finished.signal() }
+            var i = 0
+            while !stop.withLock({ $0 }) {
+                let done = DispatchSemaphore(value: 0)
+                let record = LogRecord(kind: 1, timeMicroseconds: 1_767_225_600_000_000 + UInt64(i),
+                                       payload: [UInt8](repeating: UInt8(truncatingIfNeeded: i), count: i % 53 == 0 ? 6_000 : 40))
+                do { try log.append(record, priority: .critical) { _ in done.signal() } } catch { return }
+                done.wait()
+                i += 1
+            }
+        }
+        writer.start()
+        defer {
+            stop.withLock { $0 = true }
+            finished.wait()
+            log.close()
+        }
+        for round in 0..<60 {
+            let check = try CLI.run(["log", "check", "--data", dir.path, "--json"])
+            #expect(check.status == 0, "check \(round): \(check.stderr)")
+            let report = try JSONDecoder().decode(LogCheckReport.self, from: Data(check.stdout.utf8))
+            #expect(report.pinned && report.isHealthy, "check \(round): \(report.damagedPages.prefix(2))")
+        }
+        let written = try log.read { txn in try txn.lastSequence() }
+        #expect(written > 500, "the writer kept writing: \(written) records")
     }
 }
