@@ -16,54 +16,58 @@ import VigilSystem
 /// advertise the node's plan. Any failure — a command refused or unanswered, a hardware error, a
 /// reset by someone else, the adapter powered down or gone — reports the radio off, closes what
 /// is open and retries with back-off; an adapter appearing or powering up retries at once.
+///
+/// Its state is internal rather than private only so that its steps can live in files by concern
+/// (`HCIRadio+Reading`, `HCIRadio+Commands`): nothing else in VigilRadio touches it, and every
+/// member is used on the loop that owns the radio.
 public final class HCIRadio: RadioAdapter {
     public let name: String
     public var descriptor: Int32 { epoll.fd }
-    public private(set) var counters = HCIRadioCounters()
-    public private(set) var parser = HCIEventParser()
+    public internal(set) var counters = HCIRadioCounters()
+    public internal(set) var parser = HCIEventParser()
     /// The controller's address, once read.
-    public private(set) var controllerAddress: UInt64?
-    public private(set) var usingExtendedCommands = false
+    public internal(set) var controllerAddress: UInt64?
+    public internal(set) var usingExtendedCommands = false
     /// The longest advertising data the controller sends (31 without extended advertising): longer
     /// payloads of a plan are skipped, and counted (`counters.longPayloadsSkipped`).
     public var maximumAdvertisingDataLength: Int { advertising.maximumDataLength }
 
-    private let settings: HCIRadioSettings
-    private let clock: any WallClock
-    private let monotonic: any MonotonicClock
-    private let transport: any HCITransport
-    private let epoll: Epoll
-    private let timer: ClockTimer
-    private var notifications: Int32?
-    private var socket: Int32?
-    private var adapter: HCIAdapterInfo?
-    private var queue: HCICommandQueue
-    private var phase = Phase.stopped
+    let settings: HCIRadioSettings
+    let clock: any WallClock
+    let monotonic: any MonotonicClock
+    let transport: any HCITransport
+    let epoll: Epoll
+    let timer: ClockTimer
+    var notifications: Int32?
+    var socket: Int32?
+    var adapter: HCIAdapterInfo?
+    var queue: HCICommandQueue
+    var phase = Phase.stopped
     /// The state last reported to the node (nil: nothing yet), so a retry loop logs once.
-    private var reportedState: RadioState?
+    var reportedState: RadioState?
     /// Recovery retries: grows while the adapter stays unusable (see `stableAfterMicroseconds`).
-    private var recovery: Backoff
-    private var retryAt: UInt64?
-    private var runningSince: UInt64?
-    private var snoop: BTSnoopWriter?
+    var recovery: Backoff
+    var retryAt: UInt64?
+    var runningSince: UInt64?
+    var snoop: BTSnoopWriter?
 
     /// Advertising: what the node wants, what the controller has, and the commands between.
-    private var advertising: AdvertisingScheduler
+    var advertising: AdvertisingScheduler
     static let connectableRetryDelay = AdvertisingScheduler.connectableRetryDelay
     /// Someone else changed scanning or advertising (raw channel): re-assert at this time.
-    private var reassertAt: UInt64?
+    var reassertAt: UInt64?
     /// nil: never. (Not 0: on a clock that started less than the minimum gap ago, as the
     /// system's does at boot, 0 would hold the first re-assertion back.)
-    private var lastReassert: UInt64?
-    private static let reassertDelay: UInt64 = 1_000_000
-    private static let reassertMinimumGap: UInt64 = 5_000_000
+    var lastReassert: UInt64?
+    static let reassertDelay: UInt64 = 1_000_000
+    static let reassertMinimumGap: UInt64 = 5_000_000
 
     /// One HCI packet at most: 1 type byte, 2 header bytes, 255 parameter bytes for an event;
     /// ACL data (not used, but delivered on the user channel) can be larger.
-    private let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 4_096, alignment: 8)
-    private var pendingOutputs: [RadioOutput] = []
+    let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 4_096, alignment: 8)
+    var pendingOutputs: [RadioOutput] = []
 
-    private enum Phase: Equatable {
+    enum Phase: Equatable {
         case stopped
         /// Waiting for the adapter (absent, down, or backing off after a failure).
         case waiting
@@ -73,13 +77,13 @@ public final class HCIRadio: RadioAdapter {
         case running
     }
 
-    private typealias Step = HCIRadioStep
+    typealias Step = HCIRadioStep
 
-    private enum Token: UInt64 { case socket = 1, notifications, timer }
+    enum Token: UInt64 { case socket = 1, notifications, timer }
 
     /// LE commands whose completion, when someone else sent them, means scanning or advertising
     /// may no longer be what Vigil set.
-    private static let scanAndAdvertisingOpcodes: Set<UInt16> = [
+    static let scanAndAdvertisingOpcodes: Set<UInt16> = [
         HCICommand.Opcode.leSetScanEnable, HCICommand.Opcode.leSetScanParameters,
         HCICommand.Opcode.leSetAdvertiseEnable, HCICommand.Opcode.leSetAdvertisingData,
         HCICommand.Opcode.leSetAdvertisingParameters, HCICommand.Opcode.leSetRandomAddress,
@@ -192,9 +196,9 @@ public final class HCIRadio: RadioAdapter {
     // MARK: Opening and recovery
 
     /// Microseconds on the injected monotonic clock: every deadline below is in these.
-    private var now: UInt64 { monotonic.nowNanoseconds() / 1_000 }
+    var now: UInt64 { monotonic.nowNanoseconds() / 1_000 }
 
-    private func connect() {
+    func connect() {
         retryAt = nil
         let found: HCIAdapterInfo?
         do {
@@ -245,7 +249,7 @@ public final class HCIRadio: RadioAdapter {
         enqueueSetup()
     }
 
-    private func enqueueSetup() {
+    func enqueueSetup() {
         if settings.channel == .user {
             // Vigil owns the controller: reset it and unmask the LE events a reset leaves masked.
             // On the raw channel the kernel has set the masks (with bits bluetoothd needs).
@@ -261,7 +265,7 @@ public final class HCIRadio: RadioAdapter {
     /// Scanning, after the features said which command set to use (and again to re-assert it).
     /// Advertising and scanning are off first (a controller refuses a new random address while
     /// either runs), the random address is set, then scanning starts; advertising follows.
-    private func enqueueScanning() {
+    func enqueueScanning() {
         queue.enqueue(advertiseDisableCommand(), tag: Step.advertiseDisable.rawValue)
         queue.enqueue(scanDisableCommand(), tag: Step.scanDisable.rawValue)
         if let address = advertising.scanningAddress(extended: usingExtendedCommands) {
@@ -273,7 +277,7 @@ public final class HCIRadio: RadioAdapter {
 
     /// `randomAddress`: the controller-wide random address is set (legacy), so scan requests
     /// come from it rather than the controller's public address.
-    private func scanParametersCommand(randomAddress: Bool) -> HCICommand {
+    func scanParametersCommand(randomAddress: Bool) -> HCICommand {
         let interval = Self.units(settings.scanIntervalMicroseconds)
         let window = min(Self.units(settings.scanWindowMicroseconds), interval)
         let random = settings.activeScan && randomAddress && !usingExtendedCommands
@@ -282,7 +286,7 @@ public final class HCIRadio: RadioAdapter {
             : .leSetScanParameters(active: settings.activeScan, intervalUnits: interval, windowUnits: window, randomAddress: random)
     }
 
-    private func scanEnableCommand() -> HCICommand {
+    func scanEnableCommand() -> HCICommand {
         usingExtendedCommands ? .leSetExtendedScanEnable(true) : .leSetScanEnable(true)
     }
 
@@ -293,7 +297,7 @@ public final class HCIRadio: RadioAdapter {
 
     /// Something went wrong: report the radio `state` (when it changes, or when it was running),
     /// close the socket, retry after the back-off.
-    private func fail(_ reason: String, state: RadioState) {
+    func fail(_ reason: String, state: RadioState) {
         let wasRunning = phase == .running
         if let since = runningSince, now &- since >= settings.stableAfterMicroseconds {
             recovery.reset() // it had been fine for a while: a fresh failure
@@ -308,7 +312,7 @@ public final class HCIRadio: RadioAdapter {
         retryAt = now + recovery.next()
     }
 
-    private func closeSocket() {
+    func closeSocket() {
         // Whatever was queued or in flight ends here; a retry sets up again from the start.
         _ = queue.failAll()
         if let fd = socket {
@@ -320,307 +324,9 @@ public final class HCIRadio: RadioAdapter {
         reassertAt = nil
     }
 
-    // MARK: Reading
-
-    private func readSocket(events: UInt32) {
-        guard let fd = socket, let adapter else { return }
-        var handled = 0
-        while handled < settings.readBudget, socket != nil {
-            let n: Int?
-            do {
-                n = try transport.read(fd, adapter: adapter.name, into: buffer)
-            } catch {
-                counters.recoveries += 1
-                fail(error.adapterVanished ? "adapter \(adapter.name) vanished (\(error.errno))" : "\(error)",
-                     state: error.adapterVanished ? .off : .unknown)
-                return
-            }
-            guard let count = n else { break }
-            if count == 0 {
-                counters.recoveries += 1
-                fail("adapter \(adapter.name) closed its socket", state: .off)
-                return
-            }
-            handled += 1
-            let packet = Array(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
-            record(packet, sent: false)
-            process(packet)
-        }
-        if handled == 0, events & Epoll.hangup != 0 {
-            counters.recoveries += 1
-            fail("adapter \(adapter.name) hung up", state: .off)
-        }
-    }
-
-    /// Handles one packet from the controller.
-    func process(_ packet: [UInt8]) {
-        counters.packetsIn += 1
-        let time = clock.nowMicroseconds()
-        guard let event = parser.parse(packet, timeMicroseconds: time) else {
-            counters.malformedPackets += 1
-            return
-        }
-        switch event {
-        case .advertisingReports(let reports):
-            counters.reports += UInt64(reports.count)
-            for r in reports { pendingOutputs.append(.report(r)) }
-        case .commandComplete(let opcode, let credits, let parameters):
-            if let done = queue.complete(opcode: opcode, credits: credits, parameters: parameters),
-               case .complete(let pending, let p) = done {
-                finished(pending, status: p.first ?? 0xFF, parameters: p)
-            } else {
-                foreignCompletion(opcode)
-            }
-        case .commandStatus(let opcode, let credits, let status):
-            if let done = queue.status(opcode: opcode, credits: credits, status: status), case .status(let pending, let s) = done {
-                finished(pending, status: s, parameters: [s])
-            } else {
-                foreignCompletion(opcode)
-            }
-        case .connectionComplete(let status, let handle, let peripheral, _, _):
-            guard status == 0 else { break }
-            if peripheral { counters.incomingLinks += 1 }
-            advertising.linkOpened(handle, peripheral: peripheral)
-        case .advertisingSetTerminated(let status, let set, _):
-            if status == 0, set == 0 { advertising.advertisingEnded() }
-        case .disconnectionComplete(let status, let handle, _):
-            guard status == 0 else { break }
-            advertising.linkClosed(handle)
-        case .hardwareError(let code):
-            counters.hardwareErrors += 1
-            counters.recoveries += 1
-            fail("controller \(name) reported hardware error 0x\(String(code, radix: 16))", state: .unknown)
-        case .other:
-            break
-        }
-    }
-
-    /// A completion of a command Vigil did not send (raw channel: the kernel's, bluetoothd's).
-    private func foreignCompletion(_ opcode: UInt16) {
-        guard phase == .running || phase == .settingUp else { return }
-        if opcode == HCICommand.Opcode.reset {
-            // Someone reset the controller (the HCIDEVRESET ioctl, a tool): scanning, advertising
-            // and the LE event mask are gone. Set up again on this socket, restoring the masks
-            // with every bit the kernel and bluetoothd use.
-            counters.controllerResets += 1
-            pendingOutputs.append(.stateChanged(.off, reason: "controller \(name) was reset"))
-            reportedState = .off
-            _ = queue.failAll()
-            advertising.controllerFresh() // a reset controller holds no link
-            reassertAt = nil
-            phase = .settingUp
-            queue.enqueue(.setEventMask(HCICommand.fullEventMask), tag: Step.eventMask.rawValue)
-            queue.enqueue(.leSetEventMask(HCICommand.fullLEEventMask), tag: Step.leEventMask.rawValue)
-            enqueueSetup()
-        } else if Self.scanAndAdvertisingOpcodes.contains(opcode), phase == .running {
-            // Scanning or advertising may no longer be what Vigil set: re-assert both soon, at most
-            // every few seconds, so two owners cannot make the controller flap.
-            counters.foreignChanges += 1
-            if reassertAt == nil {
-                reassertAt = max(now + Self.reassertDelay, lastReassert.map { $0 + Self.reassertMinimumGap } ?? 0)
-            }
-        }
-    }
-
-    /// Stack notifications: evt_stack_internal { u16 type = EVT_SI_DEVICE (1); u16 event; u16 dev }.
-    private func readNotifications() {
-        guard let n = notifications else { return }
-        while true {
-            let count: Int?
-            do {
-                count = try transport.read(n, adapter: "-", into: buffer)
-            } catch {
-                try? epoll.remove(n)
-                transport.close(n)
-                notifications = nil
-                pendingOutputs.append(.problem("adapter notifications lost (recovery waits for the back-off): \(error)"))
-                return
-            }
-            guard let c = count else { return }
-            guard c >= 9, buffer[0] == 0x04, buffer[1] == 0xFD, buffer[3] == 0x01, buffer[4] == 0x00 else { continue }
-            let event = UInt16(buffer[5]) | UInt16(buffer[6]) << 8
-            let device = UInt16(buffer[7]) | UInt16(buffer[8]) << 8
-            adapterNotification(event: event, device: device)
-        }
-    }
-
-    /// HCI_DEV_REG 1, UNREG 2, UP 3, DOWN 4.
-    private func adapterNotification(event: UInt16, device: UInt16) {
-        let ours = adapter?.id == device
-        switch event {
-        case 2 where ours:
-            // The stack says DOWN before UNREG: the radio may already be off, for a reason that
-            // turned out to be less than the truth. Say what happened.
-            let reason = "adapter \(adapter?.name ?? name) vanished"
-            if phase == .waiting {
-                pendingOutputs.append(.stateChanged(.off, reason: reason))
-                reportedState = .off
-            } else {
-                counters.recoveries += 1
-                fail(reason, state: .off)
-            }
-            adapter = nil
-        case 4 where ours && settings.channel == .raw && phase != .waiting:
-            counters.recoveries += 1
-            fail("adapter \(adapter?.name ?? name) was powered down", state: .off)
-        case 1, 3, 4:
-            // An adapter appeared or changed power: if it may be ours, try now, not at the back-off.
-            // (DOWN matters to the user channel, which waits for it.)
-            if phase == .waiting, event != 4 || settings.channel == .user {
-                retryAt = now
-            }
-        default:
-            break
-        }
-    }
-
-    // MARK: Commands
-
-    private func finished(_ pending: HCICommandQueue.Pending, status: UInt8, parameters: [UInt8]) {
-        guard let step = Step(rawValue: pending.tag) else { return }
-        if status != 0 {
-            if advertising.connectableRefused(step, now: now, counters: &counters) {
-                // Connectable advertising (with a link, most likely) is more than this controller
-                // does now: the payloads go out non-connectable, at once, never off the air,
-                // until the link ends or a minute passes (links the radio did not see open).
-                queue.discardQueued()
-                return
-            }
-            switch step {
-            case .scanDisable, .advertiseDisable:
-                return // "already disabled" is fine
-            case .maximumAdvertisingData:
-                // Mandatory with extended advertising, yet not every controller answers it
-                // (BlueZ's emulator before 5.8x): try what one command carries, and learn 31 if
-                // the controller refuses a long advert (`advertisingRefused`).
-                advertising.maximumDataLengthRead(nil)
-                enqueueScanning()
-                return
-            case .advertiseAddress, .advertiseParameters, .advertiseData, .advertiseEnable:
-                advertisingRefused(pending.command, status: status)
-                return
-            default:
-                counters.commandsFailed += 1
-                counters.recoveries += 1
-                fail("\(pending.command) failed with status 0x\(String(status, radix: 16)) on \(name)", state: .unknown)
-                return
-            }
-        }
-        switch step {
-        case .readAddress where parameters.count >= 7:
-            controllerAddress = parameters[1...6].reversed().reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
-        case .leFeatures:
-            // LE feature bit 12: LE Extended Advertising. The kernel uses the extended commands
-            // then, and a controller may refuse legacy ones after it has seen them.
-            let supported = parameters.count >= 3 && parameters[2] & 0x10 != 0
-            usingExtendedCommands = supported && settings.extended
-            advertising.featuresRead()
-            if usingExtendedCommands {
-                queue.enqueue(.leReadMaximumAdvertisingDataLength, tag: Step.maximumAdvertisingData.rawValue)
-            } else {
-                enqueueScanning()
-            }
-        case .maximumAdvertisingData:
-            if parameters.count >= 3 {
-                advertising.maximumDataLengthRead(Int(parameters[1]) | Int(parameters[2]) << 8)
-            }
-            enqueueScanning()
-        case .scanEnable:
-            if phase != .running { runningSince = now }
-            phase = .running
-            if reportedState != .on {
-                let how = usingExtendedCommands ? "extended" : "legacy"
-                pendingOutputs.append(.stateChanged(.on, reason: "scanning on \(name) (\(settings.channel.rawValue) channel, \(how) commands)"))
-                reportedState = .on
-            }
-        case .advertiseEnable:
-            if let payload = advertising.enabled() { pendingOutputs.append(.onAir(payload)) }
-        default:
-            break
-        }
-    }
-
-    /// The controller refused an advertising command: scanning goes on and the radio stays on;
-    /// advertising is retried on its own back-off (`AdvertisingScheduler.refused`).
-    private func advertisingRefused(_ command: HCICommand, status: UInt8) {
-        for problem in advertising.refused(command, status: status, now: now, adapter: name, counters: &counters) {
-            pendingOutputs.append(.problem(problem))
-        }
-        // The rest of the sequence is moot.
-        queue.discardQueued()
-    }
-
-    private func scanDisableCommand() -> HCICommand {
-        usingExtendedCommands ? .leSetExtendedScanEnable(false) : .leSetScanEnable(false)
-    }
-
-    private func advertiseDisableCommand() -> HCICommand {
-        usingExtendedCommands ? .leSetExtendedAdvertisingEnable(false) : .leSetAdvertiseEnable(false)
-    }
-
-    /// Queues the commands that take the controller from what it advertises to the plan (the
-    /// scheduler decides them). Called when idle; idempotent.
-    private func reconcileAdvertising() {
-        guard phase == .running, queue.isIdle else { return }
-        let commands = advertising.reconcile(now: now, extended: usingExtendedCommands, scanning: { random in
-            (disable: self.scanDisableCommand(), parameters: self.scanParametersCommand(randomAddress: random), enable: self.scanEnableCommand())
-        }, counters: &counters)
-        for (command, step) in commands { queue.enqueue(command, tag: step.rawValue) }
-    }
-
-    /// Writes queued commands while credits allow.
-    private func pump() {
-        guard let fd = socket, let adapter else { return }
-        if phase == .running { reconcileAdvertising() }
-        while let pending = queue.next(now: now) {
-            do {
-                try transport.write(fd, adapter: adapter.name, packet: pending.command.packet)
-                counters.packetsOut += 1
-                record(pending.command.packet, sent: true)
-            } catch {
-                counters.recoveries += 1
-                fail(error.adapterDown ? "adapter \(adapter.name) is down" : "\(error)",
-                     state: error.adapterVanished || error.adapterDown ? .off : .unknown)
-                return
-            }
-        }
-    }
-
-    private func handleDeadlines() {
-        if let expired = queue.expired(now: now) {
-            counters.commandTimeouts += 1
-            counters.recoveries += 1
-            fail("controller \(name) did not answer \(expired.command) within \(settings.commandTimeoutMicroseconds / 1_000) ms", state: .unknown)
-        }
-        if let at = retryAt, at <= now, phase == .waiting {
-            connect()
-        }
-        if let at = reassertAt, at <= now {
-            reassertAt = nil
-            if phase == .running, queue.isIdle {
-                lastReassert = now
-                enqueueScanning() // scanning again; advertising follows (the air state was reset)
-            } else if phase == .running {
-                reassertAt = now + Self.reassertDelay
-            }
-        }
-        advertising.deadlinesPassed(now: now, running: phase == .running, idle: queue.isIdle)
-    }
-
-    private func rearm() throws {
-        var deadlines = [queue.nextDeadline, retryAt, reassertAt].compactMap { $0 } + advertising.deadlines
-        if !pendingOutputs.isEmpty { deadlines.append(0) } // something for the node: wake it now
-        guard let next = deadlines.min() else {
-            try timer.disarm()
-            return
-        }
-        // Microseconds to the clock's nanoseconds; a past deadline (0: "now") fires at once.
-        try timer.arm(atNanoseconds: next > UInt64.max / 1_000 ? UInt64.max : next * 1_000)
-    }
-
     // MARK: Capture
 
-    private func record(_ packet: [UInt8], sent: Bool) {
+    func record(_ packet: [UInt8], sent: Bool) {
         guard let writer = snoop else { return }
         do {
             try writer.write(packet: packet, direction: sent ? .sent : .received, timeMicroseconds: clock.nowMicroseconds())
@@ -630,7 +336,7 @@ public final class HCIRadio: RadioAdapter {
     }
 
     /// A capture that cannot be written (disk full) is dropped; the radio goes on.
-    private func snoopFailed(_ error: any Error) {
+    func snoopFailed(_ error: any Error) {
         counters.snoopErrors += 1
         try? snoop?.close()
         snoop = nil

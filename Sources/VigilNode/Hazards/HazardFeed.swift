@@ -20,6 +20,9 @@ import VigilSystem
 /// counted. A road user is logged at most once a second (its first report, and one that makes
 /// it relevant, at once) and a zone when it changes or every five minutes: the card is worn by
 /// what matters, not by a feed's repeats.
+///
+/// Its state is internal rather than private only so that its message handling can live in a file
+/// of its own (`HazardFeed+Messages`): nothing else touches it, and all of it is used on the loop.
 final class HazardFeed: NodeComponent {
     unowned let context: any NodeContext
     let settings: HazardFeedSettings
@@ -32,39 +35,39 @@ final class HazardFeed: NodeComponent {
     static let connackTimeoutMicroseconds: UInt64 = 10_000_000
     static let sightingLimit = 20
 
-    private enum Phase: Equatable { case off, dialing, linked, waiting }
-    private var phase = Phase.off
-    private var client: MQTTClient?
-    private var socket: Int32?
-    private var watchingOutput = false
+    enum Phase: Equatable { case off, dialing, linked, waiting }
+    var phase = Phase.off
+    var client: MQTTClient?
+    var socket: Int32?
+    var watchingOutput = false
     /// Over TLS before the CONNACK: output is not watched until input comes (see socketReady).
-    private var outputPausedForHandshake = false
+    var outputPausedForHandshake = false
     /// Bumped whenever a connection is dropped, so a late dial result is ignored.
-    private var generation = 0
-    private var order: [HazardFeedSettings.Broker] = []
-    private var brokerIndex = 0
-    private var failuresHere = 0
-    private var backoff: Backoff
-    private var connected = false
+    var generation = 0
+    var order: [HazardFeedSettings.Broker] = []
+    var brokerIndex = 0
+    var failuresHere = 0
+    var backoff: Backoff
+    var connected = false
     /// SUBSCRIBEs sent and not yet acknowledged, by message id.
-    private var subscriptions: [Int32: String] = [:]
-    private var connectedSinceMicroseconds: UInt64 = 0
-    private var linkedAtMicroseconds: UInt64 = 0
+    var subscriptions: [Int32: String] = [:]
+    var connectedSinceMicroseconds: UInt64 = 0
+    var linkedAtMicroseconds: UInt64 = 0
     /// Set by libmosquitto's callbacks, acted on once its call returned (never inside it).
-    private var failureInCallback: String?
-    private var lastError: String?
-    private var retryAtMicroseconds: UInt64?
-    private(set) var counters = HazardFeedCounters()
-    private var seen: [FeedSighting] = []
+    var failureInCallback: String?
+    var lastError: String?
+    var retryAtMicroseconds: UInt64?
+    var counters = HazardFeedCounters()
+    var seen: [FeedSighting] = []
     /// Reports appended and not yet durable (or refused).
-    private var inFlight = Set<UInt64>()
+    var inFlight = Set<UInt64>()
     /// What was last logged of each road user and zone: which repeats are worth the card.
-    private var memory: FeedMemory
+    var memory: FeedMemory
     // VRU mode.
-    private var ownIDs: [[UInt8]] = []
-    private var ownIDSinceMicroseconds: UInt64 = 0
-    private var messageCount: UInt8 = 0
-    private(set) var vruActive = false
+    var ownIDs: [[UInt8]] = []
+    var ownIDSinceMicroseconds: UInt64 = 0
+    var messageCount: UInt8 = 0
+    var vruActive = false
     static let ownIDRotationMicroseconds: UInt64 = 300_000_000
 
     init(context: any NodeContext, settings: HazardFeedSettings, dataDirectory: String, configuredSite: HazardSite?) {
@@ -77,7 +80,7 @@ final class HazardFeed: NodeComponent {
                             zoneIntervalMicroseconds: settings.zoneLogIntervalMicroseconds)
     }
 
-    private var now: UInt64 { context.scheduler.now / 1_000 }
+    var now: UInt64 { context.scheduler.now / 1_000 }
 
     func start() throws(NodeError) {
         guard settings.enabled else { return }
@@ -130,11 +133,11 @@ final class HazardFeed: NodeComponent {
 
     // MARK: Connecting
 
-    private func path(_ file: String) -> String {
+    func path(_ file: String) -> String {
         file.hasPrefix("/") ? file : dataDirectory + "/" + file
     }
 
-    private func dial() {
+    func dial() {
         guard !context.stopping, !order.isEmpty else { return }
         // Dialing from here on: a client that cannot be made (a certificate not installed yet)
         // is a failed attempt like any other, retried with back-off and shown in status.
@@ -173,7 +176,7 @@ final class HazardFeed: NodeComponent {
         }
     }
 
-    private func dialed(_ dialing: Int, failure: MQTTError?) {
+    func dialed(_ dialing: Int, failure: MQTTError?) {
         guard dialing == generation, phase == .dialing, let client else { return }
         if let failure {
             attemptFailed(failure.description)
@@ -194,7 +197,7 @@ final class HazardFeed: NodeComponent {
         linkedAtMicroseconds = now
     }
 
-    private func connackArrived(_ rc: Int32) {
+    func connackArrived(_ rc: Int32) {
         guard rc == 0 else {
             failureInCallback = "the broker refused the connection (CONNACK \(rc))"
             return
@@ -217,7 +220,7 @@ final class HazardFeed: NodeComponent {
 
     /// A SUBACK: a topic refused (granted 128) is said in status and counted; the feed goes on
     /// with the others.
-    private func subscribed(_ mid: Int32, _ granted: [Int32]) {
+    func subscribed(_ mid: Int32, _ granted: [Int32]) {
         guard let topic = subscriptions.removeValue(forKey: mid) else { return }
         if granted.contains(where: { $0 >= 128 }) {
             counters.subscriptionsRefused += 1
@@ -226,7 +229,7 @@ final class HazardFeed: NodeComponent {
         }
     }
 
-    private func socketReady(_ events: UInt32) {
+    func socketReady(_ events: UInt32) {
         guard let client else { return }
         if events & Epoll.readable != 0 { outputPausedForHandshake = false }
         do {
@@ -258,7 +261,7 @@ final class HazardFeed: NodeComponent {
 
     /// After every libmosquitto call: act on what its callbacks found, and watch for output
     /// only while bytes wait.
-    private func afterCall() {
+    func afterCall() {
         if let failure = failureInCallback {
             connectionLost(failure)
             return
@@ -271,7 +274,7 @@ final class HazardFeed: NodeComponent {
         }
     }
 
-    private func connectionLost(_ reason: String) {
+    func connectionLost(_ reason: String) {
         if connected {
             counters.disconnects += 1
             context.logger.warning("hazard feed: connection lost", metadata: ["broker": "\(order[brokerIndex].name)", "reason": "\(reason)"])
@@ -284,7 +287,7 @@ final class HazardFeed: NodeComponent {
         attemptFailed(reason)
     }
 
-    private func closeConnection() {
+    func closeConnection() {
         if let socket { context.unwatch(socket, "the hazard feed's MQTT socket") }
         socket = nil
         // Dropping the client closes its socket (mosquitto_destroy); a dial in flight keeps its
@@ -298,7 +301,7 @@ final class HazardFeed: NodeComponent {
         vruActive = false
     }
 
-    private func attemptFailed(_ reason: String) {
+    func attemptFailed(_ reason: String) {
         let wasConnected = connected
         closeConnection()
         guard !context.stopping, phase != .off else { return }
@@ -325,14 +328,14 @@ final class HazardFeed: NodeComponent {
         context.scheduler.schedule(Self.retryTimer, afterNanoseconds: delay &* 1_000)
     }
 
-    private func retryDue() {
+    func retryDue() {
         guard phase == .waiting else { return }
         dial()
     }
 
     // MARK: Once a second
 
-    private func tick() {
+    func tick() {
         defer { context.scheduler.schedule(Self.tickTimer, afterNanoseconds: 1_000_000_000) }
         guard phase != .off else { return }
         if phase == .linked, let client {
@@ -355,13 +358,13 @@ final class HazardFeed: NodeComponent {
     // MARK: VRU mode
 
     /// The people at the box: the last minute's distinct advertisers, when that minute is recent.
-    private var peopleAtTheBox: UInt32 {
+    var peopleAtTheBox: UInt32 {
         guard let o = context.projections.health.occupancy else { return 0 }
         let wall = context.clock.nowMicroseconds()
         return wall &- o.minuteStartMicroseconds <= 180_000_000 ? o.advertisers : 0
     }
 
-    private func publishOwnPSM() {
+    func publishOwnPSM() {
         let people = peopleAtTheBox
         guard settings.vru, connected, let client, let site = context.projections.hazards.site, people > 0 else {
             vruActive = false
@@ -394,85 +397,4 @@ final class HazardFeed: NodeComponent {
         afterCall()
     }
 
-    // MARK: Messages
-
-    private func sighted(_ type: String, _ id: String) {
-        seen.insert(FeedSighting(type: type, id: String(id.prefix(64)), timeMicroseconds: context.clock.nowMicroseconds()), at: 0)
-        if seen.count > Self.sightingLimit { seen.removeLast() }
-    }
-
-    private func received(topic text: String, payload: UnsafeRawBufferPointer) {
-        counters.received += 1
-        guard let topic = FeedTopic(text) else {
-            counters.unknownTopics += 1
-            return
-        }
-        let message: FeedMessage
-        do throws(FeedError) {
-            // A payload longer than any PSM or TIM is nothing the box reads. (libmosquitto has
-            // already taken it whole: MQTT 3.1.1 cannot ask a broker for less, so its size is
-            // bounded by the broker's `message_size_limit`.)
-            guard payload.count <= 16_384 else { throw FeedError(messageID: nil, reason: "\(payload.count) bytes") }
-            message = try FeedMessage.decode([UInt8](payload), encoding: topic.encoding)
-        } catch {
-            let type: FeedTopic.MessageType = switch error.messageID {
-            case MessageFrame.personalSafetyMessage: .psm
-            case MessageFrame.travelerInformation: .tim
-            default: topic.messageType
-            }
-            if type == .psm { counters.undecodablePSM += 1 } else { counters.undecodableTIM += 1 }
-            sighted("\(type.rawValue) (undecodable)", topic.id)
-            return
-        }
-        switch message {
-        case .psm(let psm):
-            counters.receivedPSM += 1
-            sighted("PSM", Hex.encode(psm.temporaryID).uppercased())
-            take(psm)
-        case .tim(let tim):
-            counters.receivedTIM += 1
-            sighted("TIM", tim.packetID.map { Hex.encode($0).uppercased() } ?? topic.id)
-            take(tim, topicID: topic.id)
-        case .other(let id):
-            counters.receivedOther += 1
-            sighted("frame \(id)", topic.id)
-        }
-    }
-
-    private func take(_ psm: PersonalSafetyMessage) {
-        guard let report = FeedReports.report(psm, ownIDs: ownIDs) else {
-            counters.ignored += 1
-            return
-        }
-        submit(report, roadUser: true, signature: "")
-    }
-
-    private func take(_ tim: TravelerInformation, topicID: String) {
-        let reports = FeedReports.reports(tim, topicID: topicID, site: context.projections.hazards.site, nowMicroseconds: context.clock.nowMicroseconds())
-        for case let (report, signature)? in reports { submit(report, roadUser: false, signature: signature) }
-        counters.ignored += UInt64(reports.count { $0 == nil })
-    }
-
-    private func submit(_ report: HazardReported, roadUser: Bool, signature: String) {
-        let key = HazardBook.key(kind: report.kind, source: .mqtt, id: report.id)
-        let relevant = roadUser && FeedReports.isRelevant(report, to: context.projections.hazards.site)
-        switch memory.judge(key, roadUser: roadUser, relevant: relevant, signature: signature, atMicroseconds: now) {
-        case .repeatOfLogged:
-            counters.coalesced += 1
-            return
-        case .full:
-            counters.shed += 1
-            return
-        case .worthLogging:
-            break
-        }
-        guard inFlight.count < settings.maximumInFlight, let sequence = context.append(.hazardReported(report), time: nil, sheddable: true) else {
-            counters.shed += 1
-            return
-        }
-        inFlight.insert(sequence)
-        counters.maximumInFlight = max(counters.maximumInFlight, inFlight.count)
-        memory.logged(key, roadUser: roadUser, relevant: relevant, signature: signature, atMicroseconds: now)
-        counters.logged += 1
-    }
 }
