@@ -88,7 +88,10 @@ extension LogWriter {
                 lock.wait()
             }
             // Group commit: commits start at most once per window; appends arriving meanwhile join.
-            let deadline = lastCommitStart &+ config.commitWindowMicroseconds * 1_000
+            // A window runs from the previous commit's start; the first commit waits for none (the
+            // monotonic clock counts from boot, so "0 plus a window" would hold it until the
+            // machine had been up that long: an hour-long window in a test hung a fresh machine).
+            let deadline = lastCommitStart.map { $0 &+ config.commitWindowMicroseconds &* 1_000 } ?? 0
             while incoming.slots.count < config.maxBatch && !stopping && monotonicNanoseconds() < deadline {
                 lock.wait(untilMonotonicNanoseconds: deadline)
             }

@@ -97,7 +97,8 @@ final class LogWriter: @unchecked Sendable {
     let format: RecordFormat
     // Writer-thread only:
     var spare = Batch()
-    var lastCommitStart: UInt64 = 0
+    /// When the last commit started (monotonic ns); nil before the first.
+    var lastCommitStart: UInt64?
     var awaitingMetaSync: Committed?
     var purges: [Purge] = []
     /// The file system said ENOSPC: the reserve file was handed back and sheddable records are

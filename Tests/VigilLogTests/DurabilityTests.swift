@@ -160,6 +160,21 @@ struct DurabilityTests {
         #expect(deferred.ratio < full.ratio)
     }
 
+    /// The commit window runs from the previous commit: the first one does not wait for it, however
+    /// long it is and however short the time since the machine booted (the monotonic clock's zero).
+    @Test func theFirstCommitDoesNotWaitOutAWindow() throws {
+        let dir = TemporaryDirectory()
+        var config = LogConfiguration(directory: logDirectory(in: dir.path))
+        config.commitWindowMicroseconds = 100 * 86_400_000_000 // a hundred days: longer than any uptime
+        let log = try EventLog.open(config)
+        defer { log.close() }
+        let done = DispatchSemaphore(value: 0)
+        try log.append(sampleRecord(0), priority: .critical) { _ in done.signal() }
+        // A guard, not a pace: the commit takes milliseconds; a writer holding it for the window
+        // would fail here instead of hanging the suite.
+        #expect(done.wait(timeout: .now() + 60) == .success, "the first commit waited for a window")
+    }
+
     @Test func closeMakesEverythingQueuedDurableAndAcknowledgesIt() async throws {
         try await withTemporaryDirectory { base in
             let directory = logDirectory(in: base)
