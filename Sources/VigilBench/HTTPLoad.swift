@@ -48,7 +48,7 @@ final class HTTPLoad: Sendable {
         }
         let listening = ConditionLock()
         let port = LockedValue<Int?>(nil)
-        let web = WebServer(node: node, settings: settings, dataDirectory: directory,
+        let web = WebServer(node: node.handle, settings: settings, dataDirectory: directory,
                             logger: Logger(label: "vigil-bench.web") { _ in SwiftLogNoOpLogHandler() },
                             onListening: { p, _ in
                                 port.withLock { $0 = p }

@@ -14,7 +14,7 @@ import VigilNode
 /// use its session cookie with the session's CSRF token in `X-CSRF-Token`. Reading the status
 /// needs neither where `http.public_view` allows viewing. Nothing is writable anonymously.
 struct APIRoutes: Sendable {
-    let node: Node
+    let node: NodeHandle
     let settings: HTTPSettings
     let credentials: WebCredentials
     let sessions: WebSessions

@@ -16,7 +16,7 @@ import VigilNode
 /// over TLS). Pages send a Content-Security-Policy that allows only the box's own style and
 /// script.
 struct WebRoutes: Sendable {
-    let node: Node
+    let node: NodeHandle
     let settings: HTTPSettings
     let credentials: WebCredentials
     let sessions: WebSessions

@@ -11,13 +11,13 @@ import VigilSystem
 
 /// The box's own page and API (docs/page.md "The box's page"): a Hummingbird server beside the node's
 /// loop. It never touches node state: it reads the snapshots the loop publishes (`SnapshotFeed`)
-/// and sends `NodeCommand`s (`Node.perform`), so however many browsers watch and however hard a
+/// and sends `NodeCommand`s (`NodeHandle.perform`), so however many browsers watch and however hard a
 /// script hammers the API, the loop that keeps residents safe does not wait for it.
 ///
 /// Run it in the same `ServiceGroup` as the node, after it: a graceful shutdown then stops the
 /// server (its live streams end) before the node.
 public struct WebServer: Service {
-    let node: Node
+    let node: NodeHandle
     let settings: HTTPSettings
     let credentials: WebCredentials
     let logger: Logger
@@ -29,7 +29,7 @@ public struct WebServer: Service {
     let metrics: PrometheusCollectorRegistry?
 
     /// `secondsNow` is a monotonic clock in seconds (sessions, sign-in limits); tests inject one.
-    public init(node: Node, settings: HTTPSettings, dataDirectory: String, logger: Logger, metrics: PrometheusCollectorRegistry? = nil,
+    public init(node: NodeHandle, settings: HTTPSettings, dataDirectory: String, logger: Logger, metrics: PrometheusCollectorRegistry? = nil,
                 secondsNow: @escaping @Sendable () -> UInt64 = { UInt64(ProcessInfo.processInfo.systemUptime) },
                 onListening: @escaping @Sendable (_ port: Int, _ fingerprint: String?) -> Void = { _, _ in }) {
         self.node = node

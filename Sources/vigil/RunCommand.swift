@@ -118,7 +118,7 @@ struct Run: AsyncParsableCommand {
             // The page after the node: a graceful shutdown stops it (and its live streams) first.
             // A page that cannot be served (its port taken) is logged and the node runs on.
             if configuration.http.listen != nil {
-                services.append(.init(service: WebServer(node: node, settings: configuration.http, dataDirectory: configuration.dataDirectory,
+                services.append(.init(service: WebServer(node: node.handle, settings: configuration.http, dataDirectory: configuration.dataDirectory,
                                                          logger: logger, metrics: registry),
                                       successTerminationBehavior: .ignore, failureTerminationBehavior: .ignore))
             }

@@ -91,7 +91,7 @@ final class WebHarness: @unchecked Sendable {
         await settled()
         let listening = AsyncStream<(Int, String?)>.makeStream()
         let seconds = self.seconds
-        let server = WebServer(node: node, settings: settings, dataDirectory: dir.path, logger: quietLogger, metrics: metrics,
+        let server = WebServer(node: node.handle, settings: settings, dataDirectory: dir.path, logger: quietLogger, metrics: metrics,
                                secondsNow: { seconds.now },
                                onListening: { port, fingerprint in listening.continuation.yield((port, fingerprint)) })
         self.server = server

@@ -99,11 +99,3 @@ extension CallbackTakeRequest {
             && (by?.utf8.count ?? 0) <= 1_024
     }
 }
-
-extension Node {
-    /// The page refused a callback that could not be genuine without asking the loop: counted
-    /// with the callbacks the node refused. Any thread.
-    public func noteMalformedCallback() {
-        malformedCallbacks.withLock { $0 &+= 1 }
-    }
-}

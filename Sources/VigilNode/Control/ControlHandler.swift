@@ -45,7 +45,7 @@ final class ControlHandler: NodeComponent {
     /// Before the log is open too: presses, takes and status from the first second.
     var runsBeforeLogOpen: Bool { true }
     private var server: ControlServer?
-    /// Answers owed to `Node.perform` callers, once their events are durable.
+    /// Answers owed to `NodeHandle.perform` callers, once their events are durable.
     private var durableWaiters: [(sequence: UInt64, alert: String?, answer: @Sendable (NodeReply) -> Void)] = []
     /// Webhook callbacks taken and refused this run.
     private(set) var callbacks = WebhookCallbackStatus()
@@ -275,83 +275,5 @@ final class ControlHandler: NodeComponent {
         } catch {
             return .refused(.unavailable, "\(error)")
         }
-    }
-}
-
-extension Node {
-    /// Judges `command` on the loop exactly as the control socket does and appends the event it
-    /// becomes; `accepted` gets the answer on the loop thread once the event is appended (its
-    /// sequence and alert id; durable shortly after) or refused. For programs that run a node in
-    /// their own process: the benchmarks, and the box's own web page next.
-    public func submit(_ command: NodeCommand, accepted: @escaping @Sendable (NodeReply) -> Void) {
-        onLoop { node in
-            switch node.control.answer(command) {
-            case .now(let reply): accepted(reply)
-            case .whenDurable(let sequence, let alert): accepted(.durable(sequence, alert: alert))
-            }
-        }
-    }
-
-    /// Judges `command` on the loop exactly as the control socket does and returns the answer
-    /// once its event is durable (or at once, for a command that changes nothing or is refused):
-    /// the box's page and API use this. Nil when the node did not answer within `timeoutSeconds`
-    /// (it is stopping, or not running).
-    public func perform(_ command: NodeCommand, timeoutSeconds: Double = 10) async -> NodeReply? {
-        let once = AnswerOnce()
-        onLoop { node in node.control.perform(command) { once.resume($0) } }
-        let timeout = Task {
-            try? await Task.sleep(for: .seconds(timeoutSeconds))
-            once.resume(nil)
-        }
-        defer { timeout.cancel() }
-        return await withTaskCancellationHandler {
-            await withCheckedContinuation { (c: CheckedContinuation<NodeReply?, Never>) in once.arm(c) }
-        } onCancel: {
-            once.resume(nil)
-        }
-    }
-}
-
-/// A continuation resumed once, by whichever comes first: the node's answer, a timeout, or
-/// cancellation (which may come before the continuation exists).
-private final class AnswerOnce: Sendable {
-    private enum State {
-        case waiting
-        case armed(CheckedContinuation<NodeReply?, Never>)
-        case answered(NodeReply?)
-        case done
-    }
-    private let state = LockedValue<State>(.waiting)
-
-    func arm(_ c: CheckedContinuation<NodeReply?, Never>) {
-        let early: NodeReply?? = state.withLock { s in
-            switch s {
-            case .waiting:
-                s = .armed(c)
-                return nil
-            case .answered(let reply):
-                s = .done
-                return .some(reply)
-            case .armed, .done:
-                return nil
-            }
-        }
-        if let early { c.resume(returning: early) }
-    }
-
-    func resume(_ reply: NodeReply?) {
-        let armed: CheckedContinuation<NodeReply?, Never>? = state.withLock { s in
-            switch s {
-            case .waiting:
-                s = .answered(reply)
-                return nil
-            case .armed(let c):
-                s = .done
-                return c
-            case .answered, .done:
-                return nil
-            }
-        }
-        armed?.resume(returning: reply)
     }
 }

@@ -23,7 +23,7 @@ public final class SnapshotFeed: Sendable {
 
     public init() {}
 
-    /// A server wants snapshots (`Node.publishSnapshots`).
+    /// A server wants snapshots (`NodeHandle.publishSnapshots`).
     func activate() {
         state.withLock { $0.active = true }
     }
@@ -158,13 +158,6 @@ final class SnapshotPublisher: NodeComponent {
 }
 
 extension Node {
-    /// A server beside the loop wants snapshots (`snapshots`): the loop publishes one at once and
-    /// from then on after each change. Thread-safe.
-    public func publishSnapshots() {
-        snapshots.activate()
-        onLoop { node in node.publisher.reconcile() }
-    }
-
     /// The live view of the node now. On the loop.
     func snapshot() -> NodeSnapshot {
         loop.owner.check("snapshot")
@@ -174,40 +167,4 @@ extension Node {
                             logUsedBytes: live.log.usedBytes.map { UInt64($0) },
                             timeMicroseconds: clock.nowMicroseconds())
     }
-}
-
-extension Node {
-    /// The view of the node as it was at `moment`, rebuilt from the log (after-incident review:
-    /// the page's time travel). Replays on a thread of its own, in a read transaction of its own,
-    /// never on the loop; one at a time per process, with at most two waiting (more are refused
-    /// with `PastViewBusy`), so a page reloaded in a hurry cannot start many replays.
-    public func pastSnapshot(at moment: PastMoment, asked: String) async throws -> NodeSnapshot {
-        // The log as other threads may read it: nil while a start is still opening it.
-        guard let log = openLog.withLock({ $0 }) else { throw PastViewBusy() }
-        let settings = configuration.projections
-        let unreachableAfter = configuration.notifyUnreachableAfterMicroseconds
-        let result: Result<NodeSnapshot, any Error>? = await Self.replays.run(maxWaiting: 2) {
-            do {
-                var past = try Replay.state(log, settings: settings, at: moment)
-                past.state.outbox.unreachableAfterMicroseconds = unreachableAfter
-                let time: UInt64 = switch moment {
-                case .time(let t): t
-                case .sequence: past.state.health.lastEventMicroseconds
-                }
-                return .success(NodeSnapshot(state: past.state, decisions: OutputPolicy.decide(past.state, running: true),
-                                             live: nil, timeMicroseconds: time, past: asked))
-            } catch {
-                return .failure(error)
-            }
-        }
-        guard let result else { throw PastViewBusy() }
-        return try result.get()
-    }
-
-    private static let replays = Gate(width: 1)
-}
-
-/// Past views are being rebuilt already (one at a time, two waiting): try again shortly.
-public struct PastViewBusy: Error, CustomStringConvertible {
-    public var description: String { "other past views are being rebuilt; try again in a moment" }
 }

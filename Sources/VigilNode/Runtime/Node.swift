@@ -160,7 +160,7 @@ public final class Node: @unchecked Sendable {
         let reports = LockedValue<[CommitReport]>([])
     }
     let commitInbox = CommitInbox()
-    private let stopRequest = LockedValue<String?>(nil)
+    let stopRequest = LockedValue<String?>(nil)
     /// Webhook callbacks the page refused before they reached the loop (`noteMalformedCallback`).
     let malformedCallbacks = LockedValue<UInt64>(0)
     /// The real log for threads beside the loop (the page's time travel); nil while a start is
@@ -280,12 +280,12 @@ public final class Node: @unchecked Sendable {
 
     // MARK: Thread-safe entry points
 
-    /// Asks the loop to stop: it flushes the scan window, logs NodeStopped, waits until everything
-    /// is durable, writes a checkpoint and returns from `run()`. Safe from any thread or signal
-    /// handler task.
-    public func requestStop(reason: String) {
-        stopRequest.withLock { if $0 == nil { $0 = reason } }
-        loop.wake()
+    /// What another thread may hold of this node (`NodeHandle`): servers beside the loop are given
+    /// this, never the node. Cheap: a few references.
+    public var handle: NodeHandle {
+        NodeHandle(node: LoopBound(self, on: loop), loop: loop, stopRequest: stopRequest, snapshots: snapshots,
+                   openLog: openLog, malformedCallbacks: malformedCallbacks, projectionSettings: configuration.projections,
+                   unreachableAfterMicroseconds: configuration.notifyUnreachableAfterMicroseconds)
     }
 
     /// Runs `work` on the loop thread (tests and servers beside the loop use this to read state).

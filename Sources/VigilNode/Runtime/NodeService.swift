@@ -19,14 +19,16 @@ public struct NodeService: Service {
     public func run() async throws {
         let node = self.node
         let duration = self.duration
+        // The handlers run on other threads: they hold the handle, not the node.
+        let handle = node.handle
         try await withGracefulShutdownHandler {
             try await withTaskCancellationHandler {
                 try await node.runOnOwnThread(duration: duration)
             } onCancel: {
-                node.requestStop(reason: "cancelled")
+                handle.requestStop(reason: "cancelled")
             }
         } onGracefulShutdown: {
-            node.requestStop(reason: "signal")
+            handle.requestStop(reason: "signal")
         }
     }
 }
