@@ -1,7 +1,8 @@
 import VigilEvents
 
 /// Calls for help: which alert an event names, the call each alert walks, takings, phones that ask,
-/// residents' calls and the messages they make (see docs/calls-for-help.md).
+/// residents' calls and the messages they make (see docs/calls-for-help.md). Its steps are
+/// internal rather than private only because they live in this file: `apply` is their one caller.
 extension Projections {
     /// The alert id an alert event names (raise, cancel, acknowledgement, expiry, renewal).
     static func alertKey(of body: EventBody) -> String? {

@@ -123,6 +123,10 @@ public struct LMDBFileReader {
 
     // MARK: Walking a B-tree
 
+    /// How a damage's reason starts when the page could not be read at all (an I/O error: the card's
+    /// doing, never a misreading of a file being written).
+    public static let unreadable = "unreadable"
+
     /// What went wrong under a page, with the key range it covered (as far as the parent said).
     public struct Damage: Sendable, Equatable, CustomStringConvertible {
         public var page: UInt64
@@ -173,7 +177,7 @@ public struct LMDBFileReader {
             guard visited.insert(number).inserted else { fail("page \(number) is reached twice"); continue }
             guard level <= Self.maximumDepth else { fail("the tree is deeper than \(Self.maximumDepth)"); continue }
             let page: [UInt8]
-            do { page = try readPage(number, 1) } catch { fail("unreadable: \(error)"); continue }
+            do { page = try readPage(number, 1) } catch { fail("\(Self.unreadable): \(error)"); continue }
             let nodes: [Node]
             do { nodes = try Self.nodes(of: page, number: number, pageSize: pageSize) } catch { fail("\(error)"); continue }
             let flags = page.u16(10)

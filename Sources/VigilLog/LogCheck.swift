@@ -37,6 +37,8 @@ public struct LogCheckReport: Sendable, Codable, Equatable {
     /// Damage one pinned look found and a second, on a later snapshot, did not: reported, never
     /// acted on (see `LogCheck.confirmingDamage`).
     public var unconfirmedDamage: [String] = []
+    /// Of `damagedPages`, pages that could not be read at all (I/O errors).
+    public var unreadablePages: Int = 0
 
     public init() {}
 
@@ -65,13 +67,16 @@ public enum LogCheck {
     /// validates; the tree is never touched through LMDB. Falls back to the newest meta when LMDB
     /// refuses the file (then no node can be writing it either).
     ///
-    /// Damage found in one pinned snapshot is looked for again in a later one before it is
+    /// Damage found beside a possible writer is looked for again in a later snapshot before it is
     /// reported (see `confirmingDamage`): the node stops and salvages on this verdict, so a
-    /// misreading must not pass for a failing card.
-    public static func checkLive(directory: String) throws(LogError) -> LogCheckReport {
+    /// misreading must not pass for a failing card. `nothingWrites` (the node's check before it
+    /// opens its log): no writer, so no second look, which would double the time a damaged log's
+    /// start waits.
+    public static func checkLive(directory: String, nothingWrites: Bool = false) throws(LogError) -> LogCheckReport {
         let path = directory + "/data.mdb"
         guard FileSystem.exists(path) else { throw .missing(directory: directory) }
-        guard let env = try? LMDBEnvironment(path: directory, flags: [.noTLS, .readOnly], mapSize: 0, maxDatabases: 4) else {
+        guard !nothingWrites,
+              let env = try? LMDBEnvironment(path: directory, flags: [.noTLS, .readOnly], mapSize: 0, maxDatabases: 4) else {
             return try check(reader: LMDBFileReader.open(path: path), transaction: nil)
         }
         let pin = { () -> PinnedSnapshot? in
@@ -116,13 +121,16 @@ public enum LogCheck {
         return nil
     }
 
-    /// Runs `check` and, when a pinned look finds damaged pages, once more on a later snapshot:
-    /// that second look is the verdict. A damaged page stays damaged; a misreading (a meta page read
-    /// while the writer replaced it) does not happen twice in a row. What the first look saw and
-    /// the second did not is kept in `unconfirmedDamage`, so it is not lost from sight.
+    /// Runs `check` and, when it finds damaged pages, once more on a later snapshot: that second
+    /// look is the verdict. A damaged page stays damaged; a misreading (a meta page read while the
+    /// writer replaced it, or an unpinned look at pages recycled meanwhile) does not happen twice in
+    /// a row. Except a page that could not be read at all: an I/O error is the card's, never a
+    /// misreading, so the first look stands (a failing card's first errors come and go). What the
+    /// first look saw and the second did not is kept in `unconfirmedDamage`, and `vigil log check`
+    /// says it on stderr, which the node logs.
     static func confirmingDamage(_ check: () throws(LogError) -> LogCheckReport) throws(LogError) -> LogCheckReport {
         let first = try check()
-        guard first.pinned, !first.damagedPages.isEmpty else { return first }
+        guard !first.damagedPages.isEmpty, first.unreadablePages == 0 else { return first }
         var second = try check()
         if second.damagedPages.isEmpty { second.unconfirmedDamage = first.damagedPages }
         return second
@@ -215,6 +223,7 @@ public enum LogCheck {
         }
         report.corruptRecords = corrupt.ranges
         report.damagedPages = (damage + eventsDamage).map(\.description)
+        report.unreadablePages = (damage + eventsDamage).filter { $0.reason.hasPrefix(LMDBFileReader.unreadable) }.count
         report.unreachable += suspect
         report.unreachable += eventsDamage.compactMap { d -> LogCheckReport.SequenceRange? in
             guard d.lowKey.isEmpty || d.lowKey.count == 8, d.highKey.map({ $0.count == 8 }) ?? true else { return nil }

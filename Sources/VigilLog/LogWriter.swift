@@ -7,6 +7,10 @@ import VigilSystem
 /// Appends are copied, envelope and payload, into one contiguous buffer while the queue lock is
 /// held; the writer swaps the whole buffer out and feeds it to `mdb_put` in one pass. No per-event
 /// object crosses threads, so the writer spends its time in LMDB rather than in reference counting.
+///
+/// Its state is internal rather than private only so that its steps can live in files by concern
+/// (`LogWriter+Loop`, `+Purge`, `+Space`); nothing else in VigilLog touches it. Each field says
+/// who may: under `lock`, or the writer thread only.
 final class LogWriter: @unchecked Sendable {
     typealias Completion = @Sendable (Result<UInt64, LogError>) -> Void
 

@@ -4,7 +4,8 @@ import VigilEvents
 import VigilRadio
 import VigilSystem
 
-/// Exposure records, and the values commands make into records.
+/// Exposure records, and the values commands make into records. `exposure` is internal rather
+/// than private only because it lives in this file: `interpret` is its one caller.
 extension CommandInterpreter {
     func exposure(_ r: ExposureRecord) -> Outcome {
         guard let key = Hex.decode(r.diagnosisKeyHex), key.count == 16 else {

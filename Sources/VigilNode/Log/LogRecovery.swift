@@ -210,7 +210,7 @@ extension LogRecovery {
         let output = directory + "/log-check.out"
         defer { FileSystem.remove(output) }
         do {
-            let status = try runToCompletion(path: executable, arguments: ["log", "check", "--data", directory], outputPath: output,
+            let status = try runToCompletion(path: executable, arguments: ["log", "check", "--data", directory, "--nothing-writes"], outputPath: output,
                                              timeoutMilliseconds: checkTimeoutMilliseconds)
             if let exit = CheckExit(rawValue: status) { return exit }
             logger.error("the log check ended badly", metadata: [
