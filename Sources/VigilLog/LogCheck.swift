@@ -34,8 +34,8 @@ public struct LogCheckReport: Sendable, Codable, Equatable {
     /// Whether an LMDB read transaction held the snapshot still while it was read. Unpinned beside
     /// a node that writes, a page reused meanwhile can look damaged: check again.
     public var pinned: Bool = false
-    /// Damage one pinned look found and a second, on a later snapshot, did not: reported, never
-    /// acted on (see `LogCheck.confirmingDamage`).
+    /// Damage a first look found and a second, on a later snapshot, did not: reported, never acted
+    /// on (see `LogCheck.confirmingDamage`).
     public var unconfirmedDamage: [String] = []
     /// Of `damagedPages`, pages that could not be read at all (I/O errors).
     public var unreadablePages: Int = 0

@@ -80,8 +80,8 @@ final class LogIntegrity: NodeComponent {
         case .healthy?:
             LogRecovery.checkPassed(directory: directory)
             last = "sound"
-            // Sound, yet the check said something: damage a first look saw and a second did not.
-            if !said.isEmpty { context.logger.warning("the log check found it sound at a second look", metadata: ["check": "\(said)"]) }
+            // Sound, yet the check said something (damage a first look saw and a second did not).
+            if !said.isEmpty { context.logger.warning("the log check found the log sound, and said more", metadata: ["check": "\(said)"]) }
         case .corruptRecords?:
             LogRecovery.checkPassed(directory: directory)
             last = "sound, but records fail their checksum: \(said)"
