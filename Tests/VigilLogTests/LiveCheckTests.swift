@@ -24,10 +24,16 @@ struct LiveCheckTests {
 
     /// `bytes` with the main database's root in meta page `page` set to `root`: what a read that
     /// overlapped the writer's rewrite of that page can see (another snapshot's root).
-    static func withMainRoot(_ bytes: [UInt8], metaPage page: UInt64, pageSize: Int, root: UInt64) -> [UInt8] {
+    /// With `transaction`, the page also names that transaction: the writer's rewrite of the slot.
+    static func withMainRoot(_ bytes: [UInt8], metaPage page: UInt64, pageSize: Int, root: UInt64,
+                             transaction: UInt64? = nil) -> [UInt8] {
         var torn = bytes
         let at = Int(page) * pageSize + 16 + 24 + 48 + 40
         for i in 0..<8 { torn[at + i] = UInt8(truncatingIfNeeded: root >> (8 * UInt64(i))) }
+        if let transaction {
+            let txn = Int(page) * pageSize + 144
+            for i in 0..<8 { torn[txn + i] = UInt8(truncatingIfNeeded: transaction >> (8 * UInt64(i))) }
+        }
         return torn
     }
 
@@ -77,11 +83,15 @@ struct LiveCheckTests {
     }
 
     @Test func theWalkUsesTheMetaItCheckedNotWhatThePageHoldsTwoCommitsLater() async throws {
-        // Two commits on, the writer overwrites the pinned snapshot's meta page with the same
-        // transaction's slot reused: a walk that read the page again would follow the newer
-        // snapshot's roots (here: a root past the file, as the VM test saw).
+        // Two commits on, the writer overwrites the pinned snapshot's meta page with its own (the
+        // pinned transaction + 2). A walk that read the meta pages again would not find the pinned
+        // one and would follow the newest instead: its roots past the size the file had when it was
+        // opened (here 9,999), the "page outside the file" the VM test saw.
         let log = try await Self.soundLog()
-        let later = Self.withMainRoot(log.bytes, metaPage: log.metaPage, pageSize: log.pageSize, root: 9_999)
+        let later = Self.withMainRoot(log.bytes, metaPage: log.metaPage, pageSize: log.pageSize, root: 9_999,
+                                      transaction: log.transaction + 2)
+        #expect(!(try LogCheck.check(reader: .inMemory(later), transaction: log.transaction).isHealthy),
+                "read again, the pages show the newer snapshot, past the file")
         var opens = 0
         let report = try #require(try LogCheck.checkPinned(
             pin: { LogCheck.PinnedSnapshot(transaction: log.transaction, release: {}) },
