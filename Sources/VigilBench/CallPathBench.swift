@@ -129,7 +129,8 @@ struct CallPathBench {
         }
 
         let probe = SOSProbe()
-        let (node, thread) = try SOSLatencyBench.startProbedNode(configuration, probe: probe, thread: "vigil-bench-callpath")
+        let running = try SOSLatencyBench.startProbedNode(configuration, probe: probe, thread: "vigil-bench-callpath")
+        let node = running.handle
         var result = RunResult()
         var failure: (any Error)?
         do {
@@ -178,7 +179,7 @@ struct CallPathBench {
         }
         node.requestStop(reason: "benchmark done")
         _ = probe.wait(timeoutNanoseconds: Self.waitTimeoutNanoseconds) { $0.finished }
-        thread.join()
+        let stopped = running.join()?.node
         _ = "{\"id\":\"bench-stop\"}\n".withCString { write(reader, $0, strlen($0)) }
         fifoThread.join()
         close(reader)
@@ -188,14 +189,15 @@ struct CallPathBench {
         centre.process.waitUntilExit()
         if let failure { throw failure }
         if let error = probe.snapshot().error { throw BenchError("call path: the node failed: \(error)") }
-        let pending = node.projections.outbox.pending.filter { $0.channel == .call || $0.channel == .arc }
-        guard pending.isEmpty, node.projections.calls.open.isEmpty else {
-            throw BenchError("call path: \(pending.count) messages left pending (\(pending.map(\.id).joined(separator: ", "))), \(node.projections.calls.open.count) calls open")
+        guard let stopped else { throw BenchError("call path: the node's thread handed nothing back") }
+        let pending = stopped.projections.outbox.pending.filter { $0.channel == .call || $0.channel == .arc }
+        guard pending.isEmpty, stopped.projections.calls.open.isEmpty else {
+            throw BenchError("call path: \(pending.count) messages left pending (\(pending.map(\.id).joined(separator: ", "))), \(stopped.projections.calls.open.count) calls open")
         }
         return result
     }
 
-    private func press(_ node: Node, _ probe: SOSProbe) {
+    private func press(_ node: NodeHandle, _ probe: SOSProbe) {
         node.onLoop { n in
             guard let board = n.board as? ProbedBoard else { return probe.fail("the node's board is not the probed board") }
             do {

@@ -33,7 +33,7 @@ final class HTTPLoad: Sendable {
     }
 
     /// Starts the server beside `node` and the clients; returns once every viewer streams.
-    func start(node: Node, directory: String) throws {
+    func start(node: NodeHandle, directory: String) throws {
         var settings = HTTPSettings()
         settings.listen = "127.0.0.1:0"
         settings.tls = false
@@ -48,7 +48,7 @@ final class HTTPLoad: Sendable {
         }
         let listening = ConditionLock()
         let port = LockedValue<Int?>(nil)
-        let web = WebServer(node: node.handle, settings: settings, dataDirectory: directory,
+        let web = WebServer(node: node, settings: settings, dataDirectory: directory,
                             logger: Logger(label: "vigil-bench.web") { _ in SwiftLogNoOpLogHandler() },
                             onListening: { p, _ in
                                 port.withLock { $0 = p }

@@ -335,10 +335,10 @@ struct HubBench {
 
 /// A running node joined to the bench's hub (enrolled through the database, linked in its
 /// `hub.json` like `vigil hub join` does).
-final class BenchBox: @unchecked Sendable {
-    let node: Node
+final class BenchBox: Sendable {
+    let node: NodeHandle
     let nodeID: UInt64
-    private let task: Task<Void, any Error>
+    private let running: NodeThread
 
     init(label: String, base: String, database: HubDatabase, url: String, hubData: String, directory: String? = nil) async throws {
         let directory = directory ?? base + "/" + label
@@ -362,14 +362,13 @@ final class BenchBox: @unchecked Sendable {
         let key = directory + "/shelter.key"
         FileManager.default.createFile(atPath: key, contents: Data(String(repeating: "5a", count: 32).utf8), attributes: [.posixPermissions: 0o600])
         configuration.airAlerts.keyFile = key
-        let node = try Node(configuration: configuration, logger: benchLogger)
-        self.node = node
-        task = Task.detached { try await node.runOnOwnThread(duration: nil) }
+        running = try NodeThread(Node(configuration: configuration, logger: benchLogger), name: "vigil-bench-\(label)")
+        node = running.handle
     }
 
     func stop() async throws {
         node.requestStop(reason: "bench")
-        try await task.value
+        _ = try await running.stopped()?.get()
     }
 }
 

@@ -99,16 +99,14 @@ struct MQTTIngestBench {
             throw BenchError("mqtt: cannot open a node in \(directory): \(error)")
         }
         let finished = LockedValue<String??>(nil)
-        let thread = try OSThread(name: "vigil-bench-mqtt") {
-            do throws(NodeError) { try node.run(); finished.withLock { $0 = .some(nil) } } catch { finished.withLock { $0 = .some("\(error)") } }
-        }
+        let running = try NodeThread(node, name: "vigil-bench-mqtt") { error in finished.withLock { $0 = .some(error.map { "\($0)" }) } }
         defer {
-            node.requestStop(reason: "benchmark done")
-            thread.join()
+            running.handle.requestStop(reason: "benchmark done")
+            _ = running.join()
         }
         func read<T: Sendable>(_ body: @escaping @Sendable (Node) -> T) -> T? {
             let box = LockedValue<T?>(nil)
-            node.onLoop { n in box.withLock { $0 = body(n) } }
+            running.handle.onLoop { n in box.withLock { $0 = body(n) } }
             return wait(seconds: 10) { box.withLock { $0 } }
         }
         // Connected, and subscribed: a probe PSM (a pedestrian of its own) comes through.

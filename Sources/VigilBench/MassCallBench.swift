@@ -114,25 +114,21 @@ struct MassCallBench {
 
         let clock = ManualClock()
         let radio = try InjectedRadio()
-        let node: Node
+        let made: Node
         do {
-            node = try Node(configuration: configuration, clock: clock, monotonic: clock, logger: benchNodeLogger(), radio: radio,
+            made = try Node(configuration: configuration, clock: clock, monotonic: clock, logger: benchNodeLogger(), radio: radio,
                             board: try SimulatedBoard(profile: configuration.board, monotonic: clock))
         } catch {
             throw BenchError("mass call: cannot open a node in \(data): \(error)")
         }
         let ended = WaitableState<String?>(nil)
-        let thread = try OSThread(name: "vigil-bench-masscall") {
-            do throws(NodeError) {
-                try node.run()
-                ended.update { $0 = "stopped" }
-            } catch {
-                ended.update { $0 = "failed: \(error)" }
-            }
+        let running = try NodeThread(made, name: "vigil-bench-masscall") { error in
+            ended.update { $0 = error.map { "failed: \($0)" } ?? "stopped" }
         }
+        let node = running.handle
         defer {
             node.requestStop(reason: "benchmark done")
-            thread.join()
+            _ = running.join()
         }
         func settle() throws {
             let done = WaitableState(false)

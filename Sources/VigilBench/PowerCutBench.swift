@@ -108,7 +108,8 @@ struct PowerCutBench {
         configuration.simulation.advertisers = 0
         let started = monotonicNanoseconds()
         let probe = SOSProbe()
-        let (node, thread) = try SOSLatencyBench.startProbedNode(configuration, probe: probe, thread: "vigil-bench-powercut")
+        let running = try SOSLatencyBench.startProbedNode(configuration, probe: probe, thread: "vigil-bench-powercut")
+        let node = running.handle
         node.onLoop { n in
             guard let board = n.board as? ProbedBoard else { return probe.fail("the node's board is not the probed board") }
             do {
@@ -127,7 +128,7 @@ struct PowerCutBench {
         _ = open.wait(timeout: .now() + 600)
         node.requestStop(reason: "benchmark done")
         _ = probe.wait(timeoutNanoseconds: 60_000_000_000) { $0.finished }
-        thread.join()
+        _ = running.join()
         guard let on = red?.redOn.first else {
             throw BenchError("power cut: no red after the start (\(probe.snapshot().failure ?? probe.snapshot().error ?? "no reason"))")
         }

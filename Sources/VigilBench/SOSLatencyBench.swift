@@ -157,7 +157,7 @@ struct SOSLatencyBench {
 
     /// `configuration`'s node on the probed board, running on a thread of its own that tells
     /// `probe` when it ends.
-    static func startProbedNode(_ configuration: NodeConfiguration, probe: SOSProbe, thread name: String) throws -> (Node, OSThread) {
+    static func startProbedNode(_ configuration: NodeConfiguration, probe: SOSProbe, thread name: String) throws -> NodeThread {
         let board = try ProbedBoard(inner: SimulatedBoard(profile: configuration.board), probe: probe)
         let node: Node
         do {
@@ -165,27 +165,20 @@ struct SOSLatencyBench {
         } catch {
             throw BenchError("cannot open a node in \(configuration.dataDirectory): \(error)")
         }
-        let thread = try OSThread(name: name) {
-            do throws(NodeError) {
-                try node.run()
-                probe.finished(error: nil)
-            } catch {
-                probe.finished(error: "\(error)")
-            }
-        }
-        return (node, thread)
+        return try NodeThread(node, name: name) { error in probe.finished(error: error.map { "\($0)" }) }
     }
 
     private func measure(directory: String, presses: Int, httpLoad: Bool) throws -> RunResult {
         let probe = SOSProbe()
-        let (node, thread) = try Self.startProbedNode(Self.pressConfiguration(directory: directory), probe: probe, thread: "vigil-bench-sos")
+        let running = try Self.startProbedNode(Self.pressConfiguration(directory: directory), probe: probe, thread: "vigil-bench-sos")
+        let node = running.handle
         var stopped = false
         defer {
             // On an error path: the node must be gone before the directory is removed.
             if !stopped {
                 node.requestStop(reason: "benchmark failed")
                 _ = probe.wait(timeoutNanoseconds: Self.waitTimeoutNanoseconds) { $0.finished }
-                thread.join()
+                _ = running.join()
             }
         }
 
@@ -238,19 +231,20 @@ struct SOSLatencyBench {
 
         node.requestStop(reason: "benchmark done")
         let final = try waitFor(probe, "node stop") { $0.finished }
-        thread.join()
+        let ended = running.join()
         stopped = true
         if let error = final.error { throw BenchError("sos: the node failed: \(error)") }
+        guard let stoppedNode = ended?.node else { throw BenchError("sos: the node's thread handed nothing back") }
 
-        // The node is stopped: its state can be read from this thread now.
+        // The node is stopped and handed back: its state can be read from this thread now.
         let cycles = Self.warmupCycles + presses
-        let own = node.projections.alerts.alerts.values.filter { $0.raisedHere && $0.kind == AlertKind.sos.rawValue }
+        let own = stoppedNode.projections.alerts.alerts.values.filter { $0.raisedHere && $0.kind == AlertKind.sos.rawValue }
         guard own.count == cycles, own.allSatisfy(\.cancelled) else {
             throw BenchError("sos: the log holds \(own.count) SOS raised here (\(own.filter(\.cancelled).count) cancelled), "
                              + "expected \(cycles), all cancelled")
         }
-        guard node.counters.refused == 0, node.counters.boardErrors == 0 else {
-            throw BenchError("sos: \(node.counters.refused) events refused, \(node.counters.boardErrors) board errors")
+        guard stoppedNode.counters.refused == 0, stoppedNode.counters.boardErrors == 0 else {
+            throw BenchError("sos: \(stoppedNode.counters.refused) events refused, \(stoppedNode.counters.boardErrors) board errors")
         }
         var result = RunResult(latencies: latencies, flushes: statsAfter.flushes - statsBefore.flushes,
                                commits: statsAfter.commits - statsBefore.commits, sos: presses)
@@ -269,7 +263,7 @@ struct SOSLatencyBench {
     }
 
     /// Queues one press on the loop thread, starting `gap` from now.
-    private func pressOnLoop(_ node: Node, _ probe: SOSProbe) {
+    private func pressOnLoop(_ node: NodeHandle, _ probe: SOSProbe) {
         node.onLoop { n in
             guard let board = n.board as? ProbedBoard else {
                 probe.fail("the node's board is not the probed board")
@@ -284,7 +278,7 @@ struct SOSLatencyBench {
     }
 
     /// The log's statistics, read on the loop thread (`liveStatus` reads loop-owned state).
-    private func logStatistics(_ node: Node, _ probe: SOSProbe) throws -> LogStatistics {
+    private func logStatistics(_ node: NodeHandle, _ probe: SOSProbe) throws -> LogStatistics {
         let before = probe.snapshot().statistics.count
         node.onLoop { n in probe.record(statistics: n.liveStatus().log) }
         let state = try waitFor(probe, "log statistics") { $0.statistics.count > before }

@@ -111,6 +111,8 @@ struct Run: AsyncParsableCommand {
             } catch {
                 throw CLIError("\(error)")
             }
+            // The page holds the handle; the service takes the node to its loop.
+            let handle = node.handle
             let service = NodeService(node: node, duration: durationMicroseconds, logger: logger)
             var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
                 .init(service: service, successTerminationBehavior: .gracefullyShutdownGroup),
@@ -118,7 +120,7 @@ struct Run: AsyncParsableCommand {
             // The page after the node: a graceful shutdown stops it (and its live streams) first.
             // A page that cannot be served (its port taken) is logged and the node runs on.
             if configuration.http.listen != nil {
-                services.append(.init(service: WebServer(node: node.handle, settings: configuration.http, dataDirectory: configuration.dataDirectory,
+                services.append(.init(service: WebServer(node: handle, settings: configuration.http, dataDirectory: configuration.dataDirectory,
                                                          logger: logger, metrics: registry),
                                       successTerminationBehavior: .ignore, failureTerminationBehavior: .ignore))
             }

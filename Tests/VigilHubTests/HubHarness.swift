@@ -240,8 +240,9 @@ struct HarnessError: Error, CustomStringConvertible {
 final class Box: @unchecked Sendable {
     let directory: TemporaryDirectory
     let clock = ManualClock()
-    private(set) var node: Node?
-    private var task: Task<Void, any Error>?
+    /// The running box as the test holds it (its node is the loop's).
+    private(set) var node: NodeHandle?
+    private var running: NodeThread?
     /// `site.name` and `site.location` (none by default).
     var site: (name: String, location: String)?
     /// `exposure.verification_keys` (none by default).
@@ -274,18 +275,19 @@ final class Box: @unchecked Sendable {
     }
 
     func start() async throws {
-        let node = try Node(configuration: configuration, clock: clock, monotonic: clock, logger: quietLogger)
-        self.node = node
-        task = Task { try await node.runOnOwnThread(duration: nil) }
+        let running = try NodeThread(Node(configuration: configuration, clock: clock, monotonic: clock, logger: quietLogger),
+                                     name: "vigil-test-box")
+        self.running = running
+        node = running.handle
         await settle()
     }
 
     func stop() async throws {
-        guard let node, let task else { return }
+        guard let node, let running else { return }
         node.requestStop(reason: "test")
-        try await task.value
+        _ = try await running.stopped()?.get()
         self.node = nil
-        self.task = nil
+        self.running = nil
     }
 
     /// Appends `body` on the node's loop and waits until it is applied.

@@ -103,10 +103,12 @@ final class ScriptedRadio: RadioAdapter, @unchecked Sendable {
     func events(_ dir: TemporaryDirectory) throws -> [EventBody] { try loggedEvents(dir) }
 
     /// Runs the node on its own thread while `body` drives it; stops it afterwards.
-    func withNode(_ node: Node, _ body: () async throws -> Void) async throws {
-        let task = await start(node)
-        try await body()
-        try await stop(node, task)
+    /// The node is the loop's meanwhile: `body` gets it running, and the stopped node comes back.
+    @discardableResult
+    func withNode(_ node: sending Node, _ body: (NodeThread) async throws -> Void) async throws -> sending Node {
+        let running = try await start(node)
+        try await body(running)
+        return try await stop(running)
     }
 
     /// A node on the test's clock.
@@ -118,7 +120,7 @@ final class ScriptedRadio: RadioAdapter, @unchecked Sendable {
     func makeBoard() throws -> SimulatedBoard { try SimulatedBoard(monotonic: clock) }
 
     /// Lets `microseconds` of the test's clock pass, the node settling every 10 ms.
-    func pass(_ node: Node, _ microseconds: UInt64) async {
+    func pass(_ node: NodeThread, _ microseconds: UInt64) async {
         await advance(clock, node, byMicroseconds: microseconds, step: 10_000)
     }
 
@@ -127,14 +129,14 @@ final class ScriptedRadio: RadioAdapter, @unchecked Sendable {
         let radio = try ScriptedRadio()
         let node = try makeNode(configuration(dir), radio: radio)
         let frame = sos()
-        try await withNode(node) {
+        let stopped = try await withNode(node) { node in
             radio.inject(try (0..<5).map { _ in try report(frame) })
             await pass(node, 400_000)
         }
         let received = try events(dir).compactMap { if case .alertReceived(let a) = $0 { a } else { nil } }
         #expect(received.count == 1)
         #expect(received.first?.id == frame.id && received.first?.hops == 0 && received.first?.heardFrom == Self.otherBox)
-        #expect(node.liveStatus().air.accepted == 1 && node.liveStatus().air.duplicates == 4)
+        #expect(stopped.liveStatus().air.accepted == 1 && stopped.liveStatus().air.duplicates == 4)
         // The relay went on the air after its delay, re-tagged with hops 1.
         let key = try AlertFrameKey(shelterKey: Self.key)
         let relayed = (radio.lastPlan?.payloads ?? []).compactMap { payload -> AlertFrame? in
@@ -154,12 +156,12 @@ final class ScriptedRadio: RadioAdapter, @unchecked Sendable {
         var truncated = try report(sos(counter: 3))
         truncated.data[0] -= 3
         truncated.data.removeLast(3)
-        try await withNode(node) {
+        let stopped = try await withNode(node) { node in
             radio.inject([try report(sos(counter: 1), key: [UInt8](repeating: 1, count: 32)), try report(stale), truncated])
             await pass(node, 200_000)
         }
         #expect(try events(dir).allSatisfy { if case .alertReceived = $0 { false } else { true } })
-        let air = node.liveStatus().air
+        let air = stopped.liveStatus().air
         #expect(air.forged == 1 && air.stale == 1 && air.malformed == 1 && air.accepted == 0)
     }
 
@@ -171,7 +173,7 @@ final class ScriptedRadio: RadioAdapter, @unchecked Sendable {
         var cancel = alert
         cancel.type = .cancel
         cancel.hops = 1
-        try await withNode(node) {
+        let stopped = try await withNode(node) { node in
             radio.inject([try report(alert)])
             await pass(node, 150_000)
             radio.inject([try report(cancel), try report(cancel)])
@@ -180,7 +182,7 @@ final class ScriptedRadio: RadioAdapter, @unchecked Sendable {
         let cancels = try events(dir).compactMap { if case .alertCancelled(let c) = $0 { c } else { nil } }
         #expect(cancels.count == 1)
         #expect(cancels.first?.hops == 1 && cancels.first?.heardFrom == Self.otherBox)
-        #expect(node.projections.alerts.active.isEmpty)
+        #expect(stopped.projections.alerts.active.isEmpty)
     }
 
     @Test func theBoxesOwnSOSGoesOnTheAirAndTheRadioSettlesItsBroadcastEntry() async throws {
@@ -191,17 +193,17 @@ final class ScriptedRadio: RadioAdapter, @unchecked Sendable {
         // Its own frame heard back from a relay is not a new alert.
         let echo = AlertFrame(type: .sos, severity: .critical, hops: 1, origin: UInt32(truncatingIfNeeded: node.nodeID), counter: 1,
                               expirySeconds: UInt32(clock.nowMicroseconds() / 1_000_000 + 600))
-        try await withNode(node) {
+        let stopped = try await withNode(node) { node in
             press(node, holdMicroseconds: 200_000)
             await pass(node, 500_000)
             radio.inject([try report(echo)])
             await pass(node, 100_000)
         }
-        let raised = try #require(node.projections.alerts.active.first { $0.raisedHere })
+        let raised = try #require(stopped.projections.alerts.active.first { $0.raisedHere })
         #expect(raised.idText == echo.id.text)
-        let entry = try #require(node.projections.outbox.entries["sos/\(raised.idText)/raised"])
+        let entry = try #require(stopped.projections.outbox.entries["sos/\(raised.idText)/raised"])
         #expect(entry.delivered)
-        #expect(node.liveStatus().air.ownEchoes == 1)
+        #expect(stopped.liveStatus().air.ownEchoes == 1)
         #expect(try events(dir).allSatisfy { if case .alertReceived = $0 { false } else { true } })
     }
 
@@ -217,7 +219,7 @@ final class ScriptedRadio: RadioAdapter, @unchecked Sendable {
     /// Lets the test's clock run in 10 ms steps, the node settling after each, until `condition`
     /// holds on the loop (false if it has not after `seconds` of that clock). No real waiting:
     /// the node's timers, button edges and relays come as the clock reaches them.
-    func until(_ node: Node, seconds: UInt64 = 20, _ condition: @escaping @Sendable (Node) -> Bool) async -> Bool {
+    func until(_ node: NodeThread, seconds: UInt64 = 20, _ condition: @escaping @Sendable (Node) -> Bool) async -> Bool {
         var passed: UInt64 = 0
         while true {
             await settled(node)
@@ -228,7 +230,7 @@ final class ScriptedRadio: RadioAdapter, @unchecked Sendable {
         }
     }
 
-    func press(_ node: Node, holdMicroseconds: UInt64, after: UInt64 = 0) {
+    func press(_ node: NodeThread, holdMicroseconds: UInt64, after: UInt64 = 0) {
         node.onLoop { n in try? (n.board as? SimulatedBoard)?.press(holdMicroseconds: holdMicroseconds, afterMicroseconds: after) }
     }
 
@@ -238,7 +240,7 @@ final class ScriptedRadio: RadioAdapter, @unchecked Sendable {
         let node = try makeNode(configuration(dir), radio: radio, board: makeBoard())
         let frame = sos(counter: 5)
         let id = frame.id.text
-        try await withNode(node) {
+        try await withNode(node) { node in
             radio.inject([try report(frame)])
             #expect(await until(node) { $0.projections.alerts.awaitingAcknowledgement.map(\.idText) == [id] })
             press(node, holdMicroseconds: 70_000) // short: under the 100 ms long press
@@ -260,7 +262,7 @@ final class ScriptedRadio: RadioAdapter, @unchecked Sendable {
         let node = try makeNode(configuration(dir), radio: radio, board: makeBoard())
         let frame = sos(counter: 6)
         let id = frame.id.text
-        try await withNode(node) {
+        try await withNode(node) { node in
             press(node, holdMicroseconds: 200_000) // our own SOS: its buzzer sounds
             #expect(await until(node) { !OutputPolicy.soundingAlarms($0.projections).isEmpty })
             radio.inject([try report(frame)])
@@ -278,7 +280,7 @@ final class ScriptedRadio: RadioAdapter, @unchecked Sendable {
         let dir = TemporaryDirectory()
         let radio = try ScriptedRadio()
         let node = try makeNode(configuration(dir), radio: radio, board: makeBoard())
-        try await withNode(node) {
+        let stopped = try await withNode(node) { node in
             press(node, holdMicroseconds: 200_000)
             #expect(await until(node) { n in n.projections.alerts.active.contains { $0.raisedHere } })
             let counter = await onLoop(node) { n in n.projections.alerts.active.first { $0.raisedHere }?.counter ?? 0 }
@@ -294,7 +296,7 @@ final class ScriptedRadio: RadioAdapter, @unchecked Sendable {
         let acks = try events(dir).compactMap { if case .alertAcknowledged(let a) = $0 { a } else { nil } }
         #expect(acks.count == 1)
         #expect(acks.first?.hops == 1 && acks.first?.heardFrom == Self.otherBox)
-        let air = node.liveStatus().air
+        let air = stopped.liveStatus().air
         #expect(air.accepted == 1 && air.duplicates == 1 && air.ownEchoes == 0)
         // This box is where the acknowledgement was going: it does not pass it on.
         #expect(try framesOnTheAir(radio).allSatisfy { $0.type != .acknowledge })
@@ -321,7 +323,7 @@ final class ScriptedRadio: RadioAdapter, @unchecked Sendable {
     @Test func aStartWithoutTheFloorFileButAlertsInTheLogCountsAboveThem() async throws {
         let dir = TemporaryDirectory()
         let first = try makeNode(configuration(dir), radio: try ScriptedRadio(), board: makeBoard())
-        try await withNode(first) {
+        try await withNode(first) { first in
             let raised = await onLoop(first) { node -> AlertID? in
                 guard case .event(let body, _) = node.control.interpreter.interpret(.raiseAlert(AlertRequest(kind: "sos", lifetimeMicroseconds: 3_600_000_000))),
                       case .alertRaised(let a) = body, node.append(body) != nil else { return nil }
@@ -350,7 +352,7 @@ final class ScriptedRadio: RadioAdapter, @unchecked Sendable {
         var flood = heard
         flood.type = .flood
         flood.counter = 10
-        try await withNode(node) {
+        let stopped = try await withNode(node) { node in
             radio.inject([try report(heard), try report(flood)])
             #expect(await until(node) { $0.projections.alerts.active.count == 2 })
         }
@@ -359,7 +361,7 @@ final class ScriptedRadio: RadioAdapter, @unchecked Sendable {
             node.control.interpreter.interpret(command)
         }
         func refusal(_ command: NodeCommand) -> String? {
-            if case .refused(_, let message) = outcome(node, command) { message } else { nil }
+            if case .refused(_, let message) = outcome(stopped, command) { message } else { nil }
         }
         func raised(_ kind: String, lifetime: UInt64 = 3_600_000_000, lat: Double? = nil, text: String = "") -> NodeCommand {
             .raiseAlert(AlertRequest(kind: kind, lifetimeMicroseconds: lifetime, latitude: lat, longitude: lat.map { _ in 0 }, text: text))
@@ -369,17 +371,17 @@ final class ScriptedRadio: RadioAdapter, @unchecked Sendable {
         #expect(refusal(raised("flood", lifetime: 25 * 3_600_000_000))?.contains("max_lifetime") == true)
         #expect(refusal(raised("flood", lat: 90.0000001))?.contains("latitude") == true)
         #expect(refusal(raised("flood", text: String(repeating: "x", count: 501)))?.contains("500") == true)
-        guard case .event(.alertRaised(let ok), let okID) = outcome(node, raised("road-hazard")) else {
+        guard case .event(.alertRaised(let ok), let okID) = outcome(stopped, raised("road-hazard")) else {
             Issue.record("a valid hazard was refused")
             return
         }
-        #expect(ok.id == AlertID(origin: node.nodeID, counter: 1) && ok.hops == 0 && ok.severity == .warning)
+        #expect(ok.id == AlertID(origin: stopped.nodeID, counter: 1) && ok.hops == 0 && ok.severity == .warning)
         #expect(okID == ok.id.text)
 
         #expect(refusal(.cancelAlert(AlertCancelRequest(id: heard.id.text)))?.contains("raised at this box") == true,
                 "a received alert is not ours to cancel")
         #expect(refusal(.acknowledgeAlert(AlertReference(id: flood.id.text)))?.contains("call for help") == true, "a warning is not answered")
-        guard case .event(.alertAcknowledged(let answer), _) = outcome(node, .acknowledgeAlert(AlertReference(id: heard.id.text))) else {
+        guard case .event(.alertAcknowledged(let answer), _) = outcome(stopped, .acknowledgeAlert(AlertReference(id: heard.id.text))) else {
             Issue.record("answering a heard SOS was refused")
             return
         }
@@ -426,7 +428,7 @@ final class ScriptedRadio: RadioAdapter, @unchecked Sendable {
                                                  connectable: true, data: [0x02, 0x01, 0x06], timeMicroseconds: now))
             }
         }
-        try await withNode(node) {
+        let stopped = try await withNode(node) { node in
             // A card that cannot keep up, however fast this machine's is: the writer takes
             // nothing until every report has been read, so the queue's limit is what decides.
             await onLoop(node) { $0.log.holdWriter(true) }
@@ -440,6 +442,6 @@ final class ScriptedRadio: RadioAdapter, @unchecked Sendable {
         }
         let received = try events(dir).filter { if case .alertReceived = $0 { true } else { false } }
         #expect(received.count == 60, "no alert is ever shed")
-        #expect(node.counters.reports == 60_000)
+        #expect(stopped.counters.reports == 60_000)
     }
 }

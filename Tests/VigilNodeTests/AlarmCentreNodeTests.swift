@@ -38,7 +38,7 @@ import VigilTestSupport
         return Int(UInt16(bigEndian: address.sin_port))
     }
 
-    static func press(_ node: Node, _ clock: ManualClock, holdMicroseconds: UInt64 = 500_000) async {
+    static func press(_ node: NodeThread, _ clock: ManualClock, holdMicroseconds: UInt64 = 500_000) async {
         node.onLoop { n in try? (n.board as? SimulatedBoard)?.press(holdMicroseconds: holdMicroseconds) }
         await advance(clock, node, byMicroseconds: holdMicroseconds + 200_000, step: 20_000)
     }
@@ -48,7 +48,7 @@ import VigilTestSupport
         ManualClock(startMicroseconds: UInt64(Date().timeIntervalSince1970 * 1_000_000))
     }
 
-    static func arcEntries(_ node: Node) async -> [Outbox.Entry] {
+    static func arcEntries(_ node: NodeThread) async -> [Outbox.Entry] {
         await onLoop(node) { n in n.projections.outbox.entries.values.filter { $0.channel == .arc }.sorted { $0.createdSequence < $1.createdSequence } }
     }
 
@@ -61,37 +61,37 @@ import VigilTestSupport
         let clock = Self.realTimeClock()
         let board = try SimulatedBoard(monotonic: clock)
         let node = try Node(configuration: config, clock: clock, monotonic: clock, logger: quietLogger, board: board)
-        let task = await start(node)
-        await Self.press(node, clock)
-        #expect(await untilChildProcess(node) { n in n.projections.outbox.entries.values.contains { $0.channel == .arc && $0.delivered } })
+        let running = try await start(node)
+        await Self.press(running, clock)
+        #expect(await untilChildProcess(running) { n in n.projections.outbox.entries.values.contains { $0.channel == .arc && $0.delivered } })
         let raised = try #require(centre.next("event", timeout: 10), "pysiaalarm got the alarm")
         #expect(raised["message_type"] as? String == "ADM-CID")
         #expect(raised["event_qualifier"] as? String == "1")
         #expect(raised["event_type"] as? String == "120")
         let zone = try #require(raised["ri"] as? String, "the call's number")
         #expect(raised["encrypted"] as? Bool == (key != nil))
-        let first = try #require(await Self.arcEntries(node).first)
+        let first = try #require(await Self.arcEntries(running).first)
         #expect(first.lastNotifier == "arc 127.0.0.1:\(centre.port)", "the ACK is recorded as the centre's receipt")
         #expect(first.alarm.map { String(format: "%03d", $0.number) } == zone)
         // Taken here: the centre is not told (it holds its alarm until the restore).
-        let code = try #require(await onLoop(node) { $0.projections.calls.open.first?.code })
-        let reply = try #require(await node.perform(.takeCall(TakeRequest(call: code, by: "Luis", via: "cli"))))
+        let code = try #require(await onLoop(running) { $0.projections.calls.open.first?.code })
+        let reply = try #require(await running.perform(.takeCall(TakeRequest(call: code, by: "Luis", via: "cli"))))
         #expect(reply.ok)
-        await settled(node)
-        #expect(await Self.arcEntries(node).count == 1)
+        await settled(running)
+        #expect(await Self.arcEntries(running).count == 1)
 
         // Cancelled by holding the button (8 s): the restore, same code and zone.
-        await Self.press(node, clock, holdMicroseconds: 8_500_000)
-        #expect(await onLoop(node) { $0.projections.calls.open.isEmpty })
-        #expect(await untilChildProcess(node) { n in n.projections.outbox.pending.allSatisfy { $0.channel != .arc } })
+        await Self.press(running, clock, holdMicroseconds: 8_500_000)
+        #expect(await onLoop(running) { $0.projections.calls.open.isEmpty })
+        #expect(await untilChildProcess(running) { n in n.projections.outbox.pending.allSatisfy { $0.channel != .arc } })
         let restored = try #require(centre.next("event", timeout: 10))
         #expect(restored["event_qualifier"] as? String == "3")
         #expect(restored["event_type"] as? String == "120")
         #expect(restored["ri"] as? String == zone, "the restore names the alarm's zone")
-        let status = await onLoop(node) { $0.liveStatus().alarmCentre }
+        let status = await onLoop(running) { $0.liveStatus().alarmCentre }
         #expect(status?.acknowledged == 2)
         #expect(status?.problem == nil)
-        try await stop(node, task)
+        try await stop(running)
         #expect(centre.stop().status == 0)
         let attempts = try storedEvents(dir).compactMap { e -> OutboxAttempt? in
             if case .outboxAttempt(let a) = e.body, a.notifier.hasPrefix("arc") { a } else { nil }
@@ -109,19 +109,19 @@ import VigilTestSupport
         let clock = Self.realTimeClock()
         let board = try SimulatedBoard(monotonic: clock)
         let node = try Node(configuration: config, clock: clock, monotonic: clock, logger: quietLogger, board: board)
-        let task = await start(node)
-        await Self.press(node, clock)
+        let running = try await start(node)
+        await Self.press(running, clock)
         if mode == "silent" {
             // The reply timeout (2 s) passes on the node's clock.
-            #expect(await untilChildProcess(node) { $0.scheduler.isArmed(AlarmCentreLink.exchangeTimer) && $0.alarmCentre.status.closed == 0 })
-            await advance(clock, node, byMicroseconds: 2_100_000, step: 100_000)
+            #expect(await untilChildProcess(running) { $0.scheduler.isArmed(AlarmCentreLink.exchangeTimer) && $0.alarmCentre.status.closed == 0 })
+            await advance(clock, running, byMicroseconds: 2_100_000, step: 100_000)
         }
-        #expect(await untilChildProcess(node) { n in n.projections.outbox.entries.values.contains { $0.channel == .arc && $0.delivered } })
-        let entry = try #require(await Self.arcEntries(node).first)
+        #expect(await untilChildProcess(running) { n in n.projections.outbox.entries.values.contains { $0.channel == .arc && $0.delivered } })
+        let entry = try #require(await Self.arcEntries(running).first)
         #expect(entry.lastNotifier == "arc 127.0.0.1:\(good.port)")
         #expect(entry.attempts == 1, "one attempt: the second receiver took it")
         #expect(good.next("event", timeout: 10)?["event_type"] as? String == "120")
-        let status = try #require(await onLoop(node) { $0.liveStatus().alarmCentre })
+        let status = try #require(await onLoop(running) { $0.liveStatus().alarmCentre })
         switch mode {
         case "down": #expect(status.unreachable == 1)
         case "silent": #expect(status.silent == 1)
@@ -130,7 +130,7 @@ import VigilTestSupport
         default: #expect(status.closed == 1)
         }
         #expect(status.acknowledged == 1)
-        try await stop(node, task)
+        try await stop(running)
         _ = bad?.stop()
         _ = good.stop()
     }
@@ -143,19 +143,19 @@ import VigilTestSupport
         let clock = Self.realTimeClock()
         let board = try SimulatedBoard(monotonic: clock)
         let node = try Node(configuration: config, clock: clock, monotonic: clock, logger: quietLogger, board: board)
-        let task = await start(node)
-        await advance(clock, node, byMicroseconds: 59_000_000, step: 1_000_000)
-        #expect(await onLoop(node) { $0.alarmCentre.status.lastTestMicroseconds } == nil)
-        await advance(clock, node, byMicroseconds: 2_000_000, step: 500_000)
+        let running = try await start(node)
+        await advance(clock, running, byMicroseconds: 59_000_000, step: 1_000_000)
+        #expect(await onLoop(running) { $0.alarmCentre.status.lastTestMicroseconds } == nil)
+        await advance(clock, running, byMicroseconds: 2_000_000, step: 500_000)
         // The node's clock is now a minute ahead of the centre's: the centre NAKs with its own
         // time, and the resend, corrected by it, is acknowledged.
-        #expect(await untilChildProcess(node) { $0.alarmCentre.status.lastTestPassed == true })
+        #expect(await untilChildProcess(running) { $0.alarmCentre.status.lastTestPassed == true })
         #expect(centre.next("event", timeout: 10)?["event_type"] as? String == "602")
-        let status = try #require(await onLoop(node) { $0.liveStatus().alarmCentre })
+        let status = try #require(await onLoop(running) { $0.liveStatus().alarmCentre })
         #expect(status.encrypted)
         #expect((status.clockSkewSeconds ?? 0) < -40, "the centre's NAK said the box is ahead: \(String(describing: status.clockSkewSeconds))")
-        #expect(await onLoop(node) { $0.projections.outbox.entries.isEmpty }, "a test is not a message in the log")
-        try await stop(node, task)
+        #expect(await onLoop(running) { $0.projections.outbox.entries.isEmpty }, "a test is not a message in the log")
+        try await stop(running)
         _ = centre.stop()
     }
 
@@ -165,32 +165,32 @@ import VigilTestSupport
         let clock = Self.realTimeClock()
         let board = try SimulatedBoard(monotonic: clock)
         let node = try Node(configuration: config, clock: clock, monotonic: clock, logger: quietLogger, board: board)
-        let task = await start(node)
-        let reply = try #require(await node.perform(.testCalls))
+        let running = try await start(node)
+        let reply = try #require(await running.perform(.testCalls))
         #expect(reply.ok, "\(reply)")
-        #expect(await untilChildProcess(node) { $0.alarmCentre.status.lastTestPassed == false })
-        let amber = await onLoop(node) { $0.patterns.decisions[.amber] }
+        #expect(await untilChildProcess(running) { $0.alarmCentre.status.lastTestPassed == false })
+        let amber = await onLoop(running) { $0.patterns.decisions[.amber] }
         #expect(amber?.reasons.first?.text.hasPrefix("cannot call for help: the alarm centre has not acknowledged since") == true,
                 "\(String(describing: amber))")
-        #expect(await onLoop(node) { $0.liveStatus().alarmCentre?.unreachable } == 1)
+        #expect(await onLoop(running) { $0.liveStatus().alarmCentre?.unreachable } == 1)
         // The page says so too, with the centre's state; the public view without what went wrong.
-        let paths = try #require(await onLoop(node) { $0.snapshot().callPaths })
+        let paths = try #require(await onLoop(running) { $0.snapshot().callPaths })
         #expect(paths.problem?.hasPrefix("the alarm centre has not acknowledged since") == true, "\(paths)")
         #expect(paths.alarmCentre?.failingSinceMicroseconds != nil && paths.alarmCentre?.lastTestPassed == false)
         #expect(paths.alarmCentre?.lastProblem?.contains("127.0.0.1") == true)
-        let open = try #require(await onLoop(node) { $0.snapshot().forPublic().callPaths })
+        let open = try #require(await onLoop(running) { $0.snapshot().forPublic().callPaths })
         #expect(open.problem != nil && open.alarmCentre?.lastProblem == nil)
-        try await stop(node, task)
+        try await stop(running)
 
         // Without a centre there is nothing to test, and the CLI hears so.
         let other = TemporaryDirectory()
         let plain = try CallsForHelpNodeTests.configuration(other)
         let bare = try Node(configuration: plain, clock: clock, monotonic: clock, logger: quietLogger, board: try SimulatedBoard(monotonic: clock))
-        let bareTask = await start(bare)
-        let refused = try #require(await bare.perform(.testCalls))
+        let bareRunning = try await start(bare)
+        let refused = try #require(await bareRunning.perform(.testCalls))
         #expect(!refused.ok)
         #expect(refused.error?.contains("no alarm receiving centre") == true)
-        try await stop(bare, bareTask)
+        try await stop(bareRunning)
     }
 
     @Test func aCentreThatNeverAcknowledgesLeavesTheReportPendingUntilOneDoesAfterARestart() async throws {
@@ -203,27 +203,27 @@ import VigilTestSupport
         do {
             let board = try SimulatedBoard(monotonic: clock)
             let node = try Node(configuration: config, clock: clock, monotonic: clock, logger: quietLogger, board: board)
-            let task = await start(node)
-            await Self.press(node, clock)
-            #expect(await untilChildProcess(node) { n in n.projections.outbox.entries.values.contains { $0.channel == .arc && $0.attempts > 0 } })
-            let entry = try #require(await Self.arcEntries(node).first)
+            let running = try await start(node)
+            await Self.press(running, clock)
+            #expect(await untilChildProcess(running) { n in n.projections.outbox.entries.values.contains { $0.channel == .arc && $0.attempts > 0 } })
+            let entry = try #require(await Self.arcEntries(running).first)
             #expect(!entry.delivered)
             #expect(entry.lastError.contains("NAK"), "\(entry.lastError)")
-            let status = try #require(await onLoop(node) { $0.liveStatus().alarmCentre })
+            let status = try #require(await onLoop(running) { $0.liveStatus().alarmCentre })
             #expect(status.negative == 2, "a NAK is answered with one resend")
             #expect(status.problem != nil)
-            try await stop(node, task)
+            try await stop(running)
         }
         _ = nak.stop()
         let good = try ReceiverProcess(account: "1234")
         config.alarmCentre?.receivers = [.init(address: "127.0.0.1", port: UInt16(good.port))]
         let board = try SimulatedBoard(monotonic: clock)
-        let node = try Node(configuration: config, clock: clock, monotonic: clock, logger: quietLogger, board: board)
-        let task = await start(node)
-        await advance(clock, node, byMicroseconds: 6_000_000, step: 200_000) // the back-off's first wait
-        #expect(await untilChildProcess(node) { n in n.projections.outbox.entries.values.contains { $0.channel == .arc && $0.delivered } })
+        let stopped = try Node(configuration: config, clock: clock, monotonic: clock, logger: quietLogger, board: board)
+        let running = try await start(stopped)
+        await advance(clock, running, byMicroseconds: 6_000_000, step: 200_000) // the back-off's first wait
+        #expect(await untilChildProcess(running) { n in n.projections.outbox.entries.values.contains { $0.channel == .arc && $0.delivered } })
         #expect(good.next("event", timeout: 10)?["event_type"] as? String == "120")
-        try await stop(node, task)
+        try await stop(running)
         _ = good.stop()
     }
 
@@ -241,28 +241,28 @@ import VigilTestSupport
         let clock = ManualClock(startMicroseconds: UInt64(Date().timeIntervalSince1970 * 1_000_000) - 3_600_000_000)
         let board = try SimulatedBoard(monotonic: clock)
         let node = try Node(configuration: config, clock: clock, monotonic: clock, logger: quietLogger, board: board)
-        let task = await start(node)
-        await Self.press(node, clock)
-        await advance(clock, node, byMicroseconds: 120_000_000, step: 5_000_000)
-        let alert = try #require(await onLoop(node) { $0.projections.alerts.active.first?.idText })
+        let running = try await start(node)
+        await Self.press(running, clock)
+        await advance(clock, running, byMicroseconds: 120_000_000, step: 5_000_000)
+        let alert = try #require(await onLoop(running) { $0.projections.alerts.active.first?.idText })
         // No shelter key: the cancel of a call for help raised here needs none.
-        let cancelled = try #require(await node.perform(.cancelAlert(AlertCancelRequest(id: alert, reason: "false alarm"))))
+        let cancelled = try #require(await running.perform(.cancelAlert(AlertCancelRequest(id: alert, reason: "false alarm"))))
         #expect(cancelled.ok, "\(cancelled)")
-        await advance(clock, node, byMicroseconds: 3_480_000_000, step: 10_000_000)
-        let down = await Self.arcEntries(node)
+        await advance(clock, running, byMicroseconds: 3_480_000_000, step: 10_000_000)
+        let down = await Self.arcEntries(running)
         #expect(down.count == 2, "the alarm and its restore")
         #expect(down.allSatisfy { !$0.delivered }, "\(down.map { ($0.attempts, $0.lastError) })")
         #expect((down.first?.attempts ?? 0) >= 60 && down.last?.attempts == 0,
                 "the alarm is retried (every 30 s at most) and the restore waits behind it: \(down.map(\.attempts))")
-        #expect(await onLoop(node) { $0.callPathProblem } != nil, "an hour without the centre shows")
+        #expect(await onLoop(running) { $0.callPathProblem } != nil, "an hour without the centre shows")
 
         let centre = try ReceiverProcess(account: "1234", port: port)
         defer { _ = centre.stop() }
         #expect(centre.port == port)
         var delivered = false
         for _ in 0..<40 where !delivered {
-            await advance(clock, node, byMicroseconds: 5_000_000, step: 1_000_000)
-            delivered = await untilChildProcess(node, seconds: 2) { n in
+            await advance(clock, running, byMicroseconds: 5_000_000, step: 1_000_000)
+            delivered = await untilChildProcess(running, seconds: 2) { n in
                 n.projections.outbox.entries.values.filter { $0.channel == .arc }.allSatisfy(\.delivered)
             }
         }
@@ -271,7 +271,7 @@ import VigilTestSupport
         #expect(heard.map { $0["event_qualifier"] as? String } == ["1", "3"], "the alarm, then its restore: \(heard)")
         #expect(heard.allSatisfy { $0["event_type"] as? String == "120" })
         #expect(centre.next("event", timeout: 2) == nil, "each once")
-        #expect(Set(await Self.arcEntries(node).map(\.lastNotifier)) == ["arc 127.0.0.1:\(port)"])
-        try await stop(node, task)
+        #expect(Set(await Self.arcEntries(running).map(\.lastNotifier)) == ["arc 127.0.0.1:\(port)"])
+        try await stop(running)
     }
 }

@@ -31,7 +31,8 @@ import VigilSystem
             try? sim?.press(holdMicroseconds: 500_000, bounces: 3, afterMicroseconds: 300_000)
             try? sim?.press(holdMicroseconds: 900_000, afterMicroseconds: 1_200_000)
         }
-        try await run(node, on: clock, forMicroseconds: 2_800_000, step: 10_000)
+        let stopped = try await run(node, on: clock, forMicroseconds: 2_800_000, step: 10_000)
+        let stoppedBoard = try #require(stopped.board as? SimulatedBoard)
 
         let events = try storedEvents(dir)
         let raised = events.compactMap { e -> (Event, Alert)? in if case .alertRaised(let a) = e.body { (e, a) } else { nil } }
@@ -40,7 +41,7 @@ import VigilSystem
         #expect(events.filter { if case .buttonInput = $0.body { true } else { false } }.count == 2 + 8 + 2,
                 "every edge is logged, bounces included")
         #expect(raised[0].1.kind == .sos)
-        #expect(raised[0].1.id.origin == node.nodeID)
+        #expect(raised[0].1.id.origin == stopped.nodeID)
         let reaffirmed = events.compactMap { e -> AlertReaffirmed? in if case .alertReaffirmed(let r) = e.body { r } else { nil } }
         #expect(reaffirmed.map(\.id) == [raised[0].1.id], "the second long press re-affirmed, it did not cancel")
         #expect(cancelled.count == 1)
@@ -48,15 +49,15 @@ import VigilSystem
         #expect(events.filter { if case .alarmAcknowledged = $0.body { true } else { false } }.isEmpty)
 
         // Red went on after the SOS event's time (it was durable first) and off after the cancel.
-        let red = board.transitions.filter { $0.line == .red }
+        let red = stoppedBoard.transitions.filter { $0.line == .red }
         #expect(red.map(\.on) == [true, false])
         #expect(red[0].timeMicroseconds >= raised[0].0.timeMicroseconds)
         #expect(red[1].timeMicroseconds >= (cancelled.first?.0.timeMicroseconds ?? .max))
         // Amber blinked while the button was held, before the SOS.
-        let amberOn = board.transitions.filter { $0.line == .amber && $0.on }
+        let amberOn = stoppedBoard.transitions.filter { $0.line == .amber && $0.on }
         #expect(amberOn.first.map { $0.timeMicroseconds <= raised[0].0.timeMicroseconds } == true)
         // The SOS is waiting in the outbox for the radio to broadcast it.
-        #expect(node.projections.outbox.pending.contains { $0.channel == .broadcast })
+        #expect(stopped.projections.outbox.pending.contains { $0.channel == .broadcast })
     }
 
     @Test func aShortPressSilencesASoundingSOSButNotItsLight() async throws {
@@ -71,15 +72,16 @@ import VigilSystem
             try? sim?.press(holdMicroseconds: 400_000)
             try? sim?.press(holdMicroseconds: 80_000, afterMicroseconds: 900_000)
         }
-        try await run(node, on: clock, forMicroseconds: 1_600_000, step: 10_000)
+        let stopped = try await run(node, on: clock, forMicroseconds: 1_600_000, step: 10_000)
+        let stoppedBoard = try #require(stopped.board as? SimulatedBoard)
         let events = try storedEvents(dir)
         #expect(events.contains { if case .alarmAcknowledged = $0.body { true } else { false } })
-        #expect(node.projections.alarms.silenced.count == 1)
-        let buzzer = board.transitions.filter { $0.line == .buzzer }
+        #expect(stopped.projections.alarms.silenced.count == 1)
+        let buzzer = stoppedBoard.transitions.filter { $0.line == .buzzer }
         #expect(buzzer.first?.on == true, "the SOS tone sounded")
         #expect(buzzer.last?.on == false)
         // Red stayed on until the node stopped.
-        #expect(board.transitions.filter { $0.line == .red }.map(\.on) == [true, false])
+        #expect(stoppedBoard.transitions.filter { $0.line == .red }.map(\.on) == [true, false])
     }
 
     @Test func theLadderRunsOnAManualClockAndEveryStepIsLoggedOnce() async throws {
@@ -91,7 +93,7 @@ import VigilSystem
         // The 60 s interval and three 10 s steps pass, and as long again after them (240 s, as
         // the 1.2 s run at 200x this test used to make), one second at a time.
         let node = try Node(configuration: config, clock: clock, monotonic: clock, logger: quietLogger)
-        try await run(node, on: clock, forMicroseconds: 240_000_000, step: 1_000_000)
+        let stopped = try await run(node, on: clock, forMicroseconds: 240_000_000, step: 1_000_000)
 
         let events = try storedEvents(dir)
         let steps = events.compactMap { e -> LadderStep? in if case .deadlineReached(let d) = e.body { d.step } else { nil } }
@@ -101,8 +103,8 @@ import VigilSystem
         let attempts = events.compactMap { e -> OutboxAttempt? in if case .outboxAttempt(let a) = e.body { a } else { nil } }
         #expect(attempts.allSatisfy { !$0.delivered && $0.notifier == "none" })
         #expect(Set(attempts.map(\.entry)).isSuperset(of: ["room-1/1/prompt", "room-1/1/notify"]))
-        #expect(OutputPolicy.decide(node.projections, running: true)[.amber]?.reasons.contains { $0.text.contains("no way to tell anyone") } == true)
-        #expect(node.projections.escalations.residents["room-1"]?.ladderStep == .notify)
+        #expect(OutputPolicy.decide(stopped.projections, running: true)[.amber]?.reasons.contains { $0.text.contains("no way to tell anyone") } == true)
+        #expect(stopped.projections.escalations.residents["room-1"]?.ladderStep == .notify)
     }
 
     @Test func aFailingNotifierIsRetriedWithBackoffUntilItSucceeds() async throws {
@@ -123,19 +125,19 @@ import VigilSystem
         let clock = ManualClock()
         try enrol(dir, config: config, interval: 60_000_000, step: 3_600_000_000, at: clock.nowMicroseconds())
         let node = try Node(configuration: config, clock: clock, monotonic: clock, logger: quietLogger)
-        let task = await start(node)
+        let running = try await start(node)
         // The prompt falls due after the 60 s interval; each retry after its back-off (1 s, 2 s, ...).
         // The notifier is a real process: after each step, wait until the one started (if any)
         // has exited and its attempt is durable. Its timeout (30 s) is on the manual clock, which
         // stands still meanwhile, so it never cuts the script short.
         for _ in 0..<200 {
             clock.advance(byMicroseconds: 500_000)
-            await settled(node)
-            #expect(await untilChildProcess(node) { !$0.scheduler.isArmed(Deliveries.timeoutTimer) })
-            await settled(node)
-            if await onLoop(node, { $0.projections.outbox.entries["room-1/1/prompt"]?.delivered == true }) { break }
+            await settled(running)
+            #expect(await untilChildProcess(running) { !$0.scheduler.isArmed(Deliveries.timeoutTimer) })
+            await settled(running)
+            if await onLoop(running, { $0.projections.outbox.entries["room-1/1/prompt"]?.delivered == true }) { break }
         }
-        try await stop(node, task)
+        try await stop(running)
 
         let attempts = try storedEvents(dir).compactMap { e -> OutboxAttempt? in if case .outboxAttempt(let a) = e.body { a } else { nil } }
         #expect(attempts.map(\.attempt) == [1, 2, 3])
@@ -163,15 +165,15 @@ import VigilSystem
         let clock = ManualClock()
         try enrol(dir, config: config, interval: 60_000_000, step: 3_600_000_000, at: clock.nowMicroseconds())
         let node = try Node(configuration: config, clock: clock, monotonic: clock, logger: quietLogger)
-        let task = await start(node)
+        let running = try await start(node)
         // The prompt falls due: the notifier starts, and hangs.
-        await advance(clock, node, byMicroseconds: 60_000_000, step: 1_000_000)
-        #expect(await onLoop(node) { $0.scheduler.isArmed(Deliveries.timeoutTimer) }, "the notifier is running")
+        await advance(clock, running, byMicroseconds: 60_000_000, step: 1_000_000)
+        #expect(await onLoop(running) { $0.scheduler.isArmed(Deliveries.timeoutTimer) }, "the notifier is running")
         // Its 200 ms timeout passes on the manual clock: it is killed, and the attempt recorded
         // once the real process has exited.
-        await advance(clock, node, byMicroseconds: 200_000)
-        #expect(await untilChildProcess(node) { $0.projections.outbox.entries["room-1/1/prompt"]?.attempts == 1 })
-        try await stop(node, task)
+        await advance(clock, running, byMicroseconds: 200_000)
+        #expect(await untilChildProcess(running) { $0.projections.outbox.entries["room-1/1/prompt"]?.attempts == 1 })
+        try await stop(running)
         let attempts = try storedEvents(dir).compactMap { e -> OutboxAttempt? in if case .outboxAttempt(let a) = e.body { a } else { nil } }
         #expect(attempts.first?.delivered == false)
         #expect(attempts.first?.error.contains("timed out") == true)

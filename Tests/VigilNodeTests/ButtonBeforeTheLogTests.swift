@@ -46,7 +46,7 @@ import VigilSystem
         events.compactMap { if case .alertRaised(let a) = $0.body { a.id } else { nil } }
     }
 
-    static func press(_ node: Node, _ clock: ManualClock) async {
+    static func press(_ node: NodeThread, _ clock: ManualClock) async {
         node.onLoop { n in try? (n.board as? SimulatedBoard)?.press(holdMicroseconds: 500_000) }
         // Not `advance`: a node whose log is being opened is never settled. Each step is a turn.
         for _ in 0..<70 {
@@ -63,11 +63,11 @@ import VigilSystem
             let clock = ManualClock()
             let node = try Node(configuration: config, clock: clock, monotonic: clock, logger: quietLogger,
                                 board: try SimulatedBoard(monotonic: clock))
-            let task = await start(node)
-            node.onLoop { n in try? (n.board as? SimulatedBoard)?.press(holdMicroseconds: 500_000) }
-            await advance(clock, node, byMicroseconds: 700_000, step: 10_000)
-            await CallsForHelpNodeTests.deliverAll(node, clock)
-            try await stop(node, task)
+            let running = try await start(node)
+            running.onLoop { n in try? (n.board as? SimulatedBoard)?.press(holdMicroseconds: 500_000) }
+            await advance(clock, running, byMicroseconds: 700_000, step: 10_000)
+            await CallsForHelpNodeTests.deliverAll(running, clock)
+            try await stop(running)
         }
         let before = try storedEvents(dir)
         let firstID = try #require(Self.alertsRaised(before).first)
@@ -80,53 +80,53 @@ import VigilSystem
         let clock = ManualClock()
         let board = try SimulatedBoard(monotonic: clock)
         let node = try Node(configuration: config, clock: clock, monotonic: clock, logger: quietLogger, board: board)
-        let task = Task { try await node.runOnOwnThread(duration: nil) }
-        #expect(await untilChildProcess(node) { $0.liveStatus().logOpening != nil })
+        let running = try NodeThread(node, name: "vigil-test-loop")
+        #expect(await untilChildProcess(running) { $0.liveStatus().logOpening != nil })
 
         // The check is held: the button works all the same.
-        await Self.press(node, clock)
-        #expect(await untilChildProcess(node) { n in n.projections.alerts.active.contains { $0.raisedHere } })
-        #expect(board.level(.red), "red is on before the log is open")
-        #expect(await untilChildProcess(node) { n in
+        await Self.press(running, clock)
+        #expect(await untilChildProcess(running) { n in n.projections.alerts.active.contains { $0.raisedHere } })
+        #expect(await issue10Level(running, .red), "red is on before the log is open")
+        #expect(await untilChildProcess(running) { n in
             CallsForHelpNodeTests.received(dir).count == 2 && n.projections.outbox.pending.allSatisfy { $0.channel != .call }
         }, "the staff are told before the log is open")
-        let early = try #require(await onLoop(node) { n in
+        let early = try #require(await onLoop(running) { n in
             n.projections.alerts.active.first { $0.raisedHere }.map { AlertID(origin: $0.origin, counter: $0.counter) }
         })
         #expect(early.counter > firstID.counter, "the counter comes from outside the log: \(early) after \(firstID)")
-        let earlyCall = try #require(await onLoop(node) { n in n.projections.calls.open.first.map { ($0.code, $0.number) } })
+        let earlyCall = try #require(await onLoop(running) { n in n.projections.calls.open.first.map { ($0.code, $0.number) } })
         let told = CallsForHelpNodeTests.received(dir).last?["text"] as? String ?? ""
         #expect(told.contains(earlyCall.0), "the message names the call's code: \(told)")
-        let status = await onLoop(node) { $0.liveStatus() }
+        let status = await onLoop(running) { $0.liveStatus() }
         #expect(status.logOpening?.held ?? 0 >= 2)
-        let refused = try #require(await node.perform(.enrolResident(ResidentSettings(id: "r1"))))
+        let refused = try #require(await running.perform(.enrolResident(ResidentSettings(id: "r1"))))
         #expect(!refused.ok && (refused.error ?? "").contains("being checked"), "\(refused)")
         #expect(try storedEvents(dir).count == before.count, "nothing is in the real log yet")
 
         // The check passes: the log is taken over and what happened meanwhile is appended to it.
         gate.open()
-        #expect(await untilChildProcess(node, seconds: 60) { $0.opening == nil })
-        await settled(node)
-        let (active, pendingCalls, carried) = await onLoop(node) { n in
+        #expect(await untilChildProcess(running, seconds: 60) { $0.opening == nil })
+        await settled(running)
+        let (active, pendingCalls, carried) = await onLoop(running) { n in
             (n.projections.alerts.active.map { AlertID(origin: $0.origin, counter: $0.counter) }, n.projections.outbox.pending.filter { $0.channel == .call }.count, n.liveStatus().logOpening)
         }
         #expect(active.contains(early) && active.contains(firstID), "the restored alert and the one raised before the open")
         #expect(pendingCalls == 0, "nothing waits to be sent again")
         #expect(carried == nil)
-        #expect(board.level(.red))
+        #expect(await issue10Level(running, .red))
         // The code the staff were given before the open still names the call, with the same
         // number for the alarm centre.
-        let afterCall = await onLoop(node) { n in n.projections.calls.open.first { $0.code == earlyCall.0 }.map { ($0.id, $0.number) } }
+        let afterCall = await onLoop(running) { n in n.projections.calls.open.first { $0.code == earlyCall.0 }.map { ($0.id, $0.number) } }
         #expect(afterCall != nil, "the call keeps its code")
         #expect(afterCall?.1 == earlyCall.1)
-        let taken = try #require(await node.perform(.takeCall(TakeRequest(call: earlyCall.0, by: "Luis", via: "cli"))))
+        let taken = try #require(await running.perform(.takeCall(TakeRequest(call: earlyCall.0, by: "Luis", via: "cli"))))
         #expect(taken.ok, "\(taken)")
         // The taking is told to everyone told; the stop does not wait for messages not yet sent.
-        let takingTold = await untilChildProcess(node, seconds: 30) { _ in
+        let takingTold = await untilChildProcess(running, seconds: 30) { _ in
             CallsForHelpNodeTests.received(dir).contains { ($0["text"] as? String)?.hasPrefix("TAKEN") == true }
         }
         #expect(takingTold, "the taking was told")
-        try await stop(node, task)
+        try await stop(running)
 
         let texts = CallsForHelpNodeTests.received(dir).compactMap { $0["text"] as? String }
         #expect(texts.filter { !$0.hasPrefix("TAKEN") }.count == 2, "the message sent before the open is not sent twice: \(texts)")
@@ -152,12 +152,12 @@ import VigilSystem
         let clock = ManualClock()
         let node = try Node(configuration: config, clock: clock, monotonic: clock, logger: quietLogger,
                             board: try SimulatedBoard(monotonic: clock))
-        let task = Task { try await node.runOnOwnThread(duration: nil) }
-        #expect(await untilChildProcess(node) { $0.liveStatus().logOpening != nil })
-        node.requestStop(reason: "test")
-        #expect(await onLoop(node) { $0.opening != nil && !$0.stopping }, "the stop waits for the open")
+        let running = try NodeThread(node, name: "vigil-test-loop")
+        #expect(await untilChildProcess(running) { $0.liveStatus().logOpening != nil })
+        running.requestStop(reason: "test")
+        #expect(await onLoop(running) { $0.opening != nil && !$0.stopping }, "the stop waits for the open")
         gate.open()
-        try await task.value
+        try await ended(running)
         let events = try storedEvents(dir)
         #expect(events.filter { $0.body.kind == .checkIn }.count == written.count)
         let lastCheckIn = events.last { $0.body.kind == .checkIn }?.sequence ?? 0

@@ -40,7 +40,7 @@ import VigilSystem
     }
 
     /// Waits until every pending call message has been handed to the notifier and recorded.
-    static func deliverAll(_ node: Node, _ clock: ManualClock) async {
+    static func deliverAll(_ node: NodeThread, _ clock: ManualClock) async {
         for _ in 0..<50 {
             clock.advance(byMicroseconds: 100_000)
             await settled(node)
@@ -56,10 +56,10 @@ import VigilSystem
         let clock = ManualClock()
         let board = try SimulatedBoard(monotonic: clock)
         let node = try Node(configuration: config, clock: clock, monotonic: clock, logger: quietLogger, board: board)
-        let task = await start(node)
-        node.onLoop { n in try? (n.board as? SimulatedBoard)?.press(holdMicroseconds: 500_000) }
-        await advance(clock, node, byMicroseconds: 700_000, step: 10_000)
-        await Self.deliverAll(node, clock)
+        let running = try await start(node)
+        running.onLoop { n in try? (n.board as? SimulatedBoard)?.press(holdMicroseconds: 500_000) }
+        await advance(clock, running, byMicroseconds: 700_000, step: 10_000)
+        await Self.deliverAll(running, clock)
 
         let first = Self.received(dir)
         #expect(first.count == 1)
@@ -67,21 +67,21 @@ import VigilSystem
         #expect(first.first?["channel"] as? String == "call")
         let text = first.first?["text"] as? String ?? ""
         #expect(text.contains("SOS") && text.contains("Shelter North") && text.contains("raised at this box"), "\(text)")
-        let code = try #require(await onLoop(node) { $0.projections.calls.open.first?.code })
+        let code = try #require(await onLoop(running) { $0.projections.calls.open.first?.code })
         #expect(text.contains("Reply TAKE or \(code)"))
 
         // Staff take it by its short code (as the CLI and the page do).
-        let reply = try #require(await node.perform(.takeCall(TakeRequest(call: code, by: "Luis", via: "cli"))))
+        let reply = try #require(await running.perform(.takeCall(TakeRequest(call: code, by: "Luis", via: "cli"))))
         #expect(reply.ok, "\(reply)")
-        await Self.deliverAll(node, clock)
+        await Self.deliverAll(running, clock)
         let messages = Self.received(dir)
         #expect(messages.count == 2)
         #expect((messages.last?["text"] as? String)?.contains("Taken by Luis") == true)
         // Taken twice: refused, with who has it.
-        let again = try #require(await node.perform(.takeCall(TakeRequest(call: code, by: "Marta", via: "cli"))))
+        let again = try #require(await running.perform(.takeCall(TakeRequest(call: code, by: "Marta", via: "cli"))))
         #expect(!again.ok)
         #expect(again.error?.contains("already taken by Luis") == true)
-        try await stop(node, task)
+        try await stop(running)
 
         let takings = try storedEvents(dir).compactMap { e -> AlertTaken? in if case .alertTaken(let t) = e.body { t } else { nil } }
         #expect(takings.map(\.by) == ["Luis"])
@@ -95,11 +95,11 @@ import VigilSystem
         let clock = ManualClock()
         let board = try SimulatedBoard(monotonic: clock)
         let node = try Node(configuration: config, clock: clock, monotonic: clock, logger: quietLogger, board: board)
-        let task = await start(node)
-        node.onLoop { n in try? (n.board as? SimulatedBoard)?.press(holdMicroseconds: 500_000) }
-        await advance(clock, node, byMicroseconds: 700_000, step: 10_000)
-        let amber = await onLoop(node) { $0.patterns.decisions[.amber]?.reasons.map(\.text) ?? [] }
-        try await stop(node, task)
+        let running = try await start(node)
+        running.onLoop { n in try? (n.board as? SimulatedBoard)?.press(holdMicroseconds: 500_000) }
+        await advance(clock, running, byMicroseconds: 700_000, step: 10_000)
+        let amber = await onLoop(running) { $0.patterns.decisions[.amber]?.reasons.map(\.text) ?? [] }
+        try await stop(running)
         #expect(Self.received(dir).isEmpty, "nobody was handed a message")
         #expect(amber.contains { $0.contains("has nobody to tell") }, "\(amber)")
     }
@@ -115,10 +115,10 @@ import VigilSystem
         let clock = ManualClock()
         let board = try SimulatedBoard(monotonic: clock)
         let node = try Node(configuration: config, clock: clock, monotonic: clock, logger: quietLogger, board: board)
-        let task = await start(node)
-        node.onLoop { n in try? (n.board as? SimulatedBoard)?.press(holdMicroseconds: 500_000) }
-        await advance(clock, node, byMicroseconds: 700_000, step: 10_000)
-        await Self.deliverAll(node, clock)
+        let running = try await start(node)
+        running.onLoop { n in try? (n.board as? SimulatedBoard)?.press(holdMicroseconds: 500_000) }
+        await advance(clock, running, byMicroseconds: 700_000, step: 10_000)
+        await Self.deliverAll(running, clock)
 
         let opening = Self.received(dir)
         let toHook = try #require(opening.first { $0["recipients"] as? [String] == [hook] })
@@ -131,7 +131,7 @@ import VigilSystem
         #expect(token.count == 64)
 
         func callback(_ request: CallbackTakeRequest) async throws -> NodeReply {
-            try #require(await node.perform(.takeCallByCallback(request)))
+            try #require(await running.perform(.takeCallByCallback(request)))
         }
         let altered = String(token.dropLast()) + (token.hasSuffix("0") ? "1" : "0")
         let forged = [
@@ -148,16 +148,16 @@ import VigilSystem
             let reply = try await callback(request)
             #expect(!reply.ok && reply.refusal == .invalid && reply.error == WebhookCallbackRule.refusal, "\(request): \(reply)")
         }
-        #expect(await onLoop(node) { $0.projections.calls.calls[call]?.taken == nil })
+        #expect(await onLoop(running) { $0.projections.calls.calls[call]?.taken == nil })
 
         let taken = try await callback(CallbackTakeRequest(call: call, recipient: hook, token: token))
         #expect(taken.ok, "\(taken)")
-        await Self.deliverAll(node, clock)
+        await Self.deliverAll(running, clock)
         let again = try await callback(CallbackTakeRequest(call: call, recipient: hook, token: token, by: "Marta"))
         #expect(!again.ok && again.refusal == .conflict, "a token takes its call once: \(again)")
-        let status = await onLoop(node) { $0.liveStatus().webhookCallbacks }
+        let status = await onLoop(running) { $0.liveStatus().webhookCallbacks }
         #expect(status?.taken == 1 && status?.refused == UInt64(forged.count + 1), "\(String(describing: status))")
-        try await stop(node, task)
+        try await stop(running)
 
         let takenMessages = Self.received(dir).filter { ($0["text"] as? String)?.hasPrefix("TAKEN") == true }
         #expect(takenMessages.count == 2, "both recipients learn who took it")

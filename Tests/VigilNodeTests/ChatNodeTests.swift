@@ -30,29 +30,29 @@ struct ChatNodeTests {
         let clock = ManualClock()
         var c = testConfiguration(dir, advertisers: 0)
         let off = try Node(configuration: c, clock: clock, monotonic: clock, logger: quietLogger)
-        var task = await start(off)
-        let refusedOff = await off.perform(.chatConnect(ChatPeerReference(peer: "AA:BB:CC:DD:EE:01")))
+        let offRunning = try await start(off)
+        let refusedOff = await offRunning.perform(.chatConnect(ChatPeerReference(peer: "AA:BB:CC:DD:EE:01")))
         #expect(refusedOff?.refusal == .unavailable && refusedOff?.error?.contains("connections.enabled") == true)
-        try await stop(off, task)
+        try await stop(offRunning)
 
         c.connections.enabled = true
         let node = try Node(configuration: c, clock: clock, monotonic: clock, logger: quietLogger)
-        task = await start(node)
-        let refused = await node.perform(.chatConnect(ChatPeerReference(peer: "AA:BB:CC:DD:EE:01")))
+        let running = try await start(node)
+        let refused = await running.perform(.chatConnect(ChatPeerReference(peer: "AA:BB:CC:DD:EE:01")))
         #expect(refused?.refusal == .unavailable && refused?.error?.contains("BlueZ adapter") == true)
-        let bad = await node.perform(.chatConnect(ChatPeerReference(peer: "not an address")))
+        let bad = await running.perform(.chatConnect(ChatPeerReference(peer: "not an address")))
         #expect(bad?.refusal == .invalid)
-        let send = await node.perform(.chatSend(ChatSendRequest(peer: "AA:BB:CC:DD:EE:01", text: "hello")))
+        let send = await running.perform(.chatSend(ChatSendRequest(peer: "AA:BB:CC:DD:EE:01", text: "hello")))
         #expect(send?.refusal == .conflict && send?.error?.contains("not connected") == true)
-        let empty = await node.perform(.chatSend(ChatSendRequest(peer: "AA:BB:CC:DD:EE:01", text: "")))
+        let empty = await running.perform(.chatSend(ChatSendRequest(peer: "AA:BB:CC:DD:EE:01", text: "")))
         #expect(empty?.refusal == .invalid)
-        let open = await node.perform(.chatOpen(ChatPeerReference(peer: "AA:BB:CC:DD:EE:01")))
+        let open = await running.perform(.chatOpen(ChatPeerReference(peer: "AA:BB:CC:DD:EE:01")))
         #expect(open?.refusal == .conflict, "no chat with that device yet")
-        let disconnect = await node.perform(.chatDisconnect(ChatPeerReference(peer: "AA:BB:CC:DD:EE:01")))
+        let disconnect = await running.perform(.chatDisconnect(ChatPeerReference(peer: "AA:BB:CC:DD:EE:01")))
         #expect(disconnect?.refusal == .conflict)
-        let status = await onLoop(node) { $0.liveStatus().connections }
+        let status = await onLoop(running) { $0.liveStatus().connections }
         #expect(status?.serving == false && status?.links.isEmpty == true && status?.chatLink == nil)
-        try await stop(node, task)
+        try await stop(running)
     }
 
     @Test func aRestartClosesInTheLogTheLinksOfTheLastRunAndKeepsTheirMessages() async throws {
@@ -76,12 +76,12 @@ struct ChatNodeTests {
         log.close()
 
         let node = try Node(configuration: c, clock: clock, monotonic: clock, logger: quietLogger)
-        let task = await start(node)
-        let conversation = await onLoop(node) { $0.projections.conversations.byPeer[0xAA_BB_CC_DD_EE_01] }
+        let running = try await start(node)
+        let conversation = await onLoop(running) { $0.projections.conversations.byPeer[0xAA_BB_CC_DD_EE_01] }
         #expect(conversation?.connected == false, "no link survives a restart")
         #expect(conversation?.unread == 0, "a disconnect clears the unread count")
         #expect(conversation?.messages.map(\.text) == ["are you there?"])
-        try await stop(node, task)
+        try await stop(running)
         let closed = try storedEvents(dir).compactMap { e -> LinkChanged? in if case .linkChanged(let l) = e.body, !l.open { l } else { nil } }
         #expect(closed.map(\.reason) == ["the box restarted"])
     }

@@ -23,7 +23,8 @@ import VigilSystem
             try? sim?.press(holdMicroseconds: 150_000, bounces: 2, line: 6)     // a check-in
             try? sim?.press(holdMicroseconds: 10_000, afterMicroseconds: 400_000, line: 6) // a glitch: nothing
         }
-        try await run(node, on: clock, forMicroseconds: 900_000, step: 10_000)
+        let stopped = try await run(node, on: clock, forMicroseconds: 900_000, step: 10_000)
+        let stoppedBoard = try #require(stopped.board as? SimulatedBoard)
 
         let events = try storedEvents(dir)
         let checkIns = events.compactMap { e -> CheckIn? in if case .checkIn(let c) = e.body { c } else { nil } }
@@ -34,8 +35,8 @@ import VigilSystem
         #expect(!edges.isEmpty && edges.allSatisfy { $0.role == "checkin:room-3" && $0.line == 6 })
         // A check-in button is not the SOS button: no SOS, no held-button feedback.
         #expect(!events.contains { if case .alertRaised = $0.body { true } else { false } })
-        #expect(node.projections.alarms.buttonEdgeSequence == 0, "no SOS-button edge was recorded")
-        #expect(!board.transitions.contains { $0.line == .red })
+        #expect(stopped.projections.alarms.buttonEdgeSequence == 0, "no SOS-button edge was recorded")
+        #expect(!stoppedBoard.transitions.contains { $0.line == .red })
     }
 
     @Test func boardProfilesReadCheckInButtons() throws {

@@ -75,7 +75,7 @@ import VigilSystem
 
     /// Advances a second at a time until no slot over an hour old is left to compact (at most
     /// 2,000 seconds): a box catching up compacts a slot as soon as the last one's purge is done.
-    func caughtUp(_ node: Node, _ clock: ManualClock) async -> Bool {
+    func caughtUp(_ node: NodeThread, _ clock: ManualClock) async -> Bool {
         for _ in 0..<2_000 {
             await advance(clock, node, byMicroseconds: 1_000_000, step: 1_000_000)
             let due = await onLoop(node) { n in
@@ -96,23 +96,23 @@ import VigilSystem
         var c = testConfiguration(dir, advertisers: 0)
         c.compactAfterMicroseconds = 60 * Self.minute
         let node = try Node(configuration: c, clock: clock, monotonic: clock, logger: quietLogger)
-        let task = await start(node)
+        let running = try await start(node)
         // The first compaction is due ten minutes in; then the node catches up one slot at a
         // time, each once the last one's purge is done (on the writer thread).
-        await advance(clock, node, byMicroseconds: 10 * Self.minute, step: 10 * Self.minute)
-        #expect(await caughtUp(node, clock), "every slot over an hour old was compacted")
-        let logged = await onLoop(node) { $0.compaction.logged }
+        await advance(clock, running, byMicroseconds: 10 * Self.minute, step: 10 * Self.minute)
+        #expect(await caughtUp(running, clock), "every slot over an hour old was compacted")
+        let logged = await onLoop(running) { $0.compaction.logged }
         // A clock stepped back past what was compacted: the hit is logged at the first slot not
         // compacted yet, so the next compaction reads it like any other.
-        let floor = await onLoop(node) { UInt64($0.projections.retention.recentScanHits.floorSlot) * SlotTally.slotMicroseconds }
-        await onLoop(node) { n in
+        let floor = await onLoop(running) { UInt64($0.projections.retention.recentScanHits.floorSlot) * SlotTally.slotMicroseconds }
+        await onLoop(running) { n in
             var h = ScanHit()
             h.address = 0x4D_0000_0004
             h.count = 1
             _ = n.append(.scanHit(h), time: now - 110 * Self.minute)
         }
-        await settled(node)
-        try await stop(node, task)
+        await settled(running)
+        let stopped = try await stop(running)
 
         let log = try EventLog.openReadOnly(directory: dir.path)
         let events = try storedEvents(dir)
@@ -134,8 +134,8 @@ import VigilSystem
         #expect(sightings.map(\.hits).reduce(0, +) > 400)
         // Status counts what the log holds, and a rebuild from the log equals the node's state.
         let hits = events.filter { if case .scanHit = $0.body { true } else { false } }.count
-        #expect(node.projections.health.count(of: .scanHit) == UInt64(hits))
-        #expect(node.projections.health.totalEvents == UInt64(events.count))
+        #expect(stopped.projections.health.count(of: .scanHit) == UInt64(hits))
+        #expect(stopped.projections.health.totalEvents == UInt64(events.count))
         #expect(try Replay.verify(log, settings: c.projections).matches, "replay of the compacted log equals the running state")
         // Exposure contacts from the compacted log are those of every raw hit.
         var raw = ExposureContacts(settings: c.exposure.contacts)
@@ -159,13 +159,13 @@ import VigilSystem
         c.simulation.meanStayMicroseconds = 20 * 3_600_000_000
         c.compactAfterMicroseconds = 60 * Self.minute
         let node = try Node(configuration: c, clock: clock, monotonic: clock, logger: quietLogger)
-        let task = await start(node)
+        let running = try await start(node)
         // Eighty minutes of the node's own radio: its first windows become compactable.
-        await advance(clock, node, byMicroseconds: 80 * Self.minute, step: 5_000_000)
-        #expect(await caughtUp(node, clock), "every slot over an hour old was compacted")
-        let live = await onLoop(node) { n in n.projections.devices.sorted.filter { $0.firstSeenMicroseconds >= now } }
-        await settled(node)
-        try await stop(node, task)
+        await advance(clock, running, byMicroseconds: 80 * Self.minute, step: 5_000_000)
+        #expect(await caughtUp(running, clock), "every slot over an hour old was compacted")
+        let live = await onLoop(running) { n in n.projections.devices.sorted.filter { $0.firstSeenMicroseconds >= now } }
+        await settled(running)
+        let stopped = try await stop(running)
 
         let log = try EventLog.openReadOnly(directory: dir.path)
         let events = try storedEvents(dir)
@@ -184,8 +184,8 @@ import VigilSystem
         #expect(live.allSatisfy { $0.hits > 500 }, "\(live.map(\.hits))")
         #expect(sightings.last?.stays.devices.contains { d in live.contains { $0.address == d.address } } == true)
         // Status counts what the log holds, and a rebuild from the log equals the node's state.
-        #expect(node.projections.health.count(of: .scanBatch) == UInt64(batches.count))
-        #expect(node.projections.health.totalEvents == UInt64(events.count))
+        #expect(stopped.projections.health.count(of: .scanBatch) == UInt64(batches.count))
+        #expect(stopped.projections.health.totalEvents == UInt64(events.count))
         #expect(try Replay.verify(log, settings: c.projections).matches, "replay of the compacted log equals the running state")
         // Exposure contacts from the compacted log are those of every hit of the history.
         var raw = ExposureContacts(settings: c.exposure.contacts)

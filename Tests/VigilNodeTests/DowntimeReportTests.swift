@@ -12,12 +12,12 @@ import VigilSystem
     /// Runs the node until what its start appended is durable and applied, then stops it.
     static func startAndStop(_ config: NodeConfiguration, _ clock: ManualClock) async throws -> Projections {
         let node = try Node(configuration: config, clock: clock, monotonic: clock, logger: quietLogger)
-        let running = Task { try await node.runOnOwnThread(duration: nil) }
+        let running = try NodeThread(node, name: "vigil-test-loop")
         let state: Projections = await withCheckedContinuation { done in
-            node.whenSettled { n in done.resume(returning: n.projections) }
+            running.whenSettled { n in done.resume(returning: n.projections) }
         }
-        node.requestStop(reason: "test")
-        try await running.value
+        running.requestStop(reason: "test")
+        try await ended(running)
         return state
     }
 

@@ -20,28 +20,31 @@ import VigilSystem
         let clock = ManualClock()
         let board = try SimulatedBoard(monotonic: clock)
         let node = try Node(configuration: config, clock: clock, monotonic: clock, logger: quietLogger, board: board)
-        let task = Task { try await node.runOnOwnThread(duration: nil) }
-        await settled(node)
-        node.onLoop { n in try? (n.board as? SimulatedBoard)?.press(holdMicroseconds: 500_000) }
-        await advance(clock, node, byMicroseconds: 1_000_000, step: 10_000)
-        #expect(await issue10Level(node, .red), "the SOS is raised")
-        #expect(await onLoop(node) { $0.projections.alerts.active.count } == 1)
+        let running = try NodeThread(node, name: "vigil-test-loop")
+        await settled(running)
+        running.onLoop { n in try? (n.board as? SimulatedBoard)?.press(holdMicroseconds: 500_000) }
+        await advance(clock, running, byMicroseconds: 1_000_000, step: 10_000)
+        #expect(await issue10Level(running, .red), "the SOS is raised")
+        #expect(await onLoop(running) { $0.projections.alerts.active.count } == 1)
 
         // Just before the expiry nothing has changed; the timer is armed for it.
-        await advance(clock, node, byMicroseconds: 58_000_000, step: 1_000_000)
-        #expect(await issue10Level(node, .red))
-        #expect(await onLoop(node) { $0.scheduler.isArmed(Expiries.expiryTimer) })
+        await advance(clock, running, byMicroseconds: 58_000_000, step: 1_000_000)
+        #expect(await issue10Level(running, .red))
+        #expect(await onLoop(running) { $0.scheduler.isArmed(Expiries.expiryTimer) })
         // Past the expiry, and on for ten minutes with nothing else happening.
-        await advance(clock, node, byMicroseconds: 2_000_000, step: 100_000)
-        #expect(!(await issue10Level(node, .red)), "red goes off at the expiry")
-        #expect(!(await issue10Level(node, .buzzer)), "the buzzer stops at the expiry")
-        #expect(await onLoop(node) { $0.projections.alerts.active.isEmpty })
+        await advance(clock, running, byMicroseconds: 2_000_000, step: 100_000)
+        #expect(!(await issue10Level(running, .red)), "red goes off at the expiry")
+        #expect(!(await issue10Level(running, .buzzer)), "the buzzer stops at the expiry")
+        #expect(await onLoop(running) { $0.projections.alerts.active.isEmpty })
         let off = clock.nowMicroseconds()
-        await advance(clock, node, byMicroseconds: 600_000_000, step: 10_000_000)
-        #expect(await onLoop(node) { !$0.scheduler.isArmed(Expiries.expiryTimer) })
-        #expect(board.transitions.filter { $0.line == .red && $0.timeMicroseconds >= off }.isEmpty, "red stays off")
-        node.requestStop(reason: "test")
-        try await task.value
+        await advance(clock, running, byMicroseconds: 600_000_000, step: 10_000_000)
+        #expect(await onLoop(running) { !$0.scheduler.isArmed(Expiries.expiryTimer) })
+        #expect(await onLoop(running) { n in
+            ((n.board as? SimulatedBoard)?.transitions ?? []).filter { $0.line == .red && $0.timeMicroseconds >= off }.isEmpty
+        }, "red stays off")
+        running.requestStop(reason: "test")
+        let stopped = try await ended(running)
+        let stoppedBoard = try #require(stopped.board as? SimulatedBoard)
 
         let events = try storedEvents(dir)
         let raised = events.compactMap { e -> Alert? in if case .alertRaised(let a) = e.body { a } else { nil } }
@@ -53,7 +56,7 @@ import VigilSystem
         #expect((expired.first?.0.timeMicroseconds ?? 0) >= raised[0].expiresAtUs)
         #expect((expired.first?.0.timeMicroseconds ?? .max) < raised[0].expiresAtUs + 1_000_000, "at that moment")
         // Red went off no later than the first step after the expiry.
-        let redOff = board.transitions.last { $0.line == .red && !$0.on }
+        let redOff = stoppedBoard.transitions.last { $0.line == .red && !$0.on }
         #expect(redOff.map { $0.timeMicroseconds <= raised[0].expiresAtUs + 200_000 } == true)
 
         // Replay from sequence 0 gives the same state: the alert ended by the event.

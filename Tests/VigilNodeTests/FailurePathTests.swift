@@ -13,11 +13,11 @@ import VigilSystem
         config.dataDirectory = dir.path
         let node = try Node(configuration: config, clock: clock, monotonic: clock, logger: quietLogger,
                             board: try SimulatedBoard(monotonic: clock))
-        let run = Task { try await node.runOnOwnThread(duration: nil) }
+        let running = try NodeThread(node, name: "vigil-test-loop")
         // Watching a descriptor that does not exist fails in epoll_ctl, on the loop.
-        node.onLoop { n in n.loop.watch(-1, "a descriptor that does not exist") { _ in } }
+        running.onLoop { n in n.loop.watch(-1, "a descriptor that does not exist") { _ in } }
         await #expect {
-            try await run.value
+            try await ended(running)
         } throws: { error in
             guard let e = error as? NodeError, case .system(let s) = e else { return false }
             return s.description.contains("a descriptor that does not exist")

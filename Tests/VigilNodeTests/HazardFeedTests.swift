@@ -43,11 +43,11 @@ import VigilTestSupport
         return config
     }
 
-    static func status(_ node: Node) async -> HazardFeedStatus? { await onLoop(node) { $0.hazardFeed.status } }
+    static func status(_ node: NodeThread) async -> HazardFeedStatus? { await onLoop(node) { $0.hazardFeed.status } }
 
     /// Advances the manual clock a second at a time until `condition` holds (retries and
     /// keep-alive run on it), giving the real broker real time between steps.
-    static func advanceUntil(_ clock: ManualClock, _ node: Node, until condition: @escaping @Sendable (Node) -> Bool, seconds: Int = 30) async -> Bool {
+    static func advanceUntil(_ clock: ManualClock, _ node: NodeThread, until condition: @escaping @Sendable (Node) -> Bool, seconds: Int = 30) async -> Bool {
         for _ in 0 ..< seconds {
             if await untilChildProcess(node, seconds: 1, condition) { return true }
             clock.advance(byMicroseconds: 1_000_000)
@@ -65,17 +65,17 @@ import VigilTestSupport
         let clock = ManualClock(startMicroseconds: Self.wall)
         let board = try SimulatedBoard(monotonic: clock)
         let node = try Node(configuration: config, clock: clock, monotonic: clock, logger: quietLogger, board: board)
-        let task = await start(node)
+        let running = try await start(node)
 
-        #expect(await untilChildProcess(node) { $0.hazardFeed.status?.subscribed == true }, "connected and subscribed: \(broker.logText)")
-        #expect(await Self.status(node)?.broker == "phoenix (127.0.0.1:\(broker.port))")
+        #expect(await untilChildProcess(running) { $0.hazardFeed.status?.subscribed == true }, "connected and subscribed: \(broker.logText)")
+        #expect(await Self.status(running)?.broker == "phoenix (127.0.0.1:\(broker.port))")
 
         // A pedestrian's PSM, raw; a road work TIM in a GeoRoutedMsg; the queue TIM raw.
         try broker.publish(topic: "vzimp/1/GeoRelevance/az/12/Public/j2735/PSM/0A1B2C3D", bytes: try Self.vector("psm", 0))
         try broker.publish(topic: "vzimp/1/GeoRelevance/az/12/Public/j2735_gr/TIM/77", bytes: try Self.vector("georouted", 1, key: "payload"))
         try broker.publish(topic: "vzimp/1/GeoRelevance/az/12/Public/j2735/TIM/78", bytes: try Self.vector("tim", 2))
-        #expect(await untilChildProcess(node) { $0.projections.hazards.hazards.count == 3 }, "three hazards")
-        let hazards = await onLoop(node) { $0.projections.hazards.active }
+        #expect(await untilChildProcess(running) { $0.projections.hazards.hazards.count == 3 }, "three hazards")
+        let hazards = await onLoop(running) { $0.projections.hazards.active }
         let walker = try #require(hazards.first { $0.hazardKind == .pedestrian })
         #expect(walker.id == "0A1B2C3D" && walker.source == HazardSource.mqtt.rawValue && walker.messageType == "PSM")
         #expect(walker.latitudeE7 == 334_351_000 && walker.headingCentidegrees == 9_000 && walker.speedCentimetersPerSecond == 140)
@@ -83,26 +83,26 @@ import VigilTestSupport
         // 2025-03-10 14:00 UTC and two hours.
         #expect(zone.expiresMicroseconds == 1_741_615_200_000_000 + 7_200_000_000 && zone.messageType == "TIM")
         #expect(hazards.contains { $0.hazardKind == .trafficJam })
-        #expect(await onLoop(node) { $0.projections.hazards.warning?.kind == HazardKind.workZone.rawValue }, "a zone at the site warns")
+        #expect(await onLoop(running) { $0.projections.hazards.warning?.kind == HazardKind.workZone.rawValue }, "a zone at the site warns")
 
         // Broken ones are counted by the type they claim, never a crash.
         try broker.publish(topic: "vzimp/1/GeoRelevance/az/12/Public/j2735/PSM/1", bytes: [0x00, 0x20, 0x05, 0x01, 0x02])
         try broker.publish(topic: "vzimp/1/GeoRelevance/az/12/Public/j2735/TIM/2", bytes: Array(try Self.vector("tim", 0).prefix(12)))
         try broker.publish(topic: "vzimp/1/GeoRelevance/az/12/Public/j2735_gr/PSM/3", bytes: [0xFF, 0xFF, 0xFF])
-        #expect(await untilChildProcess(node) { ($0.hazardFeed.status?.counters.received ?? 0) >= 6 })
-        let counters = try #require(await Self.status(node)?.counters)
+        #expect(await untilChildProcess(running) { ($0.hazardFeed.status?.counters.received ?? 0) >= 6 })
+        let counters = try #require(await Self.status(running)?.counters)
         #expect(counters.receivedPSM == 1 && counters.receivedTIM == 2)
         #expect(counters.undecodablePSM == 2 && counters.undecodableTIM == 1, "\(counters)")
         #expect(counters.logged == 3)
-        let seen = try #require(await Self.status(node)?.seen)
+        let seen = try #require(await Self.status(running)?.seen)
         #expect(seen.first?.type == "PSM (undecodable)" && seen.contains { $0.type == "PSM" && $0.id == "0A1B2C3D" })
 
         // VRU mode: people at the box (the simulated radio's 12 advertisers, sampled each minute)
         // and a site: a PSM for a large pedestrian cluster there, once a second. The first
         // minute's sample needs a minute of the manual clock (libmosquitto's keep-alive runs on
         // real time, which this does not touch).
-        await advance(clock, node, byMicroseconds: 70_000_000, step: 1_000_000)
-        #expect(await untilChildProcess(node) { ($0.projections.health.occupancy?.advertisers ?? 0) > 10 })
+        await advance(clock, running, byMicroseconds: 70_000_000, step: 1_000_000)
+        #expect(await untilChildProcess(running) { ($0.projections.health.occupancy?.advertisers ?? 0) > 10 })
         let heardSoFar = LockedValue<[(topic: String, hex: String)]?>(nil)
         Thread.detachNewThread {
             let heard = broker.receive(topic: "vzimp/1/GeoRelevance/+/+/Public/j2735/PSM/+", count: 2, seconds: 30)
@@ -112,9 +112,9 @@ import VigilTestSupport
         // of real time) has heard two.
         for _ in 0 ..< 60 where heardSoFar.withLock({ $0 == nil }) {
             clock.advance(byMicroseconds: 1_000_000)
-            _ = await untilChildProcess(node, seconds: 0.5) { _ in heardSoFar.withLock { $0 != nil } }
+            _ = await untilChildProcess(running, seconds: 0.5) { _ in heardSoFar.withLock { $0 != nil } }
         }
-        _ = await untilChildProcess(node, seconds: 30) { _ in heardSoFar.withLock { $0 != nil } }
+        _ = await untilChildProcess(running, seconds: 30) { _ in heardSoFar.withLock { $0 != nil } }
         let heard = heardSoFar.withLock { $0 } ?? []
         #expect(heard.count == 2, "mosquitto_sub heard the box's PSMs")
         for (topic, hex) in heard {
@@ -125,27 +125,27 @@ import VigilTestSupport
             #expect(psm.latitude == 334_351_000 && psm.longitude == -1_120_108_000)
             #expect(topic.hasSuffix(Hex.encode(psm.temporaryID).uppercased()))
         }
-        #expect(await Self.status(node)?.vruActive == true)
+        #expect(await Self.status(running)?.vruActive == true)
         // Its own PSMs come back on the public topic and are not taken for a hazard.
-        #expect((await Self.status(node)?.counters.ignored ?? 0) >= 1, "the box's own PSMs are ignored")
+        #expect((await Self.status(running)?.counters.ignored ?? 0) >= 1, "the box's own PSMs are ignored")
         let own = Set(heard.map { $0.topic.split(separator: "/").last.map(String.init) ?? "" })
-        #expect(await onLoop(node) { n in n.projections.hazards.hazards.values.allSatisfy { !own.contains($0.id) } }, "not a hazard of its own")
+        #expect(await onLoop(running) { n in n.projections.hazards.hazards.values.allSatisfy { !own.contains($0.id) } }, "not a hazard of its own")
 
         // The broker restarts: the feed notices, retries with back-off, and is back.
         broker.stop()
-        #expect(await untilChildProcess(node) { $0.hazardFeed.status?.connected == false })
+        #expect(await untilChildProcess(running) { $0.hazardFeed.status?.connected == false })
         try broker.start()
-        #expect(await Self.advanceUntil(clock, node, until: { $0.hazardFeed.status?.subscribed == true }))
-        #expect(await Self.status(node)?.counters.connects == 2)
+        #expect(await Self.advanceUntil(clock, running, until: { $0.hazardFeed.status?.subscribed == true }))
+        #expect(await Self.status(running)?.counters.connects == 2)
         try broker.publish(topic: "vzimp/1/GeoRelevance/az/12/Public/j2735/PSM/CAFEF00D", bytes: try Self.vector("psm", 5))
-        #expect(await untilChildProcess(node) { ($0.hazardFeed.status?.counters.receivedPSM ?? 0) >= 2 }, "subscribed again after the restart")
+        #expect(await untilChildProcess(running) { ($0.hazardFeed.status?.counters.receivedPSM ?? 0) >= 2 }, "subscribed again after the restart")
 
-        #expect(await onLoop(node) { $0.liveStatus().hazardFeed?.connected == true }, "vigil status shows the feed")
+        #expect(await onLoop(running) { $0.liveStatus().hazardFeed?.connected == true }, "vigil status shows the feed")
         // The page's snapshot carries it; the public view keeps the counts, not the ids seen.
-        let snapshot = await onLoop(node) { NodeSnapshot(state: $0.projections, decisions: [:], live: $0.liveStatus(), timeMicroseconds: Self.wall) }
+        let snapshot = await onLoop(running) { NodeSnapshot(state: $0.projections, decisions: [:], live: $0.liveStatus(), timeMicroseconds: Self.wall) }
         #expect((snapshot.roadHazards.feed?.counters.receivedPSM ?? 0) >= 2 && snapshot.roadHazards.feed?.seen.isEmpty == false)
         #expect(snapshot.forPublic().roadHazards.feed?.seen.isEmpty == true && (snapshot.forPublic().roadHazards.feed?.counters.receivedPSM ?? 0) >= 2)
-        try await stop(node, task)
+        try await stop(running)
     }
 
     @Test func theFeedIsReadFromTheConfiguration() throws {
@@ -183,12 +183,12 @@ import VigilTestSupport
         let clock = ManualClock(startMicroseconds: Self.wall)
         let board = try SimulatedBoard(monotonic: clock)
         let node = try Node(configuration: config, clock: clock, monotonic: clock, logger: quietLogger, board: board)
-        let task = await start(node)
-        #expect(await Self.advanceUntil(clock, node, until: { ($0.hazardFeed.status?.counters.connectFailures ?? 0) >= 2 }))
-        let status = try #require(await Self.status(node))
+        let running = try await start(node)
+        #expect(await Self.advanceUntil(clock, running, until: { ($0.hazardFeed.status?.counters.connectFailures ?? 0) >= 2 }))
+        let status = try #require(await Self.status(running))
         #expect(!status.connected && status.lastError?.contains("mosquitto_tls_set") == true, "\(status)")
         #expect(status.state.hasPrefix("retrying") || status.state == "connecting")
-        try await stop(node, task)
+        try await stop(running)
     }
 
     @Test func anUnreachableNearestBrokerFailsOverToTheNext() async throws {
@@ -204,12 +204,12 @@ import VigilTestSupport
         let clock = ManualClock(startMicroseconds: Self.wall)
         let board = try SimulatedBoard(monotonic: clock)
         let node = try Node(configuration: config, clock: clock, monotonic: clock, logger: quietLogger, board: board)
-        let task = await start(node)
-        #expect(await Self.advanceUntil(clock, node, until: { $0.hazardFeed.status?.connected == true }))
-        let status = try #require(await Self.status(node))
+        let running = try await start(node)
+        #expect(await Self.advanceUntil(clock, running, until: { $0.hazardFeed.status?.connected == true }))
+        let status = try #require(await Self.status(running))
         #expect(status.broker?.hasPrefix("detroit") == true && status.counters.failovers == 1)
         #expect(status.counters.connectFailures == 2, "two tries on the nearest before failing over")
-        try await stop(node, task)
+        try await stop(running)
     }
 
     /// 10,000 PSMs at 10,000 a second, an SOS raised in the middle: the SOS is
@@ -228,8 +228,8 @@ import VigilTestSupport
         let clock = ManualClock(startMicroseconds: Self.wall)
         let board = try SimulatedBoard(monotonic: clock)
         let node = try Node(configuration: config, clock: clock, monotonic: clock, logger: quietLogger, board: board)
-        let task = await start(node)
-        #expect(await untilChildProcess(node) { $0.hazardFeed.status?.subscribed == true })
+        let running = try await start(node)
+        #expect(await untilChildProcess(running) { $0.hazardFeed.status?.subscribed == true })
 
         // 10,000 a second for a second, as the flood.
         let total = 10_000
@@ -241,20 +241,20 @@ import VigilTestSupport
                 } catch { return "\(error)" }
             }
         }
-        #expect(await untilChildProcess(node) { ($0.hazardFeed.status?.counters.receivedPSM ?? 0) >= 1_000 }, "the flood arrives")
-        let reply = await node.perform(.raiseAlert(AlertRequest(kind: "sos", lifetimeMicroseconds: 3_600_000_000, text: "flood test")))
+        #expect(await untilChildProcess(running) { ($0.hazardFeed.status?.counters.receivedPSM ?? 0) >= 1_000 }, "the flood arrives")
+        let reply = await running.perform(.raiseAlert(AlertRequest(kind: "sos", lifetimeMicroseconds: 3_600_000_000, text: "flood test")))
         let sos = try #require(reply?.sequence, "the SOS is durable: \(String(describing: reply))")
-        let receivedAtSOS = await Self.status(node)?.counters.receivedPSM ?? 0
+        let receivedAtSOS = await Self.status(running)?.counters.receivedPSM ?? 0
         #expect(await flood.value == nil)
-        #expect(await untilChildProcess(node, seconds: 60) { ($0.hazardFeed.status?.counters.receivedPSM ?? 0) == UInt64(total) })
-        await settled(node)
-        let counters = try #require(await Self.status(node)?.counters)
+        #expect(await untilChildProcess(running, seconds: 60) { ($0.hazardFeed.status?.counters.receivedPSM ?? 0) == UInt64(total) })
+        await settled(running)
+        let counters = try #require(await Self.status(running)?.counters)
         #expect(receivedAtSOS < UInt64(total), "the SOS became durable while the flood was still arriving")
         #expect(counters.maximumInFlight <= 64)
         #expect(counters.logged + counters.coalesced + counters.shed + counters.ignored == UInt64(total), "\(counters)")
         #expect(counters.logged > 0)
-        #expect(await onLoop(node) { $0.projections.appliedThrough >= sos })
-        try await stop(node, task)
+        #expect(await onLoop(running) { $0.projections.appliedThrough >= sos })
+        try await stop(running)
     }
 }
 

@@ -22,11 +22,11 @@ func issue10Node(_ dir: TemporaryDirectory, clock: ManualClock, advertisers: Int
 }
 
 /// A line's level now, read on the loop (which drives the board).
-func issue10Level(_ node: Node, _ line: OutputLine) async -> Bool {
+func issue10Level(_ node: NodeThread, _ line: OutputLine) async -> Bool {
     await onLoop(node) { ($0.board as? SimulatedBoard)?.level(line) == true }
 }
 
 /// Presses the simulated button (edges delivered at their times as the clock advances).
-func issue10Press(_ node: Node, holdMicroseconds: UInt64) {
+func issue10Press(_ node: NodeThread, holdMicroseconds: UInt64) {
     node.onLoop { n in try? (n.board as? SimulatedBoard)?.press(holdMicroseconds: holdMicroseconds) }
 }

@@ -78,9 +78,9 @@ import VigilSystem
         let clock = ManualClock()
         let node = try Node(configuration: testConfiguration(dir, advertisers: 0), clock: clock, monotonic: clock,
                             logger: quietLogger, board: try SimulatedBoard(monotonic: clock))
-        let task = await start(node)
-        let health = await onLoop(node) { $0.projections.health }
-        try await stop(node, task)
+        let running = try await start(node)
+        let health = await onLoop(running) { $0.projections.health }
+        try await stop(running)
         return health
     }
 
@@ -96,12 +96,12 @@ import VigilSystem
         let clock = ManualClock()
         let node = try Node(configuration: config, clock: clock, monotonic: clock, logger: quietLogger,
                             board: try SimulatedBoard(monotonic: clock))
-        let task = await start(node)
+        let running = try await start(node)
         // Not `advance` (it waits for the node to settle, and the node may stop meanwhile): the
         // check runs in a real process and its verdict stops the node, which ends the task.
         clock.advance(byMicroseconds: 61_000_000)
         await #expect {
-            try await task.value
+            _ = try await running.stopped()?.get()
         } throws: { error in
             guard let e = error as? NodeError, case .logDamaged(let what) = e else { return false }
             return what.contains("DAMAGED")
@@ -112,9 +112,9 @@ import VigilSystem
         let again = ManualClock()
         let second = try Node(configuration: config, clock: again, monotonic: again, logger: quietLogger,
                               board: try SimulatedBoard(monotonic: again))
-        let run2 = await start(second)
-        let health = await onLoop(second) { $0.projections.health }
-        try await stop(second, run2)
+        let secondRunning = try await start(second)
+        let health = await onLoop(secondRunning) { $0.projections.health }
+        try await stop(secondRunning)
         let salvage = try #require(health.lastSalvage)
         #expect(health.salvages == 1)
         #expect(salvage.lostCount == UInt64(lostSequences.count))
@@ -140,14 +140,14 @@ import VigilSystem
         let clock = ManualClock()
         let node = try Node(configuration: Self.checkingConfiguration(dir), clock: clock, monotonic: clock, logger: quietLogger,
                             board: try SimulatedBoard(monotonic: clock))
-        let task = await start(node)
+        let running = try await start(node)
         #expect(FileManager.default.fileExists(atPath: dir.path + "/log-check-pending"), "marked until a check passes")
-        await advance(clock, node, byMicroseconds: 61_000_000, step: 61_000_000)
-        #expect(await untilChildProcess(node) { $0.logIntegrity.last != nil })
-        let live = await onLoop(node) { $0.liveStatus() }
+        await advance(clock, running, byMicroseconds: 61_000_000, step: 61_000_000)
+        #expect(await untilChildProcess(running) { $0.logIntegrity.last != nil })
+        let live = await onLoop(running) { $0.liveStatus() }
         #expect(live.logCheck == "sound")
         #expect(!FileManager.default.fileExists(atPath: dir.path + "/log-check-pending"))
-        try await stop(node, task)
+        try await stop(running)
     }
 
     /// The check runs in "/": a relative data directory (the default, ./var) must reach it whole,

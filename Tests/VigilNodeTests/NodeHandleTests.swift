@@ -13,8 +13,8 @@ struct NodeHandleTests {
         let dir = TemporaryDirectory()
         let clock = ManualClock(startMicroseconds: 1_767_225_600_000_000)
         let node = try Node(configuration: testConfiguration(dir), clock: clock, monotonic: clock, logger: quietLogger)
-        let task = await start(node)
-        let handle = node.handle
+        let running = try await start(node)
+        let handle = running.handle
 
         // perform: answered once durable.
         let enrolled = try #require(await handle.perform(.enrolResident(ResidentSettings(id: "r1"))))
@@ -34,10 +34,10 @@ struct NodeHandleTests {
         #expect(snapshot.residents.contains { $0.id == "r1" })
 
         handle.noteMalformedCallback()
-        #expect(await onLoop(node) { $0.malformedCallbacks.withLock { $0 } } == 1)
+        #expect(await onLoop(running) { $0.malformedCallbacks.withLock { $0 } } == 1)
 
         handle.requestStop(reason: "asked through the handle")
-        try await task.value
+        try await ended(running)
         #expect(try loggedEvents(dir).contains {
             if case .nodeStopped(let s) = $0 { return s.reason == "asked through the handle" }
             return false
@@ -47,10 +47,10 @@ struct NodeHandleTests {
     @Test func aHandleThatOutlivesItsNodeKeepsNothingAliveAndIsAnsweredByNothing() async throws {
         let dir = TemporaryDirectory()
         let clock = ManualClock(startMicroseconds: 1_767_225_600_000_000)
-        var node: Node? = try Node(configuration: testConfiguration(dir), clock: clock, monotonic: clock, logger: quietLogger)
-        let handle = try #require(node).handle
-        let task = await start(try #require(node))
-        try await stop(try #require(node), task)
+        // Made in the call: no binding of this scope keeps the node alive.
+        let running = try await start(Node(configuration: testConfiguration(dir), clock: clock, monotonic: clock, logger: quietLogger))
+        let handle = running.handle
+        var node: Node? = try await stop(running)
         weak let gone = node
         node = nil
         #expect(gone == nil, "the handle held the node")

@@ -12,9 +12,9 @@ import VigilSystem
         let dir = TemporaryDirectory()
         let clock = ManualClock()
         let node = try Node(configuration: testConfiguration(dir, advertisers: 12), clock: clock, monotonic: clock, logger: quietLogger)
-        try await run(node, on: clock, forMicroseconds: 1_500_000)
+        let stopped = try await run(node, on: clock, forMicroseconds: 1_500_000)
 
-        let state = node.projections
+        let state = stopped.projections
         #expect(state.health.starts == 1)
         #expect(state.health.stops == 1)
         // A window's hits are logged as one ScanBatch record.
@@ -22,7 +22,7 @@ import VigilSystem
         let batches = state.health.eventsByKind[EventKind.scanBatch.rawValue]
         #expect(batches >= 1)
         #expect(state.devices.devices.count == 12)
-        #expect(node.counters.shed == 0 && node.counters.refused == 0)
+        #expect(stopped.counters.shed == 0 && stopped.counters.refused == 0)
 
         // The log holds the same: started first, stopped last, scan hits with real aggregates.
         let log = try EventLog.openReadOnly(directory: dir.path)
@@ -53,7 +53,7 @@ import VigilSystem
         #expect(multiReportHits > 0)
         #expect(hits >= 12, "every advertiser is heard at least once in 1.5 s")
         // Windows fold reports: more reports than hits.
-        #expect(node.counters.reports > UInt64(hits))
+        #expect(stopped.counters.reports > UInt64(hits))
         #expect(UInt64(kinds.count) == state.appliedThrough)
     }
 
@@ -63,12 +63,13 @@ import VigilSystem
         let board = try SimulatedBoard(monotonic: clock)
         let node = try Node(configuration: testConfiguration(dir, advertisers: 2), clock: clock, monotonic: clock,
                             logger: quietLogger, board: board)
-        try await run(node, on: clock, forMicroseconds: 300_000)
+        let stopped = try await run(node, on: clock, forMicroseconds: 300_000)
+        let stoppedBoard = try #require(stopped.board as? SimulatedBoard)
         // Green came on once the radio-on event was durable, and went off at stop.
-        let green = board.transitions.filter { $0.line == .green }.map(\.on)
+        let green = stoppedBoard.transitions.filter { $0.line == .green }.map(\.on)
         #expect(green == [true, false])
-        #expect(board.transitions.filter { $0.line == .red }.isEmpty, "no SOS, no red")
-        #expect(!board.level(.green))
+        #expect(stoppedBoard.transitions.filter { $0.line == .red }.isEmpty, "no SOS, no red")
+        #expect(!stoppedBoard.level(.green))
     }
 
     @Test func simulatedButtonEdgesAreLoggedWithKernelTimestamps() async throws {
@@ -78,7 +79,7 @@ import VigilSystem
         let node = try Node(configuration: testConfiguration(dir, advertisers: 1), clock: clock, monotonic: clock,
                             logger: quietLogger, board: board)
         node.onLoop { n in try? (n.board as? SimulatedBoard)?.press(holdMicroseconds: 200_000, bounces: 2) }
-        try await run(node, on: clock, forMicroseconds: 600_000, step: 10_000)
+        let stopped = try await run(node, on: clock, forMicroseconds: 600_000, step: 10_000)
 
         let log = try EventLog.openReadOnly(directory: dir.path)
         var edges: [ButtonInput] = []
@@ -94,7 +95,7 @@ import VigilSystem
         #expect(zip(edges, edges.dropFirst()).allSatisfy { $0.kernelTimestampNs < $1.kernelTimestampNs })
         let held = (edges.last?.kernelTimestampNs ?? 0) - (edges.first?.kernelTimestampNs ?? 0)
         #expect(held >= 200_000_000)
-        #expect(node.projections.health.buttonEdges == 6)
+        #expect(stopped.projections.health.buttonEdges == 6)
     }
 
     @Test func aSecondNodeOnTheSameDataDirectoryIsRefused() throws {
@@ -127,11 +128,11 @@ import VigilSystem
         let second = try Node(configuration: config, clock: clock, monotonic: clock, logger: quietLogger)
         #expect(second.projections.appliedThrough == last, "restored without replaying from 0")
         #expect(second.projections.health.stops == 1)
-        try await run(second, on: clock, forMicroseconds: 300_000)
-        #expect(second.projections.health.starts == 2)
+        let secondStopped = try await run(second, on: clock, forMicroseconds: 300_000)
+        #expect(secondStopped.projections.health.starts == 2)
 
         let report = try Replay.verify(try EventLog.openReadOnly(directory: dir.path), settings: config.projections)
         #expect(report.matches)
-        #expect(report.replayedEvents == Int(second.projections.appliedThrough))
+        #expect(report.replayedEvents == Int(secondStopped.projections.appliedThrough))
     }
 }

@@ -27,12 +27,12 @@ import VigilSystem
         return script
     }
 
-    static func amber(_ node: Node) async -> [String] {
+    static func amber(_ node: NodeThread) async -> [String] {
         await onLoop(node) { $0.patterns.decisions[.amber]?.reasons.map(\.text) ?? [] }
     }
 
     /// Waits for the running test to end (its notifier children are real processes).
-    static func testEnded(_ node: Node, _ clock: ManualClock, after previous: UInt64?) async -> NotifierTestStatus {
+    static func testEnded(_ node: NodeThread, _ clock: ManualClock, after previous: UInt64?) async -> NotifierTestStatus {
         for _ in 0..<200 {
             let status = await onLoop(node) { $0.notifierTest.status }
             if let t = status.lastTestMicroseconds, t != previous { return status }
@@ -53,17 +53,17 @@ import VigilSystem
         let clock = ManualClock()
         let board = try SimulatedBoard(monotonic: clock)
         let node = try Node(configuration: config, clock: clock, monotonic: clock, logger: quietLogger, board: board)
-        let task = await start(node)
-        #expect(await onLoop(node) { $0.notifierTest.status.lastTestMicroseconds } == nil, "no test before the first minute")
+        let running = try await start(node)
+        #expect(await onLoop(running) { $0.notifierTest.status.lastTestMicroseconds } == nil, "no test before the first minute")
 
         // A minute after the start: the first test. The webhook's notifier fails.
-        await advance(clock, node, byMicroseconds: 60_000_000, step: 1_000_000)
-        let failed = await Self.testEnded(node, clock, after: nil)
+        await advance(clock, running, byMicroseconds: 60_000_000, step: 1_000_000)
+        let failed = await Self.testEnded(running, clock, after: nil)
         #expect(failed.lastTestPassed == false)
         #expect(failed.lastProblem?.contains("\(Self.hook): exit status 1: HTTP 502 from staff.example") == true, "\(String(describing: failed.lastProblem))")
-        let amber = await Self.amber(node)
+        let amber = await Self.amber(running)
         #expect(amber.contains { $0.hasPrefix("cannot call for help: a test message has not gone out since") && $0.contains(Self.hook) }, "\(amber)")
-        let live = await onLoop(node) { $0.liveStatus() }
+        let live = await onLoop(running) { $0.liveStatus() }
         #expect(live.notifierTest?.problem != nil && live.callPathProblem?.contains("test message") == true)
 
         let received = (try? String(contentsOfFile: dir.path + "/received", encoding: .utf8)) ?? ""
@@ -74,12 +74,12 @@ import VigilSystem
 
         // Mended, and tested at once (`vigil calls test`): amber clears.
         try FileManager.default.removeItem(atPath: dir.path + "/broken")
-        let reply = try #require(await node.perform(.testCalls))
+        let reply = try #require(await running.perform(.testCalls))
         #expect(reply.ok, "\(reply)")
-        let passed = await Self.testEnded(node, clock, after: failed.lastTestMicroseconds)
+        let passed = await Self.testEnded(running, clock, after: failed.lastTestMicroseconds)
         #expect(passed.lastTestPassed == true && passed.problem == nil)
-        #expect(await Self.amber(node).allSatisfy { !$0.hasPrefix("cannot call for help") })
-        try await stop(node, task)
+        #expect(await Self.amber(running).allSatisfy { !$0.hasPrefix("cannot call for help") })
+        try await stop(running)
         #expect(try storedEvents(dir).allSatisfy { if case .outboxAttempt = $0.body { false } else { true } },
                 "tests are not deliveries: nothing in the outbox, nothing in the log")
     }
@@ -89,9 +89,9 @@ import VigilSystem
         let config = testConfiguration(dir, advertisers: 1)
         let clock = ManualClock()
         let node = try Node(configuration: config, clock: clock, monotonic: clock, logger: quietLogger, board: try SimulatedBoard(monotonic: clock))
-        let task = await start(node)
-        let reply = try #require(await node.perform(.testCalls))
+        let running = try await start(node)
+        let reply = try #require(await running.perform(.testCalls))
         #expect(!reply.ok && reply.error?.contains("calls.test_to") == true, "\(reply)")
-        try await stop(node, task)
+        try await stop(running)
     }
 }

@@ -20,12 +20,12 @@ import VigilTestSupport
         let dir = TemporaryDirectory()
         let clock = ManualClock()
         let (node, _) = try issue10Node(dir, clock: clock, advertisers: 6)
-        let task = Task { try await node.runOnOwnThread(duration: nil) }
-        await settled(node)
-        await advance(clock, node, byMicroseconds: 190_000_000, step: 200_000)
-        let newest = await onLoop(node) { $0.projections.health.occupancy }
-        node.requestStop(reason: "test")
-        try await task.value
+        let running = try NodeThread(node, name: "vigil-test-loop")
+        await settled(running)
+        await advance(clock, running, byMicroseconds: 190_000_000, step: 200_000)
+        let newest = await onLoop(running) { $0.projections.health.occupancy }
+        running.requestStop(reason: "test")
+        try await ended(running)
 
         let samples = try storedEvents(dir).compactMap { e -> (UInt64, OccupancySampled)? in
             if case .occupancySampled(let o) = e.body { (e.timeMicroseconds, o) } else { nil }

@@ -29,47 +29,47 @@ import VigilSystem
         let clock = ManualClock()
         let board = try SimulatedBoard(monotonic: clock)
         let node = try Node(configuration: config, clock: clock, monotonic: clock, logger: quietLogger, board: board)
-        let task = await start(node)
-        node.onLoop { n in _ = n.append(Self.phoneMessage("m1", "sos", "two of us on the roof")) }
-        await settled(node)
-        await CallsForHelpNodeTests.deliverAll(node, clock)
+        let running = try await start(node)
+        running.onLoop { n in _ = n.append(Self.phoneMessage("m1", "sos", "two of us on the roof")) }
+        await settled(running)
+        await CallsForHelpNodeTests.deliverAll(running, clock)
 
         let told = CallsForHelpNodeTests.received(dir)
         #expect(told.count == 1)
         let text = told.first?["text"] as? String ?? ""
         #expect(text.contains("SOS FROM A PHONE, UNVERIFIED \"two of us on the roof\"") && text.contains("Shelter North"), "\(text)")
-        #expect(await onLoop(node) { $0.projections.alerts.alerts.isEmpty }, "no alert of the network from a phone's word")
-        let code = try #require(await onLoop(node) { $0.projections.calls.open.first?.code })
+        #expect(await onLoop(running) { $0.projections.alerts.alerts.isEmpty }, "no alert of the network from a phone's word")
+        let code = try #require(await onLoop(running) { $0.projections.calls.open.first?.code })
 
         // Not a phone's call, or no name: refused.
-        let nameless = try #require(await node.perform(.decidePhoneCall(PhoneCallDecision(call: code, confirm: true, by: " ", via: "cli"))))
+        let nameless = try #require(await running.perform(.decidePhoneCall(PhoneCallDecision(call: code, confirm: true, by: " ", via: "cli"))))
         #expect(!nameless.ok)
 
-        let confirmed = try #require(await node.perform(.decidePhoneCall(PhoneCallDecision(call: code, confirm: true, by: "Marta", via: "cli"))))
+        let confirmed = try #require(await running.perform(.decidePhoneCall(PhoneCallDecision(call: code, confirm: true, by: "Marta", via: "cli"))))
         #expect(confirmed.ok, "\(confirmed)")
         let alertID = try #require(confirmed.alert)
-        let raised = try #require(await onLoop(node) { $0.projections.alerts.alerts[alertID] })
+        let raised = try #require(await onLoop(running) { $0.projections.alerts.alerts[alertID] })
         #expect(raised.raisedHere && raised.kind == AlertKind.sos.rawValue)
         #expect(raised.text == "from a phone, confirmed by Marta: two of us on the roof")
-        let phoneCall = try #require(await onLoop(node) { $0.projections.calls.calls[CallBook.phoneCallID(messageID: "m1", peer: "5A:11:22:33:44:55/random")] })
+        let phoneCall = try #require(await onLoop(running) { $0.projections.calls.calls[CallBook.phoneCallID(messageID: "m1", peer: "5A:11:22:33:44:55/random")] })
         #expect(phoneCall.ended?.reason == "confirmed")
         #expect(phoneCall.phone?.confirmedAlert == alertID)
-        let again = try #require(await node.perform(.decidePhoneCall(PhoneCallDecision(call: code, confirm: false, by: "Luis", via: "cli"))))
+        let again = try #require(await running.perform(.decidePhoneCall(PhoneCallDecision(call: code, confirm: false, by: "Luis", via: "cli"))))
         #expect(!again.ok, "decided already: \(again)")
         // The alert's own call (raised at this box) is not a phone's.
-        let alertCall = try #require(await onLoop(node) { $0.projections.calls.calls[CallBook.id(alert: alertID)]?.code })
-        let notPhone = try #require(await node.perform(.decidePhoneCall(PhoneCallDecision(call: alertCall, confirm: false, by: "Luis", via: "cli"))))
+        let alertCall = try #require(await onLoop(running) { $0.projections.calls.calls[CallBook.id(alert: alertID)]?.code })
+        let notPhone = try #require(await running.perform(.decidePhoneCall(PhoneCallDecision(call: alertCall, confirm: false, by: "Luis", via: "cli"))))
         #expect(!notPhone.ok && notPhone.error?.contains("not a phone's") == true)
 
         // A second phone's message, dismissed: no alert.
-        node.onLoop { n in _ = n.append(Self.phoneMessage("m2", "medical", "prank")) }
-        await settled(node)
-        let second = try #require(await onLoop(node) { $0.projections.calls.calls[CallBook.phoneCallID(messageID: "m2", peer: "5A:11:22:33:44:55/random")]?.code })
-        let dismissed = try #require(await node.perform(.decidePhoneCall(PhoneCallDecision(call: second, confirm: false, by: "Luis", via: "page"))))
+        running.onLoop { n in _ = n.append(Self.phoneMessage("m2", "medical", "prank")) }
+        await settled(running)
+        let second = try #require(await onLoop(running) { $0.projections.calls.calls[CallBook.phoneCallID(messageID: "m2", peer: "5A:11:22:33:44:55/random")]?.code })
+        let dismissed = try #require(await running.perform(.decidePhoneCall(PhoneCallDecision(call: second, confirm: false, by: "Luis", via: "page"))))
         #expect(dismissed.ok && dismissed.alert == nil)
-        #expect(await onLoop(node) { $0.projections.calls.calls[CallBook.phoneCallID(messageID: "m2", peer: "5A:11:22:33:44:55/random")]?.ended?.reason } == "dismissed")
-        #expect(await onLoop(node) { $0.projections.alerts.alerts.count } == 1)
-        try await stop(node, task)
+        #expect(await onLoop(running) { $0.projections.calls.calls[CallBook.phoneCallID(messageID: "m2", peer: "5A:11:22:33:44:55/random")]?.ended?.reason } == "dismissed")
+        #expect(await onLoop(running) { $0.projections.alerts.alerts.count } == 1)
+        try await stop(running)
 
         let decisions = try storedEvents(dir).compactMap { e -> PhoneCallDecided? in if case .phoneCallDecided(let d) = e.body { d } else { nil } }
         #expect(decisions.map(\.confirmed) == [true, false])

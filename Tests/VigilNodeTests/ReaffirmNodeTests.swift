@@ -21,37 +21,38 @@ import VigilSystem
     @Test func aSecondLongPressReaffirmsAndOnlyAHoldCancels() async throws {
         let dir = TemporaryDirectory()
         let clock = ManualClock()
-        let (node, board) = try issue10Node(dir, clock: clock, configure: configure)
-        let task = Task { try await node.runOnOwnThread(duration: nil) }
-        await settled(node)
+        let (node, _) = try issue10Node(dir, clock: clock, configure: configure)
+        let running = try NodeThread(node, name: "vigil-test-loop")
+        await settled(running)
 
-        issue10Press(node, holdMicroseconds: 2_500_000) // raises
-        await advance(clock, node, byMicroseconds: 3_000_000, step: 50_000)
-        let first = await onLoop(node) { $0.projections.alerts.active.first { $0.raisedHere } }
+        issue10Press(running, holdMicroseconds: 2_500_000) // raises
+        await advance(clock, running, byMicroseconds: 3_000_000, step: 50_000)
+        let first = await onLoop(running) { $0.projections.alerts.active.first { $0.raisedHere } }
         let sos = try #require(first)
-        #expect(await issue10Level(node, .red))
+        #expect(await issue10Level(running, .red))
 
-        await advance(clock, node, byMicroseconds: 60_000_000, step: 1_000_000)
-        issue10Press(node, holdMicroseconds: 2_500_000) // re-affirms
-        await advance(clock, node, byMicroseconds: 3_000_000, step: 50_000)
-        let after = await onLoop(node) { $0.projections.alerts.alerts[sos.idText] }
+        await advance(clock, running, byMicroseconds: 60_000_000, step: 1_000_000)
+        issue10Press(running, holdMicroseconds: 2_500_000) // re-affirms
+        await advance(clock, running, byMicroseconds: 3_000_000, step: 50_000)
+        let after = await onLoop(running) { $0.projections.alerts.alerts[sos.idText] }
         #expect(after?.cancelled == false, "a second long press never cancels")
         #expect((after?.expiresAtMicroseconds ?? 0) > sos.expiresAtMicroseconds, "the expiry is renewed")
-        #expect(await issue10Level(node, .red))
-        #expect(await onLoop(node) { $0.projections.alarms.reaffirmedWhileHeld } == false, "released: no feedback")
+        #expect(await issue10Level(running, .red))
+        #expect(await onLoop(running) { $0.projections.alarms.reaffirmedWhileHeld } == false, "released: no feedback")
 
-        issue10Press(node, holdMicroseconds: 8_500_000) // re-affirms at 2 s, cancels at 8 s
-        await advance(clock, node, byMicroseconds: 4_000_000, step: 50_000)
+        issue10Press(running, holdMicroseconds: 8_500_000) // re-affirms at 2 s, cancels at 8 s
+        await advance(clock, running, byMicroseconds: 4_000_000, step: 50_000)
         // Held past the long press with the SOS active: "keep holding to cancel".
-        let amber = await onLoop(node) { OutputPolicy.decide($0.projections, running: true)[.amber] }
+        let amber = await onLoop(running) { OutputPolicy.decide($0.projections, running: true)[.amber] }
         #expect(amber?.pattern == OutputPolicy.cancelHoldBlink)
         #expect(amber?.reasons.first?.text.contains("keep holding to cancel") == true)
-        await advance(clock, node, byMicroseconds: 6_000_000, step: 50_000)
-        #expect(await onLoop(node) { $0.projections.alerts.alerts[sos.idText]?.cancelled } == true)
-        #expect(!(await issue10Level(node, .red)))
-        #expect(await onLoop(node) { OutputPolicy.decide($0.projections, running: true)[.amber]?.pattern } != OutputPolicy.cancelHoldBlink)
-        node.requestStop(reason: "test")
-        try await task.value
+        await advance(clock, running, byMicroseconds: 6_000_000, step: 50_000)
+        #expect(await onLoop(running) { $0.projections.alerts.alerts[sos.idText]?.cancelled } == true)
+        #expect(!(await issue10Level(running, .red)))
+        #expect(await onLoop(running) { OutputPolicy.decide($0.projections, running: true)[.amber]?.pattern } != OutputPolicy.cancelHoldBlink)
+        running.requestStop(reason: "test")
+        let stopped = try await ended(running)
+        let stoppedBoard = try #require(stopped.board as? SimulatedBoard)
 
         let events = try storedEvents(dir)
         let reaffirmed = events.compactMap { e -> AlertReaffirmed? in if case .alertReaffirmed(let r) = e.body { r } else { nil } }
@@ -61,21 +62,21 @@ import VigilSystem
         #expect(cancelled.map(\.id.text) == [sos.idText])
         #expect(events.filter { if case .alertRaised = $0.body { true } else { false } }.count == 1)
         // The amber line showed the cancel-hold pattern (mostly on, quick dips) during the hold.
-        #expect(board.transitions.contains { $0.line == .amber && $0.on })
+        #expect(stoppedBoard.transitions.contains { $0.line == .amber && $0.on })
     }
 
     @Test func holdingTheFirstPressOnDoesNotCancelTheSOSItRaised() async throws {
         let dir = TemporaryDirectory()
         let clock = ManualClock()
         let (node, _) = try issue10Node(dir, clock: clock, configure: configure)
-        let task = Task { try await node.runOnOwnThread(duration: nil) }
-        await settled(node)
-        issue10Press(node, holdMicroseconds: 12_000_000) // a frightened person holding on
-        await advance(clock, node, byMicroseconds: 13_000_000, step: 50_000)
-        #expect(await onLoop(node) { $0.projections.alerts.active.filter(\.raisedHere).count } == 1)
-        #expect(await issue10Level(node, .red))
-        node.requestStop(reason: "test")
-        try await task.value
+        let running = try NodeThread(node, name: "vigil-test-loop")
+        await settled(running)
+        issue10Press(running, holdMicroseconds: 12_000_000) // a frightened person holding on
+        await advance(clock, running, byMicroseconds: 13_000_000, step: 50_000)
+        #expect(await onLoop(running) { $0.projections.alerts.active.filter(\.raisedHere).count } == 1)
+        #expect(await issue10Level(running, .red))
+        running.requestStop(reason: "test")
+        try await ended(running)
         #expect(try storedEvents(dir).allSatisfy { if case .alertCancelled = $0.body { false } else { true } })
     }
 
@@ -85,9 +86,9 @@ import VigilSystem
         let dir = TemporaryDirectory()
         let clock = ManualClock()
         let (node, _) = try issue10Node(dir, clock: clock, configure: configure)
-        let task = Task { try await node.runOnOwnThread(duration: nil) }
-        await settled(node)
-        node.onLoop { n in
+        let running = try NodeThread(node, name: "vigil-test-loop")
+        await settled(running)
+        running.onLoop { n in
             var a = Alert()
             a.id = AlertID(origin: 0xFACE, counter: 3)
             a.kind = .sos
@@ -96,14 +97,14 @@ import VigilSystem
             a.hops = 1
             n.append(.alertReceived(a))
         }
-        await advance(clock, node, byMicroseconds: 100_000, step: 10_000)
-        #expect(await onLoop(node) { OutputPolicy.decide($0.projections, running: true)[.buzzer]?.pattern } == OutputPolicy.callChirp)
-        issue10Press(node, holdMicroseconds: 200_000)
-        await advance(clock, node, byMicroseconds: 500_000, step: 10_000)
-        #expect(await onLoop(node) { $0.projections.alerts.awaitingAcknowledgement.isEmpty }, "answered")
-        #expect(await onLoop(node) { OutputPolicy.decide($0.projections, running: true)[.buzzer]?.pattern } == .off)
-        node.requestStop(reason: "test")
-        try await task.value
+        await advance(clock, running, byMicroseconds: 100_000, step: 10_000)
+        #expect(await onLoop(running) { OutputPolicy.decide($0.projections, running: true)[.buzzer]?.pattern } == OutputPolicy.callChirp)
+        issue10Press(running, holdMicroseconds: 200_000)
+        await advance(clock, running, byMicroseconds: 500_000, step: 10_000)
+        #expect(await onLoop(running) { $0.projections.alerts.awaitingAcknowledgement.isEmpty }, "answered")
+        #expect(await onLoop(running) { OutputPolicy.decide($0.projections, running: true)[.buzzer]?.pattern } == .off)
+        running.requestStop(reason: "test")
+        try await ended(running)
         let events = try storedEvents(dir)
         #expect(events.contains { if case .alertAcknowledged = $0.body { true } else { false } })
         #expect(!events.contains { if case .alarmAcknowledged = $0.body { true } else { false } }, "not merely silenced")

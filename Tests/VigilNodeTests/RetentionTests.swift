@@ -55,7 +55,7 @@ import VigilSystem
         c.exposure.retentionFirstCheckMicroseconds = 100_000
         c.exposure.contacts.retentionMicroseconds = 14 * Self.day
         let node = try Node(configuration: c, clock: clock, monotonic: clock, logger: quietLogger)
-        try await run(node, on: clock, forMicroseconds: 1_500_000)
+        let stopped = try await run(node, on: clock, forMicroseconds: 1_500_000)
 
         let log = try EventLog.openReadOnly(directory: dir.path)
         var hits: [(time: UInt64, address: UInt64)] = []
@@ -70,7 +70,7 @@ import VigilSystem
         }
         // The node's own cutoff: the UTC midnight before `now` minus 14 days (its clock ran a
         // little after `now`).
-        let cutoff = node.projections.exposures.lastRetentionCutoffMicroseconds
+        let cutoff = stopped.projections.exposures.lastRetentionCutoffMicroseconds
         #expect(cutoff % Self.day == 0)
         #expect(cutoff <= now - 14 * Self.day && cutoff > now - 15 * Self.day + 60_000_000)
         #expect(retentions == 1)
@@ -83,7 +83,7 @@ import VigilSystem
         #expect(recent.count == 14 * 5)
         #expect(log.statistics.purged == 0, "a reader does not purge")
         // Status counts what the log holds (issue 10, item 10).
-        #expect(node.projections.health.count(of: .scanHit) == UInt64(hits.count))
+        #expect(stopped.projections.health.count(of: .scanHit) == UInt64(hits.count))
         // Rebuilding from sequence 0 (with the old hits gone) equals the node's own state.
         let report = try Replay.verify(log, settings: c.projections)
         #expect(report.matches, "replay after retention equals the incremental state")

@@ -116,21 +116,21 @@ import VigilSystem
         let clock = ManualClock(startMicroseconds: realtimeMicroseconds() - 60_000_000)
         let board = try SimulatedBoard(monotonic: clock)
         let node = try Node(configuration: config, clock: clock, monotonic: clock, logger: quietLogger, board: board)
-        let task = await start(node)
-        node.onLoop { n in try? (n.board as? SimulatedBoard)?.press(holdMicroseconds: 500_000) }
-        await advance(clock, node, byMicroseconds: 700_000, step: 10_000)
-        await CallsForHelpNodeTests.deliverAll(node, clock)
-        #expect(await onLoop(node) { $0.projections.calls.open.first?.told } == [Self.staff])
+        let running = try await start(node)
+        running.onLoop { n in try? (n.board as? SimulatedBoard)?.press(holdMicroseconds: 500_000) }
+        await advance(clock, running, byMicroseconds: 700_000, step: 10_000)
+        await CallsForHelpNodeTests.deliverAll(running, clock)
+        #expect(await onLoop(running) { $0.projections.calls.open.first?.told } == [Self.staff])
 
         try sms.inject(from: Self.stranger, "TAKE")
-        #expect(await untilChildProcess(node, seconds: 30) { $0.projections.sms.received == 1 }, "the stranger's SMS was read")
-        #expect(await onLoop(node) { $0.projections.calls.open.first?.taken } == nil)
+        #expect(await untilChildProcess(running, seconds: 30) { $0.projections.sms.received == 1 }, "the stranger's SMS was read")
+        #expect(await onLoop(running) { $0.projections.calls.open.first?.taken } == nil)
         try sms.inject(from: Self.staff, "take")
-        #expect(await untilChildProcess(node, seconds: 30) { $0.projections.calls.open.first?.taken != nil }, "the staff's TAKE took the call")
+        #expect(await untilChildProcess(running, seconds: 30) { $0.projections.calls.open.first?.taken != nil }, "the staff's TAKE took the call")
         // Everyone told learns who took it, by the notifier.
-        await CallsForHelpNodeTests.deliverAll(node, clock)
-        let outcomes = await onLoop(node) { $0.projections.sms.recent.map(\.outcome) }
-        try await stop(node, task)
+        await CallsForHelpNodeTests.deliverAll(running, clock)
+        let outcomes = await onLoop(running) { $0.projections.sms.recent.map(\.outcome) }
+        try await stop(running)
 
         #expect(outcomes.first?.contains("was told of no open call") == true, "\(outcomes)")
         #expect(outcomes.last?.hasPrefix("took call T") == true, "\(outcomes)")
@@ -142,10 +142,10 @@ import VigilSystem
 
         // A restart reads no file twice: the inbox still holds both.
         let again = try Node(configuration: config, clock: clock, monotonic: clock, logger: quietLogger, board: try SimulatedBoard(monotonic: clock))
-        let t2 = await start(again)
-        await settled(again)
-        let count = await onLoop(again) { $0.projections.sms.received }
-        try await stop(again, t2)
+        let againRunning = try await start(again)
+        await settled(againRunning)
+        let count = await onLoop(againRunning) { $0.projections.sms.received }
+        try await stop(againRunning)
         #expect(count == 2)
     }
 

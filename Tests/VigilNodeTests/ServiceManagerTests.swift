@@ -32,33 +32,33 @@ import VigilSystem
         var c = testConfiguration(dir, advertisers: 0)
         c.serviceManager = ServiceManagerSettings(socketPath: path, watchdogMicroseconds: 2_000_000)
         let node = try Node(configuration: c, clock: clock, monotonic: clock, logger: quietLogger)
-        let task = await start(node)
+        let running = try await start(node)
         let ready = try UnixDatagram.receive(listener, timeoutMilliseconds: 5_000).map { String(decoding: $0, as: UTF8.self) }
         // (The radio's state is what the log made durable: its start was still on its way.)
         #expect(ready == "READY=1\nSTATUS=running, 0 residents, 0 active alerts, radio unknown")
         // The next ping comes from the loop's timer, at half the watchdog's interval of its clock,
         // with the status line when it changed.
-        await advance(clock, node, byMicroseconds: 1_000_000, step: 1_000_000)
+        await advance(clock, running, byMicroseconds: 1_000_000, step: 1_000_000)
         let ping = try UnixDatagram.receive(listener, timeoutMilliseconds: 5_000).map { String(decoding: $0, as: UTF8.self) }
         #expect(ping == "WATCHDOG=1\nSTATUS=running, 0 residents, 0 active alerts, radio on")
-        await advance(clock, node, byMicroseconds: 1_000_000, step: 1_000_000)
+        await advance(clock, running, byMicroseconds: 1_000_000, step: 1_000_000)
         let quiet = try UnixDatagram.receive(listener, timeoutMilliseconds: 5_000).map { String(decoding: $0, as: UTF8.self) }
         #expect(quiet == "WATCHDOG=1", "an unchanged line is not sent again")
         // An SOS changes the line; the next ping carries it.
-        await onLoop(node) { n in
+        await onLoop(running) { n in
             var sos = Alert()
             sos.id = AlertID(origin: n.nodeID, counter: 1)
             sos.kind = .sos
             sos.severity = .critical
             _ = n.append(.alertRaised(sos))
         }
-        await settled(node)
-        await advance(clock, node, byMicroseconds: 1_000_000, step: 1_000_000)
+        await settled(running)
+        await advance(clock, running, byMicroseconds: 1_000_000, step: 1_000_000)
         let changed = try UnixDatagram.receive(listener, timeoutMilliseconds: 5_000).map { String(decoding: $0, as: UTF8.self) }
         #expect(changed?.hasPrefix("WATCHDOG=1\nSTATUS=running, 1 SOS active") == true, "\(changed ?? "")")
-        try await stop(node, task)
+        let stopped = try await stop(running)
         let stopping = try UnixDatagram.receive(listener, timeoutMilliseconds: 5_000).map { String(decoding: $0, as: UTF8.self) }
         #expect(stopping == "STOPPING=1\nSTATUS=stopping")
-        #expect(node.serviceManager.failed == 0)
+        #expect(stopped.serviceManager.failed == 0)
     }
 }

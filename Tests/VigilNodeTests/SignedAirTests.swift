@@ -48,7 +48,7 @@ import VigilSystem
                  board: try SimulatedBoard(monotonic: clock))
     }
 
-    func pass(_ node: Node, _ microseconds: UInt64) async {
+    func pass(_ node: NodeThread, _ microseconds: UInt64) async {
         await advance(clock, node, byMicroseconds: microseconds, step: 10_000)
     }
 
@@ -86,24 +86,24 @@ import VigilSystem
         let a = try makeNode(configuration(dirA), radio: radioA)
         let b = try makeNode(configuration(dirB, certified: false), radio: radioB)
         var sent: [UInt8] = []
-        let taskA = await start(a)
-        a.onLoop { n in try? (n.board as? SimulatedBoard)?.press(holdMicroseconds: 200_000, afterMicroseconds: 0) }
-        await pass(a, 500_000)
-        try await stop(a, taskA)
+        let aRunning = try await start(a)
+        aRunning.onLoop { n in try? (n.board as? SimulatedBoard)?.press(holdMicroseconds: 200_000, afterMicroseconds: 0) }
+        await pass(aRunning, 500_000)
+        let aStopped = try await stop(aRunning)
         sent = try #require(signedFrames(radioA).first, "A's SOS is on the air signed")
         let frame = try SignedAlertFrame.parse(sent)
-        #expect(frame.signer == UInt32(truncatingIfNeeded: a.nodeID) && frame.origin == frame.signer && frame.type == .sos)
+        #expect(frame.signer == UInt32(truncatingIfNeeded: aStopped.nodeID) && frame.origin == frame.signer && frame.type == .sos)
         #expect(frame.signerClockVouched, "A's clock is synchronised")
-        #expect(a.liveStatus().signing?.signing == true)
+        #expect(aStopped.liveStatus().signing?.signing == true)
 
-        let taskB = await start(b)
+        let bRunning = try await start(b)
         radioB.inject([try report(sent), try report(sent)])
-        await pass(b, 300_000)
-        try await stop(b, taskB)
+        await pass(bRunning, 300_000)
+        let bStopped = try await stop(bRunning)
         let received = try loggedEvents(dirB).compactMap { if case .alertReceived(let r) = $0 { r } else { nil } }
-        #expect(received.count == 1 && received.first?.id.origin == a.nodeID)
-        #expect(b.liveStatus().air.accepted == 1 && b.liveStatus().air.duplicates == 1)
-        #expect(b.liveStatus().signing?.signing == false, "B is not certified: it checks, it does not sign")
+        #expect(received.count == 1 && received.first?.id.origin == aStopped.nodeID)
+        #expect(bStopped.liveStatus().air.accepted == 1 && bStopped.liveStatus().air.duplicates == 1)
+        #expect(bStopped.liveStatus().signing?.signing == false, "B is not certified: it checks, it does not sign")
         // B relays A's bytes: one more hop, A's signature kept (B holds no key it could sign with).
         let relayed = try #require(signedFrames(radioB).first)
         #expect(relayed == (try SignedAlertFrame.relayed(sent)))
@@ -117,17 +117,17 @@ import VigilSystem
         let forger = try stranger(node: 0x5157_0002, certifiedBy: NetworkSigningKey())
         var stripped = try sos(box, counter: 9)
         stripped.removeLast(64)
-        let task = await start(node)
+        let running = try await start(node)
         radio.inject([
             try report(try sos(box, origin: 0x0B0B_0B0B)),            // raising an alert in another box's name
             try report(try sos(forger)),                             // a certificate the network never signed
             try report(try sos(box, counter: 2, signedAgo: 86_400)), // a day-old frame (its expiry still ahead)
             try report(stripped),                                    // the signature cut off
         ])
-        await pass(node, 200_000)
-        try await stop(node, task)
+        await pass(running, 200_000)
+        let stopped = try await stop(running)
         #expect(try loggedEvents(dir).allSatisfy { if case .alertReceived = $0 { false } else { true } })
-        let air = node.liveStatus().air
+        let air = stopped.liveStatus().air
         #expect(air.impersonations == 1 && air.forgedCertificates == 1 && air.tooOld == 1 && air.malformed == 1 && air.accepted == 0)
     }
 
@@ -139,30 +139,30 @@ import VigilSystem
         c.airAlerts.newPerSenderIntervalMicroseconds = 1_000_000
         let node = try makeNode(c, radio: radio)
         let stolen = try stranger(), honest = try stranger(node: 0x5157_0003)
-        let task = await start(node)
+        let running = try await start(node)
         // A stolen (still certified) box floods five new SOS ids at once; an honest box raises one.
         radio.inject(try (1...5).map { try report(try sos(stolen, counter: $0)) } + [try report(try sos(honest))])
-        await pass(node, 100_000)
+        await pass(running, 100_000)
         func logged() throws -> [UInt32] {
             try loggedEvents(dir).compactMap { if case .alertReceived(let r) = $0 { UInt32(truncatingIfNeeded: r.id.counter) + (r.id.origin == UInt64(honest.1.node) ? 100 : 0) } else { nil } }
         }
         #expect(try logged() == [1, 2, 3, 101], "the burst, and the honest box's own allowance")
-        let air = await onLoop(node) { $0.liveStatus().air }
+        let air = await onLoop(running) { $0.liveStatus().air }
         #expect(air.overRate == 2 && air.accepted == 4)
         // Heard again (adverts repeat) after one interval: one more is taken, then the last.
         radio.inject(try [4, 5].map { try report(try sos(stolen, counter: $0)) })
-        await pass(node, 100_000)
+        await pass(running, 100_000)
         #expect(try logged() == [1, 2, 3, 101], "an interval has not passed")
-        await pass(node, 1_000_000)
+        await pass(running, 1_000_000)
         radio.inject(try [4, 5].map { try report(try sos(stolen, counter: $0)) })
-        await pass(node, 100_000)
+        await pass(running, 100_000)
         #expect(try logged() == [1, 2, 3, 101, 4])
-        await pass(node, 1_000_000)
+        await pass(running, 1_000_000)
         radio.inject([try report(try sos(stolen, counter: 5)), try report(try sos(stolen, counter: 1))])
-        await pass(node, 100_000)
-        try await stop(node, task)
+        await pass(running, 100_000)
+        let stopped = try await stop(running)
         #expect(try logged() == [1, 2, 3, 101, 4, 5], "held back, not lost")
-        #expect(node.liveStatus().air.overRate == 5 && node.liveStatus().air.duplicates == 1, "a known alert costs no allowance")
+        #expect(stopped.liveStatus().air.overRate == 5 && stopped.liveStatus().air.duplicates == 1, "a known alert costs no allowance")
     }
 
     @Test func newAlertAdmissionForgetsFullAllowancesAndPutsNewcomersBeyondItsLimitInOneSharedAllowance() {
@@ -208,15 +208,15 @@ import VigilSystem
         let node = try makeNode(configuration(dir), radio: radio)
         let box = try stranger()
         let revocation = try network.revoke(node: box.1.node, boxKey: box.1.boxKey, at: UInt32(clock.nowMicroseconds() / 1_000_000))
-        let task = await start(node)
+        let running = try await start(node)
         radio.inject([try report(try sos(box, counter: 1))])
-        await pass(node, 100_000)
+        await pass(running, 100_000)
         radio.inject([try report(RevocationFrame.encode(revocation)), try report(try sos(box, counter: 2))])
-        await pass(node, 100_000)
-        try await stop(node, task)
+        await pass(running, 100_000)
+        let stopped = try await stop(running)
         let received = try loggedEvents(dir).compactMap { if case .alertReceived(let r) = $0 { r.id.counter } else { nil } }
         #expect(received == [1], "the alert before the revocation stands; the one after is refused")
-        #expect(node.liveStatus().air.revoked == 1 && node.liveStatus().air.revocationsHeard == 1)
+        #expect(stopped.liveStatus().air.revoked == 1 && stopped.liveStatus().air.revocationsHeard == 1)
         #expect(BoxKeyFiles.revocations(directory: dir.path).revocations == [revocation], "kept on the card")
         #expect(signedFrames(radio).contains(RevocationFrame.encode(revocation)), "and advertised in turn with what else it knows")
         // After a restart the box still refuses it.
@@ -235,15 +235,15 @@ import VigilSystem
         let mixedDir = TemporaryDirectory()
         let mixedRadio = try ScriptedRadio()
         let mixed = try makeNode(configuration(mixedDir, shelterKey: true), radio: mixedRadio)
-        var task = await start(mixed)
+        let mixedRunning = try await start(mixed)
         mixedRadio.inject([legacyReport])
-        await pass(mixed, 100_000)
-        mixed.onLoop { n in try? (n.board as? SimulatedBoard)?.press(holdMicroseconds: 200_000, afterMicroseconds: 0) }
-        await pass(mixed, 500_000)
-        try await stop(mixed, task)
-        #expect(mixed.liveStatus().air.accepted == 1)
+        await pass(mixedRunning, 100_000)
+        mixedRunning.onLoop { n in try? (n.board as? SimulatedBoard)?.press(holdMicroseconds: 200_000, afterMicroseconds: 0) }
+        await pass(mixedRunning, 500_000)
+        let mixedStopped = try await stop(mixedRunning)
+        #expect(mixedStopped.liveStatus().air.accepted == 1)
         let payloads = mixedRadio.lastPlan?.payloads ?? []
-        let ownSigned = signedFrames(mixedRadio).compactMap { try? SignedAlertFrame.parse($0) }.filter { $0.origin == UInt32(truncatingIfNeeded: mixed.nodeID) }
+        let ownSigned = signedFrames(mixedRadio).compactMap { try? SignedAlertFrame.parse($0) }.filter { $0.origin == UInt32(truncatingIfNeeded: mixedStopped.nodeID) }
         #expect(ownSigned.count == 1, "its SOS signed, for boxes that check signatures")
         #expect(payloads.contains { $0.count <= AdvertisingPayload.legacyMaximumLength && $0.count > 21 }, "and tagged with the shelter key, for legacy boxes")
 
@@ -251,11 +251,11 @@ import VigilSystem
         let strictDir = TemporaryDirectory()
         let strictRadio = try ScriptedRadio()
         let strict = try makeNode(configuration(strictDir, shelterKey: true, requireSigned: true), radio: strictRadio)
-        task = await start(strict)
+        let strictRunning = try await start(strict)
         strictRadio.inject([legacyReport])
-        await pass(strict, 100_000)
-        try await stop(strict, task)
-        #expect(strict.liveStatus().air.unsigned == 1 && strict.liveStatus().air.accepted == 0)
+        await pass(strictRunning, 100_000)
+        let strictStopped = try await stop(strictRunning)
+        #expect(strictStopped.liveStatus().air.unsigned == 1 && strictStopped.liveStatus().air.accepted == 0)
         #expect(try loggedEvents(strictDir).allSatisfy { if case .alertReceived = $0 { false } else { true } })
     }
 
@@ -265,11 +265,11 @@ import VigilSystem
         var c = try configuration(dir)
         c.airAlerts.clockSynchronisedPath = dir.path + "/no-such-file"
         let node = try makeNode(c, radio: radio)
-        let task = await start(node)
-        node.onLoop { n in try? (n.board as? SimulatedBoard)?.press(holdMicroseconds: 200_000, afterMicroseconds: 0) }
-        await pass(node, 500_000)
-        try await stop(node, task)
-        #expect(node.liveStatus().signing?.clock == "none")
+        let running = try await start(node)
+        running.onLoop { n in try? (n.board as? SimulatedBoard)?.press(holdMicroseconds: 200_000, afterMicroseconds: 0) }
+        await pass(running, 500_000)
+        let stopped = try await stop(running)
+        #expect(stopped.liveStatus().signing?.clock == "none")
         let frame = try SignedAlertFrame.parse(try #require(signedFrames(radio).first))
         #expect(!frame.signerClockVouched)
     }

@@ -53,7 +53,7 @@ import VigilEvents
 
             let output = testOutputDirectory("box-page")
             // The SOS fires once the button has been held this long (while it is still held).
-            let longPress = web.node.configuration.gestures.longPressNanoseconds
+            let longPress = web.configuration.gestures.longPressNanoseconds
             let run = await offPool {
                 runProcess("/usr/bin/env", ["python3", testsFile("browser/box_page.py"), web.base, "correct horse battery", token,
                                             call.text, "room-12", "2.5", "\(Double(longPress) / 1e9)", output, "D0:11:22:33:44:55/random"])

@@ -20,14 +20,18 @@ final class WebHarness: @unchecked Sendable {
     let dir: TemporaryDirectory
     /// The node's clock when the harness drives time (nil for a real-time node).
     let manual: ManualClock?
-    let node: Node
+    /// The node as the page holds it; the node itself is the loop's once started.
+    let node: NodeHandle
+    let configuration: NodeConfiguration
+    /// The node until `start` moves it to its loop.
+    private let unstarted: Handover<Node>
+    private var running: NodeThread?
     let settings: HTTPSettings
     /// Monotonic seconds the server's sessions and limits read (tests move it).
     let seconds = Seconds()
     let client: HTTPClient
     /// The node's metrics, served at /metrics.
     let metrics = PrometheusCollectorRegistry()
-    private var nodeTask: Task<Void, any Error>?
     private var serverTask: Task<Void, any Error>?
     private(set) var server: WebServer?
     /// Browsers streaming the page now.
@@ -58,11 +62,14 @@ final class WebHarness: @unchecked Sendable {
         // raise or answer alerts, and says so).
         FileManager.default.createFile(atPath: dir.path + "/shelter.key", contents: Data(String(repeating: "5a", count: 32).utf8),
                                        attributes: [.posixPermissions: 0o600])
-        if let manual {
-            node = try Node(configuration: c, clock: manual, monotonic: manual, logger: quietLogger)
+        let made = if let manual {
+            try Node(configuration: c, clock: manual, monotonic: manual, logger: quietLogger)
         } else {
-            node = try Node(configuration: c, logger: quietLogger)
+            try Node(configuration: c, logger: quietLogger)
         }
+        node = made.handle
+        unstarted = Handover(made)
+        configuration = c
         if let password { try WebCredentials(dataDirectory: dir.path).setPassword(password) }
         var tlsConfiguration = TLSConfiguration.makeClientConfiguration()
         tlsConfiguration.certificateVerification = .none // checked by fingerprint instead (see tlsTests)
@@ -86,12 +93,12 @@ final class WebHarness: @unchecked Sendable {
     }
 
     func start() async throws {
-        let node = self.node
-        nodeTask = Task { try await node.runOnOwnThread(duration: nil) }
+        guard let made = unstarted.take() else { throw HarnessError(message: "the harness was started already") }
+        running = try NodeThread(made, name: "vigil-web-test")
         await settled()
         let listening = AsyncStream<(Int, String?)>.makeStream()
         let seconds = self.seconds
-        let server = WebServer(node: node.handle, settings: settings, dataDirectory: dir.path, logger: quietLogger, metrics: metrics,
+        let server = WebServer(node: node, settings: settings, dataDirectory: dir.path, logger: quietLogger, metrics: metrics,
                                secondsNow: { seconds.now },
                                onListening: { port, fingerprint in listening.continuation.yield((port, fingerprint)) })
         self.server = server
@@ -125,7 +132,7 @@ final class WebHarness: @unchecked Sendable {
         serverTask?.cancel()
         _ = try? await serverTask?.value
         node.requestStop(reason: "test")
-        try await nodeTask?.value
+        _ = try await running?.stopped()?.get()
         try await client.shutdown()
     }
 

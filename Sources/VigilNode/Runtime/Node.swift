@@ -10,6 +10,11 @@ import VigilSystem
 
 /// A running Vigil node: one event loop on one thread owns all state.
 ///
+/// Not `Sendable`: the node is the loop's. Whoever makes one keeps its `handle` (checked
+/// `Sendable`) and hands the node itself to `Node.runOnOwnThread`, which takes it (`sending`):
+/// the compiler then refuses any use of the node outside the loop until the loop gives it back,
+/// stopped (decision 0008).
+///
 /// The node itself does three things: it appends events, applies them to the projections once
 /// the log reports them durable, and drives the outputs from the projections. Everything else is
 /// a `NodeComponent` with one job (ARCHITECTURE.md lists them): the radio intake, alerts over the
@@ -25,7 +30,7 @@ import VigilSystem
 /// NodeOutputs.swift (outputs, time, stopping). Their shared state is internal rather than
 /// private for that, and loop-confined like the rest: components never see it (they hold a
 /// `NodeContext`).
-public final class Node: @unchecked Sendable {
+public final class Node {
     public let configuration: NodeConfiguration
     public let nodeID: UInt64
     let clock: any WallClock
@@ -54,9 +59,9 @@ public final class Node: @unchecked Sendable {
     /// timer or epoll failed); `run` then stops and throws it, so the process exits non-zero and
     /// systemd restarts it from disk.
     var fatal: NodeError?
-    /// Waiting for nothing to be pending (`whenSettled`).
-    private var settledWaiters: [@Sendable (Node) -> Void] = []
-    private var stateWaiters: [(holds: @Sendable (Node) -> Bool, done: @Sendable (Node) -> Void)] = []
+    /// Waiting for nothing to be pending (`NodeHandle.whenSettled`).
+    var settledWaiters: [@Sendable (Node) -> Void] = []
+    var stateWaiters: [(holds: @Sendable (Node) -> Bool, done: @Sendable (Node) -> Void)] = []
 
     // The components. Lazy because each holds the node as its context, which exists only once
     // every stored property is set; `init` makes them all, in this order, before returning.
@@ -103,8 +108,8 @@ public final class Node: @unchecked Sendable {
                         site: (configuration.projections.ladder.siteName, configuration.projections.ladder.siteLocation),
                         policy: SharePolicy(shareContacts: configuration.hubShareContacts, shareOccupancy: configuration.hubShareOccupancy),
                         exposure: configuration.exposure),
-        heardTime: { [weak self] microseconds in self?.onLoop { $0.airAlerts.hubTime(microseconds) } },
-        problemsChanged: { [weak self] in self?.onLoop { $0.recheckState() } })
+        heardTime: { [bound = LoopBound(self, on: loop)] microseconds in bound.send { $0.airAlerts.hubTime(microseconds) } },
+        problemsChanged: { [bound = LoopBound(self, on: loop)] in bound.send { $0.recheckState() } })
     private(set) lazy var occupancy = OccupancySampler(context: self)
     private(set) lazy var logIntegrity = LogIntegrity(context: self, settings: .init(executable: configuration.logCheckExecutable,
                                                                                      dataDirectory: configuration.dataDirectory,
@@ -284,29 +289,15 @@ public final class Node: @unchecked Sendable {
     /// this, never the node. Cheap: a few references.
     public var handle: NodeHandle {
         NodeHandle(node: LoopBound(self, on: loop), loop: loop, stopRequest: stopRequest, snapshots: snapshots,
-                   openLog: openLog, malformedCallbacks: malformedCallbacks, projectionSettings: configuration.projections,
+                   openLog: openLog, malformedCallbacks: malformedCallbacks, nodeID: nodeID, projectionSettings: configuration.projections,
                    unreachableAfterMicroseconds: configuration.notifyUnreachableAfterMicroseconds)
     }
 
-    /// Runs `work` on the loop thread (tests and servers beside the loop use this to read state).
+    /// Queues `work` for the loop, before the node is handed to it (a test that lines up input
+    /// for the first turns, a program that learns when its loop runs); once it runs,
+    /// `handle.onLoop` does this from any thread.
     public func onLoop(_ work: @escaping @Sendable (Node) -> Void) {
-        loop.perform { [unowned self] in work(self) }
-    }
-
-    /// Calls `done` on the loop once everything appended so far, and everything that followed
-    /// from it (timers that were due, reconciling), is durable and applied. Tests wait on this,
-    /// after injecting input or advancing a manual clock, instead of sleeping.
-    public func whenSettled(_ done: @escaping @Sendable (Node) -> Void) {
-        onLoop { node in node.settledWaiters.append(done) }
-    }
-
-    /// Calls `done` on the loop once `holds` is true of the node's state: at once if it is, else
-    /// after the batch of durable events that makes it so. Event-driven (the state changes only
-    /// when events are applied); tests of things beside the loop (the hub sync) wait on this.
-    public func whenState(_ holds: @escaping @Sendable (Node) -> Bool, _ done: @escaping @Sendable (Node) -> Void) {
-        onLoop { node in
-            if holds(node) { done(node) } else { node.stateWaiters.append((holds, done)) }
-        }
+        LoopBound(self, on: loop).send(work)
     }
 
     /// The projections as they will be once every event appended so far is applied: what an

@@ -4,13 +4,13 @@ import VigilLog
 import VigilSystem
 
 /// What a thread other than the loop's holds of a node: the box's page and its API, the service
-/// manager's signal handling, benchmarks. Checked `Sendable` (no `@unchecked`): it holds the
-/// node only as a `LoopBound`, so everything it asks of the node runs on the loop, and otherwise
-/// only values and thread-safe parts (the stop request, the snapshot feed, the log as readers
-/// beside the loop may use it, a counter).
+/// manager's signal handling, the CLI's run command, benchmarks and tests. Checked `Sendable` (no
+/// `@unchecked`): it holds the node only as a `LoopBound`, so everything it asks of the node runs
+/// on the loop, and otherwise only values and thread-safe parts (the stop request, the snapshot
+/// feed, the log as readers beside the loop may use it, a counter).
 ///
-/// Decision 0008, step 9, first part: the servers beside the loop hold this, never `Node`. Tests
-/// and the CLI still hold `Node`, which stays `@unchecked Sendable` until they move over too.
+/// Decision 0008, step 9: `Node` is not `Sendable`; once it is handed to the loop
+/// (`Node.runOnOwnThread`), this is all any other thread has of it.
 ///
 /// Misuse the compiler cannot see: none here; every member is safe from any thread. Once the
 /// node has stopped, what is sent to the loop is never run, so `perform` answers nil after its
@@ -23,8 +23,32 @@ public struct NodeHandle: Sendable {
     public let snapshots: SnapshotFeed
     let openLog: LockedValue<EventLog?>
     let malformedCallbacks: LockedValue<UInt64>
+    /// The node's identity (`NodeIdentity`): a value, the same for the node's life.
+    public let nodeID: UInt64
     let projectionSettings: ProjectionSettings
     let unreachableAfterMicroseconds: UInt64
+
+    /// Runs `work` on the loop, soon, with the node: how a benchmark or a test reads state the
+    /// loop owns. Never run once the node has stopped.
+    public func onLoop(_ work: @escaping @Sendable (Node) -> Void) {
+        node.send(work)
+    }
+
+    /// Calls `done` on the loop once everything appended so far, and everything that followed
+    /// from it (timers that were due, reconciling), is durable and applied. Tests wait on this,
+    /// after injecting input or advancing a manual clock, instead of sleeping.
+    public func whenSettled(_ done: @escaping @Sendable (Node) -> Void) {
+        node.send { node in node.settledWaiters.append(done) }
+    }
+
+    /// Calls `done` on the loop once `holds` is true of the node's state: at once if it is, else
+    /// after the batch of durable events that makes it so. Event-driven (the state changes only
+    /// when events are applied); tests of things beside the loop (the hub sync) wait on this.
+    public func whenState(_ holds: @escaping @Sendable (Node) -> Bool, _ done: @escaping @Sendable (Node) -> Void) {
+        node.send { node in
+            if holds(node) { done(node) } else { node.stateWaiters.append((holds, done)) }
+        }
+    }
 
     /// Asks the loop to stop: it flushes the scan window, logs NodeStopped, waits until everything
     /// is durable, writes a checkpoint and returns from `run()`. Safe from any thread or signal
@@ -107,34 +131,6 @@ public struct NodeHandle: Sendable {
     }
 
     private static let replays = Gate(width: 1)
-}
-
-/// What `NodeHandle` does, on the node itself: for the CLI's run command, tests and benchmarks,
-/// which still hold the node (decision 0008, step 9's second half moves them to the handle).
-extension Node {
-    /// `NodeHandle.requestStop`, for the CLI and tests that hold the node.
-    public func requestStop(reason: String) { handle.requestStop(reason: reason) }
-
-    /// `NodeHandle.submit`, for tests and benchmarks that hold the node.
-    public func submit(_ command: NodeCommand, accepted: @escaping @Sendable (NodeReply) -> Void) {
-        handle.submit(command, accepted: accepted)
-    }
-
-    /// `NodeHandle.perform`, for tests that hold the node.
-    public func perform(_ command: NodeCommand, timeoutSeconds: Double = 10) async -> NodeReply? {
-        await handle.perform(command, timeoutSeconds: timeoutSeconds)
-    }
-
-    /// `NodeHandle.publishSnapshots`, for tests that hold the node.
-    public func publishSnapshots() { handle.publishSnapshots() }
-
-    /// `NodeHandle.pastSnapshot`, for tests that hold the node.
-    public func pastSnapshot(at moment: PastMoment, asked: String) async throws -> NodeSnapshot {
-        try await handle.pastSnapshot(at: moment, asked: asked)
-    }
-
-    /// `NodeHandle.noteMalformedCallback`, for tests that hold the node.
-    public func noteMalformedCallback() { handle.noteMalformedCallback() }
 }
 
 /// Past views are being rebuilt already (one at a time, two waiting): try again shortly.
