@@ -221,6 +221,8 @@ public struct NodeConfiguration: Sendable {
         if name.hasSuffix(".yaml") || name.contains("/") {
             candidates = [name]
         } else {
+            // A configuration file named without a directory is in the working directory.
+            let base = base.isEmpty ? "." : base
             candidates = [base + "/board/\(name).yaml", base + "/\(name).yaml", "board/\(name).yaml",
                           "/etc/vigil/board/\(name).yaml", "/usr/share/vigil/board/\(name).yaml"]
         }
