@@ -121,25 +121,35 @@ struct HubCommand: AsyncParsableCommand {
                     throw CLIError("the token `vigil-hub enroll` printed is needed: --token-file FILE, or --token-file - to paste it", code: 64)
                 }
                 let text = try SecretInput.read(tokenFile, what: "the enrolment token")
-                guard let parsed = EnrolmentToken(text: text) else {
-                    throw CLIError("that is not an enrolment token (vigil1.SECRET.FINGERPRINT, as `vigil-hub enroll` prints it)", code: 64)
-                }
-                let loaded = try options.load()
-                let dir = loaded.configuration.dataDirectory
-                do {
-                    try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-                } catch {
-                    throw CLIError("cannot make \(dir): \(error.localizedDescription)")
-                }
-                let node = try NodeIdentity.load(dataDirectory: dir)
-                let link = try await HubCommand.exitCodes {
-                    try await HubJoin.join(url: url, token: parsed, dataDirectory: dir, location: location)
-                }
-                FileOutput.standardOutput.write("joined \(url) as \(link.name) (node \(NodeIDText.format(node)), hub \(parsed.hubFingerprint.prefix(16))…); "
-                                                + HubCommand.reloadRunningNode(dir) + "\n")
-                try await HubCommand.certify(dataDirectory: dir, configuredNetworkKey: loaded.configuration.airAlerts.networkKey, afterJoining: true)
+                try await HubCommand.join(url: url, token: HubCommand.token(text), location: location, configuration: options.load().configuration)
             }
         }
+    }
+
+    /// An enrolment token as `vigil-hub enroll` printed it, or the reason it is not one.
+    static func token(_ text: String) throws -> EnrolmentToken {
+        guard let parsed = EnrolmentToken(text: text) else {
+            throw CLIError("that is not an enrolment token (vigil1.SECRET.FINGERPRINT, as `vigil-hub enroll` prints it)", code: 64)
+        }
+        return parsed
+    }
+
+    /// Joins the hub at `url` (checked) with `parsed`, says so, tells a running node, and has
+    /// the box's key certified: `vigil hub join` and `vigil setup`.
+    static func join(url: String, token parsed: EnrolmentToken, location: String?, configuration: NodeConfiguration) async throws {
+        let dir = configuration.dataDirectory
+        do {
+            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        } catch {
+            throw CLIError("cannot make \(dir): \(error.localizedDescription)")
+        }
+        let node = try NodeIdentity.load(dataDirectory: dir)
+        let link = try await HubCommand.exitCodes {
+            try await HubJoin.join(url: url, token: parsed, dataDirectory: dir, location: location)
+        }
+        FileOutput.standardOutput.write("joined \(url) as \(link.name) (node \(NodeIDText.format(node)), hub \(parsed.hubFingerprint.prefix(16))…); "
+                                        + HubCommand.reloadRunningNode(dir) + "\n")
+        try await HubCommand.certify(dataDirectory: dir, configuredNetworkKey: configuration.airAlerts.networkKey, afterJoining: true)
     }
 
     struct Add: AsyncParsableCommand {

@@ -1,0 +1,163 @@
+import Foundation
+import VigilAccess
+import VigilCore
+import VigilHubProtocol
+import VigilSystem
+
+/// What `vigil setup` asks a volunteer, each answer checked the moment it is given, and how the
+/// answers go into the configuration file (docs/install.md "First start").
+///
+/// Every `check` returns the value as it will be written (normalised: a phone number in E.164,
+/// a location without spaces) or throws a `SetupRefusal` that says what was expected. `apply`
+/// edits the file's text (`ConfigFileEdit`: comments and other settings stay), then reads the
+/// result as the node will and compares it with the answers, so a file is only ever written
+/// whole and right.
+public struct NodeSetup: Sendable, Equatable {
+    /// Nil: not asked (left as the file has it).
+    public var board: String?
+    public var siteName: String?
+    public var siteLocation: String?
+    /// The staff's phone numbers, E.164.
+    public var staff: [String]?
+    /// The notifier's command (an absolute path); "" for none.
+    public var notifier: String?
+    /// The page's HOST:PORT; "" for no page.
+    public var pageListen: String?
+
+    public init() {}
+
+    /// The longest site name: it goes into every text message the box sends.
+    public static let siteNameLimit = 64
+
+    // MARK: Checking each answer
+
+    /// A board profile that exists: a name looked up as the node looks it up next to `configFile`,
+    /// or a path to one.
+    public static func checkBoard(_ text: String, configFile: String) throws(SetupRefusal) -> String {
+        let name = text.trimmingCharacters(in: .whitespaces)
+        guard !name.isEmpty else { throw SetupRefusal("a board profile is needed (sim, rpi4, rpi5, zero2w, or a path to one)") }
+        do {
+            _ = try NodeConfiguration.loadBoard(named: name, relativeTo: (configFile as NSString).deletingLastPathComponent)
+        } catch let error as ConfigurationError {
+            throw SetupRefusal("unknown board profile \"\(name.prefix(64))\": \(error.message)")
+        } catch {
+            throw SetupRefusal("unknown board profile \"\(name.prefix(64))\": \(error)")
+        }
+        return name
+    }
+
+    public static func checkSiteName(_ text: String) throws(SetupRefusal) -> String {
+        let name = text.trimmingCharacters(in: .whitespaces)
+        guard name.count <= siteNameLimit else { throw SetupRefusal("the site's name is at most \(siteNameLimit) characters (it goes into every message)") }
+        guard !name.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else {
+            throw SetupRefusal("the site's name has control characters")
+        }
+        return name
+    }
+
+    /// "LATITUDE,LONGITUDE" in degrees, or "" for none.
+    public static func checkLocation(_ text: String) throws(SetupRefusal) -> String {
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        if trimmed.isEmpty { return "" }
+        guard let location = NodeConfiguration.parseLocation(trimmed) else {
+            throw SetupRefusal("a place is LATITUDE,LONGITUDE in degrees, such as -33.8688,151.2093")
+        }
+        return location
+    }
+
+    /// Phone numbers, separated by commas, in international form; "none" for none.
+    public static func checkStaff(_ text: String) throws(SetupRefusal) -> [String] {
+        if text.trimmingCharacters(in: .whitespaces) == "none" { return [] }
+        let parts = text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        guard parts.count <= 32 else { throw SetupRefusal("at most 32 staff numbers") }
+        var numbers: [String] = []
+        for part in parts {
+            let address: ContactAddress
+            do {
+                address = try ContactAddress.parse(part)
+            } catch {
+                throw SetupRefusal("\(error)")
+            }
+            guard address.isPhone else {
+                throw SetupRefusal("\"\(part.prefix(64))\" is not a phone number: staff are texted and called, in international form (+34 600 111 222)")
+            }
+            if !numbers.contains(address.text) { numbers.append(address.text) }
+        }
+        return numbers
+    }
+
+    /// An executable notifier command by absolute path, or "none" (or "") for none.
+    public static func checkNotifier(_ text: String) throws(SetupRefusal) -> String {
+        let path = text.trimmingCharacters(in: .whitespaces)
+        if path.isEmpty || path == "none" { return "" }
+        guard path.hasPrefix("/") else { throw SetupRefusal("the notifier is an absolute path, such as /usr/share/vigil/notify/vigil-notify-sms, or none") }
+        guard FileSystem.exists(path) else { throw SetupRefusal("there is no notifier at \(path.prefix(200))") }
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue,
+              access(path, X_OK) == 0 else { throw SetupRefusal("\(path.prefix(200)) is not executable") }
+        return path
+    }
+
+    /// HOST:PORT for the box's page, or "" for no page.
+    public static func checkPageListen(_ text: String) throws(SetupRefusal) -> String {
+        let listen = text.trimmingCharacters(in: .whitespaces)
+        if listen.isEmpty || listen == "none" { return "" }
+        guard HTTPSettings.parseListen(listen) != nil else { throw SetupRefusal("the page's address is HOST:PORT, such as 0.0.0.0:8443, or none") }
+        return listen
+    }
+
+    /// The admin password for the page: long enough to resist guessing.
+    public static func checkPassword(_ text: String) throws(SetupRefusal) -> String {
+        guard text.count >= PasswordHash.minimumLength else {
+            throw SetupRefusal("the admin password needs at least \(PasswordHash.minimumLength) characters")
+        }
+        guard text.utf8.count <= 256 else { throw SetupRefusal("the admin password is longer than 256 bytes") }
+        return text
+    }
+
+    /// A hub's address: https://HOST[:PORT] (the box trusts only the certificate its token names).
+    public static func checkHubURL(_ text: String) throws(SetupRefusal) -> String {
+        let url = text.trimmingCharacters(in: .whitespaces)
+        guard url.lowercased().hasPrefix("https://"), let host = URL(string: url)?.host, !host.isEmpty else {
+            throw SetupRefusal("a hub's address is https://HOST:PORT (a plain http:// hub is refused: the box's credential would cross the network in clear)")
+        }
+        return url
+    }
+
+    // MARK: Writing them
+
+    /// The file's `text` with the answers set; `file` names it in messages and places board
+    /// names. Throws when the file cannot be edited safely or the result would not read back as
+    /// the answers.
+    public func apply(to text: String, file: String) throws -> String {
+        var edit = ConfigFileEdit(text: text)
+        if let board { try edit.set("board", to: ConfigFileEdit.scalar(board)) }
+        if let siteName { try edit.set("site", "name", to: ConfigFileEdit.scalar(siteName)) }
+        if let siteLocation { try edit.set("site", "location", to: ConfigFileEdit.scalar(siteLocation)) }
+        if let staff { try edit.set("notify", "staff", to: ConfigFileEdit.list(staff)) }
+        if let notifier {
+            // No notifier is no `command:` (an empty one is not a path the node accepts).
+            if notifier.isEmpty { try edit.remove("notify", "command") } else { try edit.set("notify", "command", to: ConfigFileEdit.scalar(notifier)) }
+        }
+        if let pageListen { try edit.set("http", "listen", to: ConfigFileEdit.scalar(pageListen)) }
+        let result = edit.text
+        let read = try NodeConfiguration.load(text: result, file: file)
+        var differs: [String] = []
+        if let board, read.boardName != board { differs.append("board") }
+        if let siteName, read.projections.ladder.siteName != siteName { differs.append("site.name") }
+        if let siteLocation, read.projections.ladder.siteLocation != siteLocation { differs.append("site.location") }
+        if let staff, read.projections.ladder.staff != staff { differs.append("notify.staff") }
+        if let notifier, (read.notifier.command ?? "") != notifier { differs.append("notify.command") }
+        if let pageListen, (read.http.listen ?? "") != pageListen { differs.append("http.listen") }
+        guard differs.isEmpty else {
+            throw SetupRefusal("the edited file would not read back as answered (\(differs.joined(separator: ", "))); nothing was written")
+        }
+        return result
+    }
+}
+
+/// An answer `vigil setup` cannot take, and why: said to the volunteer, who answers again.
+public struct SetupRefusal: Error, Equatable, Sendable, CustomStringConvertible {
+    public let description: String
+    public init(_ description: String) { self.description = description }
+}

@@ -1,0 +1,118 @@
+import Foundation
+import Testing
+
+/// `vigil setup`, as a volunteer runs it: answers checked as they are given, the file written
+/// whole with its comments, nothing written when an answer cannot be used.
+@Suite struct SetupCLITests {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
+
+    /// The shipped example configuration, its data directory moved into `dir`.
+    static func configuration(in dir: TemporaryDirectory) throws -> String {
+        let shipped = try String(contentsOfFile: root + "/board/vigil.yaml", encoding: .utf8)
+        let text = shipped.replacingOccurrences(of: "data: ./var\n", with: "data: \(dir.path)/data\n")
+        let path = dir.path + "/vigil.yaml"
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
+
+    static func lines(_ path: String) throws -> [String] {
+        try String(contentsOfFile: path, encoding: .utf8).components(separatedBy: "\n")
+    }
+
+    @Test func aScriptedSetupSetsWhatItIsGivenAndKeepsEveryOtherLine() throws {
+        let dir = TemporaryDirectory()
+        let path = try Self.configuration(in: dir)
+        let before = try Self.lines(path)
+        let password = dir.path + "/password"
+        try "correct horse battery\n".write(toFile: password, atomically: true, encoding: .utf8)
+        let r = try CLI.run(["setup", "--config", path, "--non-interactive", "--board", Self.root + "/board/rpi4.yaml",
+                             "--site-name", "Sant Jordi", "--site-location=41.38,2.17", "--staff", "+34 600 111 222, 0034600111333",
+                             "--notifier", "/bin/true", "--page", "0.0.0.0:8443", "--admin-password-file", password])
+        #expect(r.status == 0, "\(r.stderr)")
+        let after = try Self.lines(path)
+        let changed = after.filter { !before.contains($0) }
+        #expect(changed.count == 6, "board, name, location, staff, command, listen: \(changed)")
+        #expect(changed.contains { $0.hasPrefix("  staff: [\"+34600111222\", \"+34600111333\"]") })
+        #expect(changed.contains("  command: \"/bin/true\""))
+        let removed = before.filter { !after.contains($0) }
+        #expect(removed.count == 5, "only the lines set were replaced: \(removed)")
+        #expect(after.filter { $0.trimmingCharacters(in: .whitespaces).hasPrefix("#") }
+                == before.filter { $0.trimmingCharacters(in: .whitespaces).hasPrefix("#") }, "every comment line stays")
+        #expect(FileManager.default.fileExists(atPath: dir.path + "/data/http/admin.hash"), "the page's password is set")
+        #expect(!FileManager.default.fileExists(atPath: path + ".new"))
+        // The node reads what was written (a status on a box that is not running yet).
+        let status = try CLI.run(["status", "--config", path])
+        #expect(!status.stderr.contains("config"), "\(status.stderr)")
+        // Again: nothing to change.
+        let again = try CLI.run(["setup", "--config", path, "--non-interactive", "--site-name", "Sant Jordi"])
+        #expect(again.status == 0 && again.stdout.contains("unchanged"), "\(again.stdout)")
+    }
+
+    @Test("a bad answer is refused with the reason and nothing is written", arguments: [
+        (["--staff", "600 111 222"], "country code"),
+        (["--board", "nosuch"], "unknown board profile"),
+        (["--hub-url", "http://hub.example:8443", "--hub-token-file", "/dev/null"], "https://"),
+        (["--site-location", "91,0"], "LATITUDE,LONGITUDE"),
+        (["--notifier", "/proc/self/status"], "not executable"),
+        (["--notifier", "/usr/bin"], "not executable"),
+        (["--board", "rpi4x", "--staff", "+34600111222"], "unknown board profile"),
+    ])
+    func aBadAnswerIsRefusedAndNothingIsWritten(arguments: [String], reason: String) throws {
+        let dir = TemporaryDirectory()
+        let path = try Self.configuration(in: dir)
+        let before = try String(contentsOfFile: path, encoding: .utf8)
+        let r = try CLI.run(["setup", "--config", path, "--non-interactive", "--site-name", "Hall"] + arguments)
+        #expect(r.status == 64)
+        #expect(r.stderr.contains(reason) && r.stderr.contains("nothing was written"), "\(r.stderr)")
+        #expect(try String(contentsOfFile: path, encoding: .utf8) == before)
+        #expect(!FileManager.default.fileExists(atPath: dir.path + "/data"), "no password, no data directory")
+    }
+
+    @Test func theQuestionsAskAgainUntilAnAnswerCanBeUsedThenWriteOnce() throws {
+        let dir = TemporaryDirectory()
+        let path = try Self.configuration(in: dir)
+        let answers = [
+            "nosuch", Self.root + "/board/rpi5.yaml", // board: refused, then a profile
+            "Hall 2", "", // name; no place
+            "12345", "+34 600 111 222", // staff: refused, then a number
+            "/nonexistent/notify", "none", // notifier
+            "0.0.0.0:8443", "short", "correct horse battery", // page and its password
+            "http://hub.example", "", // hub: refused, then none
+        ]
+        let r = try CLI.run(["setup", "--config", path], input: answers.joined(separator: "\n") + "\n")
+        #expect(r.status == 0, "\(r.stderr)")
+        for refusal in ["unknown board profile", "country code", "there is no notifier", "at least 10 characters", "https://"] {
+            #expect(r.stderr.contains(refusal), "\(refusal) in \(r.stderr)")
+        }
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        #expect(text.contains("  name: \"Hall 2\""))
+        #expect(text.contains("  staff: [\"+34600111222\"]"))
+        #expect(text.contains("  listen: \"0.0.0.0:8443\""))
+        #expect(FileManager.default.fileExists(atPath: dir.path + "/data/http/admin.hash"))
+        #expect(r.stdout.contains("with no notifier nobody is told"), "it says what is missing")
+
+        // Re-run: Enter keeps every value the file has now.
+        let again = try CLI.run(["setup", "--config", path], input: String(repeating: "\n", count: 9))
+        #expect(again.status == 0 && again.stdout.contains("unchanged"), "\(again.stdout) \(again.stderr)")
+        #expect(again.stdout.contains("[+34600111222]") && again.stdout.contains("[Hall 2]"), "each question shows the value now")
+    }
+
+    @Test func answersThatEndEarlyWriteNothing() throws {
+        let dir = TemporaryDirectory()
+        let path = try Self.configuration(in: dir)
+        let before = try String(contentsOfFile: path, encoding: .utf8)
+        let r = try CLI.run(["setup", "--config", path], input: "sim\nHall\n")
+        #expect(r.status == 66 && r.stderr.contains("nothing was written"), "\(r.stderr)")
+        #expect(try String(contentsOfFile: path, encoding: .utf8) == before)
+    }
+
+    @Test func aFileSetupCannotEditSafelyIsLeftAsItIs() throws {
+        let dir = TemporaryDirectory()
+        let path = dir.path + "/vigil.yaml"
+        let text = "data: \(dir.path)/data\nsite: {name: \"Old\"}\n"
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        let r = try CLI.run(["setup", "--config", path, "--non-interactive", "--site-name", "New"])
+        #expect(r.status == 78 && r.stderr.contains("site.name") && r.stderr.contains("by hand"), "\(r.stderr)")
+        #expect(try String(contentsOfFile: path, encoding: .utf8) == text)
+    }
+}
