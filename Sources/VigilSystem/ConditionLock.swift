@@ -71,4 +71,7 @@ public final class OSThread: @unchecked Sendable {
     }
 
     public func join() { pthread_join(handle, nil) }
+
+    /// Lets the thread end on its own, never joined (each thread is joined or detached once).
+    public func detach() { pthread_detach(handle) }
 }

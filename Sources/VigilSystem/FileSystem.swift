@@ -65,10 +65,44 @@ public enum FileSystem {
     /// Creates `path` with `contents` and `mode`, failing if it exists (EEXIST: never overwrites),
     /// and makes it durable. The file is never readable by others, not even for a moment: the
     /// mode is set by open itself. For secrets (keys) that must not be lost or leaked.
-    public static func createExclusive(_ path: String, contents: [UInt8], mode: UInt32 = 0o600) throws(SystemError) {
+    public static func createExclusive(_ path: String, contents: [UInt8], mode: UInt32 = 0o600,
+                                       owner: FileOwner? = nil) throws(SystemError) {
         let fd = try FileDescriptor.open(path, flags: O_WRONLY | O_CREAT | O_EXCL, mode: mode)
+        if let owner, case .failure(let e) = ErrnoCall.negativeFails({ fchown(fd.rawValue, owner.user, owner.group) }) {
+            throw SystemError("fchown", path, errno: e)
+        }
+        // The mode exactly, whatever the umask took from it at creation.
+        if case .failure(let e) = ErrnoCall.negativeFails({ fchmod(fd.rawValue, mode_t(mode)) }) { throw SystemError("fchmod", path, errno: e) }
         try fd.writeAll(contents)
         try fd.fsync()
+    }
+
+    /// Who owns a file: user and group ids.
+    public struct FileOwner: Sendable, Equatable {
+        public var user: UInt32
+        public var group: UInt32
+        public init(user: UInt32, group: UInt32) {
+            self.user = user
+            self.group = group
+        }
+    }
+
+    /// The owner and permission bits of `path` (following links), or nil when it does not exist.
+    public static func ownerAndMode(_ path: String) -> (owner: FileOwner, mode: UInt32)? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        return (FileOwner(user: info.st_uid, group: info.st_gid), UInt32(info.st_mode) & 0o7777)
+    }
+
+    /// Gives `path` (not following a link) to `owner`.
+    public static func changeOwner(_ path: String, to owner: FileOwner) throws(SystemError) {
+        if case .failure(let e) = ErrnoCall.negativeFails({ lchown(path, owner.user, owner.group) }) { throw SystemError("lchown", path, errno: e) }
+    }
+
+    /// The id of the group `name`, or nil when this system has no such group.
+    public static func groupID(named name: String) -> UInt32? {
+        guard let entry = getgrnam(name) else { return nil }
+        return entry.pointee.gr_gid
     }
 
     /// Makes `path` hold `bytes` of allocated disk space (creating it, mode 0600), so that space
@@ -115,10 +149,11 @@ public enum FileSystem {
     /// (mode 0600 unless told) and fsynced, renamed into place, then the directory fsynced. A
     /// crash leaves either the old file or the new one, never a torn one. The one way Vigil
     /// replaces a small file (keys, links, credentials, settings it writes itself).
-    public static func replaceDurably(_ path: String, contents: [UInt8], mode: UInt32 = 0o600) throws(SystemError) {
+    public static func replaceDurably(_ path: String, contents: [UInt8], mode: UInt32 = 0o600,
+                                      owner: FileOwner? = nil) throws(SystemError) {
         let fresh = path + ".new"
         remove(fresh)
-        try createExclusive(fresh, contents: contents, mode: mode) // fsynced
+        try createExclusive(fresh, contents: contents, mode: mode, owner: owner) // fsynced
         try renameDurably(fresh, over: path)
     }
 

@@ -14,7 +14,11 @@ import Glibc
 ///
 /// Contract: `withLock` bodies are short, never block and never take the same lock again (a
 /// plain mutex locked twice by one thread deadlocks).
-public final class LockedValue<Value>: @unchecked Sendable {
+///
+/// `Value` is `Sendable`: `withLock` lends the value to whichever thread holds the lock, so a
+/// value that is not (a node, whose state is its loop's) could be handed to any thread through
+/// one. Such a value is moved, whole and once, by `Handover`.
+public final class LockedValue<Value: Sendable>: @unchecked Sendable {
     // pthread objects must not move, so the mutex lives in allocated memory.
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     private var value: Value

@@ -25,6 +25,9 @@ struct SetupCommand: AsyncParsableCommand {
     @Option(help: "The configuration file to write.")
     var config = "/etc/vigil/vigil.yaml"
 
+    @Option(help: "The box's data directory, for the page's password and a hub link (default: `data:` from the file when it is absolute; /var/lib/vigil, where the service runs, for a file in /etc; else `data:`).")
+    var data: String?
+
     @Flag(help: "Ask nothing; set only what the options give (scripted installs).")
     var nonInteractive = false
 
@@ -57,6 +60,8 @@ struct SetupCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingErrors {
+            // A link is edited where it points, and stays a link.
+            let config = URL(fileURLWithPath: self.config).resolvingSymlinksInPath().path
             let existing = try Self.read(config)
             let current: NodeConfiguration
             do {
@@ -64,7 +69,7 @@ struct SetupCommand: AsyncParsableCommand {
             } catch {
                 throw CLIError("\(config) cannot be read as it is (\(error)); mend it first, setup changes nothing until then", code: 78)
             }
-            var answers = try nonInteractive ? fromOptions() : try ask(current)
+            var answers = try nonInteractive ? fromOptions(config) : try ask(current, config)
             let text: String
             do {
                 text = try answers.setup.apply(to: existing, file: config)
@@ -77,16 +82,18 @@ struct SetupCommand: AsyncParsableCommand {
             } else {
                 FileOutput.standardOutput.write("\(config) already says that; unchanged\n")
             }
-            let configuration = try NodeConfiguration.load(text: text, file: config)
+            var configuration = try NodeConfiguration.load(text: text, file: config)
+            configuration.dataDirectory = Self.dataDirectory(data, configured: configuration.dataDirectory, file: config)
             if let password = answers.password {
                 try FileSystem.createDirectory(configuration.dataDirectory)
                 try WebCredentials(dataDirectory: configuration.dataDirectory).setPassword(password)
                 answers.password = nil
-                FileOutput.standardOutput.write("the page's admin password is set\n")
+                FileOutput.standardOutput.write("the page's admin password is set (in \(configuration.dataDirectory))\n")
             }
             if let (url, token) = answers.hub {
                 try await HubCommand.join(url: url, token: token, location: nil, configuration: configuration)
             }
+            Self.giveToTheDataDirectoryOwner(configuration.dataDirectory)
             FileOutput.standardOutput.write(Self.nextSteps(configuration, file: config))
         }
     }
@@ -100,7 +107,7 @@ struct SetupCommand: AsyncParsableCommand {
 
     /// `--non-interactive`: each option given, checked; the first refusal ends the run with
     /// nothing written.
-    func fromOptions() throws -> Answers {
+    func fromOptions(_ config: String) throws -> Answers {
         var a = Answers()
         func checked<T>(_ flag: String, _ body: () throws(SetupRefusal) -> T) throws -> T {
             do { return try body() } catch { throw CLIError("--\(flag): \(error); nothing was written", code: 64) }
@@ -127,7 +134,7 @@ struct SetupCommand: AsyncParsableCommand {
     }
 
     /// The questions, in order, each offering what the file has now.
-    func ask(_ current: NodeConfiguration) throws -> Answers {
+    func ask(_ current: NodeConfiguration, _ config: String) throws -> Answers {
         var a = Answers()
         let prompt = Prompt()
         FileOutput.standardOutput.write("Setting up \(config). Enter keeps the value in [brackets].\n")
@@ -143,6 +150,13 @@ struct SetupCommand: AsyncParsableCommand {
         if a.setup.pageListen?.isEmpty == false {
             a.password = try prompt.askSecret("Admin password for the page (at least 10 characters; Enter: leave it as it is)", NodeSetup.checkPassword)
         }
+        // Only what changed is written: a value kept keeps its line exactly as it was.
+        if a.setup.board == current.boardName { a.setup.board = nil }
+        if a.setup.siteName == current.projections.ladder.siteName { a.setup.siteName = nil }
+        if a.setup.siteLocation == current.projections.ladder.siteLocation { a.setup.siteLocation = nil }
+        if a.setup.staff == current.projections.ladder.staff { a.setup.staff = nil }
+        if a.setup.notifier == (current.notifier.command ?? "") { a.setup.notifier = nil }
+        if a.setup.pageListen == (current.http.listen ?? "") { a.setup.pageListen = nil }
         if let url = try prompt.ask("Join a hub: its address, https://HOST:PORT (Enter: no)", now: "", keepsNothing: true, NodeSetup.checkHubURL) {
             let token = try prompt.askToken()
             a.hub = (url, token)
@@ -160,16 +174,49 @@ struct SetupCommand: AsyncParsableCommand {
         return text
     }
 
-    /// Replaced whole and durably, with the mode it had (new: 0640, as staff numbers are personal
-    /// data), in a directory made if missing.
+    /// Replaced whole and durably, with the owner and mode it had. A new file is 0640, group
+    /// `vigil` where that group exists (the service reads it; staff numbers are personal data),
+    /// in a directory made if missing (0755). An existing file others may read is said to be so.
     static func write(_ text: String, to path: String) throws {
-        let mode = ((try? FileManager.default.attributesOfItem(atPath: path))?[.posixPermissions] as? NSNumber)?.uint32Value ?? 0o640
+        let now = FileSystem.ownerAndMode(path)
+        let owner = now?.owner ?? FileSystem.groupID(named: "vigil").map { FileSystem.FileOwner(user: getuid(), group: $0) }
+        let mode = now?.mode ?? 0o640
         let directory = (path as NSString).deletingLastPathComponent
         do {
-            if !directory.isEmpty { try FileSystem.createDirectory(directory) }
-            try FileSystem.replaceDurably(path, contents: Array(text.utf8), mode: mode)
+            if !directory.isEmpty && !FileSystem.exists(directory) {
+                try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
+                                                        attributes: [.posixPermissions: 0o755])
+            }
+            try FileSystem.replaceDurably(path, contents: Array(text.utf8), mode: mode, owner: owner)
         } catch {
             throw CLIError("cannot write \(path): \(error); it is unchanged", code: 73)
+        }
+        if mode & 0o004 != 0 {
+            FileOutput.standardError.write("note: every user of this machine can read \(path) and the staff numbers in it (chmod o-r \(path))\n")
+        }
+    }
+
+    /// Where the password and a hub link go: `--data`, else the file's `data:` when absolute, else
+    /// /var/lib/vigil for a file in /etc (the service runs there), else `data:` as it stands.
+    static func dataDirectory(_ option: String?, configured: String, file: String) -> String {
+        if let option { return option }
+        if configured.hasPrefix("/") { return configured }
+        return file.hasPrefix("/etc/") ? "/var/lib/vigil" : configured
+    }
+
+    /// Run as root for a data directory another user owns (the service's `vigil`): what setup
+    /// made in it (the password, the hub link, the box's identity) is given to that owner, or the
+    /// service could not read it.
+    static func giveToTheDataDirectoryOwner(_ directory: String) {
+        guard getuid() == 0, let owner = FileSystem.ownerAndMode(directory)?.owner, owner.user != 0 else { return }
+        for name in ["http", "http/admin.hash", "hub.json", "node-id", "box.key", "box.cert", "network.pub"] {
+            let path = directory + "/" + name
+            guard FileSystem.ownerAndMode(path) != nil else { continue }
+            do {
+                try FileSystem.changeOwner(path, to: owner)
+            } catch {
+                FileOutput.standardError.write("note: \(path) stays root's (\(error)); the service may not read it\n")
+            }
         }
     }
 
@@ -214,11 +261,19 @@ struct Prompt {
             if Terminal.isTerminal(STDIN_FILENO) { FileOutput.standardOutput.write("\n") }
             guard let line else { throw CLIError("the answers ended before setup did; nothing was written", code: 66) }
             if line.isEmpty { return nil }
+            let secret: String
             do {
-                return try check(line)
+                secret = try check(line)
             } catch {
                 FileOutput.standardError.write("  \(error)\n")
+                continue
             }
+            // Typed unseen: a slip would lock the volunteer out, so it is typed twice.
+            FileOutput.standardOutput.write("Again, to be sure: ")
+            let again = try Terminal.withoutEcho(STDIN_FILENO) { readLine(strippingNewline: true) }
+            if Terminal.isTerminal(STDIN_FILENO) { FileOutput.standardOutput.write("\n") }
+            if again == secret { return secret }
+            FileOutput.standardError.write("  the two did not match\n")
         }
         throw CLIError("no usable answer to \"\(question)\" in \(Self.tries) tries; nothing was written", code: 64)
     }

@@ -76,12 +76,13 @@ import Testing
             "Hall 2", "", // name; no place
             "12345", "+34 600 111 222", // staff: refused, then a number
             "/nonexistent/notify", "none", // notifier
-            "0.0.0.0:8443", "short", "correct horse battery", // page and its password
+            "0.0.0.0:8443", "short", "correct horse battery", "correct horse batterz", // page; a short password, a slip
+            "correct horse battery", "correct horse battery", // the password, typed twice
             "http://hub.example", "", // hub: refused, then none
         ]
         let r = try CLI.run(["setup", "--config", path], input: answers.joined(separator: "\n") + "\n")
         #expect(r.status == 0, "\(r.stderr)")
-        for refusal in ["unknown board profile", "country code", "there is no notifier", "at least 10 characters", "https://"] {
+        for refusal in ["unknown board profile", "country code", "there is no notifier", "at least 10 characters", "did not match", "https://"] {
             #expect(r.stderr.contains(refusal), "\(refusal) in \(r.stderr)")
         }
         let text = try String(contentsOfFile: path, encoding: .utf8)
@@ -95,6 +96,25 @@ import Testing
         let again = try CLI.run(["setup", "--config", path], input: String(repeating: "\n", count: 9))
         #expect(again.status == 0 && again.stdout.contains("unchanged"), "\(again.stdout) \(again.stderr)")
         #expect(again.stdout.contains("[+34600111222]") && again.stdout.contains("[Hall 2]"), "each question shows the value now")
+    }
+
+    @Test func aNewFileIsNotForEveryoneAndALinkIsEditedWhereItPoints() throws {
+        let dir = TemporaryDirectory()
+        let fresh = dir.path + "/etc/vigil/vigil.yaml"
+        let r = try CLI.run(["setup", "--config", fresh, "--non-interactive", "--site-name", "Hall", "--data", dir.path + "/data"])
+        #expect(r.status == 0, "\(r.stderr)")
+        let mode = try FileManager.default.attributesOfItem(atPath: fresh)[.posixPermissions] as? Int
+        #expect(mode == 0o640, "staff numbers are personal data")
+        #expect(try String(contentsOfFile: fresh, encoding: .utf8) == "site:\n  name: \"Hall\"\n")
+
+        let target = try Self.configuration(in: dir)
+        let link = dir.path + "/link.yaml"
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: target)
+        let viaLink = try CLI.run(["setup", "--config", link, "--non-interactive", "--site-name", "Linked"])
+        #expect(viaLink.status == 0, "\(viaLink.stderr)")
+        #expect(try FileManager.default.destinationOfSymbolicLink(atPath: link) == target, "still a link")
+        #expect(try String(contentsOfFile: target, encoding: .utf8).contains("  name: \"Linked\""))
+        #expect(viaLink.stderr.contains("every user of this machine can read"), "the shipped file is 0644 here: said so")
     }
 
     @Test func answersThatEndEarlyWriteNothing() throws {

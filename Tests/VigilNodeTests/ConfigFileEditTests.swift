@@ -90,8 +90,25 @@ import Testing
         #expect(throws: ConfigFileEdit.Refused.self) { try nested.set("notify", "staff", to: "[]") }
     }
 
+    @Test func windowsLineEndingsAndAByteOrderMarkAreRefusedNotMixedIn() {
+        var crlf = ConfigFileEdit(text: "site:\r\n  name: x\r\n")
+        #expect(throws: ConfigFileEdit.Refused.self) { try crlf.set("site", "name", to: ConfigFileEdit.scalar("y")) }
+        var bom = ConfigFileEdit(text: "\u{FEFF}board: sim\n")
+        #expect(throws: ConfigFileEdit.Refused.self) { try bom.set("board", to: ConfigFileEdit.scalar("rpi4")) }
+    }
+
+    @Test func anIndentlessListABlockScalarAndAnApostropheAreReadAsYAMLReadsThem() throws {
+        var edit = ConfigFileEdit(text: "notify:\n  staff:\n  - \"+34600111000\"\n  - \"+34600111001\"\n  timeout: 10s\nsite:\n  name: |\n    Old\n    Hall\n  location: \"\" # St John's # place\n")
+        try edit.set("notify", "staff", to: ConfigFileEdit.list(["+34600111222"]))
+        try edit.set("site", "name", to: ConfigFileEdit.scalar("New"))
+        #expect(edit.lines == ["notify:", "  staff: [\"+34600111222\"]", "  timeout: 10s", "site:", "  name: \"New\"", "  location: \"\" # St John's # place"])
+        var plain = ConfigFileEdit(text: "site:\n  name: St John's   # the hall\n")
+        try plain.set("site", "name", to: ConfigFileEdit.scalar("St Paul's"))
+        #expect(plain.lines == ["site:", "  name: \"St Paul's\" # the hall"])
+    }
+
     @Test func anyTextIsWrittenAsAScalarYAMLReadsBackTheSame() throws {
-        let names = ["St. Mary \"Hall\" # 2", "back\\slash", "tab\there", "Sant Jordi — l'Hospitalet", "ünïcödé 避難所", "a: b", "- x", "null", "yes"]
+        let names = ["line\u{2028}separator", "next\u{85}line", "para\u{2029}graph", "c1\u{9B}control", "del\u{7F}","St. Mary \"Hall\" # 2", "back\\slash", "tab\there", "Sant Jordi — l'Hospitalet", "ünïcödé 避難所", "a: b", "- x", "null", "yes"]
         for name in names {
             var edit = ConfigFileEdit(text: Self.file)
             try edit.set("site", "name", to: ConfigFileEdit.scalar(name))
@@ -121,6 +138,8 @@ import Testing
         #expect(throws: SetupRefusal.self) { try NodeSetup.checkNotifier(plain) }
         #expect(throws: SetupRefusal.self) { try NodeSetup.checkNotifier(dir.path) }
         #expect(throws: SetupRefusal.self) { try NodeSetup.checkSiteName("line\nbreak") }
+        #expect(throws: SetupRefusal.self) { try NodeSetup.checkSiteName("bidi\u{202E}override") }
+        #expect(throws: SetupRefusal.self) { try NodeSetup.checkSiteName("line\u{2028}separator") }
         #expect(throws: SetupRefusal.self) { try NodeSetup.checkBoard("nosuch", configFile: "/nonexistent/vigil.yaml") }
         #expect(try NodeSetup.checkBoard("sim", configFile: "/nonexistent/vigil.yaml") == "sim")
     }

@@ -12,6 +12,9 @@ import Foundation
 /// the result again and compares it with what it set (`NodeConfiguration.load(text:file:)`).
 public struct ConfigFileEdit: Sendable {
     public private(set) var lines: [String]
+    /// A carriage return anywhere (Windows line endings): Swift reads "\r\n" as one character,
+    /// so such a file is refused rather than edited into mixed endings.
+    private let hasCarriageReturns: Bool
 
     public struct Refused: Error, Equatable, Sendable, CustomStringConvertible {
         public var setting: String
@@ -20,6 +23,7 @@ public struct ConfigFileEdit: Sendable {
     }
 
     public init(text: String) {
+        hasCarriageReturns = text.utf8.contains(13)
         var lines = text.components(separatedBy: "\n")
         if lines.last == "" { lines.removeLast() }
         self.lines = lines
@@ -40,7 +44,9 @@ public struct ConfigFileEdit: Sendable {
             case "\t": out += "\\t"
             case "\r": out += "\\r"
             default:
-                if u.value < 0x20 || u.value == 0x7F {
+                // C0 and C1 controls, and the line and paragraph separators YAML reads as line
+                // breaks (NEL, LS, PS), escaped: written raw they would be folded or refused.
+                if u.value < 0x20 || (0x7F...0x9F).contains(u.value) || u.value == 0x2028 || u.value == 0x2029 {
                     out += String(format: "\\u%04X", u.value)
                 } else {
                     out.unicodeScalars.append(u)
@@ -70,6 +76,7 @@ public struct ConfigFileEdit: Sendable {
     /// below it), leaving the default; nothing when it is not there.
     public mutating func remove(_ section: String, _ key: String) throws(Refused) {
         let path = section + "." + key
+        try checkReadable(path)
         let headers = lines.indices.filter { Self.keyOf(lines[$0], indent: 0) == section }
         guard headers.count <= 1 else { throw Refused(setting: path, reason: "\(section) is written \(headers.count) times") }
         guard let header = headers.first else { return }
@@ -78,15 +85,26 @@ public struct ConfigFileEdit: Sendable {
         let matches = range.filter { Self.keyOf(lines[$0], indent: indent) == key }
         guard matches.count <= 1 else { throw Refused(setting: path, reason: "\(path) is written \(matches.count) times") }
         guard let at = matches.first else { return }
-        let end = Self.blockEnd(lines, after: at, deeperThan: indent)
+        let end = Self.valueEnd(lines, after: at, indent: indent)
         let doomed = [at] + ((at + 1)..<end).filter { Self.isContent(lines[$0]) }
         for i in doomed.reversed() { lines.remove(at: i) }
     }
 
-    private mutating func set(path: String, section: String?, key: String, value: String) throws(Refused) {
+    /// What this editor does not read the way YAML does, refused before any edit.
+    private func checkReadable(_ path: String) throws(Refused) {
         if lines.contains(where: { $0.hasPrefix("\t") || $0.drop(while: { $0 == " " }).hasPrefix("\t") }) {
             throw Refused(setting: path, reason: "it is indented with tabs")
         }
+        if hasCarriageReturns {
+            throw Refused(setting: path, reason: "it has Windows line endings (CRLF); convert it with dos2unix")
+        }
+        if lines.first?.hasPrefix("\u{FEFF}") == true {
+            throw Refused(setting: path, reason: "it starts with a byte order mark")
+        }
+    }
+
+    private mutating func set(path: String, section: String?, key: String, value: String) throws(Refused) {
+        try checkReadable(path)
         let range: Range<Int>
         let indent: Int
         if let section {
@@ -124,10 +142,12 @@ public struct ConfigFileEdit: Sendable {
         }
         // A value on the following lines (a block sequence or mapping) goes, replaced by the
         // value on the key's line; comment lines among them stay.
-        let continuation = Self.blockEnd(lines, after: at, deeperThan: indent)
+        let continuation = Self.valueEnd(lines, after: at, indent: indent)
         if continuation > at + 1 {
             let nested = ((at + 1)..<continuation).filter { Self.isContent(lines[$0]) }
-            if nested.contains(where: { !lines[$0].drop(while: { $0 == " " }).hasPrefix("-") }) {
+            // A block scalar (`key: |` and its text lines) is a value too; a mapping is not.
+            let blockScalar = Self.valueText(lines[at]).hasPrefix("|") || Self.valueText(lines[at]).hasPrefix(">")
+            if !blockScalar && nested.contains(where: { !lines[$0].drop(while: { $0 == " " }).hasPrefix("-") }) {
                 throw Refused(setting: path, reason: "\(path) holds settings of its own")
             }
             for i in nested.reversed() { lines.remove(at: i) }
@@ -183,6 +203,24 @@ public struct ConfigFileEdit: Sendable {
         return end
     }
 
+    /// The end of the value that the key at `start` (at `indent` spaces) has on the lines below
+    /// it: lines more indented, and `- item` lines at the key's own indent (YAML's indentless
+    /// sequence, `staff:` then `- "+34..."` under it).
+    static func valueEnd(_ lines: [String], after start: Int, indent: Int) -> Int {
+        var end = start + 1
+        var i = start + 1
+        while i < lines.count {
+            if isContent(lines[i]) {
+                let deeper = indentation(lines[i]) > indent
+                let item = indentation(lines[i]) == indent && lines[i].dropFirst(indent).hasPrefix("-")
+                if !deeper && !item { break }
+                end = i + 1
+            }
+            i += 1
+        }
+        return end
+    }
+
     /// What follows `key:` on the line, without its comment, trimmed.
     static func valueText(_ line: String) -> String {
         guard let colon = line.firstIndex(of: ":") else { return "" }
@@ -202,7 +240,8 @@ public struct ConfigFileEdit: Sendable {
             if let q = quote {
                 // In double quotes a backslash escapes the next character; single quotes have none.
                 if escaped { escaped = false } else if q == "\"" && c == "\\" { escaped = true } else if c == q { quote = nil }
-            } else if c == "\"" || c == "'" {
+            } else if (c == "\"" || c == "'") && (previous == " " || previous == "[" || previous == ",") {
+                // A quote opens a quoted scalar only where a scalar starts: "St John's" is plain.
                 quote = c
             } else if c == "#", previous == " " {
                 return String(line[i...])

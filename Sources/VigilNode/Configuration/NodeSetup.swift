@@ -43,14 +43,20 @@ public struct NodeSetup: Sendable, Equatable {
         } catch {
             throw SetupRefusal("unknown board profile \"\(name.prefix(64))\": \(error)")
         }
+        // A path is written absolute: the service does not run where setup did.
+        if name.hasSuffix(".yaml") || name.contains("/") {
+            return URL(fileURLWithPath: name).standardizedFileURL.path
+        }
         return name
     }
 
     public static func checkSiteName(_ text: String) throws(SetupRefusal) -> String {
         let name = text.trimmingCharacters(in: .whitespaces)
         guard name.count <= siteNameLimit else { throw SetupRefusal("the site's name is at most \(siteNameLimit) characters (it goes into every message)") }
-        guard !name.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else {
-            throw SetupRefusal("the site's name has control characters")
+        // Controls and format characters (bidirectional overrides among them) would make a
+        // message read differently from what the volunteer typed.
+        guard !name.unicodeScalars.contains(where: { [.control, .format, .lineSeparator, .paragraphSeparator].contains($0.properties.generalCategory) }) else {
+            throw SetupRefusal("the site's name has control or formatting characters")
         }
         return name
     }

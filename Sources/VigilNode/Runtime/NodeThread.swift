@@ -22,7 +22,8 @@ extension Node {
         let handover = Handover(node)
         return await withCheckedContinuation { (continuation: CheckedContinuation<StoppedNode, Never>) in
             do throws(SystemError) {
-                _ = try OSThread(name: "vigil-loop") {
+                // Detached: the node comes back through the continuation, the thread ends by itself.
+                try OSThread(name: "vigil-loop") {
                     guard let node = handover.take() else { return }
                     do throws(NodeError) {
                         try node.run(duration: duration)
@@ -30,7 +31,7 @@ extension Node {
                     } catch {
                         continuation.resume(returning: StoppedNode(node: node, failure: error))
                     }
-                }
+                }.detach()
             } catch {
                 // No thread: the node never left; it comes back with the reason.
                 if let node = handover.take() { continuation.resume(returning: StoppedNode(node: node, failure: .system(error))) }
@@ -70,18 +71,27 @@ public final class NodeThread: Sendable {
                 failure = error
             }
             stopped.put(StoppedNode(node: node, failure: failure))
+            finished(failure)
+            // Last: a waiter's `join` then waits only for this closure to return.
             let waiting = ending.withLock { e in
                 e.ended = true
                 defer { e.waiting = [] }
                 return e.waiting
             }
             for w in waiting { w.resume() }
-            finished(failure)
         }
     }
 
-    /// Awaits the node's stop without blocking a thread of Swift's pool, then hands the stopped
-    /// node back (`join`).
+    /// Dropped without `join` (a benchmark or test that failed on its way): the node is asked to
+    /// stop and its thread is let go, so nothing runs on for ever under a directory being removed.
+    deinit {
+        guard joined.withLock({ was in defer { was = true }; return !was }) else { return }
+        handle.requestStop(reason: "its thread's owner let it go")
+        thread.detach()
+    }
+
+    /// Awaits the node's stop, then hands the stopped node back (`join`, which by then waits
+    /// only for the thread's last statements).
     public func stopped() async -> sending StoppedNode? {
         await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
             let ended = ending.withLock { e in
