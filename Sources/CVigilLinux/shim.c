@@ -39,6 +39,10 @@ int cvigil_spawn(pid_t *pid, const char *path, char *const argv[], char *const e
     posix_spawn_file_actions_adddup2(&actions, stdin_fd, 0);
     posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
     posix_spawn_file_actions_adddup2(&actions, stderr_fd, 2);
+    // Nothing else of ours, close-on-exec or not: a library's socket (libmosquitto opens its
+    // broker connection without SOCK_CLOEXEC) held open by a notifier would outlive the node's
+    // own close, and the broker would never see the box leave.
+    posix_spawn_file_actions_addclosefrom_np(&actions, 3);
     posix_spawnattr_t attr;
     posix_spawnattr_init(&attr);
     // A fresh process group, so a timeout can kill the program and anything it started.

@@ -132,7 +132,19 @@ public final class MQTTClient: @unchecked Sendable {
         try Self.check("mosquitto_connect_async(\(options.host):\(options.port))") {
             mosquitto_connect_async(handle, options.host, options.port, options.keepAliveSeconds)
         }
+        // libmosquitto opens its socket without SOCK_CLOEXEC: a program started meanwhile by
+        // anything in the process would hold the connection open after the box closed it.
+        if let fd = socket {
+            do {
+                try FileDescriptor.setCloseOnExec(fd)
+            } catch {
+                throw MQTTError("fcntl(FD_CLOEXEC)", code: MOSQ_ERR_ERRNO.rawValue, errno: error.errno)
+            }
+        }
     }
+
+    /// Whether the connection's socket is closed in programs the process starts (tests).
+    public var socketClosesOnExec: Bool { socket.map(FileDescriptor.closesOnExec) ?? false }
 
     /// The connection's descriptor, or nil when there is none. It changes with every connect.
     public var socket: Int32? {

@@ -54,6 +54,18 @@ public struct FileDescriptor: ~Copyable, Sendable {
         let flags = try check("fcntl(F_GETFL)") { fcntl(rawValue, F_GETFL) }
         _ = try check("fcntl(F_SETFL)") { fcntl(rawValue, F_SETFL, flags | O_NONBLOCK) }
     }
+
+    /// Marks `fd` (a descriptor a C library opened) closed in programs this process starts.
+    public static func setCloseOnExec(_ fd: Int32) throws(SystemError) {
+        let flags = try check("fcntl(F_GETFD)") { fcntl(fd, F_GETFD) }
+        _ = try check("fcntl(F_SETFD)") { fcntl(fd, F_SETFD, flags | FD_CLOEXEC) }
+    }
+
+    /// Whether `fd` is closed in programs this process starts.
+    public static func closesOnExec(_ fd: Int32) -> Bool {
+        let flags = fcntl(fd, F_GETFD)
+        return flags >= 0 && flags & FD_CLOEXEC != 0
+    }
 }
 
 /// An eventfd: the way other threads wake the event loop.

@@ -179,7 +179,8 @@ struct SetupCommand: AsyncParsableCommand {
     /// in a directory made if missing (0755). An existing file others may read is said to be so.
     static func write(_ text: String, to path: String) throws {
         let now = FileSystem.ownerAndMode(path)
-        let owner = now?.owner ?? FileSystem.groupID(named: "vigil").map { FileSystem.FileOwner(user: getuid(), group: $0) }
+        // Group `vigil` only as root: anyone else may not give a file to a group they are not in.
+        let owner = now?.owner ?? (effectiveUserID() == 0 ? FileSystem.groupID(named: "vigil").map { FileSystem.FileOwner(user: 0, group: $0) } : nil)
         let mode = now?.mode ?? 0o640
         let directory = (path as NSString).deletingLastPathComponent
         do {
@@ -208,7 +209,7 @@ struct SetupCommand: AsyncParsableCommand {
     /// made in it (the password, the hub link, the box's identity) is given to that owner, or the
     /// service could not read it.
     static func giveToTheDataDirectoryOwner(_ directory: String) {
-        guard getuid() == 0, let owner = FileSystem.ownerAndMode(directory)?.owner, owner.user != 0 else { return }
+        guard effectiveUserID() == 0, let owner = FileSystem.ownerAndMode(directory)?.owner, owner.user != 0 else { return }
         for name in ["http", "http/admin.hash", "hub.json", "node-id", "box.key", "box.cert", "network.pub"] {
             let path = directory + "/" + name
             guard FileSystem.ownerAndMode(path) != nil else { continue }

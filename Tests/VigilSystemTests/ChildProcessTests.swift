@@ -25,6 +25,16 @@ import VigilSystem
         #expect(names.subtracting(ChildProcess.passedEnvironment + ["PWD", "SHLVL", "_", "OLDPWD"]).isEmpty, "\(names)")
     }
 
+    @Test func aChildInheritsNoDescriptorButItsOwnThree() throws {
+        // A descriptor opened without O_CLOEXEC, as a C library may open its sockets.
+        let leaky = open("/dev/null", O_RDONLY)
+        #expect(leaky > 2)
+        defer { close(leaky) }
+        let listed = try Self.run("ls /proc/$$/fd >&2").split(separator: "\n").compactMap { Int32($0) }
+        #expect(!listed.contains(leaky), "\(listed)")
+        #expect(Set([0, 1, 2]).isSubset(of: Set(listed)), "\(listed)")
+    }
+
     @Test func aChildHasNoAmbientCapabilities() throws {
         let status = try Self.run("grep CapAmb /proc/self/status >&2")
         #expect(status == "CapAmb:\t0000000000000000", "\(status)")

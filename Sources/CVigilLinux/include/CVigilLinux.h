@@ -143,7 +143,7 @@ static inline int cvigil_pidfd_open(pid_t pid) { return (int)syscall(SYS_pidfd_o
 /// descriptor, in "/".
 int cvigil_spawn_io(pid_t *pid, const char *path, char *const argv[], int stdin_fd, int out_fd);
 // Spawns `path` with `argv` and `envp` (NULL-terminated), stdin from `stdin_fd`, stdout to
-// /dev/null and stderr to `stderr_fd`; other descriptors are close-on-exec. Returns 0 or an
+// /dev/null and stderr to `stderr_fd`; every other descriptor is closed in the child. Returns 0 or an
 // errno. For a program the node does not trust with its privileges (a notifier): `envp` only,
 // and without the calling thread's ambient capabilities (cleared on that thread first: it is
 // permanent there, and the loop never starts anything that needs them).
