@@ -151,12 +151,7 @@ struct SetupCommand: AsyncParsableCommand {
             a.password = try prompt.askSecret("Admin password for the page (at least 10 characters; Enter: leave it as it is)", NodeSetup.checkPassword)
         }
         // Only what changed is written: a value kept keeps its line exactly as it was.
-        if a.setup.board == current.boardName { a.setup.board = nil }
-        if a.setup.siteName == current.projections.ladder.siteName { a.setup.siteName = nil }
-        if a.setup.siteLocation == current.projections.ladder.siteLocation { a.setup.siteLocation = nil }
-        if a.setup.staff == current.projections.ladder.staff { a.setup.staff = nil }
-        if a.setup.notifier == (current.notifier.command ?? "") { a.setup.notifier = nil }
-        if a.setup.pageListen == (current.http.listen ?? "") { a.setup.pageListen = nil }
+        a.setup = a.setup.changes(from: current)
         if let url = try prompt.ask("Join a hub: its address, https://HOST:PORT (Enter: no)", now: "", keepsNothing: true, NodeSetup.checkHubURL) {
             let token = try prompt.askToken()
             a.hub = (url, token)

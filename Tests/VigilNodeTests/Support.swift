@@ -41,8 +41,7 @@ func start(_ node: sending Node) async throws -> NodeThread {
 @discardableResult
 func stop(_ running: NodeThread) async throws -> sending Node {
     running.handle.requestStop(reason: "test")
-    guard let stopped = await running.stopped() else { throw NodeError.unsupported("the node was handed back already") }
-    return try stopped.get()
+    return try await ended(running)
 }
 
 /// Runs `node` while its manual clock moves `duration` forward in steps of `step`, settling

@@ -132,6 +132,26 @@ public struct NodeSetup: Sendable, Equatable {
 
     // MARK: Writing them
 
+    /// These answers without the ones `config` already holds (a value kept keeps its line as it
+    /// was); `answered` names what is left.
+    public func changes(from config: NodeConfiguration) -> NodeSetup {
+        var left = self
+        if board == config.boardName { left.board = nil }
+        if siteName == config.projections.ladder.siteName { left.siteName = nil }
+        if siteLocation == config.projections.ladder.siteLocation { left.siteLocation = nil }
+        if staff == config.projections.ladder.staff { left.staff = nil }
+        if notifier == (config.notifier.command ?? "") { left.notifier = nil }
+        if pageListen == (config.http.listen ?? "") { left.pageListen = nil }
+        return left
+    }
+
+    /// The settings answered, by their names in the file.
+    public var answered: [String] {
+        [(board != nil, "board"), (siteName != nil, "site.name"), (siteLocation != nil, "site.location"),
+         (staff != nil, "notify.staff"), (notifier != nil, "notify.command"), (pageListen != nil, "http.listen")]
+            .filter(\.0).map(\.1)
+    }
+
     /// The file's `text` with the answers set; `file` names it in messages and places board
     /// names. Throws when the file cannot be edited safely or the result would not read back as
     /// the answers.
@@ -147,14 +167,7 @@ public struct NodeSetup: Sendable, Equatable {
         }
         if let pageListen { try edit.set("http", "listen", to: ConfigFileEdit.scalar(pageListen)) }
         let result = edit.text
-        let read = try NodeConfiguration.load(text: result, file: file)
-        var differs: [String] = []
-        if let board, read.boardName != board { differs.append("board") }
-        if let siteName, read.projections.ladder.siteName != siteName { differs.append("site.name") }
-        if let siteLocation, read.projections.ladder.siteLocation != siteLocation { differs.append("site.location") }
-        if let staff, read.projections.ladder.staff != staff { differs.append("notify.staff") }
-        if let notifier, (read.notifier.command ?? "") != notifier { differs.append("notify.command") }
-        if let pageListen, (read.http.listen ?? "") != pageListen { differs.append("http.listen") }
+        let differs = changes(from: try NodeConfiguration.load(text: result, file: file)).answered
         guard differs.isEmpty else {
             throw SetupRefusal("the edited file would not read back as answered (\(differs.joined(separator: ", "))); nothing was written")
         }
