@@ -58,6 +58,10 @@ struct Run: AsyncParsableCommand {
                     throw CLIError("\(error)", code: 78)
                 }
             }
+            guard configuration.boardChosen else {
+                throw CLIError("no board profile is chosen (board: is empty in \(configuration.source)): "
+                               + "run `sudo vigil setup`, or give --board rpi4|rpi5|zero2w|sim or a profile's path", code: 78)
+            }
             if let radio {
                 guard radio == "sim" || isAdapterSelector(radio) else {
                     throw CLIError("--radio must be sim, an adapter name (hci0) or an address (AA:BB:CC:DD:EE:FF)", code: 64)

@@ -34,6 +34,9 @@ struct SetupCommand: AsyncParsableCommand {
     @Option(help: "Board profile: sim, rpi4, rpi5, zero2w, or a path to a profile.")
     var board: String?
 
+    @Option(help: "The Bluetooth adapter: hci0 (a name) or AA:BB:CC:DD:EE:FF (an address); sim only with the simulated board.")
+    var radio: String?
+
     @Option(name: .customLong("site-name"), help: "The shelter's name, as messages name it.")
     var siteName: String?
 
@@ -69,7 +72,7 @@ struct SetupCommand: AsyncParsableCommand {
             } catch {
                 throw CLIError("\(config) cannot be read as it is (\(error)); mend it first, setup changes nothing until then", code: 78)
             }
-            var answers = try nonInteractive ? fromOptions(config) : try ask(current, config)
+            var answers = try nonInteractive ? fromOptions(current, config) : try ask(current, config)
             let text: String
             do {
                 text = try answers.setup.apply(to: existing, file: config)
@@ -107,12 +110,20 @@ struct SetupCommand: AsyncParsableCommand {
 
     /// `--non-interactive`: each option given, checked; the first refusal ends the run with
     /// nothing written.
-    func fromOptions(_ config: String) throws -> Answers {
+    func fromOptions(_ current: NodeConfiguration, _ config: String) throws -> Answers {
         var a = Answers()
         func checked<T>(_ flag: String, _ body: () throws(SetupRefusal) -> T) throws -> T {
             do { return try body() } catch { throw CLIError("--\(flag): \(error); nothing was written", code: 64) }
         }
         if let board { a.setup.board = try checked("board") { () throws(SetupRefusal) in try NodeSetup.checkBoard(board, configFile: config) } }
+        let board = a.setup.board ?? current.boardName
+        guard !board.isEmpty else { throw CLIError("--board: \(config) names no board yet, so one is needed; nothing was written", code: 64) }
+        if let radio {
+            a.setup.radio = try checked("radio") { () throws(SetupRefusal) in try NodeSetup.checkRadio(radio, board: board) }
+        } else if board != "sim", current.radio == "sim" {
+            // A real board with the file's simulated radio is refused, as it is when asked.
+            throw CLIError("--radio: the board is \(board) and the file's radio is simulated: give the adapter (hci0); nothing was written", code: 64)
+        }
         if let siteName { a.setup.siteName = try checked("site-name") { () throws(SetupRefusal) in try NodeSetup.checkSiteName(siteName) } }
         if let siteLocation { a.setup.siteLocation = try checked("site-location") { () throws(SetupRefusal) in try NodeSetup.checkLocation(siteLocation) } }
         if let staff { a.setup.staff = try checked("staff") { () throws(SetupRefusal) in try NodeSetup.checkStaff(staff) } }
@@ -140,6 +151,12 @@ struct SetupCommand: AsyncParsableCommand {
         FileOutput.standardOutput.write("Setting up \(config). Enter keeps the value in [brackets].\n")
         a.setup.board = try prompt.ask("Board profile (sim, rpi4, rpi5, zero2w, or a path)", now: current.boardName) { (answer: String) throws(SetupRefusal) in
             try NodeSetup.checkBoard(answer, configFile: config)
+        }
+        let board = a.setup.board ?? current.boardName
+        // Moving from the simulated board, the adapter most boxes have is offered.
+        let radioNow = board != "sim" && current.radio == "sim" ? "hci0" : current.radio
+        a.setup.radio = try prompt.ask("Bluetooth adapter (hci0, an address, or sim with the sim board)", now: radioNow) { (answer: String) throws(SetupRefusal) in
+            try NodeSetup.checkRadio(answer, board: board)
         }
         a.setup.siteName = try prompt.ask("The shelter's name", now: current.projections.ladder.siteName, NodeSetup.checkSiteName)
         a.setup.siteLocation = try prompt.ask("Its place, LATITUDE,LONGITUDE (empty: none)", now: current.projections.ladder.siteLocation, NodeSetup.checkLocation)

@@ -25,17 +25,18 @@ import Testing
         let before = try Self.lines(path)
         let password = dir.path + "/password"
         try "correct horse battery\n".write(toFile: password, atomically: true, encoding: .utf8)
-        let r = try CLI.run(["setup", "--config", path, "--non-interactive", "--board", Self.root + "/board/rpi4.yaml",
+        let r = try CLI.run(["setup", "--config", path, "--non-interactive", "--board", Self.root + "/board/rpi4.yaml", "--radio", "hci0",
                              "--site-name", "Sant Jordi", "--site-location=41.38,2.17", "--staff", "+34 600 111 222, 0034600111333",
                              "--notifier", "/bin/true", "--page", "0.0.0.0:8443", "--admin-password-file", password])
         #expect(r.status == 0, "\(r.stderr)")
         let after = try Self.lines(path)
         let changed = after.filter { !before.contains($0) }
-        #expect(changed.count == 6, "board, name, location, staff, command, listen: \(changed)")
+        #expect(changed.count == 7, "board, adapter, name, location, staff, command, listen: \(changed)")
+        #expect(changed.contains { $0.hasPrefix("  adapter: \"hci0\"") })
         #expect(changed.contains { $0.hasPrefix("  staff: [\"+34600111222\", \"+34600111333\"]") })
         #expect(changed.contains("  command: \"/bin/true\""))
         let removed = before.filter { !after.contains($0) }
-        #expect(removed.count == 5, "only the lines set were replaced: \(removed)")
+        #expect(removed.count == 6, "only the lines set were replaced: \(removed)")
         #expect(after.filter { $0.trimmingCharacters(in: .whitespaces).hasPrefix("#") }
                 == before.filter { $0.trimmingCharacters(in: .whitespaces).hasPrefix("#") }, "every comment line stays")
         #expect(FileManager.default.fileExists(atPath: dir.path + "/data/http/admin.hash"), "the page's password is set")
@@ -54,6 +55,10 @@ import Testing
         (["--notifier", "/proc/self/status"], "not executable"),
         (["--notifier", "/usr/bin"], "not executable"),
         (["--board", "rpi4x", "--staff", "+34600111222"], "unknown board profile"),
+        // The shipped file's radio is simulated: a real board needs its adapter.
+        (["--board", SetupCLITests.root + "/board/rpi4.yaml"], "the file's radio is simulated"),
+        (["--board", SetupCLITests.root + "/board/rpi4.yaml", "--radio", "sim"], "hears nobody"),
+        (["--radio", "bt0"], "adapter's name (hci0)"),
     ])
     func aBadAnswerIsRefusedAndNothingIsWritten(arguments: [String], reason: String) throws {
         let dir = TemporaryDirectory()
@@ -71,6 +76,7 @@ import Testing
         let path = try Self.configuration(in: dir)
         let answers = [
             "nosuch", Self.root + "/board/rpi5.yaml", // board: refused, then a profile
+            "sim", "", // radio: a simulated one on a real board is refused; Enter takes hci0
             "Hall 2", "", // name; no place
             "12345", "+34 600 111 222", // staff: refused, then a number
             "/nonexistent/notify", "none", // notifier
@@ -80,20 +86,39 @@ import Testing
         ]
         let r = try CLI.run(["setup", "--config", path], input: answers.joined(separator: "\n") + "\n")
         #expect(r.status == 0, "\(r.stderr)")
-        for refusal in ["unknown board profile", "country code", "there is no notifier", "at least 10 characters", "did not match", "https://"] {
+        for refusal in ["unknown board profile", "hears nobody", "country code", "there is no notifier", "at least 10 characters", "did not match", "https://"] {
             #expect(r.stderr.contains(refusal), "\(refusal) in \(r.stderr)")
         }
         let text = try String(contentsOfFile: path, encoding: .utf8)
         #expect(text.contains("  name: \"Hall 2\""))
+        #expect(text.contains("  adapter: \"hci0\""))
         #expect(text.contains("  staff: [\"+34600111222\"]"))
         #expect(text.contains("  listen: \"0.0.0.0:8443\""))
         #expect(FileManager.default.fileExists(atPath: dir.path + "/data/http/admin.hash"))
         #expect(r.stdout.contains("with no notifier nobody is told"), "it says what is missing")
 
         // Re-run: Enter keeps every value the file has now.
-        let again = try CLI.run(["setup", "--config", path], input: String(repeating: "\n", count: 9))
+        let again = try CLI.run(["setup", "--config", path], input: String(repeating: "\n", count: 10))
         #expect(again.status == 0 && again.stdout.contains("unchanged"), "\(again.stdout) \(again.stderr)")
         #expect(again.stdout.contains("[+34600111222]") && again.stdout.contains("[Hall 2]"), "each question shows the value now")
+    }
+
+    /// The package's file names no board (scripts/package empties `board:`): the service refuses
+    /// to run a box nobody set up, and setup will not leave it so.
+    @Test func aFileThatNamesNoBoardIsRefusedByRunUntilSetupChoosesOne() throws {
+        let dir = TemporaryDirectory()
+        let path = try Self.configuration(in: dir)
+        let shipped = try String(contentsOfFile: path, encoding: .utf8)
+        #expect(shipped.contains("\nboard: sim "))
+        try shipped.replacingOccurrences(of: "\nboard: sim ", with: "\nboard: \"\" ").write(toFile: path, atomically: true, encoding: .utf8)
+        let run = try CLI.run(["run", "--config", path, "--data", dir.path + "/data", "--duration", "1s"])
+        #expect(run.status == 78 && run.stderr.contains("no board profile is chosen") && run.stderr.contains("vigil setup"), "\(run.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: dir.path + "/data/log"), "nothing was started")
+        let vague = try CLI.run(["setup", "--config", path, "--non-interactive", "--site-name", "Hall"])
+        #expect(vague.status == 64 && vague.stderr.contains("names no board yet"), "\(vague.stderr)")
+        let chosen = try CLI.run(["setup", "--config", path, "--non-interactive", "--board", "sim"])
+        #expect(chosen.status == 0, "\(chosen.stderr)")
+        #expect(try String(contentsOfFile: path, encoding: .utf8).contains("\nboard: \"sim\""))
     }
 
     @Test func aNewFileIsNotForEveryoneAndALinkIsEditedWhereItPoints() throws {

@@ -13,6 +13,8 @@ public struct NodeConfiguration: Sendable {
     public var dataDirectory = "./var"
     /// Board profile name (looked up in board/) or path to a profile file.
     public var boardName = "sim"
+    /// False while `board:` is empty (a packaged file nobody has set up): `vigil run` refuses it.
+    public var boardChosen: Bool { !boardName.isEmpty }
     public var board = BoardProfile.simulated
     /// "sim" for the simulated radio; a BlueZ adapter by name (hci0) or address.
     public var radio = "sim"
@@ -204,7 +206,11 @@ public struct NodeConfiguration: Sendable {
         if location.count == 2 {
             config.projections.hazardSite = HazardSite(latitude: location[0], longitude: location[1], roadDirectionDegrees: roadDirection)
         }
-        config.board = try loadBoard(named: config.boardName, relativeTo: (file as NSString).deletingLastPathComponent)
+        // `board: ""` is the package's file before `vigil setup`: readable (setup reads it to ask),
+        // refused by `vigil run` (`boardChosen`), never quietly the simulated board.
+        if config.boardChosen {
+            config.board = try loadBoard(named: config.boardName, relativeTo: (file as NSString).deletingLastPathComponent)
+        }
         return config
     }
 

@@ -2,6 +2,7 @@ import Foundation
 import VigilAccess
 import VigilCore
 import VigilHubProtocol
+import VigilRadio
 import VigilSystem
 
 /// What `vigil setup` asks a volunteer, each answer checked the moment it is given, and how the
@@ -15,6 +16,8 @@ import VigilSystem
 public struct NodeSetup: Sendable, Equatable {
     /// Nil: not asked (left as the file has it).
     public var board: String?
+    /// The radio: a BlueZ adapter (hci0, or its address), or "sim".
+    public var radio: String?
     public var siteName: String?
     public var siteLocation: String?
     /// The staff's phone numbers, E.164.
@@ -48,6 +51,20 @@ public struct NodeSetup: Sendable, Equatable {
             return URL(fileURLWithPath: name).standardizedFileURL.path
         }
         return name
+    }
+
+    /// The radio adapter for `board`: a name (hci0) or an address, or `sim` only with the
+    /// simulated board. A simulated radio on a real box would hear nobody and fill the log with
+    /// people who are not there.
+    public static func checkRadio(_ text: String, board: String) throws(SetupRefusal) -> String {
+        let radio = text.trimmingCharacters(in: .whitespaces)
+        guard radio == "sim" || isAdapterSelector(radio) else {
+            throw SetupRefusal("the radio is a Bluetooth adapter's name (hci0) or address (AA:BB:CC:DD:EE:FF), or sim")
+        }
+        if radio == "sim", board != "sim" {
+            throw SetupRefusal("a simulated radio on a real board hears nobody: give its adapter (hci0; `ls /sys/class/bluetooth` lists them)")
+        }
+        return radio
     }
 
     public static func checkSiteName(_ text: String) throws(SetupRefusal) -> String {
@@ -137,6 +154,7 @@ public struct NodeSetup: Sendable, Equatable {
     public func changes(from config: NodeConfiguration) -> NodeSetup {
         var left = self
         if board == config.boardName { left.board = nil }
+        if radio == config.radio { left.radio = nil }
         if siteName == config.projections.ladder.siteName { left.siteName = nil }
         if siteLocation == config.projections.ladder.siteLocation { left.siteLocation = nil }
         if staff == config.projections.ladder.staff { left.staff = nil }
@@ -147,7 +165,7 @@ public struct NodeSetup: Sendable, Equatable {
 
     /// The settings answered, by their names in the file.
     public var answered: [String] {
-        [(board != nil, "board"), (siteName != nil, "site.name"), (siteLocation != nil, "site.location"),
+        [(board != nil, "board"), (radio != nil, "radio.adapter"), (siteName != nil, "site.name"), (siteLocation != nil, "site.location"),
          (staff != nil, "notify.staff"), (notifier != nil, "notify.command"), (pageListen != nil, "http.listen")]
             .filter(\.0).map(\.1)
     }
@@ -158,6 +176,7 @@ public struct NodeSetup: Sendable, Equatable {
     public func apply(to text: String, file: String) throws -> String {
         var edit = ConfigFileEdit(text: text)
         if let board { try edit.set("board", to: ConfigFileEdit.scalar(board)) }
+        if let radio { try edit.set("radio", "adapter", to: ConfigFileEdit.scalar(radio)) }
         if let siteName { try edit.set("site", "name", to: ConfigFileEdit.scalar(siteName)) }
         if let siteLocation { try edit.set("site", "location", to: ConfigFileEdit.scalar(siteLocation)) }
         if let staff { try edit.set("notify", "staff", to: ConfigFileEdit.list(staff)) }
