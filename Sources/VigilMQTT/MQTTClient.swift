@@ -26,6 +26,9 @@ public struct MQTTError: Error, Equatable, Sendable, CustomStringConvertible {
 
     public var description: String { "\(operation): \(message)" }
 
+    /// libmosquitto's words for one of its codes (a disconnect callback's reason, say).
+    public static func describe(code: Int32) -> String { String(cString: mosquitto_strerror(code)) }
+
     /// The connection is gone (the broker closed it, or the network did): reconnect.
     public var isConnectionLost: Bool {
         [MOSQ_ERR_NO_CONN.rawValue, MOSQ_ERR_CONN_LOST.rawValue, MOSQ_ERR_CONN_REFUSED.rawValue,

@@ -55,6 +55,8 @@ final class HazardFeed: NodeComponent {
     var linkedAtMicroseconds: UInt64 = 0
     /// Set by libmosquitto's callbacks, acted on once its call returned (never inside it).
     var failureInCallback: String?
+    /// The disconnect callback's code, in words: said only when no call threw a better reason.
+    var disconnectReason: String?
     var lastError: String?
     var retryAtMicroseconds: UInt64?
     var counters = HazardFeedCounters()
@@ -158,7 +160,11 @@ final class HazardFeed: NodeComponent {
             return
         }
         client.onConnect = { [unowned self] rc in connackArrived(rc) }
-        client.onDisconnect = { [unowned self] rc in if rc != 0 { failureInCallback = failureInCallback ?? "the broker closed the connection" } }
+        // Only a reason of last resort: the call that ended the connection throws libmosquitto's
+        // code with errno (reset, a TLS error, end of file), which says more than this.
+        client.onDisconnect = { [unowned self] rc in
+            if rc != 0 { disconnectReason = disconnectReason ?? "the connection ended (\(MQTTError.describe(code: rc)))" }
+        }
         client.onMessage = { [unowned self] topic, payload in received(topic: topic, payload: payload) }
         client.onSubscribe = { [unowned self] mid, granted in subscribed(mid, granted) }
         generation += 1
@@ -253,7 +259,7 @@ final class HazardFeed: NodeComponent {
         // An error or hang-up libmosquitto's read did not see (a refused connect before TLS
         // began): level-triggered, it would wake the loop for ever.
         if events & Epoll.hangup != 0 {
-            connectionLost(failureInCallback ?? "the connection was refused or dropped")
+            connectionLost(failureInCallback ?? disconnectReason ?? "the connection was refused or dropped")
             return
         }
         afterCall()
@@ -262,7 +268,7 @@ final class HazardFeed: NodeComponent {
     /// After every libmosquitto call: act on what its callbacks found, and watch for output
     /// only while bytes wait.
     func afterCall() {
-        if let failure = failureInCallback {
+        if let failure = failureInCallback ?? disconnectReason {
             connectionLost(failure)
             return
         }
@@ -297,6 +303,7 @@ final class HazardFeed: NodeComponent {
         watchingOutput = false
         outputPausedForHandshake = false
         failureInCallback = nil
+        disconnectReason = nil
         generation += 1
         vruActive = false
     }
