@@ -6,13 +6,17 @@ import Glibc
 public final class FileWatch: Sendable {
     public let fd: Int32
     public init(path: String) throws(SystemError) {
-        fd = try check("inotify_init1") { inotify_init1(Int32(IN_CLOEXEC)) }
+        // Stored only once the watch is on: a class whose properties are all set runs its deinit
+        // when its init throws, and closing here as well would close a number that by then may
+        // be another thread's descriptor.
+        let descriptor = try check("inotify_init1") { inotify_init1(Int32(IN_CLOEXEC)) }
         do {
-            _ = try check("inotify_add_watch", path) { inotify_add_watch(fd, path, UInt32(IN_MODIFY | IN_CLOSE_WRITE)) }
+            _ = try check("inotify_add_watch", path) { inotify_add_watch(descriptor, path, UInt32(IN_MODIFY | IN_CLOSE_WRITE)) }
         } catch {
-            _ = Glibc.close(fd)
+            _ = Glibc.close(descriptor)
             throw error
         }
+        fd = descriptor
     }
     deinit { _ = Glibc.close(fd) }
 
@@ -33,13 +37,15 @@ public final class FileWatch: Sendable {
 public final class DirectoryWatch: Sendable {
     public let fd: Int32
     public init(directory: String) throws(SystemError) {
-        fd = try check("inotify_init1") { inotify_init1(Int32(IN_CLOEXEC | IN_NONBLOCK)) }
+        // As in `FileWatch`: stored only once the watch is on, so a failed init closes it once.
+        let descriptor = try check("inotify_init1") { inotify_init1(Int32(IN_CLOEXEC | IN_NONBLOCK)) }
         do {
-            _ = try check("inotify_add_watch", directory) { inotify_add_watch(fd, directory, UInt32(IN_CLOSE_WRITE | IN_MOVED_TO)) }
+            _ = try check("inotify_add_watch", directory) { inotify_add_watch(descriptor, directory, UInt32(IN_CLOSE_WRITE | IN_MOVED_TO)) }
         } catch {
-            _ = Glibc.close(fd)
+            _ = Glibc.close(descriptor)
             throw error
         }
+        fd = descriptor
     }
     deinit { _ = Glibc.close(fd) }
 

@@ -27,7 +27,7 @@ final class CentreConnection {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(socketFD, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
         guard connected == 0 else {
-            close(socketFD)
+            // Not closed here: every property is set, so the deinit runs and closes it (once).
             throw HarnessError(description: "connect to 127.0.0.1:\(port): errno \(errno)")
         }
     }
