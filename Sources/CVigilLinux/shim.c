@@ -28,6 +28,19 @@ int cvigil_peer_uid(int fd, unsigned int *uid) {
     return 0;
 }
 
+/* A program starts with no signal blocked and every signal at its default action. The node and
+   the tests block SIGTERM and SIGINT (to read them from a signalfd) and the Swift runtime ignores
+   SIGPIPE; a child would inherit both, and a notifier or a broker would then ignore the SIGTERM
+   that stops it, or a shell pipeline inside it would not end when its reader did. */
+static void start_signals_afresh(posix_spawnattr_t *attr, short flags) {
+    sigset_t none, all;
+    sigemptyset(&none);
+    sigfillset(&all);
+    posix_spawnattr_setsigmask(attr, &none);
+    posix_spawnattr_setsigdefault(attr, &all);
+    posix_spawnattr_setflags(attr, flags | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+}
+
 int cvigil_spawn(pid_t *pid, const char *path, char *const argv[], char *const envp[], int stdin_fd, int stderr_fd) {
     // systemd's AmbientCapabilities (CAP_NET_ADMIN, CAP_NET_RAW, CAP_SYS_NICE) would pass to every program
     // exec'd from here. Capabilities are per thread, and the child is cloned from this one.
@@ -46,7 +59,7 @@ int cvigil_spawn(pid_t *pid, const char *path, char *const argv[], char *const e
     posix_spawnattr_t attr;
     posix_spawnattr_init(&attr);
     // A fresh process group, so a timeout can kill the program and anything it started.
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+    start_signals_afresh(&attr, POSIX_SPAWN_SETPGROUP);
     posix_spawnattr_setpgroup(&attr, 0);
     rc = posix_spawn(pid, path, &actions, &attr, argv, envp);
     posix_spawnattr_destroy(&attr);
@@ -65,7 +78,36 @@ int cvigil_spawn_io(pid_t *pid, const char *path, char *const argv[], int stdin_
     posix_spawn_file_actions_addclosefrom_np(&actions, 3);
     // From "/": a program run as another user may not be allowed into the caller's directory.
     posix_spawn_file_actions_addchdir_np(&actions, "/");
-    rc = posix_spawn(pid, path, &actions, NULL, argv, environ);
+    posix_spawnattr_t attr;
+    posix_spawnattr_init(&attr);
+    start_signals_afresh(&attr, 0);
+    rc = posix_spawn(pid, path, &actions, &attr, argv, environ);
+    posix_spawnattr_destroy(&attr);
+    posix_spawn_file_actions_destroy(&actions);
+    return rc;
+}
+
+int cvigil_spawn_program(pid_t *pid, const char *path, char *const argv[], char *const envp[],
+                         int in_fd, int out_fd, int err_fd, const char *directory) {
+    posix_spawn_file_actions_t actions;
+    int rc = posix_spawn_file_actions_init(&actions);
+    if (rc != 0) return rc;
+    const int given[3] = {in_fd, out_fd, err_fd};
+    for (int target = 0; target < 3; target++) {
+        if (given[target] < 0) {
+            posix_spawn_file_actions_addopen(&actions, target, "/dev/null", target == 0 ? O_RDONLY : O_WRONLY, 0);
+        } else if (given[target] != target) {
+            posix_spawn_file_actions_adddup2(&actions, given[target], target);
+        } // the same number: this process's own, inherited as it is
+    }
+    posix_spawn_file_actions_addclosefrom_np(&actions, 3);
+    if (directory != NULL) posix_spawn_file_actions_addchdir_np(&actions, directory);
+    posix_spawnattr_t attr;
+    posix_spawnattr_init(&attr);
+    start_signals_afresh(&attr, POSIX_SPAWN_SETPGROUP);
+    posix_spawnattr_setpgroup(&attr, 0);
+    rc = posix_spawn(pid, path, &actions, &attr, argv, envp != NULL ? envp : environ);
+    posix_spawnattr_destroy(&attr);
     posix_spawn_file_actions_destroy(&actions);
     return rc;
 }

@@ -101,6 +101,34 @@ public func runToCompletion(path: String, arguments: [String], outputPath: Strin
     return signal == 0 ? (status >> 8) & 0xFF : 128 + signal
 }
 
+/// Starts a program beside this process and returns its pid; the caller waits for it. Its
+/// standard descriptors are `input`, `output` and `error` (-1: /dev/null; 0, 1, 2 in their own
+/// place: this process's), and it gets no other descriptor of this process's, close-on-exec or
+/// not; it runs in `directory` (nil: this one), in a process group of its own, with
+/// `environment` (`NAME=value`; nil: this process's).
+///
+/// Foundation's `Process` on Linux closes in the child only the descriptors it saw open before
+/// it spawned: a socket another thread opened meanwhile (libmosquitto opens its broker
+/// connection without SOCK_CLOEXEC) goes with the child. The tests start their programs here.
+public func spawnProgram(path: String, arguments: [String], environment: [String]?,
+                         input: Int32, output: Int32, error: Int32, directory: String?) throws(SystemError) -> Int32 {
+    var child: pid_t = 0
+    let argv = ([path] + arguments).map { strdup($0) } + [nil]
+    let envp = environment.map { $0.map { strdup($0) } + [nil] }
+    defer {
+        for a in argv { free(a) }
+        for e in envp ?? [] { free(e) }
+    }
+    let rc = argv.withUnsafeBufferPointer { a in
+        if let envp {
+            return envp.withUnsafeBufferPointer { e in cvigil_spawn_program(&child, path, a.baseAddress, e.baseAddress, input, output, error, directory) }
+        }
+        return cvigil_spawn_program(&child, path, a.baseAddress, nil, input, output, error, directory)
+    }
+    guard rc == 0 else { throw SystemError("spawn", path, errno: Errno(rawValue: rc)) }
+    return child
+}
+
 /// A program the node starts (a notifier, `vigil log check`): a process group of its own, none
 /// of the node's descriptors, only `passedEnvironment` of its environment, and none of its
 /// ambient capabilities (systemd gives the node CAP_NET_ADMIN, CAP_NET_RAW and CAP_SYS_NICE; a

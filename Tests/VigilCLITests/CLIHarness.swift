@@ -24,7 +24,7 @@ enum CLI {
     /// Runs `vigil ARGUMENTS` to its end; `input`, if given, is its standard input.
     @discardableResult
     static func run(_ arguments: [String], input: String? = nil) throws -> Result {
-        let process = Process()
+        let process = TestProcess()
         process.executableURL = URL(fileURLWithPath: binary)
         process.arguments = arguments
         let out = Pipe(), err = Pipe()
@@ -45,8 +45,8 @@ enum CLI {
     }
 
     /// Starts a long-running command; the caller stops it.
-    static func start(_ arguments: [String]) throws -> (Process, Pipe) {
-        let process = Process()
+    static func start(_ arguments: [String]) throws -> (TestProcess, Pipe) {
+        let process = TestProcess()
         process.executableURL = URL(fileURLWithPath: binary)
         process.arguments = arguments
         let out = Pipe()

@@ -136,7 +136,7 @@ struct ReadOnlyCardCLITests {
 /// `vigil run` under prlimit, with a crowd on the simulated radio so the log grows fast.
 struct LimitedNode {
     static let prlimit = "/usr/bin/prlimit"
-    let process: Process
+    let process: TestProcess
     let stderr: Pipe
 
     func kill() { if process.isRunning { Glibc.kill(process.processIdentifier, SIGKILL) } }
@@ -160,7 +160,7 @@ struct LimitedNode {
     }
 
     static func start(config: String, fileSizeLimit: Int?) throws -> LimitedNode {
-        let process = Process()
+        let process = TestProcess()
         if let limit = fileSizeLimit {
             process.executableURL = URL(fileURLWithPath: prlimit)
             process.arguments = ["--fsize=\(limit):\(limit)", CLI.binary, "run", "--config", config]

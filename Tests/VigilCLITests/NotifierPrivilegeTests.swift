@@ -35,7 +35,7 @@ import Glibc
         let chown = try #require(Tool.find("chown"))
         #expect(try Tool.run(chown, ["-R", "nobody:nogroup", dir.path], input: "").status == 0)
 
-        let node = Process()
+        let node = TestProcess()
         node.executableURL = URL(fileURLWithPath: setpriv)
         node.arguments = ["--reuid=nobody", "--regid=nogroup", "--clear-groups", "--inh-caps=+net_admin", "--ambient-caps=+net_admin", "--",
                           CLI.binary, "run", "--config", config, "--data", dir.path, "--time-scale", "60", "--duration", "60s"]
@@ -77,7 +77,7 @@ import Glibc
         _ = chmod(notifier, 0o755)
         let config = dir.path + "/vigil.yaml"
         try "notify:\n  command: \(notifier)\n  retry_base: 1s\n".write(toFile: config, atomically: true, encoding: .utf8)
-        let node = Process()
+        let node = TestProcess()
         node.executableURL = URL(fileURLWithPath: CLI.binary)
         node.arguments = ["run", "--config", config, "--data", dir.path, "--time-scale", "60", "--duration", "60s"]
         FileManager.default.createFile(atPath: dir.path + "/node.err", contents: nil)

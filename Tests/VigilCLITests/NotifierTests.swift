@@ -383,7 +383,7 @@ enum Tool {
     }
 
     static func run(_ path: String, _ arguments: [String], input: String, environment: [String: String] = [:]) throws -> Result {
-        let process = Process()
+        let process = TestProcess()
         process.executableURL = URL(fileURLWithPath: path)
         process.arguments = arguments
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
@@ -405,8 +405,8 @@ enum Tool {
     }
 
     /// Starts a daemon in the foreground; `stop` ends it.
-    static func start(_ path: String, _ arguments: [String]) throws -> Process {
-        let process = Process()
+    static func start(_ path: String, _ arguments: [String]) throws -> TestProcess {
+        let process = TestProcess()
         process.executableURL = URL(fileURLWithPath: path)
         process.arguments = arguments
         process.standardOutput = FileHandle.nullDevice
@@ -417,7 +417,7 @@ enum Tool {
 
     /// SIGKILL: the fixtures keep nothing worth a clean stop, and children of the test process
     /// inherit a signal mask that blocks SIGTERM, so it would not arrive anyway.
-    static func stop(_ process: Process) {
+    static func stop(_ process: TestProcess) {
         guard process.isRunning else { return }
         kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
@@ -520,7 +520,7 @@ struct Spool {
 /// receiver should: a key it has delivered is answered 200 and recorded as a duplicate.
 final class WebhookServer {
     let dir: String
-    let process: Process
+    let process: TestProcess
     let port: Int
     var url: String { "http://127.0.0.1:\(port)" }
 

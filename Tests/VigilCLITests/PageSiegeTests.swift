@@ -20,7 +20,7 @@ import Glibc
         #expect(try CLI.run(["run", "--data", dir.path, "--duration", "200ms"]).status == 0)
         let port = try NotifierTests.freeLocalPort()
         let config = try NotifierTests.writeStaffWebhookConfig(dir, hook: "\(server.url)/staff-hook", pagePort: port, publicURL: false)
-        let node = Process()
+        let node = TestProcess()
         node.executableURL = URL(fileURLWithPath: prlimit)
         node.arguments = ["--nofile=1024:1024", "--", CLI.binary, "run", "--config", config, "--data", dir.path, "--duration", "120s"]
         FileManager.default.createFile(atPath: dir.path + "/node.err", contents: nil)
@@ -72,7 +72,7 @@ import Glibc
     /// Idle connections to the page from 125 loopback addresses, held by a Python child until
     /// `end()` (its standard input closes and it exits).
     final class Siege {
-        let process = Process()
+        let process = TestProcess()
         let input = Pipe()
 
         init(port: Int, connections: Int) throws {

@@ -22,7 +22,7 @@ import Glibc
         let name = abstract ? "@" + unique : "/tmp/\(unique).sock"
         defer { if !abstract { unlink(name) } }
         let listener = try UnixDatagram.bind(path: name)
-        let process = Process()
+        let process = TestProcess()
         process.executableURL = URL(fileURLWithPath: CLI.binary)
         process.arguments = ["run", "--data", dir.path + "/data", "--duration", "60s"]
         var environment = ProcessInfo.processInfo.environment
@@ -71,7 +71,7 @@ import Glibc
         let path = "/tmp/vigil-notify-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).sock"
         defer { unlink(path) }
         let listener = try UnixDatagram.bind(path: path)
-        let process = Process()
+        let process = TestProcess()
         process.executableURL = URL(fileURLWithPath: CLI.binary)
         process.arguments = ["run", "--data", dir.path + "/data", "--duration", "1500ms"]
         var environment = ProcessInfo.processInfo.environment

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import VigilCalls
+import VigilTestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -44,7 +45,7 @@ struct GammuReceiveTests {
 
         """.write(to: config, atomically: true, encoding: .utf8)
 
-        let smsd = Process()
+        let smsd = TestProcess()
         smsd.executableURL = URL(fileURLWithPath: daemon)
         smsd.arguments = ["-c", config.path]
         var environment = ProcessInfo.processInfo.environment
@@ -96,7 +97,7 @@ struct GammuReceiveTests {
     }
 
     static func run(_ path: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
-        let process = Process()
+        let process = TestProcess()
         process.executableURL = URL(fileURLWithPath: path)
         process.arguments = arguments
         let pipe = Pipe()

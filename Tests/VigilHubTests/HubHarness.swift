@@ -29,7 +29,7 @@ let quietLogger: Logger = {
 final class HubHarness: @unchecked Sendable {
     let directory: TemporaryDirectory
     var hubData: String { directory.path("hub") }
-    private var process: Process?
+    private var process: TestProcess?
     /// Its stdout, kept open while it runs.
     private var output: Pipe?
     private(set) var port = 0
@@ -78,7 +78,7 @@ final class HubHarness: @unchecked Sendable {
             FileManager.default.createFile(atPath: directory.path("clock-synchronised"), contents: Data())
             try "clock_synchronised_file: \(directory.path("clock-synchronised"))\n".write(toFile: hubData + "/hub.yaml", atomically: true, encoding: .utf8)
         }
-        let process = Process()
+        let process = TestProcess()
         process.executableURL = URL(fileURLWithPath: Self.binary)
         process.arguments = ["serve"] + (databaseURL.map { ["--database-url", $0] } ?? []) + ["--data", hubData, "--listen", "127.0.0.1:\(port)",
                              "--log-level", ProcessInfo.processInfo.environment["VIGIL_TEST_LOG"] ?? "info"]
@@ -131,7 +131,7 @@ final class HubHarness: @unchecked Sendable {
     }
 
     /// Its exit status once Foundation has seen it end (which may come a moment after waitpid's).
-    static func exitStatus(_ process: Process) async -> Int32? {
+    static func exitStatus(_ process: TestProcess) async -> Int32? {
         for _ in 0..<100 where process.isRunning { try? await Task.sleep(for: .milliseconds(10)) }
         return process.isRunning || process.terminationReason != .exit ? nil : process.terminationStatus
     }
@@ -151,7 +151,7 @@ final class HubHarness: @unchecked Sendable {
     /// does not stop is a bug (`stop` fails the test), and must not hang the suite.
     /// Returns whether it had to be killed.
     @discardableResult
-    static func exited(_ process: Process, resendingTermination: Bool = false) async -> Bool {
+    static func exited(_ process: TestProcess, resendingTermination: Bool = false) async -> Bool {
         let pid = process.processIdentifier
         let stuck: Bool = await offPool {
             var status: Int32 = 0
@@ -210,7 +210,7 @@ final class HubHarness: @unchecked Sendable {
 /// Waits (off the pool) for a child that leaves no daemon behind to end, and gives its exit
 /// status, or 128 + the signal that ended it. (Foundation reaps its children itself, so a
 /// `waitpid` of ours can find nothing and read a status of 0.)
-func exitStatus(of process: Process) async -> Int32 {
+func exitStatus(of process: TestProcess) async -> Int32 {
     await offPool {
         process.waitUntilExit()
         return process.terminationReason == .uncaughtSignal ? 128 + process.terminationStatus : process.terminationStatus

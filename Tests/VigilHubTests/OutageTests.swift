@@ -92,8 +92,8 @@ import VigilTestSupport
         await hub.stop()
     }
 
-    func start(_ arguments: [String]) throws -> Process {
-        let process = Process()
+    func start(_ arguments: [String]) throws -> TestProcess {
+        let process = TestProcess()
         process.executableURL = URL(fileURLWithPath: HubHarness.vigilBinary)
         process.arguments = arguments
         process.standardOutput = FileHandle.nullDevice

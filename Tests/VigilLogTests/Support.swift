@@ -144,7 +144,7 @@ struct ToolError: Error, CustomStringConvertible {
 
 /// Runs `tool` with `arguments`, feeding `input`; returns its standard output.
 func runTool(_ tool: String, _ arguments: [String], input: String? = nil) throws -> String {
-    let process = Process()
+    let process = TestProcess()
     process.executableURL = URL(fileURLWithPath: tool)
     process.arguments = arguments
     let stdout = Pipe()

@@ -158,7 +158,7 @@ final class GammuDummy {
     let root: String
     let inbox: String
     let phone: String
-    private let process = Process()
+    private let process = TestProcess()
 
     init(root: String) throws {
         self.root = root
@@ -202,7 +202,7 @@ final class GammuDummy {
     func inject(from sender: String, _ text: String) throws {
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().appendingPathComponent("scripts/sms-inject-incoming").path
-        let p = Process()
+        let p = TestProcess()
         p.executableURL = URL(fileURLWithPath: script)
         p.arguments = [phone, sender, text]
         try p.run()

@@ -307,7 +307,7 @@ import VigilTestSupport
     }
 
     private func tshark(_ arguments: [String]) throws -> String {
-        let process = Process()
+        let process = TestProcess()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/tshark")
         process.arguments = arguments
         let output = Pipe()

@@ -35,6 +35,27 @@ import VigilSystem
         #expect(Set([0, 1, 2]).isSubset(of: Set(listed)), "\(listed)")
     }
 
+    @Test func aChildStartsWithNoSignalBlockedOrIgnored() throws {
+        // The node blocks SIGTERM for its signalfd and the runtime ignores SIGPIPE: a notifier
+        // inheriting either would not stop when told to, or its pipelines would not end.
+        var term = sigset_t(), before = sigset_t()
+        sigemptyset(&term)
+        sigaddset(&term, SIGTERM)
+        pthread_sigmask(SIG_BLOCK, &term, &before)
+        defer { pthread_sigmask(SIG_SETMASK, &before, nil) }
+        _ = Glibc.signal(SIGPIPE, SIG_IGN) // as the node and its libraries have it
+        let status = try Self.run("grep -E '^Sig(Blk|Ign)' /proc/self/status >&2")
+        let masks = Dictionary(uniqueKeysWithValues: status.split(separator: "\n").compactMap { line -> (String, UInt64)? in
+            let parts = line.split(separator: "\t")
+            guard parts.count == 2, let value = UInt64(parts[1], radix: 16) else { return nil }
+            return (String(parts[0]), value)
+        })
+        #expect(masks["SigBlk:"] == 0, "\(status)")
+        // Signal n is bit n - 1. (glibc's own two real-time signals, 32 and 33, are its business.)
+        let ignored = try #require(masks["SigIgn:"], "\(status)")
+        #expect(ignored & (1 << (UInt64(SIGPIPE) - 1)) == 0 && ignored & (1 << (UInt64(SIGTERM) - 1)) == 0, "\(status)")
+    }
+
     @Test func aChildHasNoAmbientCapabilities() throws {
         let status = try Self.run("grep CapAmb /proc/self/status >&2")
         #expect(status == "CapAmb:\t0000000000000000", "\(status)")

@@ -9,7 +9,7 @@ import Foundation
 public final class MosquittoBroker: @unchecked Sendable {
     public let directory: String
     public let port: Int32
-    private var process: Process?
+    private var process: TestProcess?
     private let log: String
 
     /// Makes the certificates (once per directory) and the configuration; `start()` runs it.
@@ -60,7 +60,7 @@ public final class MosquittoBroker: @unchecked Sendable {
     /// Starts the broker and waits (real time, bounded) until it takes connections.
     public func start() throws {
         guard process == nil else { return }
-        let p = Process()
+        let p = TestProcess()
         p.executableURL = URL(fileURLWithPath: "/usr/sbin/mosquitto")
         p.arguments = ["-c", directory + "/mosquitto-\(port).conf"]
         _ = FileManager.default.createFile(atPath: log, contents: nil)
@@ -80,8 +80,6 @@ public final class MosquittoBroker: @unchecked Sendable {
     }
 
     /// Kills the broker (SIGKILL: as a crash or a pulled plug would) and waits for it to exit.
-    /// Not SIGTERM: a child of the test process inherits its blocked signals, and mosquitto
-    /// unblocks only those it found unblocked.
     public func stop() {
         guard let p = process else { return }
         process = nil
@@ -118,7 +116,7 @@ public final class MosquittoBroker: @unchecked Sendable {
     /// topic and payload in hex. The time limit is kept from here (SIGKILL): `-W` relies on
     /// SIGALRM, which a child of the test process inherits blocked.
     public func receive(topic: String, count: Int = 1, seconds: Int = 10) -> [(topic: String, hex: String)] {
-        let p = Process()
+        let p = TestProcess()
         p.executableURL = URL(fileURLWithPath: "/usr/bin/mosquitto_sub")
         p.arguments = clientArguments(as: "publisher") + ["-t", topic, "-C", "\(count)", "-F", "%t %x"]
         let pipe = Pipe()

@@ -2,7 +2,7 @@ import Foundation
 
 /// Runs a program to its end; its stdout and stderr together.
 public func runProcess(_ path: String, _ arguments: [String]) -> (status: Int32, output: String) {
-    let process = Process()
+    let process = TestProcess()
     process.executableURL = URL(fileURLWithPath: path)
     process.arguments = arguments
     let pipe = Pipe()

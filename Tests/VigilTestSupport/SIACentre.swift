@@ -28,7 +28,7 @@ public struct HarnessError: Error, CustomStringConvertible {
 
 /// One running scripts/sia-centre.
 public final class ReceiverProcess {
-    public let process = Process()
+    public let process = TestProcess()
     public private(set) var port = 0
     private let output: Int32
     private var buffer: [UInt8] = []

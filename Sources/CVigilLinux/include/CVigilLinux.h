@@ -140,7 +140,8 @@ int cvigil_pipe2(int fds[2], int flags);
 static inline int cvigil_pidfd_open(pid_t pid) { return (int)syscall(SYS_pidfd_open, pid, 0); }
 
 /// posix_spawn with stdin from `stdin_fd` and stdout and stderr both to `out_fd`, no other
-/// descriptor, in "/".
+/// descriptor, in "/". Every program spawned here starts with no signal blocked and every signal
+/// at its default action (the node blocks SIGTERM for its signalfd; the runtime ignores SIGPIPE).
 int cvigil_spawn_io(pid_t *pid, const char *path, char *const argv[], int stdin_fd, int out_fd);
 // Spawns `path` with `argv` and `envp` (NULL-terminated), stdin from `stdin_fd`, stdout to
 // /dev/null and stderr to `stderr_fd`; every other descriptor is closed in the child. Returns 0 or an
@@ -148,6 +149,15 @@ int cvigil_spawn_io(pid_t *pid, const char *path, char *const argv[], int stdin_
 // and without the calling thread's ambient capabilities (cleared on that thread first: it is
 // permanent there, and the loop never starts anything that needs them).
 int cvigil_spawn(pid_t *pid, const char *path, char *const argv[], char *const envp[], int stdin_fd, int stderr_fd);
+
+/// posix_spawn of a program beside this one (a tool's or a test's): its stdin, stdout and stderr
+/// from `in_fd`, `out_fd` and `err_fd` (-1: /dev/null; 0, 1 or 2 in its own place: this
+/// process's, inherited), every other descriptor closed in the child whether close-on-exec or
+/// not, in `directory` (NULL: this one), in a process group of its own, with no signal blocked
+/// and every signal at its default action; `envp` NULL: `environ`.
+/// The given descriptors must be 3 or above, or their own number. Returns 0 or an errno value.
+int cvigil_spawn_program(pid_t *pid, const char *path, char *const argv[], char *const envp[],
+                         int in_fd, int out_fd, int err_fd, const char *directory);
 
 /* A non-blocking TCP socket connecting to a numeric IPv4 or IPv6 address: returns the socket
  * (connected, or connecting: watch it for output, then read SO_ERROR) or -1 with errno set
