@@ -119,7 +119,7 @@ let package = Package(
             swiftSettings: strict
         ),
         // MQTT over libmosquitto: a client whose socket the node's loop watches (the hazard feed).
-        .target(name: "VigilMQTT", dependencies: ["CMosquitto", "VigilSystem"], swiftSettings: strict),
+        .target(name: "VigilMQTT", dependencies: ["CMosquitto", "COpenSSL", "VigilSystem"], swiftSettings: strict),
         // Exposure contacts (GAEN): key schedule, key export files, matching. Pure: it takes bytes
         // and randomness from its caller (VigilNode's DiagnosisKeyFiles reads the files).
         .target(
@@ -265,7 +265,7 @@ let package = Package(
         // The tests' shared helpers (one temporary directory); a library only tests depend on.
         // What tests (and the feed's benchmark) share: temporary directories, child processes, a
         // real Mosquitto broker and a PSM publisher.
-        .target(name: "VigilTestSupport", dependencies: ["VigilJ2735", "VigilMQTT"], path: "Tests/VigilTestSupport", swiftSettings: strict),
+        .target(name: "VigilTestSupport", dependencies: ["VigilJ2735", "VigilMQTT", "VigilSystem"], path: "Tests/VigilTestSupport", swiftSettings: strict),
         .testTarget(name: "VigilSystemTests", dependencies: ["VigilSystem", "VigilTestSupport"], swiftSettings: strict),
         .testTarget(name: "VigilLogTests", dependencies: ["VigilLog", "VigilSystem", "VigilTestSupport"], swiftSettings: strict),
         .testTarget(
@@ -285,7 +285,7 @@ let package = Package(
             swiftSettings: strict
         ),
         .testTarget(name: "VigilGATTTests", dependencies: ["VigilGATT"], swiftSettings: strict),
-        .testTarget(name: "VigilCallsTests", dependencies: ["VigilCalls", "VigilSystem"], swiftSettings: strict),
+        .testTarget(name: "VigilCallsTests", dependencies: ["VigilCalls", "VigilSystem", "VigilTestSupport"], swiftSettings: strict),
         .testTarget(name: "VigilAlarmCentreTests", dependencies: ["VigilAlarmCentre", "VigilSystem", "VigilTestSupport"], swiftSettings: strict),
         .testTarget(name: "VigilJ2735Tests", dependencies: ["VigilJ2735"], resources: [.copy("Vectors")], swiftSettings: strict),
         .testTarget(name: "VigilHexTests", dependencies: ["VigilHex"], swiftSettings: strict),

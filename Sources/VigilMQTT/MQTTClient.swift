@@ -1,4 +1,5 @@
 import CMosquitto
+import COpenSSL
 import VigilSystem
 
 /// A libmosquitto call that failed: the call, libmosquitto's code and its words for it (and
@@ -123,7 +124,13 @@ public final class MQTTClient: @unchecked Sendable {
 
     /// Makes one libmosquitto call; a code other than success is thrown with the errno the call
     /// left (read before the message is built, which may overwrite it).
+    ///
+    /// OpenSSL's rule for TLS I/O: the calling thread's error queue must be empty before the call,
+    /// or a read that merely waits for bytes is taken for a TLS error (SSL_get_error reads the
+    /// queue first). libmosquitto clears it only after; anything else on this thread that uses
+    /// libcrypto (the exposure engine does, on the node's loop) may have left an entry behind.
     private static func check(_ operation: @autoclosure () -> String, _ call: () -> Int32) throws(MQTTError) {
+        ERR_clear_error()
         var code = MOSQ_ERR_SUCCESS.rawValue
         let outcome = ErrnoCall.run({ code = call(); return code }, failedWhen: { $0 != MOSQ_ERR_SUCCESS.rawValue })
         if case .failure(let errno) = outcome { throw MQTTError(operation(), code: code, errno: errno) }
