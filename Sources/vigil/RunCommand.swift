@@ -4,6 +4,7 @@ import CoreMetrics
 import Logging
 import Prometheus
 import ServiceLifecycle
+import VigilBoard
 import VigilNode
 import VigilRadio
 import VigilSystem
@@ -71,6 +72,13 @@ struct Run: AsyncParsableCommand {
             if let channel {
                 guard let c = HCIChannel(rawValue: channel) else { throw CLIError("--channel must be raw or user", code: 64) }
                 configuration.hci.channel = c
+            }
+            // A real board with the simulated radio is a box set up by hand from the example
+            // file: it would hear nobody and log people who are not there.
+            if configuration.board.chip != BoardProfile.simulated.chip, configuration.radio == "sim", radio == nil {
+                throw CLIError("the board is \(configuration.boardName), a real one, and radio.adapter is sim: a simulated radio "
+                               + "on a real box hears nobody and logs people who are not there; set radio.adapter to the "
+                               + "Bluetooth adapter (hci0; `sudo vigil setup` asks), or give --radio sim to try the board alone", code: 78)
             }
             if let capture { configuration.hci.snoopPath = capture }
             if let timeScale {

@@ -66,9 +66,12 @@ struct SetupCommand: AsyncParsableCommand {
             // A link is edited where it points, and stays a link.
             let config = URL(fileURLWithPath: self.config).resolvingSymlinksInPath().path
             let existing = try Self.read(config)
-            let current: NodeConfiguration
+            var current: NodeConfiguration
             do {
-                current = try existing.isEmpty ? NodeConfiguration() : NodeConfiguration.load(text: existing, file: config)
+                current = try existing.isEmpty ? NodeConfiguration() : NodeConfiguration.load(text: existing, file: config, resolvingBoard: false)
+                // A profile that is not (or no longer) there is a board to choose again, not a
+                // file setup cannot touch.
+                if current.boardChosen, (try? NodeSetup.checkBoard(current.boardName, configFile: config)) == nil { current.boardName = "" }
             } catch {
                 throw CLIError("\(config) cannot be read as it is (\(error)); mend it first, setup changes nothing until then", code: 78)
             }
@@ -118,9 +121,10 @@ struct SetupCommand: AsyncParsableCommand {
         if let board { a.setup.board = try checked("board") { () throws(SetupRefusal) in try NodeSetup.checkBoard(board, configFile: config) } }
         let board = a.setup.board ?? current.boardName
         guard !board.isEmpty else { throw CLIError("--board: \(config) names no board yet, so one is needed; nothing was written", code: 64) }
+        let simulated = NodeSetup.isSimulated(board: board, configFile: config)
         if let radio {
-            a.setup.radio = try checked("radio") { () throws(SetupRefusal) in try NodeSetup.checkRadio(radio, board: board) }
-        } else if board != "sim", current.radio == "sim" {
+            a.setup.radio = try checked("radio") { () throws(SetupRefusal) in try NodeSetup.checkRadio(radio, boardIsSimulated: simulated) }
+        } else if !simulated, current.radio == "sim" {
             // A real board with the file's simulated radio is refused, as it is when asked.
             throw CLIError("--radio: the board is \(board) and the file's radio is simulated: give the adapter (hci0); nothing was written", code: 64)
         }
@@ -154,9 +158,10 @@ struct SetupCommand: AsyncParsableCommand {
         }
         let board = a.setup.board ?? current.boardName
         // Moving from the simulated board, the adapter most boxes have is offered.
-        let radioNow = board != "sim" && current.radio == "sim" ? "hci0" : current.radio
+        let simulated = NodeSetup.isSimulated(board: board, configFile: config)
+        let radioNow = !simulated && current.radio == "sim" ? "hci0" : current.radio
         a.setup.radio = try prompt.ask("Bluetooth adapter (hci0, an address, or sim with the sim board)", now: radioNow) { (answer: String) throws(SetupRefusal) in
-            try NodeSetup.checkRadio(answer, board: board)
+            try NodeSetup.checkRadio(answer, boardIsSimulated: simulated)
         }
         a.setup.siteName = try prompt.ask("The shelter's name", now: current.projections.ladder.siteName, NodeSetup.checkSiteName)
         a.setup.siteLocation = try prompt.ask("Its place, LATITUDE,LONGITUDE (empty: none)", now: current.projections.ladder.siteLocation, NodeSetup.checkLocation)

@@ -31,7 +31,9 @@ struct DataOptions: ParsableArguments {
             do {
                 configuration = try NodeConfiguration.load(file: config)
             } catch let error as ConfigurationError {
-                throw CLIError("config \(error)", code: 78) // EX_CONFIG
+                // EX_IOERR for a file that is there and cannot be read (the unit restarts it),
+                // EX_CONFIG for a mistake in it (which a restart would not mend).
+                throw CLIError("config \(error)", code: error.unreadable ? 74 : 78)
             }
         }
         if let data { configuration.dataDirectory = data }

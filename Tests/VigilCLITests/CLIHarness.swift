@@ -23,10 +23,11 @@ enum CLI {
 
     /// Runs `vigil ARGUMENTS` to its end; `input`, if given, is its standard input.
     @discardableResult
-    static func run(_ arguments: [String], input: String? = nil) throws -> Result {
+    static func run(_ arguments: [String], input: String? = nil, directory: String? = nil) throws -> Result {
         let process = TestProcess()
         process.executableURL = URL(fileURLWithPath: binary)
         process.arguments = arguments
+        process.currentDirectoryURL = directory.map { URL(fileURLWithPath: $0) }
         let out = Pipe(), err = Pipe()
         process.standardOutput = out
         process.standardError = err

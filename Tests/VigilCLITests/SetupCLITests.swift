@@ -103,22 +103,73 @@ import Testing
         #expect(again.stdout.contains("[+34600111222]") && again.stdout.contains("[Hall 2]"), "each question shows the value now")
     }
 
-    /// The package's file names no board (scripts/package empties `board:`): the service refuses
-    /// to run a box nobody set up, and setup will not leave it so.
-    @Test func aFileThatNamesNoBoardIsRefusedByRunUntilSetupChoosesOne() throws {
+    /// The package's file (board/vigil-package.yaml) names no board: the service refuses to run
+    /// a box nobody set up, and setup will not leave it so.
+    @Test func thePackagesFileIsRefusedByRunUntilSetupChoosesABoard() throws {
         let dir = TemporaryDirectory()
-        let path = try Self.configuration(in: dir)
-        let shipped = try String(contentsOfFile: path, encoding: .utf8)
-        #expect(shipped.contains("\nboard: sim "))
-        try shipped.replacingOccurrences(of: "\nboard: sim ", with: "\nboard: \"\" ").write(toFile: path, atomically: true, encoding: .utf8)
-        let run = try CLI.run(["run", "--config", path, "--data", dir.path + "/data", "--duration", "1s"])
+        let path = dir.path + "/vigil.yaml"
+        let packaged = try String(contentsOfFile: Self.root + "/board/vigil-package.yaml", encoding: .utf8)
+        try packaged.replacingOccurrences(of: "data: /var/lib/vigil\n", with: "data: \(dir.path)/data\n")
+            .write(toFile: path, atomically: true, encoding: .utf8)
+        let run = try CLI.run(["run", "--config", path, "--duration", "1s"])
         #expect(run.status == 78 && run.stderr.contains("no board profile is chosen") && run.stderr.contains("vigil setup"), "\(run.stderr)")
         #expect(!FileManager.default.fileExists(atPath: dir.path + "/data/log"), "nothing was started")
         let vague = try CLI.run(["setup", "--config", path, "--non-interactive", "--site-name", "Hall"])
         #expect(vague.status == 64 && vague.stderr.contains("names no board yet"), "\(vague.stderr)")
-        let chosen = try CLI.run(["setup", "--config", path, "--non-interactive", "--board", "sim"])
+        let chosen = try CLI.run(["setup", "--config", path, "--non-interactive", "--board", "sim", "--radio", "sim", "--site-name", "Hall"])
         #expect(chosen.status == 0, "\(chosen.stderr)")
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        #expect(text.contains("\nboard: \"sim\"") && text.contains("  adapter: \"sim\"") && text.contains("site:\n  name: \"Hall\""), "\(text)")
+        #expect(text.hasPrefix("# This box's configuration"), "its comments stay")
+    }
+
+    /// An empty file (cut short by a power cut) is no board either: never quietly the simulated one.
+    @Test func anEmptyFileIsRefusedByRun() throws {
+        let dir = TemporaryDirectory()
+        let path = dir.path + "/vigil.yaml"
+        try "".write(toFile: path, atomically: true, encoding: .utf8)
+        let run = try CLI.run(["run", "--config", path, "--data", dir.path + "/data", "--duration", "1s"])
+        #expect(run.status == 78 && run.stderr.contains("no board profile is chosen"), "\(run.stderr)")
+    }
+
+    /// A box set up by hand from the example file with only its board changed keeps the
+    /// simulated radio: refused, unless the command line asks for it (trying the board alone).
+    @Test func aRealBoardWithTheSimulatedRadioIsRefusedUnlessAskedFor() throws {
+        let dir = TemporaryDirectory()
+        let path = try Self.configuration(in: dir)
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        try text.replacingOccurrences(of: "\nboard: sim ", with: "\nboard: \(Self.root)/board/rpi4.yaml ")
+            .write(toFile: path, atomically: true, encoding: .utf8)
+        let refused = try CLI.run(["run", "--config", path, "--duration", "1s"])
+        #expect(refused.status == 78 && refused.stderr.contains("hears nobody") && refused.stderr.contains("--radio sim"), "\(refused.stderr)")
+        // Asked for, it goes on to the board, whose chip this machine does not have.
+        let asked = try CLI.run(["run", "--config", path, "--duration", "1s", "--radio", "sim"])
+        #expect(asked.status != 0 && asked.status != 78 && !asked.stderr.contains("hears nobody"), "\(asked.status) \(asked.stderr)")
+    }
+
+    /// A profile found only beside where setup ran is written as its path (the service runs
+    /// elsewhere); a file whose profile is gone can be set up again.
+    @Test func aBoardFoundBesideTheWorkingDirectoryIsWrittenAsAPathAndAMissingOneIsAskedAgain() throws {
+        let dir = TemporaryDirectory()
+        let path = try Self.configuration(in: dir)
+        let work = dir.path + "/work"
+        try FileManager.default.createDirectory(atPath: work + "/board", withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: Self.root + "/board/rpi4.yaml", toPath: work + "/board/mine.yaml")
+        let r = try CLI.run(["setup", "--config", path, "--non-interactive", "--board", "mine", "--radio", "hci0"], directory: work)
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(try String(contentsOfFile: path, encoding: .utf8).contains("\nboard: \"\(work)/board/mine.yaml\""))
+        try FileManager.default.removeItem(atPath: work + "/board/mine.yaml")
+        let again = try CLI.run(["setup", "--config", path, "--non-interactive", "--board", "sim", "--radio", "sim"])
+        #expect(again.status == 0, "the profile that went is chosen again: \(again.stderr)")
         #expect(try String(contentsOfFile: path, encoding: .utf8).contains("\nboard: \"sim\""))
+    }
+
+    @Test("a copy of the simulated profile under another name is still simulated")
+    func theSimulatedRadioGoesWithTheSimulatedBoardByItsChip() throws {
+        let dir = TemporaryDirectory()
+        let path = try Self.configuration(in: dir)
+        let r = try CLI.run(["setup", "--config", path, "--non-interactive", "--board", Self.root + "/board/sim.yaml", "--radio", "sim"])
+        #expect(r.status == 0, "\(r.stderr)")
     }
 
     @Test func aNewFileIsNotForEveryoneAndALinkIsEditedWhereItPoints() throws {

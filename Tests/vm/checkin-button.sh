@@ -15,7 +15,7 @@ CONFIG="$SCRATCH/vigil.yaml"
 printf 'data: %s\nboard: %s\nsimulation:\n  advertisers: 0\n' "$DATA" "$PROFILE" > "$CONFIG"
 
 events() { "$VIGIL" log tail --json -n 1000 --kind "$1" --data "$DATA" 2>/dev/null; }
-"$VIGIL" run --config "$CONFIG" > "$SCRATCH/node.log" 2>&1 &
+"$VIGIL" run --config "$CONFIG" --radio sim > "$SCRATCH/node.log" 2>&1 &
 NODE=$!
 BACKGROUND+=("$NODE")
 if ! wait_ms 60000 test -S "$DATA/control.sock"; then

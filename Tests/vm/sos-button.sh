@@ -27,7 +27,7 @@ red_is() { [ "$(level 1)" = "$1" ]; }
 hold() { press; sleep "$(printf '%d.%03d' $(($1 / 1000)) $(($1 % 1000)))"; release; }
 ms_since() { echo $(( ($(now_ns) - $1) / 1000000 )); }
 
-"$VIGIL" run --config "$CONFIG" > "$SCRATCH/node.log" 2>&1 &
+"$VIGIL" run --config "$CONFIG" --radio sim > "$SCRATCH/node.log" 2>&1 &
 NODE=$!
 BACKGROUND+=("$NODE")
 if ! wait_ms 60000 has_event node-started; then

@@ -6,11 +6,16 @@ public struct ConfigurationError: Error, Sendable, CustomStringConvertible {
     public let file: String
     public let line: Int?
     public let message: String
+    /// The file is there and could not be read (EIO from a failing card, EACCES, EMFILE): not
+    /// a mistake in it, so `vigil run` exits EX_IOERR (74), which its unit restarts, and not
+    /// EX_CONFIG (78), which it does not.
+    public let unreadable: Bool
 
-    public init(file: String, line: Int?, message: String) {
+    public init(file: String, line: Int?, message: String, unreadable: Bool = false) {
         self.file = file
         self.line = line
         self.message = message
+        self.unreadable = unreadable
     }
 
     public var description: String {

@@ -128,6 +128,7 @@ public struct NodeConfiguration: Sendable {
     /// types and out-of-range values are errors naming the file and line.
     public static func load(file: String) throws -> NodeConfiguration {
         guard let data = FileManager.default.contents(atPath: file) else {
+            if FileSystem.exists(file) { throw ConfigurationError(file: file, line: nil, message: "cannot read the file", unreadable: true) }
             throw ConfigurationError(file: file, line: nil, message: "cannot read the file (does it exist?)")
         }
         guard let text = String(data: data, encoding: .utf8) else {
@@ -153,10 +154,17 @@ public struct NodeConfiguration: Sendable {
     }
 
     /// Reads a configuration from `text` (named `file` in messages).
-    public static func load(text: String, file: String) throws -> NodeConfiguration {
+    /// `resolvingBoard` false: the board profile is not looked for (`vigil setup` reads a file
+    /// whose profile is missing, to ask for another).
+    public static func load(text: String, file: String, resolvingBoard: Bool = true) throws -> NodeConfiguration {
         var config = NodeConfiguration()
         config.source = file
-        guard var root = try ConfigReader.parse(file: file, text: text) else { return config }
+        guard var root = try ConfigReader.parse(file: file, text: text) else {
+            // An empty file (one cut short by a power cut, say) names no board: refused by `vigil
+            // run`, never the simulated board.
+            config.boardName = ""
+            return config
+        }
         var pendingDefaultTree: CallTree?
         var callsTestEvery: UInt64?
         if let v = try root.string("data") { config.dataDirectory = v }
@@ -208,7 +216,7 @@ public struct NodeConfiguration: Sendable {
         }
         // `board: ""` is the package's file before `vigil setup`: readable (setup reads it to ask),
         // refused by `vigil run` (`boardChosen`), never quietly the simulated board.
-        if config.boardChosen {
+        if config.boardChosen, resolvingBoard {
             config.board = try loadBoard(named: config.boardName, relativeTo: (file as NSString).deletingLastPathComponent)
         }
         return config
@@ -223,6 +231,12 @@ public struct NodeConfiguration: Sendable {
     /// Resolves a board by path or by name in the usual places; `sim` falls back to the built-in
     /// profile so a node runs anywhere.
     public static func loadBoard(named name: String, relativeTo base: String = ".") throws -> BoardProfile {
+        if let path = try boardFile(named: name, relativeTo: base) { return try BoardProfileFile.load(file: path) }
+        return .simulated
+    }
+
+    /// The profile file `name` resolves to, or nil for the built-in `sim`; throws when there is none.
+    public static func boardFile(named name: String, relativeTo base: String = ".") throws -> String? {
         let candidates: [String]
         if name.hasSuffix(".yaml") || name.contains("/") {
             candidates = [name]
@@ -232,10 +246,8 @@ public struct NodeConfiguration: Sendable {
             candidates = [base + "/board/\(name).yaml", base + "/\(name).yaml", "board/\(name).yaml",
                           "/etc/vigil/board/\(name).yaml", "/usr/share/vigil/board/\(name).yaml"]
         }
-        for path in candidates where FileSystem.exists(path) {
-            return try BoardProfileFile.load(file: path)
-        }
-        if name == "sim" { return .simulated }
+        for path in candidates where FileSystem.exists(path) { return path }
+        if name == "sim" { return nil }
         throw ConfigurationError(file: name, line: nil, message: "no such board profile (looked in \(candidates.joined(separator: ", ")))")
     }
 }
@@ -244,7 +256,7 @@ public struct NodeConfiguration: Sendable {
 enum BoardProfileFile {
     static func load(file: String) throws -> BoardProfile {
         guard let data = FileManager.default.contents(atPath: file), let text = String(data: data, encoding: .utf8) else {
-            throw ConfigurationError(file: file, line: nil, message: "cannot read the board profile")
+            throw ConfigurationError(file: file, line: nil, message: "cannot read the board profile", unreadable: FileSystem.exists(file))
         }
         guard var root = try ConfigReader.parse(file: file, text: text) else {
             throw ConfigurationError(file: file, line: nil, message: "the board profile is empty")

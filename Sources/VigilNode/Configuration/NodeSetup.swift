@@ -1,5 +1,6 @@
 import Foundation
 import VigilAccess
+import VigilBoard
 import VigilCore
 import VigilHubProtocol
 import VigilRadio
@@ -39,29 +40,39 @@ public struct NodeSetup: Sendable, Equatable {
     public static func checkBoard(_ text: String, configFile: String) throws(SetupRefusal) -> String {
         let name = text.trimmingCharacters(in: .whitespaces)
         guard !name.isEmpty else { throw SetupRefusal("a board profile is needed (sim, rpi4, rpi5, zero2w, or a path to one)") }
+        let found: String?
         do {
-            _ = try NodeConfiguration.loadBoard(named: name, relativeTo: (configFile as NSString).deletingLastPathComponent)
+            found = try NodeConfiguration.boardFile(named: name, relativeTo: (configFile as NSString).deletingLastPathComponent)
+            if let found { _ = try NodeConfiguration.loadBoard(named: found) }
         } catch let error as ConfigurationError {
             throw SetupRefusal("unknown board profile \"\(name.prefix(64))\": \(error.message)")
         } catch {
             throw SetupRefusal("unknown board profile \"\(name.prefix(64))\": \(error)")
         }
-        // A path is written absolute: the service does not run where setup did.
-        if name.hasSuffix(".yaml") || name.contains("/") {
-            return URL(fileURLWithPath: name).standardizedFileURL.path
+        // A path is written absolute, and so is a name found only beside the working directory
+        // (`board/NAME.yaml`): the service does not run where setup did. `sim` it always finds.
+        if let found, name.hasSuffix(".yaml") || name.contains("/") || (!found.hasPrefix("/") && name != "sim") {
+            return URL(fileURLWithPath: found).standardizedFileURL.path
         }
         return name
+    }
+
+    /// Whether `board` (as `checkBoard` returned it) is the simulated board, by its chip: a copy of
+    /// the sim profile under another name is still simulated.
+    public static func isSimulated(board: String, configFile: String) -> Bool {
+        let profile = try? NodeConfiguration.loadBoard(named: board, relativeTo: (configFile as NSString).deletingLastPathComponent)
+        return profile?.chip == BoardProfile.simulated.chip
     }
 
     /// The radio adapter for `board`: a name (hci0) or an address, or `sim` only with the
     /// simulated board. A simulated radio on a real box would hear nobody and fill the log with
     /// people who are not there.
-    public static func checkRadio(_ text: String, board: String) throws(SetupRefusal) -> String {
+    public static func checkRadio(_ text: String, boardIsSimulated: Bool) throws(SetupRefusal) -> String {
         let radio = text.trimmingCharacters(in: .whitespaces)
         guard radio == "sim" || isAdapterSelector(radio) else {
             throw SetupRefusal("the radio is a Bluetooth adapter's name (hci0) or address (AA:BB:CC:DD:EE:FF), or sim")
         }
-        if radio == "sim", board != "sim" {
+        if radio == "sim", !boardIsSimulated {
             throw SetupRefusal("a simulated radio on a real board hears nobody: give its adapter (hci0; `ls /sys/class/bluetooth` lists them)")
         }
         return radio
