@@ -130,10 +130,9 @@ final class HubHarness: @unchecked Sendable {
         return text.split(separator: "\n").suffix(lines).joined(separator: "\n")
     }
 
-    /// Its exit status once Foundation has seen it end (which may come a moment after waitpid's).
+    /// Its exit status, once it has exited; nil while it runs or when a signal ended it.
     static func exitStatus(_ process: TestProcess) async -> Int32? {
-        for _ in 0..<100 where process.isRunning { try? await Task.sleep(for: .milliseconds(10)) }
-        return process.isRunning || process.terminationReason != .exit ? nil : process.terminationStatus
+        process.isRunning || process.terminationReason != .exit ? nil : process.terminationStatus
     }
 
     /// kill -9: nothing finishes; the cluster it started keeps running (the next start reuses it).
@@ -144,41 +143,35 @@ final class HubHarness: @unchecked Sendable {
         self.process = nil
     }
 
-    /// Waits until `process` has exited (Foundation's waitUntilExit can miss the exit of a child
-    /// whose own children live on: the cluster the hub started).
-    /// `resendingTermination`: SIGTERM again every 5 s while it runs (one that came before the
-    /// hub's handler was in place can be lost), and after two minutes SIGKILL: a hub that SIGTERM
-    /// does not stop is a bug (`stop` fails the test), and must not hang the suite.
+    /// Waits until `process` has exited (reaped through `TestProcess`, so its status is there
+    /// afterwards). `resendingTermination`: SIGTERM again every 5 s while it runs (one that came
+    /// before the hub's handler was in place can be lost), and after two minutes SIGKILL: a hub
+    /// that SIGTERM does not stop is a bug (`stop` fails the test), and must not hang the suite.
     /// Returns whether it had to be killed.
     @discardableResult
     static func exited(_ process: TestProcess, resendingTermination: Bool = false) async -> Bool {
-        let pid = process.processIdentifier
-        let stuck: Bool = await offPool {
-            var status: Int32 = 0
+        await offPool {
             guard resendingTermination else {
-                // Returns when it exits, or at once if Foundation reaped it first (ECHILD).
-                while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+                process.waitUntilExit()
                 return false
             }
             let start = monotonicNanoseconds()
             var lastTerm = start
-            while true {
-                let r = waitpid(pid, &status, WNOHANG)
-                if r == pid || (r < 0 && errno == ECHILD) { return false }
+            while process.isRunning {
                 let now = monotonicNanoseconds()
                 if now - start > 120_000_000_000 {
-                    Glibc.kill(pid, SIGKILL)
-                    while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+                    Glibc.kill(process.processIdentifier, SIGKILL)
+                    process.waitUntilExit()
                     return true
                 }
                 if now - lastTerm > 5_000_000_000 {
-                    Glibc.kill(pid, SIGTERM)
+                    process.terminate()
                     lastTerm = now
                 }
                 usleep(20_000)
             }
+            return false
         }
-        return stuck
     }
 
     func enrolmentToken(for name: String) async throws -> EnrolmentToken {
@@ -207,9 +200,8 @@ final class HubHarness: @unchecked Sendable {
     }
 }
 
-/// Waits (off the pool) for a child that leaves no daemon behind to end, and gives its exit
-/// status, or 128 + the signal that ended it. (Foundation reaps its children itself, so a
-/// `waitpid` of ours can find nothing and read a status of 0.)
+/// Waits (off the pool) for a child to end, and gives its exit status, or 128 + the signal that
+/// ended it.
 func exitStatus(of process: TestProcess) async -> Int32 {
     await offPool {
         process.waitUntilExit()

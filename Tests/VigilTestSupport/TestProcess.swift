@@ -59,11 +59,14 @@ public final class TestProcess: @unchecked Sendable {
         }
     }
 
-    /// Reaps the child if it has exited; the caller holds the lock.
+    /// Reaps the child if it has exited; the caller holds the lock. A child someone else reaped
+    /// (a `waitpid` of the test's own) has ended with a status nobody kept: said as exit 255,
+    /// never as running for ever.
     private func reapIfExited() {
         guard reaped == nil, child > 0 else { return }
         var status: Int32 = 0
-        if waitpid(child, &status, WNOHANG) == child { reaped = status }
+        let rc = waitpid(child, &status, WNOHANG)
+        if rc == child { reaped = status } else if rc < 0 && errno == ECHILD { reaped = 255 << 8 }
     }
 
     public var isRunning: Bool {
