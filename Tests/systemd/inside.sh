@@ -58,6 +58,8 @@ still_there() {
   echo "     the log's $2 events now:"; events "$2" | tail -n 3 | sed 's/^/     | /'
 }
 event_count() { events "" | wc -l; }
+# kept BEFORE NOW: there were events, and none is gone (a CLI that fails reads 0 and fails this).
+kept() { [ "$1" -gt 0 ] && [ "$2" -ge "$1" ]; }
 last_event() { as_vigil vigil log tail --json -n 1 --data /var/lib/vigil 2>/dev/null; }
 active_ready() { [ "$(prop ActiveState)" = active ] && [ "$(prop SubState)" = running ]; }
 show_journal() { echo "     --- journalctl -u vigil (last 25 lines):"; journalctl -u vigil -b --no-pager -n 25 | sed 's/^/     | /'; }
@@ -126,9 +128,10 @@ simulation:
 YAML
   vigil run --config /tmp/b.yaml > /tmp/b.log 2>&1 &
   B=$!
-  b_has() { vigil log tail --json -n 100000 --kind scan-batch --data /tmp/b 2>/dev/null | grep -q 64753; }
-  box_has() { events scan-batch | grep -q 64753; }
-  # 64753 = 0xFCF1, the service data of Vigil's presence advert.
+  # 64753 = 0xFCF1, the service data of Vigil's presence advert, among a hit's 16-bit UUIDs.
+  presence='"service_?[dD]ata_?[uU]uids16":\[([0-9]+,)*64753[],]'
+  b_has() { vigil log tail --json -n 100000 --kind scan-batch --data /tmp/b 2>/dev/null | grep -qE "$presence"; }
+  box_has() { events scan-batch | grep -qE "$presence"; }
   if wait_ms 60000 b_has; then ok "the other node hears the box's advert"; else bad "the other node never heard the box"; tail -n 20 /tmp/b.log | sed 's/^/     | /'; fi
   if wait_ms 60000 box_has; then ok "the box hears the other node's advert"; else bad "the box never heard the other node"; show_journal; fi
   kill -TERM "$B"; wait "$B" 2>/dev/null
@@ -167,13 +170,13 @@ YAML
   fi
   check "the journal says the watchdog fired" bash -c 'journalctl -u vigil -b --no-pager | grep -qi "watchdog timeout"'
   seq=$(echo "$before" | grep -o '"seq":[0-9]*' | cut -d: -f2)
-  still_there "the last event before the stop (seq $seq)" "" "$before"
+  still_there "an event logged before the stop (seq $seq)" "" "$before"
   still_there "the SOS" alert-raised "$sos"
   check "red is lit again (the SOS restored from the log)" wait_ms 20000 red_is 1
 
   echo "7. systemctl stop is clean"
   systemctl stop vigil
-  check "exit status 0, result success ($(prop ExecMainStatus), $(prop Result))" bash -c '[ "$(systemctl show -P ExecMainStatus vigil)" = 0 ] && [ "$(systemctl show -P Result vigil)" = success ]'
+  check "exit status 0, result success ($(prop ExecMainStatus), $(prop Result))" bash -c '[ "$(systemctl show -P ExecMainCode vigil)" = 1 ] && [ "$(systemctl show -P ExecMainStatus vigil)" = 0 ] && [ "$(systemctl show -P Result vigil)" = success ]'
   check "the last event is node-stopped" bash -c "runuser -u vigil -- vigil log tail --json -n 1 --data /var/lib/vigil | grep -q '\"kind\":\"node-stopped\"'"
   check "the log checks clean" as_vigil vigil log check --data /var/lib/vigil
 
@@ -185,9 +188,10 @@ YAML
   else
     bad "the upgrade failed:"; sed 's/^/     | /' /tmp/dpkg-current.log
   fi
+  check "the installed version is the current package's" [ "$(dpkg-query -W -f='${Version}' vigil)" = "$(dpkg-deb -f "$HERE"/current/vigil_*.deb Version)" ]
   check "the configuration is kept" [ "$(sha256sum < /etc/vigil/vigil.yaml)" = "$conf" ]
   check "the node was restarted on the new binary and is READY" bash -c "[ \"\$(systemctl show -P MainPID vigil)\" != '$pid' ] && [ \"\$(systemctl show -P SubState vigil)\" = running ]"
-  check "the log is kept ($count events before, $(event_count) now)" [ "$(event_count)" -ge "$count" ]
+  check "the log is kept ($count events before, $(event_count) now)" kept "$count" "$(event_count)"
   still_there "the SOS" alert-raised "$sos"
 
   echo "9. vigil-hub as a service beside its own PostgreSQL, and the box joining it"
@@ -217,9 +221,53 @@ YAML
   hub_refused=$(journalctl -b --no-pager -o cat -u vigil-hub | grep -iE 'not permitted|EPERM|SIGSYS|permission denied|apparmor' | head -n 5)
   check "nothing in vigil-hub's journal says a call was refused${hub_refused:+: $hub_refused}" [ -z "$hub_refused" ]
   hub_exposure=$(systemd-analyze security vigil-hub --no-pager 2>/dev/null | grep -o 'Overall exposure level for vigil-hub.service: [0-9.]*' | grep -o '[0-9.]*$')
-  [ -z "$hub_exposure" ] || metric systemd_exposure_hub "$hub_exposure" score
+  if [ -n "$hub_exposure" ]; then ok "systemd-analyze security vigil-hub: $hub_exposure"; metric systemd_exposure_hub "$hub_exposure" score; else bad "systemd-analyze security printed no exposure level for vigil-hub"; fi
 
-  echo "10. what the sandbox refused"
+  echo "10. the regional hazard feed: Debian's Mosquitto with mutual TLS, a pedestrian's PSM"
+  C=/etc/mosquitto/certs
+  ec=(-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes)
+  {
+    openssl req -x509 "${ec[@]}" -keyout $C/ca.key -out $C/ca.pem -days 3 -subj "/CN=Vigil VM test CA"
+    echo "subjectAltName=IP:127.0.0.1" > $C/san.ext
+    for name in server box publisher; do
+      openssl req "${ec[@]}" -keyout $C/$name.key -out $C/$name.csr -subj "/CN=vm-$name"
+      ext=(); [ $name = server ] && ext=(-extfile $C/san.ext)
+      openssl x509 -req -in $C/$name.csr -CA $C/ca.pem -CAkey $C/ca.key -CAcreateserial -out $C/$name.crt -days 3 "${ext[@]}"
+    done
+  } > /tmp/openssl.log 2>&1
+  chown mosquitto $C/server.key
+  cat > /etc/mosquitto/conf.d/vigil-vm.conf <<CONF
+per_listener_settings false
+allow_anonymous false
+listener 8883 127.0.0.1
+cafile $C/ca.pem
+certfile $C/server.crt
+keyfile $C/server.key
+require_certificate true
+use_identity_as_username true
+CONF
+  check "mosquitto restarted with the TLS listener" systemctl restart mosquitto
+  install -d -m 0750 -o vigil -g vigil /var/lib/vigil/feed
+  install -m 0644 -o vigil -g vigil $C/ca.pem /var/lib/vigil/feed/ca.pem
+  install -m 0644 -o vigil -g vigil $C/box.crt /var/lib/vigil/feed/box.crt
+  install -m 0600 -o vigil -g vigil $C/box.key /var/lib/vigil/feed/box.key
+  printf 'hazards:\n  feed:\n    brokers: ["vm 127.0.0.1:8883 40.4168,-3.7038"]\n' >> /etc/vigil/vigil.yaml
+  systemctl restart vigil
+  # A pedestrian's PSM (SAE J2735, Fuzz/corpus/j2735/psm-0), published each second until the box
+  # has logged it: the box may still be connecting.
+  psm_logged() {
+    mosquitto_pub -h 127.0.0.1 -p 8883 --cafile $C/ca.pem --cert $C/publisher.crt --key $C/publisher.key \
+      -t vzimp/1/GeoRelevance/vm/0/Public/j2735/PSM/0A1B2C3D -f "$HERE/psm.uper" 2>/dev/null
+    sleep 1
+    has_event hazard-reported 0a1b2c3d || has_event hazard-reported 0A1B2C3D
+  }
+  if wait_ms 90000 psm_logged; then
+    ok "the box logged the pedestrian from the feed: $(events hazard-reported | tail -n 1 | cut -c1-160)"
+  else
+    bad "no hazard-reported from the feed within 90 s"; show_journal; journalctl -u mosquitto -b --no-pager -n 10 | sed 's/^/     | /'
+  fi
+
+  echo "11. what the sandbox refused"
   refused=$(journalctl -b --no-pager -o cat -u vigil | grep -iE 'not permitted|EPERM|SIGSYS|permission denied|apparmor' | head -n 5)
   check "nothing in vigil's journal says a call was refused${refused:+: $refused}" [ -z "$refused" ]
   kernel=$(journalctl -k -b --no-pager -o cat | grep -E 'audit: type=1326|apparmor="DENIED"|avc: +denied' | head -n 5)
@@ -236,13 +284,20 @@ YAML
 fi
 
 echo "1. after the reboot: started by systemd at boot"
-if wait_ms 120000 active_ready; then ok "vigil.service is active (running)"; else bad "vigil.service is $(prop ActiveState)/$(prop SubState)"; show_journal; fi
-metric boot_to_ready_ms $(( $(prop ActiveEnterTimestampMonotonic) / 1000 )) ms
+if wait_ms 120000 active_ready; then
+  ok "vigil.service is active (running)"
+  metric boot_to_ready_ms $(( $(prop ActiveEnterTimestampMonotonic) / 1000 )) ms
+else
+  bad "vigil.service is $(prop ActiveState)/$(prop SubState)"; show_journal
+fi
 check "the log of the first boot is kept (≥ $(cat "$HERE/events-before-reboot") events)" \
-  [ "$(event_count)" -ge "$(cat "$HERE/events-before-reboot")" ]
+  kept "$(cat "$HERE/events-before-reboot")" "$(event_count)"
 still_there "the SOS" alert-raised "$(cat "$HERE/sos")"
 check "red is lit (the SOS restored)" wait_ms 20000 red_is 1
 systemctl stop vigil
-check "a clean stop again" [ "$(prop Result)" = success ]
+check "a clean stop again (exit $(prop ExecMainStatus), $(prop Result))" bash -c '[ "$(systemctl show -P ExecMainCode vigil)" = 1 ] && [ "$(systemctl show -P ExecMainStatus vigil)" = 0 ] && [ "$(systemctl show -P Result vigil)" = success ]'
+check "the last event is node-stopped" bash -c "runuser -u vigil -- vigil log tail --json -n 1 --data /var/lib/vigil | grep -q '\"kind\":\"node-stopped\"'"
+refused=$(journalctl -b --no-pager -o cat -u vigil | grep -iE 'not permitted|EPERM|SIGSYS|permission denied|apparmor' | head -n 5)
+check "nothing in vigil's journal of this boot says a call was refused${refused:+: $refused}" [ -z "$refused" ]
 verdict
 systemctl poweroff
