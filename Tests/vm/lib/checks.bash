@@ -14,6 +14,9 @@ finish() {
   exit $?
 }
 
+# Time since boot (CLOCK_BOOTTIME, centiseconds), in nanoseconds: systemd's *Monotonic
+# timestamps and the kernel's event times count from the same start when nothing suspends.
+uptime_ns() { local u; read -r u _ < /proc/uptime; echo $(( 10#${u/./} * 10000000 )); }
 now_ns() { local t=${EPOCHREALTIME/./}; echo $((10#$t * 1000)); }   # realtime, µs precision
 
 # wait_ms MILLISECONDS COMMAND...: retries COMMAND every 50 ms until it succeeds or time is up.

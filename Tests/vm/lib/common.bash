@@ -28,7 +28,6 @@ press() { pull 0 pull-down; }
 release() { pull 0 pull-up; }
 level() { cat "$GPIO_SIM/sim_gpio$1/value"; }
 
-uptime_ns() { local u; read -r u _ < /proc/uptime; echo $(( 10#${u/./} * 10000000 )); } # centiseconds
 
 
 has_line() { grep -q -- "$2" "$1" 2>/dev/null; }
