@@ -95,9 +95,11 @@ struct CoordinatorRoutes: Sendable {
         // body unrun (the client left before the head went out).
         return Response(status: .ok, headers: headers, body: ResponseBody { writer in
             defer { lease.release() }
+            // The generation before the first byte: a change committed once the client has its
+            // first line (the page then fetches the overview) is told, never counted as seen.
+            var seen = await signal.generation
             try await writer.write(ByteBuffer(string: "retry: 2000\n\n"))
             var checked = ContinuousClock.now
-            var seen = await signal.generation
             while await !signal.isClosing {
                 try Task.checkCancellation()
                 await signal.wait(after: seen, seconds: Self.keepAliveSeconds)

@@ -196,8 +196,21 @@ import VigilTestSupport
         request.headers.add(name: "cookie", value: cookie)
         let stream = try await client.execute(request, timeout: .seconds(60))
         #expect(stream.headers.first(name: "content-type") == "text/event-stream")
-        var chunks = stream.body.makeAsyncIterator()
-        let first = try await chunks.next().map { String(buffer: $0) } ?? ""
+        // The stream is read by a task of its own, so that a change that never comes fails the
+        // test at a deadline instead of holding the run (the request's timeout ends at its head).
+        let (received, receiving) = AsyncStream<String>.makeStream()
+        let reader = Task {
+            defer { receiving.finish() }
+            var chunks = stream.body.makeAsyncIterator()
+            while let chunk = try await chunks.next() { receiving.yield(String(buffer: chunk)) }
+        }
+        let deadline = Task {
+            try await Task.sleep(for: .seconds(30))
+            reader.cancel()
+        }
+        defer { deadline.cancel(); reader.cancel() }
+        var chunks = received.makeAsyncIterator()
+        let first = await chunks.next() ?? ""
         #expect(first.hasPrefix("retry:"), "\(first)")
 
         // Box B's SOS: from its append to the page's "change".
@@ -209,14 +222,14 @@ import VigilTestSupport
         let started = ContinuousClock.now
         await b.append(.alertRaised(sos))
         var told = false
-        while let chunk = try await chunks.next() {
-            if String(buffer: chunk).contains("event: change") {
+        while let chunk = await chunks.next() {
+            if chunk.contains("event: change") {
                 told = true
                 break
             }
         }
         let elapsed = ContinuousClock.now - started
-        #expect(told)
+        #expect(told, "the change came within the test's 30 s deadline")
         print("hub page live: box B's SOS to the page's change event in \(elapsed)")
         #expect(elapsed < .seconds(2), "a new call reaches the live page within a second (2 s allowed under CI load): \(elapsed)")
         let overview = try await hub.database { try await $0.overview(nowMicroseconds: UInt64(Date().timeIntervalSince1970 * 1_000_000)) }
