@@ -61,9 +61,14 @@ let package = Package(
         // 15.7x the matching rate of one swift-crypto call per RPI (gaen_match_keys_per_s, docs/benchmarks.md "Benchmarks").
         .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         .target(name: "CVigilLinux"),
+        // libxml2: CAP 1.2 public warnings are parsed from memory with it (issue 32, docs/warnings.md).
+        .systemLibrary(name: "CLibXML2", pkgConfig: "libxml-2.0", providers: [.apt(["libxml2-dev"])]),
 
         // Hex text for bytes and back: pure, so the pure layers can use it too.
         .target(name: "VigilHex", swiftSettings: strict),
+        // CAP 1.2 documents read into values: libxml2 from memory (bounded, no DTD, no network),
+        // then a strict decoder; no clock, no files, so the core can use the values.
+        .target(name: "VigilCAP", dependencies: ["CLibXML2"], swiftSettings: strict),
         // errno and syscalls, wrapped once.
         .target(name: "VigilSystem", dependencies: ["CVigilLinux", "VigilHex"], swiftSettings: strict),
         // The durable, append-only record log over LMDB.
@@ -218,7 +223,7 @@ let package = Package(
         .executableTarget(
             name: "vigil-fuzz",
             dependencies: ["VigilRadio", "VigilCore", "VigilEvents", "VigilExposure", "VigilHubProtocol", "VigilLog", "VigilNode", "VigilAccess",
-                           "VigilGATT", "VigilJ2735", "VigilCalls", "VigilAlarmCentre"],
+                           "VigilGATT", "VigilJ2735", "VigilCalls", "VigilAlarmCentre", "VigilCAP"],
             swiftSettings: strict
         ),
         .executableTarget(
@@ -251,7 +256,7 @@ let package = Package(
             name: "VigilBench",
             dependencies: [
                 "VigilLog", "VigilEvents", "VigilCore", "VigilNode", "VigilBoard", "VigilRadio", "CLMDB", "VigilSystem", "VigilExposure",
-                "VigilHub", "VigilHubProtocol", "VigilWeb", "VigilGATT", "VigilJ2735", "VigilTestSupport", "VigilAlarmCentre",
+                "VigilHub", "VigilHubProtocol", "VigilWeb", "VigilGATT", "VigilJ2735", "VigilTestSupport", "VigilAlarmCentre", "VigilCAP",
                 .product(name: "Logging", package: "swift-log"),
                 // The hub's figures: a real hub in this process, its database, 200 HTTPS clients.
                 .product(name: "PostgresNIO", package: "postgres-nio"),
@@ -289,6 +294,7 @@ let package = Package(
         .testTarget(name: "VigilAlarmCentreTests", dependencies: ["VigilAlarmCentre", "VigilSystem", "VigilTestSupport"], swiftSettings: strict),
         .testTarget(name: "VigilJ2735Tests", dependencies: ["VigilJ2735"], resources: [.copy("Vectors")], swiftSettings: strict),
         .testTarget(name: "VigilHexTests", dependencies: ["VigilHex"], swiftSettings: strict),
+        .testTarget(name: "VigilCAPTests", dependencies: ["VigilCAP"], resources: [.copy("Corpus")], swiftSettings: strict),
         .testTarget(name: "VigilHubProtocolTests", dependencies: ["VigilHubProtocol", "VigilEvents"], swiftSettings: strict),
         .testTarget(name: "VigilBoardTests", dependencies: ["VigilBoard"], swiftSettings: strict),
         .testTarget(name: "VigilMQTTTests", dependencies: ["VigilMQTT"], swiftSettings: strict),

@@ -66,6 +66,9 @@ func runBenchmarks(_ options: Options) throws {
     if reporter.wants(PSMBench.metric) {
         try PSMBench(plan: plan, options: options, reporter: reporter).run()
     }
+    if reporter.wants(CAPBench.metric) {
+        try CAPBench(plan: plan, options: options, reporter: reporter).run()
+    }
     if reporter.wants(ChecksumBench.metric) {
         try ChecksumBench(plan: plan, options: options, reporter: reporter).run()
     }
