@@ -39,8 +39,9 @@ public struct CAPAlert: Sendable, Equatable, Codable {
     }
 }
 
-/// One earlier message named by `references`: "sender,identifier,sent".
-public struct CAPReference: Sendable, Hashable, Codable {
+/// One earlier message named by `references`: "sender,identifier,sent". Ordered by when it was
+/// sent, then sender and identifier (a fixed order for encoding).
+public struct CAPReference: Sendable, Hashable, Codable, Comparable {
     public var sender: String
     public var identifier: String
     public var sent: CAPTime
@@ -49,6 +50,10 @@ public struct CAPReference: Sendable, Hashable, Codable {
         self.sender = sender
         self.identifier = identifier
         self.sent = sent
+    }
+
+    public static func < (a: CAPReference, b: CAPReference) -> Bool {
+        (a.sent.microseconds, a.sender, a.identifier) < (b.sent.microseconds, b.sender, b.identifier)
     }
 }
 

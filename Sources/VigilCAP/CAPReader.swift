@@ -10,6 +10,8 @@
 public enum CAPReader {
     public static let namespace = "urn:oasis:names:tc:emergency:cap:1.2"
     public static let signatureNamespace = "http://www.w3.org/2000/09/xmldsig#"
+    /// References one message may carry (a cancel of a day's updates names a few).
+    public static let maximumReferences = 64
 
     /// The alert `bytes` hold, or why they are not one.
     public static func read(_ bytes: [UInt8], limits: CAPLimits = .standard) throws(CAPError) -> CAPAlert {
@@ -52,10 +54,11 @@ public enum CAPReader {
                         incidents: fields.optional("incidents"), infos: decodedInfos, hasSignature: fields.hasSignature)
     }
 
-    /// "sender,identifier,sent" triples separated by whitespace.
+    /// "sender,identifier,sent" triples separated by whitespace; at most `maximumReferences`.
     static func references(_ text: String) throws(CAPError) -> [CAPReference] {
         var result: [CAPReference] = []
         for triple in text.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\n" || $0 == "\r" }) {
+            guard result.count < maximumReferences else { throw .tooMany(path: "alert/references", limit: maximumReferences) }
             let parts = triple.split(separator: ",", omittingEmptySubsequences: false)
             guard parts.count == 3, !parts[0].isEmpty, !parts[1].isEmpty, let sent = CAPTime(parts[2]) else {
                 throw .invalid(path: "alert/references", value: String(triple), reason: "each reference is sender,identifier,sent")

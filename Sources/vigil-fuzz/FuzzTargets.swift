@@ -1,7 +1,6 @@
 import Foundation
 import VigilAccess
 import VigilAlarmCentre
-import VigilCAP
 import VigilCalls
 import VigilCore
 import VigilEvents
@@ -138,28 +137,6 @@ enum FuzzTargets {
     /// its value as a PSM or TIM, and the input itself as either. Promises: a frame decoded
     /// encodes to one that decodes to the same id and value; a TIM's path has at most 63 points
     /// a region.
-    /// CAP 1.2 public warnings (docs/warnings.md): libxml2 under the reader's bounds, then the
-    /// strict decoder. What it reads keeps CAP's rules: times write back to the same instant,
-    /// polygons are closed, the bounds hold.
-    static func cap(_ bytes: [UInt8]) {
-        guard let alert = try? CAPReader.read(bytes) else { return }
-        check(CAPTime(alert.sent.description) == alert.sent, "a sent time writes back as the same instant")
-        check(alert.infos.count <= CAPLimits.standard.maxInfos, "at most maxInfos infos")
-        check(!alert.identifier.isEmpty && !alert.identifier.contains(" ") && !alert.identifier.contains(","),
-              "an identifier has no spaces or commas")
-        for info in alert.infos {
-            check(!info.categories.isEmpty && !info.event.isEmpty, "an info has a category and an event")
-            check(info.areas.count <= CAPLimits.standard.maxAreasPerInfo, "at most maxAreasPerInfo areas")
-            for area in info.areas {
-                for polygon in area.polygons {
-                    check(polygon.points.count >= 4 && polygon.points.first == polygon.points.last, "a polygon is closed")
-                    _ = polygon.contains(CAPPoint(latitude: -33.8688, longitude: 151.2093))
-                }
-                for circle in area.circles { check(circle.radiusKilometres >= 0, "a radius is not negative") }
-            }
-        }
-    }
-
     static func j2735(_ bytes: [UInt8]) {
         if let frame = try? MessageFrame.decode(bytes) {
             check((try? MessageFrame.decode(frame.encode())) == frame, "a decoded MessageFrame encodes back to itself")

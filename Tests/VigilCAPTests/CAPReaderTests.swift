@@ -129,6 +129,13 @@ struct CAPReaderTests {
         // libxml2's own depth limit (256 without XML_PARSE_HUGE) ends a deep nesting early.
         let deep = Array((String(repeating: "<a>", count: 5000) + String(repeating: "</a>", count: 5000)).utf8)
         #expect { _ = try CAPReader.read(deep) } throws: { ($0 as? CAPError)?.kind == "not_xml" }
+        // libxml2 2.9 compares an element's attributes pair by pair: thousands are refused before it
+        // sees them, even behind a quote in a CDATA section or a comment.
+        let attributes = (0..<5_000).map { "a\($0)=\"\"" }.joined(separator: " ")
+        for prefix in ["", "<x><![CDATA[ ' ]]></x>", "<!-- \" -->"] {
+            let wide = Array("\(prefix)<alert xmlns=\"\(CAPReader.namespace)\" \(attributes)/>".utf8)
+            #expect(throws: CAPError.tooMany(path: "attributes of an element", limit: 32)) { try CAPReader.read(wide) }
+        }
     }
 
     @Test func aSignatureElementIsNotedAndOtherForeignElementsAreRefused() throws {
