@@ -69,6 +69,8 @@ public typealias CallDeadline = Vigil_Events_V1_CallDeadline
 public typealias SMSReceived = Vigil_Events_V1_SmsReceived
 public typealias PhoneCallDecided = Vigil_Events_V1_PhoneCallDecided
 public typealias SMSReading = Vigil_Events_V1_SmsReading
+public typealias WarningReceived = Vigil_Events_V1_WarningReceived
+public typealias WarningDeadline = Vigil_Events_V1_WarningDeadline
 
 /// What happened. One case per event kind in the catalogue (docs/events.md "Event catalogue").
 public enum EventBody: Sendable, Equatable {
@@ -114,6 +116,8 @@ public enum EventBody: Sendable, Equatable {
     case smsReceived(SMSReceived)
     case phoneCallDecided(PhoneCallDecided)
     case boxKeyRevoked(BoxKeyRevoked)
+    case warningReceived(WarningReceived)
+    case warningDeadline(WarningDeadline)
 
     public var kind: EventKind {
         switch self {
@@ -159,6 +163,8 @@ public enum EventBody: Sendable, Equatable {
         case .smsReceived: .smsReceived
         case .phoneCallDecided: .phoneCallDecided
         case .boxKeyRevoked: .boxKeyRevoked
+        case .warningReceived: .warningReceived
+        case .warningDeadline: .warningDeadline
         }
     }
 
@@ -231,6 +237,8 @@ extension EventKind {
         case .smsReceived: "sms-received"
         case .phoneCallDecided: "phone-call-decided"
         case .boxKeyRevoked: "box-key-revoked"
+        case .warningReceived: "warning-received"
+        case .warningDeadline: "warning-deadline"
         case .UNRECOGNIZED(let n): "kind-\(n)"
         }
     }
@@ -243,7 +251,7 @@ extension EventKind {
         .alertExpired, .alertReaffirmed, .downtimeDetected, .hubAcknowledged, .hubEpochStarted, .hubReceived,
         .occupancySampled, .exposureKeysOffered, .exposureKeysMatched, .hubFeedRewound, .logSalvaged,
         .scanSightings, .scanBatch, .linkChanged, .chatMessage, .chatOpened, .hazardReported, .hazardDeadline,
-        .alertTaken, .callDeadline, .smsReceived, .phoneCallDecided, .boxKeyRevoked,
+        .alertTaken, .callDeadline, .smsReceived, .phoneCallDecided, .boxKeyRevoked, .warningReceived, .warningDeadline,
     ]
 
     public init?(name: String) {
@@ -277,7 +285,9 @@ extension EventKind {
              // alert raised from it.
              .phoneCallDecided,
              // The hub's own statement, carried to boxes inside a HubReceived; never a box's.
-             .boxKeyRevoked:
+             .boxKeyRevoked,
+             // Public warnings are the authorities' own documents, read from their feeds.
+             .warningReceived, .warningDeadline:
             false
         }
     }

@@ -78,6 +78,8 @@ public enum EventCodec {
         case .smsReceived(let m): payload = serialize(m)
         case .phoneCallDecided(let m): payload = serialize(m)
         case .boxKeyRevoked(let m): payload = serialize(m)
+        case .warningReceived(let m): payload = serialize(m)
+        case .warningDeadline(let m): payload = serialize(m)
         }
         return (kind, payload)
     }
@@ -144,6 +146,8 @@ public enum EventCodec {
             case .smsReceived: return .smsReceived(try parse(payload))
             case .phoneCallDecided: return .phoneCallDecided(try parse(payload))
             case .boxKeyRevoked: return .boxKeyRevoked(try parse(payload))
+            case .warningReceived: return .warningReceived(try parse(payload))
+            case .warningDeadline: return .warningDeadline(try parse(payload))
             case .unspecified, .UNRECOGNIZED:
                 throw EventDecodingError(sequence: sequence, reason: .unknownKind(kind))
             }

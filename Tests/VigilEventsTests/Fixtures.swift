@@ -92,7 +92,7 @@ enum Fixtures {
             .scanHit(hit), .alertReceived(received), .alertRaised(raised), .alertCancelled(cancelled),
             .checkIn(checkIn), .buttonInput(button), .nodeStarted(started), .nodeStopped(stopped),
             .radioStateChanged(radio),
-        ] + schema2Bodies + schema4Bodies + schema5Bodies + schema6Bodies + schema7Bodies + schema8Bodies + schema9Bodies + schema10Bodies + schema11Bodies + schema12Bodies + schema13Bodies + schema15Bodies + schema16Bodies + schema17Bodies + schema19Bodies
+        ] + schema2Bodies + schema4Bodies + schema5Bodies + schema6Bodies + schema7Bodies + schema8Bodies + schema9Bodies + schema10Bodies + schema11Bodies + schema12Bodies + schema13Bodies + schema15Bodies + schema16Bodies + schema17Bodies + schema19Bodies + schema20Bodies
     }
 
     /// The kind schema 8 added, every field set (from the v8 golden stream).
@@ -289,6 +289,34 @@ enum Fixtures {
     /// The kind schema 19 added (a key per box), every field set (from the v19 stream).
     static var schema19Bodies: [EventBody] {
         [.boxKeyRevoked(boxKeyRevoked)]
+    }
+
+    /// The kinds schema 20 added (public warnings), every field set.
+    static var schema20Bodies: [EventBody] {
+        [.warningReceived(warningReceived), .warningDeadline(warningDeadline)]
+    }
+
+    static var warningReceived: WarningReceived {
+        var w = WarningReceived()
+        w.feed = "https://warnings.example.gov/cap/feed.atom"
+        w.document = Data(#"<?xml version="1.0" encoding="UTF-8"?><alert xmlns="urn:oasis:names:tc:emergency:cap:1.2"><identifier>G-1</identifier><sender>golden@example.gov</sender><sent>2026-11-30T10:00:00+00:00</sent><status>Test</status><msgType>Alert</msgType><scope>Public</scope><info><category>Met</category><event>Flood</event><urgency>Immediate</urgency><severity>Extreme</severity><certainty>Observed</certainty><area><areaDesc>Golden</areaDesc><circle>0,0 10</circle></area></info></alert>"#.utf8)
+        w.signatureVerified = true
+        w.link = "https://warnings.example.gov/cap/G-1.xml"
+        w.byStaff = true
+        return w
+    }
+
+    static var warningDeadline: WarningDeadline {
+        var d = WarningDeadline()
+        d.dueUs = 1_796_040_000_000_000
+        return d
+    }
+
+    /// Schema 20: a public warning as its feed served it, and the deadline that ends it.
+    static var goldenEventsV20: [(timeMicroseconds: UInt64, body: EventBody)] {
+        let previous = goldenEventsV19 // once: each version builds on the one before
+        let base = previous.last?.timeMicroseconds ?? start
+        return previous + [(base + 62_500, .warningReceived(warningReceived)), (base + 125_000, .warningDeadline(warningDeadline))]
     }
 
     static var boxKeyRevoked: BoxKeyRevoked {
@@ -912,6 +940,8 @@ extension EventBody {
         case .smsReceived(let m): m
         case .phoneCallDecided(let m): m
         case .boxKeyRevoked(let m): m
+        case .warningReceived(let m): m
+        case .warningDeadline(let m): m
         }
     }
 
@@ -960,6 +990,8 @@ extension EventBody {
         case .smsReceived: self = .smsReceived(try SMSReceived(jsonString: json))
         case .phoneCallDecided: self = .phoneCallDecided(try PhoneCallDecided(jsonString: json))
         case .boxKeyRevoked: self = .boxKeyRevoked(try BoxKeyRevoked(jsonString: json))
+        case .warningReceived: self = .warningReceived(try WarningReceived(jsonString: json))
+        case .warningDeadline: self = .warningDeadline(try WarningDeadline(jsonString: json))
         case .unspecified, .UNRECOGNIZED: throw GoldenFormatError("no payload type for kind \(kind.name)")
         }
     }

@@ -4,7 +4,7 @@ import VigilEvents
 
 /// The committed golden files prove that this build still reads what every schema version wrote.
 /// A new version's files are written (once, when the schema grows) with
-/// `VIGIL_WRITE_GOLDEN=v19 swift test --filter GoldenFileTests`; older versions are never rewritten.
+/// `VIGIL_WRITE_GOLDEN=v20 swift test --filter GoldenFileTests`; older versions are never rewritten.
 @Suite("Golden files")
 struct GoldenFileTests {
     /// Every schema version, oldest first, with the events its files hold.
@@ -27,7 +27,8 @@ struct GoldenFileTests {
         ("v16", Fixtures.goldenEventsV16, Array(EventKind.known.prefix(40))),
         ("v17", Fixtures.goldenEventsV17, Array(EventKind.known.prefix(41))),
         ("v18", Fixtures.goldenEventsV18, Array(EventKind.known.prefix(41))),
-        ("v19", Fixtures.goldenEventsV19, EventKind.known),
+        ("v19", Fixtures.goldenEventsV19, Array(EventKind.known.prefix(42))),
+        ("v20", Fixtures.goldenEventsV20, EventKind.known),
     ]
 
     @Test(arguments: versions.map(\.name))

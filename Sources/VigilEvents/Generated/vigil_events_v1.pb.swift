@@ -116,6 +116,10 @@ public nonisolated enum Vigil_Events_V1_EventKind: SwiftProtobuf.Enum, Swift.Cas
 
   /// Added in schema version 19 (a key per box: revocations on the hub's feed).
   case boxKeyRevoked // = 42
+
+  /// Added in schema version 20 (public warnings: CAP 1.2 feeds).
+  case warningReceived // = 43
+  case warningDeadline // = 44
   case UNRECOGNIZED(Int)
 
   public init() {
@@ -167,6 +171,8 @@ public nonisolated enum Vigil_Events_V1_EventKind: SwiftProtobuf.Enum, Swift.Cas
     case 40: self = .smsReceived
     case 41: self = .phoneCallDecided
     case 42: self = .boxKeyRevoked
+    case 43: self = .warningReceived
+    case 44: self = .warningDeadline
     default: self = .UNRECOGNIZED(rawValue)
     }
   }
@@ -216,6 +222,8 @@ public nonisolated enum Vigil_Events_V1_EventKind: SwiftProtobuf.Enum, Swift.Cas
     case .smsReceived: return 40
     case .phoneCallDecided: return 41
     case .boxKeyRevoked: return 42
+    case .warningReceived: return 43
+    case .warningDeadline: return 44
     case .UNRECOGNIZED(let i): return i
     }
   }
@@ -265,6 +273,8 @@ public nonisolated enum Vigil_Events_V1_EventKind: SwiftProtobuf.Enum, Swift.Cas
     .smsReceived,
     .phoneCallDecided,
     .boxKeyRevoked,
+    .warningReceived,
+    .warningDeadline,
   ]
 
 }
@@ -2680,12 +2690,55 @@ public nonisolated struct Vigil_Events_V1_BoxKeyRevoked: Sendable {
   public init() {}
 }
 
+/// A CAP 1.2 message a warnings feed served that the warnings projection takes (a new warning, an
+/// update, a cancel, a repeat: never a duplicate of one it holds), exactly as it came. The
+/// document is the truth: the projection reads it again with the same reader on replay, `vigil
+/// why` shows where it came from, and nothing said of it is lost to a parser's choices.
+public nonisolated struct Vigil_Events_V1_WarningReceived: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// the feed it came from (its configured address), or what staff called it
+  public var feed: String = String()
+
+  /// the CAP 1.2 document (at most 512 KiB: CAPLimits)
+  public var document: Data = Data()
+
+  /// its XML signature verified under a trusted certificate of the feed
+  public var signatureVerified: Bool = false
+
+  /// the document's own address, when the feed's index linked to it
+  public var link: String = String()
+
+  /// handed in by staff (`vigil warning import`): it may end any warning of its sender
+  public var byStaff: Bool = false
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
+/// Time reached `due_us`: warnings that expire by then leave the projection. Appended by the node
+/// when the earliest expiry comes, so a quiet box ends its warnings and replay needs no clock.
+public nonisolated struct Vigil_Events_V1_WarningDeadline: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  public var dueUs: UInt64 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
 // MARK: - Code below here is support for the SwiftProtobuf runtime.
 
 fileprivate nonisolated let _protobuf_package = "vigil.events.v1"
 
 nonisolated extension Vigil_Events_V1_EventKind: SwiftProtobuf._ProtoNameProviding {
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0EVENT_KIND_UNSPECIFIED\0\u{1}SCAN_HIT\0\u{1}ALERT_RECEIVED\0\u{1}ALERT_RAISED\0\u{1}ALERT_CANCELLED\0\u{1}CHECK_IN\0\u{1}BUTTON_INPUT\0\u{1}NODE_STARTED\0\u{1}NODE_STOPPED\0\u{1}RADIO_STATE_CHANGED\0\u{1}RESIDENT_ENROLLED\0\u{1}RESIDENT_UPDATED\0\u{1}RESIDENT_REMOVED\0\u{1}DEADLINE_REACHED\0\u{1}ALARM_ACKNOWLEDGED\0\u{1}OUTBOX_ATTEMPT\0\u{1}EXPOSURE_DETECTED\0\u{1}CONTACT_RETENTION\0\u{1}EXPOSURE_KEYS_PUBLISHED\0\u{1}ALERT_ACKNOWLEDGED\0\u{1}ALERT_EXPIRED\0\u{1}ALERT_REAFFIRMED\0\u{1}DOWNTIME_DETECTED\0\u{1}HUB_ACKNOWLEDGED\0\u{1}HUB_EPOCH_STARTED\0\u{1}HUB_RECEIVED\0\u{1}OCCUPANCY_SAMPLED\0\u{1}EXPOSURE_KEYS_OFFERED\0\u{1}EXPOSURE_KEYS_MATCHED\0\u{1}HUB_FEED_REWOUND\0\u{1}LOG_SALVAGED\0\u{1}SCAN_SIGHTINGS\0\u{1}SCAN_BATCH\0\u{1}LINK_CHANGED\0\u{1}CHAT_MESSAGE\0\u{1}CHAT_OPENED\0\u{1}HAZARD_REPORTED\0\u{1}HAZARD_DEADLINE\0\u{1}ALERT_TAKEN\0\u{1}CALL_DEADLINE\0\u{1}SMS_RECEIVED\0\u{1}PHONE_CALL_DECIDED\0\u{1}BOX_KEY_REVOKED\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0EVENT_KIND_UNSPECIFIED\0\u{1}SCAN_HIT\0\u{1}ALERT_RECEIVED\0\u{1}ALERT_RAISED\0\u{1}ALERT_CANCELLED\0\u{1}CHECK_IN\0\u{1}BUTTON_INPUT\0\u{1}NODE_STARTED\0\u{1}NODE_STOPPED\0\u{1}RADIO_STATE_CHANGED\0\u{1}RESIDENT_ENROLLED\0\u{1}RESIDENT_UPDATED\0\u{1}RESIDENT_REMOVED\0\u{1}DEADLINE_REACHED\0\u{1}ALARM_ACKNOWLEDGED\0\u{1}OUTBOX_ATTEMPT\0\u{1}EXPOSURE_DETECTED\0\u{1}CONTACT_RETENTION\0\u{1}EXPOSURE_KEYS_PUBLISHED\0\u{1}ALERT_ACKNOWLEDGED\0\u{1}ALERT_EXPIRED\0\u{1}ALERT_REAFFIRMED\0\u{1}DOWNTIME_DETECTED\0\u{1}HUB_ACKNOWLEDGED\0\u{1}HUB_EPOCH_STARTED\0\u{1}HUB_RECEIVED\0\u{1}OCCUPANCY_SAMPLED\0\u{1}EXPOSURE_KEYS_OFFERED\0\u{1}EXPOSURE_KEYS_MATCHED\0\u{1}HUB_FEED_REWOUND\0\u{1}LOG_SALVAGED\0\u{1}SCAN_SIGHTINGS\0\u{1}SCAN_BATCH\0\u{1}LINK_CHANGED\0\u{1}CHAT_MESSAGE\0\u{1}CHAT_OPENED\0\u{1}HAZARD_REPORTED\0\u{1}HAZARD_DEADLINE\0\u{1}ALERT_TAKEN\0\u{1}CALL_DEADLINE\0\u{1}SMS_RECEIVED\0\u{1}PHONE_CALL_DECIDED\0\u{1}BOX_KEY_REVOKED\0\u{1}WARNING_RECEIVED\0\u{1}WARNING_DEADLINE\0")
 }
 
 nonisolated extension Vigil_Events_V1_AddressType: SwiftProtobuf._ProtoNameProviding {
@@ -5718,6 +5771,86 @@ nonisolated extension Vigil_Events_V1_BoxKeyRevoked: SwiftProtobuf.Message, Swif
   public static func ==(lhs: Vigil_Events_V1_BoxKeyRevoked, rhs: Vigil_Events_V1_BoxKeyRevoked) -> Bool {
     if lhs.revocation != rhs.revocation {return false}
     if lhs.name != rhs.name {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Vigil_Events_V1_WarningReceived: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".WarningReceived"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}feed\0\u{1}document\0\u{3}signature_verified\0\u{1}link\0\u{3}by_staff\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularStringField(value: &self.feed) }()
+      case 2: try { try decoder.decodeSingularBytesField(value: &self.document) }()
+      case 3: try { try decoder.decodeSingularBoolField(value: &self.signatureVerified) }()
+      case 4: try { try decoder.decodeSingularStringField(value: &self.link) }()
+      case 5: try { try decoder.decodeSingularBoolField(value: &self.byStaff) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if !self.feed.isEmpty {
+      try visitor.visitSingularStringField(value: self.feed, fieldNumber: 1)
+    }
+    if !self.document.isEmpty {
+      try visitor.visitSingularBytesField(value: self.document, fieldNumber: 2)
+    }
+    if self.signatureVerified != false {
+      try visitor.visitSingularBoolField(value: self.signatureVerified, fieldNumber: 3)
+    }
+    if !self.link.isEmpty {
+      try visitor.visitSingularStringField(value: self.link, fieldNumber: 4)
+    }
+    if self.byStaff != false {
+      try visitor.visitSingularBoolField(value: self.byStaff, fieldNumber: 5)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Vigil_Events_V1_WarningReceived, rhs: Vigil_Events_V1_WarningReceived) -> Bool {
+    if lhs.feed != rhs.feed {return false}
+    if lhs.document != rhs.document {return false}
+    if lhs.signatureVerified != rhs.signatureVerified {return false}
+    if lhs.link != rhs.link {return false}
+    if lhs.byStaff != rhs.byStaff {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Vigil_Events_V1_WarningDeadline: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".WarningDeadline"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{3}due_us\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt64Field(value: &self.dueUs) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.dueUs != 0 {
+      try visitor.visitSingularUInt64Field(value: self.dueUs, fieldNumber: 1)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Vigil_Events_V1_WarningDeadline, rhs: Vigil_Events_V1_WarningDeadline) -> Bool {
+    if lhs.dueUs != rhs.dueUs {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }
