@@ -1,3 +1,4 @@
+import VigilCAP
 import VigilEvents
 
 /// What the button and acknowledgements say about the alarms: whether the button is held now
@@ -83,4 +84,7 @@ public enum AlarmKey {
     public static func sos(_ a: AlertBook.Entry) -> String { "sos:\(a.idText)" }
     /// A call for help received from another box, chirping until answered.
     public static func received(_ a: AlertBook.Entry) -> String { "received:\(a.idText)" }
+    /// A public warning's tone: by sender and identifier, so a repeat of it (a new `sent`) stays
+    /// silenced, while an update (a new identifier) sounds again.
+    public static func warning(_ w: CAPWarning) -> String { "warning:\(w.key.sender)/\(w.key.identifier)" }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import VigilCAP
 import VigilEvents
 
 /// The outputs every Vigil board has.
@@ -71,7 +72,8 @@ public struct OutputDecision: Equatable, Sendable, Codable {
 /// - amber: the button is held past a long press that re-affirmed this box's own SOS ("keep
 ///   holding to cancel": mostly on, quick dips) › the button is held (fast blink, feedback before
 ///   SOS) › a hazard warning (a road user heading for the site, a work zone near it: quick even
-///   flashes for a few seconds) › "are you OK?" (slow blink) › "no way to tell anyone": messages that must reach
+///   flashes for a few seconds) › "are you OK?" (slow blink) › a public warning for this place
+///   that is shown or sounds (docs/warnings.md "How loud"; a very slow even blink) › "no way to tell anyone": messages that must reach
 ///   someone cannot (no notifier configured, or failing for `notify.unreachable_after`; long on,
 ///   one second dark every 4 s)
 ///   › the radio is not on (on)
@@ -82,7 +84,9 @@ public struct OutputDecision: Equatable, Sendable, Codable {
 /// - buzzer: a loud alarm not silenced › an SOS here not silenced › a call for help received
 ///   from another box (SOS, medical) that nobody has answered, not silenced (a double-quick
 ///   chirp every 5 s, until it is acknowledged here or by another box, or silenced with
-///   `vigil ack`) › a hazard warning (quick beeps for a few seconds) › "are you OK?" chirp
+///   `vigil ack`) › a hazard warning (quick beeps for a few seconds) › a public warning that
+///   sounds, not silenced (a long beep every 10 s, until `vigil ack` or a short press silences
+///   it, or it ends) › "are you OK?" chirp
 public enum OutputPolicy {
     public static let alarmBlink = OutputPattern.blink(periodMilliseconds: 500, onMilliseconds: 250)
     public static let heldBlink = OutputPattern.blink(periodMilliseconds: 200, onMilliseconds: 100)
@@ -109,6 +113,12 @@ public enum OutputPolicy {
     /// "Danger on the road": quick even flashes and beeps while a hazard warning lasts (a few
     /// seconds), unlike the held button's faster blink and every slower pattern.
     public static let hazardFlash = OutputPattern.blink(periodMilliseconds: 400, onMilliseconds: 200)
+    /// "A public warning for this place": a very slow even blink on amber for as long as it is in
+    /// force, slower than "are you OK?" and unlike every fault's pattern.
+    public static let warningBlink = OutputPattern.blink(periodMilliseconds: 3_000, onMilliseconds: 1_500)
+    /// A public warning that sounds: one long beep every ten seconds, insistent but unlike a call
+    /// for help's chirp or the SOS tone, until it is silenced or ends.
+    public static let warningTone = OutputPattern.blink(periodMilliseconds: 10_000, onMilliseconds: 1_000)
 
     /// `logFailure`: why the log stopped taking writes, when the node runs on from memory (not an
     /// event: nothing can be logged then). It shows on amber after the button and the prompts.
@@ -133,6 +143,7 @@ public enum OutputPolicy {
                          sequences: [$0.stepSequence])
         }
         let hazardReasons = hazardWarningReasons(s)
+        let warningReasons = publicWarningReasons(s)
         let promptReasons = prompting.map {
             // At the text step the resident is asked again (by SMS with a number of their own)
             // and the staff are told; contacts only hear at the last step.
@@ -174,6 +185,8 @@ public enum OutputPolicy {
             out[.amber] = OutputDecision(pattern: hazardFlash, reasons: hazardReasons)
         } else if !prompting.isEmpty {
             out[.amber] = OutputDecision(pattern: promptBlink, reasons: promptReasons)
+        } else if !warningReasons.isEmpty {
+            out[.amber] = OutputDecision(pattern: warningBlink, reasons: warningReasons)
         } else if let logFailure {
             out[.amber] = OutputDecision(pattern: logFailedFlash, reasons: [
                 OutputReason(text: "the card stopped taking writes (\(logFailure)): running from memory, nothing new is logged; replace the card",
@@ -231,6 +244,7 @@ public enum OutputPolicy {
         let loud = alarming.filter { !s.alarms.silenced.contains(AlarmKey.ladder($0)) }
         let sosLoud = sosHere.filter { !s.alarms.silenced.contains(AlarmKey.sos($0)) }
         let callsLoud = s.alerts.awaitingAcknowledgement.filter { !s.alarms.silenced.contains(AlarmKey.received($0)) }
+        let warningsSounding = soundingWarnings(s)
         if !loud.isEmpty {
             out[.buzzer] = OutputDecision(pattern: loudAlarm, reasons: loud.map {
                 OutputReason(text: "loud alarm for \(label($0))", sequences: [$0.stepSequence])
@@ -246,6 +260,11 @@ public enum OutputPolicy {
             })
         } else if !hazardReasons.isEmpty {
             out[.buzzer] = OutputDecision(pattern: hazardFlash, reasons: hazardReasons)
+        } else if !warningsSounding.isEmpty {
+            out[.buzzer] = OutputDecision(pattern: warningTone, reasons: warningsSounding.map {
+                OutputReason(text: "public warning sounds: \(warningText($0)) (`vigil ack` or a short press silences it)",
+                             sequences: s.warnings.sources[$0.key].map { [$0.sequence] } ?? [])
+            })
         } else if !prompting.isEmpty {
             out[.buzzer] = OutputDecision(pattern: chirp, reasons: promptReasons)
         }
@@ -257,7 +276,29 @@ public enum OutputPolicy {
     /// from other boxes.
     public static func soundingAlarms(_ s: Projections) -> [String] {
         let calls = s.alerts.awaitingAcknowledgement.map(AlarmKey.received)
-        return soundingOwnAlarms(s) + calls.filter { !s.alarms.silenced.contains($0) }
+        return soundingOwnAlarms(s) + calls.filter { !s.alarms.silenced.contains($0) } + soundingWarnings(s).map(AlarmKey.warning)
+    }
+
+    /// Public warnings whose tone sounds now: in force here at level `sounds`, not silenced.
+    public static func soundingWarnings(_ s: Projections) -> [CAPWarning] {
+        s.warnings.inForceHere.filter { $0.level == .sounds && !s.alarms.silenced.contains(AlarmKey.warning($0)) }
+    }
+
+    /// The public warnings on amber now (shown or sounding), as `vigil why` tells them.
+    public static func publicWarningReasons(_ s: Projections) -> [OutputReason] {
+        s.warnings.inForceHere.filter { $0.level == .shown || $0.level == .sounds }.map {
+            OutputReason(text: "public warning: \(warningText($0))", sequences: s.warnings.sources[$0.key].map { [$0.sequence] } ?? [])
+        }
+    }
+
+    /// "Flash flood: evacuate the river flats now (Extreme, Immediate, Observed) from Example
+    /// Bureau of Meteorology, until 2026-11-30T12:00:00+11:00".
+    public static func warningText(_ w: CAPWarning) -> String {
+        guard let info = w.infos.first else { return "\(CAPText.oneLine(w.alert.identifier, limit: 80)) from \(CAPText.oneLine(w.alert.sender, limit: 80))" }
+        let what = CAPText.oneLine(info.headline ?? info.event, limit: 120)
+        let from = CAPText.oneLine(info.senderName ?? w.alert.sender, limit: 80)
+        let until = CAPTime(microseconds: w.expiresMicroseconds, offsetMinutes: info.expires?.offsetMinutes ?? w.alert.sent.offsetMinutes)
+        return "\(what) (\(info.severity.rawValue), \(info.urgency.rawValue), \(info.certainty.rawValue)) from \(from), until \(until)"
     }
 
     /// This box's own alarms sounding now (a resident's ladder, an SOS raised here): what a short

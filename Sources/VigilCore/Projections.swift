@@ -3,6 +3,7 @@ import FoundationEssentials // Data and JSON for checkpoints: value types, no I/
 #else
 import Foundation
 #endif
+import VigilCAP
 import VigilEvents
 
 /// Settings the reducers depend on. They are part of the state so a reducer stays a function of
@@ -16,6 +17,8 @@ public struct ProjectionSettings: Sendable, Equatable {
     public var hazardSite: HazardSite?
     /// Who is told of a call for help, and when (`calls.tree`, or `notify.staff` then `arc`).
     public var callTree = CallTree()
+    /// Where the shelter is for public warnings, its codes and languages (`warnings.*`, `site.location`).
+    public var warnings = CAPWarningSettings()
     public init() {}
 }
 
@@ -44,6 +47,8 @@ public struct Projections: Projection {
     public var calls = CallBook()
     /// SMS that reached the box, and what it made of them.
     public var sms = SMSBook()
+    /// Public warnings (CAP 1.2) in force, and how loud each is.
+    public var warnings = WarningBook()
 
     /// The checkpoint's name in the log.
     /// v3: schema 4 added the exposure book (an older checkpoint is ignored: the log is replayed).
@@ -73,12 +78,14 @@ public struct Projections: Projection {
     /// v17: the alarm receiving centre (call numbers, troubles raised, the outbox's alarm entries
     /// and their numbers) and residents' prompts to their own number only.
     /// v18: schema 18 (bonded heart-rate sensors): a sensor's link says whether it was bonded.
-    public static let checkpointName = "projections.v18"
+    /// v19: schema 20 (public warnings): the warning book.
+    public static let checkpointName = "projections.v19"
 
     public init(settings: ProjectionSettings = ProjectionSettings()) {
         devices = DeviceList(pruneAfterMicroseconds: settings.devicePruneAfterMicroseconds)
         escalations.context = settings.ladder
         calls.tree = settings.callTree
+        warnings.settings = settings.warnings
     }
 
     /// Same result as applying `input` to each projection in turn; dispatches on the event once
@@ -235,6 +242,9 @@ public struct Projections: Projection {
             exposures.apply(.event(event))
         case .hazardReported, .hazardDeadline:
             hazards.apply(event)
+        case .warningReceived, .warningDeadline:
+            warnings.apply(event)
+            settleAlarms()
         case .nodeStarted(let started):
             hazards.apply(event)
             calls.phonesOpenCalls = started.phonesOpenCalls ? true : nil
@@ -398,7 +408,8 @@ public struct Projections: Projection {
         let ladder = escalations.alarming.map(AlarmKey.ladder)
         let sos = alerts.active.filter { $0.raisedHere }.map(AlarmKey.sos)
         let calls = alerts.awaitingAcknowledgement.map(AlarmKey.received)
-        alarms.keepOnly(Set(ladder + sos + calls))
+        let warned = warnings.inForceHere.filter { $0.level == .sounds }.map(AlarmKey.warning)
+        alarms.keepOnly(Set(ladder + sos + calls + warned))
     }
 
     /// Deterministic encoding (sorted keys, sorted collections): equal states give equal bytes,
