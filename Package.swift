@@ -96,7 +96,7 @@ let package = Package(
             swiftSettings: strict
         ),
         // Pure projections: (State, Event) -> State. No clocks, no I/O.
-        .target(name: "VigilCore", dependencies: ["VigilEvents", "VigilHex", "VigilCalls"], swiftSettings: strict),
+        .target(name: "VigilCore", dependencies: ["VigilEvents", "VigilHex", "VigilCalls", "VigilCAP"], swiftSettings: strict),
         // The hub sync's wire format and rules, shared by the box and the hub: what leaves a box,
         // an event's identity and content hash, the upload and acknowledgement documents. Pure.
         .target(
@@ -149,7 +149,7 @@ let package = Package(
             dependencies: [
                 "VigilLog", "VigilEvents", "VigilCore", "VigilRadio", "VigilBoard", "VigilSystem", "VigilExposure",
                 "VigilHubProtocol", "VigilHex", "VigilAccess", "VigilGATT", "VigilJ2735", "VigilMQTT", "VigilCalls",
-                "VigilAlarmCentre",
+                "VigilAlarmCentre", "VigilCAP",
                 // SHA-256 of the hub's key files (checked against the hash the feed offered).
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
@@ -242,7 +242,7 @@ let package = Package(
                 "VigilNode", "VigilWeb", "VigilAccess",
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "CoreMetrics", package: "swift-metrics"), "VigilLog", "VigilEvents", "VigilCore", "VigilRadio", "VigilBoard", "VigilSystem", "VigilExposure",
-                "VigilHubProtocol", "VigilGATT",
+                "VigilHubProtocol", "VigilGATT", "VigilCAP",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
@@ -279,7 +279,7 @@ let package = Package(
             resources: [.copy("Golden")],
             swiftSettings: strict
         ),
-        .testTarget(name: "VigilCoreTests", dependencies: ["VigilCore", "VigilEvents"], swiftSettings: strict),
+        .testTarget(name: "VigilCoreTests", dependencies: ["VigilCore", "VigilEvents", "VigilCAP"], swiftSettings: strict),
         .testTarget(
             name: "VigilExposureTests",
             dependencies: [
@@ -314,7 +314,7 @@ let package = Package(
             name: "VigilNodeTests",
             dependencies: [
                 "VigilNode", "VigilLog", "VigilCore", "VigilEvents", "VigilRadio", "VigilBoard", "VigilSystem", "VigilExposure", "VigilGATT", "VigilJ2735", "VigilMQTT", "VigilHex", "VigilCalls", "VigilHubProtocol",
-                "VigilTestSupport",
+                "VigilTestSupport", "VigilCAP",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ],

@@ -82,6 +82,8 @@ enum EventFormatting {
             case .smsReceived(let m): payload = try m.jsonString(options: options)
             case .phoneCallDecided(let m): payload = try m.jsonString(options: options)
             case .boxKeyRevoked(let m): payload = try m.jsonString(options: options)
+            case .warningReceived(let m): payload = try m.jsonString(options: options)
+            case .warningDeadline(let m): payload = try m.jsonString(options: options)
             case .scanBatch(let m):
                 // The packed hits shown as the ScanHits they are (the batch's bytes say nothing to a reader).
                 let hits = try m.scanHits().map { try $0.jsonString(options: options) }
@@ -174,6 +176,9 @@ enum EventFormatting {
         case .boxKeyRevoked(let r):
             let node = (try? Revocation(bytes: [UInt8](r.revocation))).map { String($0.node, radix: 16) } ?? "(unreadable revocation)"
             summary = "the network revoked the signing key of box \(ChatText.printable(r.name, limit: 64)) (node \(node))"
+        case .warningReceived(let w):
+            summary = WarningBook.summary(w)
+        case .warningDeadline(let d): summary = "public warnings due by \(EventFormatting.time(d.dueUs)) end"
         case .smsReceived(let m):
             summary = "SMS from \(ChatText.printable(m.sender, limit: 32)) (\(m.reading)): \(ChatText.printable(m.text, limit: 120))"
         case .callDeadline(let d):

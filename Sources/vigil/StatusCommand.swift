@@ -175,6 +175,9 @@ struct Status: AsyncParsableCommand {
             || s.alerts.active.contains(where: { $0.kind == AlertKind.roadHazard.rawValue || $0.kind == AlertKind.areaHazard.rawValue }) {
             out += hazardText(s.hazards, alerts: s.alerts)
         }
+        if !s.warnings.warnings.current.isEmpty || s.warnings.unreadable > 0 {
+            out += warningText(s.warnings)
+        }
         out += "check-ins: \(s.checkIns.residents.count) residents\n"
         for (name, c) in s.checkIns.residents.sorted(by: { $0.key < $1.key }) {
             out += "  \(name): last \(EventFormatting.time(c.microseconds)) (\(c.total) total)\n"
@@ -247,6 +250,12 @@ struct Status: AsyncParsableCommand {
                 for seen in f.seen.prefix(5) {
                     out += "  seen \(EventFormatting.time(seen.timeMicroseconds)): \(seen.type) \(PeerText.printable(seen.id, limit: 64))\n"
                 }
+            }
+            for f in live.warningFeeds ?? [] {
+                let read = f.lastReadMicroseconds.map { "last read \(EventFormatting.time($0))" } ?? "not read yet"
+                out += "warnings feed \(PeerText.printable(f.url, limit: 200)): \(read); \(f.polls) polls, \(f.logged) messages logged, "
+                    + "\(f.unchanged) copies, \(f.refused) documents refused, \(f.failures) failures"
+                    + (f.problem.map { " (now: " + PeerText.printable($0, limit: 300) + ")" } ?? "") + "\n"
             }
         }
         return out

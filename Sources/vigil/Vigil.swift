@@ -13,7 +13,7 @@ struct Vigil: AsyncParsableCommand {
         abstract: "A headless edge node for disaster shelters: BLE scanning, an LMDB event log, alarms.",
         subcommands: [Run.self, Status.self, LogCommand.self, ReplayCommand.self, Why.self, ResidentCommand.self,
                       CheckInCommand.self, AcknowledgeCommand.self, AlertCommand.self, RadioCommand.self, KeysCommand.self, ExposureCommand.self, Sim.self,
-                      HubCommand.self, HTTPCommand.self, ChatCommand.self, HazardCommand.self, CallsCommand.self, SetupCommand.self, Debug.self]
+                      HubCommand.self, HTTPCommand.self, ChatCommand.self, HazardCommand.self, WarningCommand.self, CallsCommand.self, SetupCommand.self, Debug.self]
     )
 }
 

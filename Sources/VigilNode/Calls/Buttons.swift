@@ -150,7 +150,11 @@ final class Buttons: NodeComponent {
                 // never tells another box "help is on the way" by accident.
                 // Only the box's own alarms (a resident's ladder, its own SOS) decide: the chirp
                 // of a call heard from another box is answered, not merely silenced.
-                if !OutputPolicy.soundingOwnAlarms(context.projections).isEmpty {
+                // A public warning's tone is silenced by a press only when no call for help
+                // waits for one (the press answers calls first); the warning stays on amber.
+                let p = context.projections
+                if !OutputPolicy.soundingOwnAlarms(p).isEmpty
+                    || (p.alerts.awaitingAcknowledgement.isEmpty && !OutputPolicy.soundingWarnings(p).isEmpty) {
                     var ack = AlarmAcknowledged()
                     ack.by = "button"
                     context.append(.alarmAcknowledged(ack), time: nil)

@@ -1,6 +1,7 @@
 import CoreMetrics
 import Foundation
 import VigilBoard
+import VigilCAP
 import VigilCalls
 import VigilCore
 import VigilHubProtocol
@@ -97,6 +98,8 @@ public struct NodeConfiguration: Sendable {
     public var connections = ConnectionSettings()
     /// The regional hazard feed over MQTT (`hazards.feed`): off unless brokers are given.
     public var hazardFeed = HazardFeedSettings()
+    /// Public warnings feeds (`warnings.feeds`; docs/warnings.md).
+    public var warningFeeds: [WarningFeedSettings] = []
     /// Where the node's metrics go (nil: swift-metrics' global factory, which `vigil run`
     /// bootstraps with Prometheus's; tests give one of their own).
     public var metrics: (any MetricsFactory)?
@@ -188,6 +191,7 @@ public struct NodeConfiguration: Sendable {
         if var scheduling = try root.section("scheduling") { try readScheduling(&scheduling, into: &config) }
         if var connections = try root.section("connections") { try readConnections(&connections, into: &config) }
         if var hazards = try root.section("hazards") { try readHazards(&hazards, into: &config) }
+        if var warnings = try root.section("warnings") { try readWarnings(&warnings, into: &config) }
         if var http = try root.section("http") { try readHTTP(&http, into: &config) }
         if var p = try root.section("projections") { try readProjections(&p, into: &config) }
         if var arc = try root.section("arc") {
@@ -213,6 +217,7 @@ public struct NodeConfiguration: Sendable {
         }
         if location.count == 2 {
             config.projections.hazardSite = HazardSite(latitude: location[0], longitude: location[1], roadDirectionDegrees: roadDirection)
+            config.projections.warnings.site = CAPPoint(latitude: location[0], longitude: location[1])
         }
         // `board: ""` is the package's file before `vigil setup`: readable (setup reads it to ask),
         // refused by `vigil run` (`boardChosen`), never quietly the simulated board.

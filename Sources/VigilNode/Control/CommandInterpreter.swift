@@ -72,6 +72,7 @@ public struct CommandInterpreter {
         case .acknowledgeAlert(let r): return acknowledge(r)
         case .recordExposure(let r): return exposure(r)
         case .reportHazard(let r): return hazard(r)
+        case .importWarning(let r): return warning(r)
         case .takeCall(let r): return take(r)
         case .recordKeysPublished(let r):
             var p = ExposureKeysPublished()

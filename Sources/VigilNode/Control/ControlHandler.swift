@@ -243,7 +243,7 @@ final class ControlHandler: NodeComponent {
              .decidePhoneCall:
             true
         case .checkIn, .enrolResident, .updateResident, .removeResident, .recordExposure, .recordKeysPublished, .reloadHubLinks,
-             .chatSend, .chatOpen, .chatConnect, .chatDisconnect, .reportHazard:
+             .chatSend, .chatOpen, .chatConnect, .chatDisconnect, .reportHazard, .importWarning:
             false
         }
     }

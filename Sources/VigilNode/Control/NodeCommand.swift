@@ -1,3 +1,4 @@
+import Foundation
 import VigilCore
 
 /// A request to a running node: the one model the CLI, the control socket and (later) the HTTP
@@ -50,6 +51,8 @@ public enum NodeCommand: Sendable, Equatable {
     /// Staff's word on a phone's unverified call for help: confirmed, it becomes an alert of the
     /// network (on the air, to the hub); dismissed, it ends (`PhoneCallDecided`).
     case decidePhoneCall(PhoneCallDecision)
+    /// A CAP 1.2 document handed to the box by hand (`vigil warning import`; docs/warnings.md).
+    case importWarning(WarningImport)
 
     /// The command's name on the wire.
     public var name: String {
@@ -77,7 +80,21 @@ public enum NodeCommand: Sendable, Equatable {
         case .takeCallByCallback: "take-call-by-callback"
         case .testCalls: "test-calls"
         case .decidePhoneCall: "decide-phone-call"
+        case .importWarning: "import-warning"
         }
+    }
+}
+
+/// A CAP 1.2 document, base64, and where it came from (recorded as the warning's feed).
+/// Documents up to `maximumBytes` fit a control request; larger ones come from feeds.
+public struct WarningImport: Codable, Sendable, Equatable {
+    public var document: String
+    public var source: String
+    public static let maximumBytes = 40 * 1024
+
+    public init(document: [UInt8], source: String) {
+        self.document = Data(document).base64EncodedString()
+        self.source = source
     }
 }
 
@@ -395,6 +412,7 @@ extension NodeCommand: Codable {
         case "take-call-by-callback": self = .takeCallByCallback(try arguments(CallbackTakeRequest.self))
         case "test-calls": self = .testCalls
         case "decide-phone-call": self = .decidePhoneCall(try arguments(PhoneCallDecision.self))
+        case "import-warning": self = .importWarning(try arguments(WarningImport.self))
         default:
             throw DecodingError.dataCorruptedError(forKey: .command, in: c, debugDescription: "unknown command \(name)")
         }
@@ -422,6 +440,7 @@ extension NodeCommand: Codable {
         case .takeCall(let a): try c.encode(a, forKey: .arguments)
         case .takeCallByCallback(let a): try c.encode(a, forKey: .arguments)
         case .decidePhoneCall(let a): try c.encode(a, forKey: .arguments)
+        case .importWarning(let a): try c.encode(a, forKey: .arguments)
         }
     }
 }

@@ -60,6 +60,8 @@ public struct LiveStatus: Sendable, Codable {
     /// Why the box cannot call for help now (the centre's link, a failed self-test); nil: no path
     /// is known to fail.
     public var callPathProblem: String?
+    /// Public warnings feeds (nil: no `warnings.feeds`).
+    public var warningFeeds: [WarningFeedStatus]? = nil
 }
 
 /// The box's GATT links, as `vigil status` shows them.
@@ -123,7 +125,8 @@ extension Node {
             alarmCentre: configuration.alarmCentre == nil ? nil : alarmCentre.status,
             webhookCallbacks: webhookCallbackStatus,
             notifierTest: notifierTest.configured ? notifierTest.status : nil,
-            callPathProblem: callPathProblem)
+            callPathProblem: callPathProblem,
+            warningFeeds: configuration.warningFeeds.isEmpty ? nil : warningFeeds.status)
     }
 }
 

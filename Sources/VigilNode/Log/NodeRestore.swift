@@ -30,6 +30,7 @@ extension Node {
         projections.outbox.retryMaxMicroseconds = configuration.notifier.retryMaxMicroseconds
         refreshLadderContext(&projections, configuration)
         projections.calls.tree = configuration.callTree
+        projections.warnings.settings = configuration.projections.warnings
         projections.outbox.unreachableAfterMicroseconds = configuration.notifyUnreachableAfterMicroseconds
     }
 

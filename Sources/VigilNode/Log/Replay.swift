@@ -93,6 +93,7 @@ extension Replay {
                 fresh.outbox.keepDelivered = checkpoint.outbox.keepDelivered
                 fresh.escalations.context = checkpoint.escalations.context
                 fresh.calls.tree = checkpoint.calls.tree
+                fresh.warnings.settings = checkpoint.warnings.settings
             }
             let started = monotonicNanoseconds()
             var replayed = 0
@@ -210,6 +211,7 @@ extension Replay {
                     state.outbox.keepDelivered = decoded.outbox.keepDelivered
                     state.escalations.context = decoded.escalations.context
                     state.calls.tree = decoded.calls.tree
+                    state.warnings.settings = decoded.warnings.settings
                 }
             }
             var through = state.appliedThrough

@@ -46,6 +46,9 @@ final class NodeMetrics: NodeComponent {
     private let commits, flushes, shed, refused, hciErrors: Counter
     private let frames: [String: Counter]
     private let radioUp, outboxBacklog, hubBacklog, appliedThrough, residentsEscalating, activeAlerts, feedConnected: Gauge
+    /// Public warnings (docs/warnings.md): in force here, by level; whether one's tone sounds.
+    private let warningsHere: [String: Gauge]
+    private let warningSounding: Gauge
     /// Calls for help (docs/calls-for-help.md): open, unanswered, the oldest unanswered one's age.
     private let callsOpen, callsUnanswered, oldestUnansweredSeconds: Gauge
     /// The alarm centre's link: 1 while its last exchange was acknowledged (or none failed yet);
@@ -91,6 +94,10 @@ final class NodeMetrics: NodeComponent {
         residentsEscalating = gauge("vigil_residents_escalating")
         activeAlerts = gauge("vigil_alerts_active")
         feedConnected = gauge("vigil_hazard_feed_connected")
+        warningsHere = Dictionary(uniqueKeysWithValues: ["listed", "shown", "sounds"].map {
+            ($0, Gauge(label: "vigil_public_warnings_here", dimensions: [("level", $0)], factory: factory))
+        })
+        warningSounding = gauge("vigil_public_warning_sounding")
         callsOpen = gauge("vigil_calls_open")
         callsUnanswered = gauge("vigil_calls_unanswered")
         oldestUnansweredSeconds = gauge("vigil_call_oldest_unanswered_seconds")
@@ -210,6 +217,9 @@ final class NodeMetrics: NodeComponent {
         appliedThrough.record(Int64(clamping: p.appliedThrough))
         residentsEscalating.record(p.escalations.residents.values.count { $0.isEscalating || $0.step >= 3 })
         activeAlerts.record(p.alerts.active.count)
+        let here = p.warnings.inForceHere
+        for (level, g) in warningsHere { g.record(here.count { $0.level.rawValue == level }) }
+        warningSounding.record(OutputPolicy.soundingWarnings(p).isEmpty ? 0 : 1)
         let open = p.calls.open
         let unanswered = open.filter(\.isUnanswered)
         callsOpen.record(open.count)

@@ -78,6 +78,8 @@ public final class Node {
     private(set) lazy var ladder = LadderScheduler(context: self)
     private(set) lazy var expiries = Expiries(context: self)
     private(set) lazy var hazardClock = HazardClock(context: self)
+    private(set) lazy var warningClock = WarningClock(context: self)
+    private(set) lazy var warningFeeds = WarningFeeds(context: self, settings: configuration.warningFeeds, dataDirectory: configuration.dataDirectory)
     private(set) lazy var callClock = CallClock(context: self)
     private(set) lazy var smsInbox = SMSInbox(context: self, settings: configuration.smsInbox,
                                               interpreter: { [unowned self] in control.interpreter })
@@ -241,7 +243,7 @@ public final class Node {
         logUnwritableAtStart = log.failure != nil
         initialAir = boot.air
         failures.target = self
-        components = [intake, airAlerts, buttons, ladder, expiries, hazardClock, callClock, smsInbox, deliveries, alarmCentre, notifierTest, retention, compaction, checkpoints, control, downtime, zones, occupancy, uplink, logIntegrity, serviceManager, publisher, connections, chatCentral, heartRateSensors, hazardFeed, metrics]
+        components = [intake, airAlerts, buttons, ladder, expiries, hazardClock, warningClock, callClock, smsInbox, deliveries, alarmCentre, notifierTest, retention, compaction, checkpoints, control, downtime, zones, occupancy, uplink, logIntegrity, serviceManager, publisher, connections, chatCentral, heartRateSensors, hazardFeed, warningFeeds, metrics]
         active = opening == nil ? components : components.filter(\.runsBeforeLogOpen)
         if opening != nil {
             // Nothing restored yet: the settings, and alert counters above any the log holds.

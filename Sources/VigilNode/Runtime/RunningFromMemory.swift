@@ -46,7 +46,9 @@ struct RunningFromMemory: Sendable {
         switch kind {
         case .scanHit, .scanBatch, .nodeStarted, .nodeStopped, .radioStateChanged, .occupancySampled, .downtimeDetected, .logSalvaged,
              .contactRetention, .scanSightings, .hubAcknowledged, .hubEpochStarted, .hubReceived, .hubFeedRewound, .exposureKeysOffered,
-             .boxKeyRevoked:
+             .boxKeyRevoked,
+             // A feed serves its warnings again at the next poll; the deadline is made again.
+             .warningReceived, .warningDeadline:
             false
         default:
             true

@@ -1,0 +1,87 @@
+import Foundation
+import VigilCAP
+
+/// The `warnings:` section: how public warnings (CAP 1.2) are judged here (docs/warnings.md).
+/// The site's point is `site.location`.
+///
+/// ```yaml
+/// warnings:
+///   languages: [es, en]             # the infos shown: the first of these a warning has
+///   geocodes: ["SAME=006037"]       # codes of this place: an area with one of them applies
+///   feeds:
+///     - url: https://alerts.example.gov/cap.atom
+///       ca_file: feeds/ca.pem       # optional: trust only these certificates
+///       signatures: optional        # required: not yet (no XML signature verification)
+///       interval: 120s
+/// ```
+extension NodeConfiguration {
+    static func readWarnings(_ warnings: inout ConfigReader, into config: inout NodeConfiguration) throws {
+        if let list = try warnings.mappings("feeds") {
+            guard list.count <= 16 else { throw warnings.error("warnings.feeds: at most 16") }
+            var feeds: [WarningFeedSettings] = []
+            for var item in list {
+                guard let url = try item.string("url") else { throw item.error("warnings.feeds: each feed has a url") }
+                guard url.utf8.count <= 2_048, let parsed = URL(string: url), parsed.scheme?.lowercased() == "https", parsed.host != nil else {
+                    throw item.error("warnings.feeds.url: \"\(url)\" is not an https:// address (feeds are read over TLS only)")
+                }
+                var feed = WarningFeedSettings(url: url)
+                if let v = try item.string("ca_file") { feed.caFile = v }
+                if let v = try item.string("signatures") {
+                    switch v {
+                    case "optional": break
+                    case "required":
+                        throw item.error("warnings.feeds.signatures: required needs XML signature verification, which this version does not do yet (docs/warnings.md); use optional")
+                    default:
+                        throw item.error("warnings.feeds.signatures: required or optional")
+                    }
+                }
+                if let v = try item.duration("interval") {
+                    guard (5_000_000...86_400_000_000).contains(v) else { throw item.error("warnings.feeds.interval: 5s to 24h (public feeds ask for 120s or more)") }
+                    feed.intervalMicroseconds = v
+                }
+                try item.finish()
+                feeds.append(feed)
+            }
+            config.warningFeeds = feeds
+        }
+        if let v = try warnings.strings("languages") {
+            guard v.count <= 8, v.allSatisfy(Self.isLanguageTag) else {
+                throw warnings.error("warnings.languages: at most 8 language tags such as es or en-AU")
+            }
+            config.projections.warnings.languages = v
+        }
+        if let v = try warnings.strings("geocodes") {
+            var codes: [CAPValue] = []
+            for text in v {
+                let parts = text.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+                guard parts.count == 2, !parts[0].isEmpty, !parts[1].isEmpty, parts[0].utf8.count <= 64, parts[1].utf8.count <= 64 else {
+                    throw warnings.error("warnings.geocodes: \"\(text)\" is not NAME=VALUE (such as SAME=006037 or EMMA_ID=ES611)")
+                }
+                codes.append(CAPValue(name: parts[0], value: parts[1]))
+            }
+            guard codes.count <= 32 else { throw warnings.error("warnings.geocodes: at most 32") }
+            config.projections.warnings.geocodes = codes
+        }
+        try warnings.finish()
+    }
+
+    /// RFC 5646's shape, loosely: letters and digits in groups of 1-8 joined by hyphens.
+    static func isLanguageTag(_ tag: String) -> Bool {
+        let groups = tag.split(separator: "-", omittingEmptySubsequences: false)
+        return !groups.isEmpty && groups.count <= 4 && groups.allSatisfy { g in
+            (1...8).contains(g.count) && g.unicodeScalars.allSatisfy { $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0)) }
+        }
+    }
+}
+
+/// One public warnings feed (`warnings.feeds`): a CAP 1.2 document, or an Atom or RSS index of
+/// them, at an https address.
+public struct WarningFeedSettings: Sendable, Equatable {
+    public var url: String
+    /// Certificates to trust instead of the system's (relative paths are in the data directory).
+    public var caFile: String?
+    /// Every `interval` (default 120 s: what public feeds ask); longer after failures.
+    public var intervalMicroseconds: UInt64 = 120_000_000
+
+    public init(url: String) { self.url = url }
+}

@@ -1,0 +1,203 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOSSL
+import VigilCAP
+
+/// One feed's fetches beside the loop (docs/warnings.md, "Feeds"): the feed's address with
+/// conditional headers, then the CAP documents its index links to that are new or changed. The
+/// documents are read here, off the loop; the loop gets values and decides what to log.
+///
+/// Bounded: an index at most 2 MiB, a document at most `CAPLimits.maxDocumentBytes`, at most
+/// `maximumDocumentsPerPoll` documents fetched a poll (the rest at the next), every request within
+/// 30 s; only https, no redirects (a moved feed is configured anew, not followed to anywhere).
+final class WarningFetcher: Sendable {
+    let url: String
+    private let http: HTTPClient
+
+    static let maximumIndexBytes = 2 << 20
+    /// An index is read within the bounds of a document, but for its size.
+    static let indexLimits: CAPLimits = {
+        var limits = CAPLimits()
+        limits.maxDocumentBytes = maximumIndexBytes
+        return limits
+    }()
+    static let maximumDocumentsPerPoll = 50
+    static let requestSeconds: Int64 = 30
+
+    /// What the last answer said about its version, sent back to ask "only if changed".
+    struct Validators: Sendable, Equatable {
+        var etag: String?
+        var lastModified: String?
+    }
+
+    /// One document read from the feed.
+    struct Document: Sendable {
+        var url: String
+        var bytes: [UInt8]
+        var alert: CAPAlert
+    }
+
+    struct Poll: Sendable {
+        enum Outcome: Sendable, Equatable {
+            case notModified
+            case read
+            case failed(String)
+        }
+        var outcome: Outcome
+        var validators: Validators
+        var documents: [Document] = []
+        /// Index entries as now known (link → version), to compare at the next poll.
+        var seen: [String: String]
+        /// Documents (or the feed itself) that were not CAP 1.2 as written, with the reason.
+        var refused: [(url: String, reason: String)] = []
+        /// Entries left for the next poll (over `maximumDocumentsPerPoll`).
+        var deferred = 0
+    }
+
+    enum Failure: Error, CustomStringConvertible {
+        case status(Int)
+        case tooLarge(Int)
+        case notSameFeed(String)
+        case transport(String)
+
+        var description: String {
+            switch self {
+            case .status(let code): "the feed answered HTTP \(code)"
+            case .tooLarge(let limit): "the answer is longer than \(limit) bytes"
+            case .notSameFeed(let link): "\(link) is not an https:// address on the feed's own host and port"
+            case .transport(let why): why
+            }
+        }
+    }
+
+    /// A client for `url`, trusting the system's roots, or only the certificates in `caFile`.
+    init(url: String, caFile: String?) throws {
+        self.url = url
+        var tls = TLSConfiguration.makeClientConfiguration()
+        tls.minimumTLSVersion = .tlsv12
+        if let caFile { tls.trustRoots = .certificates(try NIOSSLCertificate.fromPEMFile(caFile)) }
+        var configuration = HTTPClient.Configuration(tlsConfiguration: tls)
+        configuration.timeout = .init(connect: .seconds(10), read: .seconds(Self.requestSeconds))
+        configuration.redirectConfiguration = .disallow
+        http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+    }
+
+    func close() {
+        let http = self.http
+        Task { try? await http.shutdown() }
+    }
+
+    /// One poll: the feed (conditionally), then what its index links to that is new or changed.
+    func poll(validators: Validators, seen: [String: String]) async -> Poll {
+        var result = Poll(outcome: .read, validators: validators, seen: seen)
+        let answer: (status: Int, body: [UInt8], validators: Validators)
+        do {
+            answer = try await get(url, validators: validators, limit: Self.maximumIndexBytes)
+        } catch {
+            result.outcome = .failed("\(error)")
+            return result
+        }
+        if answer.status == 304 {
+            result.outcome = .notModified
+            return result
+        }
+        result.validators = answer.validators
+        let document: CAPFeedDocument
+        do {
+            document = try CAPFeedReader.read(answer.body, limits: Self.indexLimits)
+        } catch {
+            result.outcome = .failed("not a CAP 1.2 document, Atom feed or RSS channel: \(error)")
+            return result
+        }
+        switch document {
+        case .alert(let alert):
+            result.documents.append(Document(url: url, bytes: answer.body, alert: alert))
+        case .index(let entries):
+            var now: [String: String] = [:]
+            var fetched = 0
+            for entry in entries {
+                guard let link = Self.resolve(entry.link, against: url) else {
+                    result.refused.append((String(entry.link.prefix(200)), Failure.notSameFeed(String(entry.link.prefix(200))).description))
+                    continue
+                }
+                if seen[link] == entry.version, !entry.version.isEmpty {
+                    now[link] = entry.version
+                    continue
+                }
+                guard fetched < Self.maximumDocumentsPerPoll else {
+                    result.deferred += 1
+                    continue
+                }
+                fetched += 1
+                do {
+                    let got = try await get(link, validators: Validators(), limit: CAPLimits.standard.maxDocumentBytes)
+                    guard got.status == 200 else { throw Failure.status(got.status) }
+                    let alert = try CAPReader.read(got.body)
+                    result.documents.append(Document(url: link, bytes: got.body, alert: alert))
+                    now[link] = entry.version
+                } catch let error as CAPError {
+                    // Not fetched again until the index says it changed.
+                    result.refused.append((link, error.description))
+                    now[link] = entry.version
+                } catch {
+                    // A document that could not be fetched is tried again at the next poll.
+                    result.refused.append((link, "\(error)"))
+                }
+            }
+            result.seen = now
+        }
+        return result
+    }
+
+    /// An index's link as an absolute https address on the feed's own host and port (relative
+    /// links are resolved against the index's address); nil for anything else: an index cannot
+    /// send the box to another host (an address inside the shelter's network, say).
+    static func resolve(_ link: String, against base: String) -> String? {
+        guard link.utf8.count <= 2_048, let feed = URL(string: base), let url = URL(string: link, relativeTo: feed)?.absoluteURL,
+              url.scheme?.lowercased() == "https", let host = url.host, host.lowercased() == feed.host?.lowercased(),
+              (url.port ?? 443) == (feed.port ?? 443), url.user == nil else { return nil }
+        return url.absoluteString
+    }
+
+    /// One GET, whole within `requestSeconds` (the client's own timeouts bound each read, not a
+    /// server that drips its answer a byte at a time).
+    private func get(_ address: String, validators: Validators, limit: Int) async throws -> (status: Int, body: [UInt8], validators: Validators) {
+        try await withThrowingTaskGroup(of: (status: Int, body: [UInt8], validators: Validators).self) { group in
+            group.addTask { try await self.exchange(address, validators: validators, limit: limit) }
+            group.addTask {
+                try await Task.sleep(for: .seconds(Self.requestSeconds))
+                throw Failure.transport("no whole answer within \(Self.requestSeconds) s")
+            }
+            defer { group.cancelAll() }
+            guard let first = try await group.next() else { throw Failure.transport("no answer") }
+            return first
+        }
+    }
+
+    private func exchange(_ address: String, validators: Validators, limit: Int) async throws -> (status: Int, body: [UInt8], validators: Validators) {
+        var request = HTTPClientRequest(url: address)
+        request.headers.add(name: "User-Agent", value: "vigil (public warnings; CAP 1.2)")
+        request.headers.add(name: "Accept", value: "application/cap+xml, application/atom+xml, application/rss+xml, application/xml;q=0.9, */*;q=0.1")
+        if let etag = validators.etag { request.headers.add(name: "If-None-Match", value: etag) }
+        if let lastModified = validators.lastModified { request.headers.add(name: "If-Modified-Since", value: lastModified) }
+        let response: HTTPClientResponse
+        do {
+            response = try await http.execute(request, timeout: .seconds(Self.requestSeconds))
+        } catch {
+            throw Failure.transport("\(error)")
+        }
+        let status = Int(response.status.code)
+        let answered = Validators(etag: response.headers.first(name: "ETag").map { String($0.prefix(256)) },
+                                  lastModified: response.headers.first(name: "Last-Modified").map { String($0.prefix(64)) })
+        if status == 304 { return (304, [], validators) }
+        guard status == 200 else { throw Failure.status(status) }
+        let body: ByteBuffer
+        do {
+            body = try await response.body.collect(upTo: limit)
+        } catch {
+            throw Failure.tooLarge(limit)
+        }
+        return (status, Array(buffer: body), answered)
+    }
+}
