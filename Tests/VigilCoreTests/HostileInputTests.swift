@@ -6,21 +6,25 @@ import VigilEvents
 /// message can carry, or one bad record stops every replay.
 @Suite("Projections on extreme values")
 struct HostileInputTests {
-    @Test func extremeButValidScanHitValuesDoNotCrashTheDeviceList() async {
-        // A decodable ScanHit with a huge rssi_sum once trapped on overflow; run it in a child
-        // process so a regression fails this test instead of killing the test runner.
-        await #expect(processExitsWith: .success) {
-            var hit = ScanHit()
-            hit.address = 1
-            hit.count = 1
-            hit.rssiMin = -60
-            hit.rssiMax = -60
-            hit.rssiSum = Int64.max / 50
-            var list = DeviceList()
-            list.apply(.event(Event(sequence: 1, timeMicroseconds: 1_000_000, body: .scanHit(hit))))
-            list.apply(.event(Event(sequence: 2, timeMicroseconds: 2_000_000, body: .scanHit(hit))))
-            list.apply(.event(Event(sequence: 3, timeMicroseconds: UInt64.max, body: .scanHit(hit))))
-        }
+    @Test func extremeButValidScanHitValuesDoNotCrashTheDeviceList() throws {
+        // A decodable ScanHit with a huge rssi_sum once trapped on overflow. This ran in an exit
+        // test (a child process) until one hung CI for 15 minutes: the child exited and was never
+        // reaped. A regression now ends the test run, which fails CI just as plainly.
+        var hit = ScanHit()
+        hit.address = 1
+        hit.count = 1
+        hit.rssiMin = -60
+        hit.rssiMax = -60
+        hit.rssiSum = Int64.max / 50
+        var list = DeviceList()
+        list.apply(.event(Event(sequence: 1, timeMicroseconds: 1_000_000, body: .scanHit(hit))))
+        list.apply(.event(Event(sequence: 2, timeMicroseconds: 2_000_000, body: .scanHit(hit))))
+        list.apply(.event(Event(sequence: 3, timeMicroseconds: UInt64.max, body: .scanHit(hit))))
+        let device = try #require(list.sorted.first)
+        #expect(device.hits == 3)
+        #expect(device.rssiSum == 3 * (Int64.max / 50))
+        // rssi_sum x 100 overflows: the window's mean is pinned at the top, not trapped.
+        #expect(device.lastMeanRSSICentiDBm == Int32.max)
     }
 
     @Test func ordinaryExtremesFoldWithoutOverflow() throws {
