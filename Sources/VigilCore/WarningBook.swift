@@ -74,7 +74,12 @@ public struct WarningBook: Codable, Equatable, Sendable {
         case .ignored(let why):
             return Self.text(why)
         case .repeated(let new, let old):
-            if let before = warnings.current[old], let after = copy.current[new], before.announcesTheSame(as: after) {
+            // Nothing new, unless the warning in force would end before half of what the repeat
+            // gives it is past (a warning with no stated end lasts a day from its `sent`: a feed
+            // repeating it keeps it, logged twice a day, instead of letting it lapse and sound anew).
+            let now = Int64(clamping: atMicroseconds)
+            if let before = warnings.current[old], let after = copy.current[new], before.announcesTheSame(as: after),
+               before.expiresMicroseconds - now >= (after.expiresMicroseconds - now) / 2 {
                 return "a repeat of a warning in force, with nothing new"
             }
             return nil

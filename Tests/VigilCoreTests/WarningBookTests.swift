@@ -18,11 +18,11 @@ struct WarningBookTests {
 
     /// A CAP 1.2 document around (0.5, 0.5) unless `far`.
     static func document(_ identifier: String, type: String = "Alert", references: String? = nil, sent: String = "2026-11-30T10:00:00+00:00",
-                         expires: String = "2026-11-30T16:00:00+00:00", severity: String = "Extreme", far: Bool = false) -> [UInt8] {
+                         expires: String? = "2026-11-30T16:00:00+00:00", severity: String = "Extreme", far: Bool = false) -> [UInt8] {
         let polygon = far ? "10,10 10,11 11,11 11,10 10,10" : "0,0 0,1 1,1 1,0 0,0"
         let info = type == "Cancel" ? "" : """
             <info><category>Met</category><event>Flood</event><urgency>Immediate</urgency><severity>\(severity)</severity>
-            <certainty>Observed</certainty><expires>\(expires)</expires><headline>Flood \(identifier)</headline>
+            <certainty>Observed</certainty>\(expires.map { "<expires>\($0)</expires>" } ?? "")<headline>Flood \(identifier)</headline>
             <area><areaDesc>Test area</areaDesc><polygon>\(polygon)</polygon></area></info>
             """
         return Array("""
@@ -117,6 +117,20 @@ struct WarningBookTests {
                                                sent: "2026-11-30T10:10:00+00:00")), at: Self.at(700))
         let after = Projections(settings: Self.settings).applying(all: stream.inputs)
         #expect(after.warnings.inForceHere.map(\.key.identifier) == ["R-2"])
+    }
+
+    /// A warning with no stated end lasts a day from its `sent`; a feed repeating it keeps it in
+    /// force: the repeat is logged once the one in force has less than half the life left.
+    @Test func aRepeatThatKeepsAWarningWithoutAnEndAliveIsLoggedTwiceADay() throws {
+        var stream = EventStream()
+        stream.add(Self.received(Self.document("D-1", expires: nil)), at: Self.at(60))
+        let p = Projections(settings: Self.settings).applying(all: stream.inputs)
+        let hour: Double = 3600
+        func repeated(after hours: Double) throws -> CAPAlert {
+            try CAPReader.read(Self.document("D-1", sent: "\(CAPTime(microseconds: Int64(Self.at(hours * hour) * 1e6)))", expires: nil))
+        }
+        #expect(!p.warnings.wouldTake(try repeated(after: 1), atMicroseconds: micros(Self.at(hour)), origin: Self.origin))
+        #expect(p.warnings.wouldTake(try repeated(after: 13), atMicroseconds: micros(Self.at(13 * hour)), origin: Self.origin))
     }
 
     /// Replay equality: the same log gives the same warnings, and a checkpoint taken anywhere

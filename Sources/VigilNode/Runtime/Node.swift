@@ -77,8 +77,8 @@ public final class Node {
                                             readFailed: { [unowned self] in counters.boardErrors += 1 })
     private(set) lazy var ladder = LadderScheduler(context: self)
     private(set) lazy var expiries = Expiries(context: self)
-    private(set) lazy var hazardClock = HazardClock(context: self)
-    private(set) lazy var warningClock = WarningClock(context: self)
+    private(set) lazy var hazardClock = HazardClock.make(context: self)
+    private(set) lazy var warningClock = WarningClock.make(context: self)
     private(set) lazy var warningFeeds = WarningFeeds(context: self, settings: configuration.warningFeeds, dataDirectory: configuration.dataDirectory)
     private(set) lazy var callClock = CallClock(context: self)
     private(set) lazy var smsInbox = SMSInbox(context: self, settings: configuration.smsInbox,

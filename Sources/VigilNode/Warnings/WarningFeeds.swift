@@ -81,7 +81,15 @@ final class WarningFeeds: NodeComponent {
     }
 
     func applied(_ event: Event) { appended[event.sequence] = nil }
-    func refused(_ event: Event) { appended[event.sequence] = nil }
+
+    /// Refused after it was appended (the log failed it): its feed reads it again at the next poll.
+    func refused(_ event: Event) {
+        guard appended.removeValue(forKey: event.sequence) != nil, case .warningReceived(let w) = event.body,
+              let index = feeds.firstIndex(where: { $0.settings.url == w.feed }) else { return }
+        feeds[index].seen[w.link.isEmpty ? w.feed : w.link] = nil
+        feeds[index].validators = WarningFetcher.Validators()
+        feeds[index].status.notLogged &+= 1
+    }
 
     /// Each feed's state, for `vigil status` and the metrics.
     var status: [WarningFeedStatus] { feeds.map(\.status) }
@@ -130,8 +138,8 @@ final class WarningFeeds: NodeComponent {
                 "error": "\(CAPText.oneLine(first.reason, limit: 300))", "count": "\(poll.refused.count)",
             ])
         }
-        var judged = context.projections.warnings
-        for event in appended.values.sorted(by: { $0.sequence < $1.sequence }) { judged.apply(event) }
+        // Judged as if everything appended were applied (this feed's, other feeds', staff's).
+        var judged = context.projectedState().warnings
         // In the order they were sent (an index need not list a warning before its cancel).
         let documents = poll.documents.sorted { ($0.alert.sent, $0.url) < ($1.alert.sent, $1.url) }
         for document in documents {

@@ -53,6 +53,8 @@ final class WarningFetcher: Sendable {
         var refused: [(url: String, reason: String)] = []
         /// Entries left for the next poll (over `maximumDocumentsPerPoll`).
         var deferred = 0
+        /// A linked document could not be fetched (it is asked for again at the next poll).
+        var incomplete = false
     }
 
     enum Failure: Error, CustomStringConvertible {
@@ -143,9 +145,14 @@ final class WarningFetcher: Sendable {
                 } catch {
                     // A document that could not be fetched is tried again at the next poll.
                     result.refused.append((link, "\(error)"))
+                    result.incomplete = true
                 }
             }
             result.seen = now
+            // Entries left for later, or not fetched: the index is read whole again next time
+            // (with its validators, an unchanged index would answer 304 and they would wait for
+            // it to change).
+            if result.deferred > 0 || result.incomplete { result.validators = Validators() }
         }
         return result
     }
