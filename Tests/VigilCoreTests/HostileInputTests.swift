@@ -19,12 +19,16 @@ struct HostileInputTests {
         var list = DeviceList()
         list.apply(.event(Event(sequence: 1, timeMicroseconds: 1_000_000, body: .scanHit(hit))))
         list.apply(.event(Event(sequence: 2, timeMicroseconds: 2_000_000, body: .scanHit(hit))))
-        list.apply(.event(Event(sequence: 3, timeMicroseconds: UInt64.max, body: .scanHit(hit))))
         let device = try #require(list.sorted.first)
-        #expect(device.hits == 3)
-        #expect(device.rssiSum == 3 * (Int64.max / 50))
+        #expect(device.hits == 2)
+        #expect(device.rssiSum == 2 * (Int64.max / 50))
         // rssi_sum x 100 overflows: the window's mean is pinned at the top, not trapped.
         #expect(device.lastMeanRSSICentiDBm == Int32.max)
+        // At the end of time the old stay has long expired and a new one begins.
+        list.apply(.event(Event(sequence: 3, timeMicroseconds: UInt64.max, body: .scanHit(hit))))
+        let last = try #require(list.sorted.first)
+        #expect(list.sorted.count == 1)
+        #expect(last.hits == 1 && last.lastSeenMicroseconds == UInt64.max)
     }
 
     @Test func ordinaryExtremesFoldWithoutOverflow() throws {
