@@ -63,12 +63,23 @@ let package = Package(
         .target(name: "CVigilLinux"),
         // libxml2: CAP 1.2 public warnings are parsed from memory with it (issue 32, docs/warnings.md).
         .systemLibrary(name: "CLibXML2", pkgConfig: "libxml-2.0", providers: [.apt(["libxml2-dev"])]),
+        // libxmlsec1 (OpenSSL backend): CAP documents' XML signatures. Its API is macros over the
+        // backend, so one C file wraps the one use (CVigilXMLSec); this carries its flags.
+        .systemLibrary(name: "CXMLSec", pkgConfig: "xmlsec1-openssl", providers: [.apt(["libxmlsec1-dev"])]),
+        // SwiftPM passes the system library's include paths on, not its defines: these are
+        // `pkg-config --cflags xmlsec1-openssl` of Debian 12's libxmlsec1 1.2.37 (the OpenSSL
+        // backend, xmlSecSize as unsigned int). The shim checks the library's version at start.
+        .target(name: "CVigilXMLSec", dependencies: ["CXMLSec"], cSettings: [
+            .define("XMLSEC_CRYPTO_OPENSSL", to: "1"), .define("XMLSEC_NO_SIZE_T"), .define("XMLSEC_OPENSSL3_ENGINES", to: "1"),
+            .define("XMLSEC_NO_GOST", to: "1"), .define("XMLSEC_NO_GOST2012", to: "1"),
+            .define("XMLSEC_NO_CRYPTO_DYNAMIC_LOADING", to: "1"), .define("__XMLSEC_FUNCTION__", to: "__func__"),
+        ]),
 
         // Hex text for bytes and back: pure, so the pure layers can use it too.
         .target(name: "VigilHex", swiftSettings: strict),
         // CAP 1.2 documents read into values: libxml2 from memory (bounded, no DTD, no network),
         // then a strict decoder; no clock, no files, so the core can use the values.
-        .target(name: "VigilCAP", dependencies: ["CLibXML2"], swiftSettings: strict),
+        .target(name: "VigilCAP", dependencies: ["CLibXML2", "CVigilXMLSec"], swiftSettings: strict),
         // errno and syscalls, wrapped once.
         .target(name: "VigilSystem", dependencies: ["CVigilLinux", "VigilHex"], swiftSettings: strict),
         // The durable, append-only record log over LMDB.
@@ -186,7 +197,7 @@ let package = Package(
         .target(
             name: "VigilWeb",
             dependencies: [
-                "VigilNode", "VigilAccess", "VigilHubProtocol", "VigilSystem",
+                "VigilNode", "VigilAccess", "VigilHubProtocol", "VigilSystem", "VigilCAP",
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
@@ -204,7 +215,7 @@ let package = Package(
         .target(
             name: "VigilHub",
             dependencies: [
-                "VigilHubProtocol", "VigilEvents", "VigilCore", "VigilHex", "VigilSystem", "VigilExposure", "VigilAccess", "VigilTrust",
+                "VigilHubProtocol", "VigilEvents", "VigilCore", "VigilHex", "VigilSystem", "VigilExposure", "VigilAccess", "VigilTrust", "VigilCAP",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -294,7 +305,7 @@ let package = Package(
         .testTarget(name: "VigilAlarmCentreTests", dependencies: ["VigilAlarmCentre", "VigilSystem", "VigilTestSupport"], swiftSettings: strict),
         .testTarget(name: "VigilJ2735Tests", dependencies: ["VigilJ2735"], resources: [.copy("Vectors")], swiftSettings: strict),
         .testTarget(name: "VigilHexTests", dependencies: ["VigilHex"], swiftSettings: strict),
-        .testTarget(name: "VigilCAPTests", dependencies: ["VigilCAP"], resources: [.copy("Corpus")], swiftSettings: strict),
+        .testTarget(name: "VigilCAPTests", dependencies: ["VigilCAP", "VigilTestSupport"], resources: [.copy("Corpus")], swiftSettings: strict),
         .testTarget(name: "VigilHubProtocolTests", dependencies: ["VigilHubProtocol", "VigilEvents"], swiftSettings: strict),
         .testTarget(name: "VigilBoardTests", dependencies: ["VigilBoard"], swiftSettings: strict),
         .testTarget(name: "VigilMQTTTests", dependencies: ["VigilMQTT"], swiftSettings: strict),
@@ -324,7 +335,7 @@ let package = Package(
             name: "VigilHubTests",
             dependencies: [
                 "VigilHub", "VigilHubProtocol", "VigilNode", "VigilLog", "VigilEvents", "VigilCore", "VigilSystem",
-                "VigilHex", "VigilTestSupport", "VigilExposure", "VigilAccess", "VigilRadio",
+                "VigilHex", "VigilTestSupport", "VigilExposure", "VigilAccess", "VigilRadio", "VigilCAP",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -337,7 +348,7 @@ let package = Package(
         .testTarget(
             name: "VigilWebTests",
             dependencies: [
-                "VigilWeb", "VigilNode", "VigilCore", "VigilSystem", "VigilTestSupport", "VigilBoard", "VigilEvents", "VigilAccess",
+                "VigilWeb", "VigilNode", "VigilCore", "VigilSystem", "VigilTestSupport", "VigilBoard", "VigilEvents", "VigilAccess", "VigilCAP",
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -7,6 +7,7 @@ import VigilEvents
 import VigilHub
 import VigilHubProtocol
 import VigilNode
+import VigilTestSupport
 
 /// `hub_fanout_10k_p99_ms` (issue 27): a regional network's size.
 ///
@@ -95,12 +96,7 @@ struct HubFanoutBench {
         let out = Pipe()
         child.standardOutput = out
         try child.run()
-        var said = ""
-        while !said.contains("\n") {
-            let data = out.fileHandleForReading.availableData
-            if data.isEmpty { throw BenchError("hub fanout: the hub process ended before it listened") }
-            said += String(decoding: data, as: UTF8.self)
-        }
+        let said = readFirstLine(out)
         guard let line = said.split(separator: "\n").first, line.hasPrefix("listening "), let port = Int(line.dropFirst(10)) else {
             kill(child.processIdentifier, SIGTERM)
             throw BenchError("hub fanout: the hub process said \(said)")

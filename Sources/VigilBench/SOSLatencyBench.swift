@@ -157,8 +157,9 @@ struct SOSLatencyBench {
 
     /// `configuration`'s node on the probed board, running on a thread of its own that tells
     /// `probe` when it ends.
-    static func startProbedNode(_ configuration: NodeConfiguration, probe: SOSProbe, thread name: String) throws -> NodeThread {
-        let board = try ProbedBoard(inner: SimulatedBoard(profile: configuration.board), probe: probe)
+    static func startProbedNode(_ configuration: NodeConfiguration, probe: SOSProbe, thread name: String,
+                                watching line: OutputLine = .red) throws -> NodeThread {
+        let board = try ProbedBoard(inner: SimulatedBoard(profile: configuration.board), probe: probe, watching: line)
         let node: Node
         do {
             node = try Node(configuration: configuration, logger: benchNodeLogger(), board: board)
@@ -315,9 +316,11 @@ func benchNodeLogger() -> Logger {
 /// What the probed board saw, shared between the loop thread and the benchmark thread.
 final class SOSProbe: @unchecked Sendable {
     struct State {
-        /// Monotonic ns at each red off → on transition.
+        /// Monotonic ns at each red (or the line watched) off → on transition.
         var redOn: [UInt64] = []
         var redOff = 0
+        /// Whether the line watched is on now.
+        var watchedOn = false
         /// Timestamps of the delivered press edges of the button line.
         var pressEdges: [UInt64] = []
         var releases = 0
@@ -339,7 +342,10 @@ final class SOSProbe: @unchecked Sendable {
     private func update(_ change: (inout State) -> Void) { shared.update(change) }
 
     func red(on: Bool, atNanoseconds t: UInt64) {
-        update { on ? $0.redOn.append(t) : ($0.redOff += 1) }
+        update {
+            $0.watchedOn = on
+            on ? $0.redOn.append(t) : ($0.redOff += 1)
+        }
     }
 
     func edge(pressed: Bool, atNanoseconds t: UInt64) {
@@ -365,15 +371,18 @@ final class SOSProbe: @unchecked Sendable {
 }
 
 /// The simulated board, by delegation, reporting to the probe the button edges it delivers and
-/// the moment red is first driven on (and off) after each change. Called on the loop thread only.
+/// the moment red (or the line it watches) is first driven on (and off) after each change.
+/// Called on the loop thread only.
 final class ProbedBoard: BoardAdapter {
     let inner: SimulatedBoard
     private let probe: SOSProbe
+    private let watched: OutputLine
     private var red = false
 
-    init(inner: SimulatedBoard, probe: SOSProbe) {
+    init(inner: SimulatedBoard, probe: SOSProbe, watching line: OutputLine = .red) {
         self.inner = inner
         self.probe = probe
+        watched = line
     }
 
     var profile: BoardProfile { inner.profile }
@@ -391,7 +400,7 @@ final class ProbedBoard: BoardAdapter {
 
     func drive(_ line: OutputLine, on: Bool, timeMicroseconds: UInt64) throws {
         try inner.drive(line, on: on, timeMicroseconds: timeMicroseconds)
-        guard line == .red, on != red else { return }
+        guard line == watched, on != red else { return }
         red = on
         probe.red(on: on, atNanoseconds: monotonicNanoseconds())
     }

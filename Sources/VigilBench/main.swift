@@ -69,6 +69,9 @@ func runBenchmarks(_ options: Options) throws {
     if reporter.wants(CAPBench.metric) {
         try CAPBench(plan: plan, options: options, reporter: reporter).run()
     }
+    if reporter.wants(WarningLatencyBench.metric) {
+        try WarningLatencyBench(plan: plan, options: options, reporter: reporter).run()
+    }
     if reporter.wants(ChecksumBench.metric) {
         try ChecksumBench(plan: plan, options: options, reporter: reporter).run()
     }

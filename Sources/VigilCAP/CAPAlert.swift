@@ -23,6 +23,26 @@ public struct CAPAlert: Sendable, Equatable, Codable {
     /// feed's reader to say.
     public var hasSignature: Bool
 
+    public init(identifier: String, sender: String, sent: CAPTime, status: Status, messageType: MessageType, scope: Scope,
+                source: String? = nil, restriction: String? = nil, addresses: String? = nil, codes: [String] = [], note: String? = nil,
+                references: [CAPReference] = [], incidents: String? = nil, infos: [CAPInfo], hasSignature: Bool = false) {
+        self.identifier = identifier
+        self.sender = sender
+        self.sent = sent
+        self.status = status
+        self.messageType = messageType
+        self.scope = scope
+        self.source = source
+        self.restriction = restriction
+        self.addresses = addresses
+        self.codes = codes
+        self.note = note
+        self.references = references
+        self.incidents = incidents
+        self.infos = infos
+        self.hasSignature = hasSignature
+    }
+
     /// The message's identity across feeds: the same alert heard from two feeds is one.
     public var key: CAPReference { CAPReference(sender: sender, identifier: identifier, sent: sent) }
 
@@ -83,6 +103,34 @@ public struct CAPInfo: Sendable, Equatable, Codable {
     public var resources: [CAPResource]
     public var areas: [CAPArea]
 
+    public init(language: String, categories: [Category], event: String, responseTypes: [ResponseType] = [], urgency: Urgency,
+                severity: Severity, certainty: Certainty, audience: String? = nil, eventCodes: [CAPValue] = [],
+                effective: CAPTime? = nil, onset: CAPTime? = nil, expires: CAPTime? = nil, senderName: String? = nil,
+                headline: String? = nil, description: String? = nil, instruction: String? = nil, web: String? = nil,
+                contact: String? = nil, parameters: [CAPValue] = [], resources: [CAPResource] = [], areas: [CAPArea] = []) {
+        self.language = language
+        self.categories = categories
+        self.event = event
+        self.responseTypes = responseTypes
+        self.urgency = urgency
+        self.severity = severity
+        self.certainty = certainty
+        self.audience = audience
+        self.eventCodes = eventCodes
+        self.effective = effective
+        self.onset = onset
+        self.expires = expires
+        self.senderName = senderName
+        self.headline = headline
+        self.description = description
+        self.instruction = instruction
+        self.web = web
+        self.contact = contact
+        self.parameters = parameters
+        self.resources = resources
+        self.areas = areas
+    }
+
     public enum Category: String, Sendable, Codable, CaseIterable {
         case geo = "Geo", met = "Met", safety = "Safety", security = "Security", rescue = "Rescue", fire = "Fire",
              health = "Health", env = "Env", transport = "Transport", infra = "Infra", cbrne = "CBRNE", other = "Other"
@@ -125,6 +173,13 @@ public struct CAPResource: Sendable, Equatable, Codable {
     public var mimeType: String
     public var size: Int?
     public var uri: String?
+
+    public init(description: String, mimeType: String, size: Int? = nil, uri: String? = nil) {
+        self.description = description
+        self.mimeType = mimeType
+        self.size = size
+        self.uri = uri
+    }
 }
 
 /// An `area`: its description, its shapes (WGS 84) and its codes.
@@ -136,4 +191,14 @@ public struct CAPArea: Sendable, Equatable, Codable {
     /// Feet above mean sea level, as CAP says; kept, not used for matching.
     public var altitude: Double?
     public var ceiling: Double?
+
+    public init(description: String, polygons: [CAPPolygon] = [], circles: [CAPCircle] = [], geocodes: [CAPValue] = [],
+                altitude: Double? = nil, ceiling: Double? = nil) {
+        self.description = description
+        self.polygons = polygons
+        self.circles = circles
+        self.geocodes = geocodes
+        self.altitude = altitude
+        self.ceiling = ceiling
+    }
 }

@@ -134,7 +134,10 @@ public enum CAPReader {
         }
         func decimal(_ name: String) throws(CAPError) -> Double? {
             try fields.optional(name).map { text throws(CAPError) -> Double in
-                guard let v = Double(text), v.isFinite, text.count <= 24 else { throw .invalid(path: path + "/" + name, value: text, reason: "a decimal number of feet") }
+                // xs:decimal, as the schema says: no exponent, no "inf" or "nan".
+                guard let v = CAPPoint.degrees(Substring(text), limit: 1e24) else {
+                    throw .invalid(path: path + "/" + name, value: text, reason: "a decimal number of feet")
+                }
                 return v
             }
         }

@@ -23,6 +23,9 @@ public struct HubConfiguration: Sendable {
     /// The file systemd-timesyncd keeps while the clock is synchronised (hub.yaml
     /// `clock_synchronised_file`): while it exists, answers say the hub's time can be vouched for.
     public var clockSynchronisedFile = "/run/systemd/timesync/synchronized"
+    /// Anyone may read the network's alerts as CAP at `/cap.atom` (hub.yaml `cap: {public: true}`);
+    /// otherwise coordinators signed in only. They carry no personal data (docs/warnings.md).
+    public var capPublic = false
 
     public init(dataDirectory: String, host: String = "0.0.0.0", port: Int = 8443, databaseURL: String? = nil) {
         self.dataDirectory = dataDirectory
@@ -96,6 +99,9 @@ public enum Hub {
         SyncRoutes(database: database, identity: identity, signal: signal, cache: cache, streams: streams, logger: logger).register(on: router)
         CoordinatorRoutes(database: database, signal: signal, streams: LiveStreams(), logger: logger,
                           now: { UInt64(max(0, Date().timeIntervalSince1970 * 1_000_000)) })
+            .register(on: router)
+        HubCAPRoutes(database: database, signal: signal, publicAccess: configuration.capPublic, fingerprint: identity.fingerprint,
+                     now: { UInt64(max(0, Date().timeIntervalSince1970 * 1_000_000)) })
             .register(on: router)
         let descriptors = (try? DescriptorLimit.raiseToHard()) ?? 1024
         let limits = configuration.connections.fitted(toDescriptorLimit: descriptors)

@@ -37,6 +37,8 @@ public struct HubOverview: Sendable {
         public var cancelled: Bool
         public var acknowledgedBy: [String]
         public var fromCoordinator: Bool
+        /// When the feed first carried its cancel.
+        public var cancelledMicroseconds: UInt64? = nil
 
         public var isCallForHelp: Bool { kind == .sos || kind == .medical }
         public func isOpen(at now: UInt64) -> Bool { !cancelled && (expiresAtMicroseconds == 0 || expiresAtMicroseconds > now) }
@@ -110,6 +112,7 @@ extension HubDatabase {
             case .alertReaffirmed(let r):
                 rows[r.id.text]?.expiresAtMicroseconds = r.expiresAtUs
             case .alertCancelled(let c):
+                if rows[c.id.text]?.cancelled == false { rows[c.id.text]?.cancelledMicroseconds = UInt64(bitPattern: time) }
                 rows[c.id.text]?.cancelled = true
             case .alertAcknowledged(let k):
                 if rows[k.id.text]?.acknowledgedBy.contains(who) == false { rows[k.id.text]?.acknowledgedBy.append(who) }

@@ -11,7 +11,7 @@ import VigilNode
 /// empty and the script fills it from the page's `<meta name="csrf">`.
 enum PageRenderer {
     /// The page's sections, in order: each is an element whose id the stream names.
-    static let sections = ["help", "hazards", "lights", "residents", "chats", "exposures", "system"]
+    static let sections = ["help", "warnings", "hazards", "lights", "residents", "chats", "exposures", "system"]
 
     struct Viewer {
         /// Signed-in staff may act.
@@ -61,6 +61,7 @@ enum PageRenderer {
         switch name {
         case "lights": lights(s)
         case "help": help(s, viewer: viewer)
+        case "warnings": warnings(s)
         case "hazards": hazards(s, viewer: viewer)
         case "residents": residents(s, viewer: viewer)
         case "chats": chats(s, viewer: viewer)

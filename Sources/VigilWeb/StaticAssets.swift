@@ -21,6 +21,10 @@ enum StaticAssets {
     .alerts { list-style: none; padding: 0; }
     .alert { border-left: .35rem solid #8888; padding: .4rem .7rem; margin: .4rem 0; background: #8881; }
     .alert.critical { border-color: var(--red); } .alert.warning { border-color: var(--amber); }
+    .warnings { list-style: none; padding: 0; }
+    .warning { border-left: .35rem solid #8888; padding: .4rem .7rem; margin: .4rem 0; background: #8881; overflow-wrap: anywhere; }
+    .warning.sounds { border-color: var(--red); } .warning.shown { border-color: var(--amber); }
+    .warning.listed .badge { background: #888; } .warning.shown .badge { background: var(--amber); color: #000; }
     .ok { color: var(--green); font-weight: 600; } .waiting, .warn { color: var(--red); font-weight: 600; }
     .quiet { color: #888; } .id { color: #888; font-family: ui-monospace, monospace; }
     .past { background: var(--amber); color: #000; padding: .3rem .6rem; }

@@ -57,6 +57,7 @@ struct WebRoutes: Sendable {
         router.get("readyz") { _, _ in ready() }
         let api = APIRoutes(node: node, settings: settings, credentials: credentials, sessions: sessions, logger: logger)
         api.register(on: router)
+        CAPRoutes(node: node, settings: settings, api: api).register(on: router)
         // Prometheus's scrape: readable as the status is (a token, a session, or a public view).
         router.get("metrics") { request, _ in
             try await api.authorised(request, acting: false) {

@@ -1,6 +1,13 @@
+import Foundation
 import VigilCAP
 
 extension FuzzTargets {
+    /// The CAP corpus's test CA (scripts/cap-sign-corpus), which signed the signed seeds.
+    static let capTrusted: [String] = {
+        let path = #filePath.split(separator: "/").dropLast(3).joined(separator: "/") + "/Tests/VigilCAPTests/Corpus/signed/ca.pem"
+        return (try? String(contentsOfFile: "/" + path, encoding: .utf8)).map(CAPSignature.certificates) ?? []
+    }()
+
     /// CAP 1.2 public warnings (docs/warnings.md): libxml2 under the reader's bounds, then the
     /// strict decoder. What it reads keeps CAP's rules: times write back to the same instant,
     /// polygons are closed, the bounds hold.
@@ -10,6 +17,14 @@ extension FuzzTargets {
             check(entries.count <= CAPFeedReader.maximumEntries, "an index gives at most maximumEntries entries")
         }
         guard let alert = try? CAPReader.read(bytes) else { return }
+        // What the box writes of what it read reads back the same (CAP out's writer).
+        var unsigned = alert
+        unsigned.hasSignature = false
+        check((try? CAPReader.read(CAPWriter.write(alert))) == unsigned, "a document written again reads back the same (but its signature)")
+        // A signature is verified (libxmlsec1) under the corpus's test CA: never fetched, never trusted unproven.
+        if alert.hasSignature, case .verified = CAPSignature.verify(bytes, trusted: Self.capTrusted) {
+            check(bytes.count <= CAPLimits.standard.maxDocumentBytes, "only a document the reader took verifies")
+        }
         check(CAPTime(alert.sent.description) == alert.sent, "a sent time writes back as the same instant")
         check(alert.infos.count <= CAPLimits.standard.maxInfos, "at most maxInfos infos")
         check(!alert.identifier.isEmpty && !alert.identifier.contains(" ") && !alert.identifier.contains(","),

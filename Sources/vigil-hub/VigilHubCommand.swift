@@ -39,7 +39,7 @@ struct HubOptions: ParsableArguments {
             guard let root = try Yams.load(yaml: text) as? [String: Any] else {
                 throw ValidationError("\(path): expected a mapping")
             }
-            for key in root.keys where !["database", "listen", "connections", "clock_synchronised_file"].contains(key) {
+            for key in root.keys where !["database", "listen", "connections", "clock_synchronised_file", "cap"].contains(key) {
                 throw ValidationError("\(path): unknown key \(key)")
             }
             if let database = root["database"] as? [String: Any] {
@@ -47,6 +47,12 @@ struct HubOptions: ParsableArguments {
                 c.databaseURL = database["url"] as? String
             }
             if let listen = root["listen"] as? String { try c.setListen(listen) }
+            if let cap = root["cap"] {
+                guard let mapping = cap as? [String: Any], mapping.keys.allSatisfy({ $0 == "public" }), let open = mapping["public"] as? Bool else {
+                    throw ValidationError("\(path): cap takes one key, public: true or false (may anyone read /cap.atom)")
+                }
+                c.capPublic = open
+            }
             if let value = root["clock_synchronised_file"] {
                 guard let file = value as? String, file.hasPrefix("/") else {
                     throw ValidationError("\(path): clock_synchronised_file must be an absolute path")

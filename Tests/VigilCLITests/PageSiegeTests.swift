@@ -99,14 +99,9 @@ import Glibc
             process.standardInput = input
             process.standardOutput = output
             try process.run()
-            var line = Data()
-            while !line.contains(0x0A) {
-                let chunk = output.fileHandleForReading.availableData
-                guard !chunk.isEmpty else { throw SiegeError(description: "the siege's child ended before it held its connections") }
-                line.append(chunk)
-            }
-            guard String(decoding: line, as: UTF8.self).hasPrefix("held \(connections)") else {
-                throw SiegeError(description: "the siege's child said: \(String(decoding: line, as: UTF8.self))")
+            let line = readFirstLine(output)
+            guard line.hasPrefix("held \(connections)") else {
+                throw SiegeError(description: "the siege's child ended before it held its connections, saying: \(line)")
             }
         }
 

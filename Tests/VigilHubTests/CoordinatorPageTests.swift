@@ -3,6 +3,7 @@ import Foundation
 import NIOCore
 import Testing
 import VigilAccess
+import VigilCAP
 import VigilCore
 import VigilEvents
 import VigilExposure
@@ -241,6 +242,43 @@ import VigilTestSupport
         #expect(held.allSatisfy { $0.status == .ok })
         let fifth = try await client.execute(request, timeout: .seconds(10))
         #expect(fifth.status == .serviceUnavailable)
+        try await client.shutdown()
+        try await a.stop()
+        try await b.stop()
+        await hub.stop()
+    }
+
+    /// Issue 32, CAP out: the network's alerts as CAP 1.2 for coordinators signed in; placed at
+    /// the site of the box that raised them, with nothing anyone wrote.
+    @Test func theNetworksAlertsAreCAPForCoordinatorsPlacedAtTheBoxsSiteWithNothingAnyoneWrote() async throws {
+        let hub = HubHarness("page-cap")
+        let (a, b, sos) = try await Self.network(hub)
+        let client = try hub.rawClient(followRedirects: false)
+        #expect(try await client.execute(HTTPClientRequest(url: hub.url + "/cap.atom"), timeout: .seconds(10)).status == .unauthorized)
+        let cookie = try #require(try await signIn(client, hub, password: Self.password).cookie)
+        func get(_ path: String, _ headers: [(String, String)] = []) async throws -> (status: UInt, etag: String?, body: [UInt8]) {
+            var request = HTTPClientRequest(url: hub.url + path)
+            request.headers.add(name: "cookie", value: cookie)
+            for (name, value) in headers { request.headers.add(name: name, value: value) }
+            let response = try await client.execute(request, timeout: .seconds(20))
+            let body = try await response.body.collect(upTo: 1 << 20)
+            return (response.status.code, response.headers.first(name: "etag"), Array(buffer: body))
+        }
+        let index = try await get("/cap.atom")
+        #expect(index.status == 200)
+        guard case .index(let entries) = try CAPFeedReader.read(index.body) else { Issue.record("not an index"); return }
+        #expect(entries.count == 1)
+        let document = try await get("/" + (entries.first?.link ?? ""))
+        let alert = try CAPReader.read(document.body)
+        #expect(alert.identifier == "vigil-" + sos.id.text.replacingOccurrences(of: ":", with: "-").lowercased())
+        #expect(alert.sender.hasPrefix("vigil-hub-") && alert.infos.first?.event == "Call for help")
+        #expect(alert.infos.first?.areas.first?.description == "Shelter North <b>")
+        #expect(alert.infos.first?.areas.first?.circles == [CAPCircle(center: CAPPoint(latitude: -33.8688, longitude: 151.2093), radiusKilometres: 0.5)])
+        let text = String(decoding: document.body, as: UTF8.self)
+        for personal in ["kitchen", "Ana", "Ruiz", "room"] { #expect(!text.contains(personal), "\(personal) in \(text)") }
+        let (output, paths) = try CAPSchema.validate(documents: [(name: "hub.xml", bytes: document.body)])
+        #expect(paths.allSatisfy { output.contains("\($0) validates") }, "\(output)")
+        #expect(try await get("/cap.atom", [("if-none-match", index.etag ?? "")]).status == 304)
         try await client.shutdown()
         try await a.stop()
         try await b.stop()

@@ -95,16 +95,8 @@ final class HubHarness: @unchecked Sendable {
         self.process = process
         self.output = out
         // Its first line says where it listens (it makes its cluster first: seconds, not more).
-        let line = await offPool { () -> String in
-            var data = Data()
-            while !data.contains(UInt8(ascii: "\n")) {
-                let chunk = out.fileHandleForReading.availableData
-                if chunk.isEmpty { break }
-                data.append(chunk)
-            }
-            return String(decoding: data, as: UTF8.self)
-        }
-        guard let range = line.range(of: "listening on port "), let p = Int(line[range.upperBound...].prefix { $0.isNumber }) else {
+        let line = await offPool { readFirstLine(out) }
+        guard let p = listeningPort(in: line) else {
             throw HarnessError("vigil-hub did not start (\(Self.binary)): \(line)")
         }
         port = p

@@ -22,63 +22,24 @@ import VigilTestSupport
 @Suite(.serialized) struct WarningFeedTests {
     static let site = CAPPoint(latitude: -33.8688, longitude: 151.2093)
 
-    /// The server, its certificate and its documents; stopped with the test's directory.
+    /// The server with the corpus and the repeat template; stopped before the test's directory goes.
     final class FeedServer: @unchecked Sendable {
-        let process = TestProcess()
-        let port: Int
-        let certificate: String
+        let server: CAPFeedServer
+        var port: Int { server.port }
+        var certificate: String { server.certificate }
 
         init(_ dir: TemporaryDirectory) async throws {
-            let documents = dir.path + "/feed"
-            try FileManager.default.createDirectory(atPath: documents, withIntermediateDirectories: true)
+            server = try await CAPFeedServer(directory: dir.path)
             let corpus = testsFile("VigilCAPTests/Corpus")
             for name in try FileManager.default.contentsOfDirectory(atPath: corpus) where name.hasSuffix(".xml") {
-                try FileManager.default.copyItem(atPath: corpus + "/" + name, toPath: documents + "/" + name)
+                try FileManager.default.copyItem(atPath: corpus + "/" + name, toPath: server.documents + "/" + name)
             }
-            try Self.repeatTemplate.write(toFile: documents + "/repeat-template.xml", atomically: true, encoding: .utf8)
-            certificate = dir.path + "/feed-cert.pem"
-            let made = runProcess("/usr/bin/openssl", ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-                                                       "-days", "2", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
-                                                       "-keyout", dir.path + "/feed-key.pem", "-out", certificate])
-            guard made.status == 0 else { throw HarnessFailure("openssl: \(made.output)") }
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-            process.arguments = [testsFile("../scripts/cap-feed-server"), "--directory", documents, "--cert", certificate,
-                                 "--key", dir.path + "/feed-key.pem"]
-            let out = Pipe()
-            process.standardOutput = out
-            process.standardError = FileHandle.nullDevice
-            try process.run()
-            let line = await offPool { () -> String in
-                var data = Data()
-                while !data.contains(UInt8(ascii: "\n")) {
-                    let chunk = out.fileHandleForReading.availableData
-                    if chunk.isEmpty { break }
-                    data.append(chunk)
-                }
-                return String(decoding: data, as: UTF8.self)
-            }
-            guard let range = line.range(of: "listening on port "), let p = Int(line[range.upperBound...].prefix { $0.isNumber }) else {
-                process.terminate()
-                throw HarnessFailure("cap-feed-server did not start: \(line)")
-            }
-            port = p
+            try Self.repeatTemplate.write(toFile: server.documents + "/repeat-template.xml", atomically: true, encoding: .utf8)
         }
 
-        func url(_ path: String) -> String { "https://127.0.0.1:\(port)\(path)" }
-
-        func stop() {
-            process.terminate()
-            process.waitUntilExit()
-        }
-
-        /// How many 200 and 304 answers each path gave.
-        func stats() async -> [String: [String: Int]] {
-            let certificate = self.certificate, url = self.url("/stats")
-            return await offPool {
-                let got = runProcess("/usr/bin/curl", ["-sS", "--cacert", certificate, url])
-                return (try? JSONDecoder().decode([String: [String: Int]].self, from: Data(got.output.utf8))) ?? [:]
-            }
-        }
+        func url(_ path: String) -> String { server.url(path) }
+        func stop() { server.stop() }
+        func stats() async -> [String: [String: Int]] { await server.stats() }
 
         static let repeatTemplate = """
             <?xml version="1.0" encoding="UTF-8"?>
@@ -88,11 +49,6 @@ import VigilTestSupport
             <expires>2030-01-01T00:00:00+00:00</expires><headline>Storm watch</headline>
             <area><areaDesc>Everywhere near</areaDesc><circle>-33.8688,151.2093 50</circle></area></info></alert>
             """
-    }
-
-    struct HarnessFailure: Error, CustomStringConvertible {
-        let description: String
-        init(_ description: String) { self.description = description }
     }
 
     static func feed(_ url: String, ca: String) -> WarningFeedSettings {
@@ -167,6 +123,37 @@ import VigilTestSupport
         running.requestStop(reason: "test")
         _ = try await ended(running)
         #expect(try Self.received(dir).isEmpty)
+    }
+
+    @Test func aFeedWhoseSignaturesAreRequiredGivesOnlyWhatItsSignersSigned() async throws {
+        let dir = TemporaryDirectory()
+        let server = try await CAPFeedServer(directory: dir.path + "/server")
+        defer { server.stop() }
+        let corpus = testsFile("VigilCAPTests/Corpus")
+        for name in ["signed/signed-rsa.xml", "signed/tampered.xml", "signed/keyvalue.xml", "signed/stranger.xml", "fire-circle-near.xml"] {
+            try FileManager.default.copyItem(atPath: corpus + "/" + name, toPath: server.documents + "/" + name.replacingOccurrences(of: "/", with: "-"))
+        }
+        try FileManager.default.copyItem(atPath: corpus + "/signed/ca.pem", toPath: dir.path("signers.pem"))
+        var config = testConfiguration(dir, advertisers: 0)
+        config.projections.warnings = CAPWarningSettings(site: Self.site)
+        var feed = Self.feed(server.url("/feed.atom"), ca: server.certificate)
+        feed.signersFile = "signers.pem"
+        feed.signaturesRequired = true
+        config.warningFeeds = [feed]
+        let clock = ManualClock()
+        let node = try Node(configuration: config, clock: clock, monotonic: clock, logger: quietLogger, board: try SimulatedBoard(monotonic: clock))
+        let running = try await start(node)
+        #expect(await untilChildProcess(running, seconds: 120) { $0.warningFeeds.status.first?.answered == 1 })
+        let status = try #require(await onLoop(running) { $0.warningFeeds.status.first })
+        #expect(status.logged == 1 && status.refused == 4, "the signed flood only: \(status)")
+        running.requestStop(reason: "test")
+        _ = try await ended(running)
+        let events = try storedEvents(dir).compactMap { e -> WarningReceived? in
+            guard case .warningReceived(let w) = e.body else { return nil }
+            return w
+        }
+        #expect(events.count == 1 && events.first?.signatureVerified == true)
+        #expect(events.first.map { (try? CAPReader.read([UInt8]($0.document)))?.identifier } == "VIGIL-TEST-FLOOD-0001")
     }
 
     @Test func aFeedRepeatingItsAlertWithNewSentTimesIsLoggedOnce() async throws {

@@ -35,3 +35,20 @@ public func testOutputDirectory(_ name: String) -> String {
 public func testsFile(_ path: String) -> String {
     URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent(path).path
 }
+
+/// A child's first line on `pipe` (blocking: call it `offPool`), or what it wrote before it ended.
+public func readFirstLine(_ pipe: Pipe) -> String {
+    var data = Data()
+    while !data.contains(UInt8(ascii: "\n")) {
+        let chunk = pipe.fileHandleForReading.availableData
+        if chunk.isEmpty { break }
+        data.append(chunk)
+    }
+    return String(decoding: data, as: UTF8.self)
+}
+
+/// The port in a server's "listening on port N" line.
+public func listeningPort(in line: String) -> Int? {
+    guard let range = line.range(of: "listening on port ") else { return nil }
+    return Int(line[range.upperBound...].prefix { $0.isNumber })
+}

@@ -1,5 +1,6 @@
 import Foundation
 import VigilAccess
+import VigilCAP
 
 /// The `http:` section: the box's page and API.
 extension NodeConfiguration {
@@ -45,6 +46,10 @@ public struct HTTPSettings: Sendable, Equatable {
     /// how long one may sit idle (`http.idle_timeout`), fitted at start to the descriptors the
     /// process may hold, less a reserve for the log, the control socket, notifiers and GATT.
     public var connections = ConnectionLimits.boxPage
+    /// The site (`site.name`, `site.location`), as CAP out names and places the box's alerts
+    /// (docs/warnings.md "CAP out"); set from `site:` when the configuration is read.
+    public var siteName = ""
+    public var siteLocation: CAPPoint?
 
     public init() {}
 

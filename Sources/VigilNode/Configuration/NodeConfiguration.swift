@@ -218,7 +218,9 @@ public struct NodeConfiguration: Sendable {
         if location.count == 2 {
             config.projections.hazardSite = HazardSite(latitude: location[0], longitude: location[1], roadDirectionDegrees: roadDirection)
             config.projections.warnings.site = CAPPoint(latitude: location[0], longitude: location[1])
+            config.http.siteLocation = config.projections.warnings.site
         }
+        config.http.siteName = config.projections.ladder.siteName
         // `board: ""` is the package's file before `vigil setup`: readable (setup reads it to ask),
         // refused by `vigil run` (`boardChosen`), never quietly the simulated board.
         if config.boardChosen, resolvingBoard {

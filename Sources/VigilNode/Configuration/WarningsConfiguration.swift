@@ -11,7 +11,8 @@ import VigilCAP
 ///   feeds:
 ///     - url: https://alerts.example.gov/cap.atom
 ///       ca_file: feeds/ca.pem       # optional: trust only these certificates
-///       signatures: optional        # required: not yet (no XML signature verification)
+///       signers: feeds/signers.pem  # certificates whose signatures this feed's documents may carry
+///       signatures: required        # or optional (the default): see docs/warnings.md "Signatures"
 ///       interval: 120s
 /// ```
 extension NodeConfiguration {
@@ -26,14 +27,16 @@ extension NodeConfiguration {
                 }
                 var feed = WarningFeedSettings(url: url)
                 if let v = try item.string("ca_file") { feed.caFile = v }
+                if let v = try item.string("signers") { feed.signersFile = v }
                 if let v = try item.string("signatures") {
                     switch v {
-                    case "optional": break
-                    case "required":
-                        throw item.error("warnings.feeds.signatures: required needs XML signature verification, which this version does not do yet (docs/warnings.md); use optional")
-                    default:
-                        throw item.error("warnings.feeds.signatures: required or optional")
+                    case "optional": feed.signaturesRequired = false
+                    case "required": feed.signaturesRequired = true
+                    default: throw item.error("warnings.feeds.signatures: required or optional")
                     }
+                }
+                if feed.signaturesRequired && feed.signersFile == nil {
+                    throw item.error("warnings.feeds.signatures: required needs signers (a PEM file of the certificates the feed signs with, or their CA)")
                 }
                 if let v = try item.duration("interval") {
                     guard (5_000_000...86_400_000_000).contains(v) else { throw item.error("warnings.feeds.interval: 5s to 24h (public feeds ask for 120s or more)") }
@@ -82,6 +85,12 @@ public struct WarningFeedSettings: Sendable, Equatable {
     public var caFile: String?
     /// Every `interval` (default 120 s: what public feeds ask); longer after failures.
     public var intervalMicroseconds: UInt64 = 120_000_000
+    /// Certificates (PEM; relative paths are in the data directory) a signature on this feed's
+    /// documents must chain to (docs/warnings.md "Signatures").
+    public var signersFile: String?
+    /// An unsigned document is refused (`signatures: required`); otherwise it is taken, marked
+    /// unverified. A signature that does not verify is refused either way.
+    public var signaturesRequired = false
 
     public init(url: String) { self.url = url }
 }

@@ -98,6 +98,8 @@ extension NodeSnapshot {
                 },
                 logOpeningSeconds: live.logOpening?.seconds)
         }
+        publicWarnings = Self.publicWarnings(state.warnings)
+        recentlyCancelled = Self.recentlyCancelled(state.alerts)
         texts = state.sms.recent.suffix(TextView.limit).reversed().map {
             TextView(sender: $0.sender, text: PeerText.printable($0.text), outcome: $0.outcome, receivedMicroseconds: $0.receivedMicroseconds)
         }
@@ -141,6 +143,14 @@ extension NodeSnapshot {
             a.latitude = nil
             a.longitude = nil
             return a
+        }
+        // A public warning is public; which feed (a host inside the shelter's network, perhaps)
+        // and which event are for staff.
+        copy.publicWarnings = copy.publicWarnings?.map { w in
+            var w = w
+            w.source = nil
+            w.sequence = nil
+            return w
         }
         // Why each light is on is for staff: the reasons name who took a call, the numbers and
         // hosts a call path failed on, the card's error. A viewer sees the lights themselves.
@@ -194,29 +204,10 @@ extension NodeSnapshot {
         }
     }
 
-    static func name(_ s: AlertSeverity) -> String {
-        switch s {
-        case .info: "info"
-        case .warning: "warning"
-        case .critical: "critical"
-        default: "unspecified"
-        }
-    }
+    static func name(_ s: AlertSeverity) -> String { s.name }
 
     /// The kind's name as commands take it (`raise-alert`'s `kind`).
-    public static func slug(_ k: AlertKind) -> String {
-        switch k {
-        case .sos: "sos"
-        case .medical: "medical"
-        case .fire: "fire"
-        case .flood: "flood"
-        case .evacuate: "evacuate"
-        case .roadHazard: "road-hazard"
-        case .areaHazard: "area-hazard"
-        case .info: "info"
-        default: "unspecified"
-        }
-    }
+    public static func slug(_ k: AlertKind) -> String { k.slug }
 
     static func category(_ k: AlertKind) -> String {
         switch k {

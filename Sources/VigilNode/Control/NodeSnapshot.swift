@@ -38,6 +38,11 @@ public struct NodeSnapshot: Sendable, Codable, Equatable {
     /// a start still checking its log. Nil from a node that knows neither (no `arc:`, no
     /// `calls.test_to`, not starting), or a past state.
     public var callPaths: CallPathsView?
+    /// Public warnings in force here, loudest first (docs/warnings.md). Nil from a node before them.
+    public var publicWarnings: [PublicWarningView]? = nil
+    /// Alerts cancelled in the last hour, newest first (for CAP out's Cancel messages). Nil from a
+    /// node before them.
+    public var recentlyCancelled: [AlertView]? = nil
 
     public struct CallPathsView: Sendable, Codable, Equatable {
         /// Why the box cannot call for help now (what amber says); nil: no path is known to fail.
@@ -198,6 +203,10 @@ public struct NodeSnapshot: Sendable, Codable, Equatable {
         public var longitude: Double?
         /// here, elsewhere (another box answered), or nil: nobody yet.
         public var acknowledged: String?
+        /// When it was cancelled: only in `recentlyCancelled`.
+        public var cancelledMicroseconds: UInt64? = nil
+
+        public static let cancelledLimit = 50
     }
 
     public struct ExposureView: Sendable, Codable, Equatable {

@@ -61,10 +61,16 @@ final class WarningFeeds: NodeComponent {
             let timer = Scheduler.Timer("warning-feed-\(index)")
             var state = Feed(settings: feed, timer: timer, status: WarningFeedStatus(url: feed.url))
             do {
-                state.fetcher = try WarningFetcher(url: feed.url, caFile: feed.caFile.map(path))
+                let signers: [String] = try feed.signersFile.map { file -> [String] in
+                    let certificates = CAPSignature.certificates(pem: try String(contentsOfFile: path(file), encoding: .utf8))
+                    guard !certificates.isEmpty else { throw WarningFetcher.SignatureRefusal(description: "signers \(file) holds no PEM certificate") }
+                    return certificates
+                } ?? []
+                state.fetcher = try WarningFetcher(url: feed.url, caFile: feed.caFile.map(path), signers: signers,
+                                                   signaturesRequired: feed.signaturesRequired)
             } catch {
-                // A missing CA file is the operator's to fix; the box runs on, and says so.
-                state.status.problem = "cannot use ca_file \(feed.caFile ?? ""): \(error)"
+                // A missing CA or signers file is the operator's to fix; the box runs on, and says so.
+                state.status.problem = "cannot use ca_file or signers: \(error)"
                 context.logger.error("warnings: a feed cannot be used", metadata: ["feed": "\(feed.url)", "error": "\(error)"])
             }
             feeds.append(state)
@@ -168,6 +174,7 @@ final class WarningFeeds: NodeComponent {
         received.feed = feed
         received.link = document.url == feed ? "" : document.url
         received.document = Data(document.bytes)
+        received.signatureVerified = document.signatureVerified
         guard judged.wouldTake(document.alert, atMicroseconds: now, origin: WarningBook.origin(received)) else { return .unchanged }
         guard budget.spend(nowNanoseconds: context.monotonic.nowNanoseconds()) else {
             return .notLogged("over its budget of \(LogBudget.perHour) messages an hour: the rest wait")

@@ -14,6 +14,10 @@ import VigilCAP
 final class WarningFetcher: Sendable {
     let url: String
     private let http: HTTPClient
+    /// The certificates this feed's signatures must chain to (PEM), and whether a document must
+    /// carry one (docs/warnings.md "Signatures").
+    let signers: [String]
+    let signaturesRequired: Bool
 
     static let maximumIndexBytes = 2 << 20
     /// An index is read within the bounds of a document, but for its size.
@@ -36,6 +40,8 @@ final class WarningFetcher: Sendable {
         var url: String
         var bytes: [UInt8]
         var alert: CAPAlert
+        /// Its XML signature verified under one of the feed's signers.
+        var signatureVerified = false
     }
 
     struct Poll: Sendable {
@@ -74,8 +80,10 @@ final class WarningFetcher: Sendable {
     }
 
     /// A client for `url`, trusting the system's roots, or only the certificates in `caFile`.
-    init(url: String, caFile: String?) throws {
+    init(url: String, caFile: String?, signers: [String] = [], signaturesRequired: Bool = false) throws {
         self.url = url
+        self.signers = signers
+        self.signaturesRequired = signaturesRequired
         var tls = TLSConfiguration.makeClientConfiguration()
         tls.minimumTLSVersion = .tlsv12
         if let caFile { tls.trustRoots = .certificates(try NIOSSLCertificate.fromPEMFile(caFile)) }
@@ -114,7 +122,10 @@ final class WarningFetcher: Sendable {
         }
         switch document {
         case .alert(let alert):
-            result.documents.append(Document(url: url, bytes: answer.body, alert: alert))
+            switch signature(answer.body, alert) {
+            case .success(let verified): result.documents.append(Document(url: url, bytes: answer.body, alert: alert, signatureVerified: verified))
+            case .failure(let refusal): result.refused.append((url, refusal.description))
+            }
         case .index(let entries):
             var now: [String: String] = [:]
             var fetched = 0
@@ -136,7 +147,12 @@ final class WarningFetcher: Sendable {
                     let got = try await get(link, validators: Validators(), limit: CAPLimits.standard.maxDocumentBytes)
                     guard got.status == 200 else { throw Failure.status(got.status) }
                     let alert = try CAPReader.read(got.body)
-                    result.documents.append(Document(url: link, bytes: got.body, alert: alert))
+                    let verified = try signature(got.body, alert).get()
+                    result.documents.append(Document(url: link, bytes: got.body, alert: alert, signatureVerified: verified))
+                    now[link] = entry.version
+                } catch let error as SignatureRefusal {
+                    // Not fetched again until the index says it changed.
+                    result.refused.append((link, error.description))
                     now[link] = entry.version
                 } catch let error as CAPError {
                     // Not fetched again until the index says it changed.
@@ -155,6 +171,27 @@ final class WarningFetcher: Sendable {
             if result.deferred > 0 || result.incomplete { result.validators = Validators() }
         }
         return result
+    }
+
+    struct SignatureRefusal: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    /// The feed's rule for signatures on a document read: taken (with whether its signature
+    /// verified) or refused. A signature that does not verify under the feed's signers is refused
+    /// whatever the rule (a forgery, or a broken feed); an unsigned document only when signatures
+    /// are required. Without signers nothing can be verified: a signed document is taken,
+    /// unverified (the configuration refuses `required` without signers).
+    func signature(_ bytes: [UInt8], _ alert: CAPAlert) -> Result<Bool, SignatureRefusal> {
+        guard !signers.isEmpty, alert.hasSignature || signaturesRequired else {
+            return signaturesRequired ? .failure(SignatureRefusal(description: "unsigned, and this feed's signatures are required")) : .success(false)
+        }
+        switch CAPSignature.verify(bytes, trusted: signers) {
+        case .verified: return .success(true)
+        case .unsigned:
+            return signaturesRequired ? .failure(SignatureRefusal(description: "unsigned, and this feed's signatures are required")) : .success(false)
+        case .invalid(let why): return .failure(SignatureRefusal(description: "its signature does not verify: \(why)"))
+        }
     }
 
     /// An index's link as an absolute https address on the feed's own host and port (relative

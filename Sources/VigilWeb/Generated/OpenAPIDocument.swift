@@ -270,7 +270,7 @@ enum OpenAPIDocument {
                       counted: {type: boolean}
             alerts:
               type: array
-              items:
+              items: &alertView
                 type: object
                 required: [id, kind, severity, category, raisedHere, hops, raisedMicroseconds, expiresMicroseconds, text]
                 properties:
@@ -286,6 +286,34 @@ enum OpenAPIDocument {
                   latitude: {type: number}
                   longitude: {type: number}
                   acknowledged: {type: string, enum: [here, elsewhere]}
+                  cancelledMicroseconds: {type: integer, format: int64, description: "Only in recentlyCancelled"}
+            recentlyCancelled:
+              description: Alerts cancelled in the last hour, newest first, as CAP out (/cap.atom) tells them
+              type: array
+              items: *alertView
+            publicWarnings:
+              description: Public warnings (CAP 1.2) in force here, loudest first; the public view has no source or sequence
+              type: array
+              items:
+                type: object
+                required: [level, status, messageType, event, areas, issuer, severity, urgency, certainty, sentMicroseconds, expiresMicroseconds]
+                properties:
+                  level: {type: string, enum: [listed, shown, sounds]}
+                  status: {type: string, enum: [Actual, Exercise, System, Test, Draft]}
+                  messageType: {type: string}
+                  event: {type: string}
+                  headline: {type: string}
+                  description: {type: string}
+                  instruction: {type: string}
+                  areas: {type: array, items: {type: string}}
+                  issuer: {type: string}
+                  severity: {type: string}
+                  urgency: {type: string}
+                  certainty: {type: string}
+                  sentMicroseconds: {type: integer, format: int64}
+                  expiresMicroseconds: {type: integer, format: int64}
+                  source: {type: string}
+                  sequence: {type: integer, format: int64}
             exposures:
               type: object
               required: [found, highRisk, recentHighRiskMicroseconds, keyFilesMatched, keyFilesRefused, keyFilesWaiting]
