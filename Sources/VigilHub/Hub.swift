@@ -93,6 +93,8 @@ public enum Hub {
 
         let signal = FeedSignal()
         let router = Router(context: HubRequestContext.self)
+        let inFlight = InFlightRequests()
+        router.add(middleware: InFlightMiddleware(requests: inFlight))
         router.add(middleware: HubClockMiddleware(synchronisedFile: configuration.clockSynchronisedFile))
         let cache = FeedCache()
         let streams = FeedStreams(signal: signal, cache: cache, database: database, logger: logger)
@@ -127,7 +129,7 @@ public enum Hub {
         func named<S: Service>(_ name: String, _ service: S) -> ServiceGroupConfiguration.ServiceConfiguration {
             .init(service: NamedService(name: name, base: service, running: running))
         }
-        let watchdog = ShutdownWatchdog(limit: .seconds(30), running: running, logger: logger) { cluster?.stop() }
+        let watchdog = ShutdownWatchdog(limit: .seconds(30), running: running, inFlight: inFlight, logger: logger) { cluster?.stop() }
         var groupConfiguration = ServiceGroupConfiguration(services: [named("database client", client), named("HTTPS server", migration),
                                                                       named("feed listener", listener),
                                                                       named("feed streams", FeedStreamsService(streams: streams, signal: signal))],

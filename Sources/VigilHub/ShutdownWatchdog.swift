@@ -41,6 +41,7 @@ struct NamedService<Base: Service>: Service {
 final class ShutdownWatchdog: @unchecked Sendable {
     private let limit: Duration
     private let running: RunningServices
+    private let inFlight: InFlightRequests
     private let logger: Logger
     private let beforeExit: @Sendable () -> Void
     private let done = Mutex(false)
@@ -49,9 +50,10 @@ final class ShutdownWatchdog: @unchecked Sendable {
     private var sources: [any DispatchSourceSignal] = []
     private var armed = false
 
-    init(limit: Duration, running: RunningServices, logger: Logger, beforeExit: @escaping @Sendable () -> Void) {
+    init(limit: Duration, running: RunningServices, inFlight: InFlightRequests, logger: Logger, beforeExit: @escaping @Sendable () -> Void) {
         self.limit = limit
         self.running = running
+        self.inFlight = inFlight
         self.logger = logger
         self.beforeExit = beforeExit
     }
@@ -84,6 +86,8 @@ final class ShutdownWatchdog: @unchecked Sendable {
             guard !done.withLock({ $0 }) else { return }
             logger.critical("hub: shutdown did not finish; exiting", metadata: [
                 "after_seconds": "\(limit.components.seconds)", "still_running": "\(running.stillRunning.joined(separator: ", "))",
+                // Which requests hold the HTTPS server's shutdown (a handler that ignores cancellation).
+                "requests": "\(inFlight.describe())",
             ])
             beforeExit()
             _exit(70)
