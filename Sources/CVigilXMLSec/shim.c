@@ -16,7 +16,19 @@
 #include <xmlsec/crypto.h>
 #include <xmlsec/errors.h>
 #include <xmlsec/openssl/x509.h>
+#include <openssl/bio.h>
+#include <openssl/pem.h>
 #include <openssl/x509.h>
+#include <openssl/x509v3.h>
+
+// Package.swift gives the defines of Debian 12's pkg-config for libxmlsec1 1.2 (SwiftPM does not
+// pass a system library's defines on): another series would lay its structures out otherwise.
+#if XMLSEC_VERSION_MAJOR != 1 || XMLSEC_VERSION_MINOR != 2
+#error "CVigilXMLSec is written for libxmlsec1 1.2 (Debian 12); check Package.swift's defines against pkg-config --cflags xmlsec1-openssl"
+#endif
+#ifndef XMLSEC_NO_SIZE_T
+#error "libxmlsec1 1.2 on Debian is built with XMLSEC_NO_SIZE_T (xmlSecSize is unsigned int)"
+#endif
 
 static pthread_once_t started_once = PTHREAD_ONCE_INIT;
 static int started = 0;
@@ -33,6 +45,7 @@ static void record_error(const char *file, int line, const char *func, const cha
 }
 
 static void start(void) {
+    xmlInitParser();
     if (xmlSecInit() < 0) return;
     if (xmlSecCheckVersion() != 1) return;
     if (xmlSecCryptoAppInit(NULL) < 0) return;
@@ -88,8 +101,33 @@ static int enable(xmlSecDSigCtxPtr ctx) {
     return 0;
 }
 
+int cvigil_xmlsec_start(void) {
+    pthread_once(&started_once, start);
+    return started;
+}
+
+int cvigil_xmlsec_check_anchor(const unsigned char *pem, size_t length, char *reason, size_t reason_size) {
+    first_error[0] = 0;
+    if (length > 0x7fffffff) return say(reason, reason_size, 1, "the certificate is too large");
+    BIO *bio = BIO_new_mem_buf(pem, (int)length);
+    X509 *certificate = bio ? PEM_read_bio_X509(bio, NULL, NULL, NULL) : NULL;
+    if (bio != NULL) BIO_free(bio);
+    if (certificate == NULL) return say(reason, reason_size, 1, "not a PEM certificate");
+    int result = 0;
+    const char *text = "a self-signed CA certificate";
+    if (X509_check_issued(certificate, certificate) != X509_V_OK) {
+        result = 1;
+        text = "not self-signed: signers must hold the CA at the root of the chain (libxmlsec1 1.2 verifies whole chains only)";
+    } else if (X509_check_ca(certificate) < 1) {
+        result = 1;
+        text = "not a CA certificate: signers must hold the CA at the root of the chain";
+    }
+    X509_free(certificate);
+    return say(reason, reason_size, result, text);
+}
+
 int cvigil_xmlsec_verify(const unsigned char *document, size_t length,
-                         const char *const *trusted, const size_t *trusted_lengths, size_t trusted_count,
+                         const unsigned char *trusted, const size_t *trusted_lengths, size_t trusted_count,
                          char *reason, size_t reason_size, char *signer, size_t signer_size) {
     first_error[0] = 0;
     if (signer != NULL && signer_size > 0) signer[0] = 0;
@@ -103,7 +141,12 @@ int cvigil_xmlsec_verify(const unsigned char *document, size_t length,
     xmlDocPtr doc = xmlCtxtReadMemory(parser, (const char *)document, (int)length, "cap.xml", "UTF-8",
                                       XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING);
     xmlFreeParserCtxt(parser);
-    if (doc == NULL) return say(reason, reason_size, CVIGIL_XMLSEC_ERROR, "not well-formed XML");
+    if (doc == NULL) return say(reason, reason_size, CVIGIL_XMLSEC_INVALID, "not well-formed XML");
+    // CAPReader refuses a DTD before this runs; refused here too, so no caller depends on that.
+    if (doc->intSubset != NULL || doc->extSubset != NULL) {
+        xmlFreeDoc(doc);
+        return say(reason, reason_size, CVIGIL_XMLSEC_INVALID, "a DTD");
+    }
 
     int result = CVIGIL_XMLSEC_ERROR;
     const char *text = "libxmlsec1 failed";
@@ -124,13 +167,15 @@ int cvigil_xmlsec_verify(const unsigned char *document, size_t length,
 
     keys = xmlSecKeysMngrCreate();
     if (keys == NULL || xmlSecCryptoAppDefaultKeysMngrInit(keys) < 0) { text = "cannot make a keys manager"; goto done; }
+    size_t offset = 0;
     for (size_t i = 0; i < trusted_count; i++) {
         if (trusted_lengths[i] > 0x7fffffff ||
-            xmlSecCryptoAppKeysMngrCertLoadMemory(keys, (const xmlSecByte *)trusted[i], (xmlSecSize)trusted_lengths[i],
+            xmlSecCryptoAppKeysMngrCertLoadMemory(keys, (const xmlSecByte *)(trusted + offset), (xmlSecSize)trusted_lengths[i],
                                                   xmlSecKeyDataFormatPem, xmlSecKeyDataTypeTrusted) < 0) {
             text = "a trusted certificate is not a PEM certificate";
             goto done;
         }
+        offset += trusted_lengths[i];
     }
     ctx = xmlSecDSigCtxCreate(keys);
     if (ctx == NULL || enable(ctx) < 0) { text = "cannot make a signature context"; goto done; }

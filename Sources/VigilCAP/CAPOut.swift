@@ -73,6 +73,9 @@ public enum CAPOut {
             .map { a in a.cancelledMicroseconds.map { cancel(a, at: $0, writer: writer) } ?? alert(a, writer: writer) }
     }
 
+    /// A call for help (sos, medical): published to those who answer calls, not to everyone.
+    public static func isCallForHelp(_ a: Alert) -> Bool { a.kind == "sos" || a.kind == "medical" }
+
     /// CAP's identifier for an alert: its network id with the colon made a dash.
     public static func identifier(_ a: Alert) -> String { "vigil-" + a.id.replacingOccurrences(of: ":", with: "-").lowercased() }
 

@@ -18,6 +18,23 @@ public enum CAPSignature {
         case unsigned
         /// It carries one that does not verify, and why.
         case invalid(String)
+        /// The box could not judge it (libxmlsec1 did not start, memory ran out): not the
+        /// document's fault; asked again later.
+        case unverifiable(String)
+    }
+
+    /// Starts libxmlsec1 once for the process; false when it cannot. Called before feeds are
+    /// read on other threads (starting it changes process-wide state of libxml2's).
+    @discardableResult
+    public static func start() -> Bool { cvigil_xmlsec_start() == 1 }
+
+    /// Why `pem` (one certificate) cannot anchor verification, or nil when it can: libxmlsec1 1.2
+    /// verifies whole chains only, so a feed's signers must be self-signed CA certificates.
+    public static func anchorProblem(_ pem: String) -> String? {
+        var reason = [CChar](repeating: 0, count: 512)
+        let bytes = Array(pem.utf8)
+        let result = bytes.withUnsafeBufferPointer { cvigil_xmlsec_check_anchor($0.baseAddress, $0.count, &reason, reason.count) }
+        return result == 0 ? nil : text(reason)
     }
 
     /// The verdict on `document` under `trusted` (PEM certificates, as `certificates(pem:)`
@@ -26,17 +43,16 @@ public enum CAPSignature {
         guard document.count <= CAPLimits.standard.maxDocumentBytes else {
             return .invalid("the document is longer than \(CAPLimits.standard.maxDocumentBytes) bytes")
         }
-        let copies = trusted.map { strdup($0) }
-        defer { copies.forEach { free($0) } }
-        let pointers: [UnsafePointer<CChar>?] = copies.map { $0.map { UnsafePointer($0) } }
-        guard !pointers.contains(where: { $0 == nil }) else { return .invalid("out of memory") }
+        // The certificates end to end, each with its length: bytes, never C strings (a NUL in
+        // one would make a C string shorter than the length said).
+        let joined = trusted.flatMap { Array($0.utf8) }
         let lengths = trusted.map { $0.utf8.count }
         var reason = [CChar](repeating: 0, count: 512)
         var signer = [CChar](repeating: 0, count: 256)
         let result = document.withUnsafeBufferPointer { bytes in
-            pointers.withUnsafeBufferPointer { list in
+            joined.withUnsafeBufferPointer { certificates in
                 lengths.withUnsafeBufferPointer { sizes in
-                    cvigil_xmlsec_verify(bytes.baseAddress, bytes.count, list.baseAddress, sizes.baseAddress, list.count,
+                    cvigil_xmlsec_verify(bytes.baseAddress, bytes.count, certificates.baseAddress, sizes.baseAddress, sizes.count,
                                          &reason, reason.count, &signer, signer.count)
                 }
             }
@@ -44,16 +60,18 @@ public enum CAPSignature {
         switch result {
         case CVIGIL_XMLSEC_VERIFIED: return .verified(signer: CAPText.oneLine(text(signer), limit: 200))
         case CVIGIL_XMLSEC_UNSIGNED: return .unsigned
-        default: return .invalid(CAPText.oneLine(text(reason), limit: 400))
+        case CVIGIL_XMLSEC_INVALID: return .invalid(CAPText.oneLine(text(reason), limit: 400))
+        default: return .unverifiable(CAPText.oneLine(text(reason), limit: 400))
         }
     }
 
     /// The certificates of a PEM bundle, each with its BEGIN and END lines (anything between
-    /// them, such as comments, left out); at most `maximumCertificates`.
+    /// them, such as comments, left out); at most `maximumCertificates` and one more, so a caller
+    /// can refuse a bundle that holds more (a system's whole CA bundle given by mistake).
     public static func certificates(pem: String) -> [String] {
         var out: [String] = []
         var remaining = pem[...]
-        while out.count < maximumCertificates, let begin = remaining.range(of: "-----BEGIN CERTIFICATE-----"),
+        while out.count <= maximumCertificates, let begin = remaining.range(of: "-----BEGIN CERTIFICATE-----"),
               let end = remaining[begin.upperBound...].range(of: "-----END CERTIFICATE-----") {
             out.append(String(remaining[begin.lowerBound ..< end.upperBound]) + "\n")
             remaining = remaining[end.upperBound...]
@@ -61,7 +79,9 @@ public enum CAPSignature {
         return out
     }
 
-    public static let maximumCertificates = 64
+    /// A feed's signers are its own CA or two, never a system's bundle of public roots (whose
+    /// every TLS certificate could then sign warnings).
+    public static let maximumCertificates = 16
 
     private static func text(_ buffer: [CChar]) -> String {
         String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)

@@ -68,6 +68,25 @@ extension HubDatabase {
     static let overviewFeedItems = 20_000
 
     public func overview(nowMicroseconds: UInt64) async throws -> HubOverview {
+        var boxes = try await boxes()
+        let names = Dictionary(boxes.map { ($0.node, $0.name) }, uniquingKeysWith: { a, _ in a })
+        let alerts = try await foldAlerts(names: names)
+        for index in boxes.indices {
+            boxes[index].openCalls = alerts.filter { $0.id.origin == boxes[index].node && $0.isCallForHelp && $0.isOpen(at: nowMicroseconds) }.count
+        }
+        return HubOverview(boxes: boxes, alerts: alerts, escalations: try await foldEscalations(names: names),
+                           keyFiles: try await keyFiles(limit: 10), nowMicroseconds: nowMicroseconds)
+    }
+
+    /// What CAP out needs (`HubCAPRoutes`): the boxes and the network's alerts; no residents,
+    /// no key files.
+    func capOverview(nowMicroseconds: UInt64) async throws -> HubOverview {
+        let boxes = try await boxes()
+        let alerts = try await foldAlerts(names: Dictionary(boxes.map { ($0.node, $0.name) }, uniquingKeysWith: { a, _ in a }))
+        return HubOverview(boxes: boxes, alerts: alerts, escalations: [], nowMicroseconds: nowMicroseconds)
+    }
+
+    private func boxes() async throws -> [HubOverview.Box] {
         var boxes: [HubOverview.Box] = []
         for try await row in try await client.query("""
             SELECT node_id, name, site, latitude, longitude, last_contact, backlog, reported_at, occupancy, occupancy_minute_us,
@@ -78,13 +97,7 @@ extension HubDatabase {
                                          lastContact: row.5, backlog: row.6, reportedAt: row.7, occupancy: row.8.map(Int.init),
                                          occupancyMinuteMicroseconds: row.9.map { UInt64(bitPattern: $0) }, revoked: row.10))
         }
-        let names = Dictionary(boxes.map { ($0.node, $0.name) }, uniquingKeysWith: { a, _ in a })
-        let alerts = try await foldAlerts(names: names)
-        for index in boxes.indices {
-            boxes[index].openCalls = alerts.filter { $0.id.origin == boxes[index].node && $0.isCallForHelp && $0.isOpen(at: nowMicroseconds) }.count
-        }
-        return HubOverview(boxes: boxes, alerts: alerts, escalations: try await foldEscalations(names: names),
-                           keyFiles: try await keyFiles(limit: 10), nowMicroseconds: nowMicroseconds)
+        return boxes
     }
 
     /// The feed's alerts, each with its cancel and acknowledgements, newest first.

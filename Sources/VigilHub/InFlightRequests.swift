@@ -29,25 +29,36 @@ final class InFlightRequests: Sendable {
     }
 }
 
-/// Records each request in `InFlightRequests` while it is answered (streams while they stream).
+/// Records each request in `InFlightRequests` while it is answered: until the handler returns,
+/// or, for a streamed body (no length), until the body is written or dropped unwritten (a client
+/// gone before the head was written never runs the body: the entry goes with the closure).
 struct InFlightMiddleware<Context: RequestContext>: RouterMiddleware {
     let requests: InFlightRequests
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        let id = requests.begin(method: request.method.rawValue, path: request.uri.path)
-        var response: Response
-        do {
-            response = try await next(request, context)
-        } catch {
-            requests.end(id)
-            throw error
-        }
-        // A streamed body is still being answered after the handler returns.
+        let entry = InFlightEntry(requests, id: requests.begin(method: request.method.rawValue, path: request.uri.path))
+        var response = try await next(request, context)
+        // A body of known length is written at once: only a stream stays in flight.
+        guard response.body.contentLength == nil else { return response }
         let body = response.body
-        response.body = ResponseBody(contentLength: body.contentLength) { writer in
-            defer { requests.end(id) }
+        response.body = ResponseBody { writer in
+            // Held by the closure: released once the body is written, or with the closure.
+            defer { _ = entry }
             try await body.write(writer)
         }
         return response
     }
+}
+
+/// One request's place in `InFlightRequests`, given back when the last reference goes.
+final class InFlightEntry: Sendable {
+    private let requests: InFlightRequests
+    private let id: UInt64
+
+    init(_ requests: InFlightRequests, id: UInt64) {
+        self.requests = requests
+        self.id = id
+    }
+
+    deinit { requests.end(id) }
 }

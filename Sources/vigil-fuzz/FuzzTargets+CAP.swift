@@ -3,9 +3,13 @@ import VigilCAP
 
 extension FuzzTargets {
     /// The CAP corpus's test CA (scripts/cap-sign-corpus), which signed the signed seeds.
+    static let capCorpus = "/" + #filePath.split(separator: "/").dropLast(3).joined(separator: "/") + "/Tests/VigilCAPTests/Corpus"
     static let capTrusted: [String] = {
-        let path = #filePath.split(separator: "/").dropLast(3).joined(separator: "/") + "/Tests/VigilCAPTests/Corpus/signed/ca.pem"
-        return (try? String(contentsOfFile: "/" + path, encoding: .utf8)).map(CAPSignature.certificates) ?? []
+        (try? String(contentsOfFile: capCorpus + "/signed/ca.pem", encoding: .utf8)).map(CAPSignature.certificates) ?? []
+    }()
+    /// The one document the test CA's signer signed (every signed seed is it).
+    static let capSigned: CAPAlert? = {
+        (try? String(contentsOfFile: capCorpus + "/flood-warning.xml", encoding: .utf8)).flatMap { try? CAPReader.read(Array($0.utf8)) }
     }()
 
     /// CAP 1.2 public warnings (docs/warnings.md): libxml2 under the reader's bounds, then the
@@ -23,7 +27,7 @@ extension FuzzTargets {
         check((try? CAPReader.read(CAPWriter.write(alert))) == unsigned, "a document written again reads back the same (but its signature)")
         // A signature is verified (libxmlsec1) under the corpus's test CA: never fetched, never trusted unproven.
         if alert.hasSignature, case .verified = CAPSignature.verify(bytes, trusted: Self.capTrusted) {
-            check(bytes.count <= CAPLimits.standard.maxDocumentBytes, "only a document the reader took verifies")
+            check(unsigned == Self.capSigned, "what verifies under the test CA reads as what it signed (the corpus's flood warning)")
         }
         check(CAPTime(alert.sent.description) == alert.sent, "a sent time writes back as the same instant")
         check(alert.infos.count <= CAPLimits.standard.maxInfos, "at most maxInfos infos")

@@ -156,6 +156,40 @@ import VigilTestSupport
         #expect(events.first.map { (try? CAPReader.read([UInt8]($0.document)))?.identifier } == "VIGIL-TEST-FLOOD-0001")
     }
 
+    @Test func optionalSignaturesTakeTheUnsignedUnverifiedRefuseTheForgedAndSignersMustBeACA() async throws {
+        let dir = TemporaryDirectory()
+        let server = try await CAPFeedServer(directory: dir.path + "/server")
+        defer { server.stop() }
+        let corpus = testsFile("VigilCAPTests/Corpus")
+        for name in ["signed/signed-rsa.xml", "signed/tampered.xml", "fire-circle-near.xml"] {
+            try FileManager.default.copyItem(atPath: corpus + "/" + name, toPath: server.documents + "/" + name.replacingOccurrences(of: "/", with: "-"))
+        }
+        try FileManager.default.copyItem(atPath: corpus + "/signed/ca.pem", toPath: dir.path("signers.pem"))
+        try FileManager.default.copyItem(atPath: corpus + "/signed/signer.pem", toPath: dir.path("leaf.pem"))
+        var config = testConfiguration(dir, advertisers: 0)
+        config.projections.warnings = CAPWarningSettings(site: Self.site)
+        var optional = Self.feed(server.url("/feed.atom"), ca: server.certificate)
+        optional.signersFile = "signers.pem"
+        var leaf = optional
+        leaf.signersFile = "leaf.pem"
+        config.warningFeeds = [optional, leaf]
+        let clock = ManualClock()
+        let node = try Node(configuration: config, clock: clock, monotonic: clock, logger: quietLogger, board: try SimulatedBoard(monotonic: clock))
+        let running = try await start(node)
+        #expect(await untilChildProcess(running, seconds: 120) { $0.warningFeeds.status.first?.answered == 1 })
+        let status = await onLoop(running) { $0.warningFeeds.status }
+        #expect(status[0].logged == 2 && status[0].refused == 1, "the signed flood and the unsigned fire; not the forgery: \(status[0])")
+        #expect(status[1].problem?.contains("not self-signed") == true, "a signer's own certificate cannot anchor: \(String(describing: status[1].problem))")
+        #expect(status[1].polls == 0, "a feed whose signers cannot be used is not read")
+        running.requestStop(reason: "test")
+        _ = try await ended(running)
+        let verified = try storedEvents(dir).compactMap { e -> (String, Bool)? in
+            guard case .warningReceived(let w) = e.body, let alert = try? CAPReader.read([UInt8](w.document)) else { return nil }
+            return (alert.identifier, w.signatureVerified)
+        }
+        #expect(verified.sorted { $0.0 < $1.0 }.map { "\($0.0) \($0.1)" } == ["VIGIL-TEST-FIRE-0001 false", "VIGIL-TEST-FLOOD-0001 true"])
+    }
+
     @Test func aFeedRepeatingItsAlertWithNewSentTimesIsLoggedOnce() async throws {
         let dir = TemporaryDirectory()
         let server = try await FeedServer(dir)

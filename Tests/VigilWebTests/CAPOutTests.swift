@@ -72,6 +72,19 @@ import VigilTestSupport
         try await WebHarness.with("cap-public", publicView: true) { (web: WebHarness) async throws in
             let token = try WebCredentials(dataDirectory: web.dir.path).addToken(name: "staff", nowMicroseconds: 1)
             #expect(try await web.get("/cap.atom").status == .ok, "http.public_view: anyone may read it")
+            for kind in ["sos", "fire"] {
+                let raised = try await web.api(.POST, "/alerts", json: #"{"kind":"\#(kind)","lifetimeMicroseconds":3600000000,"text":"x"}"#, token: token)
+                #expect(raised.status == .ok, "\(raised.body)")
+            }
+            await web.advance(byMicroseconds: 300_000)
+            func events(_ body: String) throws -> [String] {
+                guard case .index(let entries) = try CAPFeedReader.read(Array(body.utf8)) else { return [] }
+                return entries.map(\.link)
+            }
+            let anyone = try events(try await web.get("/cap.atom").body)
+            let staff = try events(try await web.get("/cap.atom", headers: [("authorization", "Bearer \(token)")]).body)
+            #expect(anyone.count == 1 && staff.count == 2, "a call for help is for staff: \(anyone) \(staff)")
+            #expect(try await web.get("/" + (staff.first { !anyone.contains($0) } ?? "")).status == .notFound, "nor its document")
             let status = try JSONDecoder().decode(NodeSnapshot.self, from: Data(try await web.api(.GET, "/status", token: token).body.utf8))
             let now = Int64(status.timeMicroseconds)
             let document = """

@@ -12,6 +12,7 @@ extension NodeConfiguration {
         }
         if let v = try http.bool("tls") { config.http.tls = v }
         if let v = try http.bool("public_view") { config.http.publicView = v }
+        if let v = try http.bool("cap_public") { config.http.capPublic = v }
         if let v = try http.integer("max_connections", in: 16...100_000) { config.http.connections.total = v }
         if let v = try http.integer("max_connections_per_client", in: 1...100_000) { config.http.connections.perClient = v }
         if let v = try http.duration("idle_timeout") {
@@ -38,6 +39,9 @@ public struct HTTPSettings: Sendable, Equatable {
     /// Anyone who reaches the page may see the read-only view without signing in. Off by
     /// default: residents' names and rooms are not for everyone on a shelter's Wi-Fi.
     public var publicView = false
+    /// Anyone may read the box's alerts as CAP (`/cap.atom`), without the rest of the public view
+    /// (`http.cap_public`); calls for help are left out for them (docs/warnings.md "CAP out").
+    public var capPublic = false
     /// The page's address as the servers of webhook recipients reach it (`https://vigil-a.lan:8443`),
     /// without a trailing slash: messages to webhooks carry a take link under it. nil: they carry
     /// the link's path and token only.

@@ -11,7 +11,7 @@ import VigilCAP
 ///   feeds:
 ///     - url: https://alerts.example.gov/cap.atom
 ///       ca_file: feeds/ca.pem       # optional: trust only these certificates
-///       signers: feeds/signers.pem  # certificates whose signatures this feed's documents may carry
+///       signers: feeds/signers.pem  # the CA at the root of the feed's signing chain (self-signed)
 ///       signatures: required        # or optional (the default): see docs/warnings.md "Signatures"
 ///       interval: 120s
 /// ```

@@ -64,6 +64,15 @@ final class WarningFeeds: NodeComponent {
                 let signers: [String] = try feed.signersFile.map { file -> [String] in
                     let certificates = CAPSignature.certificates(pem: try String(contentsOfFile: path(file), encoding: .utf8))
                     guard !certificates.isEmpty else { throw WarningFetcher.SignatureRefusal(description: "signers \(file) holds no PEM certificate") }
+                    guard certificates.count <= CAPSignature.maximumCertificates else {
+                        throw WarningFetcher.SignatureRefusal(description: "signers \(file) holds more than \(CAPSignature.maximumCertificates) certificates: a feed's signers are its own CA, not a bundle of public roots")
+                    }
+                    for (n, certificate) in certificates.enumerated() {
+                        if let problem = CAPSignature.anchorProblem(certificate) {
+                            throw WarningFetcher.SignatureRefusal(description: "signers \(file), certificate \(n + 1): \(problem)")
+                        }
+                    }
+                    guard CAPSignature.start() else { throw WarningFetcher.SignatureRefusal(description: "libxmlsec1 could not start") }
                     return certificates
                 } ?? []
                 state.fetcher = try WarningFetcher(url: feed.url, caFile: feed.caFile.map(path), signers: signers,

@@ -122,8 +122,16 @@ final class WarningFetcher: Sendable {
         }
         switch document {
         case .alert(let alert):
+            // Read within an index's bounds; the log and replay read a document within a document's.
+            guard answer.body.count <= CAPLimits.standard.maxDocumentBytes else {
+                result.outcome = .failed(Failure.tooLarge(CAPLimits.standard.maxDocumentBytes).description)
+                return result
+            }
             switch signature(answer.body, alert) {
             case .success(let verified): result.documents.append(Document(url: url, bytes: answer.body, alert: alert, signatureVerified: verified))
+            case .failure(let refusal) where refusal.retry:
+                result.outcome = .failed(refusal.description)
+                result.validators = Validators()
             case .failure(let refusal): result.refused.append((url, refusal.description))
             }
         case .index(let entries):
@@ -151,9 +159,14 @@ final class WarningFetcher: Sendable {
                     result.documents.append(Document(url: link, bytes: got.body, alert: alert, signatureVerified: verified))
                     now[link] = entry.version
                 } catch let error as SignatureRefusal {
-                    // Not fetched again until the index says it changed.
                     result.refused.append((link, error.description))
-                    now[link] = entry.version
+                    if error.retry {
+                        // Not the document's fault: asked for again at the next poll.
+                        result.incomplete = true
+                    } else {
+                        // Not fetched again until the index says it changed.
+                        now[link] = entry.version
+                    }
                 } catch let error as CAPError {
                     // Not fetched again until the index says it changed.
                     result.refused.append((link, error.description))
@@ -175,6 +188,8 @@ final class WarningFetcher: Sendable {
 
     struct SignatureRefusal: Error, CustomStringConvertible {
         let description: String
+        /// The box could not judge the signature (not the document's fault): ask again later.
+        var retry = false
     }
 
     /// The feed's rule for signatures on a document read: taken (with whether its signature
@@ -191,6 +206,7 @@ final class WarningFetcher: Sendable {
         case .unsigned:
             return signaturesRequired ? .failure(SignatureRefusal(description: "unsigned, and this feed's signatures are required")) : .success(false)
         case .invalid(let why): return .failure(SignatureRefusal(description: "its signature does not verify: \(why)"))
+        case .unverifiable(let why): return .failure(SignatureRefusal(description: "its signature could not be checked: \(why)", retry: true))
         }
     }
 
