@@ -157,23 +157,4 @@ public enum CAPOut {
 
     /// Where a document is, relative to the index.
     public static func link(_ document: CAPAlert) -> String { "cap/\(document.identifier).xml" }
-
-    /// An entity tag for served bytes (FNV-1a, 64 bits, hex): it tells versions apart for
-    /// `If-None-Match`; it guards nothing.
-    public static func entityTag(_ bytes: [UInt8]) -> String {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for b in bytes {
-            hash ^= UInt64(b)
-            hash &*= 0x0000_0100_0000_01b3
-        }
-        return String(hash, radix: 16)
-    }
-
-    /// Whether an `If-None-Match` header names `etag` (quoted, as served) or is `*`.
-    public static func matches(_ ifNoneMatch: String, etag: String) -> Bool {
-        ifNoneMatch.split(separator: ",").contains { tag in
-            let t = tag.trimmingCharacters(in: .whitespaces)
-            return t == etag || t == "*" || t == "W/" + etag
-        }
-    }
 }

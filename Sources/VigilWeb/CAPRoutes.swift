@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import NIOCore
+import VigilAccess
 import VigilCAP
 import VigilNode
 
@@ -75,13 +76,6 @@ struct CAPRoutes: Sendable {
     }
 
     static func answer(_ bytes: [UInt8], type: String, request: Request) -> Response {
-        let etag = "\"\(CAPOut.entityTag(bytes))\""
-        var headers: HTTPFields = [.contentType: type + "; charset=utf-8", .eTag: etag, .cacheControl: "no-cache",
-                                   .xContentTypeOptions: "nosniff"]
-        if let asked = request.headers[.ifNoneMatch], CAPOut.matches(asked, etag: etag) {
-            headers[.contentType] = nil
-            return Response(status: .notModified, headers: headers)
-        }
-        return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
+        ConditionalGet.response(bytes, contentType: type + "; charset=utf-8", request: request)
     }
 }

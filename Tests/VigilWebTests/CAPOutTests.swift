@@ -55,8 +55,10 @@ import VigilTestSupport
             #expect(later.count == 2)
             var cancels: [CAPAlert] = []
             for entry in later {
-                let document = try CAPReader.read(Array(try await web.get("/" + entry.link, headers: auth).body.utf8))
+                let body = try await web.get("/" + entry.link, headers: auth).body
+                let document = try CAPReader.read(Array(body.utf8))
                 if document.messageType == .cancel { cancels.append(document) }
+                for personal in ["Bo", "room", "+614", "door", "-33.12", "151.76"] { #expect(!body.contains(personal), "\(personal) in \(body)") }
             }
             #expect(cancels.count == 1 && cancels.first?.references == [water.key])
 
