@@ -7,7 +7,7 @@ struct Options {
     static let metrics = ["append_durable_eps", "append_ack_p99_ms", "replay_eps", "replay_decode_eps", "scanhit_bytes",
                           "sos_latency_p99_ms", "sos_latency_p99_ms_http_load"] + ScanReportBench.metrics + [GAENMatchBench.metric] + HubBench.metrics + SalvageBench.metrics + CompactionBench.metrics
         + [ATTBench.metric, PSMBench.metric, MQTTIngestBench.metric, MassCallBench.metric, PowerCutBench.metric, HubFanoutBench.metric] + CallPathBench.metrics
-        + [PhoneFloodBench.metric, FrameVerifyBench.metric, ForgedFloodBench.metric, ChecksumBench.metric]
+        + [PhoneFloodBench.metric, FrameVerifyBench.metric, ForgedFloodBench.metric, ChecksumBench.metric, CAPBench.metric, WarningLatencyBench.metric]
 
     var quick = false
     var only: Set<String>?
