@@ -47,14 +47,15 @@ extension HubDatabase {
     /// The network's signing key, made once (the first hub process to ask wins; the others read it).
     public func networkSigningKey() async throws -> NetworkSigningKey {
         let candidate = NetworkSigningKey()
-        var seed: ByteBuffer?
-        try await client.withTransaction(logger: logger) { connection in
+        let seed = try await bounded.withTransaction(logger: logger) { connection -> ByteBuffer? in
             try await connection.query("""
                 INSERT INTO network_signing_key (seed) VALUES (\(ByteBuffer(bytes: candidate.seed))) ON CONFLICT DO NOTHING
                 """, logger: logger)
+            var seed: ByteBuffer?
             for try await (s) in try await connection.query("SELECT seed FROM network_signing_key", logger: logger).decode(ByteBuffer.self) {
                 seed = s
             }
+            return seed
         }
         guard let seed else { throw HubError.database("the network's signing key is missing after it was made") }
         do {
@@ -74,7 +75,7 @@ extension HubDatabase {
         let short = UInt32(truncatingIfNeeded: node)
         let key = ByteBuffer(bytes: boxKey.rawRepresentation)
         do {
-            return try await client.withTransaction(logger: logger) { connection -> Certified in
+            return try await bounded.withTransaction(logger: logger) { connection -> Certified in
                 try await connection.query("SELECT pg_advisory_xact_lock(\(Self.boxKeysLock))", logger: logger)
                 // A box revoked since its credential was checked gets nothing.
                 var enrolled = false

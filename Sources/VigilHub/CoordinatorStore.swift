@@ -37,7 +37,7 @@ extension HubDatabase {
 
     /// Adds the coordinator `name`, or gives them a new password (their sessions end).
     public func setCoordinator(name: String, passwordHash: String) async throws {
-        try await client.withTransaction(logger: logger) { connection in
+        try await bounded.withTransaction(logger: logger) { connection in
             try await connection.query("""
                 INSERT INTO coordinators (name, password_hash) VALUES (\(name), \(passwordHash))
                 ON CONFLICT (name) DO UPDATE SET password_hash = excluded.password_hash
@@ -72,7 +72,7 @@ extension HubDatabase {
     public func signIn(name: String, password: String, client address: String) async throws -> SignIn {
         guard Self.isCoordinatorName(name), password.utf8.count <= 256 else { return .refused }
         let window = Double(Self.failureWindowSeconds)
-        let counted = try await client.withTransaction(logger: logger) { connection -> FailureCount in
+        let counted = try await bounded.withTransaction(logger: logger) { connection -> FailureCount in
             // One client's attempts one at a time, so its counts are exact.
             try await connection.query("SELECT pg_advisory_xact_lock(\(Self.signInLock), hashtext(\(address)))", logger: logger)
             try await connection.query("DELETE FROM login_failures WHERE at < now() - make_interval(secs => \(window))", logger: logger)
@@ -108,7 +108,7 @@ extension HubDatabase {
             return .rateLimited(retryAfterSeconds: max(1, Self.failureWindowSeconds - Int(counted.everywhereAge)))
         }
         var stored: String?
-        for try await (h) in try await client.query("SELECT password_hash FROM coordinators WHERE name = \(name)", logger: logger)
+        for try await (h) in try await bounded.query("SELECT password_hash FROM coordinators WHERE name = \(name)", logger: logger)
             .decode(String.self) { stored = h }
         // An unknown name costs the same scrypt as a known one: timing says nothing.
         let hash = stored ?? Self.decoyHash
@@ -117,14 +117,14 @@ extension HubDatabase {
         // it does not count against the name.
         guard let matches = await Self.scrypt.run(maxWaiting: Self.scryptWaiting, { PasswordHash.verify(password, against: hash) }) else {
             if let recorded = counted.recorded {
-                try await client.query("DELETE FROM login_failures WHERE ctid = \(recorded)::tid", logger: logger)
+                try await bounded.query("DELETE FROM login_failures WHERE ctid = \(recorded)::tid", logger: logger)
             }
             return .busy
         }
         guard matches, stored != nil else { return .refused } // the attempt stays counted
         let token = Self.randomText()
         let csrf = Self.randomText()
-        try await client.withTransaction(logger: logger) { connection in
+        try await bounded.withTransaction(logger: logger) { connection in
             try await connection.query("DELETE FROM login_failures WHERE name = \(name) AND client = \(address)", logger: logger)
             try await connection.query("DELETE FROM sessions WHERE expires_at < now()", logger: logger)
             try await connection.query("""
@@ -152,7 +152,7 @@ extension HubDatabase {
 
     /// The live session a cookie names, if any.
     public func session(token: String) async throws -> Session? {
-        for try await (name, csrf) in try await client.query("""
+        for try await (name, csrf) in try await bounded.query("""
             SELECT coordinator, csrf FROM sessions WHERE token_hash = \(Self.hash(token)) AND expires_at > now()
             """, logger: logger).decode((String, String).self) {
             return Session(coordinator: name, csrf: csrf)
@@ -161,7 +161,7 @@ extension HubDatabase {
     }
 
     public func signOut(token: String) async throws {
-        try await client.query("DELETE FROM sessions WHERE token_hash = \(Self.hash(token))", logger: logger)
+        try await bounded.query("DELETE FROM sessions WHERE token_hash = \(Self.hash(token))", logger: logger)
     }
 
     static func randomText() -> String {
@@ -175,7 +175,7 @@ extension HubDatabase {
 
     /// The origin of alerts coordinators raise (one per database, so every hub process agrees).
     public func networkAlertOrigin() async throws -> UInt64 {
-        for try await (o) in try await client.query("SELECT alert_origin FROM network LIMIT 1", logger: logger).decode(Int64.self) {
+        for try await (o) in try await bounded.query("SELECT alert_origin FROM network LIMIT 1", logger: logger).decode(Int64.self) {
             return UInt64(bitPattern: o)
         }
         throw HubError.configuration("the database has no network row (migration 3 did not run)")
@@ -185,7 +185,7 @@ extension HubDatabase {
     public func raiseAlert(by coordinator: String, kind: AlertKind, severity: AlertSeverity, text: String,
                            validSeconds: Int, nowMicroseconds: UInt64) async throws -> AlertID {
         let origin = try await networkAlertOrigin()
-        return try await client.withTransaction(logger: logger) { connection -> AlertID in
+        return try await bounded.withTransaction(logger: logger) { connection -> AlertID in
             var counter: Int64 = 0
             for try await (c) in try await connection.query("SELECT nextval('coordinator_alert_counter')", logger: logger).decode(Int64.self) {
                 counter = c
@@ -244,7 +244,7 @@ extension HubDatabase {
     /// on the feed once: under the feed's lock, so two coordinators clicking together send one.
     private func answer(_ id: AlertID, with kind: EventKind, by coordinator: String, nowMicroseconds: UInt64,
                         make: @escaping @Sendable (Alert) -> EventBody) async throws -> CoordinatorAction {
-        try await client.withTransaction(logger: logger) { connection -> CoordinatorAction in
+        try await bounded.withTransaction(logger: logger) { connection -> CoordinatorAction in
             try await connection.query("SELECT pg_advisory_xact_lock(\(Self.feedLock))", logger: logger)
             guard let raised = try await raisedAlert(id, connection) else { return .unknownAlert }
             if try await feedHas(.alertCancelled, of: id, fromCoordinators: false, connection) {

@@ -17,6 +17,9 @@ public struct HubConfiguration: Sendable {
     /// `postgres://user:password@host:port/database`; nil: the hub runs its own cluster in
     /// `DATA/postgres`.
     public var databaseURL: String?
+    /// How long a request waits on the database before it is answered 503 (hub.yaml
+    /// `database: {request_seconds: N}`): keep it under the boxes' 30 s read timeout.
+    public var databaseRequestSeconds = HubDatabase.requestSeconds
     /// Connections held at once and their idle timeout (hub.yaml `connections`); fitted to the
     /// process's descriptor limit at start.
     public var connections = ConnectionLimits.hub
@@ -89,7 +92,7 @@ public enum Hub {
         defer { cluster?.stop() }
         let identity = try HubIdentity.loadOrCreate(dataDirectory: configuration.dataDirectory, logger: logger)
         let client = PostgresClient(configuration: try configuration.postgresConfiguration(cluster: cluster), backgroundLogger: logger)
-        let database = HubDatabase(client: client, logger: logger)
+        let database = HubDatabase(client: client, logger: logger, requestSeconds: configuration.databaseRequestSeconds)
 
         let signal = FeedSignal()
         let router = Router(context: HubRequestContext.self)

@@ -58,7 +58,7 @@ extension HubDatabase {
         let position = report?.coordinates
         // The last sample in the log's order (batches come in order; urgent ones hold none).
         let sample = decoded.last { $0.occupancy != nil }?.occupancy
-        return try await client.withTransaction(logger: logger) { connection -> UploadOutcome in
+        return try await bounded.withTransaction(logger: logger) { connection -> UploadOutcome in
             // The mark moves to `through` when the batch starts at or before the mark plus one
             // (a new epoch's mark starts just before its first sequence: what came before it was
             // acknowledged under an earlier epoch); urgent batches never move it. A batch that
@@ -207,7 +207,7 @@ extension HubDatabase {
     public func feedPage(after position: UInt64, for node: UInt64, limit: Int = 200) async throws -> FeedPage {
         let items = try await feed(after: position, for: node, limit: limit)
         var head: Int64 = 0
-        for try await (h) in try await client.query("SELECT coalesce(max(position), 0) FROM feed", logger: logger).decode(Int64.self) { head = h }
+        for try await (h) in try await bounded.query("SELECT coalesce(max(position), 0) FROM feed", logger: logger).decode(Int64.self) { head = h }
         let at = position == 0 ? [] : try await feedRows("""
             SELECT position, origin_node, kind, time_us, payload FROM feed WHERE position = \(Int64(bitPattern: position))
             """)
@@ -242,7 +242,7 @@ extension HubDatabase {
 
     private func feedRows(_ query: PostgresQuery) async throws -> [FeedItem] {
         var items: [FeedItem] = []
-        for try await (p, o, k, t, payload) in try await client.query(query, logger: logger).decode((Int64, Int64, Int32, Int64, ByteBuffer).self) {
+        for try await (p, o, k, t, payload) in try await bounded.query(query, logger: logger).decode((Int64, Int64, Int32, Int64, ByteBuffer).self) {
             items.append(FeedItem(position: UInt64(bitPattern: p), originNode: UInt64(bitPattern: o), kind: UInt32(bitPattern: k),
                                   timeUs: UInt64(bitPattern: t), payload: Array(payload.readableBytesView)))
         }
@@ -257,7 +257,7 @@ extension HubDatabase {
 
     /// Records a refused conflict (after its batch was rolled back).
     func recordConflict(node: UInt64, epoch: UInt32, seq: UInt64, held: [UInt8], sent: [UInt8]) async throws {
-        try await client.query("""
+        try await bounded.query("""
             INSERT INTO conflicts (node_id, epoch, seq, held_hash, sent_hash)
             VALUES (\(Int64(bitPattern: node)), \(Int32(bitPattern: epoch)), \(Int64(bitPattern: seq)), \(ByteBuffer(bytes: held)), \(ByteBuffer(bytes: sent)))
             """, logger: logger)
@@ -267,13 +267,13 @@ extension HubDatabase {
     public func syncState(node: UInt64) async throws -> SyncState {
         let nodeID = Int64(bitPattern: node)
         var epochs: [SyncState.Epoch] = []
-        for try await (e, h, top) in try await client.query(
+        for try await (e, h, top) in try await bounded.query(
             "SELECT epoch, held_through, highest FROM box_epochs WHERE node_id = \(nodeID) ORDER BY epoch", logger: logger)
             .decode((Int32, Int64, Int64).self) {
             epochs.append(SyncState.Epoch(epoch: UInt32(bitPattern: e), heldThrough: UInt64(bitPattern: h), highest: UInt64(bitPattern: top)))
         }
         var conflicts = 0
-        for try await (n) in try await client.query("SELECT count(*) FROM conflicts WHERE node_id = \(nodeID)", logger: logger).decode(Int64.self) {
+        for try await (n) in try await bounded.query("SELECT count(*) FROM conflicts WHERE node_id = \(nodeID)", logger: logger).decode(Int64.self) {
             conflicts = Int(n)
         }
         return SyncState(node: NodeIDText.format(node), epochs: epochs, conflicts: conflicts)
@@ -282,7 +282,7 @@ extension HubDatabase {
     /// Every event held of `node`'s `epoch`, by sequence (tests compare these with the box's log).
     public func events(node: UInt64, epoch: UInt32) async throws -> [(seq: UInt64, kind: UInt32, timeUs: UInt64, hash: [UInt8])] {
         var out: [(seq: UInt64, kind: UInt32, timeUs: UInt64, hash: [UInt8])] = []
-        for try await (s, k, t, h) in try await client.query("""
+        for try await (s, k, t, h) in try await bounded.query("""
             SELECT seq, kind, time_us, hash FROM events
             WHERE node_id = \(Int64(bitPattern: node)) AND epoch = \(Int32(bitPattern: epoch)) ORDER BY seq
             """, logger: logger).decode((Int64, Int32, Int64, ByteBuffer).self) {

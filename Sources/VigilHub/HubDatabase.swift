@@ -13,11 +13,18 @@ import VigilHubProtocol
 /// Contract: every method is one transaction or one statement; an error leaves the database as
 /// it was. Node ids (all 64 bits) are stored as `bigint` by bit pattern.
 public struct HubDatabase: Sendable {
+    /// For what is not a request: migrations and the feed listener.
     public let client: PostgresClient
+    /// How long a request waits on PostgreSQL at most: under a box's 30 s read timeout, with
+    /// room for a long answer to cross a slow uplink.
+    public static let requestSeconds = 20.0
+    /// For everything a request does: bounded by `requestSeconds`.
+    let bounded: BoundedPostgres
     let logger: Logger
 
-    public init(client: PostgresClient, logger: Logger) {
+    public init(client: PostgresClient, logger: Logger, requestSeconds: Double = HubDatabase.requestSeconds) {
         self.client = client
+        self.bounded = BoundedPostgres(client: client, seconds: requestSeconds, logger: logger)
         self.logger = logger
     }
 
@@ -188,7 +195,7 @@ public struct HubDatabase: Sendable {
         var rng = SystemRandomNumberGenerator()
         for i in secret.indices { secret[i] = rng.next() }
         let text = Base64URL.encode(secret)
-        try await client.query("""
+        try await bounded.query("""
             INSERT INTO enrolment_tokens (token_hash, name, expires_at)
             VALUES (\(Self.hash(text)), \(name), now() + make_interval(secs => \(Double(validSeconds))))
             """, logger: logger)
@@ -227,7 +234,7 @@ public struct HubDatabase: Sendable {
     }
 
     private func enrolTransaction(token: String, nodeID: Int64, credential: String) async throws -> EnrolOutcome {
-        try await client.withTransaction(logger: logger) { connection -> EnrolOutcome in
+        try await bounded.withTransaction(logger: logger) { connection -> EnrolOutcome in
             // Before the token is used: the network's origin is public (`GET /api/v1/hub`), so
             // refusing it tells a guesser nothing, and the box's owner can retry with its own id.
             for try await _ in try await connection.query("SELECT 1 FROM network WHERE alert_origin = \(nodeID)", logger: logger).decode(Int32.self) {
@@ -272,7 +279,7 @@ public struct HubDatabase: Sendable {
         // row write is WAL): one statement either way.
         let node = Int64(bitPattern: credential.node)
         let hash = Self.hash(credential.secret)
-        let rows = try await client.query("""
+        let rows = try await bounded.query("""
             WITH touched AS (
                 UPDATE boxes SET last_contact = now()
                 WHERE node_id = \(node) AND credential_hash = \(hash) AND revoked_at IS NULL
@@ -291,7 +298,7 @@ public struct HubDatabase: Sendable {
         guard !held.isEmpty else { return [] }
         let nodes = held.map { Int64(bitPattern: $0.node) }
         let hashes = held.map(\.hash)
-        let rows = try await client.query("""
+        let rows = try await bounded.query("""
             WITH held(node, hash) AS (SELECT * FROM unnest(\(nodes)::bigint[], \(hashes)::text[])),
             valid AS (
                 SELECT DISTINCT b.node_id, h.hash FROM boxes b JOIN held h ON b.node_id = h.node AND b.credential_hash = decode(h.hash, 'hex')
@@ -318,7 +325,7 @@ public struct HubDatabase: Sendable {
     /// (or it is revoked already).
     public func revoke(name: String, nowSeconds: UInt32) async throws -> Bool {
         let network = try await networkSigningKey()
-        return try await client.withTransaction(logger: logger) { connection -> Bool in
+        return try await bounded.withTransaction(logger: logger) { connection -> Bool in
             // After any certification under way: none adds a key to a box revoked here.
             try await connection.query("SELECT pg_advisory_xact_lock(\(Self.boxKeysLock))", logger: logger)
             var node: Int64?

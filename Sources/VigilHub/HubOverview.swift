@@ -88,7 +88,7 @@ extension HubDatabase {
 
     private func boxes() async throws -> [HubOverview.Box] {
         var boxes: [HubOverview.Box] = []
-        for try await row in try await client.query("""
+        for try await row in try await bounded.query("""
             SELECT node_id, name, site, latitude, longitude, last_contact, backlog, reported_at, occupancy, occupancy_minute_us,
                    revoked_at IS NOT NULL
             FROM boxes ORDER BY name
@@ -104,7 +104,7 @@ extension HubDatabase {
     private func foldAlerts(names: [UInt64: String]) async throws -> [HubOverview.AlertRow] {
         var rows: [String: HubOverview.AlertRow] = [:]
         var order: [String] = []
-        for try await (originNode, kind, time, payload, coordinator) in try await client.query("""
+        for try await (originNode, kind, time, payload, coordinator) in try await bounded.query("""
             SELECT origin_node, kind, time_us, payload, coordinator FROM (
                 SELECT * FROM feed ORDER BY position DESC LIMIT \(Self.overviewFeedItems)) AS recent
             ORDER BY position
@@ -145,7 +145,7 @@ extension HubDatabase {
     private func foldEscalations(names: [UInt64: String]) async throws -> [HubOverview.Escalation] {
         let kinds: [Int32] = [EventKind.residentEnrolled, .residentUpdated, .residentRemoved, .checkIn, .deadlineReached].map { Int32($0.rawValue) }
         var books: [UInt64: EscalationBook] = [:]
-        for try await (node, seq, kind, time, payload) in try await client.query("""
+        for try await (node, seq, kind, time, payload) in try await bounded.query("""
             SELECT node_id, seq, kind, time_us, payload FROM events WHERE kind = ANY(\(kinds)::integer[])
             ORDER BY node_id, epoch, seq
             """, logger: logger).decode((Int64, Int64, Int32, Int64, ByteBuffer).self) {

@@ -81,7 +81,7 @@ extension HubDatabase {
     /// feed's lock is taken, so calls for help going on the feed never wait behind megabytes.
     public func addKeyFile(name: String, exportBin: [UInt8], exportSig: [UInt8], keys: UInt32, nowMicroseconds: UInt64) async throws -> KeyFileAdded {
         let sha = Array(SHA256.hash(data: exportBin))
-        return try await client.withTransaction(logger: logger) { connection -> KeyFileAdded in
+        return try await bounded.withTransaction(logger: logger) { connection -> KeyFileAdded in
             var id: Int64?
             for try await (newID) in try await connection.query("""
                 INSERT INTO key_files (name, sha256, export_bin, export_sig, keys)
@@ -114,7 +114,7 @@ extension HubDatabase {
     /// The key files held, newest first (at most `limit`, 1 to 1,000).
     public func keyFiles(limit: Int = 100) async throws -> [KeyFileSummary] {
         let limit = Int64(min(max(limit, 1), 1_000))
-        return try await client.withConnection { connection in
+        return try await bounded.withConnection { connection in
             try await keyFileSummaries(connection.query("""
                 SELECT id, name, sha256, octet_length(export_bin), keys, added_at FROM key_files ORDER BY id DESC LIMIT \(limit)
                 """, logger: logger))
@@ -126,7 +126,7 @@ extension HubDatabase {
         let query: PostgresQuery = signature
             ? "SELECT export_sig FROM key_files WHERE id = \(Int64(bitPattern: id))"
             : "SELECT export_bin FROM key_files WHERE id = \(Int64(bitPattern: id))"
-        for try await (bytes) in try await client.query(query, logger: logger).decode(ByteBuffer.self) { return bytes }
+        for try await (bytes) in try await bounded.query(query, logger: logger).decode(ByteBuffer.self) { return bytes }
         return nil
     }
 

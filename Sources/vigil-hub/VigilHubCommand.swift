@@ -43,8 +43,16 @@ struct HubOptions: ParsableArguments {
                 throw ValidationError("\(path): unknown key \(key)")
             }
             if let database = root["database"] as? [String: Any] {
-                for key in database.keys where key != "url" { throw ValidationError("\(path): unknown key database.\(key)") }
+                for key in database.keys where !["url", "request_seconds"].contains(key) {
+                    throw ValidationError("\(path): unknown key database.\(key)")
+                }
                 c.databaseURL = database["url"] as? String
+                if let value = database["request_seconds"] {
+                    guard let n = value as? Int, (1...300).contains(n) else {
+                        throw ValidationError("\(path): database.request_seconds must be a whole number from 1 to 300")
+                    }
+                    c.databaseRequestSeconds = Double(n)
+                }
             }
             if let listen = root["listen"] as? String { try c.setListen(listen) }
             if let cap = root["cap"] {

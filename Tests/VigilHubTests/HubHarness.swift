@@ -40,6 +40,8 @@ final class HubHarness: @unchecked Sendable {
     /// Whether the hub says its clock is synchronised (hub.yaml's `clock_synchronised_file`
     /// names a file that exists); this machine has no systemd-timesyncd, so by default it does not.
     var clockSynchronised = false
+    /// hub.yaml's `database.request_seconds`; nil: the hub's default.
+    var databaseRequestSeconds: Int?
 
     /// scripts/test exports VIGIL_BINARY (the `vigil` binary); vigil-hub is built beside it.
     /// The box's CLI, built beside `vigil-hub`.
@@ -73,10 +75,15 @@ final class HubHarness: @unchecked Sendable {
 
     /// Starts `vigil-hub serve` (again on the same port after a stop) and returns once it listens.
     func start() async throws {
+        var yaml = ""
         if clockSynchronised {
-            try FileManager.default.createDirectory(atPath: hubData, withIntermediateDirectories: true)
             FileManager.default.createFile(atPath: directory.path("clock-synchronised"), contents: Data())
-            try "clock_synchronised_file: \(directory.path("clock-synchronised"))\n".write(toFile: hubData + "/hub.yaml", atomically: true, encoding: .utf8)
+            yaml += "clock_synchronised_file: \(directory.path("clock-synchronised"))\n"
+        }
+        if let databaseRequestSeconds { yaml += "database:\n  request_seconds: \(databaseRequestSeconds)\n" }
+        if !yaml.isEmpty {
+            try FileManager.default.createDirectory(atPath: hubData, withIntermediateDirectories: true)
+            try yaml.write(toFile: hubData + "/hub.yaml", atomically: true, encoding: .utf8)
         }
         let process = TestProcess()
         process.executableURL = URL(fileURLWithPath: Self.binary)
