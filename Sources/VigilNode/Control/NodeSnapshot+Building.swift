@@ -37,14 +37,7 @@ extension NodeSnapshot {
                 })
         }
         alerts = state.alerts.active.sorted { ($0.firstMicroseconds, $0.idText) > ($1.firstMicroseconds, $1.idText) }.map { a in
-            let kind = AlertKind(rawValue: a.kind) ?? .unspecified
-            let ack = state.alerts.acknowledgement(of: a).map { $0.madeHere ? "here" : "elsewhere" }
-            return AlertView(
-                id: a.idText, kind: Self.slug(kind), severity: Self.name(AlertSeverity(rawValue: a.severity) ?? .unspecified),
-                category: Self.category(kind), raisedHere: a.raisedHere, hops: a.hops, raisedMicroseconds: a.firstMicroseconds,
-                expiresMicroseconds: a.expiresAtMicroseconds, text: a.text,
-                latitude: a.latitudeE7.map { Double($0) / 1e7 }, longitude: a.longitudeE7.map { Double($0) / 1e7 },
-                acknowledged: ack)
+            Self.alertView(a, acknowledged: state.alerts.acknowledgement(of: a).map { $0.madeHere ? "here" : "elsewhere" })
         }
         let x = state.exposures
         exposures = ExposureView(

@@ -58,13 +58,20 @@ extension NodeSnapshot {
         alerts.alerts.values.filter { $0.cancelled && $0.tombstone != true }
             .sorted { ($0.cancelledMicroseconds ?? 0, $0.idText) > ($1.cancelledMicroseconds ?? 0, $1.idText) }
             .prefix(AlertView.cancelledLimit)
-            .map { a in
-                let kind = AlertKind(rawValue: a.kind) ?? .unspecified
-                return AlertView(id: a.idText, kind: slug(kind), severity: name(AlertSeverity(rawValue: a.severity) ?? .unspecified),
-                                 category: category(kind), raisedHere: a.raisedHere, hops: a.hops, raisedMicroseconds: a.firstMicroseconds,
-                                 expiresMicroseconds: a.expiresAtMicroseconds, text: "", latitude: nil, longitude: nil,
-                                 acknowledged: nil, cancelledMicroseconds: a.cancelledMicroseconds ?? a.firstMicroseconds)
-            }
+            .map { alertView($0, cancelled: true) }
+    }
+
+    /// One alert as the snapshot shows it. A cancelled one keeps what identifies it and drops
+    /// its text and position: all a Cancel needs, and nothing anyone wrote.
+    static func alertView(_ a: AlertBook.Entry, acknowledged: String? = nil, cancelled: Bool = false) -> AlertView {
+        let kind = AlertKind(rawValue: a.kind) ?? .unspecified
+        return AlertView(id: a.idText, kind: slug(kind), severity: name(AlertSeverity(rawValue: a.severity) ?? .unspecified),
+                         category: category(kind), raisedHere: a.raisedHere, hops: a.hops, raisedMicroseconds: a.firstMicroseconds,
+                         expiresMicroseconds: a.expiresAtMicroseconds, text: cancelled ? "" : a.text,
+                         latitude: cancelled ? nil : a.latitudeE7.map { Double($0) / 1e7 },
+                         longitude: cancelled ? nil : a.longitudeE7.map { Double($0) / 1e7 },
+                         acknowledged: acknowledged,
+                         cancelledMicroseconds: cancelled ? a.cancelledMicroseconds ?? a.firstMicroseconds : nil)
     }
 
     /// The box's alerts as CAP out writes them (docs/warnings.md "CAP out"): those in force and
