@@ -83,6 +83,27 @@ public enum CAPSignature {
     /// every TLS certificate could then sign warnings).
     public static let maximumCertificates = 16
 
+    /// Why a signers file cannot be used.
+    public struct SignersProblem: Error, CustomStringConvertible, Sendable {
+        public let description: String
+    }
+
+    /// The trusted certificates of a signers file (PEM): one to `maximumCertificates`, each a
+    /// self-signed CA (`anchorProblem`), with libxmlsec1 started. Every box's feed and the hub's
+    /// poller read a signers file through this, so both trust the same things.
+    public static func signers(pem: String) throws(SignersProblem) -> [String] {
+        let found = certificates(pem: pem)
+        guard !found.isEmpty else { throw SignersProblem(description: "it holds no PEM certificate") }
+        guard found.count <= maximumCertificates else {
+            throw SignersProblem(description: "it holds more than \(maximumCertificates) certificates: a feed's signers are its own CA, not a bundle of public roots")
+        }
+        for (n, certificate) in found.enumerated() {
+            if let problem = anchorProblem(certificate) { throw SignersProblem(description: "certificate \(n + 1): \(problem)") }
+        }
+        guard start() else { throw SignersProblem(description: "libxmlsec1 could not start") }
+        return found
+    }
+
     private static func text(_ buffer: [CChar]) -> String {
         String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }

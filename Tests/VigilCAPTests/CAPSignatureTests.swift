@@ -79,6 +79,18 @@ struct CAPSignatureTests {
         for name in names { #expect(output.contains("\(name) validates"), "\(output)") }
     }
 
+    @Test func aSignersFileIsOneToSixteenSelfSignedCAsAndNothingElse() throws {
+        let ca = String(decoding: try Corpus.bytes("signed/ca.pem"), as: UTF8.self)
+        let leaf = String(decoding: try Corpus.bytes("signed/signer.pem"), as: UTF8.self)
+        #expect(try CAPSignature.signers(pem: "# the county's CA\n" + ca) == [ca])
+        func problem(_ pem: String) -> String? {
+            do { _ = try CAPSignature.signers(pem: pem); return nil } catch { return error.description }
+        }
+        #expect(problem("") == "it holds no PEM certificate")
+        #expect(problem(String(repeating: ca, count: 17))?.hasPrefix("it holds more than 16 certificates") == true)
+        #expect(problem(ca + leaf)?.hasPrefix("certificate 2: not self-signed") == true, "\(String(describing: problem(ca + leaf)))")
+    }
+
     @Test func aBundleIsSplitIntoItsCertificates() throws {
         let ca = String(decoding: try Corpus.bytes("signed/ca.pem"), as: UTF8.self)
         #expect(CAPSignature.certificates(pem: "# ours\n" + ca + "comment\n" + ca).count == 2)

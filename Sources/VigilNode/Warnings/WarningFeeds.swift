@@ -62,18 +62,11 @@ final class WarningFeeds: NodeComponent {
             var state = Feed(settings: feed, timer: timer, status: WarningFeedStatus(url: feed.url))
             do {
                 let signers: [String] = try feed.signersFile.map { file -> [String] in
-                    let certificates = CAPSignature.certificates(pem: try String(contentsOfFile: path(file), encoding: .utf8))
-                    guard !certificates.isEmpty else { throw WarningFetcher.SignatureRefusal(description: "signers \(file) holds no PEM certificate") }
-                    guard certificates.count <= CAPSignature.maximumCertificates else {
-                        throw WarningFetcher.SignatureRefusal(description: "signers \(file) holds more than \(CAPSignature.maximumCertificates) certificates: a feed's signers are its own CA, not a bundle of public roots")
+                    do {
+                        return try CAPSignature.signers(pem: try String(contentsOfFile: path(file), encoding: .utf8))
+                    } catch let problem as CAPSignature.SignersProblem {
+                        throw WarningFetcher.SignatureRefusal(description: "signers \(file): \(problem)")
                     }
-                    for (n, certificate) in certificates.enumerated() {
-                        if let problem = CAPSignature.anchorProblem(certificate) {
-                            throw WarningFetcher.SignatureRefusal(description: "signers \(file), certificate \(n + 1): \(problem)")
-                        }
-                    }
-                    guard CAPSignature.start() else { throw WarningFetcher.SignatureRefusal(description: "libxmlsec1 could not start") }
-                    return certificates
                 } ?? []
                 state.fetcher = try WarningFetcher(url: feed.url, caFile: feed.caFile.map(path), signers: signers,
                                                    signaturesRequired: feed.signaturesRequired)
