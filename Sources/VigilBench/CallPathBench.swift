@@ -139,8 +139,8 @@ struct CallPathBench {
                 let seen = lines.snapshot()
                 press(node, probe)
                 guard let raised = probe.wait(timeoutNanoseconds: Self.waitTimeoutNanoseconds, until: {
-                    $0.redOn.count > before.redOn.count && $0.pressEdges.count > before.pressEdges.count && $0.releases > before.releases
-                }), let pressedAt = raised.pressEdges.last, let redOnAt = raised.redOn.last else {
+                    $0.onEdges.count > before.onEdges.count && $0.pressEdges.count > before.pressEdges.count && $0.releases > before.releases
+                }), let pressedAt = raised.pressEdges.last, let redOnAt = raised.onEdges.last else {
                     throw BenchError("call path: no red for press \(cycle)")
                 }
                 let threshold = pressedAt + SOSLatencyBench.longPressNanoseconds
@@ -156,7 +156,7 @@ struct CallPathBench {
                 result.ack.append(told.acks[seen.acks.count] &- threshold)
                 // Cancel, and wait for the staff's CANCELLED and the centre's restore.
                 press(node, probe)
-                guard probe.wait(timeoutNanoseconds: Self.waitTimeoutNanoseconds, until: { $0.redOff > raised.redOff && $0.releases > raised.releases }) != nil,
+                guard probe.wait(timeoutNanoseconds: Self.waitTimeoutNanoseconds, until: { $0.offCount > raised.offCount && $0.releases > raised.releases }) != nil,
                       lines.wait(timeoutNanoseconds: Self.waitTimeoutNanoseconds, until: {
                           $0.notifier.count >= seen.notifier.count + 2 && $0.acks.count >= seen.acks.count + 2
                       }) != nil else {

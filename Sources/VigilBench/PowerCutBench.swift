@@ -118,7 +118,7 @@ struct PowerCutBench {
                 probe.fail("press failed: \(error)")
             }
         }
-        let red = probe.wait(timeoutNanoseconds: 600_000_000_000) { !$0.redOn.isEmpty || $0.failure != nil || $0.finished }
+        let red = probe.wait(timeoutNanoseconds: 600_000_000_000) { !$0.onEdges.isEmpty || $0.failure != nil || $0.finished }
         let open = DispatchSemaphore(value: 0)
         let openAt = LockedValue<UInt64>(0)
         node.whenState({ $0.liveStatus().logOpening == nil }) { _ in
@@ -129,7 +129,7 @@ struct PowerCutBench {
         node.requestStop(reason: "benchmark done")
         _ = probe.wait(timeoutNanoseconds: 60_000_000_000) { $0.finished }
         _ = running.join()
-        guard let on = red?.redOn.first else {
+        guard let on = red?.onEdges.first else {
             throw BenchError("power cut: no red after the start (\(probe.snapshot().failure ?? probe.snapshot().error ?? "no reason"))")
         }
         let openedAt = openAt.withLock { $0 }

@@ -206,13 +206,13 @@ struct SOSLatencyBench {
             let before = probe.snapshot()
             pressOnLoop(node, probe)
             let raised = try waitFor(probe, "red on after press \(cycle)") {
-                $0.redOn.count > before.redOn.count && $0.pressEdges.count > before.pressEdges.count
+                $0.onEdges.count > before.onEdges.count && $0.pressEdges.count > before.pressEdges.count
                     && $0.releases > before.releases
             }
-            guard raised.pressEdges.count == before.pressEdges.count + 1, raised.redOn.count == before.redOn.count + 1,
-                  let pressedAt = raised.pressEdges.last, let redOnAt = raised.redOn.last else {
+            guard raised.pressEdges.count == before.pressEdges.count + 1, raised.onEdges.count == before.onEdges.count + 1,
+                  let pressedAt = raised.pressEdges.last, let redOnAt = raised.onEdges.last else {
                 throw BenchError("sos: cycle \(cycle) saw \(raised.pressEdges.count - before.pressEdges.count) presses "
-                                 + "and \(raised.redOn.count - before.redOn.count) red-on transitions, expected 1 and 1")
+                                 + "and \(raised.onEdges.count - before.onEdges.count) red-on transitions, expected 1 and 1")
             }
             let threshold = pressedAt + Self.longPressNanoseconds
             guard redOnAt >= threshold else {
@@ -223,7 +223,7 @@ struct SOSLatencyBench {
             // Cancel: a second press held past the cancel hold; red goes off once the cancellation is durable.
             pressOnLoop(node, probe)
             _ = try waitFor(probe, "red off after cancel press \(cycle)") {
-                $0.redOff > raised.redOff && $0.releases > raised.releases
+                $0.offCount > raised.offCount && $0.releases > raised.releases
             }
         }
         let statsAfter = try logStatistics(node, probe)
@@ -316,9 +316,9 @@ func benchNodeLogger() -> Logger {
 /// What the probed board saw, shared between the loop thread and the benchmark thread.
 final class SOSProbe: @unchecked Sendable {
     struct State {
-        /// Monotonic ns at each red (or the line watched) off → on transition.
-        var redOn: [UInt64] = []
-        var redOff = 0
+        /// Monotonic ns at each off → on transition of the line watched (red, or the buzzer).
+        var onEdges: [UInt64] = []
+        var offCount = 0
         /// Whether the line watched is on now.
         var watchedOn = false
         /// Timestamps of the delivered press edges of the button line.
@@ -334,7 +334,7 @@ final class SOSProbe: @unchecked Sendable {
 
     init() {
         var initial = State()
-        initial.redOn.reserveCapacity(1_100)
+        initial.onEdges.reserveCapacity(1_100)
         initial.pressEdges.reserveCapacity(2_200)
         shared = WaitableState(initial)
     }
@@ -344,7 +344,7 @@ final class SOSProbe: @unchecked Sendable {
     func red(on: Bool, atNanoseconds t: UInt64) {
         update {
             $0.watchedOn = on
-            on ? $0.redOn.append(t) : ($0.redOff += 1)
+            on ? $0.onEdges.append(t) : ($0.offCount += 1)
         }
     }
 

@@ -89,7 +89,7 @@ struct WarningLatencyBench {
 
         var feedLatencies: [UInt64] = []
         for sample in 0...samplesPerRun {
-            let before = probe.snapshot().redOn.count
+            let before = probe.snapshot().onEdges.count
             try Self.publish(Self.document("BENCH-FEED-\(sample)"), in: server.documents)
             let on = try buzzerOn(after: before, probe, "the feed's warning \(sample)")
             let stats = try blocking { await server.stats() }
@@ -102,7 +102,7 @@ struct WarningLatencyBench {
 
         var staffLatencies: [UInt64] = []
         for sample in 0...samplesPerRun {
-            let before = probe.snapshot().redOn.count
+            let before = probe.snapshot().onEdges.count
             let document = Array(Self.document("BENCH-STAFF-\(sample)").utf8)
             let sent = monotonicNanoseconds()
             let reply = try blocking { await node.perform(.importWarning(WarningImport(document: document, source: "bench"))) }
@@ -116,11 +116,11 @@ struct WarningLatencyBench {
 
     /// When the buzzer next went on after the `before`th time.
     private func buzzerOn(after before: Int, _ probe: SOSProbe, _ what: String) throws -> UInt64 {
-        guard let state = probe.wait(timeoutNanoseconds: Self.waitTimeoutNanoseconds, until: { $0.redOn.count > before || $0.finished }),
-              state.redOn.count > before else {
+        guard let state = probe.wait(timeoutNanoseconds: Self.waitTimeoutNanoseconds, until: { $0.onEdges.count > before || $0.finished }),
+              state.onEdges.count > before else {
             throw BenchError("warning: \(what) did not sound within \(Self.waitTimeoutNanoseconds / 1_000_000_000) s")
         }
-        return state.redOn[before]
+        return state.onEdges[before]
     }
 
     /// Silences the warnings sounding and waits for the buzzer to be off.
