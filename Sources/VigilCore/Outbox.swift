@@ -93,6 +93,14 @@ public struct Outbox: Projection {
                             deliveredSequence: 0, alarm: alarm, alarmNumber: number)
     }
 
+    /// Drops an entry not yet delivered: what it would say is no longer true (a warning that
+    /// ended). An attempt already under way may still deliver it; that attempt stays in the log,
+    /// and `vigil why` finds it there.
+    public mutating func withdraw(id: String) {
+        guard let entry = entries[id], !entry.delivered else { return }
+        entries[id] = nil
+    }
+
     mutating func record(_ attempt: OutboxAttempt, event: Event) {
         guard var entry = entries[attempt.entry], !entry.delivered else { return }
         entry.attempts = max(entry.attempts, attempt.attempt)

@@ -79,7 +79,8 @@ public struct Projections: Projection {
     /// and their numbers) and residents' prompts to their own number only.
     /// v18: schema 18 (bonded heart-rate sensors): a sensor's link says whether it was bonded.
     /// v19: schema 20 (public warnings): the warning book.
-    public static let checkpointName = "projections.v19"
+    /// v20: a warning that sounds is told to the staff channel (the outbox's `warning/` entries).
+    public static let checkpointName = "projections.v20"
 
     public init(settings: ProjectionSettings = ProjectionSettings()) {
         devices = DeviceList(pruneAfterMicroseconds: settings.devicePruneAfterMicroseconds)
@@ -243,8 +244,7 @@ public struct Projections: Projection {
         case .hazardReported, .hazardDeadline:
             hazards.apply(event)
         case .warningReceived, .warningDeadline:
-            warnings.apply(event)
-            settleAlarms()
+            applyWarning(event)
         case .nodeStarted(let started):
             hazards.apply(event)
             calls.phonesOpenCalls = started.phonesOpenCalls ? true : nil
@@ -403,7 +403,7 @@ public struct Projections: Projection {
     }
 
     /// Silenced alarms that are over are forgotten, so a new alarm for the same cause sounds.
-    private mutating func settleAlarms() {
+    mutating func settleAlarms() {
         guard !alarms.silenced.isEmpty else { return }
         let ladder = escalations.alarming.map(AlarmKey.ladder)
         let sos = alerts.active.filter { $0.raisedHere }.map(AlarmKey.sos)

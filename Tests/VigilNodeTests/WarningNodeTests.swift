@@ -85,4 +85,46 @@ import VigilSystem
         encoder.outputFormatting = [.sortedKeys]
         #expect(try encoder.encode(replayed.warnings) == encoder.encode(stopped.projections.warnings), "and the same bytes")
     }
+
+    /// The call path (docs/warnings.md): a warning that sounds reaches the staff through the
+    /// notifier once, as text anyone may read; its repeat and a test message reach no one.
+    @Test func aWarningThatSoundsReachesTheStaffThroughTheNotifierOnce() async throws {
+        let dir = TemporaryDirectory()
+        var config = try CallsForHelpNodeTests.configuration(dir)
+        config.projections.warnings = CAPWarningSettings(site: Self.site)
+        let clock = ManualClock()
+        let board = try SimulatedBoard(monotonic: clock)
+        let node = try Node(configuration: config, clock: clock, monotonic: clock, logger: quietLogger, board: board)
+        let running = try NodeThread(node, name: "vigil-test-loop")
+        await settled(running)
+        let now = clock.nowMicroseconds()
+        func handOver() async {
+            for _ in 0..<50 {
+                clock.advance(byMicroseconds: 100_000)
+                await settled(running)
+                _ = await untilChildProcess(running) { !$0.scheduler.isArmed(Deliveries.timeoutTimer) }
+                await settled(running)
+                if await onLoop(running, { $0.projections.outbox.pending.allSatisfy { !$0.id.hasPrefix("warning/") } }) { return }
+            }
+        }
+        let flood = Self.document("F-1", sent: now - 60_000_000, expires: now + 3_600_000_000)
+        #expect(await running.perform(.importWarning(WarningImport(document: flood, source: "test")))?.sequence != nil)
+        await handOver()
+        // The feed serves it again a minute later, ending later: a repeat, not news.
+        let repeated = Self.document("F-1", sent: now, expires: now + 7_200_000_000)
+        #expect(await running.perform(.importWarning(WarningImport(document: repeated, source: "test")))?.sequence != nil)
+        let test = Self.document("T-1", sent: now, expires: now + 3_600_000_000, status: "Test")
+        #expect(await running.perform(.importWarning(WarningImport(document: test, source: "test")))?.sequence != nil)
+        await handOver()
+
+        let told = CallsForHelpNodeTests.received(dir)
+        #expect(told.count == 1, "\(told)")
+        #expect(told.first?["channel"] as? String == "staff")
+        #expect(told.first?["recipients"] as? [String] == [CallsForHelpNodeTests.staff])
+        let text = told.first?["text"] as? String ?? ""
+        #expect(text.hasPrefix("Public warning for Shelter North: Flash flood F-1: move to higher ground (Extreme, Immediate), until "), "\(text)")
+        #expect(await onLoop(running) { $0.projections.outbox.entries["warning/test@example.gov/F-1"]?.delivered } == true)
+        running.requestStop(reason: "test")
+        _ = try await ended(running)
+    }
 }

@@ -1,0 +1,50 @@
+import VigilCAP
+import VigilEvents
+
+/// Public warnings on the call path (docs/warnings.md, "The call path"): a warning that sounds
+/// here is told to the staff channel (`notify.staff`) once, when it starts sounding; a message
+/// not yet delivered is withdrawn when its warning stops sounding (it ended, was cancelled, or
+/// an update replaced it: the update, if it sounds, is told instead). A repeat of a warning (the
+/// same sender and identifier, a later `sent`) is not news and tells no one again.
+extension Projections {
+    mutating func applyWarning(_ event: Event) {
+        let before = Set(warnings.inForceHere.filter { $0.level == .sounds }.map { Self.warningEntryID($0.key) })
+        warnings.apply(event)
+        let sounding = warnings.inForceHere.filter { $0.level == .sounds }
+        let now = Set(sounding.map { Self.warningEntryID($0.key) })
+        for entry in outbox.pending where entry.channel == .staff && entry.id.hasPrefix(Self.warningEntryPrefix) && !now.contains(entry.id) {
+            outbox.withdraw(id: entry.id)
+        }
+        let staff = escalations.context.staff
+        if !staff.isEmpty {
+            for warning in sounding where !before.contains(Self.warningEntryID(warning.key)) {
+                outbox.add(id: Self.warningEntryID(warning.key), channel: .staff, recipients: staff,
+                           text: warningText(warning), event: event)
+            }
+        }
+        settleAlarms()
+    }
+
+    static let warningEntryPrefix = "warning/"
+
+    /// One entry per warning: its sender and identifier, which a repeat keeps.
+    static func warningEntryID(_ key: CAPReference) -> String {
+        warningEntryPrefix + CAPText.oneLine(key.sender, limit: 120) + "/" + CAPText.oneLine(key.identifier, limit: 120)
+    }
+
+    /// What the staff are told: where, what, how bad, until when, what to do, and who says so.
+    /// All of it the authority's public text; nothing about anyone in the shelter.
+    func warningText(_ warning: CAPWarning) -> String {
+        let info = warning.infos.first
+        let site = escalations.context.siteText
+        var text = "Public warning for \(site.isEmpty ? "this shelter" : site): "
+            + CAPText.oneLine(info?.headline ?? info?.event ?? "a public warning", limit: 160)
+        if let info { text += " (\(info.severity.rawValue), \(info.urgency.rawValue))" }
+        let until = info?.expires.map(\.description)
+            ?? CivilTime(utcSeconds: warning.expiresMicroseconds / 1_000_000).text + " UTC"
+        text += ", until \(until)."
+        if let instruction = info?.instruction { text += " " + CAPText.oneLine(instruction, limit: 240) }
+        text += " From " + CAPText.oneLine(info?.senderName ?? warning.alert.sender, limit: 120) + "."
+        return text
+    }
+}
