@@ -14,12 +14,13 @@ import VigilEvents
     /// What a viewer must never read, each placed in the snapshot below.
     static let secrets = ["72 bpm", "C3:11:22:33:44:55", "40.41", "-3.70", "mqtt.example.org", "tls handshake failed",
                           "10.9.8.7", "Maria fell in room 12", "10.20.30.40", "+34600111222", "Luis", "EIO on mmcblk0",
-                          "trapped on the roof", "D4:44:55:66:77:88"]
+                          "trapped on the roof", "D4:44:55:66:77:88", "Ana Okafor-Ruiz", "3B-east", "Europe/Madrid", "r-ana-7"]
 
     static func snapshot() -> NodeSnapshot {
         var s = NodeSnapshot(state: Projections(), decisions: [:], live: nil, timeMicroseconds: now)
-        s.residents = [.init(id: "r1", name: "Ana", room: "3", mode: "time", step: "none", stepMicroseconds: 0, next: nil,
-                             lastCheckInMicroseconds: nil, checkIns: 0, intervalMicroseconds: 3_600_000_000, timeZone: "UTC", paused: false,
+        // A resident who is not answering, with where she sleeps: for staff only.
+        s.residents = [.init(id: "r-ana-7", name: "Ana Okafor-Ruiz", room: "3B-east", mode: "time", step: "alarm", stepMicroseconds: now - 600_000_000, next: nil,
+                             lastCheckInMicroseconds: nil, checkIns: 0, intervalMicroseconds: 3_600_000_000, timeZone: "Europe/Madrid", paused: false,
                              sensor: .init(device: "C3:11:22:33:44:55/random", linked: true, bonded: false, beatsPerMinute: 72,
                                            readingMicroseconds: now, contact: "contact", counted: true))]
         s.alerts = [.init(id: "00000000000000aa:1", kind: "sos", severity: "critical", category: "help", raisedHere: true, hops: 0,
@@ -70,6 +71,7 @@ import VigilEvents
         #expect(shown.outputs.map(\.pattern) == ["blink 500/500 ms", "on"] && shown.outputs.allSatisfy { $0.reasons.isEmpty },
                 "the lights, not why")
         #expect(shown.log.failure != nil && shown.log.check == nil, "that the card failed, not its error")
+        #expect(shown.residents.map { "\($0.id) \($0.step)" } == ["resident 1 alarm"], "that someone does not answer, not who or where")
         let json = String(decoding: (try? JSONEncoder().encode(shown)) ?? Data(), as: UTF8.self)
         for secret in Self.secrets { #expect(!json.contains(secret), "the public view holds \(secret)") }
     }

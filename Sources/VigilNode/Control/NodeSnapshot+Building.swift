@@ -168,6 +168,19 @@ extension NodeSnapshot {
         copy.roadHazards.hazards = []
         copy.roadHazards.feed?.seen = []
         copy.roadHazards.feed?.lastError = nil
+        // Who the residents are and where they sleep are for staff: a passer-by would learn who
+        // is alone and not answering, and in which room. A viewer sees how many are at each step
+        // and since when, as "resident 1, 2...", numbered in that order, not the residents'.
+        copy.residents = copy.residents
+            .sorted { ($0.step, $0.stepMicroseconds, $0.lastCheckInMicroseconds ?? 0) < ($1.step, $1.stepMicroseconds, $1.lastCheckInMicroseconds ?? 0) }
+            .enumerated().map { n, r in
+                var r = r
+                r.id = "resident \(n + 1)"
+                r.name = ""
+                r.room = ""
+                r.timeZone = ""
+                return r
+            }
         for i in copy.residents.indices where copy.residents[i].sensor != nil {
             copy.residents[i].sensor?.device = nil
             copy.residents[i].sensor?.readingMicroseconds = nil
