@@ -80,6 +80,17 @@ let package = Package(
         // CAP 1.2 documents read into values: libxml2 from memory (bounded, no DTD, no network),
         // then a strict decoder; no clock, no files, so the core can use the values.
         .target(name: "VigilCAP", dependencies: ["CLibXML2", "CVigilXMLSec"], swiftSettings: strict),
+        // Reading a CAP feed over HTTPS: the box's feeds and the hub's relay.
+        .target(
+            name: "VigilWarningFeeds",
+            dependencies: [
+                "VigilCAP",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ],
+            swiftSettings: strict
+        ),
         // errno and syscalls, wrapped once.
         .target(name: "VigilSystem", dependencies: ["CVigilLinux", "VigilHex"], swiftSettings: strict),
         // The durable, append-only record log over LMDB.
@@ -160,7 +171,7 @@ let package = Package(
             dependencies: [
                 "VigilLog", "VigilEvents", "VigilCore", "VigilRadio", "VigilBoard", "VigilSystem", "VigilExposure",
                 "VigilHubProtocol", "VigilHex", "VigilAccess", "VigilGATT", "VigilJ2735", "VigilMQTT", "VigilCalls",
-                "VigilAlarmCentre", "VigilCAP",
+                "VigilAlarmCentre", "VigilCAP", "VigilWarningFeeds",
                 // SHA-256 of the hub's key files (checked against the hash the feed offered).
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
@@ -216,7 +227,7 @@ let package = Package(
         .target(
             name: "VigilHub",
             dependencies: [
-                "VigilHubProtocol", "VigilEvents", "VigilCore", "VigilHex", "VigilSystem", "VigilExposure", "VigilAccess", "VigilTrust", "VigilCAP",
+                "VigilHubProtocol", "VigilEvents", "VigilCore", "VigilHex", "VigilSystem", "VigilExposure", "VigilAccess", "VigilTrust", "VigilCAP", "VigilWarningFeeds",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -241,7 +252,7 @@ let package = Package(
         .executableTarget(
             name: "vigil-hub",
             dependencies: [
-                "VigilHub", "VigilSystem",
+                "VigilHub", "VigilSystem", "VigilWarningFeeds",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Yams", package: "Yams"),
@@ -268,7 +279,7 @@ let package = Package(
             name: "VigilBench",
             dependencies: [
                 "VigilLog", "VigilEvents", "VigilCore", "VigilNode", "VigilBoard", "VigilRadio", "CLMDB", "VigilSystem", "VigilExposure",
-                "VigilHub", "VigilHubProtocol", "VigilWeb", "VigilGATT", "VigilJ2735", "VigilTestSupport", "VigilAlarmCentre", "VigilCAP",
+                "VigilHub", "VigilHubProtocol", "VigilWeb", "VigilGATT", "VigilJ2735", "VigilTestSupport", "VigilAlarmCentre", "VigilCAP", "VigilWarningFeeds",
                 .product(name: "Logging", package: "swift-log"),
                 // The hub's figures: a real hub in this process, its database, 200 HTTPS clients.
                 .product(name: "PostgresNIO", package: "postgres-nio"),
@@ -326,7 +337,7 @@ let package = Package(
             name: "VigilNodeTests",
             dependencies: [
                 "VigilNode", "VigilLog", "VigilCore", "VigilEvents", "VigilRadio", "VigilBoard", "VigilSystem", "VigilExposure", "VigilGATT", "VigilJ2735", "VigilMQTT", "VigilHex", "VigilCalls", "VigilHubProtocol",
-                "VigilTestSupport", "VigilCAP",
+                "VigilTestSupport", "VigilCAP", "VigilWarningFeeds",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ],

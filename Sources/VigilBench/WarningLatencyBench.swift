@@ -6,6 +6,7 @@ import VigilLog
 import VigilNode
 import VigilSystem
 import VigilTestSupport
+import VigilWarningFeeds
 
 /// `warning_to_buzzer_ms`: from the feed server finishing its answer with a new Extreme,
 /// Immediate, Observed warning for the site until the box first drives the buzzer for it: the

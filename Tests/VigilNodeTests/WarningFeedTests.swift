@@ -7,6 +7,7 @@ import VigilEvents
 import VigilSystem
 import VigilTestSupport
 @testable import VigilNode
+@testable import VigilWarningFeeds
 
 /// Issue 32, item 1: public warnings feeds over HTTPS from a real local server
 /// (`scripts/cap-feed-server`, serving the CAP corpus): an Atom index's documents are fetched,

@@ -8,6 +8,7 @@ import VigilHubProtocol
 import VigilLog
 import VigilRadio
 import VigilSystem
+import VigilWarningFeeds
 
 /// Everything a node can be told, with the defaults documented in docs/configuration.md "Configuration".
 public struct NodeConfiguration: Sendable {

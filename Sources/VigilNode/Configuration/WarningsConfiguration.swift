@@ -1,5 +1,6 @@
 import Foundation
 import VigilCAP
+import VigilWarningFeeds
 
 /// The `warnings:` section: how public warnings (CAP 1.2) are judged here (docs/warnings.md).
 /// The site's point is `site.location`.
@@ -22,9 +23,7 @@ extension NodeConfiguration {
             var feeds: [WarningFeedSettings] = []
             for var item in list {
                 guard let url = try item.string("url") else { throw item.error("warnings.feeds: each feed has a url") }
-                guard url.utf8.count <= 2_048, let parsed = URL(string: url), parsed.scheme?.lowercased() == "https", parsed.host != nil else {
-                    throw item.error("warnings.feeds.url: \"\(url)\" is not an https:// address (feeds are read over TLS only)")
-                }
+                if let problem = WarningFeedSettings.problem(url: url) { throw item.error("warnings.feeds.url: \(problem)") }
                 var feed = WarningFeedSettings(url: url)
                 if let v = try item.string("ca_file") { feed.caFile = v }
                 if let v = try item.string("signers") { feed.signersFile = v }
@@ -75,22 +74,4 @@ extension NodeConfiguration {
             (1...8).contains(g.count) && g.unicodeScalars.allSatisfy { $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0)) }
         }
     }
-}
-
-/// One public warnings feed (`warnings.feeds`): a CAP 1.2 document, or an Atom or RSS index of
-/// them, at an https address.
-public struct WarningFeedSettings: Sendable, Equatable {
-    public var url: String
-    /// Certificates to trust instead of the system's (relative paths are in the data directory).
-    public var caFile: String?
-    /// Every `interval` (default 120 s: what public feeds ask); longer after failures.
-    public var intervalMicroseconds: UInt64 = 120_000_000
-    /// Certificates (PEM; relative paths are in the data directory) a signature on this feed's
-    /// documents must chain to (docs/warnings.md "Signatures").
-    public var signersFile: String?
-    /// An unsigned document is refused (`signatures: required`); otherwise it is taken, marked
-    /// unverified. A signature that does not verify is refused either way.
-    public var signaturesRequired = false
-
-    public init(url: String) { self.url = url }
 }

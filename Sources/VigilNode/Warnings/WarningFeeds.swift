@@ -2,6 +2,7 @@ import Foundation
 import VigilCAP
 import VigilCore
 import VigilEvents
+import VigilWarningFeeds
 
 /// Public warnings feeds (`warnings.feeds`; docs/warnings.md, "Feeds"): each polled on its own
 /// timer on the loop (first at start, then every `interval`, longer after failures), fetched and
@@ -61,15 +62,7 @@ final class WarningFeeds: NodeComponent {
             let timer = Scheduler.Timer("warning-feed-\(index)")
             var state = Feed(settings: feed, timer: timer, status: WarningFeedStatus(url: feed.url))
             do {
-                let signers: [String] = try feed.signersFile.map { file -> [String] in
-                    do {
-                        return try CAPSignature.signers(pem: try String(contentsOfFile: path(file), encoding: .utf8))
-                    } catch let problem as CAPSignature.SignersProblem {
-                        throw WarningFetcher.SignatureRefusal(description: "signers \(file): \(problem)")
-                    }
-                } ?? []
-                state.fetcher = try WarningFetcher(url: feed.url, caFile: feed.caFile.map(path), signers: signers,
-                                                   signaturesRequired: feed.signaturesRequired)
+                state.fetcher = try feed.fetcher(dataDirectory: dataDirectory)
             } catch {
                 // A missing CA or signers file is the operator's to fix; the box runs on, and says so.
                 state.status.problem = "cannot use ca_file or signers: \(error)"

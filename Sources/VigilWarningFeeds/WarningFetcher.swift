@@ -4,20 +4,20 @@ import NIOCore
 import NIOSSL
 import VigilCAP
 
-/// One feed's fetches beside the loop (docs/warnings.md, "Feeds"): the feed's address with
+/// One feed's fetches, beside a box's loop or in the hub's relay (docs/warnings.md, "Feeds"): the feed's address with
 /// conditional headers, then the CAP documents its index links to that are new or changed. The
 /// documents are read here, off the loop; the loop gets values and decides what to log.
 ///
 /// Bounded: an index at most 2 MiB, a document at most `CAPLimits.maxDocumentBytes`, at most
 /// `maximumDocumentsPerPoll` documents fetched a poll (the rest at the next), every request within
 /// 30 s; only https, no redirects (a moved feed is configured anew, not followed to anywhere).
-final class WarningFetcher: Sendable {
-    let url: String
+public final class WarningFetcher: Sendable {
+    public let url: String
     private let http: HTTPClient
     /// The certificates this feed's signatures must chain to (PEM), and whether a document must
     /// carry one (docs/warnings.md "Signatures").
-    let signers: [String]
-    let signaturesRequired: Bool
+    public let signers: [String]
+    public let signaturesRequired: Bool
 
     static let maximumIndexBytes = 2 << 20
     /// An index is read within the bounds of a document, but for its size.
@@ -26,50 +26,55 @@ final class WarningFetcher: Sendable {
         limits.maxDocumentBytes = maximumIndexBytes
         return limits
     }()
-    static let maximumDocumentsPerPoll = 50
-    static let requestSeconds: Int64 = 30
+    public static let maximumDocumentsPerPoll = 50
+    public static let requestSeconds: Int64 = 30
 
     /// What the last answer said about its version, sent back to ask "only if changed".
-    struct Validators: Sendable, Equatable {
-        var etag: String?
-        var lastModified: String?
+    public struct Validators: Sendable, Equatable, Codable {
+        public var etag: String?
+        public var lastModified: String?
+
+        public init(etag: String? = nil, lastModified: String? = nil) {
+            self.etag = etag
+            self.lastModified = lastModified
+        }
     }
 
     /// One document read from the feed.
-    struct Document: Sendable {
-        var url: String
-        var bytes: [UInt8]
-        var alert: CAPAlert
+    public struct Document: Sendable {
+        public var url: String
+        public var bytes: [UInt8]
+        public var alert: CAPAlert
         /// Its XML signature verified under one of the feed's signers.
-        var signatureVerified = false
+        public var signatureVerified = false
     }
 
-    struct Poll: Sendable {
-        enum Outcome: Sendable, Equatable {
+    public struct Poll: Sendable {
+        public enum Outcome: Sendable, Equatable {
             case notModified
             case read
             case failed(String)
         }
-        var outcome: Outcome
-        var validators: Validators
-        var documents: [Document] = []
+        public var outcome: Outcome
+        public var validators: Validators
+        public var documents: [Document] = []
         /// Index entries as now known (link → version), to compare at the next poll.
-        var seen: [String: String]
+        public var seen: [String: String]
         /// Documents (or the feed itself) that were not CAP 1.2 as written, with the reason.
-        var refused: [(url: String, reason: String)] = []
+        public var refused: [(url: String, reason: String)] = []
         /// Entries left for the next poll (over `maximumDocumentsPerPoll`).
-        var deferred = 0
+        public var deferred = 0
         /// A linked document could not be fetched (it is asked for again at the next poll).
-        var incomplete = false
+        public var incomplete = false
     }
 
-    enum Failure: Error, CustomStringConvertible {
+    public enum Failure: Error, CustomStringConvertible {
         case status(Int)
         case tooLarge(Int)
         case notSameFeed(String)
         case transport(String)
 
-        var description: String {
+        public var description: String {
             switch self {
             case .status(let code): "the feed answered HTTP \(code)"
             case .tooLarge(let limit): "the answer is longer than \(limit) bytes"
@@ -80,7 +85,7 @@ final class WarningFetcher: Sendable {
     }
 
     /// A client for `url`, trusting the system's roots, or only the certificates in `caFile`.
-    init(url: String, caFile: String?, signers: [String] = [], signaturesRequired: Bool = false) throws {
+    public init(url: String, caFile: String?, signers: [String] = [], signaturesRequired: Bool = false) throws {
         self.url = url
         self.signers = signers
         self.signaturesRequired = signaturesRequired
@@ -93,13 +98,13 @@ final class WarningFetcher: Sendable {
         http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
     }
 
-    func close() {
+    public func close() {
         let http = self.http
         Task { try? await http.shutdown() }
     }
 
     /// One poll: the feed (conditionally), then what its index links to that is new or changed.
-    func poll(validators: Validators, seen: [String: String]) async -> Poll {
+    public func poll(validators: Validators, seen: [String: String]) async -> Poll {
         var result = Poll(outcome: .read, validators: validators, seen: seen)
         let answer: (status: Int, body: [UInt8], validators: Validators)
         do {
@@ -186,10 +191,15 @@ final class WarningFetcher: Sendable {
         return result
     }
 
-    struct SignatureRefusal: Error, CustomStringConvertible {
-        let description: String
+    public struct SignatureRefusal: Error, CustomStringConvertible {
+        public let description: String
         /// The box could not judge the signature (not the document's fault): ask again later.
-        var retry = false
+        public var retry = false
+
+        public init(description: String, retry: Bool = false) {
+            self.description = description
+            self.retry = retry
+        }
     }
 
     /// The feed's rule for signatures on a document read: taken (with whether its signature
@@ -197,7 +207,7 @@ final class WarningFetcher: Sendable {
     /// whatever the rule (a forgery, or a broken feed); an unsigned document only when signatures
     /// are required. Without signers nothing can be verified: a signed document is taken,
     /// unverified (the configuration refuses `required` without signers).
-    func signature(_ bytes: [UInt8], _ alert: CAPAlert) -> Result<Bool, SignatureRefusal> {
+    public func signature(_ bytes: [UInt8], _ alert: CAPAlert) -> Result<Bool, SignatureRefusal> {
         guard !signers.isEmpty, alert.hasSignature || signaturesRequired else {
             return signaturesRequired ? .failure(SignatureRefusal(description: "unsigned, and this feed's signatures are required")) : .success(false)
         }
@@ -213,7 +223,7 @@ final class WarningFetcher: Sendable {
     /// An index's link as an absolute https address on the feed's own host and port (relative
     /// links are resolved against the index's address); nil for anything else: an index cannot
     /// send the box to another host (an address inside the shelter's network, say).
-    static func resolve(_ link: String, against base: String) -> String? {
+    public static func resolve(_ link: String, against base: String) -> String? {
         guard link.utf8.count <= 2_048, let feed = URL(string: base), let url = URL(string: link, relativeTo: feed)?.absoluteURL,
               url.scheme?.lowercased() == "https", let host = url.host, host.lowercased() == feed.host?.lowercased(),
               (url.port ?? 443) == (feed.port ?? 443), url.user == nil else { return nil }
