@@ -17,19 +17,37 @@ extension Projections {
         }
         let staff = escalations.context.staff
         if !staff.isEmpty {
-            for warning in sounding where !before.contains(Self.warningEntryID(warning.key)) {
+            // At most `warningMessagesPerHour` (event time, from the outbox itself: replay gives
+            // the same): a feed gone mad does not send the staff a message a minute. The box
+            // still sounds for every one, and the page lists them.
+            var lastHour = outbox.entries.values.count {
+                $0.id.hasPrefix(Self.warningEntryPrefix) && $0.createdMicroseconds &+ 3_600_000_000 > event.timeMicroseconds
+            }
+            for warning in sounding where !before.contains(Self.warningEntryID(warning.key)) && lastHour < Self.warningMessagesPerHour {
                 outbox.add(id: Self.warningEntryID(warning.key), channel: .staff, recipients: staff,
                            text: warningText(warning), event: event)
+                lastHour += 1
             }
         }
         settleAlarms()
     }
 
+    /// Staff messages about public warnings in an hour, at most.
+    static let warningMessagesPerHour = 6
+
     static let warningEntryPrefix = "warning/"
 
-    /// One entry per warning: its sender and identifier, which a repeat keeps.
+    /// One entry per warning: its sender and identifier, which a repeat keeps. Long ones (or
+    /// ones with characters a line cannot show) by a digest of both, so no two share an entry.
     static func warningEntryID(_ key: CAPReference) -> String {
-        warningEntryPrefix + CAPText.oneLine(key.sender, limit: 120) + "/" + CAPText.oneLine(key.identifier, limit: 120)
+        let readable = key.sender + "/" + key.identifier
+        if readable.utf8.count <= 200, CAPText.oneLine(readable, limit: 200) == readable { return warningEntryPrefix + readable }
+        // FNV-1a, 64 bits: stable across runs and builds (Swift's Hasher is seeded per process).
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in key.sender.utf8 + [0] + key.identifier.utf8 {
+            hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3
+        }
+        return warningEntryPrefix + String(hash, radix: 16)
     }
 
     /// What the staff are told: where, what, how bad, until when, what to do, and who says so.

@@ -235,6 +235,15 @@ public struct Projections: Projection {
                 alerts.apply(alertEvent: item)
                 if let key = Self.alertKey(of: item.body) { followCall(ofAlert: key, event: item) }
                 settleAlarms()
+            } else if r.kind == EventKind.warningReceived.rawValue, r.originNode == 0,
+                      case .warningReceived(var w)? = try? EventCodec.decode(kind: r.kind, payload: [UInt8](r.payload), sequence: event.sequence) {
+                // A public warning the hub relayed (docs/warnings.md "The hub relays"): judged as
+                // the box judges its own feeds', under an origin of its own, so the hub's copy (under
+                // the hub's signature rule) never updates or cancels what the box's own poll of the
+                // feed brought, and the same message from both is one warning. Never staff's.
+                w.feed = WarningBook.relayedOrigin(w.feed)
+                w.byStaff = false
+                applyWarning(Event(sequence: event.sequence, timeMicroseconds: event.timeMicroseconds, body: .warningReceived(w)))
             } else if r.kind == EventKind.exposureKeysOffered.rawValue,
                       case .exposureKeysOffered(let offer)? = try? EventCodec.decode(kind: r.kind, payload: [UInt8](r.payload), sequence: event.sequence) {
                 exposures.offered(offer, hub: r.hub, sequence: event.sequence, atMicroseconds: r.timeUs)

@@ -15,6 +15,10 @@ public struct WarningBook: Codable, Equatable, Sendable {
     /// never applied.
     public private(set) var unreadable: UInt64 = 0
 
+    /// The origin of a message the hub relayed from `feed`: not the feed itself, which the box
+    /// may poll under a stricter signature rule of its own.
+    public static func relayedOrigin(_ feed: String) -> String { "hub:" + feed }
+
     /// Where a logged message came from, as the rules of `CAPWarnings` weigh it.
     public static func origin(_ received: WarningReceived) -> CAPOrigin { CAPOrigin(feed: received.feed, staff: received.byStaff) }
 

@@ -21,8 +21,11 @@ import Synchronization
 ///
 /// Contract: an operation that timed out may still complete afterwards. Every caller is either
 /// idempotent (an upload is stored once by its hashes; a session, a token, a take are keyed) or
-/// says "may or may not have been done" (`DatabaseDidNotAnswer`'s message). Migrations, the
-/// feed listener and the poller's leases use `client` directly: they are not requests.
+/// says "may or may not have been done" (`DatabaseDidNotAnswer`'s message): a coordinator's
+/// alert raised again after a timeout that had committed is raised twice (the page shows both;
+/// cancelling one is the remedy). Migrations and the feed listener use `client` directly: they
+/// are not requests; the warnings relay's statements are bounded too (a lease that timed out and
+/// committed costs the feed one interval).
 /// Misuse: iterating a returned row sequence is outside the deadline (the first answer is in).
 struct BoundedPostgres: Sendable {
     let client: PostgresClient

@@ -8,6 +8,7 @@ import ServiceLifecycle
 import VigilAccess
 import VigilHubProtocol
 import VigilSystem
+import VigilWarningFeeds
 
 /// How a hub runs (`vigil-hub serve`).
 public struct HubConfiguration: Sendable {
@@ -29,6 +30,9 @@ public struct HubConfiguration: Sendable {
     /// Anyone may read the network's alerts as CAP at `/cap.atom` (hub.yaml `cap: {public: true}`);
     /// otherwise coordinators signed in only. They carry no personal data (docs/warnings.md).
     public var capPublic = false
+    /// Public warnings feeds the hub polls once for its boxes (hub.yaml `warnings.feeds`, as a
+    /// box's: docs/warnings.md "The hub relays").
+    public var warningFeeds: [WarningFeedSettings] = []
 
     public init(dataDirectory: String, host: String = "0.0.0.0", port: Int = 8443, databaseURL: String? = nil) {
         self.dataDirectory = dataDirectory
@@ -126,7 +130,9 @@ public enum Hub {
             },
             logger: logger
         )
-        let migration = MigrationService(database: database, app: app)
+        let relay = WarningRelay(feeds: configuration.warningFeeds, dataDirectory: configuration.dataDirectory, database: database,
+                                 logger: logger, now: { UInt64(max(0, Date().timeIntervalSince1970 * 1_000_000)) })
+        let migration = MigrationService(database: database, app: app, relay: relay)
         let listener = FeedListener(client: client, signal: signal, logger: logger)
         let running = RunningServices()
         func named<S: Service>(_ name: String, _ service: S) -> ServiceGroupConfiguration.ServiceConfiguration {
@@ -214,15 +220,18 @@ public enum Hub {
 }
 
 /// Migrates the schema, then runs the HTTP server: no request is served on an old schema.
+/// The warnings relay runs beside the server, on the migrated schema too.
 struct MigrationService<App: ApplicationProtocol>: Service {
     let database: HubDatabase
     let app: App
+    let relay: WarningRelay
 
     func run() async throws {
         try await withThrowingTaskGroup(of: Void.self) { group in
             // The client must be running for the migration to connect; it is a sibling service.
             try await database.migrate()
             group.addTask { try await app.run() }
+            group.addTask { await relay.run() }
             try await group.waitForAll()
         }
     }

@@ -191,6 +191,10 @@ extension HubDatabase {
         public var kind: UInt32
         public var timeUs: UInt64
         public var payload: [UInt8]
+
+        public init(position: UInt64, originNode: UInt64, kind: UInt32, timeUs: UInt64, payload: [UInt8]) {
+            (self.position, self.originNode, self.kind, self.timeUs, self.payload) = (position, originNode, kind, timeUs, payload)
+        }
     }
 
     /// A page of the feed for a box, with what it needs to check its cursor.
@@ -200,7 +204,29 @@ extension HubDatabase {
         public var head: UInt64
         /// The item at the cursor asked after (nil: none, or the cursor is 0).
         public var atCursor: FeedItem?
+        /// Items were left out for `pageBytes` (more follow at once, as after a full page).
+        public var cut = false
+
+        public init(items: [FeedItem], head: UInt64, atCursor: FeedItem?) {
+            (self.items, self.head, self.atCursor) = (items, head, atCursor)
+            var bytes = 0
+            for (index, item) in items.enumerated() {
+                bytes += item.payload.count
+                if bytes > HubDatabase.pageBytes, index > 0 {
+                    self.items = Array(items[..<index])
+                    cut = true
+                    break
+                }
+            }
+        }
+
+        /// Whether the box should read again at once: the page was full, or cut.
+        public func more(limit: Int) -> Bool { cut || items.count == limit }
     }
+
+    /// A page's payloads at most (after its first item): a box reads a page as one line of at
+    /// most 2 MiB (`FeedLines`), and a relayed public warning is up to `maxRelayedWarning`.
+    public static let pageBytes = 1 << 20
 
     /// Feed items after `position` that did not come from `node`, with the newest position and
     /// the item at `position`, from the database (the truth: positions commit in order).

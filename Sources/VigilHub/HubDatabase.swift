@@ -161,6 +161,29 @@ public struct HubDatabase: Sendable {
         );
         CREATE UNIQUE INDEX box_keys_one_node ON box_keys (box_key)
         """,
+        // v7: public warnings the hub relays to its boxes (`WarningRelay`): each feed's lease
+        // (one hub process polls it), what it last answered, and each message relayed once.
+        """
+        CREATE TABLE warning_feeds (
+            url text PRIMARY KEY,
+            leased_until timestamptz NOT NULL DEFAULT '-infinity',
+            lease bigint NOT NULL DEFAULT 0,
+            etag text,
+            last_modified text,
+            seen jsonb NOT NULL DEFAULT '{}',
+            polled_at timestamptz,
+            problem text
+        );
+        CREATE TABLE relayed_warnings (
+            feed text NOT NULL,
+            sender text NOT NULL,
+            identifier text NOT NULL,
+            sent_us bigint NOT NULL,
+            relayed_at timestamptz NOT NULL DEFAULT now(),
+            PRIMARY KEY (feed, sender, identifier, sent_us)
+        );
+        CREATE INDEX relayed_warnings_at ON relayed_warnings (relayed_at)
+        """,
     ]
 
     /// An item the feed carries is at most this big (an alert with its text is far smaller), so

@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import VigilHub
 import VigilSystem
+import VigilWarningFeeds
 import Yams
 
 @main
@@ -39,7 +40,7 @@ struct HubOptions: ParsableArguments {
             guard let root = try Yams.load(yaml: text) as? [String: Any] else {
                 throw ValidationError("\(path): expected a mapping")
             }
-            for key in root.keys where !["database", "listen", "connections", "clock_synchronised_file", "cap"].contains(key) {
+            for key in root.keys where !["database", "listen", "connections", "clock_synchronised_file", "cap", "warnings"].contains(key) {
                 throw ValidationError("\(path): unknown key \(key)")
             }
             if let database = root["database"] as? [String: Any] {
@@ -48,13 +49,14 @@ struct HubOptions: ParsableArguments {
                 }
                 c.databaseURL = database["url"] as? String
                 if let value = database["request_seconds"] {
-                    guard let n = value as? Int, (1...300).contains(n) else {
-                        throw ValidationError("\(path): database.request_seconds must be a whole number from 1 to 300")
+                    guard let n = value as? Int, (1...25).contains(n) else {
+                        throw ValidationError("\(path): database.request_seconds must be a whole number from 1 to 25 (under a box's 30 s read timeout)")
                     }
                     c.databaseRequestSeconds = Double(n)
                 }
             }
             if let listen = root["listen"] as? String { try c.setListen(listen) }
+            if let warnings = root["warnings"] { c.warningFeeds = try Self.warningFeeds(warnings, path: path) }
             if let cap = root["cap"] {
                 guard let mapping = cap as? [String: Any], mapping.keys.allSatisfy({ $0 == "public" }), let open = mapping["public"] as? Bool else {
                     throw ValidationError("\(path): cap takes one key, public: true or false (may anyone read /cap.atom)")

@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 import VigilCAP
 import VigilCore
@@ -87,5 +88,65 @@ struct WarningCallPathTests {
             #expect(resumed.outbox == whole.outbox && resumed.warnings == whole.warnings, "resumed from a checkpoint after \(cut) events")
         }
         #expect(Self.warningEntries(whole).map(\.id) == ["warning/test@example.gov/A-2"])
+    }
+}
+
+/// A public warning the hub relays arrives in a `HubReceived` and is judged as the box's own
+/// feeds' are (docs/warnings.md "The hub relays"); only the hub itself (origin 0) relays them.
+struct RelayedWarningTests {
+    typealias W = WarningBookTests
+
+    static func relayed(_ document: [UInt8], position: UInt64, origin: UInt64 = 0) -> EventBody {
+        guard case .warningReceived(let w) = W.received(document) else { return .hubReceived(HubReceived()) }
+        let (kind, payload) = EventCodec.encode(.warningReceived(w))
+        var r = HubReceived()
+        r.hub = "https://hub.example:8443"
+        r.position = position
+        r.originNode = origin
+        r.kind = kind
+        r.payload = Data(payload)
+        return .hubReceived(r)
+    }
+
+    @Test func aWarningFromTheHubIsInForceAndOneABoxPutOnTheFeedIsNot() throws {
+        var stream = EventStream()
+        stream.add(Self.relayed(W.document("A-1"), position: 1), at: W.at(60))
+        stream.add(Self.relayed(W.document("Z-1"), position: 2, origin: 0x1234), at: W.at(61))
+        let p = Projections(settings: WarningCallPathTests.settings).applying(all: stream.inputs)
+        #expect(p.warnings.inForceHere.map(\.key.identifier) == ["A-1"])
+        #expect(p.warnings.loudest == .sounds)
+        #expect(WarningCallPathTests.warningEntries(p).map(\.id) == ["warning/test@example.gov/A-1"], "the staff are told as for any warning")
+        // The same message from the box's own feed later is the same warning, not a second one.
+        stream.add(W.received(W.document("A-1")), at: W.at(70))
+        let both = Projections(settings: WarningCallPathTests.settings).applying(all: stream.inputs)
+        #expect(both.warnings.inForceHere.map(\.key.identifier) == ["A-1"])
+        #expect(WarningCallPathTests.warningEntries(both).count == 1)
+    }
+
+    /// The hub's copy is under the hub's signature rule, the box's own poll under its own: a
+    /// relayed Cancel (or one claiming to be staff's) does not end what the box's feed brought.
+    @Test func aRelayedCancelDoesNotEndWhatTheBoxsOwnFeedBrought() throws {
+        var stream = EventStream()
+        stream.add(W.received(W.document("A-1")), at: W.at(60))
+        let cancel = W.document("A-9", type: "Cancel", references: "test@example.gov,A-1,2026-11-30T10:00:00+00:00", sent: "2026-11-30T10:05:00+00:00")
+        guard case .hubReceived(var r) = Self.relayed(cancel, position: 1) else { return }
+        var w = try #require({ if case .warningReceived(let w)? = try? EventCodec.decode(kind: r.kind, payload: [UInt8](r.payload), sequence: 1) { w } else { nil } }())
+        w.byStaff = true
+        r.payload = Data(EventCodec.encode(.warningReceived(w)).payload)
+        stream.add(.hubReceived(r), at: W.at(400))
+        let p = Projections(settings: WarningCallPathTests.settings).applying(all: stream.inputs)
+        #expect(p.warnings.inForceHere.map(\.key.identifier) == ["A-1"])
+    }
+
+    /// A feed gone mad does not text the staff a message a minute: six an hour at most.
+    @Test func atMostSixWarningMessagesAnHourReachTheStaff() {
+        var stream = EventStream()
+        for n in 1...10 { stream.add(Self.relayed(W.document("M-\(n)"), position: UInt64(n)), at: W.at(Double(60 + n))) }
+        var p = Projections(settings: WarningCallPathTests.settings).applying(all: stream.inputs)
+        #expect(p.warnings.inForceHere.count == 10 && p.warnings.loudest == .sounds, "every one sounds")
+        #expect(WarningCallPathTests.warningEntries(p).count == 6)
+        stream.add(Self.relayed(W.document("M-11", sent: "2026-11-30T11:30:00+00:00"), position: 11), at: W.at(3_700))
+        p = Projections(settings: WarningCallPathTests.settings).applying(all: stream.inputs)
+        #expect(WarningCallPathTests.warningEntries(p).count == 7, "an hour on, the next is told")
     }
 }

@@ -4,6 +4,7 @@ import Logging
 import NIOCore
 import NIOSSL
 import Testing
+import VigilCAP
 import VigilCore
 import VigilEvents
 import VigilHub
@@ -42,6 +43,8 @@ final class HubHarness: @unchecked Sendable {
     var clockSynchronised = false
     /// hub.yaml's `database.request_seconds`; nil: the hub's default.
     var databaseRequestSeconds: Int?
+    /// hub.yaml's `warnings:` section, as YAML (nil: none).
+    var warningsYAML: String?
 
     /// scripts/test exports VIGIL_BINARY (the `vigil` binary); vigil-hub is built beside it.
     /// The box's CLI, built beside `vigil-hub`.
@@ -81,6 +84,7 @@ final class HubHarness: @unchecked Sendable {
             yaml += "clock_synchronised_file: \(directory.path("clock-synchronised"))\n"
         }
         if let databaseRequestSeconds { yaml += "database:\n  request_seconds: \(databaseRequestSeconds)\n" }
+        if let warningsYAML { yaml += warningsYAML }
         if !yaml.isEmpty {
             try FileManager.default.createDirectory(atPath: hubData, withIntermediateDirectories: true)
             try yaml.write(toFile: hubData + "/hub.yaml", atomically: true, encoding: .utf8)
@@ -238,6 +242,8 @@ final class Box: @unchecked Sendable {
     var site: (name: String, location: String)?
     /// `exposure.verification_keys` (none by default).
     var verificationKeys: [String] = []
+    /// Where public warnings are judged (`site.location` for warnings; none by default).
+    var warningSite: CAPPoint?
 
     init(_ label: String = #function) {
         directory = TemporaryDirectory(label)
@@ -253,6 +259,7 @@ final class Box: @unchecked Sendable {
         c.commitWindowMicroseconds = 1_000
         c.initialMapBytes = 4 << 20
         c.exposure.verificationKeys = verificationKeys
+        if let warningSite { c.projections.warnings = CAPWarningSettings(site: warningSite) }
         if let site {
             c.projections.ladder.siteName = site.name
             c.projections.ladder.siteLocation = site.location

@@ -1,0 +1,141 @@
+import Foundation
+import PostgresNIO
+import Testing
+import VigilCAP
+import VigilCore
+import VigilEvents
+import VigilHub
+import VigilTestSupport
+@testable import VigilNode
+
+/// The hub polls public warnings feeds once for its network and hands each new message to its
+/// boxes on the feed (issue 32, item 1): a box with no feed of its own, and no internet but its
+/// hub, hears a warning for its site and sounds it.
+@Suite(.serialized) struct WarningRelayTests {
+    static let site = CAPPoint(latitude: -33.8688, longitude: 151.2093)
+
+    static func document(_ id: String, sent: UInt64, expires: UInt64) -> String {
+        """
+        <?xml version="1.0" encoding="UTF-8"?>
+        <alert xmlns="urn:oasis:names:tc:emergency:cap:1.2"><identifier>\(id)</identifier><sender>bom@example.gov.au</sender>
+        <sent>\(CAPTime(microseconds: Int64(sent), offsetMinutes: 660))</sent><status>Actual</status><msgType>Alert</msgType><scope>Public</scope>
+        <info><category>Met</category><event>Flash flood</event><urgency>Immediate</urgency><severity>Extreme</severity>
+        <certainty>Observed</certainty><expires>\(CAPTime(microseconds: Int64(expires), offsetMinutes: 660))</expires>
+        <headline>Flash flood \(id): move to higher ground</headline>
+        <area><areaDesc>River flats</areaDesc><polygon>-33.80,151.15 -33.80,151.25 -33.90,151.25 -33.90,151.15 -33.80,151.15</polygon></area></info></alert>
+        """
+    }
+
+    @Test func aWarningTheHubPollsReachesABoxWithoutFeedsOnceAndSounds() async throws {
+        let dir = TemporaryDirectory("relay")
+        let server = try await CAPFeedServer(directory: dir.path)
+        defer { server.stop() }
+        let box = Box("relay-box")
+        box.warningSite = Self.site
+        // In force both on the box's clock (2026-01-01, manual) and on the hub's (real time):
+        // the hub does not relay what has expired.
+        let now = box.clock.nowMicroseconds()
+        let real = UInt64(Date().timeIntervalSince1970 * 1_000_000)
+        try Self.document("R-1", sent: now - 60_000_000, expires: max(now, real) + 3_600_000_000)
+            .write(toFile: server.documents + "/flood.xml", atomically: true, encoding: .utf8)
+        let feed = server.url("/feed.atom")
+
+        let hub = HubHarness()
+        hub.warningsYAML = """
+            warnings:
+              feeds:
+                - url: \(feed)
+                  ca_file: \(server.certificate)
+                  interval: 5s
+
+            """
+        try await hub.start()
+        try await box.join(hub, as: "annex")
+        try await box.start()
+        do {
+            try await box.until("the relayed warning", seconds: 60) { $0.projections.warnings.inForceHere.contains { $0.key.identifier == "R-1" } }
+        } catch {
+            Issue.record("\(error); the hub's log ends:\n\(hub.logTail())")
+            throw error
+        }
+        let warning = try #require(await box.read { $0.projections.warnings.inForceHere.first { $0.key.identifier == "R-1" } } ?? nil)
+        #expect(warning.level == .sounds, "Extreme, Immediate, Observed, here")
+        #expect(await box.read { $0.projections.warnings.sources[warning.key]?.feed } == server.url("/docs/flood.xml"),
+                "its source is the feed's document")
+        #expect(warning.origin.feed == "hub:" + feed, "under an origin of its own: the box's own poll of the feed is not overruled")
+        #expect(await box.read { $0.patterns.decisions[.buzzer]?.pattern } == OutputPolicy.warningTone)
+
+        // The hub polls again (the feed answers 304 or the same document): nothing new goes on
+        // the feed; the message was relayed once.
+        func polls() async -> Int {
+            let counts = await server.stats()["/feed.atom"] ?? [:]
+            return (counts["200"] ?? 0) + (counts["304"] ?? 0)
+        }
+        // The feed server is another process: asked until it answers, at most the interval and more.
+        for _ in 0..<60 where await polls() < 2 { try await Task.sleep(for: .milliseconds(250)) }
+        #expect(await polls() >= 2, "the hub polled twice")
+        let relayed = try await hub.database { database in
+            var n = 0
+            for try await (count) in try await database.client.query(
+                "SELECT count(*) FROM feed WHERE kind = \(Int32(EventKind.warningReceived.rawValue))").decode(Int64.self) { n = Int(count) }
+            return n
+        }
+        #expect(relayed == 1)
+        try await box.stop()
+        await hub.stop()
+    }
+
+    /// However many hub processes share the database, one polls a feed each interval: the lease
+    /// is taken by one, refused to the others until it runs out.
+    @Test func oneHubProcessHoldsAFeedsLeaseUntilItRunsOut() async throws {
+        let hub = HubHarness()
+        try await hub.start()
+        let url = "https://alerts.example.gov/cap.atom"
+        let first = try #require(try await hub.database { try await $0.leaseWarningFeed(url: url, seconds: 60) })
+        #expect(first.seen.isEmpty, "a feed never polled is leased at once")
+        #expect(try await hub.database { try await $0.leaseWarningFeed(url: url, seconds: 60) } == nil, "held: another process does not poll")
+        try await hub.database {
+            try await $0.finishWarningPoll(url: url, lease: first.token, validators: .init(etag: "\"v1\""),
+                                           seen: ["https://alerts.example.gov/a.xml": "1"], problem: nil)
+        }
+
+        // A lease that runs out is taken by the next poll, which starts from what the last one
+        // learned; a poll that outlived its lease saves nothing over the newer one's.
+        let other = "https://other.example.gov/cap.xml"
+        let short = try #require(try await hub.database { try await $0.leaseWarningFeed(url: other, seconds: 1) })
+        // Real time: the lease is PostgreSQL's now(), not this process's clock.
+        try await Task.sleep(for: .milliseconds(1_100))
+        let next = try #require(try await hub.database { try await $0.leaseWarningFeed(url: other, seconds: 60) })
+        try await hub.database { try await $0.finishWarningPoll(url: other, lease: next.token, validators: .init(etag: "\"new\""), seen: [:], problem: nil) }
+        try await hub.database { try await $0.finishWarningPoll(url: other, lease: short.token, validators: .init(etag: "\"old\""), seen: [:], problem: nil) }
+        let saved = try await hub.database { database in
+            var tags: [String] = []
+            for try await (url, etag) in try await database.client.query("SELECT url, etag FROM warning_feeds ORDER BY url")
+                .decode((String, String?).self) { tags.append("\(url) \(etag ?? "-")") }
+            return tags
+        }
+        #expect(saved == ["https://alerts.example.gov/cap.atom \"v1\"", "https://other.example.gov/cap.xml \"new\""])
+        await hub.stop()
+    }
+}
+
+/// A page of the feed is cut at `pageBytes` of payloads (a box reads a page as one line of at
+/// most 2 MiB), and says so, so the reader asks for the rest at once.
+struct FeedPageCutTests {
+    static func item(_ position: UInt64, bytes: Int) -> HubDatabase.FeedItem {
+        HubDatabase.FeedItem(position: position, originNode: 0, kind: 1, timeUs: 0, payload: [UInt8](repeating: 7, count: bytes))
+    }
+
+    @Test func aPageOfLargeItemsIsCutAndSaysThereIsMore() {
+        let big = (1...80).map { Self.item($0, bytes: HubDatabase.maxRelayedWarning) }
+        let page = HubDatabase.FeedPage(items: big, head: 80, atCursor: nil)
+        #expect(page.cut && page.items.count == HubDatabase.pageBytes / HubDatabase.maxRelayedWarning)
+        #expect(page.items.reduce(0) { $0 + $1.payload.count } <= HubDatabase.pageBytes)
+        #expect(page.more(limit: 200))
+        // One item larger than a page still goes, alone: a page is never empty while items wait.
+        let huge = HubDatabase.FeedPage(items: [Self.item(1, bytes: HubDatabase.pageBytes + 1), Self.item(2, bytes: 10)], head: 2, atCursor: nil)
+        #expect(huge.items.map(\.position) == [1] && huge.cut)
+        let small = HubDatabase.FeedPage(items: (1...10).map { Self.item($0, bytes: 100) }, head: 10, atCursor: nil)
+        #expect(!small.cut && small.items.count == 10 && !small.more(limit: 200))
+    }
+}
