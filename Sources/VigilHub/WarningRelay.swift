@@ -2,8 +2,6 @@ import Foundation
 import Logging
 import ServiceLifecycle
 import VigilCAP
-import VigilCore
-import VigilEvents
 import VigilWarningFeeds
 
 /// The hub polls public warnings feeds once for its network and puts each new message on the
@@ -58,22 +56,51 @@ struct WarningRelay: Sendable {
         }
     }
 
-    /// What this process has relayed of one feed: the feed's warnings as a box would hold them
-    /// (so a repeat with nothing new, an expired message or an Ack is not relayed: a public feed
-    /// re-publishing its alerts every poll with a new `sent` costs the boxes nothing), and the
-    /// times of the last hour's relays (at most `perHour`: a feed gone mad does not fill every
-    /// box's card). In memory: after a restart the first poll relays what is new to it again,
-    /// and the database's (feed, sender, identifier, sent) keeps exact copies off.
+    /// What this process has relayed of one feed: the infos of the last message of each
+    /// (sender, identifier), so a repeat with nothing new (a public feed re-publishing its alerts
+    /// every poll with a new `sent`) is not relayed, and the times of the last hour's relays (at
+    /// most `perHour`: a feed gone mad does not fill every box's card). Not a warnings book: a
+    /// national feed may hold hundreds of warnings, none of them for the hub's place, and all are
+    /// for some box. In memory and bounded: after a restart the first poll relays what is new to
+    /// it again, and the database's (feed, sender, identifier, sent) keeps exact copies off.
     struct Judged {
-        var book = WarningBook()
+        struct Last { var infos: [CAPInfo]; var expires: Int64 }
+        var last: [String: Last] = [:]
         var relayedAt: [UInt64] = []
         static let perHour = 120
+        static let remembered = 4_096
+
+        /// Whether a box could want `alert` now: public, a warning or its update or cancel, not
+        /// expired, and not the same infos as the last message of its identifier.
+        func wanted(_ alert: CAPAlert, now: UInt64) -> Bool {
+            guard alert.scope == .public, alert.messageType != .ack, alert.messageType != .error else { return false }
+            if alert.messageType == .cancel { return true }
+            let expires = Self.expires(alert)
+            guard expires > Int64(clamping: now) else { return false }
+            return last[Self.key(alert)]?.infos != alert.infos
+        }
+
+        mutating func relayed(_ alert: CAPAlert, now: UInt64) {
+            last[Self.key(alert)] = Last(infos: alert.infos, expires: Self.expires(alert))
+            if last.count > Self.remembered {
+                let today = Int64(clamping: now)
+                last = last.filter { $0.value.expires > today }
+                while last.count > Self.remembered, let oldest = last.min(by: { $0.value.expires < $1.value.expires }) { last[oldest.key] = nil }
+            }
+        }
 
         mutating func spend(now: UInt64) -> Bool {
             relayedAt.removeAll { $0 + 3_600_000_000 <= now }
             guard relayedAt.count < Self.perHour else { return false }
             relayedAt.append(now)
             return true
+        }
+
+        static func key(_ alert: CAPAlert) -> String { alert.sender + "\u{0}" + alert.identifier }
+
+        /// The latest end its infos give, or a day after it was sent (as a box reads it).
+        static func expires(_ alert: CAPAlert) -> Int64 {
+            alert.infos.compactMap(\.expires?.microseconds).max() ?? alert.sent.microseconds &+ CAPWarnings.defaultLifetimeMicroseconds
         }
     }
 
@@ -110,12 +137,9 @@ struct WarningRelay: Sendable {
                 continue
             }
             let at = now()
-            let origin = CAPOrigin(feed: feed.url)
-            // A Cancel always goes (the warning it ends may have been relayed before a restart,
-            // which this book does not remember); anything else only if a box would take it.
-            guard judged.book.wouldTake(document.alert, atMicroseconds: at, origin: origin) || document.alert.messageType == .cancel else {
-                continue
-            }
+            // A Cancel always goes (the warning it ends may have been relayed before a restart);
+            // anything else only if some box could want it.
+            guard judged.wanted(document.alert, now: at) else { continue }
             guard judged.spend(now: at) else {
                 overBudget += 1
                 seen[document.url] = nil
@@ -124,10 +148,7 @@ struct WarningRelay: Sendable {
             }
             do {
                 if try await database.relayWarning(feed: feed.url, document: document, nowMicroseconds: at) { relayed += 1 }
-                var received = WarningReceived()
-                received.feed = feed.url
-                received.document = Data(document.bytes)
-                judged.book.apply(Event(sequence: 0, timeMicroseconds: at, body: .warningReceived(received)))
+                judged.relayed(document.alert, now: at)
             } catch {
                 // Asked for again at the next poll.
                 seen[document.url] = nil

@@ -4,7 +4,7 @@ import Testing
 import VigilCAP
 import VigilCore
 import VigilEvents
-import VigilHub
+@testable import VigilHub
 import VigilTestSupport
 @testable import VigilNode
 
@@ -137,5 +137,49 @@ struct FeedPageCutTests {
         #expect(huge.items.map(\.position) == [1] && huge.cut)
         let small = HubDatabase.FeedPage(items: (1...10).map { Self.item($0, bytes: 100) }, head: 10, atCursor: nil)
         #expect(!small.cut && small.items.count == 10 && !small.more(limit: 200))
+    }
+}
+
+/// What the relay sends on: what some box could want, each message once, a repeat with nothing
+/// new never, and at most 120 an hour a feed.
+struct RelayJudgementTests {
+    static let now: UInt64 = 1_800_000_000_000_000
+
+    static func alert(_ id: String, type: String = "Alert", sentOffset: Int64 = -60, expiresOffset: Int64 = 3_600, scope: String = "Public") throws -> CAPAlert {
+        let sent = CAPTime(microseconds: Int64(now) + sentOffset * 1_000_000)
+        let expires = CAPTime(microseconds: Int64(now) + expiresOffset * 1_000_000)
+        let info = type == "Cancel" || type == "Ack" ? "" : """
+            <info><category>Met</category><event>Flood</event><urgency>Immediate</urgency><severity>Extreme</severity>
+            <certainty>Observed</certainty><expires>\(expires)</expires><area><areaDesc>A</areaDesc></area></info>
+            """
+        return try CAPReader.read(Array("""
+            <alert xmlns="urn:oasis:names:tc:emergency:cap:1.2"><identifier>\(id)</identifier><sender>s@example.gov</sender>
+            <sent>\(sent)</sent><status>Actual</status><msgType>\(type)</msgType><scope>\(scope)</scope>
+            \(type == "Alert" ? "" : "<references>s@example.gov,X-0,2026-01-01T00:00:00-00:00</references>")\(info)</alert>
+            """.utf8))
+    }
+
+    @Test func aRepeatWithNothingNewIsNotRelayedButOneThatMovesTheEndIs() throws {
+        var judged = WarningRelay.Judged()
+        let first = try Self.alert("X-1")
+        #expect(judged.wanted(first, now: Self.now))
+        judged.relayed(first, now: Self.now)
+        #expect(!judged.wanted(try Self.alert("X-1", sentOffset: -30), now: Self.now), "the same infos with a new sent")
+        #expect(judged.wanted(try Self.alert("X-1", sentOffset: -30, expiresOffset: 7_200), now: Self.now), "a new end")
+        #expect(!judged.wanted(try Self.alert("X-2", expiresOffset: -1), now: Self.now), "expired")
+        #expect(!judged.wanted(try Self.alert("X-3", scope: "Restricted"), now: Self.now), "not public")
+        #expect(!judged.wanted(try Self.alert("X-4", type: "Ack"), now: Self.now))
+        #expect(judged.wanted(try Self.alert("X-5", type: "Cancel"), now: Self.now), "a cancel always")
+    }
+
+    @Test func atMost120AnHourAndAtMost4096Remembered() throws {
+        var judged = WarningRelay.Judged()
+        var spent = 0
+        for n in 0..<130 where judged.spend(now: Self.now + UInt64(n)) { spent += 1 }
+        #expect(spent == 120)
+        let anHourOn = judged.spend(now: Self.now + 3_600_000_001)
+        #expect(anHourOn, "an hour on")
+        for n in 0..<5_000 { judged.relayed(try Self.alert("Y-\(n)"), now: Self.now) }
+        #expect(judged.last.count <= WarningRelay.Judged.remembered)
     }
 }
