@@ -10,8 +10,11 @@ import Foundation
 /// the window asks the database itself. Without a notification for `maxAgeSeconds` (the listener
 /// reconnecting, say) the next poll reads again anyway, as polls did before.
 actor FeedCache {
-    /// Items at most in the window (each at most 4 KiB).
+    /// Items at most in the window.
     static let capacity = 2_000
+    /// Payload bytes at most in the window: an uploaded alert is at most 4 KiB, but a relayed
+    /// public warning up to 32 KiB, and 2,000 of those would be 64 MiB in every hub process.
+    static let capacityBytes = 8 << 20
     static let maxAgeSeconds = 5.0
 
     private var window: [HubDatabase.FeedItem] = []
@@ -54,6 +57,20 @@ actor FeedCache {
         return HubDatabase.FeedPage(items: out, head: through, atCursor: atCursor)
     }
 
+    /// `window` with its oldest items dropped until it holds at most `capacity` items and
+    /// `capacityBytes` of payloads (never its newest item), and the floor that then holds.
+    static func trimmed(_ window: [HubDatabase.FeedItem], floor: UInt64) -> ([HubDatabase.FeedItem], UInt64) {
+        var drop = max(0, window.count - capacity)
+        var bytes = window[drop...].reduce(0) { $0 + $1.payload.count }
+        while bytes > capacityBytes, drop < window.count - 1 {
+            bytes -= window[drop].payload.count
+            drop += 1
+        }
+        guard drop > 0 else { return (window, floor) }
+        let kept = Array(window[drop...])
+        return (kept, (kept.first?.position ?? 1) - 1)
+    }
+
     /// One read for every poll waiting on it.
     private func refresh(generation: UInt64, database: HubDatabase) async throws {
         // Wait for the reads under way (another poll may start a newer one meanwhile: the actor
@@ -74,9 +91,8 @@ actor FeedCache {
         if !loaded {
             let tail = try await database.feedTail(limit: Self.capacity)
             guard !loaded else { return }
-            window = tail
             through = tail.last?.position ?? 0
-            floor = tail.count < Self.capacity ? 0 : (tail.first?.position ?? 1) - 1
+            (window, floor) = Self.trimmed(tail, floor: tail.count < Self.capacity ? 0 : (tail.first?.position ?? 1) - 1)
             loaded = true
         } else {
             while true {
@@ -87,10 +103,7 @@ actor FeedCache {
                 through = new.last?.position ?? through
                 if read.count < Self.capacity { break }
             }
-            if window.count > Self.capacity {
-                window.removeFirst(window.count - Self.capacity)
-                floor = (window.first?.position ?? 1) - 1
-            }
+            (window, floor) = Self.trimmed(window, floor: floor)
         }
         readGeneration = max(readGeneration, generation)
         readAt = started

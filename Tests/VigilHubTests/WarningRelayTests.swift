@@ -138,6 +138,21 @@ struct FeedPageCutTests {
         let small = HubDatabase.FeedPage(items: (1...10).map { Self.item($0, bytes: 100) }, head: 10, atCursor: nil)
         #expect(!small.cut && small.items.count == 10 && !small.more(limit: 200))
     }
+
+    /// The shared window of the feed is bounded by bytes as well as by items: 2,000 relayed
+    /// warnings would otherwise be 64 MiB in every hub process.
+    @Test func theFeedsSharedWindowKeepsAtMost8MiBOfPayloads() {
+        let big = (1...2_000).map { Self.item($0, bytes: HubDatabase.maxRelayedWarning) }
+        let (window, floor) = FeedCache.trimmed(big, floor: 0)
+        #expect(window.reduce(0) { $0 + $1.payload.count } <= FeedCache.capacityBytes)
+        #expect(window.count == FeedCache.capacityBytes / HubDatabase.maxRelayedWarning && window.last?.position == 2_000)
+        #expect(floor == (window.first?.position ?? 0) - 1, "a cursor below the window asks the database")
+        let small = (1...2_100).map { Self.item($0, bytes: 100) }
+        let (counted, countedFloor) = FeedCache.trimmed(small, floor: 0)
+        #expect(counted.count == FeedCache.capacity && countedFloor == 100)
+        let one = [Self.item(1, bytes: FeedCache.capacityBytes + 1)]
+        #expect(FeedCache.trimmed(one, floor: 0).0.count == 1, "never the newest")
+    }
 }
 
 /// What the relay sends on: what some box could want, each message once, a repeat with nothing

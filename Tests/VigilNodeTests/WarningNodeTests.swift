@@ -27,15 +27,21 @@ import VigilSystem
             """.utf8)
     }
 
-    @Test func aWarningForTheSiteSoundsIsSilencedEndsOnAQuietBoxAndReplays() async throws {
-        let dir = TemporaryDirectory()
-        var config = testConfiguration(dir, advertisers: 0)
-        config.projections.warnings = CAPWarningSettings(site: Self.site)
+    /// A node on a simulated board and a manual clock, running and settled.
+    static func start(_ config: NodeConfiguration) async throws -> (ManualClock, NodeThread) {
         let clock = ManualClock()
         let board = try SimulatedBoard(monotonic: clock)
         let node = try Node(configuration: config, clock: clock, monotonic: clock, logger: quietLogger, board: board)
         let running = try NodeThread(node, name: "vigil-test-loop")
         await settled(running)
+        return (clock, running)
+    }
+
+    @Test func aWarningForTheSiteSoundsIsSilencedEndsOnAQuietBoxAndReplays() async throws {
+        let dir = TemporaryDirectory()
+        var config = testConfiguration(dir, advertisers: 0)
+        config.projections.warnings = CAPWarningSettings(site: Self.site)
+        let (clock, running) = try await Self.start(config)
         let now = clock.nowMicroseconds()
         let flood = Self.document("F-1", sent: now - 60_000_000, expires: now + 600_000_000)
 
@@ -92,11 +98,7 @@ import VigilSystem
         let dir = TemporaryDirectory()
         var config = try CallsForHelpNodeTests.configuration(dir)
         config.projections.warnings = CAPWarningSettings(site: Self.site)
-        let clock = ManualClock()
-        let board = try SimulatedBoard(monotonic: clock)
-        let node = try Node(configuration: config, clock: clock, monotonic: clock, logger: quietLogger, board: board)
-        let running = try NodeThread(node, name: "vigil-test-loop")
-        await settled(running)
+        let (clock, running) = try await Self.start(config)
         let now = clock.nowMicroseconds()
         func handOver() async {
             for _ in 0..<50 {
