@@ -223,7 +223,8 @@ actor FeedStreams {
             let mine = filtered ? [] : page.items.filter { $0.originNode == current.node }
             let items = mine.isEmpty ? page.items : page.items.filter { $0.originNode != current.node }
             let looked = filtered ? (items.last?.position ?? current.cursor) : (page.items.last?.position ?? current.cursor)
-            let more = page.cut || (filtered ? items.count : page.items.count) == settings.pageLimit
+            // Filtered by the database or not, the page's own items are what filled or cut it.
+            let more = page.more(limit: settings.pageLimit)
             if current.owesFirstLine {
                 let atCursor = page.atCursor.map { FeedAnswer.digestText(FeedItemDigest.of(kind: $0.kind, timeMicroseconds: $0.timeUs, payload: $0.payload)) }
                 let lost = current.at != nil && current.cursor > 0 && atCursor != current.at
