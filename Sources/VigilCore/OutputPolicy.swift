@@ -263,7 +263,7 @@ public enum OutputPolicy {
         } else if !warningsSounding.isEmpty {
             out[.buzzer] = OutputDecision(pattern: warningTone, reasons: warningsSounding.map {
                 OutputReason(text: "public warning sounds: \(warningText($0)) (`vigil ack` or a short press silences it)",
-                             sequences: s.warnings.sources[$0.key].map { [$0.sequence] } ?? [])
+                             sequences: s.warnings.source(of: $0.key).map { [$0.sequence] } ?? [])
             })
         } else if !prompting.isEmpty {
             out[.buzzer] = OutputDecision(pattern: chirp, reasons: promptReasons)
@@ -287,7 +287,7 @@ public enum OutputPolicy {
     /// The public warnings on amber now (shown or sounding), as `vigil why` tells them.
     public static func publicWarningReasons(_ s: Projections) -> [OutputReason] {
         s.warnings.inForceHere.filter { $0.level == .shown || $0.level == .sounds }.map {
-            OutputReason(text: "public warning: \(warningText($0))", sequences: s.warnings.sources[$0.key].map { [$0.sequence] } ?? [])
+            OutputReason(text: "public warning: \(warningText($0))", sequences: s.warnings.source(of: $0.key).map { [$0.sequence] } ?? [])
         }
     }
 
@@ -298,7 +298,10 @@ public enum OutputPolicy {
         let what = CAPText.oneLine(info.headline ?? info.event, limit: 120)
         let from = CAPText.oneLine(info.senderName ?? w.alert.sender, limit: 80)
         let until = CAPTime(microseconds: w.expiresMicroseconds, offsetMinutes: info.expires?.offsetMinutes ?? w.alert.sent.offsetMinutes)
-        return "\(what) (\(info.severity.rawValue), \(info.urgency.rawValue), \(info.certainty.rawValue)) from \(from), until \(until)"
+        // One heard on the air has no grading: its frame says only how loud it is.
+        let grading = info.severity == .unknown && info.urgency == .unknown && info.certainty == .unknown ? ""
+            : " (\(info.severity.rawValue), \(info.urgency.rawValue), \(info.certainty.rawValue))"
+        return "\(what)\(grading) from \(from), until \(until)"
     }
 
     /// This box's own alarms sounding now (a resident's ladder, an SOS raised here): what a short

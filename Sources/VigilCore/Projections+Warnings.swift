@@ -42,12 +42,7 @@ extension Projections {
     static func warningEntryID(_ key: CAPReference) -> String {
         let readable = key.sender + "/" + key.identifier
         if readable.utf8.count <= 200, CAPText.oneLine(readable, limit: 200) == readable { return warningEntryPrefix + readable }
-        // FNV-1a, 64 bits: stable across runs and builds (Swift's Hasher is seeded per process).
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in key.sender.utf8 + [0] + key.identifier.utf8 {
-            hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3
-        }
-        return warningEntryPrefix + String(hash, radix: 16)
+        return warningEntryPrefix + String(WarningBook.fnv1a(Array(key.sender.utf8) + [0] + Array(key.identifier.utf8)), radix: 16)
     }
 
     /// What the staff are told: where, what, how bad, until when, what to do, and who says so.
@@ -57,7 +52,8 @@ extension Projections {
         let site = escalations.context.siteText
         var text = "Public warning for \(site.isEmpty ? "this shelter" : site): "
             + CAPText.oneLine(info?.headline ?? info?.event ?? "a public warning", limit: 160)
-        if let info { text += " (\(info.severity.rawValue), \(info.urgency.rawValue))" }
+        // A warning heard on the air has no grading (its frame carries only how loud it is).
+        if let info, info.severity != .unknown { text += " (\(info.severity.rawValue), \(info.urgency.rawValue))" }
         let until = info?.expires.map(\.description)
             ?? CivilTime(utcSeconds: warning.expiresMicroseconds / 1_000_000).text + " UTC"
         text += ", until \(until)."

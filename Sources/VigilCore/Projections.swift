@@ -80,7 +80,7 @@ public struct Projections: Projection {
     /// v18: schema 18 (bonded heart-rate sensors): a sensor's link says whether it was bonded.
     /// v19: schema 20 (public warnings): the warning book.
     /// v20: a warning that sounds is told to the staff channel (the outbox's `warning/` entries).
-    public static let checkpointName = "projections.v20"
+    public static let checkpointName = "projections.v21"
 
     public init(settings: ProjectionSettings = ProjectionSettings()) {
         devices = DeviceList(pruneAfterMicroseconds: settings.devicePruneAfterMicroseconds)
@@ -252,7 +252,7 @@ public struct Projections: Projection {
             exposures.apply(.event(event))
         case .hazardReported, .hazardDeadline:
             hazards.apply(event)
-        case .warningReceived, .warningDeadline:
+        case .warningReceived, .warningDeadline, .warningHeard:
             applyWarning(event)
         case .nodeStarted(let started):
             hazards.apply(event)

@@ -14,6 +14,11 @@ public struct WarningBook: Codable, Equatable, Sendable {
     /// Documents in the log the reader refused (written by a newer reader, or damaged): counted,
     /// never applied.
     public private(set) var unreadable: UInt64 = 0
+    /// Public warnings neighbouring boxes told of on the air (`WarningHeard`), in (signer,
+    /// digest) order: at most `heardPerSigner` a box and `heardLimit` in all.
+    public internal(set) var heard: [HeardWarning] = []
+    /// Heard warnings not kept: the book was full.
+    public internal(set) var heardDropped: UInt64 = 0
 
     /// The origin of a message the hub relayed from `feed`: not the feed itself, which the box
     /// may poll under a stricter signature rule of its own.
@@ -56,7 +61,11 @@ public struct WarningBook: Codable, Equatable, Sendable {
             return outcome
         case .warningDeadline(let deadline):
             _ = warnings.expire(nowMicroseconds: Int64(clamping: deadline.dueUs))
+            heard.removeAll { $0.expiresMicroseconds <= deadline.dueUs }
             forgetEnded()
+            return nil
+        case .warningHeard(let h):
+            applyHeard(h, event: event)
             return nil
         default:
             return nil
@@ -116,16 +125,38 @@ public struct WarningBook: Codable, Equatable, Sendable {
     }
 
     /// When the next warning ends by itself (the node appends a `WarningDeadline` then).
-    public var nextDeadlineMicroseconds: UInt64? { warnings.nextExpiryMicroseconds.map { UInt64(clamping: $0) } }
+    public var nextDeadlineMicroseconds: UInt64? {
+        let own = warnings.nextExpiryMicroseconds.map { UInt64(clamping: $0) }
+        guard let air = heard.map(\.expiresMicroseconds).min() else { return own }
+        return min(own ?? air, air)
+    }
 
-    /// The warnings in force here, loudest first.
-    public var inForceHere: [CAPWarning] { warnings.inForceHere }
+    /// The warnings in force here, loudest first: the box's own (from its feeds, its hub, its
+    /// staff), then those neighbours told of on the air that it does not hold itself.
+    public var inForceHere: [CAPWarning] {
+        let own = warnings.inForceHere
+        let air = heardHere(excluding: Set(own.map { Self.airDigest($0.key) }))
+        guard !air.isEmpty else { return own }
+        return (own + air).enumerated().sorted { a, b in
+            a.element.level.rank != b.element.level.rank ? a.element.level.rank > b.element.level.rank : a.offset < b.offset
+        }.map(\.element)
+    }
 
     /// The loudest output a warning in force asks for.
-    public var loudest: CAPWarning.Level { warnings.loudest }
+    public var loudest: CAPWarning.Level { inForceHere.map(\.level).max { $0.rank < $1.rank } ?? warnings.loudest }
+
+    /// Where a warning in force came from: its feed, or for one heard on the air the latest
+    /// `WarningHeard` of it.
+    public func source(of key: CAPReference) -> Source? {
+        if let own = sources[key] { return own }
+        guard key.sender == Self.airSender, let digest = UInt64(key.identifier.dropFirst(Self.airIdentifierPrefix.count), radix: 16) else { return nil }
+        return heard.filter { $0.digest == digest }.max { $0.sequence < $1.sequence }.map {
+            Source(feed: "the air: box \(String($0.signer, radix: 16))", sequence: $0.sequence, signatureVerified: false)
+        }
+    }
 
     // Sources in a fixed order, as `CAPWarnings` encodes its messages: equal states, equal bytes.
-    enum CodingKeys: String, CodingKey { case settings, warnings, sources, unreadable }
+    enum CodingKeys: String, CodingKey { case settings, warnings, sources, unreadable, heard, heardDropped }
     struct SourceEntry: Codable { var key: CAPReference; var source: Source }
 
     public init(from decoder: any Decoder) throws {
@@ -134,6 +165,8 @@ public struct WarningBook: Codable, Equatable, Sendable {
         warnings = try c.decode(CAPWarnings.self, forKey: .warnings)
         sources = Dictionary(try c.decode([SourceEntry].self, forKey: .sources).map { ($0.key, $0.source) }, uniquingKeysWith: { first, _ in first })
         unreadable = try c.decode(UInt64.self, forKey: .unreadable)
+        heard = try c.decode([HeardWarning].self, forKey: .heard)
+        heardDropped = try c.decode(UInt64.self, forKey: .heardDropped)
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -142,6 +175,8 @@ public struct WarningBook: Codable, Equatable, Sendable {
         try c.encode(warnings, forKey: .warnings)
         try c.encode(sources.map { SourceEntry(key: $0.key, source: $0.value) }.sorted { $0.key < $1.key }, forKey: .sources)
         try c.encode(unreadable, forKey: .unreadable)
+        try c.encode(heard, forKey: .heard)
+        try c.encode(heardDropped, forKey: .heardDropped)
     }
 
     private mutating func forgetEnded() {

@@ -71,6 +71,7 @@ public typealias PhoneCallDecided = Vigil_Events_V1_PhoneCallDecided
 public typealias SMSReading = Vigil_Events_V1_SmsReading
 public typealias WarningReceived = Vigil_Events_V1_WarningReceived
 public typealias WarningDeadline = Vigil_Events_V1_WarningDeadline
+public typealias WarningHeard = Vigil_Events_V1_WarningHeard
 
 /// What happened. One case per event kind in the catalogue (docs/events.md "Event catalogue").
 public enum EventBody: Sendable, Equatable {
@@ -118,6 +119,7 @@ public enum EventBody: Sendable, Equatable {
     case boxKeyRevoked(BoxKeyRevoked)
     case warningReceived(WarningReceived)
     case warningDeadline(WarningDeadline)
+    case warningHeard(WarningHeard)
 
     public var kind: EventKind {
         switch self {
@@ -165,6 +167,7 @@ public enum EventBody: Sendable, Equatable {
         case .boxKeyRevoked: .boxKeyRevoked
         case .warningReceived: .warningReceived
         case .warningDeadline: .warningDeadline
+        case .warningHeard: .warningHeard
         }
     }
 
@@ -239,6 +242,7 @@ extension EventKind {
         case .boxKeyRevoked: "box-key-revoked"
         case .warningReceived: "warning-received"
         case .warningDeadline: "warning-deadline"
+        case .warningHeard: "warning-heard"
         case .UNRECOGNIZED(let n): "kind-\(n)"
         }
     }
@@ -251,7 +255,7 @@ extension EventKind {
         .alertExpired, .alertReaffirmed, .downtimeDetected, .hubAcknowledged, .hubEpochStarted, .hubReceived,
         .occupancySampled, .exposureKeysOffered, .exposureKeysMatched, .hubFeedRewound, .logSalvaged,
         .scanSightings, .scanBatch, .linkChanged, .chatMessage, .chatOpened, .hazardReported, .hazardDeadline,
-        .alertTaken, .callDeadline, .smsReceived, .phoneCallDecided, .boxKeyRevoked, .warningReceived, .warningDeadline,
+        .alertTaken, .callDeadline, .smsReceived, .phoneCallDecided, .boxKeyRevoked, .warningReceived, .warningDeadline, .warningHeard,
     ]
 
     public init?(name: String) {
@@ -287,7 +291,9 @@ extension EventKind {
              // The hub's own statement, carried to boxes inside a HubReceived; never a box's.
              .boxKeyRevoked,
              // Public warnings are the authorities' own documents, read from their feeds.
-             .warningReceived, .warningDeadline:
+             .warningReceived, .warningDeadline,
+             // A neighbour's word on the air, which every box hears for itself.
+             .warningHeard:
             false
         }
     }

@@ -80,6 +80,7 @@ public enum EventCodec {
         case .boxKeyRevoked(let m): payload = serialize(m)
         case .warningReceived(let m): payload = serialize(m)
         case .warningDeadline(let m): payload = serialize(m)
+        case .warningHeard(let m): payload = serialize(m)
         }
         return (kind, payload)
     }
@@ -148,6 +149,7 @@ public enum EventCodec {
             case .boxKeyRevoked: return .boxKeyRevoked(try parse(payload))
             case .warningReceived: return .warningReceived(try parse(payload))
             case .warningDeadline: return .warningDeadline(try parse(payload))
+            case .warningHeard: return .warningHeard(try parse(payload))
             case .unspecified, .UNRECOGNIZED:
                 throw EventDecodingError(sequence: sequence, reason: .unknownKind(kind))
             }

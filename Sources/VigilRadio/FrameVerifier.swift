@@ -28,6 +28,8 @@ public struct FrameVerifier: Sendable {
     /// What one heard frame came to.
     public enum Outcome: Sendable, Equatable {
         case accepted(SignedAlertFrame)
+        /// A public warning frame (type 13), every check passed.
+        case warning(PublicWarningFrame)
         /// A new revocation, verified: the caller keeps it durably and relays it.
         case revocation(Revocation)
         /// A revocation already known.
@@ -73,45 +75,89 @@ public struct FrameVerifier: Sendable {
                 try revocation.verify(network: network)
                 return accept(revocation) ? .revocation(revocation) : .knownRevocation
             }
+            if let warning = try PublicWarningFrame.parse(bytes) {
+                // Only the signing box speaks of its own site, and only it (warnings are not
+                // relayed from box to box yet: a count other than 0 is not a sender's).
+                guard warning.claimedSigner == warning.signer else {
+                    throw SignedFrameError.signerIsNotOrigin(signer: warning.signer, origin: warning.claimedSigner)
+                }
+                guard warning.hops == 0 else { throw SignedFrameError.fieldOutOfRange("hops") }
+                let signed = Signed(certificate: warning.certificate, expirySeconds: warning.expirySeconds, signedAtSeconds: warning.signedAtSeconds,
+                                    signerClockVouched: warning.signerClockVouched,
+                                    maximumLifetimeSeconds: UInt64(PublicWarningFrame.lifetimeSeconds),
+                                    message: PublicWarningFrame.signedMessage(bytes.dropLast(SignedAlertFrame.signatureLength), uuid: settings.serviceUUID),
+                                    signature: warning.signature)
+                guard try verify(signed, clock: &clock, wall: wall, monotonic: monotonic) else { return .shed }
+                return .warning(warning)
+            }
             let frame = try SignedAlertFrame.parse(bytes)
             if frame.type.signerMustBeOrigin, frame.signer != frame.origin {
                 throw SignedFrameError.signerIsNotOrigin(signer: frame.signer, origin: frame.origin)
             }
-            guard !revokedKeys.contains(frame.certificate.boxKey) else { throw SignedFrameError.revoked(node: frame.signer) }
-            let reading = clock.now(wallMicroseconds: wall, monotonicMicroseconds: monotonic)
-            // A receiver that knows its time refuses a replay before paying for a signature check.
-            try freshness(frame, reading: reading)
-            let digest = Array(SHA256.hash(data: SignedAlertFrame.signedMessage(bytes[...], uuid: settings.serviceUUID)))
-            if !verifiedFrames.contains(digest) {
-                let key: Curve25519.Signing.PublicKey
-                if let known = verifiedCertificates[frame.certificate.bytes] {
-                    guard spend(known: true) else { return .shed }
-                    key = known
-                } else {
-                    guard spend(known: false) else { return .shed }
-                    try frame.certificate.verify(network: network)
-                    key = try frame.certificate.boxKey.signingKey()
-                    if verifiedCertificates.count >= Self.cacheLimit { verifiedCertificates.removeAll(keepingCapacity: true) }
-                    verifiedCertificates[frame.certificate.bytes] = key
-                }
-                try frame.verifySignature(bytes, key: key, uuid: settings.serviceUUID)
-                if verifiedFrames.count >= Self.cacheLimit { verifiedFrames.removeAll(keepingCapacity: true) }
-                verifiedFrames.insert(digest)
-            }
-            let signedAt = UInt64(frame.signedAtSeconds)
-            // The certificate at the receiver's time and when the frame was signed.
-            guard frame.certificate.isValid(atSeconds: reading.microseconds / 1_000_000),
-                  !frame.signerClockVouched || frame.certificate.isValid(atSeconds: signedAt) else {
-                throw SignedFrameError.certificateNotValid(node: frame.signer)
-            }
-            if frame.signerClockVouched {
-                clock.heardVouchedFrame(signer: frame.signer, signedAtMicroseconds: signedAt * 1_000_000,
-                                        wallMicroseconds: wall, monotonicMicroseconds: monotonic)
-            }
+            let signed = Signed(certificate: frame.certificate, expirySeconds: frame.expirySeconds, signedAtSeconds: frame.signedAtSeconds,
+                                signerClockVouched: frame.signerClockVouched, maximumLifetimeSeconds: settings.maximumLifetimeSeconds,
+                                message: SignedAlertFrame.signedMessage(bytes.dropLast(SignedAlertFrame.signatureLength), uuid: settings.serviceUUID),
+                                signature: frame.signature)
+            guard try verify(signed, clock: &clock, wall: wall, monotonic: monotonic) else { return .shed }
             return .accepted(frame)
         } catch {
             return .refused(error)
         }
+    }
+
+    /// What every signed frame shares, for the checks below.
+    struct Signed {
+        var certificate: BoxCertificate
+        var expirySeconds: UInt32
+        var signedAtSeconds: UInt32
+        var signerClockVouched: Bool
+        /// The longest a frame of its kind may live (the lifetime rule).
+        var maximumLifetimeSeconds: UInt64
+        /// What the signature covers (the bytes before it, hops zeroed, behind the context).
+        var message: [UInt8]
+        var signature: [UInt8]
+    }
+
+    /// Revocation, freshness, the certificate, the signature and the certificate's period, in
+    /// that order (docs/signed-frames.md "Receiving"); false when over a budget (shed). Offers a
+    /// vouched signing time to `clock` once every check has passed.
+    private mutating func verify(_ frame: Signed, clock: inout VouchedClock, wall: UInt64, monotonic: UInt64) throws(SignedFrameError) -> Bool {
+        guard !revokedKeys.contains(frame.certificate.boxKey) else { throw SignedFrameError.revoked(node: frame.certificate.node) }
+        let reading = clock.now(wallMicroseconds: wall, monotonicMicroseconds: monotonic)
+        // A receiver that knows its time refuses a replay before paying for a signature check.
+        try freshness(frame, reading: reading)
+        // The same bytes heard again (hops aside) cost a hash: the digest covers the signature too.
+        var hash = SHA256()
+        hash.update(data: frame.message)
+        hash.update(data: frame.signature)
+        let digest = Array(hash.finalize())
+        if !verifiedFrames.contains(digest) {
+            let key: Curve25519.Signing.PublicKey
+            if let known = verifiedCertificates[frame.certificate.bytes] {
+                guard spend(known: true) else { return false }
+                key = known
+            } else {
+                guard spend(known: false) else { return false }
+                try frame.certificate.verify(network: network)
+                key = try frame.certificate.boxKey.signingKey()
+                if verifiedCertificates.count >= Self.cacheLimit { verifiedCertificates.removeAll(keepingCapacity: true) }
+                verifiedCertificates[frame.certificate.bytes] = key
+            }
+            guard key.isValidSignature(frame.signature, for: frame.message) else { throw SignedFrameError.badSignature }
+            if verifiedFrames.count >= Self.cacheLimit { verifiedFrames.removeAll(keepingCapacity: true) }
+            verifiedFrames.insert(digest)
+        }
+        let signedAt = UInt64(frame.signedAtSeconds)
+        // The certificate at the receiver's time and when the frame was signed.
+        guard frame.certificate.isValid(atSeconds: reading.microseconds / 1_000_000),
+              !frame.signerClockVouched || frame.certificate.isValid(atSeconds: signedAt) else {
+            throw SignedFrameError.certificateNotValid(node: frame.certificate.node)
+        }
+        if frame.signerClockVouched {
+            clock.heardVouchedFrame(signer: frame.certificate.node, signedAtMicroseconds: signedAt * 1_000_000,
+                                    wallMicroseconds: wall, monotonicMicroseconds: monotonic)
+        }
+        return true
     }
 
     /// The freshness rule (docs/signed-frames.md "Receiving"): the alert has not expired and does
@@ -120,17 +166,17 @@ public struct FrameVerifier: Sendable {
     /// it by more than clocks differ. A receiver whose time is not vouched for (it may be hours
     /// behind) checks only the first. A frame from a signer that could not vouch for its clock is
     /// judged by its expiry only (an SOS from a box that lost its time must still be heard).
-    func freshness(_ frame: SignedAlertFrame, reading: VouchedClock.Reading) throws(SignedFrameError) {
+    func freshness(_ frame: Signed, reading: VouchedClock.Reading) throws(SignedFrameError) {
         let now = reading.microseconds / 1_000_000
         let expiry = UInt64(frame.expirySeconds)
         guard expiry > now else { throw .stale }
         // A receiver that cannot vouch for its time may be a day behind: twice the lifetime.
-        let lifetime = settings.maximumLifetimeSeconds * (reading.vouched ? 1 : 2)
+        let lifetime = frame.maximumLifetimeSeconds * (reading.vouched ? 1 : 2)
         guard expiry - now <= lifetime else { throw .tooFarInFuture }
         guard frame.signerClockVouched else { return }
         let signedAt = UInt64(frame.signedAtSeconds)
         guard signedAt + settings.maximumAgeSeconds >= now else { throw .tooOld }
-        guard expiry > signedAt, expiry - signedAt <= settings.maximumLifetimeSeconds + settings.maximumAgeSeconds else { throw .tooFarInFuture }
+        guard expiry > signedAt, expiry - signedAt <= frame.maximumLifetimeSeconds + settings.maximumAgeSeconds else { throw .tooFarInFuture }
         if reading.vouched {
             guard signedAt <= now + settings.maximumAheadSeconds else { throw .signedInTheFuture }
         }

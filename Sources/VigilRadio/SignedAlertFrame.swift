@@ -133,14 +133,6 @@ public struct SignedAlertFrame: Sendable, Equatable {
                                 location: location, certificate: certificate, signature: Array(b[(expected - signatureLength)...]))
     }
 
-    /// Whether `key` (the certificate's) signed these bytes (hops aside) for adverts under `uuid`.
-    func verifySignature(_ frame: [UInt8], key: Curve25519.Signing.PublicKey, uuid: UInt16) throws(SignedFrameError) {
-        let body = frame[..<(frame.count - Self.signatureLength)]
-        guard key.isValidSignature(signature, for: Self.signedMessage(body, uuid: uuid)) else {
-            throw .badSignature
-        }
-    }
-
     /// The same bytes with the hops field set to `hops` (what a relay advertises: the signature kept).
     public static func withHops(_ frame: [UInt8], _ hops: UInt8) throws(SignedFrameError) -> [UInt8] {
         guard frame.count >= 2, frame[0] >> 4 == version else { throw .unsupportedVersion(frame.first.map { $0 >> 4 } ?? 0) }

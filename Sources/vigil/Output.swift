@@ -84,6 +84,7 @@ enum EventFormatting {
             case .boxKeyRevoked(let m): payload = try m.jsonString(options: options)
             case .warningReceived(let m): payload = try m.jsonString(options: options)
             case .warningDeadline(let m): payload = try m.jsonString(options: options)
+            case .warningHeard(let m): payload = try m.jsonString(options: options)
             case .scanBatch(let m):
                 // The packed hits shown as the ScanHits they are (the batch's bytes say nothing to a reader).
                 let hits = try m.scanHits().map { try $0.jsonString(options: options) }
@@ -179,6 +180,7 @@ enum EventFormatting {
         case .warningReceived(let w):
             summary = WarningBook.summary(w)
         case .warningDeadline(let d): summary = "public warnings due by \(EventFormatting.time(d.dueUs)) end"
+        case .warningHeard(let h): summary = WarningBook.summary(h)
         case .smsReceived(let m):
             summary = "SMS from \(ChatText.printable(m.sender, limit: 32)) (\(m.reading)): \(ChatText.printable(m.text, limit: 120))"
         case .callDeadline(let d):

@@ -55,7 +55,7 @@ struct WarningList: AsyncParsableCommand {
 
 func warningText(_ book: WarningBook) -> String {
     let here = book.inForceHere
-    var out = "public warnings: \(here.count) in force here, \(book.warnings.current.count - here.count) elsewhere"
+    var out = "public warnings: \(here.count) in force here, \(book.warnings.current.count - book.warnings.inForceHere.count) elsewhere"
     if book.settings.site == nil && book.settings.geocodes.isEmpty { out += "; no site.location or warnings.geocodes: only warnings without an area apply" }
     if book.unreadable > 0 { out += "; \(book.unreadable) unreadable documents in the log" }
     out += "\n"
@@ -67,7 +67,7 @@ func warningText(_ book: WarningBook) -> String {
             let areas = info.areas.map { CAPText.oneLine($0.description, limit: 80) }.joined(separator: "; ")
             if !areas.isEmpty { out += "    area: \(areas)\n" }
         }
-        if let source = book.sources[w.key] {
+        if let source = book.source(of: w.key) {
             out += "    from \(CAPText.oneLine(source.feed, limit: 120)) (event \(source.sequence)\(source.signatureVerified ? ", signature verified" : ""))\n"
         }
     }

@@ -13,7 +13,8 @@ struct EventModelTests {
                           "downtime-detected", "hub-acknowledged", "hub-epoch-started", "hub-received", "occupancy-sampled",
                           "exposure-keys-offered", "exposure-keys-matched", "hub-feed-rewound", "log-salvaged", "scan-sightings",
                           "scan-batch", "link-changed", "chat-message", "chat-opened", "hazard-reported", "hazard-deadline",
-                          "alert-taken", "call-deadline", "sms-received", "phone-call-decided", "box-key-revoked", "warning-received", "warning-deadline"])
+                          "alert-taken", "call-deadline", "sms-received", "phone-call-decided", "box-key-revoked", "warning-received", "warning-deadline",
+                          "warning-heard"])
         for kind in EventKind.known { #expect(EventKind(name: kind.name) == kind) }
         #expect(EventKind(name: "unspecified") == nil)
         #expect(EventKind(name: "kind-200") == nil)

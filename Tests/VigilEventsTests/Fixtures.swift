@@ -92,7 +92,7 @@ enum Fixtures {
             .scanHit(hit), .alertReceived(received), .alertRaised(raised), .alertCancelled(cancelled),
             .checkIn(checkIn), .buttonInput(button), .nodeStarted(started), .nodeStopped(stopped),
             .radioStateChanged(radio),
-        ] + schema2Bodies + schema4Bodies + schema5Bodies + schema6Bodies + schema7Bodies + schema8Bodies + schema9Bodies + schema10Bodies + schema11Bodies + schema12Bodies + schema13Bodies + schema15Bodies + schema16Bodies + schema17Bodies + schema19Bodies + schema20Bodies
+        ] + schema2Bodies + schema4Bodies + schema5Bodies + schema6Bodies + schema7Bodies + schema8Bodies + schema9Bodies + schema10Bodies + schema11Bodies + schema12Bodies + schema13Bodies + schema15Bodies + schema16Bodies + schema17Bodies + schema19Bodies + schema20Bodies + schema21Bodies
     }
 
     /// The kind schema 8 added, every field set (from the v8 golden stream).
@@ -304,6 +304,28 @@ enum Fixtures {
         w.link = "https://warnings.example.gov/cap/G-1.xml"
         w.byStaff = true
         return w
+    }
+
+    /// The kind schema 21 added (public warnings on the air), every field set.
+    static var schema21Bodies: [EventBody] { [.warningHeard(warningHeard)] }
+
+    static var warningHeard: WarningHeard {
+        var h = WarningHeard()
+        h.signer = 0xB0B
+        h.digest = 0x12_3456_789A
+        h.sounds = true
+        h.headline = "Flash flood warning: move to higher ground"
+        h.expiresUs = 1_796_041_800_000_000
+        h.signedAtUs = 1_796_040_000_000_000
+        h.heardFrom = 0xC0FFEE
+        return h
+    }
+
+    /// Schema 21: a neighbour's public warning heard on the air.
+    static var goldenEventsV21: [(timeMicroseconds: UInt64, body: EventBody)] {
+        let previous = goldenEventsV20 // once: each version builds on the one before
+        let base = previous.last?.timeMicroseconds ?? start
+        return previous + [(base + 62_500, .warningHeard(warningHeard))]
     }
 
     static var warningDeadline: WarningDeadline {
@@ -942,6 +964,7 @@ extension EventBody {
         case .boxKeyRevoked(let m): m
         case .warningReceived(let m): m
         case .warningDeadline(let m): m
+        case .warningHeard(let m): m
         }
     }
 
@@ -992,6 +1015,7 @@ extension EventBody {
         case .boxKeyRevoked: self = .boxKeyRevoked(try BoxKeyRevoked(jsonString: json))
         case .warningReceived: self = .warningReceived(try WarningReceived(jsonString: json))
         case .warningDeadline: self = .warningDeadline(try WarningDeadline(jsonString: json))
+        case .warningHeard: self = .warningHeard(try WarningHeard(jsonString: json))
         case .unspecified, .UNRECOGNIZED: throw GoldenFormatError("no payload type for kind \(kind.name)")
         }
     }

@@ -4,7 +4,7 @@ import VigilEvents
 
 /// The committed golden files prove that this build still reads what every schema version wrote.
 /// A new version's files are written (once, when the schema grows) with
-/// `VIGIL_WRITE_GOLDEN=v20 swift test --filter GoldenFileTests`; older versions are never rewritten.
+/// `VIGIL_WRITE_GOLDEN=v21 swift test --filter GoldenFileTests`; older versions are never rewritten.
 @Suite("Golden files")
 struct GoldenFileTests {
     /// Every schema version, oldest first, with the events its files hold.
@@ -28,7 +28,8 @@ struct GoldenFileTests {
         ("v17", Fixtures.goldenEventsV17, Array(EventKind.known.prefix(41))),
         ("v18", Fixtures.goldenEventsV18, Array(EventKind.known.prefix(41))),
         ("v19", Fixtures.goldenEventsV19, Array(EventKind.known.prefix(42))),
-        ("v20", Fixtures.goldenEventsV20, EventKind.known),
+        ("v20", Fixtures.goldenEventsV20, Array(EventKind.known.prefix(44))),
+        ("v21", Fixtures.goldenEventsV21, EventKind.known),
     ]
 
     @Test(arguments: versions.map(\.name))

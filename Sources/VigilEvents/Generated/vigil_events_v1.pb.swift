@@ -120,6 +120,9 @@ public nonisolated enum Vigil_Events_V1_EventKind: SwiftProtobuf.Enum, Swift.Cas
   /// Added in schema version 20 (public warnings: CAP 1.2 feeds).
   case warningReceived // = 43
   case warningDeadline // = 44
+
+  /// Added in schema version 21 (public warnings on the air).
+  case warningHeard // = 45
   case UNRECOGNIZED(Int)
 
   public init() {
@@ -173,6 +176,7 @@ public nonisolated enum Vigil_Events_V1_EventKind: SwiftProtobuf.Enum, Swift.Cas
     case 42: self = .boxKeyRevoked
     case 43: self = .warningReceived
     case 44: self = .warningDeadline
+    case 45: self = .warningHeard
     default: self = .UNRECOGNIZED(rawValue)
     }
   }
@@ -224,6 +228,7 @@ public nonisolated enum Vigil_Events_V1_EventKind: SwiftProtobuf.Enum, Swift.Cas
     case .boxKeyRevoked: return 42
     case .warningReceived: return 43
     case .warningDeadline: return 44
+    case .warningHeard: return 45
     case .UNRECOGNIZED(let i): return i
     }
   }
@@ -275,6 +280,7 @@ public nonisolated enum Vigil_Events_V1_EventKind: SwiftProtobuf.Enum, Swift.Cas
     .boxKeyRevoked,
     .warningReceived,
     .warningDeadline,
+    .warningHeard,
   ]
 
 }
@@ -2733,12 +2739,47 @@ public nonisolated struct Vigil_Events_V1_WarningDeadline: Sendable {
   public init() {}
 }
 
+/// A neighbouring box's public warning frame (type 13), every check passed: a box the network
+/// certified says a public authority's warning is in force at its site. Logged when the box first
+/// hears it, when its level or headline changes, and when a later frame keeps it in force
+/// `WarningBook.heardRenewal` longer; the warnings projection holds it until `expires_us`.
+public nonisolated struct Vigil_Events_V1_WarningHeard: Sendable {
+  // SwiftProtobuf.Message conformance is added in an extension below. See the
+  // `Message` and `Message+*Additions` files in the SwiftProtobuf library for
+  // methods supported on all messages.
+
+  /// the signing box's node id (its certificate's)
+  public var signer: UInt32 = 0
+
+  /// the warning's 40-bit name on the air (its CAP sender and identifier)
+  public var digest: UInt64 = 0
+
+  /// the signer's level: true sounds, false shown
+  public var sounds: Bool = false
+
+  /// the authority's headline as the frame carried it (at most 48 bytes)
+  public var headline: String = String()
+
+  /// the frame's expiry
+  public var expiresUs: UInt64 = 0
+
+  /// when the signer signed it, by its clock
+  public var signedAtUs: UInt64 = 0
+
+  /// the advertiser's address
+  public var heardFrom: UInt64 = 0
+
+  public var unknownFields = SwiftProtobuf.UnknownStorage()
+
+  public init() {}
+}
+
 // MARK: - Code below here is support for the SwiftProtobuf runtime.
 
 fileprivate nonisolated let _protobuf_package = "vigil.events.v1"
 
 nonisolated extension Vigil_Events_V1_EventKind: SwiftProtobuf._ProtoNameProviding {
-  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0EVENT_KIND_UNSPECIFIED\0\u{1}SCAN_HIT\0\u{1}ALERT_RECEIVED\0\u{1}ALERT_RAISED\0\u{1}ALERT_CANCELLED\0\u{1}CHECK_IN\0\u{1}BUTTON_INPUT\0\u{1}NODE_STARTED\0\u{1}NODE_STOPPED\0\u{1}RADIO_STATE_CHANGED\0\u{1}RESIDENT_ENROLLED\0\u{1}RESIDENT_UPDATED\0\u{1}RESIDENT_REMOVED\0\u{1}DEADLINE_REACHED\0\u{1}ALARM_ACKNOWLEDGED\0\u{1}OUTBOX_ATTEMPT\0\u{1}EXPOSURE_DETECTED\0\u{1}CONTACT_RETENTION\0\u{1}EXPOSURE_KEYS_PUBLISHED\0\u{1}ALERT_ACKNOWLEDGED\0\u{1}ALERT_EXPIRED\0\u{1}ALERT_REAFFIRMED\0\u{1}DOWNTIME_DETECTED\0\u{1}HUB_ACKNOWLEDGED\0\u{1}HUB_EPOCH_STARTED\0\u{1}HUB_RECEIVED\0\u{1}OCCUPANCY_SAMPLED\0\u{1}EXPOSURE_KEYS_OFFERED\0\u{1}EXPOSURE_KEYS_MATCHED\0\u{1}HUB_FEED_REWOUND\0\u{1}LOG_SALVAGED\0\u{1}SCAN_SIGHTINGS\0\u{1}SCAN_BATCH\0\u{1}LINK_CHANGED\0\u{1}CHAT_MESSAGE\0\u{1}CHAT_OPENED\0\u{1}HAZARD_REPORTED\0\u{1}HAZARD_DEADLINE\0\u{1}ALERT_TAKEN\0\u{1}CALL_DEADLINE\0\u{1}SMS_RECEIVED\0\u{1}PHONE_CALL_DECIDED\0\u{1}BOX_KEY_REVOKED\0\u{1}WARNING_RECEIVED\0\u{1}WARNING_DEADLINE\0")
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{2}\0EVENT_KIND_UNSPECIFIED\0\u{1}SCAN_HIT\0\u{1}ALERT_RECEIVED\0\u{1}ALERT_RAISED\0\u{1}ALERT_CANCELLED\0\u{1}CHECK_IN\0\u{1}BUTTON_INPUT\0\u{1}NODE_STARTED\0\u{1}NODE_STOPPED\0\u{1}RADIO_STATE_CHANGED\0\u{1}RESIDENT_ENROLLED\0\u{1}RESIDENT_UPDATED\0\u{1}RESIDENT_REMOVED\0\u{1}DEADLINE_REACHED\0\u{1}ALARM_ACKNOWLEDGED\0\u{1}OUTBOX_ATTEMPT\0\u{1}EXPOSURE_DETECTED\0\u{1}CONTACT_RETENTION\0\u{1}EXPOSURE_KEYS_PUBLISHED\0\u{1}ALERT_ACKNOWLEDGED\0\u{1}ALERT_EXPIRED\0\u{1}ALERT_REAFFIRMED\0\u{1}DOWNTIME_DETECTED\0\u{1}HUB_ACKNOWLEDGED\0\u{1}HUB_EPOCH_STARTED\0\u{1}HUB_RECEIVED\0\u{1}OCCUPANCY_SAMPLED\0\u{1}EXPOSURE_KEYS_OFFERED\0\u{1}EXPOSURE_KEYS_MATCHED\0\u{1}HUB_FEED_REWOUND\0\u{1}LOG_SALVAGED\0\u{1}SCAN_SIGHTINGS\0\u{1}SCAN_BATCH\0\u{1}LINK_CHANGED\0\u{1}CHAT_MESSAGE\0\u{1}CHAT_OPENED\0\u{1}HAZARD_REPORTED\0\u{1}HAZARD_DEADLINE\0\u{1}ALERT_TAKEN\0\u{1}CALL_DEADLINE\0\u{1}SMS_RECEIVED\0\u{1}PHONE_CALL_DECIDED\0\u{1}BOX_KEY_REVOKED\0\u{1}WARNING_RECEIVED\0\u{1}WARNING_DEADLINE\0\u{1}WARNING_HEARD\0")
 }
 
 nonisolated extension Vigil_Events_V1_AddressType: SwiftProtobuf._ProtoNameProviding {
@@ -5851,6 +5892,66 @@ nonisolated extension Vigil_Events_V1_WarningDeadline: SwiftProtobuf.Message, Sw
 
   public static func ==(lhs: Vigil_Events_V1_WarningDeadline, rhs: Vigil_Events_V1_WarningDeadline) -> Bool {
     if lhs.dueUs != rhs.dueUs {return false}
+    if lhs.unknownFields != rhs.unknownFields {return false}
+    return true
+  }
+}
+
+nonisolated extension Vigil_Events_V1_WarningHeard: SwiftProtobuf.Message, SwiftProtobuf._MessageImplementationBase, SwiftProtobuf._ProtoNameProviding {
+  public static let protoMessageName: String = _protobuf_package + ".WarningHeard"
+  public static let _protobuf_nameMap = SwiftProtobuf._NameMap(bytecode: "\0\u{1}signer\0\u{1}digest\0\u{1}sounds\0\u{1}headline\0\u{3}expires_us\0\u{3}signed_at_us\0\u{3}heard_from\0")
+
+  public mutating func decodeMessage<D: SwiftProtobuf.Decoder>(decoder: inout D) throws {
+    while let fieldNumber = try decoder.nextFieldNumber() {
+      // The use of inline closures is to circumvent an issue where the compiler
+      // allocates stack space for every case branch when no optimizations are
+      // enabled. https://github.com/apple/swift-protobuf/issues/1034
+      switch fieldNumber {
+      case 1: try { try decoder.decodeSingularUInt32Field(value: &self.signer) }()
+      case 2: try { try decoder.decodeSingularUInt64Field(value: &self.digest) }()
+      case 3: try { try decoder.decodeSingularBoolField(value: &self.sounds) }()
+      case 4: try { try decoder.decodeSingularStringField(value: &self.headline) }()
+      case 5: try { try decoder.decodeSingularUInt64Field(value: &self.expiresUs) }()
+      case 6: try { try decoder.decodeSingularUInt64Field(value: &self.signedAtUs) }()
+      case 7: try { try decoder.decodeSingularUInt64Field(value: &self.heardFrom) }()
+      default: break
+      }
+    }
+  }
+
+  public func traverse<V: SwiftProtobuf.Visitor>(visitor: inout V) throws {
+    if self.signer != 0 {
+      try visitor.visitSingularUInt32Field(value: self.signer, fieldNumber: 1)
+    }
+    if self.digest != 0 {
+      try visitor.visitSingularUInt64Field(value: self.digest, fieldNumber: 2)
+    }
+    if self.sounds != false {
+      try visitor.visitSingularBoolField(value: self.sounds, fieldNumber: 3)
+    }
+    if !self.headline.isEmpty {
+      try visitor.visitSingularStringField(value: self.headline, fieldNumber: 4)
+    }
+    if self.expiresUs != 0 {
+      try visitor.visitSingularUInt64Field(value: self.expiresUs, fieldNumber: 5)
+    }
+    if self.signedAtUs != 0 {
+      try visitor.visitSingularUInt64Field(value: self.signedAtUs, fieldNumber: 6)
+    }
+    if self.heardFrom != 0 {
+      try visitor.visitSingularUInt64Field(value: self.heardFrom, fieldNumber: 7)
+    }
+    try unknownFields.traverse(visitor: &visitor)
+  }
+
+  public static func ==(lhs: Vigil_Events_V1_WarningHeard, rhs: Vigil_Events_V1_WarningHeard) -> Bool {
+    if lhs.signer != rhs.signer {return false}
+    if lhs.digest != rhs.digest {return false}
+    if lhs.sounds != rhs.sounds {return false}
+    if lhs.headline != rhs.headline {return false}
+    if lhs.expiresUs != rhs.expiresUs {return false}
+    if lhs.signedAtUs != rhs.signedAtUs {return false}
+    if lhs.heardFrom != rhs.heardFrom {return false}
     if lhs.unknownFields != rhs.unknownFields {return false}
     return true
   }

@@ -124,6 +124,9 @@ final class AirAlerts: NodeComponent {
     func applied(_ event: Event) {
         switch event.body {
         case .alertRaised, .alertReceived, .alertCancelled, .alertAcknowledged: alertsChanged = true
+        // The box's own public warnings go on the air too (its feeds', its hub's, its staff's).
+        case .warningReceived, .warningDeadline: alertsChanged = true
+        case .hubReceived(let item) where item.kind == EventKind.warningReceived.rawValue: alertsChanged = true
         case .hubReceived(let item) where item.kind == EventKind.boxKeyRevoked.rawValue:
             // The hub revoked a box (`vigil-hub revoke`), or certified a new key of one: believed
             // from this event on, once the network's key has checked it.
@@ -156,6 +159,31 @@ final class AirAlerts: NodeComponent {
         }
         let revocations = air.signed.takeNewRevocations()
         if !revocations.isEmpty { keep(revocations, from: "the air") }
+        for (warning, address) in air.takeWarningsHeard() { heard(warning, from: address, at: report.timeMicroseconds) }
+    }
+
+    /// A neighbour's public warning frame, verified: logged when it is news here (new from this
+    /// signer, louder or quieter, another headline, or kept in force longer), within the
+    /// signer's allowance; the warnings projection announces it.
+    private func heard(_ frame: PublicWarningFrame, from address: UInt64, at time: UInt64) {
+        var h = WarningHeard()
+        h.signer = frame.signer
+        h.digest = frame.digest
+        h.sounds = frame.level == .sounds
+        h.headline = frame.headline
+        h.expiresUs = UInt64(frame.expirySeconds) * 1_000_000
+        h.signedAtUs = UInt64(frame.signedAtSeconds) * 1_000_000
+        h.heardFrom = address
+        guard context.projections.warnings.wouldLog(h, atMicroseconds: time),
+              !context.pending.containsWarningHeard(signer: h.signer, digest: h.digest) else { return }
+        guard air.admitWarning(signer: frame.signer, monotonic: monotonicMicroseconds) else {
+            context.logger.debug("a public warning frame over its sender's rate, not logged", metadata: ["signer": "\(String(frame.signer, radix: 16))"])
+            return
+        }
+        context.append(.warningHeard(h), time: time)
+        context.logger.notice("a neighbouring box tells of a public warning", metadata: [
+            "signer": "\(String(frame.signer, radix: 16))", "level": "\(h.sounds ? "sounds" : "shown")",
+            "headline": "\(frame.headline)"])
     }
 
     /// A verified frame from another box: new alerts, cancels and acknowledgements go to the log

@@ -1,4 +1,5 @@
 import Foundation
+import VigilCAP
 import VigilCore
 import VigilEvents
 import VigilExposure
@@ -50,6 +51,8 @@ public struct AirCounters: Sendable, Codable, Equatable {
     public var revocationsHeard: UInt64 = 0
     /// Take frames heard (verified); not logged yet: a call taken reaches other boxes by the hub.
     public var takes: UInt64 = 0
+    /// Public warning frames of neighbours heard (verified), new or not; the node logs the news.
+    public var warnings: UInt64 = 0
     public init() {}
 }
 
@@ -78,6 +81,11 @@ package struct AirLink {
     private static let heardLimit = 4_096
     /// Each sender's allowance of new alerts.
     private var newAlerts: NewAlertAdmission
+    /// Neighbours' public warning frames verified since the node last took them, with the
+    /// advertiser's address. Bounded: a report carries one frame, the node takes them at once.
+    private var warningsHeard: [(frame: PublicWarningFrame, address: UInt64)] = []
+    /// Public warning frames this box advertises at once, at most: the loudest of its warnings.
+    static let warningFramesLimit = 2
     /// When set, the presence advert is a GAEN one: the day's Temporary Exposure Key, the
     /// interval's RPI and metadata with this TX power (phones' apps see the box as an EN device).
     var exposureKeys: ExposureKeyStore?
@@ -116,6 +124,21 @@ package struct AirLink {
         return true
     }
 
+    /// A neighbour's public warning the node would log: taken from its signer's allowance, as a
+    /// new alert is (a stolen box cannot fill every log in range with warnings).
+    package mutating func admitWarning(signer: UInt32, monotonic: UInt64) -> Bool {
+        guard newAlerts.admit(.signer(signer), nowNanoseconds: monotonic &* 1_000) else {
+            counters.overRate += 1
+            return false
+        }
+        return true
+    }
+
+    mutating func takeWarningsHeard() -> [(frame: PublicWarningFrame, address: UInt64)] {
+        defer { warningsHeard = [] }
+        return warningsHeard
+    }
+
     /// A frame the node already knows: a signed one's bytes are kept for relaying (a fresher
     /// signature of the origin's).
     mutating func keepSigned(_ heard: HeardFrame) {
@@ -142,7 +165,7 @@ package struct AirLink {
             return nil
         }
         if first >> 4 == SignedAlertFrame.version {
-            return inspectSigned(frameBytes, now: now, monotonic: monotonic)
+            return inspectSigned(frameBytes, from: report.address, now: now, monotonic: monotonic)
         }
         if first & 0x0F == 0 {
             counters.presence += 1
@@ -196,7 +219,7 @@ package struct AirLink {
     }
 
     /// A version-2 frame: checked under the network key; a revocation is kept for the node.
-    private mutating func inspectSigned(_ bytes: [UInt8], now: UInt64, monotonic: UInt64) -> HeardFrame? {
+    private mutating func inspectSigned(_ bytes: [UInt8], from address: UInt64, now: UInt64, monotonic: UInt64) -> HeardFrame? {
         guard signed.verifier != nil else {
             counters.unverifiableSigned += 1
             return nil
@@ -209,6 +232,13 @@ package struct AirLink {
             }
             guard let v1 = frame.asVersion1 else { return nil }
             return verified(v1, signed: (frame, bytes))
+        case .warning(let warning):
+            guard warning.signer != origin else {
+                counters.ownEchoes += 1
+                return nil
+            }
+            counters.warnings += 1
+            if warningsHeard.count < 16 { warningsHeard.append((warning, address)) }
         case .revocation:
             counters.revocationsHeard += 1
         case .knownRevocation:
@@ -307,6 +337,13 @@ package struct AirLink {
                     sent.append((b, payload.bytes))
                 }
             }
+            for warning in Self.warningsToAdvertise(projections.warnings) {
+                if let bytes = signed.warningFrame(level: warning.level, digest: warning.digest, headline: warning.headline,
+                                                   warningEndMicroseconds: warning.endMicroseconds, wall: now, monotonic: monotonic),
+                   let payload = try? AdvertisingPayload.signedVigil(frame: bytes, uuid: settings.serviceUUID) {
+                    payloads.append(payload.bytes)
+                }
+            }
             if let revocation = signed.revocationOnAir(wall: now),
                let payload = try? AdvertisingPayload.signedVigil(frame: revocation, uuid: settings.serviceUUID) {
                 payloads.append(payload.bytes)
@@ -329,7 +366,8 @@ package struct AirLink {
     /// or the hourly renewal of the on-air expiry of an alert that has none.
     func nextChange(_ projections: Projections, nowMicroseconds now: UInt64, nodeID: UInt64) -> UInt64? {
         var next = !advertisesAlerts ? nil : AlertAirtime.nextChange(projections.alerts, now: now, node: nodeID, settings: settings.airtime)
-        if !projections.alerts.active.isEmpty || signed.knownRevocations.count > 1, let resign = signed.nextResign(after: now) {
+        if !projections.alerts.active.isEmpty || signed.knownRevocations.count > 1 || !Self.warningsToAdvertise(projections.warnings).isEmpty,
+           let resign = signed.nextResign(after: now) {
             next = min(next ?? resign, resign)
         }
         let period = UInt64(presence?.rotationSeconds ?? PresenceIdentity.defaultRotationSeconds) * 1_000_000
@@ -339,6 +377,20 @@ package struct AirLink {
             next = min(next ?? .max, (now / 3_600_000_000 + 1) * 3_600_000_000)
         }
         return next
+    }
+
+    /// The box's own public warnings it tells its neighbours of (docs/signed-frames.md "Public
+    /// warning frame"): in force at its site, shown or sounding (an Actual message: a Test or an
+    /// Exercise is only listed), the loudest first, at most `warningFramesLimit`. Never one it
+    /// heard on the air: warnings are not relayed from box to box.
+    static func warningsToAdvertise(_ book: WarningBook)
+        -> [(level: PublicWarningFrame.Level, digest: UInt64, headline: String, endMicroseconds: UInt64)] {
+        book.warnings.inForceHere.filter { $0.alert.status == .actual && ($0.level == .sounds || $0.level == .shown) }
+            .prefix(warningFramesLimit).map { w in
+                let info = w.infos.first
+                return (w.level == .sounds ? .sounds : .shown, WarningBook.airDigest(w.key),
+                        PublicWarningFrame.airHeadline(info?.headline ?? info?.event ?? ""), UInt64(clamping: w.expiresMicroseconds))
+            }
     }
 
     static func frame(_ b: AlertAirtime.Broadcast, now: UInt64, maxLifetimeMicroseconds: UInt64) -> AlertFrame? {

@@ -52,9 +52,12 @@ package struct SignedAir: Sendable {
     /// the same between and receivers' maximum age is never reached by a box that is on.
     static let resignMicroseconds: UInt64 = 600_000_000
     let whyNotSigning: String?
+    /// The service UUID the box's adverts go under, which every signature covers.
+    let serviceUUID: UInt16
 
     package init(credentials: BoxCredentials?, nodeID: UInt64, settings: FrameVerifier.Settings) {
         clock = VouchedClock(maximumFrameAgeMicroseconds: settings.maximumAgeSeconds * 1_000_000)
+        serviceUUID = settings.serviceUUID
         guard let credentials else {
             signer = nil
             verifier = nil
@@ -96,7 +99,25 @@ package struct SignedAir: Sendable {
         return try? SignedAlertFrame.sign(type: type, severity: UInt8(clamping: frame.severity.rawValue), hops: 0, origin: frame.origin,
                                           counter: frame.counter, expirySeconds: frame.expirySeconds, signedAtSeconds: signedAt,
                                           clockVouched: reading.vouched, location: frame.location, key: signer.key,
-                                          certificate: signer.certificate)
+                                          certificate: signer.certificate, uuid: serviceUUID)
+    }
+
+    /// The public warning frame this box advertises for a warning in force at its site (docs/signed-
+    /// frames.md "Public warning frame"): signed at the current ten-minute slot, expiring half an
+    /// hour later or with the warning; nil when the box does not sign or the warning has ended.
+    func warningFrame(level: PublicWarningFrame.Level, digest: UInt64, headline: String, warningEndMicroseconds: UInt64,
+                      wall: UInt64, monotonic: UInt64) -> [UInt8]? {
+        guard let signer, whyNotSigningNow(wall: wall, monotonic: monotonic) == nil else { return nil }
+        let reading = clock.now(wallMicroseconds: wall, monotonicMicroseconds: monotonic)
+        let signedAt = UInt32(clamping: (reading.microseconds / Self.resignMicroseconds * Self.resignMicroseconds) / 1_000_000)
+        // The warning's end by this box's vouched time: the wall clock's remaining time to it.
+        let remaining = warningEndMicroseconds > wall ? (warningEndMicroseconds - wall) / 1_000_000 : 0
+        let end = UInt64(reading.microseconds / 1_000_000) &+ remaining
+        let expiry = UInt32(clamping: min(UInt64(signedAt) + UInt64(PublicWarningFrame.lifetimeSeconds), end))
+        guard expiry > signedAt else { return nil }
+        return try? PublicWarningFrame.sign(level: level, digest: digest, expirySeconds: expiry, signedAtSeconds: signedAt,
+                                            clockVouched: reading.vouched, headline: headline, key: signer.key, certificate: signer.certificate,
+                                            uuid: serviceUUID)
     }
 
     /// Keeps an accepted frame's signed bytes for relaying, once the node has taken the frame (a

@@ -36,7 +36,7 @@ extension NodeSnapshot {
     static func publicWarnings(_ book: WarningBook) -> [PublicWarningView] {
         book.inForceHere.prefix(PublicWarningView.limit).map { w in
             let info = w.infos.first
-            let source = book.sources[w.key]
+            let source = book.source(of: w.key)
             return PublicWarningView(
                 level: w.level.rawValue, status: w.alert.status.rawValue, messageType: w.alert.messageType.rawValue,
                 event: CAPText.oneLine(info?.event ?? w.alert.identifier, limit: 120),

@@ -54,6 +54,11 @@ struct PendingEvents {
         }
     }
 
+    /// Whether a word of `digest` from `signer`, heard on the air, is on its way to the log.
+    func containsWarningHeard(signer: UInt32, digest: UInt64) -> Bool {
+        elements.contains { if case .warningHeard(let h) = $0.body { h.signer == signer && h.digest == digest } else { false } }
+    }
+
     func containsReceived(_ id: AlertID) -> Bool {
         elements.contains { if case .alertReceived(let a) = $0.body { a.id == id } else { false } }
     }
