@@ -20,13 +20,20 @@ extension Projections {
             // At most `warningMessagesPerHour` (event time, from the outbox itself: replay gives
             // the same): a feed gone mad does not send the staff a message a minute. The box
             // still sounds for every one, and the page lists them.
-            var lastHour = outbox.entries.values.count {
-                $0.id.hasPrefix(Self.warningEntryPrefix) && $0.createdMicroseconds &+ 3_600_000_000 > event.timeMicroseconds
+            // Warnings heard on the air have a smaller budget of their own (a stolen box may
+            // invent them: it must not spend what the box's own feeds need).
+            let heardPrefix = Self.warningEntryPrefix + WarningBook.airSender + "/"
+            var lastHour = (own: 0, heard: 0)
+            for entry in outbox.entries.values where entry.id.hasPrefix(Self.warningEntryPrefix)
+                && entry.createdMicroseconds &+ 3_600_000_000 > event.timeMicroseconds {
+                if entry.id.hasPrefix(heardPrefix) { lastHour.heard += 1 } else { lastHour.own += 1 }
             }
-            for warning in sounding where !before.contains(Self.warningEntryID(warning.key)) && lastHour < Self.warningMessagesPerHour {
+            for warning in sounding where !before.contains(Self.warningEntryID(warning.key)) {
+                let heard = WarningBook.isHeard(warning.key)
+                guard heard ? lastHour.heard < WarningBook.heardMessagesPerHour : lastHour.own < Self.warningMessagesPerHour else { continue }
                 outbox.add(id: Self.warningEntryID(warning.key), channel: .staff, recipients: staff,
                            text: warningText(warning), event: event)
-                lastHour += 1
+                if heard { lastHour.heard += 1 } else { lastHour.own += 1 }
             }
         }
         settleAlarms()

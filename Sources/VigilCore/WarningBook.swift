@@ -132,10 +132,11 @@ public struct WarningBook: Codable, Equatable, Sendable {
     }
 
     /// The warnings in force here, loudest first: the box's own (from its feeds, its hub, its
-    /// staff), then those neighbours told of on the air that it does not hold itself.
+    /// staff), then those neighbours told of on the air that it does not hold itself and that
+    /// did not end here (`heardHere`).
     public var inForceHere: [CAPWarning] {
         let own = warnings.inForceHere
-        let air = heardHere(excluding: Set(own.map { Self.airDigest($0.key) }))
+        let air = heardHere()
         guard !air.isEmpty else { return own }
         return (own + air).enumerated().sorted { a, b in
             a.element.level.rank != b.element.level.rank ? a.element.level.rank > b.element.level.rank : a.offset < b.offset
@@ -148,11 +149,7 @@ public struct WarningBook: Codable, Equatable, Sendable {
     /// Where a warning in force came from: its feed, or for one heard on the air the latest
     /// `WarningHeard` of it.
     public func source(of key: CAPReference) -> Source? {
-        if let own = sources[key] { return own }
-        guard key.sender == Self.airSender, let digest = UInt64(key.identifier.dropFirst(Self.airIdentifierPrefix.count), radix: 16) else { return nil }
-        return heard.filter { $0.digest == digest }.max { $0.sequence < $1.sequence }.map {
-            Source(feed: "the air: box \(String($0.signer, radix: 16))", sequence: $0.sequence, signatureVerified: false)
-        }
+        sources[key] ?? heardSource(key)
     }
 
     // Sources in a fixed order, as `CAPWarnings` encodes its messages: equal states, equal bytes.

@@ -82,6 +82,11 @@ public struct FrameVerifier: Sendable {
                     throw SignedFrameError.signerIsNotOrigin(signer: warning.signer, origin: warning.claimedSigner)
                 }
                 guard warning.hops == 0 else { throw SignedFrameError.fieldOutOfRange("hops") }
+                // A warning frame lives half an hour from its signing, whatever the clocks say.
+                guard warning.expirySeconds > warning.signedAtSeconds,
+                      warning.expirySeconds - warning.signedAtSeconds <= PublicWarningFrame.lifetimeSeconds else {
+                    throw SignedFrameError.tooFarInFuture
+                }
                 let signed = Signed(certificate: warning.certificate, expirySeconds: warning.expirySeconds, signedAtSeconds: warning.signedAtSeconds,
                                     signerClockVouched: warning.signerClockVouched,
                                     maximumLifetimeSeconds: UInt64(PublicWarningFrame.lifetimeSeconds),

@@ -58,23 +58,42 @@ public struct PublicWarningFrame: Sendable, Equatable {
     public var certificate: BoxCertificate
     public var signature: [UInt8]
 
-    /// The headline as it goes on the air: control characters dropped, cut at a character to at
-    /// most `headlineLimit` bytes.
+    /// The headline as it goes on the air, in its one canonical form: control characters and
+    /// line breaks become spaces, invisible and direction-changing characters are dropped, runs
+    /// of spaces are one, none at either end, cut at a character to at most `headlineLimit`
+    /// bytes. `parse` refuses any other form, so one headline is one string everywhere (a
+    /// receiver compares it to know whether a frame says something new).
     public static func airHeadline(_ text: String) -> String {
-        var out = ""
+        var out = String.UnicodeScalarView()
         var bytes = 0
-        for scalar in text.unicodeScalars where !isControl(scalar) {
-            let length = String(scalar).utf8.count
+        var pendingSpace = false
+        for scalar in text.unicodeScalars {
+            if isInvisible(scalar) { continue }
+            if isSpace(scalar) {
+                pendingSpace = !out.isEmpty
+                continue
+            }
+            let length = UTF8.width(scalar) + (pendingSpace ? 1 : 0)
             guard bytes + length <= headlineLimit else { break }
-            out.unicodeScalars.append(scalar)
+            if pendingSpace { out.append(" ") }
+            out.append(scalar)
             bytes += length
+            pendingSpace = false
         }
-        return out
+        return String(out)
     }
 
-    static func isControl(_ s: Unicode.Scalar) -> Bool {
-        s.value < 0x20 || (0x7F...0x9F).contains(s.value) || s.value == 0x2028 || s.value == 0x2029
-            || (0x202A...0x202E).contains(s.value) || (0x2066...0x2069).contains(s.value)
+    /// Spaces, line breaks and other control characters: one space between words.
+    static func isSpace(_ s: Unicode.Scalar) -> Bool {
+        s.value <= 0x20 || (0x7F...0xA0).contains(s.value) || s.value == 0x2028 || s.value == 0x2029
+            || s.properties.isWhitespace
+    }
+
+    /// Characters a reader cannot see that change what is shown: direction marks, embeddings,
+    /// overrides and isolates, zero-width characters, the byte-order mark, tags.
+    static func isInvisible(_ s: Unicode.Scalar) -> Bool {
+        (0x200B...0x200F).contains(s.value) || (0x202A...0x202E).contains(s.value) || (0x2060...0x2069).contains(s.value)
+            || s.value == 0x061C || s.value == 0xFEFF || s.value == 0x00AD || (0xE0000...0xE007F).contains(s.value)
     }
 
     /// Makes and signs a frame. `certificate` must be the network's certificate for `key`.

@@ -56,9 +56,12 @@ enum FuzzTargets {
         var verifier = FrameVerifier(network: network.publicKey)
         var clock = VouchedClock()
         let now: UInt64 = 1_800_000_000 * 1_000_000
-        if case .accepted(let frame) = verifier.check(bytes, clock: &clock, wallMicroseconds: now, monotonicMicroseconds: 0) {
-            check(frame.certificate.boxKey == box.publicKey, "only a frame signed with the certified key is accepted")
+        switch verifier.check(bytes, clock: &clock, wallMicroseconds: now, monotonicMicroseconds: 0) {
+        case .accepted(let frame): check(frame.certificate.boxKey == box.publicKey, "only a frame signed with the certified key is accepted")
+        case .warning(let frame): check(frame.certificate.boxKey == box.publicKey, "only a warning signed with the certified key is believed")
+        default: break
         }
+        publicWarning(bytes, network: network, box: box, certificate: certificate, now: now)
         guard bytes.count >= 12, let type = SignedAlertFrame.FrameType(rawValue: bytes[0] % 11 + 1) else { return }
         func be(_ range: Range<Int>) -> UInt32 { bytes[range].reduce(UInt32(0)) { $0 << 8 | UInt32($1) } }
         let location = bytes.count >= 20 && !type.refersToAnotherAlert
@@ -74,6 +77,27 @@ enum FuzzTargets {
         guard case .accepted = fresh.check(signed, clock: &clock, wallMicroseconds: now, monotonicMicroseconds: 0) else { fail("a frame the box signed is refused") }
         if let relayed = try? SignedAlertFrame.relayed(signed) {
             guard case .accepted = fresh.check(relayed, clock: &clock, wallMicroseconds: now, monotonicMicroseconds: 0) else { fail("a relayed frame is refused") }
+        }
+    }
+
+    /// The same bytes as the fields of a public warning frame (type 13) the fuzz box signs: it
+    /// parses back to what was signed, its headline as the air carries it, and is believed.
+    static func publicWarning(_ bytes: [UInt8], network: NetworkSigningKey, box: BoxSigningKey, certificate: BoxCertificate, now: UInt64) {
+        guard bytes.count >= 8 else { return }
+        let digest = bytes[0..<5].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+        let signedAt = UInt32(now / 1_000_000) - UInt32(bytes[5])
+        let headline = String(decoding: bytes.dropFirst(8), as: UTF8.self)
+        guard let signed = try? PublicWarningFrame.sign(level: bytes[6] & 1 == 0 ? .shown : .sounds, digest: digest,
+                                                        expirySeconds: signedAt + 1 + UInt32(bytes[7]) * 7, signedAtSeconds: signedAt,
+                                                        clockVouched: bytes[6] & 2 != 0, headline: headline, key: box, certificate: certificate)
+        else { fail("the box could not sign a public warning") }
+        guard let parsed = try? PublicWarningFrame.parse(signed) else { fail("a warning the box signed does not parse") }
+        check(parsed.digest == digest && parsed.headline == PublicWarningFrame.airHeadline(headline) && parsed.headline.utf8.count <= 48,
+              "a warning parses to what was signed")
+        var fresh = FrameVerifier(network: network.publicKey)
+        var clock = VouchedClock()
+        guard case .warning = fresh.check(signed, clock: &clock, wallMicroseconds: now, monotonicMicroseconds: 0) else {
+            fail("a warning the box signed is refused")
         }
     }
 

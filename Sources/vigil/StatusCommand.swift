@@ -200,8 +200,8 @@ struct Status: AsyncParsableCommand {
             out += "outputs: \(lit.isEmpty ? "all off" : lit.joined(separator: ", ") + " on")\n"
             let a = live.air
             out += "air: \(a.accepted) new frames accepted, \(a.duplicates) duplicates, \(a.forged) forged, \(a.stale) stale, \(a.malformed) malformed, \(a.ownEchoes) own echoes, \(a.acknowledgements) acknowledgements heard, \(a.presence) presence adverts\n"
-            if a.forgedCertificates + a.revoked + a.impersonations + a.tooOld + a.shed + a.unsigned + a.unverifiableSigned + a.revocationsHeard + a.overRate > 0 {
-                out += "air (signed): \(a.forgedCertificates) forged certificates, \(a.revoked) from revoked boxes, \(a.impersonations) in another box's name, \(a.tooOld) too old or ahead, \(a.shed) shed over the budget, \(a.unsigned) shared-key frames refused, \(a.unverifiableSigned) without a network key, \(a.revocationsHeard) revocations heard, \(a.overRate) new alerts over their sender's rate\n"
+            if a.forgedCertificates + a.revoked + a.impersonations + a.tooOld + a.shed + a.unsigned + a.unverifiableSigned + a.revocationsHeard + a.overRate + a.warnings > 0 {
+                out += "air (signed): \(a.forgedCertificates) forged certificates, \(a.revoked) from revoked boxes, \(a.impersonations) in another box's name, \(a.tooOld) too old or ahead, \(a.shed) shed over the budget, \(a.unsigned) shared-key frames refused, \(a.unverifiableSigned) without a network key, \(a.revocationsHeard) revocations heard, \(a.overRate) new alerts over their sender's rate, \(a.warnings) public warning frames of neighbours\n"
             }
             if let g = live.signing {
                 out += "signing: " + (g.signing ? "this box signs its frames" : "not signing (\(g.whyNotSigning ?? "?"))")
@@ -225,7 +225,9 @@ struct Status: AsyncParsableCommand {
                     + "; \(k.messagesReceived) messages in (unauthenticated), \(k.messagesSent) out, \(k.messagesRefused) refused (\(k.messagesRefusedPending) while the card was slow), \(k.violations) violations, \(k.linksClosedForMisbehaviour) links closed for misbehaviour, \(k.linksRefused) refused when full"
                     + (k.messagesRefusedBusy > 0 ? "; \(k.messagesRefusedBusy) refused while phones together were over the box's budget" : "")
                     + (k.linkEventsShed > 0 ? "; \(k.linkEventsShed) links not logged (too many)" : "")
-                    + (k.callsFromPhones > 0 ? "; \(k.callsFromPhones) phones' sos and medical messages (unverified)" : "") + "\n"
+                    + (k.callsFromPhones > 0 ? "; \(k.callsFromPhones) phones' sos and medical messages (unverified)" : "")
+                    + (k.warningsNotified + k.warningsNotNotified > 0
+                        ? "; \(k.warningsNotified) public warnings notified to phones (\(k.warningsNotNotified) a full link did not take)" : "") + "\n"
             }
             for s in live.sensors ?? [] {
                 out += "heart-rate sensor of \(s.resident) (\(s.sensor)): \(s.state), \(s.bond)"

@@ -35,7 +35,7 @@ struct WarningHeardTests {
         var p = Projections(settings: C.settings).applying(all: stream.inputs)
         let here = try #require(p.warnings.inForceHere.first)
         #expect(p.warnings.loudest == .sounds && here.level == .sounds)
-        #expect(OutputPolicy.warningText(here).hasPrefix("Dam release: leave the river flats from a public authority, told on the air by box b0b, until"))
+        #expect(OutputPolicy.warningText(here).hasPrefix("Dam release: leave the river flats from box b0b nearby (its word, unverified), until"))
         #expect(p.warnings.source(of: here.key)?.feed == "the air: box b0b")
         #expect(OutputPolicy.soundingWarnings(p).count == 1)
         let told = C.warningEntries(p)
@@ -65,6 +65,33 @@ struct WarningHeardTests {
         #expect(p.warnings.inForceHere.map { $0.infos.first?.headline ?? "" } == ["Flood A-1", "Boil water"])
         #expect(p.warnings.inForceHere.map(\.level) == [.sounds, .sounds], "the loudest word of a warning counts")
         #expect(p.warnings.heard.count == 3)
+    }
+
+    @Test func aWarningCancelledHereIsNotRevivedByANeighbourWhoseFeedLags() {
+        var stream = EventStream()
+        stream.add(W.received(W.document("A-1")), at: W.at(60))
+        stream.add(W.received(W.document("A-9", type: "Cancel", references: "test@example.gov,A-1,2026-11-30T10:00:00+00:00",
+                                         sent: "2026-11-30T10:05:00+00:00")), at: W.at(300))
+        stream.add(Self.heard(signer: 0xB0B, digest: Self.a1Digest, until: 1_860), at: W.at(310))
+        let p = Projections(settings: C.settings).applying(all: stream.inputs)
+        #expect(p.warnings.inForceHere.isEmpty && p.warnings.loudest == CAPWarning.Level.none)
+        #expect(p.warnings.heard.count == 1, "kept (it may be for another warning of the same name), not announced")
+    }
+
+    @Test func aBoxRewordingANeighboursWarningIsShownBesideItAndHeardWarningsHaveTheirOwnStaffBudget() throws {
+        var stream = EventStream()
+        stream.add(Self.heard(signer: 0xB0B, digest: 0x77, headline: "Evacuate the river flats now", until: 1_860), at: W.at(60))
+        stream.add(Self.heard(signer: 0xBAD, digest: 0x77, headline: "All clear, this is a test", until: 1_900), at: W.at(61))
+        var p = Projections(settings: C.settings).applying(all: stream.inputs)
+        #expect(Set(p.warnings.inForceHere.compactMap { $0.infos.first?.headline }) == ["Evacuate the river flats now", "All clear, this is a test"])
+        #expect(C.warningEntries(p).count == 2)
+        // A third made-up warning within the hour tells no one; the box's own warning still does.
+        stream.add(Self.heard(signer: 0xBAD, digest: 0x78, headline: "Another", until: 1_900), at: W.at(62))
+        stream.add(W.received(W.document("A-1")), at: W.at(63))
+        p = Projections(settings: C.settings).applying(all: stream.inputs)
+        #expect(C.warningEntries(p).map(\.id).filter { !$0.hasPrefix("warning/vigil air/") } == ["warning/test@example.gov/A-1"])
+        #expect(C.warningEntries(p).count == 3)
+        #expect(OutputPolicy.soundingWarnings(p).count == 4, "every one still sounds")
     }
 
     @Test func oneBoxKeepsAtMostFourWarningsAndTheBookAtMostItsLimit() {

@@ -46,7 +46,7 @@ import VigilRadio
         await air.pass(bRunning, 300_000)
         #expect(await onLoop(bRunning) { $0.patterns.decisions[.buzzer]?.pattern == OutputPolicy.warningTone }, "B sounds the warning")
         let why = await onLoop(bRunning) { $0.patterns.decisions[.amber]?.reasons.map(\.text) ?? [] }
-        #expect(why.first?.hasPrefix("public warning: Flash flood F-1: move to higher ground from a public authority, told on the air by box") == true, "\(why)")
+        #expect(why.first?.hasPrefix("public warning: Flash flood F-1: move to higher ground from box \(String(frame.signer, radix: 16)) nearby (its word, unverified), until") == true, "\(why)")
         #expect(await onLoop(bRunning) { $0.liveStatus().air.warnings } == 3)
         #expect(warningFrames(radioB).isEmpty, "B does not relay a warning it only heard")
 

@@ -35,8 +35,40 @@ import VigilEvents
         #expect(throws: SignedFrameError.unknownType(13)) { try SignedAlertFrame.parse(bytes) }
     }
 
+    /// The independent implementation (scripts/signed-frame-vectors) made these from the same seeds:
+    /// the box names each warning as it does, signs the same fields to the same bytes, and
+    /// believes both.
+    @Test func theBoxSignsTheIndependentVectorsToTheSameBytesAndBelievesThem() throws {
+        let v = try frames.loaded()
+        try #require(v.warnings.count == 2)
+        var (verifier, clock) = try frames.verifier(v)
+        for (index, w) in v.warnings.enumerated() {
+            let key = try frames.boxKey(v, index == 0 ? "box-a" : "box-b")
+            let certificate = try BoxCertificate(bytes: SignedFrameTests.bytes(v.certificates[index].hex))
+            let name = WarningBook.airDigest(sender: w.sender, identifier: w.identifier)
+            #expect(name == w.name_on_air, "\(w.name): the name on the air")
+            let level = try #require(PublicWarningFrame.Level(rawValue: w.level))
+            let mine = try PublicWarningFrame.sign(level: level, digest: name, expirySeconds: UInt32(v.time) + 1_800, signedAtSeconds: UInt32(v.time),
+                                                   clockVouched: true, headline: w.headline, key: key, certificate: certificate)
+            #expect(mine == SignedFrameTests.bytes(w.hex), "\(w.name): the same bytes")
+            let outcome = verifier.check(SignedFrameTests.bytes(w.hex), clock: &clock, wallMicroseconds: v.time * 1_000_000, monotonicMicroseconds: UInt64(index))
+            guard case .warning(let frame) = outcome else {
+                Issue.record("\(w.name): \(outcome)")
+                continue
+            }
+            #expect(frame.headline == w.headline && frame.signer == certificate.node)
+        }
+    }
+
     @Test func theHeadlineIsCutAtACharacterWithinFortyEightBytesAndLosesControlCharacters() throws {
-        #expect(PublicWarningFrame.airHeadline("Evacuate\nnow\u{202E}!") == "Evacuatenow!")
+        #expect(PublicWarningFrame.airHeadline("Evacuate\nnow\u{202E}!") == "Evacuate now!")
+        #expect(PublicWarningFrame.airHeadline("  Flood\u{00A0} warning \u{200E} now\t ") == "Flood warning now")
+        // One canonical form: what a sender makes reads back the same, so a receiver comparing
+        // headlines sees news only when the words changed.
+        for text in ["Flood  warning for the river flats and the old town centre", " \u{2067}x\u{2069} ", "\u{FEFF}Évacuez\r\nmaintenant"] {
+            let once = PublicWarningFrame.airHeadline(text)
+            #expect(PublicWarningFrame.airHeadline(once) == once && !once.hasSuffix(" ") && !once.hasPrefix(" "), "\(text)")
+        }
         let long = PublicWarningFrame.airHeadline(String(repeating: "ü", count: 30))
         #expect(long.utf8.count == 48 && long == String(repeating: "ü", count: 24))
         let odd = PublicWarningFrame.airHeadline("a" + String(repeating: "ü", count: 30))

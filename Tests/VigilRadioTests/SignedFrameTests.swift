@@ -19,7 +19,9 @@ import VigilSystem
         var revocations: [Revocation]
         var frames: [Frame]
         var refused: [Frame]
+        var warnings: [Warning]
         var time: UInt64
+        struct Warning: Decodable { var name: String; var sender: String; var identifier: String; var level: UInt8; var name_on_air: UInt64; var headline: String; var hex: String }
     }
 
     static let vectors: Vectors? = {

@@ -12,7 +12,8 @@
 #     and A hears that over the air
 #  4. a link held open (gatttool -I): three writes are 3 unread, reset by `vigil chat open`; with the
 #     phone subscribed to chat TX, `vigil chat send` reaches it as
-#     a notification, and an alert raised at B during the link still reaches A over the air;
+#     a notification, a public warning staff hand B is notified on the message characteristic, and
+#     an alert raised at B during the link still reaches A over the air;
 #     when the phone leaves, the link is closed and the unread count cleared
 #  5. a hostile phone (issue 28): evacuate, fire, medical and sos across 50 links from rotating
 #     random addresses; no alert of the network, nothing on the air, staff told of its calls for
@@ -143,6 +144,20 @@ sent=$("$VIGIL" chat send "$PHONE_ADDR" "north door flooded" --data "$SCRATCH/b"
 check "vigil chat send is taken ($sent)" grep -q "^sent" <<< "$sent"
 check "the phone receives it as a chat TX notification" wait_ms 10000 said "Notification handle = 0x000c value: $(hex "north door flooded" | sed 's/../& /g; s/ $//')"
 check "B logs it as delivered" has_event b chat-message '"outgoing":true.*"delivered":true'
+say "char-write-req $(printf '0x%04x' $((MESSAGE + 1))) 0100"
+check "the phone subscribes to the message characteristic" wait_ms 10000 eval '[ "$(written_count)" -ge 5 ]'
+now=$(date -u +%s)
+cat > "$SCRATCH/warning.xml" <<XML
+<?xml version="1.0" encoding="UTF-8"?>
+<alert xmlns="urn:oasis:names:tc:emergency:cap:1.2"><identifier>VM-FLOOD-1</identifier><sender>vm@example.gov</sender>
+<sent>$(date -u -d "@$((now - 60))" +%Y-%m-%dT%H:%M:%S-00:00)</sent><status>Actual</status><msgType>Alert</msgType><scope>Public</scope>
+<info><category>Met</category><event>Flood</event><urgency>Immediate</urgency><severity>Extreme</severity><certainty>Observed</certainty>
+<expires>$(date -u -d "@$((now + 3600))" +%Y-%m-%dT%H:%M:%S-00:00)</expires><headline>River flood: go upstairs</headline></info></alert>
+XML
+imported=$("$VIGIL" warning import "$SCRATCH/warning.xml" --data "$SCRATCH/b" 2>&1)
+check "staff hand B a public warning for everywhere ($imported)" has_event b warning-received .
+check "the phone is notified of it on the message characteristic, as a message of category warning" \
+  wait_ms 10000 said "Notification handle = $MESSAGE value: .*$(hex '"category":"warn' | sed 's/../& /g; s/ $//')"
 "$VIGIL" alert raise medical --expires 1h --data "$SCRATCH/b" > "$SCRATCH/raise.out" 2>&1 || bad "vigil alert raise failed: $(cat "$SCRATCH/raise.out")"
 check "A hears B's medical alert while the link is open" wait_ms 30000 has_event a alert-received '"kind":"MEDICAL"'
 check "the link was open throughout (no link closed since the phone connected)" eval '[ "$(closes)" = "$closes_before" ] && chats | grep -q "$PHONE_ADDR  connected"'

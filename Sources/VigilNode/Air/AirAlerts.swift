@@ -181,9 +181,9 @@ final class AirAlerts: NodeComponent {
             return
         }
         context.append(.warningHeard(h), time: time)
+        // The headline is the signer's words: in the log (`vigil why`), not the journal's notices.
         context.logger.notice("a neighbouring box tells of a public warning", metadata: [
-            "signer": "\(String(frame.signer, radix: 16))", "level": "\(h.sounds ? "sounds" : "shown")",
-            "headline": "\(frame.headline)"])
+            "signer": "\(String(frame.signer, radix: 16))", "level": "\(h.sounds ? "sounds" : "shown")"])
     }
 
     /// A verified frame from another box: new alerts, cancels and acknowledgements go to the log

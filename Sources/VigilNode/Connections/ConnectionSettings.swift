@@ -72,4 +72,9 @@ public struct ConnectionCounters: Sendable, Codable, Equatable {
     /// Phones' links opened and closed without a `LinkChanged` (over `PhoneBudgets`' link events).
     public var linkEventsShed: UInt64 = 0
     public var listenFailures: UInt64 = 0
+    /// Public warnings notified on the message characteristic (one per warning and link; a
+    /// notification is not acknowledged, so this says sent, not read).
+    public var warningsNotified: UInt64 = 0
+    /// Of those a link would not take (its queue full): tried again when the warnings change.
+    public var warningsNotNotified: UInt64 = 0
 }

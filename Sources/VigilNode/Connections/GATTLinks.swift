@@ -26,13 +26,15 @@ final class GATTLinks: NodeComponent {
     /// A link opened or closed, or the listener came or went: what the box advertises
     /// connectable follows (`AirAlerts`).
     private let connectionsChanged: () -> Void
-    private var database: GATTDatabase?
+    private(set) var database: GATTDatabase?
     /// GAP's name, also in the connectable advert.
     private var deviceName = ""
     /// What phones may cost the box across links and addresses.
     private lazy var budgets = PhoneBudgets(PhoneBudgets.Limits(settings), nowNanoseconds: context.monotonic.nowNanoseconds())
     private var listener: ATTSocket?
-    private var links: [Int32: Link] = [:]
+    var links: [Int32: Link] = [:]
+    /// The public warnings changed since phones were last told.
+    var warningsChanged = false
     /// Messages logged but not durable yet, per link, with the writes to answer when they are.
     private var awaiting: PendingWrites
 
@@ -44,6 +46,8 @@ final class GATTLinks: NodeComponent {
         var strikes = 0
         /// Its opening was logged (`LinkChanged`), so its close is.
         var logged: Bool
+        /// The public warnings notified on this link (`GATTLinks.warningKey`): each once.
+        var warningsTold: Set<String> = []
     }
 
     init(context: any NodeContext, settings: ConnectionSettings, adapter: LinkAdapter, ledger: LinkLedger, chatCentral: ChatCentral,
@@ -127,6 +131,11 @@ final class GATTLinks: NodeComponent {
 
     func applied(_ event: Event) {
         if case .radioStateChanged(let change) = event.body, change.state == .on { listen() }
+        switch event.body {
+        case .warningReceived, .warningDeadline, .warningHeard: warningsChanged = true
+        case .hubReceived(let item) where item.kind == EventKind.warningReceived.rawValue: warningsChanged = true
+        default: break
+        }
         if let write = awaiting.settle(event.sequence), let completion = write.completion { answerWrite(write.link, completion, error: nil) }
     }
 
@@ -204,7 +213,9 @@ final class GATTLinks: NodeComponent {
             written(index, value, completion: completion, fd)
         case .violation(let what):
             strike(fd, what)
-        case .subscriptionChanged, .indicationConfirmed, .mtuChanged:
+        case .subscriptionChanged(let index, let notify, _):
+            if notify, index == database?.characteristicIndex(of: BoxServices.message, in: BoxServices.messages) { tellWarnings(fd) }
+        case .indicationConfirmed, .mtuChanged:
             break
         }
     }
@@ -317,7 +328,7 @@ final class GATTLinks: NodeComponent {
 
     private func send(_ pdu: [UInt8], _ fd: Int32) { _ = sendReporting(pdu, fd) }
 
-    private func sendReporting(_ pdu: [UInt8], _ fd: Int32) -> Bool {
+    func sendReporting(_ pdu: [UInt8], _ fd: Int32) -> Bool {
         links[fd]?.socket.send(pdu, logger: context.logger) ?? false
     }
 

@@ -43,6 +43,9 @@ final class LinkLedger {
         counters.messagesRefusedPending += 1
     }
     func countCallFromPhone() { counters.callsFromPhones += 1 }
+    func countWarningNotified(_ sent: Bool) {
+        if sent { counters.warningsNotified += 1 } else { counters.warningsNotNotified += 1 }
+    }
     func countViolation() { counters.violations += 1 }
     func countClosedForMisbehaviour() { counters.linksClosedForMisbehaviour += 1 }
 }

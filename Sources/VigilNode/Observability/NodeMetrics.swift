@@ -116,14 +116,15 @@ final class NodeMetrics: NodeComponent {
                                "ignored", "sent", "send-failed"]
 
     static let frameOutcomes = ["accepted", "duplicate", "forged", "stale", "malformed", "own-echo", "relayed", "forged-certificate", "revoked",
-                                "impersonation", "too-old", "shed", "unsigned", "over-rate"]
+                                "impersonation", "too-old", "shed", "unsigned", "over-rate", "public-warning"]
 
     /// The air link's counters by outcome, with the relays begun.
     static func frameFigures(_ air: AirCounters, relaysStarted: UInt64) -> [String: UInt64] {
         ["accepted": air.accepted, "duplicate": air.duplicates, "forged": air.forged, "stale": air.stale,
          "malformed": air.malformed, "own-echo": air.ownEchoes, "relayed": relaysStarted,
          "forged-certificate": air.forgedCertificates, "revoked": air.revoked, "impersonation": air.impersonations,
-         "too-old": air.tooOld, "shed": air.shed, "unsigned": air.unsigned, "over-rate": air.overRate]
+         "too-old": air.tooOld, "shed": air.shed, "unsigned": air.unsigned, "over-rate": air.overRate,
+         "public-warning": air.warnings]
     }
 
     static let alarmCentreOutcomes = ["ack", "nak", "duh", "garbage", "silent", "closed", "unreachable"]
