@@ -120,12 +120,7 @@ public struct PublicWarningFrame: Sendable, Equatable {
     }
 
     static func signedMessage(_ body: ArraySlice<UInt8>, uuid: UInt16) -> [UInt8] {
-        var message = context
-        message.reserveCapacity(context.count + 2 + body.count)
-        message += [UInt8(truncatingIfNeeded: uuid), UInt8(truncatingIfNeeded: uuid >> 8)]
-        message += body
-        message[context.count + 2 + 1] &= ~0x38
-        return message
+        SignedAlertFrame.signedMessage(context: context, body, uuid: uuid)
     }
 
     /// Nil when the bytes are not a public warning frame at all; throws when they are one,

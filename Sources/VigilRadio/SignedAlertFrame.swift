@@ -98,7 +98,12 @@ public struct SignedAlertFrame: Sendable, Equatable {
     }
 
     /// What the signature covers: the context, the UUID and the bytes with the hops bits zeroed.
-    static func signedMessage(_ body: ArraySlice<UInt8>, uuid: UInt16) -> [UInt8] {
+    static func signedMessage(_ body: ArraySlice<UInt8>, uuid: UInt16) -> [UInt8] { signedMessage(context: context, body, uuid: uuid) }
+
+    /// What a version-2 frame's signature covers: its kind's context (so a signature made for one
+    /// kind never verifies as another), the UUID (2 bytes, little-endian) and every byte before
+    /// the signature with byte 1's hops bits zeroed (relays change them).
+    static func signedMessage(context: [UInt8], _ body: ArraySlice<UInt8>, uuid: UInt16) -> [UInt8] {
         var message = context
         message.reserveCapacity(context.count + 2 + body.count)
         message += [UInt8(truncatingIfNeeded: uuid), UInt8(truncatingIfNeeded: uuid >> 8)]
